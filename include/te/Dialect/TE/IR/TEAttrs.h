@@ -1,0 +1,29 @@
+//===- TEAttrs.h - Attributes and enums of the te dialect -------*- C++ -*-===//
+#ifndef TE_DIALECT_TE_IR_TEATTRS_H
+#define TE_DIALECT_TE_IR_TEATTRS_H
+
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectImplementation.h"
+
+#include "te/Dialect/TE/IR/TEEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "te/Dialect/TE/IR/TEAttrs.h.inc"
+
+namespace mlir::te {
+
+/// True for the four mask kinds that restrict keys by sequence length.
+bool isPaddingMask(MaskKind kind);
+/// True for the four causal mask kinds.
+bool isCausalMask(MaskKind kind);
+/// True when the causal diagonal (and window) is aligned bottom-right.
+bool isBottomRightMask(MaskKind kind);
+
+/// The largest finite value of an FP8 format (448 for f8E4M3FN, 57344 for
+/// f8E5M2); fails for any other type.
+FailureOr<double> getFP8Max(Type fp8Type);
+
+} // namespace mlir::te
+
+#endif // TE_DIALECT_TE_IR_TEATTRS_H

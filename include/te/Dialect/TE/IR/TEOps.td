@@ -1,0 +1,613 @@
+//===- TEOps.td - Operations of the te dialect -------------*- tablegen -*-===//
+//
+// Attention, FP8 and collective operations of Transformer Engine. Each op
+// documents its exact semantics; the verifiers in TEOps.cpp enforce every
+// invariant those semantics rely on.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_DIALECT_TE_IR_TEOPS_TD
+#define TE_DIALECT_TE_IR_TEOPS_TD
+
+include "te/Dialect/TE/IR/TEAttrs.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def TE_HighPrecisionFloat : AnyTypeOf<[F32, F16, BF16]>;
+def TE_FP8Float : AnyTypeOf<[F8E4M3FN, F8E5M2]>;
+def TE_HighPrecisionTensor : RankedTensorOf<[F32, F16, BF16]>;
+def TE_FP8Tensor : RankedTensorOf<[F8E4M3FN, F8E5M2]>;
+def TE_F32Tensor : RankedTensorOf<[F32]>;
+def TE_I32Vector : 1DTensorOf<[I32]>;
+def TE_RngState : TensorRankOf<[I64], [1]>;
+def TE_BoolTensor : RankedTensorOf<[I1]>;
+def TE_BiasTensor : RankedTensorOf<[F32, F16, BF16]>;
+def TE_AnyFP8Format : TypeAttrOf<TE_FP8Float>;
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+// Attributes shared by the forward and backward attention ops.
+defvar AttentionConfigAttrs = (ins
+  TE_QKVLayoutAttr:$layout,
+  DefaultValuedAttr<TE_MaskKindAttr, "::mlir::te::MaskKind::no_mask">:$mask_kind,
+  OptionalAttr<DenseI64ArrayAttr>:$window,
+  OptionalAttr<F32Attr>:$scale,
+  DefaultValuedAttr<TE_BiasKindAttr, "::mlir::te::BiasKind::no_bias">:$bias_kind,
+  DefaultValuedAttr<TE_SoftmaxKindAttr, "::mlir::te::SoftmaxKind::vanilla">:$softmax_kind,
+  DefaultValuedAttr<F32Attr, "0.0f">:$dropout
+);
+
+// Operands that only some configurations take (see the verifier).
+defvar AttentionOptionalOperands = (ins
+  Optional<TE_I32Vector>:$cu_seqlens_q,
+  Optional<TE_I32Vector>:$cu_seqlens_kv,
+  Optional<TE_I32Vector>:$seq_offsets_q,
+  Optional<TE_I32Vector>:$seq_offsets_kv,
+  Optional<TE_I32Vector>:$seqlens_q,
+  Optional<TE_I32Vector>:$seqlens_kv,
+  Optional<TE_BoolTensor>:$mask,
+  Optional<TE_BiasTensor>:$bias,
+  Optional<TE_F32Tensor>:$alibi_slopes,
+  Optional<TE_RngState>:$rng_state,
+  Optional<TE_F32Tensor>:$softmax_offset
+);
+
+defvar AttentionConfigFormat = [{
+  `layout` $layout
+  (`mask` $mask_kind^)?
+  (`window` $window^)?
+  (`scale` $scale^)?
+  (`bias` $bias_kind^)?
+  (`softmax` $softmax_kind^)?
+  (`dropout` $dropout^)?
+  (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_kv `)`)?
+  (`seq_offsets` `(` $seq_offsets_q^ `,` $seq_offsets_kv `)`)?
+  (`seqlens` `(` $seqlens_q^ `,` $seqlens_kv `)`)?
+  (`mask_tensor` `(` $mask^ `)`)?
+  (`bias_tensor` `(` $bias^ `)`)?
+  (`alibi_slopes` `(` $alibi_slopes^ `)`)?
+  (`rng_state` `(` $rng_state^ `)`)?
+  (`softmax_offset` `(` $softmax_offset^ `)`)?
+}];
+
+defvar AttentionSemantics = [{
+    Semantics, per batch entry `b` and query head `h` (key/value head
+    `h / (H_q / H_kv)`, which covers MHA, GQA and MQA):
+
+    ```
+    P = scale * Q K^T           (+ bias before the scale for `pre_scale`)
+    P = P + bias                (`post_scale`; `alibi`: slope[h] * -|i_shift - j|)
+    P[i, j] = -inf where the mask or the window excludes key j for query i
+    S = softmax_kind(P)         (row-wise)
+    D = dropout(S)              (keep with probability 1 - p, scaled by 1/(1-p))
+    O = D V
+    ```
+
+    * `layout`: `bshd` ([b, s, h, d]), `sbhd` ([s, b, h, d]), `bhsd`
+      ([b, h, s, d]) or `thd` ([t, h, d]: the sequences of the batch packed
+      one after another). `thd` needs `cu_seqlens(%cu_q, %cu_kv)`, int32
+      [b + 1] prefix sums of the sequence lengths, and optionally
+      `seq_offsets(%off_q, %off_kv)`, int32 [b + 1] start offsets of each
+      sequence when there is padding between sequences (tokens
+      `[a, PAD, b, b, c]` have cu_seqlens `[0, 1, 3, 4]` and offsets
+      `[0, 2, 4, 5]`). `thd` needs a padding mask kind.
+    * `mask`: `no_mask`; `padding` (keys at or beyond the sequence's kv length
+      and queries beyond its q length are excluded; non-`thd` layouts take the
+      per-sequence lengths as `seqlens(%len_q, %len_kv)`, int32 [b]); `causal`
+      (query i sees keys j <= i, top-left aligned); `causal_bottom_right`
+      (j <= i + s_kv - s_q); `padding_causal` and
+      `padding_causal_bottom_right` (both, with the diagonal measured on the
+      actual lengths); `arbitrary` (an i1 `mask_tensor` broadcastable to
+      [b, h_q, s_q, s_kv]; `true` excludes the key).
+    * `window [left, right]`: query i sees keys
+      j in [i + shift - left, i + shift + right], with shift = s_kv - s_q for
+      the bottom-right masks and 0 otherwise; -1 means unbounded on that side.
+      Causal masks need `right` in {-1, 0} (both mean "no future keys").
+    * `scale`: the softmax scale; default 1 / sqrt(d_qk).
+    * `bias`: `no_bias`, `pre_scale` / `post_scale` with a `bias_tensor` of
+      shape [1 or b, 1 or h_q, s_q, s_kv] (not with `thd`), or `alibi` with
+      `alibi_slopes` of shape [h_q] or [b, h_q] (f32).
+    * `softmax`: `vanilla`; `off_by_one` (exp(x_i) / (1 + sum_j exp(x_j)));
+      `learnable` (exp(x_i) / (exp(alpha_h) + sum_j exp(x_j)) with
+      `softmax_offset` alpha of shape [1, h_q, 1, 1], f32).
+    * `dropout p` in [0, 1): a non-zero probability needs `rng_state`, an
+      i64 tensor [2] holding (seed, offset).
+}];
+
+defvar AttentionClassDeclaration = [{
+    /// The softmax scale, with TE's default of 1/sqrt(d_qk) when unset.
+    double getEffectiveScale();
+    /// The window bounds (left, right); -1 is unbounded. Absent means (-1, -1).
+    std::pair<int64_t, int64_t> getWindowBounds();
+}];
+
+def TE_AttentionOp : TE_Op<"attention", [Pure, AttrSizedOperandSegments,
+    InferTypeOpAdaptor]> {
+  let summary = "fused multi-head attention, forward";
+  let description = !strconcat([{
+    Computes scaled dot-product attention of `q` against `k` and `v` the way
+    Transformer Engine's fused attention does. The result `o` has the layout
+    and element type of `q`, with the head dimension of `v` (d_qk may differ
+    from d_v). With `return_lse` a second result holds the f32 log-sum-exp of
+    each softmax row (of the scaled, biased and masked scores): [b, h_q, s_q, 1],
+    or [t_q, h_q, 1] for `thd`; this is what `te.attention_backward` takes.
+
+  }], AttentionSemantics, [{
+
+    Example (causal GQA, bf16, with LSE):
+
+    ```mlir
+    %o, %lse = te.attention %q, %k, %v layout bshd mask causal {return_lse}
+        : (tensor<2x128x16x64xbf16>, tensor<2x128x4x64xbf16>,
+           tensor<2x128x4x64xbf16>)
+        -> (tensor<2x128x16x64xbf16>, tensor<2x16x128x1xf32>)
+    ```
+  }]);
+
+  let arguments = !con(
+    (ins TE_HighPrecisionTensor:$q, TE_HighPrecisionTensor:$k,
+         TE_HighPrecisionTensor:$v),
+    AttentionOptionalOperands,
+    AttentionConfigAttrs,
+    (ins UnitAttr:$return_lse));
+  let results = (outs TE_HighPrecisionTensor:$o, Optional<TE_F32Tensor>:$lse);
+
+  let assemblyFormat = !strconcat("$q `,` $k `,` $v ", AttentionConfigFormat,
+      " attr-dict `:` functional-type(operands, results)");
+  let hasCanonicalizeMethod = 1;
+  let extraClassDeclaration = AttentionClassDeclaration;
+}
+
+def TE_AttentionBackwardOp : TE_Op<"attention_backward", [Pure,
+    AttrSizedOperandSegments, InferTypeOpAdaptor]> {
+  let summary = "fused multi-head attention, backward";
+  let description = !strconcat([{
+    Gradients of `te.attention` with the same configuration. Takes the
+    forward inputs, the forward output `o`, its gradient `d_o` (same type as
+    `o`) and the log-sum-exp `lse` returned by the forward op (dropout masks
+    are regenerated from `rng_state`). Returns `dq`, `dk`, `dv` with the
+    types of `q`, `k`, `v`, followed by the gradients of the optional
+    parameters in this order: `dbias` (type of `bias_tensor`, for
+    `pre_scale` / `post_scale` bias) and `d_softmax_offset` (type of
+    `softmax_offset`, for the `learnable` softmax).
+
+  }], AttentionSemantics, [{
+
+    Example:
+
+    ```mlir
+    %dq, %dk, %dv = te.attention_backward %q, %k, %v, %o, %do, %lse
+        layout bshd mask causal
+        : (tensor<2x128x16x64xbf16>, tensor<2x128x4x64xbf16>,
+           tensor<2x128x4x64xbf16>, tensor<2x128x16x64xbf16>,
+           tensor<2x128x16x64xbf16>, tensor<2x16x128x1xf32>)
+        -> (tensor<2x128x16x64xbf16>, tensor<2x128x4x64xbf16>,
+            tensor<2x128x4x64xbf16>)
+    ```
+  }]);
+
+  let arguments = !con(
+    (ins TE_HighPrecisionTensor:$q, TE_HighPrecisionTensor:$k,
+         TE_HighPrecisionTensor:$v, TE_HighPrecisionTensor:$o,
+         TE_HighPrecisionTensor:$d_o, TE_F32Tensor:$lse),
+    AttentionOptionalOperands,
+    AttentionConfigAttrs);
+  let results = (outs TE_HighPrecisionTensor:$dq, TE_HighPrecisionTensor:$dk,
+                      TE_HighPrecisionTensor:$dv,
+                      Variadic<RankedTensorOf<[F32, F16, BF16]>>:$param_grads);
+
+  let assemblyFormat = !strconcat(
+      "$q `,` $k `,` $v `,` $o `,` $d_o `,` $lse ", AttentionConfigFormat,
+      " attr-dict `:` functional-type(operands, results)");
+  let hasCanonicalizeMethod = 1;
+  let extraClassDeclaration = AttentionClassDeclaration # [{
+    /// Gradient of `bias_tensor`, or null when the op has no bias tensor.
+    ::mlir::Value getDBias();
+    /// Gradient of `softmax_offset`, or null unless the softmax is learnable.
+    ::mlir::Value getDSoftmaxOffset();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// FP8 scaling and quantization
+//===----------------------------------------------------------------------===//
+
+def TE_AmaxOp : TE_Op<"amax", [Pure, InferTypeOpAdaptor]> {
+  let summary = "maximum absolute value of a tensor";
+  let description = [{
+    Returns max |x| over every element of `input` as an f32 scalar tensor.
+    NaN elements propagate (the result is NaN if any element is NaN), the
+    amax of an empty tensor is 0, and infinities give +inf.
+
+    ```mlir
+    %a = te.amax %x : tensor<1024x1024xbf16> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins TE_HighPrecisionTensor:$input);
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def TE_ComputeScaleOp : TE_Op<"compute_scale", [Pure, InferTypeOpAdaptor]> {
+  let summary = "current-scaling factor from an amax";
+  let description = [{
+    Float8CurrentScaling's scale computation, element-wise over `amax`
+    (a per-tensor scalar or a tensor of block amaxes):
+
+    ```
+    a     = max(amax, epsilon)
+    scale = fp8_max(fp8_type) / a          (round-to-nearest f32 division)
+    scale = 1      if a is 0, inf or NaN
+    scale = FLT_MAX if the division overflows to inf
+    scale = 2^floor(log2(scale))   with `pow2_scales` (mantissa cleared)
+    ```
+
+    `fp8_type` names the target format (f8E4M3FN: max 448; f8E5M2: max
+    57344). `epsilon` must be finite and >= 0.
+
+    ```mlir
+    %s = te.compute_scale %amax fp8_type f8E4M3FN epsilon 1.0e-12 pow2_scales
+        : tensor<f32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins TE_F32Tensor:$amax, TE_AnyFP8Format:$fp8_type,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$epsilon,
+                       UnitAttr:$pow2_scales);
+  let results = (outs TE_F32Tensor:$scale);
+  let assemblyFormat = [{
+    $amax `fp8_type` $fp8_type (`epsilon` $epsilon^)? (`pow2_scales` $pow2_scales^)?
+    attr-dict `:` type($amax) `->` type($scale)
+  }];
+  let hasVerifier = 1;
+}
+
+def TE_UpdateDelayedScalingOp : TE_Op<"update_delayed_scaling",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "one DelayedScaling update: roll the amax history, new scale";
+  let description = [{
+    `amax_history` has shape [L, S...] (L = amax_history_len), `amax` and
+    `scale` have shape [S...] (one entry per tensor managed by the recipe).
+    For each entry:
+
+    ```
+    history'[0] = amax, history'[i] = history[i - 1] for 0 < i < L
+    a       = max_i history'[i]   (amax_algo max, the default)
+            | amax                (amax_algo most_recent)
+    s       = (fp8_max(fp8_type) / a) / 2^margin
+    scale'  = scale      if a is 0, inf or NaN (keep the previous scale)
+            | FLT_MAX    if s is +inf
+            | s          otherwise
+    ```
+
+    Results are the new history and the new scale; `scale_inv` is 1 / scale
+    and is produced by `te.quantize`. `margin` must be >= 0.
+
+    ```mlir
+    %h2, %s2 = te.update_delayed_scaling %hist, %amax, %scale
+        fp8_type f8E4M3FN amax_algo max margin 0
+        : tensor<1024x3xf32>, tensor<3xf32>, tensor<3xf32>
+        -> tensor<1024x3xf32>, tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins TE_F32Tensor:$amax_history, TE_F32Tensor:$amax,
+                       TE_F32Tensor:$scale, TE_AnyFP8Format:$fp8_type,
+                       DefaultValuedAttr<TE_AmaxComputeAlgoAttr,
+                           "::mlir::te::AmaxComputeAlgo::max">:$amax_algo,
+                       DefaultValuedAttr<I32Attr, "0">:$margin);
+  let results = (outs TE_F32Tensor:$new_amax_history, TE_F32Tensor:$new_scale);
+  let assemblyFormat = [{
+    $amax_history `,` $amax `,` $scale `fp8_type` $fp8_type
+    (`amax_algo` $amax_algo^)? (`margin` $margin^)?
+    attr-dict `:` type($amax_history) `,` type($amax) `,` type($scale)
+    `->` type($new_amax_history) `,` type($new_scale)
+  }];
+}
+
+def TE_QuantizeOp : TE_Op<"quantize", [Pure]> {
+  let summary = "FP8 quantization (cast, cast_transpose, MXFP8 and block scaling)";
+  let description = [{
+    Casts `input` to the FP8 element type of its data result(s) with
+    round-to-nearest-even and saturation to the format's largest finite value
+    (NaN stays NaN), in one of TE's scaling modes:
+
+    * `per_tensor` (delayed and current scaling): takes `scale` (an f32
+      scalar tensor); data = cast(input * scale); results
+      `[data], [data_t], scale_inv, amax` where `scale_inv` = 1 / scale and
+      `amax` = max |input| (see `te.amax`). `data_t` is the transposed copy of
+      a 2-D input (TE's cast_transpose).
+    * `mxfp8_1x32`: one f8E8M0FNU scale per 32 consecutive elements, chosen
+      so that the block's amax / fp8_max rounds up to a power of two. Row-wise
+      blocks run along the last dimension (scale_inv shape: last dim / 32);
+      column-wise blocks along the second-to-last (that dim / 32). The
+      column-wise copy keeps the input's layout. Results `[data, scale_inv],
+      [data_col, scale_inv_col]`.
+    * `block_1x128` / `block_128x128` (Float8BlockScaling, 2-D inputs): f32
+      scales per 1x128 or 128x128 block (partial blocks at the edges
+      included), scale = fp8_max / max(block amax, epsilon), rounded down to
+      a power of two unless `pow2_scales false`. The column-wise copy is
+      stored transposed, with the same block shape over the transposed
+      matrix. Results `[data, scale_inv], [data_t, scale_inv_t]`.
+
+    `usage` picks the copies: `rowwise` (the default), `columnwise` or
+    `both`; results appear in the order above, skipping absent ones.
+
+    ```mlir
+    %d, %si, %amax = te.quantize %x scale(%s) mode per_tensor
+        : tensor<256x512xbf16>, tensor<f32>
+        -> tensor<256x512xf8E4M3FN>, tensor<f32>, tensor<f32>
+    %d, %s = te.quantize %x mode mxfp8_1x32
+        : tensor<256x512xbf16> -> tensor<256x512xf8E4M3FN>, tensor<256x16xf8E8M0FNU>
+    ```
+  }];
+  let arguments = (ins TE_HighPrecisionTensor:$input,
+                       Optional<0DTensorOf<[F32]>>:$scale,
+                       TE_ScalingModeAttr:$mode,
+                       DefaultValuedAttr<TE_QuantizeUsageAttr,
+                           "::mlir::te::QuantizeUsage::rowwise">:$usage,
+                       DefaultValuedOptionalAttr<BoolAttr, "true">:$pow2_scales,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$epsilon);
+  let results = (outs Variadic<RankedTensorOf<[F8E4M3FN, F8E5M2, F32,
+                                               F8E8M0FNU]>>:$results);
+  let assemblyFormat = [{
+    $input (`scale` `(` $scale^ `)`)? `mode` $mode (`usage` $usage^)?
+    (`pow2_scales` $pow2_scales^)? (`epsilon` $epsilon^)?
+    attr-dict `:` type(operands) `->` type($results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    bool hasRowwise() { return getUsage() != QuantizeUsage::columnwise; }
+    bool hasColumnwise() { return getUsage() != QuantizeUsage::rowwise; }
+    /// Row-wise FP8 data, or null.
+    ::mlir::Value getData();
+    /// Column-wise (transposed for per_tensor and block modes) data, or null.
+    ::mlir::Value getColumnwiseData();
+    /// Scale inverse of the row-wise data (the only one for per_tensor).
+    ::mlir::Value getScaleInv();
+    /// Scale inverse of the column-wise data (per_tensor: the shared one).
+    ::mlir::Value getColumnwiseScaleInv();
+    /// The amax result of per_tensor quantization, or null.
+    ::mlir::Value getAmax();
+    /// The number of results a configuration has.
+    static unsigned getNumExpectedResults(ScalingMode mode, QuantizeUsage usage);
+  }];
+}
+
+def TE_DequantizeOp : TE_Op<"dequantize", [Pure]> {
+  let summary = "FP8 dequantization for every scaling mode";
+  let description = [{
+    Inverse of `te.quantize` up to rounding: result = data * scale_inv with
+    `scale_inv` in the shape `te.quantize` produced for `mode` (a scalar for
+    `per_tensor`, f8E8M0FNU per 1x32 block for `mxfp8_1x32`, f32 per block
+    for `block_1x128` / `block_128x128`; transposed copies are dequantized
+    as the 2-D matrices they are). For `mxfp8_1x32`, `columnwise` says the
+    scales run along the second-to-last dimension. The result has the
+    data's shape and an f32, f16 or bf16 element type (computed in f32,
+    then rounded to nearest even).
+
+    ```mlir
+    %x = te.dequantize %d, %si mode per_tensor
+        : tensor<256x512xf8E4M3FN>, tensor<f32> -> tensor<256x512xbf16>
+    ```
+  }];
+  let arguments = (ins TE_FP8Tensor:$data,
+                       RankedTensorOf<[F32, F8E8M0FNU]>:$scale_inv,
+                       TE_ScalingModeAttr:$mode, UnitAttr:$columnwise);
+  let results = (outs TE_HighPrecisionTensor:$result);
+  let assemblyFormat = [{
+    $data `,` $scale_inv `mode` $mode (`columnwise` $columnwise^)?
+    attr-dict `:` type($data) `,` type($scale_inv) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def TE_ScaledMatmulOp : TE_Op<"scaled_matmul", [Pure,
+    AttrSizedOperandSegments]> {
+  let summary = "FP8 GEMM with per-tensor scales and bias/GELU epilogue";
+  let description = [{
+    `D = epilogue((op(A) * a_scale_inv) x (op(B) * b_scale_inv) + bias)`, with
+    op(A) = A^T under `transpose_a` (A stored [K, M]) and op(B) = B^T under
+    `transpose_b` (B stored [N, K]), products accumulated in f32. `bias` has
+    shape [N] and is added in f32; `gelu` applies the tanh-approximated GELU
+    (TE's epilogue) after the bias.
+
+    The output element type is f32, f16, bf16, or an FP8 type; an FP8 output
+    takes `out_scale` (D_fp8 = cast(D * out_scale), saturating, RNE) and
+    returns a second result, the f32 amax of D before scaling.
+
+    ```mlir
+    %d = te.scaled_matmul %a, %b scales(%sa, %sb) transpose_b
+        : tensor<128x256xf8E4M3FN>, tensor<64x256xf8E4M3FN>, tensor<f32>, tensor<f32>
+        -> tensor<128x64xbf16>
+    ```
+  }];
+  let arguments = (ins TE_FP8Tensor:$a, TE_FP8Tensor:$b,
+                       0DTensorOf<[F32]>:$a_scale_inv,
+                       0DTensorOf<[F32]>:$b_scale_inv,
+                       Optional<TensorRankOf<[F32, F16, BF16], [1]>>:$bias,
+                       Optional<0DTensorOf<[F32]>>:$out_scale,
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b,
+                       UnitAttr:$gelu);
+  let results = (outs RankedTensorOf<[F32, F16, BF16, F8E4M3FN, F8E5M2]>:$d,
+                      Optional<0DTensorOf<[F32]>>:$amax);
+  let assemblyFormat = [{
+    $a `,` $b `scales` `(` $a_scale_inv `,` $b_scale_inv `)`
+    (`bias` `(` $bias^ `)`)? (`out_scale` `(` $out_scale^ `)`)?
+    (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)?
+    (`gelu` $gelu^)?
+    attr-dict `:` type(operands) `->` type(results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+def TE_ProcessGroupOp : TE_Op<"process_group", [Symbol]> {
+  let summary = "a named group of ranks that collectives run over";
+  let description = [{
+    Declares a process group (a tensor-, data-, sequence- or
+    context-parallel group) of `size` ranks. Collectives name it by symbol;
+    their verifiers check shapes against its size. Which ranks belong to the
+    group is decided by the runtime that executes the module.
+
+    ```mlir
+    te.process_group @tp size 8
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$size);
+  let assemblyFormat = "$sym_name `size` $size attr-dict";
+}
+
+class TE_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : TE_Op<mnemonic, !listconcat(traits,
+        [DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
+  code collectiveClassDeclaration = [{
+    /// The process group this collective runs over (valid after verification).
+    ProcessGroupOp getProcessGroup();
+  }];
+  let extraClassDeclaration = collectiveClassDeclaration;
+  let extraClassDefinition = [{
+    ProcessGroupOp $cppClass::getProcessGroup() {
+      return ::mlir::SymbolTable::lookupNearestSymbolFrom<ProcessGroupOp>(
+          *this, getGroupAttr());
+    }
+  }];
+  // Collectives are not Pure: every rank must take part even when the result
+  // is unused, so they may not be erased, hoisted or merged.
+}
+
+def TE_AllReduceOp : TE_CollectiveOp<"all_reduce", [SameOperandsAndResultType]> {
+  let summary = "element-wise reduction over a process group";
+  let description = [{
+    Every rank receives the element-wise `sum`, `max`, `min` or `avg` (sum
+    divided by the group size; floating-point only) of the group's inputs.
+    Folds to its input on a group of size 1.
+
+    ```mlir
+    %r = te.all_reduce %amax group @dp reduce max : tensor<f32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$group,
+                       DefaultValuedAttr<TE_ReduceKindAttr,
+                           "::mlir::te::ReduceKind::sum">:$kind);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `group` $group (`reduce` $kind^)? attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def TE_AllGatherOp : TE_CollectiveOp<"all_gather"> {
+  let summary = "concatenate the group's inputs along a dimension";
+  let description = [{
+    Every rank receives the inputs of all ranks concatenated in rank order
+    along `dim`; that dimension of the result is group size times the
+    input's. Any element type (FP8 payloads included). Folds to its input on
+    a group of size 1.
+
+    ```mlir
+    %g = te.all_gather %x group @tp dim 0 : tensor<128x64xbf16> -> tensor<1024x64xbf16>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$group,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$dim);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `group` $group `dim` $dim attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def TE_ReduceScatterOp : TE_CollectiveOp<"reduce_scatter"> {
+  let summary = "reduce over the group, then scatter along a dimension";
+  let description = [{
+    The element-wise reduction (`sum`, `max`, `min`, `avg`) of the group's
+    inputs is split into group-size equal chunks along `dim`; rank r receives
+    chunk r. The input's `dim` must be divisible by the group size. Folds to
+    its input on a group of size 1.
+
+    ```mlir
+    %s = te.reduce_scatter %x group @tp dim 0 : tensor<1024x64xf32> -> tensor<128x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$group,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$dim,
+                       DefaultValuedAttr<TE_ReduceKindAttr,
+                           "::mlir::te::ReduceKind::sum">:$kind);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `group` $group `dim` $dim (`reduce` $kind^)? attr-dict
+    `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def TE_AllToAllOp : TE_CollectiveOp<"all_to_all"> {
+  let summary = "split along one dimension, exchange, concatenate along another";
+  let description = [{
+    Each rank splits its input into group-size chunks along `split_dim` and
+    sends chunk j to rank j; the received chunks are concatenated in rank
+    order along `concat_dim` (Ulysses-style context parallelism scatters
+    heads and gathers sequence this way). `split_dim` must be divisible by
+    the group size. Folds to its input on a group of size 1.
+
+    ```mlir
+    %y = te.all_to_all %x group @cp split_dim 2 concat_dim 1
+        : tensor<2x512x16x64xbf16> -> tensor<2x2048x4x64xbf16>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$group,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$split_dim,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$concat_dim);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `group` $group `split_dim` $split_dim `concat_dim` $concat_dim
+    attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def TE_PermuteOp : TE_CollectiveOp<"permute", [SameOperandsAndResultType]> {
+  let summary = "point-to-point exchange within a group (ring send/recv)";
+  let description = [{
+    Sends each rank's input to another rank of the group and returns what
+    this rank received. Either `shift k`: rank r sends to (r + k) mod size
+    and receives from (r - k) mod size (the K/V ring of context
+    parallelism), or `pairs [src0, dst0, src1, dst1, ...]`: explicit
+    (source, target) rank pairs, each rank at most once as a source and
+    once as a target; a rank that is no pair's target receives zeros. A
+    shift by a multiple of the group size folds to the input.
+
+    ```mlir
+    %kv_next = te.permute %kv group @cp shift 1 : tensor<2x512x4x64xbf16>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$group,
+                       OptionalAttr<I64Attr>:$shift,
+                       OptionalAttr<DenseI64ArrayAttr>:$pairs);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `group` $group (`shift` $shift^)? (`pairs` $pairs^)? attr-dict
+    `:` type($input)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+#endif // TE_DIALECT_TE_IR_TEOPS_TD

@@ -1,0 +1,46 @@
+//===- TEAttrs.cpp - Attributes and enums of the te dialect ---------------===//
+
+#include "te/Dialect/TE/IR/TEAttrs.h"
+#include "te/Dialect/TE/IR/TEDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::te;
+
+#include "te/Dialect/TE/IR/TEEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "te/Dialect/TE/IR/TEAttrs.cpp.inc"
+
+void TEDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "te/Dialect/TE/IR/TEAttrs.cpp.inc"
+      >();
+}
+
+bool mlir::te::isPaddingMask(MaskKind kind) {
+  return kind == MaskKind::padding || kind == MaskKind::padding_causal ||
+         kind == MaskKind::padding_causal_bottom_right;
+}
+
+bool mlir::te::isCausalMask(MaskKind kind) {
+  return kind == MaskKind::causal || kind == MaskKind::causal_bottom_right ||
+         kind == MaskKind::padding_causal ||
+         kind == MaskKind::padding_causal_bottom_right;
+}
+
+bool mlir::te::isBottomRightMask(MaskKind kind) {
+  return kind == MaskKind::causal_bottom_right ||
+         kind == MaskKind::padding_causal_bottom_right;
+}
+
+FailureOr<double> mlir::te::getFP8Max(Type fp8Type) {
+  if (!isa<Float8E4M3FNType, Float8E5M2Type>(fp8Type))
+    return failure();
+  const llvm::fltSemantics &sem = cast<FloatType>(fp8Type).getFloatSemantics();
+  return llvm::APFloat::getLargest(sem).convertToDouble();
+}

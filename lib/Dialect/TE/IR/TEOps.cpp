@@ -1,0 +1,969 @@
+//===- TEOps.cpp - Verifiers, type inference and folds of te ops ----------===//
+//
+// Every diagnostic names the operand or attribute at fault, the value it has
+// and what a valid op needs, so that a framework or plugin author can fix the
+// IR without reading this file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/Dialect/TE/IR/TEOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/SmallSet.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::te;
+
+namespace {
+
+/// Emits errors at an optional location: type inference runs without one
+/// when it is called from a builder.
+struct Diag {
+  std::optional<Location> loc;
+  template <typename... Args>
+  LogicalResult operator()(Args &&...args) const {
+    return emitOptionalError(loc, std::forward<Args>(args)...);
+  }
+};
+
+/// True when two dimension sizes are both known and differ.
+bool dimsConflict(int64_t a, int64_t b) {
+  return !ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b;
+}
+
+int64_t dimSize(Value value, unsigned dim) {
+  return cast<ShapedType>(value.getType()).getDimSize(dim);
+}
+
+/// ceil(size / block) that keeps dynamic sizes dynamic.
+int64_t ceilDivDim(int64_t size, int64_t block) {
+  return ShapedType::isDynamic(size) ? size : llvm::divideCeil(size, block);
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// The four logical dimensions of a Q, K or V tensor; `batch` is unknown
+/// (dynamic) for `thd`, where `seq` counts the packed tokens.
+struct HeadTensorDims {
+  int64_t batch, seq, heads, headDim;
+};
+
+HeadTensorDims getHeadTensorDims(QKVLayout layout, RankedTensorType type) {
+  ArrayRef<int64_t> s = type.getShape();
+  switch (layout) {
+  case QKVLayout::bshd:
+    return {s[0], s[1], s[2], s[3]};
+  case QKVLayout::sbhd:
+    return {s[1], s[0], s[2], s[3]};
+  case QKVLayout::bhsd:
+    return {s[0], s[2], s[1], s[3]};
+  case QKVLayout::thd:
+    return {ShapedType::kDynamic, s[0], s[1], s[2]};
+  }
+  llvm_unreachable("unknown QKV layout");
+}
+
+StringRef getLayoutShapeText(QKVLayout layout) {
+  switch (layout) {
+  case QKVLayout::bshd:
+    return "[b, s, h, d]";
+  case QKVLayout::sbhd:
+    return "[s, b, h, d]";
+  case QKVLayout::bhsd:
+    return "[b, h, s, d]";
+  case QKVLayout::thd:
+    return "[t, h, d]";
+  }
+  llvm_unreachable("unknown QKV layout");
+}
+
+/// The sizes every attention operand is checked against.
+struct AttentionDims {
+  int64_t batch, seqQ, seqKV, headsQ, headsKV, headDimQK, headDimV;
+};
+
+std::pair<int64_t, int64_t>
+windowBounds(std::optional<ArrayRef<int64_t>> window) {
+  if (!window || window->size() != 2)
+    return {-1, -1};
+  return {(*window)[0], (*window)[1]};
+}
+
+/// Checks an i32 vector operand's length; `what` says what it holds.
+LogicalResult checkVectorLength(const Diag &diag, Value value, StringRef name,
+                                int64_t expected, StringRef what) {
+  int64_t got = dimSize(value, 0);
+  if (dimsConflict(got, expected))
+    return diag("'", name, "' must have ", expected, " elements (", what,
+                "), got ", value.getType());
+  return success();
+}
+
+/// Verifies everything the forward and backward attention ops share and
+/// returns the problem sizes. Used by type inference, so it runs before any
+/// result type is looked at.
+template <typename AdaptorT>
+FailureOr<AttentionDims> verifyAttentionConfig(AdaptorT adaptor,
+                                               const Diag &diag) {
+  QKVLayout layout = adaptor.getLayout();
+  StringRef layoutName = stringifyQKVLayout(layout);
+  bool isThd = layout == QKVLayout::thd;
+  int64_t rank = isThd ? 3 : 4;
+
+  auto qType = dyn_cast<RankedTensorType>(adaptor.getQ().getType());
+  auto kType = dyn_cast<RankedTensorType>(adaptor.getK().getType());
+  auto vType = dyn_cast<RankedTensorType>(adaptor.getV().getType());
+  if (!qType || !kType || !vType)
+    return diag("'q', 'k' and 'v' must be ranked tensors");
+  for (auto [name, type] : {std::pair<StringRef, RankedTensorType>{"q", qType},
+                            {"k", kType},
+                            {"v", vType}}) {
+    if (type.getRank() != rank)
+      return diag("'", name, "' must have rank ", rank, " for layout ",
+                  layoutName, " ", getLayoutShapeText(layout), ", got ", type);
+  }
+  if (qType.getElementType() != kType.getElementType() ||
+      qType.getElementType() != vType.getElementType())
+    return diag("'q', 'k' and 'v' must have one element type, got ",
+                qType.getElementType(), ", ", kType.getElementType(), " and ",
+                vType.getElementType());
+
+  HeadTensorDims q = getHeadTensorDims(layout, qType);
+  HeadTensorDims k = getHeadTensorDims(layout, kType);
+  HeadTensorDims v = getHeadTensorDims(layout, vType);
+  if (dimsConflict(k.batch, v.batch) || dimsConflict(k.seq, v.seq) ||
+      dimsConflict(k.heads, v.heads))
+    return diag("'k' (", kType, ") and 'v' (", vType,
+                ") must have the same batch, sequence and head sizes");
+  if (dimsConflict(q.batch, k.batch))
+    return diag("'q' and 'k' must have the same batch size, got ", q.batch,
+                " and ", k.batch);
+  if (dimsConflict(q.headDim, k.headDim))
+    return diag("'q' and 'k' must have the same head dimension d_qk, got ",
+                q.headDim, " and ", k.headDim);
+  if (!ShapedType::isDynamic(q.heads) && !ShapedType::isDynamic(k.heads) &&
+      (k.heads == 0 || q.heads % k.heads != 0))
+    return diag("the number of query heads (", q.heads,
+                ") must be a multiple of the number of key/value heads (",
+                k.heads, ")");
+
+  AttentionDims dims{q.batch, q.seq,     k.seq,    q.heads,
+                     k.heads, q.headDim, v.headDim};
+  MaskKind maskKind = adaptor.getMaskKind();
+  StringRef maskName = stringifyMaskKind(maskKind);
+
+  Value cuQ = adaptor.getCuSeqlensQ(), cuKV = adaptor.getCuSeqlensKv();
+  Value offQ = adaptor.getSeqOffsetsQ(), offKV = adaptor.getSeqOffsetsKv();
+  Value lenQ = adaptor.getSeqlensQ(), lenKV = adaptor.getSeqlensKv();
+  if (isThd) {
+    if (!cuQ || !cuKV)
+      return diag("layout thd needs cu_seqlens(%cu_seqlens_q, "
+                  "%cu_seqlens_kv), int32 [batch + 1] each");
+    int64_t n = dimSize(cuQ, 0);
+    if (failed(checkVectorLength(diag, cuKV, "cu_seqlens_kv", n,
+                                 "batch + 1, as 'cu_seqlens_q'")))
+      return failure();
+    if (!ShapedType::isDynamic(n) && n < 2)
+      return diag("'cu_seqlens_q' must have batch + 1 >= 2 elements, got ",
+                  cuQ.getType());
+    dims.batch = ShapedType::isDynamic(n) ? n : n - 1;
+    if (bool(offQ) != bool(offKV))
+      return diag("seq_offsets needs both %seq_offsets_q and %seq_offsets_kv");
+    if (offQ &&
+        (failed(checkVectorLength(diag, offQ, "seq_offsets_q", n,
+                                  "batch + 1, as 'cu_seqlens_q'")) ||
+         failed(checkVectorLength(diag, offKV, "seq_offsets_kv", n,
+                                  "batch + 1, as 'cu_seqlens_q'"))))
+      return failure();
+    if (!isPaddingMask(maskKind))
+      return diag("layout thd needs a padding mask kind (padding, "
+                  "padding_causal or padding_causal_bottom_right), got ",
+                  maskName);
+    if (lenQ || lenKV)
+      return diag("layout thd takes sequence lengths from cu_seqlens; "
+                  "remove seqlens(...)");
+  } else {
+    if (cuQ || cuKV)
+      return diag("cu_seqlens(...) is only valid with layout thd, got ",
+                  layoutName);
+    if (offQ || offKV)
+      return diag("seq_offsets(...) is only valid with layout thd, got ",
+                  layoutName);
+    if (isPaddingMask(maskKind)) {
+      if (!lenQ || !lenKV)
+        return diag("mask ", maskName,
+                    " needs seqlens(%seqlens_q, %seqlens_kv), int32 [batch] "
+                    "each, for layout ",
+                    layoutName);
+      if (failed(checkVectorLength(diag, lenQ, "seqlens_q", dims.batch,
+                                   "one per batch entry")) ||
+          failed(checkVectorLength(diag, lenKV, "seqlens_kv", dims.batch,
+                                   "one per batch entry")))
+        return failure();
+    } else if (lenQ || lenKV) {
+      return diag("seqlens(...) is only valid with a padding mask kind, got "
+                  "mask ",
+                  maskName);
+    }
+  }
+
+  if (Value mask = adaptor.getMask()) {
+    if (maskKind != MaskKind::arbitrary)
+      return diag("mask_tensor(...) is only valid with mask arbitrary, got "
+                  "mask ",
+                  maskName);
+    auto maskType = cast<RankedTensorType>(mask.getType());
+    int64_t expected[] = {dims.batch, dims.headsQ, dims.seqQ, dims.seqKV};
+    if (maskType.getRank() != 4)
+      return diag("'mask' must have rank 4, broadcastable to [b, h_q, s_q, "
+                  "s_kv], got ",
+                  maskType);
+    for (auto [got, want] : llvm::zip(maskType.getShape(), expected))
+      if (got != 1 && dimsConflict(got, want))
+        return diag("'mask' ", maskType,
+                    " is not broadcastable to [b, h_q, s_q, s_kv] = [",
+                    dims.batch, ", ", dims.headsQ, ", ", dims.seqQ, ", ",
+                    dims.seqKV, "]: each dimension must be 1 or match");
+  } else if (maskKind == MaskKind::arbitrary) {
+    return diag("mask arbitrary needs mask_tensor(%mask), an i1 tensor "
+                "broadcastable to [b, h_q, s_q, s_kv]");
+  }
+
+  if (std::optional<ArrayRef<int64_t>> window = adaptor.getWindow()) {
+    if (window->size() != 2)
+      return diag("'window' must be [left, right], got ", window->size(),
+                  " values");
+    auto [left, right] = windowBounds(window);
+    if (left < -1 || right < -1)
+      return diag("window bounds must be >= -1 (-1 is unbounded), got [",
+                  left, ", ", right, "]");
+    if (isCausalMask(maskKind) && right > 0)
+      return diag("mask ", maskName,
+                  " admits no keys after the diagonal: window right bound "
+                  "must be -1 or 0, got ",
+                  right);
+  }
+
+  if (std::optional<APFloat> scale = adaptor.getScale()) {
+    if (!scale->isFinite() || scale->isZero())
+      return diag("softmax scale must be finite and non-zero, got ",
+                  scale->convertToDouble());
+  }
+
+  Value bias = adaptor.getBias(), slopes = adaptor.getAlibiSlopes();
+  BiasKind biasKind = adaptor.getBiasKind();
+  StringRef biasName = stringifyBiasKind(biasKind);
+  switch (biasKind) {
+  case BiasKind::no_bias:
+    if (bias || slopes)
+      return diag("bias no_bias takes no bias_tensor or alibi_slopes");
+    break;
+  case BiasKind::pre_scale:
+  case BiasKind::post_scale: {
+    if (slopes)
+      return diag("bias ", biasName, " takes bias_tensor(...), not "
+                                     "alibi_slopes(...)");
+    if (!bias)
+      return diag("bias ", biasName,
+                  " needs bias_tensor(%bias) of shape [1 or b, 1 or h_q, "
+                  "s_q, s_kv]");
+    if (isThd)
+      return diag("bias ", biasName,
+                  " is not defined for layout thd (sequences have no common "
+                  "[s_q, s_kv] shape); use alibi or another layout");
+    auto biasType = cast<RankedTensorType>(bias.getType());
+    if (biasType.getElementType() != qType.getElementType() &&
+        !biasType.getElementType().isF32())
+      return diag("'bias' must have the element type of 'q' or f32, got ",
+                  biasType.getElementType());
+    ArrayRef<int64_t> s = biasType.getShape();
+    if (biasType.getRank() != 4 ||
+        (s[0] != 1 && dimsConflict(s[0], dims.batch)) ||
+        (s[1] != 1 && dimsConflict(s[1], dims.headsQ)) ||
+        dimsConflict(s[2], dims.seqQ) || dimsConflict(s[3], dims.seqKV))
+      return diag("'bias' must have shape [1 or ", dims.batch, ", 1 or ",
+                  dims.headsQ, ", ", dims.seqQ, ", ", dims.seqKV, "], got ",
+                  biasType);
+    break;
+  }
+  case BiasKind::alibi: {
+    if (bias)
+      return diag("bias alibi takes alibi_slopes(...), not bias_tensor(...)");
+    if (!slopes)
+      return diag("bias alibi needs alibi_slopes(%slopes), f32 [h_q] or "
+                  "[b, h_q]");
+    auto slopeType = cast<RankedTensorType>(slopes.getType());
+    ArrayRef<int64_t> s = slopeType.getShape();
+    bool valid =
+        (s.size() == 1 && !dimsConflict(s[0], dims.headsQ)) ||
+        (s.size() == 2 && !dimsConflict(s[0], dims.batch) &&
+         !dimsConflict(s[1], dims.headsQ));
+    if (!valid)
+      return diag("'alibi_slopes' must have shape [", dims.headsQ, "] or [",
+                  dims.batch, ", ", dims.headsQ, "], got ", slopeType);
+    break;
+  }
+  }
+
+  double dropout = adaptor.getDropout().convertToDouble();
+  if (!(dropout >= 0.0 && dropout < 1.0))
+    return diag("dropout probability must be in [0, 1), got ", dropout);
+  if (Value rng = adaptor.getRngState()) {
+    if (dropout == 0.0)
+      return diag("rng_state(...) is only valid with a non-zero dropout");
+    if (dimsConflict(dimSize(rng, 0), 2))
+      return diag("'rng_state' must be tensor<2xi64> (seed, offset), got ",
+                  rng.getType());
+  } else if (dropout != 0.0) {
+    return diag("dropout ", dropout,
+                " needs rng_state(%seed_offset), tensor<2xi64>");
+  }
+
+  Value offset = adaptor.getSoftmaxOffset();
+  if (adaptor.getSoftmaxKind() == SoftmaxKind::learnable) {
+    if (!offset)
+      return diag("softmax learnable needs softmax_offset(%alpha), f32 [1, "
+                  "h_q, 1, 1]");
+    auto offsetType = cast<RankedTensorType>(offset.getType());
+    ArrayRef<int64_t> s = offsetType.getShape();
+    if (offsetType.getRank() != 4 || s[0] != 1 ||
+        dimsConflict(s[1], dims.headsQ) || s[2] != 1 || s[3] != 1)
+      return diag("'softmax_offset' must have shape [1, ", dims.headsQ,
+                  ", 1, 1], got ", offsetType);
+  } else if (offset) {
+    return diag("softmax_offset(...) is only valid with softmax learnable, "
+                "got softmax ",
+                stringifySoftmaxKind(adaptor.getSoftmaxKind()));
+  }
+  return dims;
+}
+
+/// The output type: q's layout and element type, d_v as the head dim.
+RankedTensorType getAttentionOutputType(RankedTensorType qType,
+                                        const AttentionDims &dims) {
+  SmallVector<int64_t> shape(qType.getShape());
+  shape.back() = dims.headDimV;
+  return RankedTensorType::get(shape, qType.getElementType());
+}
+
+/// The log-sum-exp statistics type: [b, h_q, s_q, 1] or, for thd, [t, h_q, 1].
+RankedTensorType getAttentionLseType(QKVLayout layout,
+                                     const AttentionDims &dims,
+                                     MLIRContext *ctx) {
+  Type f32 = Float32Type::get(ctx);
+  if (layout == QKVLayout::thd)
+    return RankedTensorType::get({dims.seqQ, dims.headsQ, 1}, f32);
+  return RankedTensorType::get({dims.batch, dims.headsQ, dims.seqQ, 1}, f32);
+}
+
+template <typename OpT>
+double getEffectiveScaleImpl(OpT op) {
+  if (std::optional<APFloat> scale = op.getScale())
+    return scale->convertToDouble();
+  int64_t headDim = op.getQ().getType().getShape().back();
+  return 1.0 / std::sqrt(static_cast<double>(headDim));
+}
+
+/// Canonical window: under a causal mask a right bound of 0 says nothing the
+/// mask does not, so it is dropped; [-1, -1] is the absent attribute.
+template <typename OpT>
+LogicalResult canonicalizeAttentionWindow(OpT op, PatternRewriter &rewriter) {
+  if (!op.getWindow())
+    return failure();
+  std::pair<int64_t, int64_t> bounds = op.getWindowBounds();
+  std::pair<int64_t, int64_t> canonical = bounds;
+  if (isCausalMask(op.getMaskKind()) && canonical.second == 0)
+    canonical.second = -1;
+  if (canonical == std::pair<int64_t, int64_t>(-1, -1)) {
+    rewriter.modifyOpInPlace(op, [&] { op.removeWindowAttr(); });
+    return success();
+  }
+  if (canonical == bounds)
+    return failure();
+  int64_t window[] = {canonical.first, canonical.second};
+  rewriter.modifyOpInPlace(op, [&] { op.setWindow(ArrayRef(window)); });
+  return success();
+}
+
+} // namespace
+
+LogicalResult
+AttentionOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                              Adaptor adaptor,
+                              SmallVectorImpl<Type> &inferredReturnTypes) {
+  FailureOr<AttentionDims> dims = verifyAttentionConfig(adaptor, Diag{loc});
+  if (failed(dims))
+    return failure();
+  auto qType = cast<RankedTensorType>(adaptor.getQ().getType());
+  inferredReturnTypes.push_back(getAttentionOutputType(qType, *dims));
+  if (adaptor.getReturnLse())
+    inferredReturnTypes.push_back(
+        getAttentionLseType(adaptor.getLayout(), *dims, ctx));
+  return success();
+}
+
+double AttentionOp::getEffectiveScale() { return getEffectiveScaleImpl(*this); }
+
+std::pair<int64_t, int64_t> AttentionOp::getWindowBounds() {
+  return windowBounds(getWindow());
+}
+
+LogicalResult AttentionOp::canonicalize(AttentionOp op,
+                                        PatternRewriter &rewriter) {
+  return canonicalizeAttentionWindow(op, rewriter);
+}
+
+LogicalResult AttentionBackwardOp::inferReturnTypes(
+    MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  Diag diag{loc};
+  FailureOr<AttentionDims> dims = verifyAttentionConfig(adaptor, diag);
+  if (failed(dims))
+    return failure();
+  auto qType = cast<RankedTensorType>(adaptor.getQ().getType());
+  RankedTensorType outType = getAttentionOutputType(qType, *dims);
+  if (adaptor.getO().getType() != outType)
+    return diag("'o' must have the forward output type ", outType, ", got ",
+                adaptor.getO().getType());
+  if (adaptor.getDO().getType() != outType)
+    return diag("'d_o' must have the forward output type ", outType, ", got ",
+                adaptor.getDO().getType());
+  RankedTensorType lseType =
+      getAttentionLseType(adaptor.getLayout(), *dims, ctx);
+  if (adaptor.getLse().getType() != lseType)
+    return diag("'lse' must have the forward statistics type ", lseType,
+                ", got ", adaptor.getLse().getType());
+
+  inferredReturnTypes.push_back(qType);
+  inferredReturnTypes.push_back(adaptor.getK().getType());
+  inferredReturnTypes.push_back(adaptor.getV().getType());
+  if (Value bias = adaptor.getBias())
+    inferredReturnTypes.push_back(bias.getType());
+  if (Value offset = adaptor.getSoftmaxOffset())
+    inferredReturnTypes.push_back(offset.getType());
+  return success();
+}
+
+double AttentionBackwardOp::getEffectiveScale() {
+  return getEffectiveScaleImpl(*this);
+}
+
+std::pair<int64_t, int64_t> AttentionBackwardOp::getWindowBounds() {
+  return windowBounds(getWindow());
+}
+
+LogicalResult AttentionBackwardOp::canonicalize(AttentionBackwardOp op,
+                                                PatternRewriter &rewriter) {
+  return canonicalizeAttentionWindow(op, rewriter);
+}
+
+Value AttentionBackwardOp::getDBias() {
+  return getBias() ? getParamGrads().front() : Value();
+}
+
+Value AttentionBackwardOp::getDSoftmaxOffset() {
+  return getSoftmaxOffset() ? getParamGrads().back() : Value();
+}
+
+//===----------------------------------------------------------------------===//
+// FP8 scaling
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+AmaxOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                         Adaptor adaptor,
+                         SmallVectorImpl<Type> &inferredReturnTypes) {
+  inferredReturnTypes.push_back(
+      RankedTensorType::get({}, Float32Type::get(ctx)));
+  return success();
+}
+
+/// An amax floor or block epsilon: finite and >= 0.
+static LogicalResult verifyEpsilon(const Diag &diag, APFloat epsilon) {
+  if (!epsilon.isFinite() || epsilon.isNegative())
+    return diag("'epsilon' must be finite and >= 0, got ",
+                epsilon.convertToDouble());
+  return success();
+}
+
+LogicalResult
+ComputeScaleOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                 Adaptor adaptor,
+                                 SmallVectorImpl<Type> &inferredReturnTypes) {
+  inferredReturnTypes.push_back(adaptor.getAmax().getType());
+  return success();
+}
+
+LogicalResult ComputeScaleOp::verify() {
+  return verifyEpsilon(Diag{getLoc()}, getEpsilon());
+}
+
+LogicalResult UpdateDelayedScalingOp::inferReturnTypes(
+    MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  Diag diag{loc};
+  auto history = cast<RankedTensorType>(adaptor.getAmaxHistory().getType());
+  auto amax = cast<RankedTensorType>(adaptor.getAmax().getType());
+  auto scale = cast<RankedTensorType>(adaptor.getScale().getType());
+  if (history.getRank() < 1)
+    return diag("'amax_history' must have shape [history_len, ...], got ",
+                history);
+  if (history.getDimSize(0) == 0)
+    return diag("'amax_history' must hold at least one step, got ", history);
+  if (amax != scale ||
+      failed(verifyCompatibleShape(history.getShape().drop_front(),
+                                   amax.getShape())))
+    return diag("'amax' and 'scale' must both have the shape of "
+                "'amax_history' without its leading history dimension, got ",
+                history, ", ", amax, " and ", scale);
+  if (adaptor.getMargin() < 0)
+    return diag("'margin' must be >= 0, got ", adaptor.getMargin());
+  inferredReturnTypes.push_back(history);
+  inferredReturnTypes.push_back(scale);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Quantize / dequantize
+//===----------------------------------------------------------------------===//
+
+/// The scale_inv type of one quantized copy whose data has type `data`
+/// (already transposed where the mode stores a transposed copy).
+/// `mxfp8Columnwise` selects MXFP8's column-direction blocks.
+static FailureOr<RankedTensorType>
+getScaleInvType(const Diag &diag, ScalingMode mode, bool mxfp8Columnwise,
+                RankedTensorType data) {
+  MLIRContext *ctx = data.getContext();
+  Type f32 = Float32Type::get(ctx);
+  SmallVector<int64_t> shape(data.getShape());
+  StringRef modeName = stringifyScalingMode(mode);
+  switch (mode) {
+  case ScalingMode::per_tensor:
+    return RankedTensorType::get({}, f32);
+  case ScalingMode::mxfp8_1x32: {
+    int64_t axis = data.getRank() - (mxfp8Columnwise ? 2 : 1);
+    if (axis < 0)
+      return diag("mode mxfp8_1x32 ",
+                  mxfp8Columnwise ? "column-wise needs rank >= 2"
+                                  : "row-wise needs rank >= 1",
+                  ", got ", data);
+    if (!ShapedType::isDynamic(shape[axis]) && shape[axis] % 32 != 0)
+      return diag("mode mxfp8_1x32 needs dimension ", axis, " (",
+                  shape[axis], ") to be a multiple of 32 for ",
+                  mxfp8Columnwise ? "column-wise" : "row-wise",
+                  " scaling, got ", data);
+    if (!ShapedType::isDynamic(shape[axis]))
+      shape[axis] /= 32;
+    return RankedTensorType::get(shape, Float8E8M0FNUType::get(ctx));
+  }
+  case ScalingMode::block_1x128:
+  case ScalingMode::block_128x128: {
+    if (data.getRank() != 2)
+      return diag("mode ", modeName, " needs a 2-D tensor, got ", data);
+    if (mode == ScalingMode::block_128x128)
+      shape[0] = ceilDivDim(shape[0], 128);
+    shape[1] = ceilDivDim(shape[1], 128);
+    return RankedTensorType::get(shape, f32);
+  }
+  }
+  llvm_unreachable("unknown scaling mode");
+}
+
+/// A 2-D tensor type with the two dimensions swapped.
+static RankedTensorType getTransposedType(RankedTensorType type,
+                                          Type elementType) {
+  return RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)},
+                               elementType);
+}
+
+static LogicalResult checkResultType(const Diag &diag, Value result,
+                                     StringRef name, Type expected) {
+  if (result.getType() != expected)
+    return diag("result '", name, "' must be ", expected, ", got ",
+                result.getType());
+  return success();
+}
+
+unsigned QuantizeOp::getNumExpectedResults(ScalingMode mode,
+                                           QuantizeUsage usage) {
+  unsigned copies = usage == QuantizeUsage::both ? 2 : 1;
+  // per_tensor shares one scale_inv between the copies and adds the amax.
+  return mode == ScalingMode::per_tensor ? copies + 2 : copies * 2;
+}
+
+Value QuantizeOp::getData() {
+  return hasRowwise() ? getResults().front() : Value();
+}
+
+Value QuantizeOp::getColumnwiseData() {
+  if (!hasColumnwise())
+    return {};
+  if (!hasRowwise())
+    return getResults().front();
+  return getResults()[getMode() == ScalingMode::per_tensor ? 1 : 2];
+}
+
+Value QuantizeOp::getScaleInv() {
+  if (getMode() == ScalingMode::per_tensor)
+    return getResults()[getNumResults() - 2];
+  return hasRowwise() ? getResults()[1] : Value();
+}
+
+Value QuantizeOp::getColumnwiseScaleInv() {
+  if (getMode() == ScalingMode::per_tensor)
+    return getScaleInv();
+  return hasColumnwise() ? getResults().back() : Value();
+}
+
+Value QuantizeOp::getAmax() {
+  return getMode() == ScalingMode::per_tensor ? getResults().back() : Value();
+}
+
+LogicalResult QuantizeOp::verify() {
+  Diag diag{getLoc()};
+  ScalingMode mode = getMode();
+  StringRef modeName = stringifyScalingMode(mode);
+  unsigned expected = getNumExpectedResults(mode, getUsage());
+  if (getNumResults() != expected) {
+    const char *layout =
+        mode == ScalingMode::per_tensor
+            ? "[data], [data_t], scale_inv, amax"
+            : "[data, scale_inv], [columnwise data, columnwise scale_inv]";
+    return diag("mode ", modeName, " with usage ",
+                stringifyQuantizeUsage(getUsage()), " produces ", expected,
+                " results (", layout, "), got ", getNumResults());
+  }
+  bool blockMode = mode == ScalingMode::block_1x128 ||
+                   mode == ScalingMode::block_128x128;
+  if (mode == ScalingMode::per_tensor && !getScale())
+    return diag("mode per_tensor needs scale(%scale), an f32 scalar tensor");
+  if (mode != ScalingMode::per_tensor && getScale())
+    return diag("mode ", modeName,
+                " computes its own scales; scale(...) is only valid with "
+                "mode per_tensor");
+  if (!blockMode && getPow2ScalesAttr())
+    return diag("'pow2_scales' is only valid with modes block_1x128 and "
+                "block_128x128");
+  if (!blockMode && !getEpsilon().isZero())
+    return diag("'epsilon' is only valid with modes block_1x128 and "
+                "block_128x128");
+  if (failed(verifyEpsilon(diag, getEpsilon())))
+    return failure();
+
+  Value anyData = hasRowwise() ? getData() : getColumnwiseData();
+  Type fp8 = cast<RankedTensorType>(anyData.getType()).getElementType();
+  if (!isa<Float8E4M3FNType, Float8E5M2Type>(fp8))
+    return diag("quantized data must be f8E4M3FN or f8E5M2, got ", fp8);
+
+  RankedTensorType input = getInput().getType();
+  if (hasRowwise()) {
+    auto dataType = RankedTensorType::get(input.getShape(), fp8);
+    FailureOr<RankedTensorType> scaleType =
+        getScaleInvType(diag, mode, /*mxfp8Columnwise=*/false, dataType);
+    if (failed(scaleType) ||
+        failed(checkResultType(diag, getData(), "data", dataType)) ||
+        failed(checkResultType(diag, getScaleInv(), "scale_inv", *scaleType)))
+      return failure();
+  }
+  if (hasColumnwise()) {
+    RankedTensorType dataType;
+    if (mode == ScalingMode::mxfp8_1x32) {
+      dataType = RankedTensorType::get(input.getShape(), fp8);
+    } else {
+      if (input.getRank() != 2)
+        return diag("the column-wise copy of mode ", modeName,
+                    " is stored transposed and needs a 2-D input; got ",
+                    input, " (reshape to [rows, cols] first)");
+      dataType = getTransposedType(input, fp8);
+    }
+    FailureOr<RankedTensorType> scaleType = getScaleInvType(
+        diag, mode, mode == ScalingMode::mxfp8_1x32, dataType);
+    if (failed(scaleType) ||
+        failed(checkResultType(diag, getColumnwiseData(), "columnwise data",
+                               dataType)) ||
+        failed(checkResultType(diag, getColumnwiseScaleInv(),
+                               "columnwise scale_inv", *scaleType)))
+      return failure();
+  }
+  if (mode == ScalingMode::per_tensor &&
+      failed(checkResultType(diag, getAmax(), "amax",
+                             RankedTensorType::get(
+                                 {}, Float32Type::get(getContext())))))
+    return failure();
+  return success();
+}
+
+LogicalResult DequantizeOp::verify() {
+  Diag diag{getLoc()};
+  ScalingMode mode = getMode();
+  if (getColumnwise() && mode != ScalingMode::mxfp8_1x32)
+    return diag("'columnwise' is only valid with mode mxfp8_1x32 (other "
+                "modes store column-wise copies transposed)");
+  RankedTensorType data = getData().getType();
+  FailureOr<RankedTensorType> scaleType =
+      getScaleInvType(diag, mode, getColumnwise(), data);
+  if (failed(scaleType))
+    return failure();
+  if (getScaleInv().getType() != *scaleType)
+    return diag("'scale_inv' must be ", *scaleType, " for mode ",
+                stringifyScalingMode(mode), " and data ", data, ", got ",
+                getScaleInv().getType());
+  if (failed(verifyCompatibleShape(getResult().getType(), data)))
+    return diag("the result must have the data's shape ", data, ", got ",
+                getResult().getType());
+  return success();
+}
+
+LogicalResult ScaledMatmulOp::verify() {
+  Diag diag{getLoc()};
+  RankedTensorType a = getA().getType(), b = getB().getType();
+  if (a.getRank() != 2 || b.getRank() != 2)
+    return diag("'a' and 'b' must be 2-D, got ", a, " and ", b);
+  int64_t m = a.getDimSize(getTransposeA() ? 1 : 0);
+  int64_t kA = a.getDimSize(getTransposeA() ? 0 : 1);
+  int64_t kB = b.getDimSize(getTransposeB() ? 1 : 0);
+  int64_t n = b.getDimSize(getTransposeB() ? 0 : 1);
+  if (dimsConflict(kA, kB))
+    return diag("contraction sizes differ: op(a) is ", m, "x", kA,
+                " and op(b) is ", kB, "x", n);
+  RankedTensorType d = getD().getType();
+  if (d.getRank() != 2 || dimsConflict(d.getDimSize(0), m) ||
+      dimsConflict(d.getDimSize(1), n))
+    return diag("result 'd' must have shape [", m, ", ", n, "], got ", d);
+  if (Value bias = getBias(); bias && dimsConflict(dimSize(bias, 0), n))
+    return diag("'bias' must have shape [", n, "], got ", bias.getType());
+  bool fp8Out = isa<Float8E4M3FNType, Float8E5M2Type>(d.getElementType());
+  if (fp8Out && (!getOutScale() || !getAmax()))
+    return diag("an FP8 output (", d.getElementType(),
+                ") needs out_scale(%scale) and an amax result");
+  if (!fp8Out && (getOutScale() || getAmax()))
+    return diag("out_scale(...) and the amax result are only valid with an "
+                "FP8 output, got ",
+                d.getElementType());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+static FailureOr<ProcessGroupOp>
+lookupProcessGroup(Operation *op, FlatSymbolRefAttr group,
+                   SymbolTableCollection &symbolTable) {
+  auto pg = symbolTable.lookupNearestSymbolFrom<ProcessGroupOp>(op, group);
+  if (!pg)
+    return op->emitOpError("group ")
+           << group << " does not name a te.process_group";
+  return pg;
+}
+
+/// The group size for folds; 0 when the symbol does not resolve.
+static int64_t getGroupSizeOrZero(Operation *op, FlatSymbolRefAttr group) {
+  auto pg = SymbolTable::lookupNearestSymbolFrom<ProcessGroupOp>(op, group);
+  return pg ? pg.getSize() : 0;
+}
+
+static LogicalResult verifyDimInRange(Operation *op, StringRef name,
+                                      int64_t dim, int64_t rank) {
+  if (dim >= rank)
+    return op->emitOpError("'")
+           << name << "' is " << dim << " but the input has rank " << rank;
+  return success();
+}
+
+static LogicalResult verifyReduceKind(Operation *op, ReduceKind kind,
+                                      Type elementType) {
+  if (kind == ReduceKind::avg && !isa<FloatType>(elementType))
+    return op->emitOpError("reduce avg needs a floating-point element type, got ")
+           << elementType;
+  return success();
+}
+
+/// Checks the result against the input with `dim`'s size changed to
+/// `expectedDim`; the other dimensions and the element type are unchanged.
+static LogicalResult verifyResizedResult(Operation *op, ShapedType input,
+                                         ShapedType result,
+                                         ArrayRef<std::pair<int64_t, int64_t>>
+                                             dimsAndSizes) {
+  SmallVector<int64_t> expected(input.getShape());
+  for (auto [dim, size] : dimsAndSizes)
+    expected[dim] = size;
+  auto expectedType = RankedTensorType::get(expected, input.getElementType());
+  if (result != expectedType)
+    return op->emitOpError("result must be ")
+           << expectedType << ", got " << result;
+  return success();
+}
+
+/// Multiplies or divides a dimension by the group size, keeping `?`.
+static int64_t scaleDim(int64_t size, int64_t groupSize, bool multiply) {
+  if (ShapedType::isDynamic(size))
+    return size;
+  return multiply ? size * groupSize : size / groupSize;
+}
+
+static LogicalResult verifyDivisible(Operation *op, StringRef name,
+                                     int64_t dim, int64_t size,
+                                     int64_t groupSize) {
+  if (!ShapedType::isDynamic(size) && size % groupSize != 0)
+    return op->emitOpError("input dimension ")
+           << dim << " ('" << name << "', size " << size
+           << ") must be divisible by the group size " << groupSize;
+  return success();
+}
+
+LogicalResult AllReduceOp::verify() {
+  return verifyReduceKind(*this, getKind(),
+                          getInput().getType().getElementType());
+}
+
+LogicalResult
+AllReduceOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return lookupProcessGroup(*this, getGroupAttr(), symbolTable);
+}
+
+OpFoldResult AllReduceOp::fold(FoldAdaptor) {
+  return getGroupSizeOrZero(*this, getGroupAttr()) == 1 ? getInput() : Value();
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyDimInRange(*this, "dim", getDim(),
+                          getInput().getType().getRank());
+}
+
+LogicalResult
+AllGatherOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<ProcessGroupOp> pg =
+      lookupProcessGroup(*this, getGroupAttr(), symbolTable);
+  if (failed(pg))
+    return failure();
+  int64_t dim = getDim();
+  int64_t size = getInput().getType().getDimSize(dim);
+  return verifyResizedResult(
+      *this, getInput().getType(), getResult().getType(),
+      {{dim, scaleDim(size, pg->getSize(), /*multiply=*/true)}});
+}
+
+OpFoldResult AllGatherOp::fold(FoldAdaptor) {
+  bool identity = getGroupSizeOrZero(*this, getGroupAttr()) == 1 &&
+                  getInput().getType() == getResult().getType();
+  return identity ? getInput() : Value();
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  RankedTensorType input = getInput().getType();
+  if (failed(verifyDimInRange(*this, "dim", getDim(), input.getRank())))
+    return failure();
+  return verifyReduceKind(*this, getKind(), input.getElementType());
+}
+
+LogicalResult
+ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<ProcessGroupOp> pg =
+      lookupProcessGroup(*this, getGroupAttr(), symbolTable);
+  if (failed(pg))
+    return failure();
+  int64_t dim = getDim();
+  int64_t size = getInput().getType().getDimSize(dim);
+  if (failed(verifyDivisible(*this, "dim", dim, size, pg->getSize())))
+    return failure();
+  return verifyResizedResult(
+      *this, getInput().getType(), getResult().getType(),
+      {{dim, scaleDim(size, pg->getSize(), /*multiply=*/false)}});
+}
+
+OpFoldResult ReduceScatterOp::fold(FoldAdaptor) {
+  bool identity = getGroupSizeOrZero(*this, getGroupAttr()) == 1 &&
+                  getInput().getType() == getResult().getType();
+  return identity ? getInput() : Value();
+}
+
+LogicalResult AllToAllOp::verify() {
+  int64_t rank = getInput().getType().getRank();
+  if (failed(verifyDimInRange(*this, "split_dim", getSplitDim(), rank)) ||
+      failed(verifyDimInRange(*this, "concat_dim", getConcatDim(), rank)))
+    return failure();
+  return success();
+}
+
+LogicalResult
+AllToAllOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<ProcessGroupOp> pg =
+      lookupProcessGroup(*this, getGroupAttr(), symbolTable);
+  if (failed(pg))
+    return failure();
+  RankedTensorType input = getInput().getType();
+  int64_t split = getSplitDim(), concat = getConcatDim();
+  int64_t groupSize = pg->getSize();
+  if (failed(verifyDivisible(*this, "split_dim", split,
+                             input.getDimSize(split), groupSize)))
+    return failure();
+  if (split == concat)
+    return verifyResizedResult(*this, input, getResult().getType(), {});
+  return verifyResizedResult(
+      *this, input, getResult().getType(),
+      {{split, scaleDim(input.getDimSize(split), groupSize, false)},
+       {concat, scaleDim(input.getDimSize(concat), groupSize, true)}});
+}
+
+OpFoldResult AllToAllOp::fold(FoldAdaptor) {
+  bool identity = getGroupSizeOrZero(*this, getGroupAttr()) == 1 &&
+                  getInput().getType() == getResult().getType();
+  return identity ? getInput() : Value();
+}
+
+LogicalResult PermuteOp::verify() {
+  if (getShift().has_value() == getPairs().has_value())
+    return emitOpError("needs exactly one of 'shift' and 'pairs'");
+  if (!getPairs())
+    return success();
+  ArrayRef<int64_t> pairs = *getPairs();
+  if (pairs.empty() || pairs.size() % 2 != 0)
+    return emitOpError("'pairs' must hold (source, target) rank pairs, got ")
+           << pairs.size() << " values";
+  llvm::SmallSet<int64_t, 8> sources, targets;
+  for (size_t i = 0; i < pairs.size(); i += 2) {
+    int64_t src = pairs[i], dst = pairs[i + 1];
+    if (src < 0 || dst < 0)
+      return emitOpError("ranks in 'pairs' must be >= 0, got (")
+             << src << ", " << dst << ")";
+    if (!sources.insert(src).second)
+      return emitOpError("rank ") << src << " is a source in two pairs";
+    if (!targets.insert(dst).second)
+      return emitOpError("rank ") << dst << " is a target in two pairs";
+  }
+  return success();
+}
+
+LogicalResult PermuteOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<ProcessGroupOp> pg =
+      lookupProcessGroup(*this, getGroupAttr(), symbolTable);
+  if (failed(pg))
+    return failure();
+  if (std::optional<ArrayRef<int64_t>> pairs = getPairs()) {
+    for (int64_t rank : *pairs)
+      if (rank >= static_cast<int64_t>(pg->getSize()))
+        return emitOpError("rank ")
+               << rank << " in 'pairs' is outside group " << getGroupAttr()
+               << " of size " << pg->getSize();
+  }
+  return success();
+}
+
+OpFoldResult PermuteOp::fold(FoldAdaptor) {
+  int64_t groupSize = getGroupSizeOrZero(*this, getGroupAttr());
+  if (groupSize > 0 && getShift() && *getShift() % groupSize == 0)
+    return getInput();
+  return {};
+}
+
+#define GET_OP_CLASSES
+#include "te/Dialect/TE/IR/TEOps.cpp.inc"

@@ -1,0 +1,23 @@
+# lit configuration for te-mlir's FileCheck tests.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "TE-MLIR"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test", ".py"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt", "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.te_obj_root, "test")
+
+config.substitutions.append(("%PYTHON", config.python_executable))
+config.substitutions.append(("%te_src_root", config.te_src_root))
+config.substitutions.append(("%te_docs_generated", config.te_docs_generated))
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.add_tool_substitutions(
+    [ToolSubst("te-opt", unresolved="fatal")], [config.te_tools_dir]
+)
