@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# Installs every system and Python dependency of te-mlir; safe to run repeatedly.
+# Installs every system and Python dependency of te-mlir; safe to run again.
+# System packages come from Debian 12 (LLVM/MLIR 22 included); Python packages
+# go into the project's own virtual environment, .venv/.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 LLVM_VERSION=22
 APT_PACKAGES=(
-  cmake ninja-build ccache git python3 python3-pip python3-venv
+  cmake ninja-build ccache git python3 python3-venv python3-pip
   "libmlir-${LLVM_VERSION}-dev" "mlir-${LLVM_VERSION}-tools"
   "llvm-${LLVM_VERSION}-dev" "llvm-${LLVM_VERSION}-tools"
   "clang-${LLVM_VERSION}" "lld-${LLVM_VERSION}"
-  libgtest-dev libgmock-dev zlib1g-dev libzstd-dev libedit-dev libcurl4-openssl-dev
+  libgtest-dev libgmock-dev zlib1g-dev libzstd-dev libedit-dev libxml2-dev
+  libcurl4-openssl-dev
 )
-PIP_PACKAGES=(numpy ml_dtypes pytest lit nanobind)
+PIP_PACKAGES=(numpy ml_dtypes pytest nanobind)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -27,9 +31,12 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-PYTHON="${PYTHON:-python3}"
-if ! "$PYTHON" -c 'import numpy, ml_dtypes, pytest, lit, nanobind' 2>/dev/null; then
-  echo "bootstrap: installing Python packages ${PIP_PACKAGES[*]}"
-  "$PYTHON" -m pip install --quiet "${PIP_PACKAGES[@]}"
+if [ ! -x .venv/bin/python ]; then
+  echo "bootstrap: creating the Python environment .venv"
+  /usr/bin/python3 -m venv .venv
+fi
+if ! .venv/bin/python -c 'import numpy, ml_dtypes, pytest, nanobind' 2>/dev/null; then
+  echo "bootstrap: installing ${PIP_PACKAGES[*]} into .venv"
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check "${PIP_PACKAGES[@]}"
 fi
 echo "bootstrap: dependencies are in place"

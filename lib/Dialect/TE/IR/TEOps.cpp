@@ -22,12 +22,22 @@ using namespace mlir::te;
 
 namespace {
 
-/// Emits errors at an optional location: type inference runs without one
-/// when it is called from a builder.
+/// Emits errors on the op being verified or, during type inference (which
+/// has no op yet and, from a builder, maybe no location), at `loc`.
 struct Diag {
   std::optional<Location> loc;
+  Operation *op = nullptr;
+
+  explicit Diag(std::optional<Location> loc) : loc(loc) {}
+  explicit Diag(Operation *op) : loc(op->getLoc()), op(op) {}
+
   template <typename... Args>
   LogicalResult operator()(Args &&...args) const {
+    if (op) {
+      InFlightDiagnostic diag = op->emitOpError();
+      (diag << ... << std::forward<Args>(args));
+      return diag;
+    }
     return emitOptionalError(loc, std::forward<Args>(args)...);
   }
 };
@@ -399,7 +409,7 @@ LogicalResult
 AttentionOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                               Adaptor adaptor,
                               SmallVectorImpl<Type> &inferredReturnTypes) {
-  FailureOr<AttentionDims> dims = verifyAttentionConfig(adaptor, Diag{loc});
+  FailureOr<AttentionDims> dims = verifyAttentionConfig(adaptor, Diag(loc));
   if (failed(dims))
     return failure();
   auto qType = cast<RankedTensorType>(adaptor.getQ().getType());
@@ -408,6 +418,10 @@ AttentionOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
     inferredReturnTypes.push_back(
         getAttentionLseType(adaptor.getLayout(), *dims, ctx));
   return success();
+}
+
+LogicalResult AttentionOp::verifyBeforeTypeInference() {
+  return verifyAttentionConfig(Adaptor(*this), Diag(getOperation()));
 }
 
 double AttentionOp::getEffectiveScale() { return getEffectiveScaleImpl(*this); }
@@ -421,10 +435,10 @@ LogicalResult AttentionOp::canonicalize(AttentionOp op,
   return canonicalizeAttentionWindow(op, rewriter);
 }
 
-LogicalResult AttentionBackwardOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferredReturnTypes) {
-  Diag diag{loc};
+/// Checks the backward op's forward-pass operands (o, d_o, lse).
+static LogicalResult
+verifyAttentionBackwardOperands(AttentionBackwardOp::Adaptor adaptor,
+                                const Diag &diag) {
   FailureOr<AttentionDims> dims = verifyAttentionConfig(adaptor, diag);
   if (failed(dims))
     return failure();
@@ -437,12 +451,23 @@ LogicalResult AttentionBackwardOp::inferReturnTypes(
     return diag("'d_o' must have the forward output type ", outType, ", got ",
                 adaptor.getDO().getType());
   RankedTensorType lseType =
-      getAttentionLseType(adaptor.getLayout(), *dims, ctx);
+      getAttentionLseType(adaptor.getLayout(), *dims, qType.getContext());
   if (adaptor.getLse().getType() != lseType)
     return diag("'lse' must have the forward statistics type ", lseType,
                 ", got ", adaptor.getLse().getType());
+  return success();
+}
 
-  inferredReturnTypes.push_back(qType);
+LogicalResult AttentionBackwardOp::verifyBeforeTypeInference() {
+  return verifyAttentionBackwardOperands(Adaptor(*this), Diag(getOperation()));
+}
+
+LogicalResult AttentionBackwardOp::inferReturnTypes(
+    MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  if (failed(verifyAttentionBackwardOperands(adaptor, Diag(loc))))
+    return failure();
+  inferredReturnTypes.push_back(adaptor.getQ().getType());
   inferredReturnTypes.push_back(adaptor.getK().getType());
   inferredReturnTypes.push_back(adaptor.getV().getType());
   if (Value bias = adaptor.getBias())
@@ -503,13 +528,12 @@ ComputeScaleOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
 }
 
 LogicalResult ComputeScaleOp::verify() {
-  return verifyEpsilon(Diag{getLoc()}, getEpsilon());
+  return verifyEpsilon(Diag(getOperation()), getEpsilon());
 }
 
-LogicalResult UpdateDelayedScalingOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferredReturnTypes) {
-  Diag diag{loc};
+static LogicalResult
+verifyDelayedScalingOperands(UpdateDelayedScalingOp::Adaptor adaptor,
+                             const Diag &diag) {
   auto history = cast<RankedTensorType>(adaptor.getAmaxHistory().getType());
   auto amax = cast<RankedTensorType>(adaptor.getAmax().getType());
   auto scale = cast<RankedTensorType>(adaptor.getScale().getType());
@@ -526,8 +550,20 @@ LogicalResult UpdateDelayedScalingOp::inferReturnTypes(
                 history, ", ", amax, " and ", scale);
   if (adaptor.getMargin() < 0)
     return diag("'margin' must be >= 0, got ", adaptor.getMargin());
-  inferredReturnTypes.push_back(history);
-  inferredReturnTypes.push_back(scale);
+  return success();
+}
+
+LogicalResult UpdateDelayedScalingOp::verifyBeforeTypeInference() {
+  return verifyDelayedScalingOperands(Adaptor(*this), Diag(getOperation()));
+}
+
+LogicalResult UpdateDelayedScalingOp::inferReturnTypes(
+    MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  if (failed(verifyDelayedScalingOperands(adaptor, Diag(loc))))
+    return failure();
+  inferredReturnTypes.push_back(adaptor.getAmaxHistory().getType());
+  inferredReturnTypes.push_back(adaptor.getScale().getType());
   return success();
 }
 
@@ -628,7 +664,7 @@ Value QuantizeOp::getAmax() {
 }
 
 LogicalResult QuantizeOp::verify() {
-  Diag diag{getLoc()};
+  Diag diag(getOperation());
   ScalingMode mode = getMode();
   StringRef modeName = stringifyScalingMode(mode);
   unsigned expected = getNumExpectedResults(mode, getUsage());
@@ -702,7 +738,7 @@ LogicalResult QuantizeOp::verify() {
 }
 
 LogicalResult DequantizeOp::verify() {
-  Diag diag{getLoc()};
+  Diag diag(getOperation());
   ScalingMode mode = getMode();
   if (getColumnwise() && mode != ScalingMode::mxfp8_1x32)
     return diag("'columnwise' is only valid with mode mxfp8_1x32 (other "
@@ -723,7 +759,7 @@ LogicalResult DequantizeOp::verify() {
 }
 
 LogicalResult ScaledMatmulOp::verify() {
-  Diag diag{getLoc()};
+  Diag diag(getOperation());
   RankedTensorType a = getA().getType(), b = getB().getType();
   if (a.getRank() != 2 || b.getRank() != 2)
     return diag("'a' and 'b' must be 2-D, got ", a, " and ", b);

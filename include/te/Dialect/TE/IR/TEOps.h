@@ -13,6 +13,22 @@
 #include "te/Dialect/TE/IR/TEAttrs.h"
 #include "te/Dialect/TE/IR/TEDialect.h"
 
+namespace mlir::te {
+
+/// Runs an op's own checks before the result types are inferred and compared,
+/// so users see the precise diagnostic of a bad configuration. The op
+/// implements `LogicalResult verifyBeforeTypeInference()`.
+template <typename ConcreteType>
+class VerifyBeforeTypeInference
+    : public OpTrait::TraitBase<ConcreteType, VerifyBeforeTypeInference> {
+public:
+  static LogicalResult verifyTrait(Operation *op) {
+    return cast<ConcreteType>(op).verifyBeforeTypeInference();
+  }
+};
+
+} // namespace mlir::te
+
 #define GET_OP_CLASSES
 #include "te/Dialect/TE/IR/TEOps.h.inc"
 

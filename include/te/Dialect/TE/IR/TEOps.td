@@ -32,6 +32,16 @@ def TE_BoolTensor : RankedTensorOf<[I1]>;
 def TE_BiasTensor : RankedTensorOf<[F32, F16, BF16]>;
 def TE_AnyFP8Format : TypeAttrOf<TE_FP8Float>;
 
+// Runs the op's `verifyBeforeTypeInference()` ahead of InferTypeOpInterface's
+// check, so a bad configuration gets its precise diagnostic instead of
+// "failed to infer returned types". List it before InferTypeOpAdaptor.
+def TE_VerifyBeforeTypeInference : NativeOpTrait<"VerifyBeforeTypeInference",
+    [], [{
+    ::llvm::LogicalResult verifyBeforeTypeInference();
+  }]> {
+  let cppNamespace = "::mlir::te";
+}
+
 //===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//
@@ -132,7 +142,7 @@ defvar AttentionClassDeclaration = [{
 }];
 
 def TE_AttentionOp : TE_Op<"attention", [Pure, AttrSizedOperandSegments,
-    InferTypeOpAdaptor]> {
+    TE_VerifyBeforeTypeInference, InferTypeOpAdaptor]> {
   let summary = "fused multi-head attention, forward";
   let description = !strconcat([{
     Computes scaled dot-product attention of `q` against `k` and `v` the way
@@ -169,7 +179,8 @@ def TE_AttentionOp : TE_Op<"attention", [Pure, AttrSizedOperandSegments,
 }
 
 def TE_AttentionBackwardOp : TE_Op<"attention_backward", [Pure,
-    AttrSizedOperandSegments, InferTypeOpAdaptor]> {
+    AttrSizedOperandSegments, TE_VerifyBeforeTypeInference,
+    InferTypeOpAdaptor]> {
   let summary = "fused multi-head attention, backward";
   let description = !strconcat([{
     Gradients of `te.attention` with the same configuration. Takes the
@@ -272,7 +283,7 @@ def TE_ComputeScaleOp : TE_Op<"compute_scale", [Pure, InferTypeOpAdaptor]> {
 }
 
 def TE_UpdateDelayedScalingOp : TE_Op<"update_delayed_scaling",
-    [Pure, InferTypeOpAdaptor]> {
+    [Pure, TE_VerifyBeforeTypeInference, InferTypeOpAdaptor]> {
   let summary = "one DelayedScaling update: roll the amax history, new scale";
   let description = [{
     `amax_history` has shape [L, S...] (L = amax_history_len), `amax` and
