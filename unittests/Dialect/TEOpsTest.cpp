@@ -99,7 +99,7 @@ TEST_F(TEOpsTest, AttentionBuilderInfersResultTypes) {
   EXPECT_EQ(op.getLse().getType(),
             tensor({2, 16, 128, 1}, Float32Type::get(&ctx)));
   EXPECT_TRUE(succeeded(verify(op)));
-  EXPECT_DOUBLE_EQ(op.getEffectiveScale(), 1.0 / std::sqrt(64.0));
+  EXPECT_DOUBLE_EQ(*op.getEffectiveScale(), 1.0 / std::sqrt(64.0));
   EXPECT_EQ(op.getWindowBounds(), (std::pair<int64_t, int64_t>(-1, -1)));
 }
 
@@ -114,7 +114,7 @@ TEST_F(TEOpsTest, AttentionScaleAndWindowAccessors) {
   AttentionOp op;
   module->walk([&](AttentionOp found) { op = found; });
   ASSERT_TRUE(op);
-  EXPECT_DOUBLE_EQ(op.getEffectiveScale(), 0.5);
+  EXPECT_DOUBLE_EQ(*op.getEffectiveScale(), 0.5);
   EXPECT_EQ(op.getWindowBounds(), (std::pair<int64_t, int64_t>(4, 1)));
 }
 

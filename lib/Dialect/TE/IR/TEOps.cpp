@@ -375,24 +375,29 @@ RankedTensorType getAttentionLseType(QKVLayout layout,
 }
 
 template <typename OpT>
-double getEffectiveScaleImpl(OpT op) {
+std::optional<double> getEffectiveScaleImpl(OpT op) {
   if (std::optional<APFloat> scale = op.getScale())
     return scale->convertToDouble();
   int64_t headDim = op.getQ().getType().getShape().back();
+  if (ShapedType::isDynamic(headDim) || headDim == 0)
+    return std::nullopt;
   return 1.0 / std::sqrt(static_cast<double>(headDim));
 }
 
-/// Canonical window: under a causal mask a right bound of 0 says nothing the
-/// mask does not, so it is dropped; [-1, -1] is the absent attribute.
+/// Canonical window: under a causal mask a right bound of -1 means 0, and is
+/// written 0; a window that restricts nothing the mask does not already
+/// restrict ([-1, -1], or [-1, 0] under a causal mask) is dropped.
 template <typename OpT>
 LogicalResult canonicalizeAttentionWindow(OpT op, PatternRewriter &rewriter) {
   if (!op.getWindow())
     return failure();
   std::pair<int64_t, int64_t> bounds = op.getWindowBounds();
   std::pair<int64_t, int64_t> canonical = bounds;
-  if (isCausalMask(op.getMaskKind()) && canonical.second == 0)
-    canonical.second = -1;
-  if (canonical == std::pair<int64_t, int64_t>(-1, -1)) {
+  bool causal = isCausalMask(op.getMaskKind());
+  if (causal && canonical.second == -1)
+    canonical.second = 0;
+  std::pair<int64_t, int64_t> unrestricted(-1, causal ? 0 : -1);
+  if (canonical == unrestricted) {
     rewriter.modifyOpInPlace(op, [&] { op.removeWindowAttr(); });
     return success();
   }
@@ -424,7 +429,7 @@ LogicalResult AttentionOp::verifyBeforeTypeInference() {
   return verifyAttentionConfig(Adaptor(*this), Diag(getOperation()));
 }
 
-double AttentionOp::getEffectiveScale() { return getEffectiveScaleImpl(*this); }
+std::optional<double> AttentionOp::getEffectiveScale() { return getEffectiveScaleImpl(*this); }
 
 std::pair<int64_t, int64_t> AttentionOp::getWindowBounds() {
   return windowBounds(getWindow());
@@ -477,7 +482,7 @@ LogicalResult AttentionBackwardOp::inferReturnTypes(
   return success();
 }
 
-double AttentionBackwardOp::getEffectiveScale() {
+std::optional<double> AttentionBackwardOp::getEffectiveScale() {
   return getEffectiveScaleImpl(*this);
 }
 

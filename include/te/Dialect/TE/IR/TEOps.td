@@ -135,8 +135,9 @@ defvar AttentionSemantics = [{
 }];
 
 defvar AttentionClassDeclaration = [{
-    /// The softmax scale, with TE's default of 1/sqrt(d_qk) when unset.
-    double getEffectiveScale();
+    /// The softmax scale, with TE's default of 1/sqrt(d_qk) when unset;
+    /// nullopt when it is unset and d_qk is dynamic.
+    std::optional<double> getEffectiveScale();
     /// The window bounds (left, right); -1 is unbounded. Absent means (-1, -1).
     std::pair<int64_t, int64_t> getWindowBounds();
 }];
