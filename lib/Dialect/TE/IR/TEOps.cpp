@@ -31,8 +31,7 @@ struct Diag {
   explicit Diag(std::optional<Location> loc) : loc(loc) {}
   explicit Diag(Operation *op) : loc(op->getLoc()), op(op) {}
 
-  template <typename... Args>
-  LogicalResult operator()(Args &&...args) const {
+  template <typename... Args> LogicalResult operator()(Args &&...args) const {
     if (op) {
       InFlightDiagnostic diag = op->emitOpError();
       (diag << ... << std::forward<Args>(args));
@@ -187,11 +186,10 @@ FailureOr<AttentionDims> verifyAttentionConfig(AdaptorT adaptor,
     dims.batch = ShapedType::isDynamic(n) ? n : n - 1;
     if (bool(offQ) != bool(offKV))
       return diag("seq_offsets needs both %seq_offsets_q and %seq_offsets_kv");
-    if (offQ &&
-        (failed(checkVectorLength(diag, offQ, "seq_offsets_q", n,
-                                  "batch + 1, as 'cu_seqlens_q'")) ||
-         failed(checkVectorLength(diag, offKV, "seq_offsets_kv", n,
-                                  "batch + 1, as 'cu_seqlens_q'"))))
+    if (offQ && (failed(checkVectorLength(diag, offQ, "seq_offsets_q", n,
+                                          "batch + 1, as 'cu_seqlens_q'")) ||
+                 failed(checkVectorLength(diag, offKV, "seq_offsets_kv", n,
+                                          "batch + 1, as 'cu_seqlens_q'"))))
       return failure();
     if (!isPaddingMask(maskKind))
       return diag("layout thd needs a padding mask kind (padding, "
@@ -253,8 +251,8 @@ FailureOr<AttentionDims> verifyAttentionConfig(AdaptorT adaptor,
                   " values");
     auto [left, right] = windowBounds(window);
     if (left < -1 || right < -1)
-      return diag("window bounds must be >= -1 (-1 is unbounded), got [",
-                  left, ", ", right, "]");
+      return diag("window bounds must be >= -1 (-1 is unbounded), got [", left,
+                  ", ", right, "]");
     if (isCausalMask(maskKind) && right > 0)
       return diag("mask ", maskName,
                   " admits no keys after the diagonal: window right bound "
@@ -279,8 +277,9 @@ FailureOr<AttentionDims> verifyAttentionConfig(AdaptorT adaptor,
   case BiasKind::pre_scale:
   case BiasKind::post_scale: {
     if (slopes)
-      return diag("bias ", biasName, " takes bias_tensor(...), not "
-                                     "alibi_slopes(...)");
+      return diag("bias ", biasName,
+                  " takes bias_tensor(...), not "
+                  "alibi_slopes(...)");
     if (!bias)
       return diag("bias ", biasName,
                   " needs bias_tensor(%bias) of shape [1 or b, 1 or h_q, "
@@ -312,10 +311,9 @@ FailureOr<AttentionDims> verifyAttentionConfig(AdaptorT adaptor,
                   "[b, h_q]");
     auto slopeType = cast<RankedTensorType>(slopes.getType());
     ArrayRef<int64_t> s = slopeType.getShape();
-    bool valid =
-        (s.size() == 1 && !dimsConflict(s[0], dims.headsQ)) ||
-        (s.size() == 2 && !dimsConflict(s[0], dims.batch) &&
-         !dimsConflict(s[1], dims.headsQ));
+    bool valid = (s.size() == 1 && !dimsConflict(s[0], dims.headsQ)) ||
+                 (s.size() == 2 && !dimsConflict(s[0], dims.batch) &&
+                  !dimsConflict(s[1], dims.headsQ));
     if (!valid)
       return diag("'alibi_slopes' must have shape [", dims.headsQ, "] or [",
                   dims.batch, ", ", dims.headsQ, "], got ", slopeType);
@@ -374,8 +372,7 @@ RankedTensorType getAttentionLseType(QKVLayout layout,
   return RankedTensorType::get({dims.batch, dims.headsQ, dims.seqQ, 1}, f32);
 }
 
-template <typename OpT>
-std::optional<double> getEffectiveScaleImpl(OpT op) {
+template <typename OpT> std::optional<double> getEffectiveScaleImpl(OpT op) {
   if (std::optional<APFloat> scale = op.getScale())
     return scale->convertToDouble();
   int64_t headDim = op.getQ().getType().getShape().back();
@@ -429,7 +426,9 @@ LogicalResult AttentionOp::verifyBeforeTypeInference() {
   return verifyAttentionConfig(Adaptor(*this), Diag(getOperation()));
 }
 
-std::optional<double> AttentionOp::getEffectiveScale() { return getEffectiveScaleImpl(*this); }
+std::optional<double> AttentionOp::getEffectiveScale() {
+  return getEffectiveScaleImpl(*this);
+}
 
 std::pair<int64_t, int64_t> AttentionOp::getWindowBounds() {
   return windowBounds(getWindow());
@@ -547,9 +546,8 @@ verifyDelayedScalingOperands(UpdateDelayedScalingOp::Adaptor adaptor,
                 history);
   if (history.getDimSize(0) == 0)
     return diag("'amax_history' must hold at least one step, got ", history);
-  if (amax != scale ||
-      failed(verifyCompatibleShape(history.getShape().drop_front(),
-                                   amax.getShape())))
+  if (amax != scale || failed(verifyCompatibleShape(
+                           history.getShape().drop_front(), amax.getShape())))
     return diag("'amax' and 'scale' must both have the shape of "
                 "'amax_history' without its leading history dimension, got ",
                 history, ", ", amax, " and ", scale);
@@ -579,9 +577,10 @@ LogicalResult UpdateDelayedScalingOp::inferReturnTypes(
 /// The scale_inv type of one quantized copy whose data has type `data`
 /// (already transposed where the mode stores a transposed copy).
 /// `mxfp8Columnwise` selects MXFP8's column-direction blocks.
-static FailureOr<RankedTensorType>
-getScaleInvType(const Diag &diag, ScalingMode mode, bool mxfp8Columnwise,
-                RankedTensorType data) {
+static FailureOr<RankedTensorType> getScaleInvType(const Diag &diag,
+                                                   ScalingMode mode,
+                                                   bool mxfp8Columnwise,
+                                                   RankedTensorType data) {
   MLIRContext *ctx = data.getContext();
   Type f32 = Float32Type::get(ctx);
   SmallVector<int64_t> shape(data.getShape());
@@ -597,8 +596,8 @@ getScaleInvType(const Diag &diag, ScalingMode mode, bool mxfp8Columnwise,
                                   : "row-wise needs rank >= 1",
                   ", got ", data);
     if (!ShapedType::isDynamic(shape[axis]) && shape[axis] % 32 != 0)
-      return diag("mode mxfp8_1x32 needs dimension ", axis, " (",
-                  shape[axis], ") to be a multiple of 32 for ",
+      return diag("mode mxfp8_1x32 needs dimension ", axis, " (", shape[axis],
+                  ") to be a multiple of 32 for ",
                   mxfp8Columnwise ? "column-wise" : "row-wise",
                   " scaling, got ", data);
     if (!ShapedType::isDynamic(shape[axis]))
@@ -682,8 +681,8 @@ LogicalResult QuantizeOp::verify() {
                 stringifyQuantizeUsage(getUsage()), " produces ", expected,
                 " results (", layout, "), got ", getNumResults());
   }
-  bool blockMode = mode == ScalingMode::block_1x128 ||
-                   mode == ScalingMode::block_128x128;
+  bool blockMode =
+      mode == ScalingMode::block_1x128 || mode == ScalingMode::block_128x128;
   if (mode == ScalingMode::per_tensor && !getScale())
     return diag("mode per_tensor needs scale(%scale), an f32 scalar tensor");
   if (mode != ScalingMode::per_tensor && getScale())
@@ -721,12 +720,12 @@ LogicalResult QuantizeOp::verify() {
     } else {
       if (input.getRank() != 2)
         return diag("the column-wise copy of mode ", modeName,
-                    " is stored transposed and needs a 2-D input; got ",
-                    input, " (reshape to [rows, cols] first)");
+                    " is stored transposed and needs a 2-D input; got ", input,
+                    " (reshape to [rows, cols] first)");
       dataType = getTransposedType(input, fp8);
     }
-    FailureOr<RankedTensorType> scaleType = getScaleInvType(
-        diag, mode, mode == ScalingMode::mxfp8_1x32, dataType);
+    FailureOr<RankedTensorType> scaleType =
+        getScaleInvType(diag, mode, mode == ScalingMode::mxfp8_1x32, dataType);
     if (failed(scaleType) ||
         failed(checkResultType(diag, getColumnwiseData(), "columnwise data",
                                dataType)) ||
@@ -735,9 +734,9 @@ LogicalResult QuantizeOp::verify() {
       return failure();
   }
   if (mode == ScalingMode::per_tensor &&
-      failed(checkResultType(diag, getAmax(), "amax",
-                             RankedTensorType::get(
-                                 {}, Float32Type::get(getContext())))))
+      failed(checkResultType(
+          diag, getAmax(), "amax",
+          RankedTensorType::get({}, Float32Type::get(getContext())))))
     return failure();
   return success();
 }
@@ -823,17 +822,17 @@ static LogicalResult verifyDimInRange(Operation *op, StringRef name,
 static LogicalResult verifyReduceKind(Operation *op, ReduceKind kind,
                                       Type elementType) {
   if (kind == ReduceKind::avg && !isa<FloatType>(elementType))
-    return op->emitOpError("reduce avg needs a floating-point element type, got ")
+    return op->emitOpError(
+               "reduce avg needs a floating-point element type, got ")
            << elementType;
   return success();
 }
 
 /// Checks the result against the input with `dim`'s size changed to
 /// `expectedDim`; the other dimensions and the element type are unchanged.
-static LogicalResult verifyResizedResult(Operation *op, ShapedType input,
-                                         ShapedType result,
-                                         ArrayRef<std::pair<int64_t, int64_t>>
-                                             dimsAndSizes) {
+static LogicalResult
+verifyResizedResult(Operation *op, ShapedType input, ShapedType result,
+                    ArrayRef<std::pair<int64_t, int64_t>> dimsAndSizes) {
   SmallVector<int64_t> expected(input.getShape());
   for (auto [dim, size] : dimsAndSizes)
     expected[dim] = size;
@@ -851,9 +850,8 @@ static int64_t scaleDim(int64_t size, int64_t groupSize, bool multiply) {
   return multiply ? size * groupSize : size / groupSize;
 }
 
-static LogicalResult verifyDivisible(Operation *op, StringRef name,
-                                     int64_t dim, int64_t size,
-                                     int64_t groupSize) {
+static LogicalResult verifyDivisible(Operation *op, StringRef name, int64_t dim,
+                                     int64_t size, int64_t groupSize) {
   if (!ShapedType::isDynamic(size) && size % groupSize != 0)
     return op->emitOpError("input dimension ")
            << dim << " ('" << name << "', size " << size
@@ -935,8 +933,7 @@ LogicalResult AllToAllOp::verify() {
   return success();
 }
 
-LogicalResult
-AllToAllOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   FailureOr<ProcessGroupOp> pg =
       lookupProcessGroup(*this, getGroupAttr(), symbolTable);
   if (failed(pg))
@@ -944,8 +941,8 @@ AllToAllOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   RankedTensorType input = getInput().getType();
   int64_t split = getSplitDim(), concat = getConcatDim();
   int64_t groupSize = pg->getSize();
-  if (failed(verifyDivisible(*this, "split_dim", split,
-                             input.getDimSize(split), groupSize)))
+  if (failed(verifyDivisible(*this, "split_dim", split, input.getDimSize(split),
+                             groupSize)))
     return failure();
   if (split == concat)
     return verifyResizedResult(*this, input, getResult().getType(), {});
