@@ -10,7 +10,7 @@ APT_PACKAGES=(
   cmake ninja-build ccache git python3 python3-venv python3-pip
   "libmlir-${LLVM_VERSION}-dev" "mlir-${LLVM_VERSION}-tools"
   "llvm-${LLVM_VERSION}-dev" "llvm-${LLVM_VERSION}-tools"
-  "clang-${LLVM_VERSION}" "lld-${LLVM_VERSION}"
+  "clang-${LLVM_VERSION}" "lld-${LLVM_VERSION}" "clang-format-${LLVM_VERSION}"
   libgtest-dev libgmock-dev zlib1g-dev libzstd-dev libedit-dev libxml2-dev
   libcurl4-openssl-dev
 )
