@@ -15,6 +15,9 @@ config.test_exec_root = os.path.join(config.te_obj_root, "test")
 config.substitutions.append(("%PYTHON", config.python_executable))
 config.substitutions.append(("%te_src_root", config.te_src_root))
 config.substitutions.append(("%te_docs_generated", config.te_docs_generated))
+config.substitutions.append(
+    ("%clang_format", os.path.join(config.llvm_tools_dir, "clang-format"))
+)
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
