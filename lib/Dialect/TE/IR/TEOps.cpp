@@ -14,6 +14,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/SmallString.h"
 
 #include <cmath>
 
@@ -44,6 +45,18 @@ struct Diag {
 /// True when two dimension sizes are both known and differ.
 bool dimsConflict(int64_t a, int64_t b) {
   return !ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b;
+}
+
+/// A dimension size for a diagnostic: `?` when dynamic.
+std::string fmtDim(int64_t size) {
+  return ShapedType::isDynamic(size) ? "?" : std::to_string(size);
+}
+
+/// A float for a diagnostic in its shortest exact decimal form.
+std::string fmtReal(double value) {
+  SmallString<16> text;
+  APFloat(value).toString(text);
+  return std::string(text);
 }
 
 int64_t dimSize(Value value, unsigned dim) {
@@ -111,8 +124,8 @@ LogicalResult checkVectorLength(const Diag &diag, Value value, StringRef name,
                                 int64_t expected, StringRef what) {
   int64_t got = dimSize(value, 0);
   if (dimsConflict(got, expected))
-    return diag("'", name, "' must have ", expected, " elements (", what,
-                "), got ", value.getType());
+    return diag("'", name, "' must have ", fmtDim(expected), " elements (",
+                what, "), got ", value.getType());
   return success();
 }
 
@@ -238,8 +251,9 @@ FailureOr<AttentionDims> verifyAttentionConfig(AdaptorT adaptor,
       if (got != 1 && dimsConflict(got, want))
         return diag("'mask' ", maskType,
                     " is not broadcastable to [b, h_q, s_q, s_kv] = [",
-                    dims.batch, ", ", dims.headsQ, ", ", dims.seqQ, ", ",
-                    dims.seqKV, "]: each dimension must be 1 or match");
+                    fmtDim(dims.batch), ", ", fmtDim(dims.headsQ), ", ",
+                    fmtDim(dims.seqQ), ", ", fmtDim(dims.seqKV),
+                    "]: each dimension must be 1 or match");
   } else if (maskKind == MaskKind::arbitrary) {
     return diag("mask arbitrary needs mask_tensor(%mask), an i1 tensor "
                 "broadcastable to [b, h_q, s_q, s_kv]");
@@ -263,7 +277,7 @@ FailureOr<AttentionDims> verifyAttentionConfig(AdaptorT adaptor,
   if (std::optional<APFloat> scale = adaptor.getScale()) {
     if (!scale->isFinite() || scale->isZero())
       return diag("softmax scale must be finite and non-zero, got ",
-                  scale->convertToDouble());
+                  fmtReal(scale->convertToDouble()));
   }
 
   Value bias = adaptor.getBias(), slopes = adaptor.getAlibiSlopes();
@@ -298,9 +312,9 @@ FailureOr<AttentionDims> verifyAttentionConfig(AdaptorT adaptor,
         (s[0] != 1 && dimsConflict(s[0], dims.batch)) ||
         (s[1] != 1 && dimsConflict(s[1], dims.headsQ)) ||
         dimsConflict(s[2], dims.seqQ) || dimsConflict(s[3], dims.seqKV))
-      return diag("'bias' must have shape [1 or ", dims.batch, ", 1 or ",
-                  dims.headsQ, ", ", dims.seqQ, ", ", dims.seqKV, "], got ",
-                  biasType);
+      return diag("'bias' must have shape [1 or ", fmtDim(dims.batch),
+                  ", 1 or ", fmtDim(dims.headsQ), ", ", fmtDim(dims.seqQ), ", ",
+                  fmtDim(dims.seqKV), "], got ", biasType);
     break;
   }
   case BiasKind::alibi: {
@@ -315,15 +329,17 @@ FailureOr<AttentionDims> verifyAttentionConfig(AdaptorT adaptor,
                  (s.size() == 2 && !dimsConflict(s[0], dims.batch) &&
                   !dimsConflict(s[1], dims.headsQ));
     if (!valid)
-      return diag("'alibi_slopes' must have shape [", dims.headsQ, "] or [",
-                  dims.batch, ", ", dims.headsQ, "], got ", slopeType);
+      return diag("'alibi_slopes' must have shape [", fmtDim(dims.headsQ),
+                  "] or [", fmtDim(dims.batch), ", ", fmtDim(dims.headsQ),
+                  "], got ", slopeType);
     break;
   }
   }
 
   double dropout = adaptor.getDropout().convertToDouble();
   if (!(dropout >= 0.0 && dropout < 1.0))
-    return diag("dropout probability must be in [0, 1), got ", dropout);
+    return diag("dropout probability must be in [0, 1), got ",
+                fmtReal(dropout));
   if (Value rng = adaptor.getRngState()) {
     if (dropout == 0.0)
       return diag("rng_state(...) is only valid with a non-zero dropout");
@@ -331,7 +347,7 @@ FailureOr<AttentionDims> verifyAttentionConfig(AdaptorT adaptor,
       return diag("'rng_state' must be tensor<2xi64> (seed, offset), got ",
                   rng.getType());
   } else if (dropout != 0.0) {
-    return diag("dropout ", dropout,
+    return diag("dropout ", fmtReal(dropout),
                 " needs rng_state(%seed_offset), tensor<2xi64>");
   }
 
@@ -344,7 +360,7 @@ FailureOr<AttentionDims> verifyAttentionConfig(AdaptorT adaptor,
     ArrayRef<int64_t> s = offsetType.getShape();
     if (offsetType.getRank() != 4 || s[0] != 1 ||
         dimsConflict(s[1], dims.headsQ) || s[2] != 1 || s[3] != 1)
-      return diag("'softmax_offset' must have shape [1, ", dims.headsQ,
+      return diag("'softmax_offset' must have shape [1, ", fmtDim(dims.headsQ),
                   ", 1, 1], got ", offsetType);
   } else if (offset) {
     return diag("softmax_offset(...) is only valid with softmax learnable, "
@@ -517,9 +533,9 @@ AmaxOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
 
 /// An amax floor or block epsilon: finite and >= 0.
 static LogicalResult verifyEpsilon(const Diag &diag, APFloat epsilon) {
-  if (!epsilon.isFinite() || epsilon.isNegative())
+  if (!epsilon.isFinite() || (epsilon.isNegative() && !epsilon.isZero()))
     return diag("'epsilon' must be finite and >= 0, got ",
-                epsilon.convertToDouble());
+                fmtReal(epsilon.convertToDouble()));
   return success();
 }
 
@@ -551,8 +567,10 @@ verifyDelayedScalingOperands(UpdateDelayedScalingOp::Adaptor adaptor,
     return diag("'amax' and 'scale' must both have the shape of "
                 "'amax_history' without its leading history dimension, got ",
                 history, ", ", amax, " and ", scale);
-  if (adaptor.getMargin() < 0)
-    return diag("'margin' must be >= 0, got ", adaptor.getMargin());
+  // The attribute is signless; read it signed so that -1 is not 4294967295.
+  int64_t margin = adaptor.getMarginAttr().getInt();
+  if (margin < 0)
+    return diag("'margin' must be >= 0, got ", margin);
   return success();
 }
 
@@ -689,9 +707,10 @@ LogicalResult QuantizeOp::verify() {
     return diag("mode ", modeName,
                 " computes its own scales; scale(...) is only valid with "
                 "mode per_tensor");
-  if (!blockMode && getPow2ScalesAttr())
-    return diag("'pow2_scales' is only valid with modes block_1x128 and "
-                "block_128x128");
+  if (!blockMode && !getPow2Scales())
+    return diag("'pow2_scales false' is only valid with modes block_1x128 "
+                "and block_128x128 (the other modes' scales are fixed by "
+                "their format or given)");
   if (!blockMode && !getEpsilon().isZero())
     return diag("'epsilon' is only valid with modes block_1x128 and "
                 "block_128x128");
@@ -772,14 +791,16 @@ LogicalResult ScaledMatmulOp::verify() {
   int64_t kB = b.getDimSize(getTransposeB() ? 1 : 0);
   int64_t n = b.getDimSize(getTransposeB() ? 0 : 1);
   if (dimsConflict(kA, kB))
-    return diag("contraction sizes differ: op(a) is ", m, "x", kA,
-                " and op(b) is ", kB, "x", n);
+    return diag("contraction sizes differ: op(a) is ", fmtDim(m), "x",
+                fmtDim(kA), " and op(b) is ", fmtDim(kB), "x", fmtDim(n));
   RankedTensorType d = getD().getType();
   if (d.getRank() != 2 || dimsConflict(d.getDimSize(0), m) ||
       dimsConflict(d.getDimSize(1), n))
-    return diag("result 'd' must have shape [", m, ", ", n, "], got ", d);
+    return diag("result 'd' must have shape [", fmtDim(m), ", ", fmtDim(n),
+                "], got ", d);
   if (Value bias = getBias(); bias && dimsConflict(dimSize(bias, 0), n))
-    return diag("'bias' must have shape [", n, "], got ", bias.getType());
+    return diag("'bias' must have shape [", fmtDim(n), "], got ",
+                bias.getType());
   bool fp8Out = isa<Float8E4M3FNType, Float8E5M2Type>(d.getElementType());
   if (fp8Out && (!getOutScale() || !getAmax()))
     return diag("an FP8 output (", d.getElementType(),
@@ -843,11 +864,21 @@ verifyResizedResult(Operation *op, ShapedType input, ShapedType result,
   return success();
 }
 
-/// Multiplies or divides a dimension by the group size, keeping `?`.
-static int64_t scaleDim(int64_t size, int64_t groupSize, bool multiply) {
+/// Multiplies or divides a dimension by the group size, keeping `?`; fails
+/// (with a diagnostic) when the product does not fit a dimension size.
+static FailureOr<int64_t> scaleDim(Operation *op, int64_t size,
+                                   int64_t groupSize, bool multiply) {
   if (ShapedType::isDynamic(size))
     return size;
-  return multiply ? size * groupSize : size / groupSize;
+  if (!multiply)
+    return size / groupSize;
+  int64_t product;
+  if (llvm::MulOverflow(size, groupSize, product) ||
+      ShapedType::isDynamic(product))
+    return op->emitOpError("dimension size ")
+           << size << " times the group size " << groupSize
+           << " does not fit a tensor dimension";
+  return product;
 }
 
 static LogicalResult verifyDivisible(Operation *op, StringRef name, int64_t dim,
@@ -885,10 +916,13 @@ AllGatherOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (failed(pg))
     return failure();
   int64_t dim = getDim();
-  int64_t size = getInput().getType().getDimSize(dim);
-  return verifyResizedResult(
-      *this, getInput().getType(), getResult().getType(),
-      {{dim, scaleDim(size, pg->getSize(), /*multiply=*/true)}});
+  FailureOr<int64_t> gathered =
+      scaleDim(*this, getInput().getType().getDimSize(dim), pg->getSize(),
+               /*multiply=*/true);
+  if (failed(gathered))
+    return failure();
+  return verifyResizedResult(*this, getInput().getType(), getResult().getType(),
+                             {{dim, *gathered}});
 }
 
 OpFoldResult AllGatherOp::fold(FoldAdaptor) {
@@ -914,9 +948,12 @@ ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   int64_t size = getInput().getType().getDimSize(dim);
   if (failed(verifyDivisible(*this, "dim", dim, size, pg->getSize())))
     return failure();
-  return verifyResizedResult(
-      *this, getInput().getType(), getResult().getType(),
-      {{dim, scaleDim(size, pg->getSize(), /*multiply=*/false)}});
+  FailureOr<int64_t> scattered =
+      scaleDim(*this, size, pg->getSize(), /*multiply=*/false);
+  if (failed(scattered))
+    return failure();
+  return verifyResizedResult(*this, getInput().getType(), getResult().getType(),
+                             {{dim, *scattered}});
 }
 
 OpFoldResult ReduceScatterOp::fold(FoldAdaptor) {
@@ -946,10 +983,14 @@ LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     return failure();
   if (split == concat)
     return verifyResizedResult(*this, input, getResult().getType(), {});
-  return verifyResizedResult(
-      *this, input, getResult().getType(),
-      {{split, scaleDim(input.getDimSize(split), groupSize, false)},
-       {concat, scaleDim(input.getDimSize(concat), groupSize, true)}});
+  FailureOr<int64_t> splitSize =
+      scaleDim(*this, input.getDimSize(split), groupSize, /*multiply=*/false);
+  FailureOr<int64_t> concatSize =
+      scaleDim(*this, input.getDimSize(concat), groupSize, /*multiply=*/true);
+  if (failed(splitSize) || failed(concatSize))
+    return failure();
+  return verifyResizedResult(*this, input, getResult().getType(),
+                             {{split, *splitSize}, {concat, *concatSize}});
 }
 
 OpFoldResult AllToAllOp::fold(FoldAdaptor) {

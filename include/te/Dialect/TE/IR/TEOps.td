@@ -121,7 +121,9 @@ defvar AttentionSemantics = [{
       [b, h_q, s_q, s_kv]; `true` excludes the key).
     * `window [left, right]`: query i sees keys
       j in [i + shift - left, i + shift + right], with shift = s_kv - s_q for
-      the bottom-right masks and 0 otherwise; -1 means unbounded on that side.
+      the bottom-right masks (for padding_causal_bottom_right, the
+      sequence's actual kv and q lengths, as for its diagonal) and 0
+      otherwise; -1 means unbounded on that side.
       Causal masks need `right` in {-1, 0} (both mean "no future keys").
     * `scale`: the softmax scale; default 1 / sqrt(d_qk).
     * `bias`: `no_bias`, `pre_scale` / `post_scale` with a `bias_tensor` of
