@@ -16,6 +16,9 @@ config.substitutions.append(("%PYTHON", config.python_executable))
 config.substitutions.append(("%te_src_root", config.te_src_root))
 config.substitutions.append(("%te_docs_generated", config.te_docs_generated))
 config.substitutions.append(
+    ("%te_npy_tool", os.path.join(config.te_tools_dir, "te-npy-tool"))
+)
+config.substitutions.append(
     ("%clang_format", os.path.join(config.llvm_tools_dir, "clang-format"))
 )
 

@@ -1,0 +1,167 @@
+//===- Device.h - Device plugin interface and device registry -----*- C -*-===//
+//
+// Every device the runtime drives -- the built-in host CPU, CUDA GPUs, vendor
+// accelerators -- is described by the same C function table, te_device_ops,
+// and registered by name. The generic runtime (buffers, modules, launches)
+// only ever calls through that table, so a plugin gets exactly the
+// capabilities the host device has. The host CPU is registered as "cpu" before
+// the first registry access.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_RUNTIME_DEVICE_H
+#define TE_RUNTIME_DEVICE_H
+
+#include "te/Runtime/Status.h"
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Operations a device implements. A plugin fills one in and passes it to
+/// te_device_register.
+///
+/// Versioning: struct_size must be set to sizeof(te_device_ops) as the plugin
+/// saw it. Future versions only append fields, so a table from a newer plugin
+/// is accepted (the runtime ignores what it does not know) and a table smaller
+/// than this version's is rejected.
+///
+/// Contexts: `context` is the pointer given to te_device_register. Each opened
+/// device instance has its own `instance` pointer: what `open` returned for it,
+/// or `context` itself when `open` is NULL. All entries except device_count
+/// and open receive the instance.
+///
+/// Threading: the runtime may call any entry from several threads at once, on
+/// the same or on different instances; a plugin synchronizes internally.
+///
+/// Errors: entries return TE_OK or a te_status describing the failure; the
+/// runtime adds context (device name, sizes, paths) to its own message.
+///
+/// Required entries: allocate, free, copy_to_device, copy_to_host,
+/// copy_device_to_device, synchronize. The module entries (load_module,
+/// unload_module, get_manifest, get_function, launch) are optional as a group:
+/// all present, or all NULL for a device that only stores buffers (loading a
+/// module then fails with TE_ERROR_UNSUPPORTED). The other entries are
+/// optional individually.
+typedef struct te_device_ops {
+  /// sizeof(te_device_ops) as compiled into the plugin.
+  size_t struct_size;
+  /// Registry name, e.g. "cpu" or "cuda": 1 to 63 characters from
+  /// [A-Za-z0-9_.-]. Copied at registration.
+  const char *name;
+
+  /// Optional. Number of instances (for example GPUs) present; negative or
+  /// zero means none. NULL means exactly one, index 0.
+  int (*device_count)(void *context);
+  /// Optional. Prepares instance `index` (0 <= index < device_count) and
+  /// stores its state in *instance. NULL means the instance is `context`.
+  /// device_count and open run with the registry locked, so they must not
+  /// call te_device_register or te_device_open.
+  te_status (*open)(void *context, int index, void **instance);
+  /// Optional. Releases what `open` prepared, after the last buffer and
+  /// module of the instance are gone.
+  void (*close)(void *instance);
+
+  /// Allocates `size` (> 0) bytes aligned to `alignment` (a power of two) and
+  /// stores the device address in *ptr. Returns TE_ERROR_OUT_OF_MEMORY when
+  /// the memory is not available.
+  te_status (*allocate)(void *instance, size_t size, size_t alignment,
+                        void **ptr);
+  /// Frees memory from allocate. Never called with NULL.
+  void (*free)(void *instance, void *ptr);
+  /// Copies `bytes` from host memory to device memory. The data must be
+  /// visible to kernels launched after this returns.
+  te_status (*copy_to_device)(void *instance, void *device_dst,
+                              const void *host_src, size_t bytes);
+  /// Copies `bytes` from device memory to host memory. Blocks until the copy
+  /// is complete and ordered after every kernel launched before the call.
+  te_status (*copy_to_host)(void *instance, void *host_dst,
+                            const void *device_src, size_t bytes);
+  /// Copies `bytes` between two non-overlapping device allocations, ordered
+  /// after earlier launches and copies.
+  te_status (*copy_device_to_device)(void *instance, void *device_dst,
+                                     const void *device_src, size_t bytes);
+  /// Optional. Returns the host address of device memory that the host can
+  /// read and write directly, or NULL if `device_ptr` is not host visible.
+  /// NULL means no memory of this device is host visible.
+  void *(*host_pointer)(void *instance, void *device_ptr);
+
+  /// Loads a kernel module, either from the file `path` (when `image` is NULL)
+  /// or from the `image_size` bytes at `image` (when `path` is NULL), and
+  /// stores an opaque handle in *module. On failure writes a NUL-terminated
+  /// reason of at most error_size bytes to `error` and returns
+  /// TE_ERROR_LOAD_FAILED (or TE_ERROR_OUT_OF_MEMORY).
+  te_status (*load_module)(void *instance, const char *path, const void *image,
+                           size_t image_size, void **module, char *error,
+                           size_t error_size);
+  /// Unloads a module from load_module.
+  void (*unload_module)(void *instance, void *module);
+  /// Stores in *text the module's NUL-terminated kernel manifest (see
+  /// Module.h), which must stay valid until the module is unloaded. Returns
+  /// TE_ERROR_NOT_FOUND if the module carries no manifest.
+  te_status (*get_manifest)(void *instance, void *module, const char **text);
+  /// Looks up a kernel defined by the module itself (not by a library it
+  /// depends on) and stores an opaque handle in *function. Returns
+  /// TE_ERROR_NOT_FOUND if there is none.
+  te_status (*get_function)(void *instance, void *module, const char *symbol,
+                            void **function);
+  /// Runs `function` with `nargs` arguments; args[i] is the device address of
+  /// argument i's buffer (inputs first, then outputs, as in the manifest).
+  /// `config` is reserved for launch geometry and is NULL today. May return
+  /// before the kernel completes; copy_to_host and synchronize wait for it.
+  te_status (*launch)(void *instance, void *function, void **args, int nargs,
+                      const void *config);
+  /// Blocks until every launch and copy issued to the instance is complete.
+  te_status (*synchronize)(void *instance);
+} te_device_ops;
+
+/// An opened device instance. Opaque; reference counted.
+typedef struct te_device te_device;
+
+/// Adds a device type to the process-wide registry. The table is copied, so
+/// `ops` may be freed afterwards; `context` and the code behind the function
+/// pointers must stay valid for the rest of the process (there is no
+/// unregistration).
+/// Errors: TE_ERROR_INVALID_ARGUMENT if ops is NULL, struct_size is smaller
+/// than this header's te_device_ops, the name is missing or malformed, a
+/// required entry is NULL, the module entries are only partly present, or a
+/// device of that name is already registered. Thread safe.
+TE_RUNTIME_EXPORT te_status te_device_register(const te_device_ops *ops,
+                                               void *context);
+
+/// Opens instance `index` of the device registered as `name` and stores a new
+/// reference in *out. Opening the same name and index again while a reference
+/// is held returns the same te_device.
+/// Errors: TE_ERROR_INVALID_ARGUMENT if name or out is NULL or index is
+/// negative; TE_ERROR_NOT_FOUND if no device of that name is registered (the
+/// message lists the registered ones) or index is not below its instance
+/// count; whatever the device's open entry returns. *out is set to NULL on
+/// error. Thread safe.
+TE_RUNTIME_EXPORT te_status te_device_open(const char *name, int index,
+                                           te_device **out);
+
+/// Returns the registry name the device was opened with, or NULL for NULL.
+/// The string lives as long as the process. Thread safe.
+TE_RUNTIME_EXPORT const char *te_device_name(const te_device *device);
+
+/// Returns the instance index the device was opened with, or -1 for NULL.
+/// Thread safe.
+TE_RUNTIME_EXPORT int te_device_index(const te_device *device);
+
+/// Blocks until all work issued to the device is complete.
+/// Errors: TE_ERROR_INVALID_ARGUMENT for NULL; whatever the device's
+/// synchronize entry returns. Thread safe.
+TE_RUNTIME_EXPORT te_status te_device_synchronize(te_device *device);
+
+/// Drops a reference from te_device_open. Buffers and modules hold their own
+/// references, so the instance is closed only once they are released too.
+/// NULL is ignored. Thread safe.
+TE_RUNTIME_EXPORT void te_device_release(te_device *device);
+
+#ifdef __cplusplus
+} // extern "C"
+#endif
+
+#endif // TE_RUNTIME_DEVICE_H

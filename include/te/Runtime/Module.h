@@ -1,0 +1,149 @@
+//===- Module.h - Kernel modules and kernel launches --------------*- C -*-===//
+//
+// A kernel module is what te-mlir's JIT produces for a device: for the host, a
+// shared library. Besides its kernels it carries a text manifest, returned by
+// `const char *te_kernel_manifest(void)` on the host, which declares every
+// kernel's entry name, symbol and argument types:
+//
+//   te-kernel-abi 1
+//   entry <name> <symbol>
+//   in <dtype> <dims>
+//   out <dtype> <dims>
+//   end
+//
+// Lines end with '\n' (the last one optionally), tokens are separated by one
+// space. After the version line come one or more entry ... end blocks; inside
+// a block all `in` lines precede all `out` lines. <dtype> is a te_dtype_name
+// spelling, <dims> is like 2x128x16x64, or `scalar` for rank 0. A kernel's
+// arguments are its `in` lines then its `out` lines, in order. On the host
+// each symbol is `void symbol(void **args)`, args[i] being the data pointer
+// of argument i.
+//
+// Thread safety: a loaded module and its kernels are immutable, so getters and
+// te_kernel_launch may be called from any number of threads at once, also on
+// the same kernel (the kernel code itself must be reentrant, which te-mlir's
+// generated code is). Loading and releasing different modules concurrently is
+// safe.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_RUNTIME_MODULE_H
+#define TE_RUNTIME_MODULE_H
+
+#include "te/Runtime/Buffer.h"
+#include "te/Runtime/DType.h"
+#include "te/Runtime/Device.h"
+#include "te/Runtime/Status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// The manifest version this runtime reads.
+#define TE_KERNEL_ABI_VERSION 1
+
+/// A loaded kernel module. Opaque; reference counted.
+typedef struct te_module te_module;
+
+/// One kernel of a module. Opaque; owned by its module.
+typedef struct te_kernel te_kernel;
+
+/// Describes one kernel argument.
+typedef struct te_arg_info {
+  /// 1 for an output (written by the kernel), 0 for an input.
+  int is_output;
+  te_dtype dtype;
+  int rank;
+  /// `rank` dimensions, owned by the module and valid while it is alive.
+  const int64_t *dims;
+} te_arg_info;
+
+/// Loads the kernel module at `path` on `device`, parses its manifest and
+/// resolves every kernel symbol, storing the module in *out with a reference
+/// count of one. The module holds a reference to `device`. On the host the
+/// file is opened with dlopen(RTLD_NOW | RTLD_LOCAL); a path without '/' is
+/// taken relative to the working directory, never searched for.
+/// Errors: TE_ERROR_INVALID_ARGUMENT if an argument is NULL or path is empty;
+/// TE_ERROR_UNSUPPORTED if the device cannot load modules;
+/// TE_ERROR_LOAD_FAILED if the file cannot be loaded (the message carries the
+/// loader's reason), has no manifest, or the manifest is malformed, has an
+/// unsupported version, names an unknown dtype or a symbol the module does
+/// not define (the message names the path and manifest line). *out is set to
+/// NULL on error. Thread safe.
+TE_RUNTIME_EXPORT te_status te_module_load(te_device *device, const char *path,
+                                           te_module **out);
+
+/// Like te_module_load, but from the `size` bytes of a module image in host
+/// memory (on the host, the bytes of a shared library). The runtime does not
+/// keep `image` after the call. `display_name` is used in messages and may be
+/// NULL. Errors as for te_module_load. Thread safe.
+TE_RUNTIME_EXPORT te_status te_module_load_image(te_device *device,
+                                                 const void *image, size_t size,
+                                                 const char *display_name,
+                                                 te_module **out);
+
+/// Returns the number of kernels in the module, or -1 for NULL.
+TE_RUNTIME_EXPORT int te_module_num_kernels(const te_module *module);
+
+/// Returns the entry name of kernel `index` in manifest order (owned by the
+/// module), or NULL for NULL or an index out of range.
+TE_RUNTIME_EXPORT const char *te_module_kernel_name(const te_module *module,
+                                                    int index);
+
+/// Returns the device the module is loaded on (a borrowed reference, valid
+/// while the module is alive), or NULL for NULL.
+TE_RUNTIME_EXPORT te_device *te_module_device(const te_module *module);
+
+/// Looks up the kernel declared by `entry <entry> ...` and stores it in *out.
+/// The kernel is owned by the module and valid until the module's last
+/// reference is released.
+/// Errors: TE_ERROR_INVALID_ARGUMENT if an argument is NULL;
+/// TE_ERROR_NOT_FOUND if the module has no such entry (the message lists the
+/// entries it has). *out is set to NULL on error. Thread safe.
+TE_RUNTIME_EXPORT te_status te_module_get_kernel(te_module *module,
+                                                 const char *entry,
+                                                 te_kernel **out);
+
+/// Adds a reference. NULL is ignored. Thread safe.
+TE_RUNTIME_EXPORT void te_module_retain(te_module *module);
+
+/// Drops a reference; the last one unloads the module (invalidating its
+/// kernels) and releases the device. Do not release the last reference while
+/// another thread is launching one of its kernels. NULL is ignored.
+TE_RUNTIME_EXPORT void te_module_release(te_module *module);
+
+/// Returns the kernel's entry name (owned by the module), or NULL for NULL.
+TE_RUNTIME_EXPORT const char *te_kernel_name(const te_kernel *kernel);
+
+/// Returns the number of arguments (inputs plus outputs), or -1 for NULL.
+TE_RUNTIME_EXPORT int te_kernel_num_args(const te_kernel *kernel);
+
+/// Describes argument `index` (inputs first, then outputs) in *out.
+/// Errors: TE_ERROR_INVALID_ARGUMENT if kernel or out is NULL or index is
+/// out of range. Thread safe.
+TE_RUNTIME_EXPORT te_status te_kernel_arg(const te_kernel *kernel, int index,
+                                          te_arg_info *out);
+
+/// Launches the kernel on its module's device with `args[0..nargs)`, inputs
+/// then outputs, after checking every argument against the manifest. May
+/// return before the kernel completes; te_buffer_read and
+/// te_device_synchronize wait for it.
+/// Errors (nothing is launched): TE_ERROR_INVALID_ARGUMENT if kernel is NULL,
+/// nargs differs from te_kernel_num_args, args or one of its buffers is NULL,
+/// a buffer is on another device than the kernel, or an output is the same
+/// buffer as another argument; TE_ERROR_DTYPE_MISMATCH if an element type
+/// differs; TE_ERROR_SHAPE_MISMATCH if the rank or a dimension differs. The
+/// message names the argument index, the expected and the actual type, e.g.
+/// "argument 2 (input): expected bf16 2x128x16x64, got f32 2x128x16x64".
+/// Otherwise returns what the device's launch returns. Thread safe.
+TE_RUNTIME_EXPORT te_status te_kernel_launch(te_kernel *kernel,
+                                             te_buffer *const *args, int nargs);
+
+#ifdef __cplusplus
+} // extern "C"
+#endif
+
+#endif // TE_RUNTIME_MODULE_H

@@ -1,0 +1,40 @@
+//===- DeviceImpl.h - The runtime's view of an opened device ----*- C++ -*-===//
+//
+// Buffers and modules call their device only through the registered
+// te_device_ops table; this is the one place that pairs a table with an
+// opened instance.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_LIB_RUNTIME_DEVICEIMPL_H
+#define TE_LIB_RUNTIME_DEVICEIMPL_H
+
+#include "te/Runtime/Device.h"
+
+struct te_device {
+  /// The registry's copy of the table; registry entries are never removed, so
+  /// both the table and `name` outlive every device.
+  const te_device_ops *ops;
+  const char *name;
+  int index;
+  /// Passed as the first argument of every table entry.
+  void *instance;
+  /// Guarded by the registry mutex, because opening looks devices up by name
+  /// and must not hand out one whose last reference is being dropped.
+  int refCount;
+};
+
+namespace te::runtime {
+
+/// Adds a reference for an object (buffer, module) that uses the device.
+void retainDevice(te_device *device);
+
+/// Drops a reference; the last one closes the instance.
+void releaseDevice(te_device *device);
+
+/// Whether the table implements kernel modules (the optional entry group).
+bool supportsModules(const te_device_ops &ops);
+
+} // namespace te::runtime
+
+#endif // TE_LIB_RUNTIME_DEVICEIMPL_H

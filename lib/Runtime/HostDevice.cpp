@@ -1,0 +1,185 @@
+//===- HostDevice.cpp - The host CPU as a runtime device ------------------===//
+//
+// The host implements te_device_ops exactly as an out-of-tree plugin would:
+// memory comes from posix_memalign, kernel modules are shared libraries opened
+// with dlopen, and a launch is a direct call. Nothing here is known to the
+// generic runtime beyond the table returned by getHostDeviceOps.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostDevice.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <string>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace {
+
+/// The signature te-mlir's JIT gives every host kernel.
+using HostKernel = void (*)(void **args);
+using ManifestFunction = const char *(*)();
+
+constexpr const char *kManifestSymbol = "te_kernel_manifest";
+
+te_status allocate(void *, size_t size, size_t alignment, void **ptr) {
+  // posix_memalign needs at least pointer alignment.
+  if (alignment < sizeof(void *))
+    alignment = sizeof(void *);
+  if (posix_memalign(ptr, alignment, size) != 0) {
+    *ptr = nullptr;
+    return TE_ERROR_OUT_OF_MEMORY;
+  }
+  return TE_OK;
+}
+
+void deallocate(void *, void *ptr) { std::free(ptr); }
+
+te_status copy(void *, void *dst, const void *src, size_t bytes) {
+  std::memcpy(dst, src, bytes);
+  return TE_OK;
+}
+
+void *hostPointer(void *, void *devicePtr) { return devicePtr; }
+
+void setError(char *error, size_t errorSize, const char *text) {
+  if (errorSize > 0)
+    std::snprintf(error, errorSize, "%s", text ? text : "unknown error");
+}
+
+/// Loads from memory through an anonymous file, because dlopen only reads
+/// files.
+void *openImage(const void *image, size_t size, char *error, size_t errorSize) {
+  int fd = memfd_create("te-kernel-module", MFD_CLOEXEC);
+  if (fd < 0) {
+    setError(error, errorSize, std::strerror(errno));
+    return nullptr;
+  }
+  const char *bytes = static_cast<const char *>(image);
+  size_t written = 0;
+  while (written < size) {
+    ssize_t n = write(fd, bytes + written, size - written);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      setError(error, errorSize, std::strerror(errno));
+      close(fd);
+      return nullptr;
+    }
+    written += static_cast<size_t>(n);
+  }
+  std::string path = "/proc/self/fd/" + std::to_string(fd);
+  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    setError(error, errorSize, dlerror());
+  // The mapping made by dlopen keeps the contents alive.
+  close(fd);
+  return handle;
+}
+
+te_status loadModule(void *, const char *path, const void *image,
+                     size_t imageSize, void **module, char *error,
+                     size_t errorSize) {
+  void *handle = nullptr;
+  try {
+    if (image) {
+      handle = openImage(image, imageSize, error, errorSize);
+    } else {
+      // Without a '/', dlopen would search the library path instead of
+      // opening the file the caller named.
+      std::string file =
+          std::strchr(path, '/') ? path : "./" + std::string(path);
+      handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!handle)
+        setError(error, errorSize, dlerror());
+    }
+  } catch (const std::bad_alloc &) {
+    setError(error, errorSize, "out of host memory");
+    return TE_ERROR_OUT_OF_MEMORY;
+  }
+  if (!handle)
+    return TE_ERROR_LOAD_FAILED;
+  *module = handle;
+  return TE_OK;
+}
+
+void unloadModule(void *, void *module) { dlclose(module); }
+
+/// Finds a function the library itself defines. dlsym alone would also find
+/// symbols of its dependencies (a manifest naming "free" would resolve to
+/// libc) and data objects.
+void *findOwnFunction(void *module, const char *symbol) {
+  void *address = dlsym(module, symbol);
+  if (!address)
+    return nullptr;
+  struct link_map *moduleMap = nullptr;
+  if (dlinfo(module, RTLD_DI_LINKMAP, &moduleMap) != 0)
+    return nullptr;
+  Dl_info info;
+  void *definingMap = nullptr;
+  if (!dladdr1(address, &info, &definingMap, RTLD_DL_LINKMAP) ||
+      definingMap != moduleMap)
+    return nullptr;
+  void *symbolEntry = nullptr;
+  if (!dladdr1(address, &info, &symbolEntry, RTLD_DL_SYMENT) || !symbolEntry)
+    return nullptr;
+  // The type bits are the same for ELF32 and ELF64.
+  unsigned type =
+      ELF64_ST_TYPE(static_cast<const ElfW(Sym) *>(symbolEntry)->st_info);
+  return type == STT_FUNC || type == STT_GNU_IFUNC ? address : nullptr;
+}
+
+te_status getFunction(void *, void *module, const char *symbol,
+                      void **function) {
+  *function = findOwnFunction(module, symbol);
+  return *function ? TE_OK : TE_ERROR_NOT_FOUND;
+}
+
+te_status getManifest(void *, void *module, const char **text) {
+  void *function = findOwnFunction(module, kManifestSymbol);
+  if (!function)
+    return TE_ERROR_NOT_FOUND;
+  *text = reinterpret_cast<ManifestFunction>(function)();
+  return TE_OK;
+}
+
+te_status launch(void *, void *function, void **args, int, const void *) {
+  reinterpret_cast<HostKernel>(function)(args);
+  return TE_OK;
+}
+
+// Launches run to completion on the calling thread, so there is never
+// outstanding work.
+te_status synchronize(void *) { return TE_OK; }
+
+te_device_ops makeHostDeviceOps() {
+  te_device_ops ops = {};
+  ops.struct_size = sizeof(te_device_ops);
+  ops.name = "cpu";
+  ops.allocate = allocate;
+  ops.free = deallocate;
+  ops.copy_to_device = copy;
+  ops.copy_to_host = copy;
+  ops.copy_device_to_device = copy;
+  ops.host_pointer = hostPointer;
+  ops.load_module = loadModule;
+  ops.unload_module = unloadModule;
+  ops.get_manifest = getManifest;
+  ops.get_function = getFunction;
+  ops.launch = launch;
+  ops.synchronize = synchronize;
+  return ops;
+}
+
+} // namespace
+
+const te_device_ops &te::runtime::getHostDeviceOps() {
+  static const te_device_ops ops = makeHostDeviceOps();
+  return ops;
+}

@@ -1,0 +1,281 @@
+//===- Manifest.cpp - Parser for kernel module manifests ------------------===//
+
+#include "Manifest.h"
+#include "Shape.h"
+
+#include "te/Runtime/Module.h"
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string_view>
+
+using namespace te::runtime;
+
+namespace {
+
+// Real manifests are a few kilobytes; the cap keeps a corrupt, unterminated
+// string from being scanned through the whole address space.
+constexpr size_t kMaxManifestBytes = 16u << 20;
+
+/// Quotes a token for a message, shortened so garbage stays readable.
+std::string quote(std::string_view token) {
+  constexpr size_t kMaxShown = 64;
+  if (token.size() <= kMaxShown)
+    return "'" + std::string(token) + "'";
+  return "'" + std::string(token.substr(0, kMaxShown)) + "...'";
+}
+
+bool isDigit(char c) { return c >= '0' && c <= '9'; }
+bool isLetter(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+bool isValidEntryName(std::string_view name) {
+  for (char c : name)
+    if (!isLetter(c) && !isDigit(c) && c != '_' && c != '.' && c != '-')
+      return false;
+  return !name.empty();
+}
+
+// Symbols are what a linker accepts; '.' and '$' occur in generated names.
+bool isValidSymbol(std::string_view symbol) {
+  if (symbol.empty() || isDigit(symbol[0]))
+    return false;
+  for (char c : symbol)
+    if (!isLetter(c) && !isDigit(c) && c != '_' && c != '.' && c != '$')
+      return false;
+  return true;
+}
+
+std::vector<std::string_view> split(std::string_view text, char separator) {
+  std::vector<std::string_view> pieces;
+  size_t start = 0;
+  while (true) {
+    size_t end = text.find(separator, start);
+    if (end == std::string_view::npos) {
+      pieces.push_back(text.substr(start));
+      return pieces;
+    }
+    pieces.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+}
+
+/// Parses "2x128x16x64" or "scalar"; on failure explains why in `why`.
+bool parseDims(std::string_view text, ManifestArg &arg, std::string &why) {
+  if (text == "scalar") {
+    arg.rank = 0;
+    return true;
+  }
+  std::vector<std::string_view> pieces = split(text, 'x');
+  if (pieces.size() > TE_MAX_RANK) {
+    why = "rank " + std::to_string(pieces.size()) + " exceeds the maximum of " +
+          std::to_string(TE_MAX_RANK);
+    return false;
+  }
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    std::string_view piece = pieces[i];
+    if (piece == "?") {
+      why = "dynamic dimensions ('?') are not supported; kernels need static "
+            "shapes";
+      return false;
+    }
+    bool allDigits = !piece.empty();
+    for (char c : piece)
+      allDigits = allDigits && isDigit(c);
+    if (!allDigits) {
+      why = "dimension " + std::to_string(i) + " is " + quote(piece) +
+            "; expected a decimal number, dimensions joined by 'x', or "
+            "'scalar'";
+      return false;
+    }
+    if (piece.size() > 1 && piece[0] == '0') {
+      why = "dimension " + std::to_string(i) + " " + quote(piece) +
+            " has a leading zero";
+      return false;
+    }
+    int64_t value = 0;
+    for (char c : piece) {
+      if (__builtin_mul_overflow(value, int64_t(10), &value) ||
+          __builtin_add_overflow(value, int64_t(c - '0'), &value)) {
+        why = "dimension " + std::to_string(i) + " " + quote(piece) +
+              " does not fit in 64 bits";
+        return false;
+      }
+    }
+    arg.dims[i] = value;
+  }
+  arg.rank = static_cast<int>(pieces.size());
+  return true;
+}
+
+class ManifestParser {
+public:
+  ManifestParser(std::vector<ManifestEntry> &entries, std::string &error)
+      : entries(entries), error(error) {}
+
+  bool parse(std::string_view text);
+
+private:
+  bool fail(int line, const std::string &message) {
+    error = "line " + std::to_string(line) + ": " + message;
+    return false;
+  }
+
+  bool parseVersion(int line, const std::vector<std::string_view> &tokens);
+  bool parseLine(int line, const std::vector<std::string_view> &tokens);
+  bool parseArg(int line, const std::vector<std::string_view> &tokens);
+
+  std::vector<ManifestEntry> &entries;
+  std::string &error;
+  /// The entry being parsed, or null between blocks.
+  ManifestEntry *open = nullptr;
+  bool openHasOutputs = false;
+  std::map<std::string, int, std::less<>> entryLines;
+};
+
+bool ManifestParser::parse(std::string_view text) {
+  if (text.empty())
+    return fail(1, "the manifest is empty; expected 'te-kernel-abi " +
+                       std::to_string(TE_KERNEL_ABI_VERSION) + "'");
+  // The last line may or may not end with '\n'.
+  if (text.back() == '\n')
+    text.remove_suffix(1);
+  std::vector<std::string_view> lines = split(text, '\n');
+
+  for (size_t index = 0; index < lines.size(); ++index) {
+    int line = static_cast<int>(index) + 1;
+    std::string_view content = lines[index];
+    if (content.empty())
+      return fail(line, "empty line; manifests have no blank lines");
+    for (size_t column = 0; column < content.size(); ++column) {
+      unsigned char c = static_cast<unsigned char>(content[column]);
+      if (c < 0x20 || c >= 0x7f) {
+        char byte[8];
+        std::snprintf(byte, sizeof(byte), "0x%02x", c);
+        return fail(line, std::string("unexpected byte ") + byte +
+                              " at column " + std::to_string(column + 1) +
+                              "; manifests are printable ASCII with '\\n' "
+                              "line ends");
+      }
+    }
+    std::vector<std::string_view> tokens = split(content, ' ');
+    for (std::string_view token : tokens)
+      if (token.empty())
+        return fail(line, "tokens must be separated by exactly one space, "
+                          "without leading or trailing spaces");
+    if (line == 1 ? !parseVersion(line, tokens) : !parseLine(line, tokens))
+      return false;
+  }
+
+  int endLine = static_cast<int>(lines.size()) + 1;
+  if (open)
+    return fail(endLine, "end of manifest inside entry '" + open->name +
+                             "' (opened on line " + std::to_string(open->line) +
+                             "); close it with 'end'");
+  if (entries.empty())
+    return fail(endLine, "the manifest declares no kernels; expected at least "
+                         "one 'entry <name> <symbol>' ... 'end' block");
+  return true;
+}
+
+bool ManifestParser::parseVersion(int line,
+                                  const std::vector<std::string_view> &tokens) {
+  std::string expected =
+      "te-kernel-abi " + std::to_string(TE_KERNEL_ABI_VERSION);
+  if (tokens.size() != 2 || tokens[0] != "te-kernel-abi")
+    return fail(line, "expected '" + expected +
+                          "' as the first line; this is not a te-mlir kernel "
+                          "manifest");
+  if (tokens[1] != std::to_string(TE_KERNEL_ABI_VERSION))
+    return fail(line, "unsupported manifest version " + quote(tokens[1]) +
+                          "; this runtime reads version " +
+                          std::to_string(TE_KERNEL_ABI_VERSION) +
+                          ", rebuild the kernels with a matching te-mlir");
+  return true;
+}
+
+bool ManifestParser::parseLine(int line,
+                               const std::vector<std::string_view> &tokens) {
+  std::string_view directive = tokens[0];
+  if (directive == "entry") {
+    if (open)
+      return fail(line, "'entry' inside entry '" + open->name +
+                            "' (opened on line " + std::to_string(open->line) +
+                            "); close it with 'end' first");
+    if (tokens.size() != 3)
+      return fail(line, "expected 'entry <name> <symbol>'");
+    if (!isValidEntryName(tokens[1]))
+      return fail(line, "invalid entry name " + quote(tokens[1]) +
+                            "; use characters from [A-Za-z0-9_.-]");
+    if (!isValidSymbol(tokens[2]))
+      return fail(line, "invalid symbol " + quote(tokens[2]) +
+                            "; expected a C identifier");
+    auto [it, inserted] = entryLines.emplace(std::string(tokens[1]), line);
+    if (!inserted)
+      return fail(line, "duplicate entry " + quote(tokens[1]) +
+                            " (first declared on line " +
+                            std::to_string(it->second) + ")");
+    entries.push_back({std::string(tokens[1]), std::string(tokens[2]), line,
+                       std::vector<ManifestArg>()});
+    open = &entries.back();
+    openHasOutputs = false;
+    return true;
+  }
+  if (directive == "in" || directive == "out")
+    return parseArg(line, tokens);
+  if (directive == "end") {
+    if (!open)
+      return fail(line, "'end' without an open 'entry'");
+    if (tokens.size() != 1)
+      return fail(line, "expected 'end' alone on its line");
+    open = nullptr;
+    return true;
+  }
+  return fail(line, "unknown directive " + quote(directive) +
+                        "; expected 'entry', 'in', 'out' or 'end'");
+}
+
+bool ManifestParser::parseArg(int line,
+                              const std::vector<std::string_view> &tokens) {
+  std::string directive(tokens[0]);
+  if (!open)
+    return fail(line, "'" + directive + "' outside an entry block");
+  if (tokens.size() != 3)
+    return fail(line, "expected '" + directive + " <dtype> <dims>'");
+  ManifestArg arg = {};
+  arg.isOutput = directive == "out";
+  if (!arg.isOutput && openHasOutputs)
+    return fail(line, "'in' after 'out' in entry '" + open->name +
+                          "'; list all inputs before the outputs");
+  if (!lookupDType(tokens[1], arg.dtype))
+    return fail(line, "unknown dtype " + quote(tokens[1]) +
+                          "; expected one of " + dtypeNameList());
+  std::string why;
+  if (!parseDims(tokens[2], arg, why))
+    return fail(line, "invalid dims " + quote(tokens[2]) + ": " + why);
+  size_t bytes;
+  if (!computeByteSize(arg.dtype, arg.rank, arg.dims, bytes))
+    return fail(line, "a " + formatTensorType(arg.dtype, arg.rank, arg.dims) +
+                          " tensor does not fit in the address space");
+  openHasOutputs = openHasOutputs || arg.isOutput;
+  open->args.push_back(arg);
+  return true;
+}
+
+} // namespace
+
+bool te::runtime::parseManifest(const char *text,
+                                std::vector<ManifestEntry> &entries,
+                                std::string &error) {
+  size_t length = strnlen(text, kMaxManifestBytes + 1);
+  if (length > kMaxManifestBytes) {
+    error = "the manifest is longer than " +
+            std::to_string(kMaxManifestBytes >> 20) +
+            " MiB or not NUL-terminated";
+    return false;
+  }
+  entries.clear();
+  return ManifestParser(entries, error).parse(std::string_view(text, length));
+}

@@ -1,0 +1,44 @@
+//===- Manifest.h - Parser for kernel module manifests ----------*- C++ -*-===//
+//
+// The manifest is the contract between te-mlir's JIT and the runtime (its
+// format is documented in te/Runtime/Module.h). It comes from a loaded
+// library and is therefore untrusted: the parser accepts exactly the
+// documented format and reports anything else with its line number.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_LIB_RUNTIME_MANIFEST_H
+#define TE_LIB_RUNTIME_MANIFEST_H
+
+#include "te/Runtime/Buffer.h"
+#include "te/Runtime/DType.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace te::runtime {
+
+struct ManifestArg {
+  bool isOutput;
+  te_dtype dtype;
+  int rank;
+  int64_t dims[TE_MAX_RANK];
+};
+
+struct ManifestEntry {
+  std::string name;
+  std::string symbol;
+  /// Line of the `entry` directive, for messages about the entry.
+  int line;
+  std::vector<ManifestArg> args;
+};
+
+/// Parses a NUL-terminated manifest. On failure returns false and sets
+/// `error` to a message starting with the offending line ("line 3: ...").
+bool parseManifest(const char *text, std::vector<ManifestEntry> &entries,
+                   std::string &error);
+
+} // namespace te::runtime
+
+#endif // TE_LIB_RUNTIME_MANIFEST_H

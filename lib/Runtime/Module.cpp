@@ -1,0 +1,331 @@
+//===- Module.cpp - Kernel modules, kernels and checked launches ----------===//
+//
+// A module is loaded through its device's table, its manifest parsed, and
+// every kernel symbol resolved up front, so a module that loads is fully
+// usable and a launch only has to compare buffers against the manifest.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BufferImpl.h"
+#include "DeviceImpl.h"
+#include "Error.h"
+#include "Manifest.h"
+#include "Shape.h"
+
+#include "te/Runtime/Module.h"
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace te::runtime;
+
+struct te_kernel {
+  te_module *module;
+  ManifestEntry entry;
+  /// Opaque handle from te_device_ops::get_function.
+  void *function;
+};
+
+struct te_module {
+  /// Holds a reference for as long as the module lives.
+  te_device *device = nullptr;
+  /// Opaque handle from te_device_ops::load_module; unloaded on destruction.
+  void *handle = nullptr;
+  /// The path, or the display name of an image, for messages.
+  std::string origin;
+  /// Never resized after loading, so te_kernel pointers stay valid.
+  std::vector<te_kernel> kernels;
+  std::atomic<int> refCount{1};
+
+  ~te_module() {
+    if (handle)
+      device->ops->unload_module(device->instance, handle);
+    if (device)
+      releaseDevice(device);
+  }
+};
+
+namespace {
+
+/// Loads from a file (`image` NULL) or from memory (`path` NULL).
+te_status loadModule(const char *fn, te_device *device, const char *path,
+                     const void *image, size_t imageSize,
+                     const std::string &origin, te_module **out) {
+  const te_device_ops &ops = *device->ops;
+  if (!supportsModules(ops))
+    return fail(TE_ERROR_UNSUPPORTED,
+                "%s: device '%s' %d cannot run kernels (its te_device_ops has "
+                "no module entries); open a device that can, such as 'cpu'",
+                fn, device->name, device->index);
+
+  auto module = std::make_unique<te_module>();
+  module->origin = origin;
+  char loaderError[1024] = "";
+  te_status status =
+      ops.load_module(device->instance, path, image, imageSize, &module->handle,
+                      loaderError, sizeof(loaderError));
+  loaderError[sizeof(loaderError) - 1] = '\0'; // In case a plugin filled it.
+  if (status != TE_OK) {
+    module->handle = nullptr;
+    return fail(status == TE_ERROR_OUT_OF_MEMORY ? status
+                                                 : TE_ERROR_LOAD_FAILED,
+                "%s: cannot load '%s' on device '%s' %d: %s", fn,
+                origin.c_str(), device->name, device->index,
+                loaderError[0] ? loaderError : te_status_string(status));
+  }
+  retainDevice(device);
+  module->device = device;
+
+  const char *manifest = nullptr;
+  status = ops.get_manifest(device->instance, module->handle, &manifest);
+  if (status == TE_ERROR_NOT_FOUND || (status == TE_OK && !manifest))
+    return fail(TE_ERROR_LOAD_FAILED,
+                "%s: '%s' carries no kernel manifest (te_kernel_manifest); is "
+                "it a kernel module built by te-mlir?",
+                fn, origin.c_str());
+  if (status != TE_OK)
+    return fail(status, "%s: reading the manifest of '%s' failed: %s", fn,
+                origin.c_str(), te_status_string(status));
+
+  std::vector<ManifestEntry> entries;
+  std::string parseError;
+  if (!parseManifest(manifest, entries, parseError))
+    return fail(TE_ERROR_LOAD_FAILED, "%s: '%s': invalid kernel manifest: %s",
+                fn, origin.c_str(), parseError.c_str());
+
+  module->kernels.reserve(entries.size());
+  for (ManifestEntry &entry : entries) {
+    void *function = nullptr;
+    status = ops.get_function(device->instance, module->handle,
+                              entry.symbol.c_str(), &function);
+    if (status == TE_ERROR_NOT_FOUND)
+      return fail(TE_ERROR_LOAD_FAILED,
+                  "%s: '%s': manifest line %d: entry '%s' names symbol '%s', "
+                  "which the module does not define as a function",
+                  fn, origin.c_str(), entry.line, entry.name.c_str(),
+                  entry.symbol.c_str());
+    if (status != TE_OK)
+      return fail(status, "%s: '%s': looking up symbol '%s' failed: %s", fn,
+                  origin.c_str(), entry.symbol.c_str(),
+                  te_status_string(status));
+    module->kernels.push_back({module.get(), std::move(entry), function});
+  }
+  *out = module.release();
+  return TE_OK;
+}
+
+/// "2 inputs, 1 output", for argument count messages.
+std::string describeArity(const te_kernel &kernel) {
+  int outputs = 0;
+  for (const ManifestArg &arg : kernel.entry.args)
+    outputs += arg.isOutput;
+  int inputs = static_cast<int>(kernel.entry.args.size()) - outputs;
+  return std::to_string(inputs) + (inputs == 1 ? " input, " : " inputs, ") +
+         std::to_string(outputs) + (outputs == 1 ? " output" : " outputs");
+}
+
+te_status checkLaunchArgs(const char *fn, const te_kernel &kernel,
+                          te_buffer *const *args, int nargs) {
+  const std::vector<ManifestArg> &expected = kernel.entry.args;
+  const char *name = kernel.entry.name.c_str();
+  if (nargs != static_cast<int>(expected.size()))
+    return fail(TE_ERROR_INVALID_ARGUMENT,
+                "%s: kernel '%s' takes %zu arguments (%s) but %d were given",
+                fn, name, expected.size(), describeArity(kernel).c_str(),
+                nargs);
+  if (nargs > 0 && !args)
+    return fail(TE_ERROR_INVALID_ARGUMENT,
+                "%s: kernel '%s': args must not be NULL", fn, name);
+
+  const te_device *device = kernel.module->device;
+  for (int i = 0; i < nargs; ++i) {
+    const ManifestArg &want = expected[i];
+    const te_buffer *got = args[i];
+    const char *role = want.isOutput ? "output" : "input";
+    if (!got)
+      return fail(TE_ERROR_INVALID_ARGUMENT,
+                  "%s: kernel '%s': argument %d (%s) is NULL", fn, name, i,
+                  role);
+    if (got->device != device)
+      return fail(TE_ERROR_INVALID_ARGUMENT,
+                  "%s: kernel '%s': argument %d (%s) is on device '%s' %d but "
+                  "the kernel runs on '%s' %d; create the buffer on the "
+                  "kernel's device",
+                  fn, name, i, role, got->device->name, got->device->index,
+                  device->name, device->index);
+    bool sameShape = got->rank == want.rank;
+    for (int d = 0; sameShape && d < want.rank; ++d)
+      sameShape = got->dims[d] == want.dims[d];
+    if (got->dtype != want.dtype || !sameShape)
+      return fail(got->dtype != want.dtype ? TE_ERROR_DTYPE_MISMATCH
+                                           : TE_ERROR_SHAPE_MISMATCH,
+                  "%s: kernel '%s': argument %d (%s): expected %s, got %s", fn,
+                  name, i, role,
+                  formatTensorType(want.dtype, want.rank, want.dims).c_str(),
+                  formatTensorType(got->dtype, got->rank, got->dims).c_str());
+  }
+
+  // Outputs are written while other arguments are read; sharing a buffer
+  // would make the result depend on the kernel's access order.
+  for (int i = 0; i < nargs; ++i) {
+    if (!expected[i].isOutput)
+      continue;
+    for (int j = 0; j < nargs; ++j) {
+      if (j == i || args[j] != args[i])
+        continue;
+      return fail(TE_ERROR_INVALID_ARGUMENT,
+                  "%s: kernel '%s': argument %d (output) is the same buffer "
+                  "as argument %d (%s); outputs must not alias other "
+                  "arguments, pass a separate buffer",
+                  fn, name, i, j, expected[j].isOutput ? "output" : "input");
+    }
+  }
+  return TE_OK;
+}
+
+} // namespace
+
+extern "C" te_status te_module_load(te_device *device, const char *path,
+                                    te_module **out) {
+  const char *fn = "te_module_load";
+  if (out)
+    *out = nullptr;
+  if (!device || !path || !out)
+    return fail(TE_ERROR_INVALID_ARGUMENT, "%s: %s must not be NULL", fn,
+                !device ? "device"
+                : !path ? "path"
+                        : "out");
+  if (!*path)
+    return fail(TE_ERROR_INVALID_ARGUMENT, "%s: path must not be empty", fn);
+  return guard(
+      fn, [&] { return loadModule(fn, device, path, nullptr, 0, path, out); });
+}
+
+extern "C" te_status te_module_load_image(te_device *device, const void *image,
+                                          size_t size, const char *displayName,
+                                          te_module **out) {
+  const char *fn = "te_module_load_image";
+  if (out)
+    *out = nullptr;
+  if (!device || !image || !out)
+    return fail(TE_ERROR_INVALID_ARGUMENT, "%s: %s must not be NULL", fn,
+                !device  ? "device"
+                : !image ? "image"
+                         : "out");
+  if (size == 0)
+    return fail(TE_ERROR_INVALID_ARGUMENT, "%s: the image is empty", fn);
+  return guard(fn, [&] {
+    std::string origin = displayName ? displayName : "<in-memory image>";
+    return loadModule(fn, device, nullptr, image, size, origin, out);
+  });
+}
+
+extern "C" int te_module_num_kernels(const te_module *module) {
+  return module ? static_cast<int>(module->kernels.size()) : -1;
+}
+
+extern "C" const char *te_module_kernel_name(const te_module *module,
+                                             int index) {
+  if (!module || index < 0 || index >= static_cast<int>(module->kernels.size()))
+    return nullptr;
+  return module->kernels[index].entry.name.c_str();
+}
+
+extern "C" te_device *te_module_device(const te_module *module) {
+  return module ? module->device : nullptr;
+}
+
+extern "C" te_status te_module_get_kernel(te_module *module, const char *entry,
+                                          te_kernel **out) {
+  const char *fn = "te_module_get_kernel";
+  if (out)
+    *out = nullptr;
+  if (!module || !entry || !out)
+    return fail(TE_ERROR_INVALID_ARGUMENT, "%s: %s must not be NULL", fn,
+                !module  ? "module"
+                : !entry ? "entry"
+                         : "out");
+  for (te_kernel &kernel : module->kernels) {
+    if (kernel.entry.name == entry) {
+      *out = &kernel;
+      return TE_OK;
+    }
+  }
+  return guard(fn, [&] {
+    std::string available;
+    for (const te_kernel &kernel : module->kernels)
+      available += (available.empty() ? "" : ", ") + kernel.entry.name;
+    return fail(TE_ERROR_NOT_FOUND,
+                "%s: '%s' has no kernel named '%.80s'; it has: %s", fn,
+                module->origin.c_str(), entry, available.c_str());
+  });
+}
+
+extern "C" void te_module_retain(te_module *module) {
+  if (module)
+    module->refCount.fetch_add(1, std::memory_order_relaxed);
+}
+
+extern "C" void te_module_release(te_module *module) {
+  if (module && module->refCount.fetch_sub(1, std::memory_order_acq_rel) == 1)
+    delete module;
+}
+
+extern "C" const char *te_kernel_name(const te_kernel *kernel) {
+  return kernel ? kernel->entry.name.c_str() : nullptr;
+}
+
+extern "C" int te_kernel_num_args(const te_kernel *kernel) {
+  return kernel ? static_cast<int>(kernel->entry.args.size()) : -1;
+}
+
+extern "C" te_status te_kernel_arg(const te_kernel *kernel, int index,
+                                   te_arg_info *out) {
+  const char *fn = "te_kernel_arg";
+  if (!kernel || !out)
+    return fail(TE_ERROR_INVALID_ARGUMENT, "%s: %s must not be NULL", fn,
+                !kernel ? "kernel" : "out");
+  int count = static_cast<int>(kernel->entry.args.size());
+  if (index < 0 || index >= count)
+    return fail(TE_ERROR_INVALID_ARGUMENT,
+                "%s: kernel '%s' has %d arguments, so index %d is out of range",
+                fn, kernel->entry.name.c_str(), count, index);
+  const ManifestArg &arg = kernel->entry.args[index];
+  out->is_output = arg.isOutput;
+  out->dtype = arg.dtype;
+  out->rank = arg.rank;
+  out->dims = arg.dims;
+  return TE_OK;
+}
+
+extern "C" te_status te_kernel_launch(te_kernel *kernel, te_buffer *const *args,
+                                      int nargs) {
+  const char *fn = "te_kernel_launch";
+  if (!kernel)
+    return fail(TE_ERROR_INVALID_ARGUMENT, "%s: kernel must not be NULL", fn);
+  return guard(fn, [&] {
+    if (te_status status = checkLaunchArgs(fn, *kernel, args, nargs))
+      return status;
+    // Kernels have few arguments; avoid a heap allocation per launch.
+    constexpr int kInlineArgs = 16;
+    void *inlineData[kInlineArgs];
+    std::vector<void *> heapData;
+    void **data = inlineData;
+    if (nargs > kInlineArgs) {
+      heapData.resize(nargs);
+      data = heapData.data();
+    }
+    for (int i = 0; i < nargs; ++i)
+      data[i] = args[i]->data;
+    te_device *device = kernel->module->device;
+    if (te_status status =
+            device->ops->launch(device->instance, kernel->function, data, nargs,
+                                /*config=*/nullptr))
+      return fail(status, "%s: kernel '%s' failed on device '%s' %d: %s", fn,
+                  kernel->entry.name.c_str(), device->name, device->index,
+                  te_status_string(status));
+    return TE_OK;
+  });
+}

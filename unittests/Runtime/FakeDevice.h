@@ -1,0 +1,148 @@
+//===- FakeDevice.h - A plugin device for the runtime tests -----*- C++ -*-===//
+//
+// A device registered through te_device_register, as an out-of-tree plugin
+// would be. Its memory is host memory that the runtime cannot see as such (no
+// host_pointer entry), and it counts every call, so tests can prove that the
+// generic runtime goes through the table and only through it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_UNITTESTS_RUNTIME_FAKEDEVICE_H
+#define TE_UNITTESTS_RUNTIME_FAKEDEVICE_H
+
+#include "te/Runtime/Device.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace te::runtime::testing {
+
+/// State shared by all instances of one registered fake device. Lives for the
+/// whole process, as the registry requires of a context.
+struct FakeDevice {
+  std::string name;
+  int instanceCount = 2;
+  bool failOpen = false;
+  bool failAllocate = false;
+  std::atomic<int> liveInstances{0};
+  std::atomic<int> liveAllocations{0};
+  std::atomic<int> copiesToDevice{0};
+  std::atomic<int> copiesToHost{0};
+  std::atomic<int> deviceCopies{0};
+  std::atomic<int> launches{0};
+  std::atomic<int> synchronizations{0};
+  std::atomic<int> loadedModules{0};
+
+  /// A manifest served by the fake module loader (see withModules).
+  static constexpr const char *kManifest = "te-kernel-abi 1\n"
+                                           "entry double fake_double\n"
+                                           "in f32 4\n"
+                                           "out f32 4\n"
+                                           "end\n";
+
+  /// Registers nothing; returns a complete table for this device.
+  te_device_ops ops(bool withModules = false) {
+    te_device_ops table = {};
+    table.struct_size = sizeof(te_device_ops);
+    table.name = name.c_str();
+    table.device_count = [](void *context) {
+      return self(context)->instanceCount;
+    };
+    table.open = [](void *context, int index, void **instance) {
+      if (self(context)->failOpen)
+        return TE_ERROR_UNSUPPORTED;
+      ++self(context)->liveInstances;
+      *instance = context;
+      return TE_OK;
+    };
+    table.close = [](void *instance) { --self(instance)->liveInstances; };
+    table.allocate = [](void *instance, size_t size, size_t alignment,
+                        void **ptr) {
+      if (self(instance)->failAllocate)
+        return TE_ERROR_OUT_OF_MEMORY;
+      *ptr = std::aligned_alloc(alignment,
+                                (size + alignment - 1) / alignment * alignment);
+      ++self(instance)->liveAllocations;
+      return *ptr ? TE_OK : TE_ERROR_OUT_OF_MEMORY;
+    };
+    table.free = [](void *instance, void *ptr) {
+      --self(instance)->liveAllocations;
+      std::free(ptr);
+    };
+    table.copy_to_device = [](void *instance, void *dst, const void *src,
+                              size_t bytes) {
+      ++self(instance)->copiesToDevice;
+      std::memcpy(dst, src, bytes);
+      return TE_OK;
+    };
+    table.copy_to_host = [](void *instance, void *dst, const void *src,
+                            size_t bytes) {
+      ++self(instance)->copiesToHost;
+      std::memcpy(dst, src, bytes);
+      return TE_OK;
+    };
+    table.copy_device_to_device = [](void *instance, void *dst, const void *src,
+                                     size_t bytes) {
+      ++self(instance)->deviceCopies;
+      std::memcpy(dst, src, bytes);
+      return TE_OK;
+    };
+    table.synchronize = [](void *instance) {
+      ++self(instance)->synchronizations;
+      return TE_OK;
+    };
+    if (withModules) {
+      table.load_module = [](void *instance, const char *, const void *, size_t,
+                             void **module, char *, size_t) {
+        ++self(instance)->loadedModules;
+        *module = instance;
+        return TE_OK;
+      };
+      table.unload_module = [](void *instance, void *) {
+        --self(instance)->loadedModules;
+      };
+      table.get_manifest = [](void *, void *, const char **text) {
+        *text = kManifest;
+        return TE_OK;
+      };
+      table.get_function = [](void *, void *, const char *symbol,
+                              void **function) {
+        if (std::strcmp(symbol, "fake_double") != 0)
+          return TE_ERROR_NOT_FOUND;
+        *function = reinterpret_cast<void *>(&doubleKernel);
+        return TE_OK;
+      };
+      table.launch = [](void *instance, void *function, void **args, int nargs,
+                        const void *) {
+        ++self(instance)->launches;
+        if (function != reinterpret_cast<void *>(&doubleKernel) || nargs != 2)
+          return TE_ERROR_INTERNAL;
+        doubleKernel(args);
+        return TE_OK;
+      };
+    }
+    return table;
+  }
+
+private:
+  static FakeDevice *self(void *context) {
+    return static_cast<FakeDevice *>(context);
+  }
+  static void doubleKernel(void **args) {
+    const float *input = static_cast<const float *>(args[0]);
+    float *output = static_cast<float *>(args[1]);
+    for (int i = 0; i < 4; ++i)
+      output[i] = 2 * input[i];
+  }
+};
+
+/// Registers a fake device named `name` once per process and returns it, so
+/// tests can run in any order and in one process or many.
+FakeDevice &registerFakeDevice(const std::string &name,
+                               bool withModules = false);
+
+} // namespace te::runtime::testing
+
+#endif // TE_UNITTESTS_RUNTIME_FAKEDEVICE_H

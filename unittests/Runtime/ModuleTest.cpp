@@ -1,0 +1,527 @@
+//===- ModuleTest.cpp - Loading kernel modules and reading their manifests ===//
+
+#include "FakeDevice.h"
+#include "RuntimeTestUtils.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+using namespace te::runtime::testing;
+
+namespace {
+
+std::vector<char> readFile(const char *path) {
+  std::ifstream file(path, std::ios::binary);
+  return std::vector<char>(std::istreambuf_iterator<char>(file), {});
+}
+
+class ModuleTest : public ::testing::Test {
+protected:
+  DevicePtr cpu = openDevice("cpu");
+};
+
+TEST_F(ModuleTest, LoadsTheTestKernels) {
+  ModulePtr module = loadModule(cpu.get(), TE_TEST_KERNELS_PATH);
+  ASSERT_NE(module, nullptr);
+  EXPECT_EQ(te_module_device(module.get()), cpu.get());
+  ASSERT_EQ(te_module_num_kernels(module.get()), 5);
+  const char *names[] = {"add", "sum", "split", "attention_identity", "sum16"};
+  for (int i = 0; i < 5; ++i)
+    EXPECT_STREQ(te_module_kernel_name(module.get(), i), names[i]);
+  EXPECT_EQ(te_module_kernel_name(module.get(), 5), nullptr);
+  EXPECT_EQ(te_module_kernel_name(module.get(), -1), nullptr);
+}
+
+TEST_F(ModuleTest, KernelsDescribeTheirArguments) {
+  ModulePtr module = loadModule(cpu.get(), TE_TEST_KERNELS_PATH);
+  te_kernel *add = nullptr;
+  ASSERT_EQ(te_module_get_kernel(module.get(), "add", &add), TE_OK);
+  EXPECT_STREQ(te_kernel_name(add), "add");
+  ASSERT_EQ(te_kernel_num_args(add), 3);
+  for (int i = 0; i < 3; ++i) {
+    te_arg_info info = {};
+    ASSERT_EQ(te_kernel_arg(add, i, &info), TE_OK);
+    EXPECT_EQ(info.is_output, i == 2);
+    EXPECT_EQ(info.dtype, TE_DTYPE_F32);
+    ASSERT_EQ(info.rank, 1);
+    EXPECT_EQ(info.dims[0], 4);
+  }
+
+  te_kernel *attention = nullptr;
+  ASSERT_EQ(
+      te_module_get_kernel(module.get(), "attention_identity", &attention),
+      TE_OK);
+  te_arg_info info = {};
+  ASSERT_EQ(te_kernel_arg(attention, 1, &info), TE_OK);
+  EXPECT_EQ(info.dtype, TE_DTYPE_BF16);
+  ASSERT_EQ(info.rank, 4);
+  EXPECT_EQ(info.dims[0], 2);
+  EXPECT_EQ(info.dims[1], 128);
+  EXPECT_EQ(info.dims[2], 16);
+  EXPECT_EQ(info.dims[3], 64);
+
+  te_kernel *sum = nullptr;
+  ASSERT_EQ(te_module_get_kernel(module.get(), "sum", &sum), TE_OK);
+  ASSERT_EQ(te_kernel_arg(sum, 1, &info), TE_OK);
+  EXPECT_TRUE(info.is_output);
+  EXPECT_EQ(info.rank, 0);
+}
+
+TEST_F(ModuleTest, UnknownEntryListsTheAvailableOnes) {
+  ModulePtr module = loadModule(cpu.get(), TE_TEST_KERNELS_PATH);
+  te_kernel *kernel = reinterpret_cast<te_kernel *>(0x1);
+  expectError(
+      [&] { return te_module_get_kernel(module.get(), "mul", &kernel); },
+      TE_ERROR_NOT_FOUND,
+      {"'mul'", "add, sum, split, attention_identity, sum16",
+       TE_TEST_KERNELS_PATH});
+  EXPECT_EQ(kernel, nullptr);
+}
+
+TEST_F(ModuleTest, KernelQueriesRejectBadArguments) {
+  ModulePtr module = loadModule(cpu.get(), TE_TEST_KERNELS_PATH);
+  te_kernel *add = nullptr;
+  expectError([&] { return te_module_get_kernel(nullptr, "add", &add); },
+              TE_ERROR_INVALID_ARGUMENT, {"module must not be NULL"});
+  expectError([&] { return te_module_get_kernel(module.get(), nullptr, &add); },
+              TE_ERROR_INVALID_ARGUMENT, {"entry must not be NULL"});
+  expectError(
+      [&] { return te_module_get_kernel(module.get(), "add", nullptr); },
+      TE_ERROR_INVALID_ARGUMENT, {"out must not be NULL"});
+  ASSERT_EQ(te_module_get_kernel(module.get(), "add", &add), TE_OK);
+  te_arg_info info;
+  expectError([&] { return te_kernel_arg(add, 3, &info); },
+              TE_ERROR_INVALID_ARGUMENT, {"'add'", "3 arguments", "index 3"});
+  expectError([&] { return te_kernel_arg(add, -1, &info); },
+              TE_ERROR_INVALID_ARGUMENT, {"index -1"});
+  expectError([&] { return te_kernel_arg(add, 0, nullptr); },
+              TE_ERROR_INVALID_ARGUMENT, {"out must not be NULL"});
+  expectError([&] { return te_kernel_arg(nullptr, 0, &info); },
+              TE_ERROR_INVALID_ARGUMENT, {"kernel must not be NULL"});
+}
+
+TEST_F(ModuleTest, GettersAcceptNull) {
+  EXPECT_EQ(te_module_num_kernels(nullptr), -1);
+  EXPECT_EQ(te_module_kernel_name(nullptr, 0), nullptr);
+  EXPECT_EQ(te_module_device(nullptr), nullptr);
+  EXPECT_EQ(te_kernel_name(nullptr), nullptr);
+  EXPECT_EQ(te_kernel_num_args(nullptr), -1);
+  te_module_retain(nullptr);
+  te_module_release(nullptr);
+}
+
+TEST_F(ModuleTest, LoadRejectsBadArguments) {
+  te_module *module = reinterpret_cast<te_module *>(0x1);
+  expectError(
+      [&] { return te_module_load(nullptr, TE_TEST_KERNELS_PATH, &module); },
+      TE_ERROR_INVALID_ARGUMENT, {"device must not be NULL"});
+  EXPECT_EQ(module, nullptr);
+  expectError([&] { return te_module_load(cpu.get(), nullptr, &module); },
+              TE_ERROR_INVALID_ARGUMENT, {"path must not be NULL"});
+  expectError(
+      [&] { return te_module_load(cpu.get(), TE_TEST_KERNELS_PATH, nullptr); },
+      TE_ERROR_INVALID_ARGUMENT, {"out must not be NULL"});
+  expectError([&] { return te_module_load(cpu.get(), "", &module); },
+              TE_ERROR_INVALID_ARGUMENT, {"path must not be empty"});
+}
+
+TEST_F(ModuleTest, MissingFileFailsToLoad) {
+  te_module *module = nullptr;
+  const char *path = "/nonexistent/dir/libkernels.so";
+  expectError([&] { return te_module_load(cpu.get(), path, &module); },
+              TE_ERROR_LOAD_FAILED,
+              {"te_module_load", path, "'cpu' 0", "No such file"});
+  EXPECT_EQ(module, nullptr);
+}
+
+TEST_F(ModuleTest, BareFileNameIsNotSearchedForOnTheLibraryPath) {
+  // dlopen would find libc.so.6 on the search path; a module path is a file.
+  te_module *module = nullptr;
+  expectError([&] { return te_module_load(cpu.get(), "libc.so.6", &module); },
+              TE_ERROR_LOAD_FAILED, {"'libc.so.6'"});
+}
+
+TEST_F(ModuleTest, FileThatIsNotASharedLibraryFailsToLoad) {
+  std::string path = ::testing::TempDir() + "te_runtime_not_a_library.so";
+  {
+    std::ofstream file(path);
+    file << "te-kernel-abi 1\nthis is text, not an ELF shared library\n";
+  }
+  te_module *module = nullptr;
+  expectError([&] { return te_module_load(cpu.get(), path.c_str(), &module); },
+              TE_ERROR_LOAD_FAILED, {"cannot load", path});
+  EXPECT_EQ(module, nullptr);
+  std::remove(path.c_str());
+}
+
+TEST_F(ModuleTest, LibraryWithoutManifestFailsToLoad) {
+  te_module *module = nullptr;
+  expectError(
+      [&] {
+        return te_module_load(cpu.get(), TE_TEST_NO_MANIFEST_PATH, &module);
+      },
+      TE_ERROR_LOAD_FAILED,
+      {TE_TEST_NO_MANIFEST_PATH, "no kernel manifest", "te_kernel_manifest"});
+  EXPECT_EQ(module, nullptr);
+}
+
+TEST_F(ModuleTest, LoadsFromAnImageInMemory) {
+  std::vector<char> image = readFile(TE_TEST_KERNELS_PATH);
+  ASSERT_FALSE(image.empty());
+  te_module *raw = nullptr;
+  ASSERT_EQ(te_module_load_image(cpu.get(), image.data(), image.size(),
+                                 "kernels.so", &raw),
+            TE_OK)
+      << te_last_error_message();
+  ModulePtr module(raw);
+  image.assign(image.size(), 0); // The runtime must not need it any more.
+  EXPECT_EQ(te_module_num_kernels(module.get()), 5);
+  te_kernel *sum = nullptr;
+  ASSERT_EQ(te_module_get_kernel(module.get(), "sum", &sum), TE_OK);
+  BufferPtr input = createBuffer(cpu.get(), TE_DTYPE_F32, {4});
+  BufferPtr output = createBuffer(cpu.get(), TE_DTYPE_F32, {});
+  const float values[4] = {1, 2, 3, 4.5f};
+  ASSERT_EQ(te_buffer_write(input.get(), values, sizeof(values)), TE_OK);
+  te_buffer *args[] = {input.get(), output.get()};
+  ASSERT_EQ(te_kernel_launch(sum, args, 2), TE_OK) << te_last_error_message();
+  float result = 0;
+  ASSERT_EQ(te_buffer_read(output.get(), &result, sizeof(result)), TE_OK);
+  EXPECT_EQ(result, 10.5f);
+}
+
+TEST_F(ModuleTest, BadImagesAreRejected) {
+  const char garbage[] = "\x7f"
+                         "ELF but not really";
+  te_module *module = nullptr;
+  expectError(
+      [&] {
+        return te_module_load_image(cpu.get(), garbage, sizeof(garbage),
+                                    "garbage-image", &module);
+      },
+      TE_ERROR_LOAD_FAILED, {"te_module_load_image", "'garbage-image'"});
+  expectError(
+      [&] {
+        return te_module_load_image(cpu.get(), garbage, sizeof(garbage),
+                                    nullptr, &module);
+      },
+      TE_ERROR_LOAD_FAILED, {"<in-memory image>"});
+  expectError(
+      [&] {
+        return te_module_load_image(cpu.get(), nullptr, 4, nullptr, &module);
+      },
+      TE_ERROR_INVALID_ARGUMENT, {"image must not be NULL"});
+  expectError(
+      [&] {
+        return te_module_load_image(cpu.get(), garbage, 0, nullptr, &module);
+      },
+      TE_ERROR_INVALID_ARGUMENT, {"empty"});
+  expectError(
+      [&] {
+        return te_module_load_image(nullptr, garbage, 4, nullptr, &module);
+      },
+      TE_ERROR_INVALID_ARGUMENT, {"device must not be NULL"});
+  expectError(
+      [&] {
+        return te_module_load_image(cpu.get(), garbage, 4, nullptr, nullptr);
+      },
+      TE_ERROR_INVALID_ARGUMENT, {"out must not be NULL"});
+}
+
+TEST_F(ModuleTest, RetainKeepsTheModuleLoaded) {
+  te_module *module = loadModule(cpu.get(), TE_TEST_KERNELS_PATH).release();
+  te_module_retain(module);
+  te_module_release(module);
+  te_kernel *add = nullptr;
+  EXPECT_EQ(te_module_get_kernel(module, "add", &add), TE_OK);
+  te_module_release(module);
+}
+
+TEST_F(ModuleTest, DeviceWithoutModuleEntriesCannotLoad) {
+  registerFakeDevice("fake-storage-only");
+  DevicePtr device = openDevice("fake-storage-only");
+  te_module *module = nullptr;
+  expectError(
+      [&] {
+        return te_module_load(device.get(), TE_TEST_KERNELS_PATH, &module);
+      },
+      TE_ERROR_UNSUPPORTED, {"'fake-storage-only' 0", "cannot run kernels"});
+  EXPECT_EQ(module, nullptr);
+}
+
+TEST_F(ModuleTest, PluginModulesAreLoadedThroughTheTable) {
+  FakeDevice &fake = registerFakeDevice("fake-modules", /*withModules=*/true);
+  {
+    DevicePtr device = openDevice("fake-modules");
+    ModulePtr module = loadModule(device.get(), "any-name.fatbin");
+    ASSERT_NE(module, nullptr);
+    EXPECT_EQ(fake.loadedModules, 1);
+    device.reset();
+    EXPECT_EQ(fake.liveInstances, 1) << "the module keeps its device open";
+    EXPECT_STREQ(te_module_kernel_name(module.get(), 0), "double");
+  }
+  EXPECT_EQ(fake.loadedModules, 0);
+  EXPECT_EQ(fake.liveInstances, 0);
+}
+
+/// Loads the ManifestEcho library with a manifest of the test's choosing.
+class ManifestTest : public ModuleTest {
+protected:
+  static void SetUpTestSuite() {
+    // Kept open for the whole process, so the runtime's dlopen of the same
+    // path finds this copy and its manifest.
+    void *library = dlopen(TE_TEST_MANIFEST_ECHO_PATH, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(library, nullptr) << dlerror();
+    setManifest = reinterpret_cast<void (*)(const char *)>(
+        dlsym(library, "te_test_set_manifest"));
+    ASSERT_NE(setManifest, nullptr) << dlerror();
+  }
+
+  te_status load(const char *manifest, ModulePtr &module) {
+    setManifest(manifest);
+    te_module *raw = nullptr;
+    te_status status =
+        te_module_load(cpu.get(), TE_TEST_MANIFEST_ECHO_PATH, &raw);
+    module.reset(raw);
+    if (status != TE_OK) {
+      EXPECT_EQ(raw, nullptr) << "output not cleared on error";
+    }
+    return status;
+  }
+
+  /// Expects `manifest` to be rejected with a message naming the library and
+  /// containing `fragments` (typically the line number and the reason).
+  void expectRejected(const std::string &manifest,
+                      std::vector<std::string> fragments) {
+    SCOPED_TRACE("manifest:\n" + manifest);
+    fragments.push_back(TE_TEST_MANIFEST_ECHO_PATH);
+    ModulePtr module;
+    expectError([&] { return load(manifest.c_str(), module); },
+                TE_ERROR_LOAD_FAILED, fragments);
+  }
+
+  static void (*setManifest)(const char *);
+};
+
+void (*ManifestTest::setManifest)(const char *) = nullptr;
+
+constexpr const char *kHeader = "te-kernel-abi 1\n";
+
+/// A one-entry manifest with the given argument lines.
+std::string entryWith(const std::string &argLines) {
+  return std::string(kHeader) + "entry k te_test_echo_noop\n" + argLines +
+         "end\n";
+}
+
+TEST_F(ManifestTest, AcceptsAMinimalManifest) {
+  ModulePtr module;
+  for (const char *manifest :
+       {"te-kernel-abi 1\nentry k te_test_echo_noop\nend",
+        "te-kernel-abi 1\nentry k te_test_echo_noop\nend\n"}) {
+    ASSERT_EQ(load(manifest, module), TE_OK) << te_last_error_message();
+    te_kernel *kernel = nullptr;
+    ASSERT_EQ(te_module_get_kernel(module.get(), "k", &kernel), TE_OK);
+    EXPECT_EQ(te_kernel_num_args(kernel), 0);
+  }
+}
+
+TEST_F(ManifestTest, AcceptsEveryDTypeAndShapeForm) {
+  ModulePtr module;
+  std::string manifest = entryWith("in f32 1\nin f64 2\nin f16 3\nin bf16 4\n"
+                                   "in f8E4M3FN 5\nin f8E5M2 6\n"
+                                   "in f8E8M0FNU 7\nin i1 8\nin i8 0\n"
+                                   "in i32 scalar\nout i64 1x2x3x4x5x6x7x8\n"
+                                   "out i8 9223372036854775807\n");
+  ASSERT_EQ(load(manifest.c_str(), module), TE_OK) << te_last_error_message();
+  te_kernel *kernel = nullptr;
+  ASSERT_EQ(te_module_get_kernel(module.get(), "k", &kernel), TE_OK);
+  ASSERT_EQ(te_kernel_num_args(kernel), 12);
+  te_arg_info info;
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_EQ(te_kernel_arg(kernel, i, &info), TE_OK);
+    EXPECT_EQ(info.dtype, static_cast<te_dtype>(i));
+    EXPECT_FALSE(info.is_output);
+  }
+  ASSERT_EQ(te_kernel_arg(kernel, 8, &info), TE_OK);
+  EXPECT_EQ(info.dims[0], 0);
+  ASSERT_EQ(te_kernel_arg(kernel, 9, &info), TE_OK);
+  EXPECT_EQ(info.rank, 0);
+  ASSERT_EQ(te_kernel_arg(kernel, 10, &info), TE_OK);
+  EXPECT_TRUE(info.is_output);
+  ASSERT_EQ(info.rank, 8);
+  EXPECT_EQ(info.dims[7], 8);
+  ASSERT_EQ(te_kernel_arg(kernel, 11, &info), TE_OK);
+  EXPECT_EQ(info.dims[0], INT64_MAX);
+}
+
+TEST_F(ManifestTest, AcceptsSeveralEntriesSharingASymbol) {
+  ModulePtr module;
+  ASSERT_EQ(load("te-kernel-abi 1\n"
+                 "entry first te_test_echo_noop\nend\n"
+                 "entry second te_test_echo_noop\nin i8 2\nend\n",
+                 module),
+            TE_OK)
+      << te_last_error_message();
+  EXPECT_EQ(te_module_num_kernels(module.get()), 2);
+}
+
+TEST_F(ManifestTest, RejectsAnEmptyManifest) {
+  expectRejected("", {"line 1", "empty"});
+  expectRejected("\n", {"line 1", "empty line"});
+}
+
+TEST_F(ManifestTest, RejectsANullManifest) {
+  ModulePtr module;
+  expectError([&] { return load(nullptr, module); }, TE_ERROR_LOAD_FAILED,
+              {TE_TEST_MANIFEST_ECHO_PATH, "no kernel manifest"});
+}
+
+TEST_F(ManifestTest, RejectsOtherVersions) {
+  expectRejected("te-kernel-abi 2\nentry k te_test_echo_noop\nend\n",
+                 {"line 1", "unsupported manifest version '2'", "version 1"});
+  expectRejected("te-kernel-abi 01\nentry k te_test_echo_noop\nend\n",
+                 {"line 1", "version '01'"});
+  expectRejected("te-kernel-abi\nentry k te_test_echo_noop\nend\n",
+                 {"line 1", "expected 'te-kernel-abi 1'"});
+  expectRejected("te-kernel-abi 1 2\nentry k te_test_echo_noop\nend\n",
+                 {"line 1", "expected 'te-kernel-abi 1'"});
+  expectRejected("entry k te_test_echo_noop\nend\n",
+                 {"line 1", "not a te-mlir kernel manifest"});
+}
+
+TEST_F(ManifestTest, RejectsMalformedLines) {
+  expectRejected(entryWith("bogus f32 4\n"),
+                 {"line 3", "unknown directive 'bogus'"});
+  expectRejected(entryWith("in f32\n"), {"line 3", "'in <dtype> <dims>'"});
+  expectRejected(entryWith("out f32 4 4\n"),
+                 {"line 3", "'out <dtype> <dims>'"});
+  expectRejected(std::string(kHeader) + "entry k\nend\n",
+                 {"line 2", "'entry <name> <symbol>'"});
+  expectRejected(std::string(kHeader) + "entry k te_test_echo_noop\nend k\n",
+                 {"line 3", "'end' alone"});
+  expectRejected(std::string(kHeader) + "entry a/b te_test_echo_noop\nend\n",
+                 {"line 2", "invalid entry name 'a/b'"});
+  expectRejected(std::string(kHeader) + "entry k 9symbol\nend\n",
+                 {"line 2", "invalid symbol '9symbol'"});
+}
+
+TEST_F(ManifestTest, RejectsIrregularWhitespaceAndBytes) {
+  expectRejected(entryWith("in  f32 4\n"), {"line 3", "exactly one space"});
+  expectRejected(entryWith("in f32 4 \n"), {"line 3", "exactly one space"});
+  expectRejected(entryWith(" in f32 4\n"), {"line 3", "exactly one space"});
+  expectRejected(entryWith("in\tf32 4\n"), {"line 3", "byte 0x09", "column 3"});
+  expectRejected("te-kernel-abi 1\r\nentry k te_test_echo_noop\nend\n",
+                 {"line 1", "byte 0x0d"});
+  expectRejected(entryWith("in f32 4\xff\n"), {"line 3", "byte 0xff"});
+  expectRejected(entryWith("in f32 4\n\n"), {"line 4", "empty line"});
+}
+
+TEST_F(ManifestTest, RejectsUnknownDTypes) {
+  expectRejected(entryWith("in f33 4\n"),
+                 {"line 3", "unknown dtype 'f33'", "f32, f64"});
+  expectRejected(entryWith("in F32 4\n"), {"line 3", "unknown dtype 'F32'"});
+  expectRejected(entryWith("in f32 4\nout tf32 4\n"),
+                 {"line 4", "unknown dtype 'tf32'"});
+}
+
+TEST_F(ManifestTest, RejectsBadDims) {
+  expectRejected(entryWith("in f32 4x\n"),
+                 {"line 3", "invalid dims '4x'", "dimension 1 is ''"});
+  expectRejected(entryWith("in f32 -4\n"), {"line 3", "'-4'"});
+  expectRejected(entryWith("in f32 4X4\n"), {"line 3", "'4X4'"});
+  expectRejected(entryWith("in f32 ?x4\n"), {"line 3", "dynamic dimensions"});
+  expectRejected(entryWith("in f32 04\n"), {"line 3", "leading zero"});
+  expectRejected(entryWith("in f32 scalarx4\n"), {"line 3", "'scalar'"});
+  expectRejected(entryWith("in f32 \n"), {"line 3"});
+  expectRejected(entryWith("in f32 1x1x1x1x1x1x1x1x1\n"),
+                 {"line 3", "rank 9 exceeds the maximum of 8"});
+  expectRejected(entryWith("in f32 9223372036854775808\n"),
+                 {"line 3", "does not fit in 64 bits"});
+  expectRejected(entryWith("in f64 4611686018427387904\n"),
+                 {"line 3", "f64 4611686018427387904", "address space"});
+}
+
+TEST_F(ManifestTest, RejectsBrokenBlockStructure) {
+  expectRejected(std::string(kHeader) + "entry k te_test_echo_noop\nin i8 1\n",
+                 {"line 4", "end of manifest inside entry 'k'", "line 2"});
+  expectRejected(std::string(kHeader) + "end\n",
+                 {"line 2", "'end' without an open 'entry'"});
+  expectRejected(std::string(kHeader) + "in i8 1\n",
+                 {"line 2", "'in' outside an entry block"});
+  expectRejected(std::string(kHeader) +
+                     "entry a te_test_echo_noop\nentry b te_test_echo_noop\n"
+                     "end\n",
+                 {"line 3", "'entry' inside entry 'a'"});
+  expectRejected(entryWith("in i8 1\nout i8 1\nin i8 1\n"),
+                 {"line 5", "'in' after 'out'"});
+  expectRejected(std::string(kHeader) + "entry k te_test_echo_noop\nend\n"
+                                        "entry k te_test_echo_noop\nend\n",
+                 {"line 4", "duplicate entry 'k'", "line 2"});
+  expectRejected(kHeader, {"line 2", "declares no kernels"});
+}
+
+TEST_F(ManifestTest, RejectsMissingSymbols) {
+  expectRejected(
+      std::string(kHeader) + "entry k te_test_missing\nend\n",
+      {"line 2", "entry 'k'", "symbol 'te_test_missing'", "does not define"});
+  // These exist, but not as functions of the module itself.
+  expectRejected(std::string(kHeader) + "entry k free\nend\n",
+                 {"line 2", "symbol 'free'"});
+  expectRejected(std::string(kHeader) + "entry k te_test_echo_data\nend\n",
+                 {"line 2", "symbol 'te_test_echo_data'"});
+}
+
+// Whatever a corrupt library returns, loading fails cleanly or succeeds; it
+// never crashes. Mutations of a valid manifest reach deep into the parser,
+// random bytes test the line and token level.
+TEST_F(ManifestTest, SurvivesGarbage) {
+  const std::string valid = entryWith("in f32 2x3\nout bf16 scalar\n");
+  uint64_t state = 0x9e3779b97f4a7c15u;
+  auto next = [&state] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  const char alphabet[] = "te-kernelabi1 \nx0?scalarfbinoutd\t8E4M3FN2";
+  int loaded = 0;
+  for (int round = 0; round < 3000; ++round) {
+    std::string text;
+    if (round % 2 == 0) {
+      text = valid;
+      for (int edits = 1 + next() % 3; edits > 0; --edits) {
+        size_t at = next() % text.size();
+        switch (next() % 3) {
+        case 0:
+          text[at] = alphabet[next() % (sizeof(alphabet) - 1)];
+          break;
+        case 1:
+          text.erase(at, 1);
+          break;
+        default:
+          text.insert(at, 1, static_cast<char>(1 + next() % 255));
+          break;
+        }
+        if (text.empty())
+          break;
+      }
+    } else {
+      text.resize(next() % 64);
+      for (char &c : text)
+        c = static_cast<char>(1 + next() % 255);
+    }
+    ModulePtr module;
+    te_status status = load(text.c_str(), module);
+    ASSERT_TRUE(status == TE_OK || status == TE_ERROR_LOAD_FAILED)
+        << te_status_string(status);
+    loaded += status == TE_OK;
+  }
+  // Some single edits (to a dimension, say) leave a valid manifest.
+  EXPECT_GT(loaded, 0);
+}
+
+} // namespace

@@ -1,0 +1,83 @@
+//===- TestKernels.c - A hand-written kernel library for runtime tests ----===//
+//
+// Stands in for what te-mlir's JIT emits: kernels with the host ABI
+// `void symbol(void **args)` plus the manifest describing them. Written in C
+// and including the runtime header, so it also proves the header is valid C.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/Runtime/Runtime.h"
+
+#if TE_KERNEL_ABI_VERSION != 1
+#error "this manifest is written for kernel ABI version 1"
+#endif
+
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT const char *te_kernel_manifest(void) {
+  return "te-kernel-abi 1\n"
+         "entry add te_test_add\n"
+         "in f32 4\n"
+         "in f32 4\n"
+         "out f32 4\n"
+         "end\n"
+         "entry sum te_test_sum\n"
+         "in f32 4\n"
+         "out f32 scalar\n"
+         "end\n"
+         "entry split te_test_split\n"
+         "in f32 4\n"
+         "out f32 4\n"
+         "out f32 4\n"
+         "end\n"
+         "entry attention_identity te_test_identity_bf16\n"
+         "in bf16 2x128x16x64\n"
+         "out bf16 2x128x16x64\n"
+         "end\n"
+         "entry sum16 te_test_sum16\n"
+         "in i32 scalar\nin i32 scalar\nin i32 scalar\nin i32 scalar\n"
+         "in i32 scalar\nin i32 scalar\nin i32 scalar\nin i32 scalar\n"
+         "in i32 scalar\nin i32 scalar\nin i32 scalar\nin i32 scalar\n"
+         "in i32 scalar\nin i32 scalar\nin i32 scalar\nin i32 scalar\n"
+         "out i64 scalar\n"
+         "end";
+}
+
+EXPORT void te_test_add(void **args) {
+  const float *lhs = (const float *)args[0];
+  const float *rhs = (const float *)args[1];
+  float *result = (float *)args[2];
+  for (int i = 0; i < 4; ++i)
+    result[i] = lhs[i] + rhs[i];
+}
+
+EXPORT void te_test_sum(void **args) {
+  const float *input = (const float *)args[0];
+  float *result = (float *)args[1];
+  *result = input[0] + input[1] + input[2] + input[3];
+}
+
+EXPORT void te_test_split(void **args) {
+  const float *input = (const float *)args[0];
+  float *first = (float *)args[1];
+  float *second = (float *)args[2];
+  for (int i = 0; i < 4; ++i) {
+    first[i] = input[i];
+    second[i] = -input[i];
+  }
+}
+
+EXPORT void te_test_identity_bf16(void **args) {
+  const unsigned short *input = (const unsigned short *)args[0];
+  unsigned short *result = (unsigned short *)args[1];
+  for (long i = 0; i < 2L * 128 * 16 * 64; ++i)
+    result[i] = input[i];
+}
+
+/* More arguments than the runtime passes without a heap allocation. */
+EXPORT void te_test_sum16(void **args) {
+  long long total = 0;
+  for (int i = 0; i < 16; ++i)
+    total += *(const int *)args[i];
+  *(long long *)args[16] = total;
+}
