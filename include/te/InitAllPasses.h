@@ -2,13 +2,20 @@
 #ifndef TE_INITALLPASSES_H
 #define TE_INITALLPASSES_H
 
-#include "mlir/Transforms/Passes.h"
+#include "te/Conversion/Passes.h"
+#include "te/Pipelines/Pipelines.h"
+
+#include "mlir/InitAllPasses.h"
 
 namespace mlir::te {
 
-/// Registers te's passes and the upstream passes te pipelines use
-/// (canonicalize, cse, inline, ...).
-inline void registerAllPasses() { registerTransformsPasses(); }
+/// Registers te's passes and pipelines and the upstream passes its
+/// pipelines are made of, so each stage can be run on its own in te-opt.
+inline void registerAllPasses() {
+  mlir::registerAllPasses();
+  registerTEConversionPasses();
+  registerPipelines();
+}
 
 } // namespace mlir::te
 

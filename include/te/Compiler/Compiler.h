@@ -1,0 +1,55 @@
+/*===- Compiler.h - C API of te-mlir's kernel compiler --------------------===*\
+|*                                                                            *|
+|* Compiles te programs (MLIR text) into kernel libraries that the runtime    *|
+|* loads (include/te/Runtime). Tools load this library on demand, so that a   *|
+|* kernel cache hit never loads MLIR or LLVM. No MLIR or LLVM types cross     *|
+|* this interface; every function may be called from any thread.             *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef TE_COMPILER_COMPILER_H
+#define TE_COMPILER_COMPILER_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TE_COMPILER_EXPORT __attribute__((visibility("default")))
+
+/// The te-mlir build this compiler belongs to, e.g. "0.1.0+abc123 LLVM
+/// 22.1.8". Static storage.
+TE_COMPILER_EXPORT const char *te_compiler_build_id(void);
+
+/// The host target kernels are compiled for ("<triple> <cpu> <features>").
+/// Static storage.
+TE_COMPILER_EXPORT const char *te_compiler_host_target(void);
+
+/// Parses and verifies `source` (`size` bytes of MLIR text; `source_name`
+/// names it in diagnostics) and returns its canonical form: the generic
+/// printout without locations, which two programs share exactly when they
+/// mean the same thing. Returns 0 on success. On failure, returns non-zero
+/// and sets `*error` to the diagnostics. Free strings with te_compiler_free.
+TE_COMPILER_EXPORT int te_compiler_canonicalize(const char *source, size_t size,
+                                                const char *source_name,
+                                                char **canonical, char **error);
+
+/// Compiles `source` for the host CPU into the kernel library
+/// `output_path`. On success returns 0 and sets `*manifest` to the kernel
+/// manifest; on failure returns non-zero and sets `*error` to the
+/// diagnostics (file:line:col: error: ...). Free strings with
+/// te_compiler_free.
+TE_COMPILER_EXPORT int te_compiler_compile(const char *source, size_t size,
+                                           const char *source_name,
+                                           const char *output_path,
+                                           char **manifest, char **error);
+
+/// Frees a string returned by this API; NULL is ignored.
+TE_COMPILER_EXPORT void te_compiler_free(char *text);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TE_COMPILER_COMPILER_H */

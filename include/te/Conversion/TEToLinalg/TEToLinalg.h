@@ -1,0 +1,20 @@
+//===- TEToLinalg.h - Lowering te ops to linalg on tensors ------*- C++ -*-===//
+#ifndef TE_CONVERSION_TETOLINALG_TETOLINALG_H
+#define TE_CONVERSION_TETOLINALG_TETOLINALG_H
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::te {
+
+#define GEN_PASS_DECL_CONVERTTETOLINALG
+#include "te/Conversion/Passes.h.inc"
+
+/// Adds the patterns that lower te ops to linalg/tensor/arith/math on tensors.
+/// Plugins may add them to their own pattern sets to reuse the native
+/// lowering of the ops they do not replace.
+void populateTEToLinalgConversionPatterns(RewritePatternSet &patterns);
+
+} // namespace mlir::te
+
+#endif // TE_CONVERSION_TETOLINALG_TETOLINALG_H

@@ -1,0 +1,115 @@
+//===- Compiler.cpp - C API of te-mlir's kernel compiler ------------------===//
+
+#include "te/Compiler/Compiler.h"
+
+#include "te/InitAllDialects.h"
+#include "te/JIT/KernelCompiler.h"
+#include "te/Version.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+using namespace mlir;
+
+namespace {
+
+char *copyString(const std::string &text) {
+  char *copy = static_cast<char *>(std::malloc(text.size() + 1));
+  if (copy)
+    std::memcpy(copy, text.c_str(), text.size() + 1);
+  return copy;
+}
+
+/// A context with te's dialects whose diagnostics are collected as text,
+/// formatted like te-opt's (file:line:col: error: ... with the source line).
+struct CompilerSession {
+  CompilerSession() : context(makeRegistry()), diagnosticStream(diagnostics) {}
+
+  static DialectRegistry makeRegistry() {
+    DialectRegistry registry;
+    te::registerAllDialects(registry);
+    return registry;
+  }
+
+  OwningOpRef<ModuleOp> parse(const char *source, size_t size,
+                              const char *name) {
+    auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
+        llvm::StringRef(source, size), name ? name : "<te program>");
+    sourceMgr = std::make_shared<llvm::SourceMgr>();
+    sourceMgr->AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+    handler = std::make_unique<SourceMgrDiagnosticHandler>(*sourceMgr, &context,
+                                                           diagnosticStream);
+    ParserConfig config(&context);
+    OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, config);
+    if (module && failed(verify(*module)))
+      module = nullptr;
+    if (!module && diagnostics.empty())
+      diagnostics = "error: the program could not be parsed";
+    return module;
+  }
+
+  MLIRContext context;
+  std::string diagnostics;
+  llvm::raw_string_ostream diagnosticStream;
+  std::shared_ptr<llvm::SourceMgr> sourceMgr;
+  std::unique_ptr<SourceMgrDiagnosticHandler> handler;
+};
+
+} // namespace
+
+const char *te_compiler_build_id(void) {
+  return TE_MLIR_VERSION "+" TE_MLIR_GIT_REVISION " LLVM " TE_MLIR_LLVM_VERSION;
+}
+
+const char *te_compiler_host_target(void) {
+  static const std::string target = te::getHostTargetDescription();
+  return target.c_str();
+}
+
+int te_compiler_canonicalize(const char *source, size_t size,
+                             const char *source_name, char **canonical,
+                             char **error) {
+  CompilerSession session;
+  OwningOpRef<ModuleOp> module = session.parse(source, size, source_name);
+  if (!module) {
+    *error = copyString(session.diagnostics);
+    return 1;
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os,
+                OpPrintingFlags().printGenericOpForm().elideLargeElementsAttrs(
+                    std::numeric_limits<int64_t>::max()));
+  *canonical = copyString(text);
+  return 0;
+}
+
+int te_compiler_compile(const char *source, size_t size,
+                        const char *source_name, const char *output_path,
+                        char **manifest, char **error) {
+  CompilerSession session;
+  OwningOpRef<ModuleOp> module = session.parse(source, size, source_name);
+  if (!module) {
+    *error = copyString(session.diagnostics);
+    return 1;
+  }
+  te::KernelCompileOptions options;
+  FailureOr<std::string> result =
+      te::compileKernelLibrary(*module, options, output_path);
+  if (failed(result)) {
+    *error = copyString(session.diagnostics);
+    return 1;
+  }
+  *manifest = copyString(*result);
+  return 0;
+}
+
+void te_compiler_free(char *text) { std::free(text); }

@@ -1,0 +1,187 @@
+//===- FP8Codec.cpp - Bit-exact float conversions as arith ops ------------===//
+
+#include "FP8Codec.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::te;
+
+namespace {
+
+/// The parameters of an FP8 format with IEEE-like layout.
+struct FP8Format {
+  unsigned mantissaBits;
+  int bias;
+  uint32_t maxCode; // largest finite value, positive
+  bool hasInfinity; // E5M2 has inf (exponent all ones, mantissa 0)
+  double maxValue;
+};
+
+FP8Format getFormat(Type type) {
+  if (isa<Float8E4M3FNType>(type))
+    return {3, 7, 0x7E, false, 448.0};
+  assert(isa<Float8E5M2Type>(type) && "unsupported FP8 type");
+  return {2, 15, 0x7B, true, 57344.0};
+}
+
+constexpr uint32_t kCanonicalNaN = 0x7F;
+
+Value i32Const(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIntOp::create(b, loc, b.getI32Type(), value);
+}
+
+Value f32Const(OpBuilder &b, Location loc, double value) {
+  return arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
+                                        APFloat(static_cast<float>(value)));
+}
+
+} // namespace
+
+bool mlir::te::isFP8Type(Type type) {
+  return isa<Float8E4M3FNType, Float8E5M2Type>(type);
+}
+
+Value mlir::te::emitF32ToFP8(OpBuilder &b, Location loc, Value x,
+                             FloatType fp8Type) {
+  FP8Format fmt = getFormat(fp8Type);
+  unsigned shift = 23 - fmt.mantissaBits;
+  Type i32 = b.getI32Type();
+
+  Value bits = arith::BitcastOp::create(b, loc, i32, x);
+  Value sign = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, bits, i32Const(b, loc, 24)),
+      i32Const(b, loc, 0x80));
+  Value abs = math::AbsFOp::create(b, loc, x);
+  Value absBits = arith::BitcastOp::create(b, loc, i32, abs);
+
+  // Normal range: round the f32 mantissa to the format's width (ties to
+  // even), then rebias the exponent. A carry into the exponent is correct.
+  Value lsb = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, absBits, i32Const(b, loc, shift)),
+      i32Const(b, loc, 1));
+  Value roundingBias = arith::AddIOp::create(
+      b, loc, lsb, i32Const(b, loc, (int64_t(1) << (shift - 1)) - 1));
+  Value rounded = arith::ShRUIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, absBits, roundingBias),
+      i32Const(b, loc, shift));
+  Value normalCode = arith::SubIOp::create(
+      b, loc, rounded,
+      i32Const(b, loc, int64_t(127 - fmt.bias) << fmt.mantissaBits));
+
+  // Subnormal range: the value in units of the smallest subnormal, rounded
+  // to an integer (ties to even); the scaling by a power of two is exact.
+  // Rounding up to 2^mantissaBits yields the smallest normal's code.
+  double subnormalUnit = std::ldexp(1.0, fmt.bias + fmt.mantissaBits - 1);
+  Value units =
+      arith::MulFOp::create(b, loc, abs, f32Const(b, loc, subnormalUnit));
+  // Only subnormal inputs use this code; clamping keeps the integer
+  // conversion in range (and defined) for every other input, NaN included.
+  units = arith::MinNumFOp::create(b, loc, units,
+                                   f32Const(b, loc, 2 << fmt.mantissaBits));
+  Value subnormalCode = arith::FPToUIOp::create(
+      b, loc, i32, math::RoundEvenOp::create(b, loc, units));
+
+  Value isSubnormal =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, abs,
+                            f32Const(b, loc, std::ldexp(1.0, 1 - fmt.bias)));
+  Value code =
+      arith::SelectOp::create(b, loc, isSubnormal, subnormalCode, normalCode);
+  Value saturates = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE,
+                                          abs, f32Const(b, loc, fmt.maxValue));
+  code = arith::SelectOp::create(b, loc, saturates,
+                                 i32Const(b, loc, fmt.maxCode), code);
+  code = arith::OrIOp::create(b, loc, code, sign);
+  Value isNaN = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
+  code = arith::SelectOp::create(b, loc, isNaN, i32Const(b, loc, kCanonicalNaN),
+                                 code);
+  Value byte = arith::TruncIOp::create(b, loc, b.getI8Type(), code);
+  return arith::BitcastOp::create(b, loc, fp8Type, byte);
+}
+
+Value mlir::te::emitFP8ToF32(OpBuilder &b, Location loc, Value value) {
+  FP8Format fmt = getFormat(value.getType());
+  unsigned exponentBits = 7 - fmt.mantissaBits;
+  Type i32 = b.getI32Type();
+  Type f32 = b.getF32Type();
+
+  Value byte = arith::BitcastOp::create(b, loc, b.getI8Type(), value);
+  Value code = arith::ExtUIOp::create(b, loc, i32, byte);
+  Value sign = arith::ShLIOp::create(
+      b, loc, arith::AndIOp::create(b, loc, code, i32Const(b, loc, 0x80)),
+      i32Const(b, loc, 24));
+  Value exponent = arith::AndIOp::create(
+      b, loc,
+      arith::ShRUIOp::create(b, loc, code, i32Const(b, loc, fmt.mantissaBits)),
+      i32Const(b, loc, (1 << exponentBits) - 1));
+  Value mantissa = arith::AndIOp::create(
+      b, loc, code, i32Const(b, loc, (1 << fmt.mantissaBits) - 1));
+
+  // Normal: rebias the exponent, widen the mantissa.
+  Value normalBits = arith::OrIOp::create(
+      b, loc,
+      arith::ShLIOp::create(
+          b, loc,
+          arith::AddIOp::create(b, loc, exponent,
+                                i32Const(b, loc, 127 - fmt.bias)),
+          i32Const(b, loc, 23)),
+      arith::ShLIOp::create(b, loc, mantissa,
+                            i32Const(b, loc, 23 - fmt.mantissaBits)));
+  // Subnormal (and zero): mantissa * 2^(1 - bias - mantissaBits), exact.
+  Value subnormal = arith::MulFOp::create(
+      b, loc, arith::UIToFPOp::create(b, loc, f32, mantissa),
+      f32Const(b, loc, std::ldexp(1.0, 1 - fmt.bias - int(fmt.mantissaBits))));
+  Value subnormalBits = arith::BitcastOp::create(b, loc, i32, subnormal);
+
+  Value isSubnormal = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                            exponent, i32Const(b, loc, 0));
+  Value bits =
+      arith::SelectOp::create(b, loc, isSubnormal, subnormalBits, normalBits);
+
+  Value magnitude = arith::AndIOp::create(b, loc, code, i32Const(b, loc, 0x7F));
+  if (fmt.hasInfinity) {
+    Value allOnes =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, exponent,
+                              i32Const(b, loc, (1 << exponentBits) - 1));
+    Value zeroMantissa = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                               mantissa, i32Const(b, loc, 0));
+    Value isInf = arith::AndIOp::create(b, loc, allOnes, zeroMantissa);
+    bits = arith::SelectOp::create(b, loc, isInf, i32Const(b, loc, 0x7F800000),
+                                   bits);
+    Value isNaN = arith::AndIOp::create(
+        b, loc, allOnes,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, mantissa,
+                              i32Const(b, loc, 0)));
+    bits = arith::SelectOp::create(b, loc, isNaN, i32Const(b, loc, 0x7FC00000),
+                                   bits);
+  } else {
+    Value isNaN = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        magnitude, i32Const(b, loc, 0x7F));
+    bits = arith::SelectOp::create(b, loc, isNaN, i32Const(b, loc, 0x7FC00000),
+                                   bits);
+  }
+  bits = arith::OrIOp::create(b, loc, bits, sign);
+  return arith::BitcastOp::create(b, loc, f32, bits);
+}
+
+Value mlir::te::emitExtToF32(OpBuilder &b, Location loc, Value value) {
+  Type type = value.getType();
+  if (type.isF32())
+    return value;
+  if (isFP8Type(type))
+    return emitFP8ToF32(b, loc, value);
+  return arith::ExtFOp::create(b, loc, b.getF32Type(), value);
+}
+
+Value mlir::te::emitTruncFromF32(OpBuilder &b, Location loc, Value value,
+                                 Type type) {
+  if (type.isF32())
+    return value;
+  if (isFP8Type(type))
+    return emitF32ToFP8(b, loc, value, cast<FloatType>(type));
+  return arith::TruncFOp::create(b, loc, type, value);
+}

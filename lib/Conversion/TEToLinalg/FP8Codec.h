@@ -1,0 +1,37 @@
+//===- FP8Codec.h - Bit-exact float conversions as arith ops ----*- C++ -*-===//
+//
+// Neither arith.truncf/extf nor LLVM can convert between f32 and the FP8
+// formats on the host, so the lowering spells the conversions out in integer
+// arithmetic. Every helper works on scalars (the bodies of linalg ops) and
+// emits only selects and bit operations, so the vectorizer can widen them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_LIB_CONVERSION_TETOLINALG_FP8CODEC_H
+#define TE_LIB_CONVERSION_TETOLINALG_FP8CODEC_H
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::te {
+
+/// True for the FP8 element types the codec handles (f8E4M3FN, f8E5M2).
+bool isFP8Type(Type type);
+
+/// f32 -> FP8: round-to-nearest-even; finite values beyond the format's
+/// largest finite value and +-inf saturate to +-max; NaN becomes the
+/// format's canonical NaN (0x7F).
+Value emitF32ToFP8(OpBuilder &b, Location loc, Value f32Value,
+                   FloatType fp8Type);
+
+/// FP8 -> f32, exact.
+Value emitFP8ToF32(OpBuilder &b, Location loc, Value fp8Value);
+
+/// Any supported float (f32, f16, bf16, FP8) -> f32, exact.
+Value emitExtToF32(OpBuilder &b, Location loc, Value value);
+
+/// f32 -> `type` (f32, f16, bf16 or FP8), round-to-nearest-even.
+Value emitTruncFromF32(OpBuilder &b, Location loc, Value f32Value, Type type);
+
+} // namespace mlir::te
+
+#endif // TE_LIB_CONVERSION_TETOLINALG_FP8CODEC_H

@@ -1,0 +1,110 @@
+// Lowering of the FP8 scaling ops to linalg on tensors.
+// RUN: te-opt %s -split-input-file --convert-te-to-linalg | FileCheck %s
+
+// amax: a full reduction of |x| in f32 from 0; maximumf keeps NaN.
+// CHECK-LABEL: func @amax
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xbf16>)
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.*}} : tensor<f32>)
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "reduction"]{{.*}} ins(%[[X]] : tensor<4x8xbf16>) outs(%[[INIT]] : tensor<f32>)
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: math.absf
+// CHECK: arith.maximumf
+func.func @amax(%x: tensor<4x8xbf16>) -> tensor<f32> {
+  %a = te.amax %x : tensor<4x8xbf16> -> tensor<f32>
+  return %a : tensor<f32>
+}
+
+// -----
+
+// compute_scale: epsilon floor, fp8_max / amax, FLT_MAX on overflow, the
+// power-of-two mask, and 1 for a zero or non-finite amax.
+// CHECK-LABEL: func @compute_scale
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel"]
+// CHECK-DAG: arith.constant 9.99999996E-13 : f32
+// CHECK-DAG: arith.constant 4.480000e+02 : f32
+// CHECK: arith.divf
+// CHECK: arith.constant 3.40282347E+38 : f32
+// CHECK: arith.constant -8388608 : i32
+// CHECK: arith.andi
+// CHECK: arith.constant 1.000000e+00 : f32
+// CHECK: arith.select
+func.func @compute_scale(%amax: tensor<3xf32>) -> tensor<3xf32> {
+  %s = te.compute_scale %amax fp8_type f8E4M3FN epsilon 1.0e-12 pow2_scales
+      : tensor<3xf32> -> tensor<3xf32>
+  return %s : tensor<3xf32>
+}
+
+// -----
+
+// update_delayed_scaling: the history shifts by one with the new amax in
+// front, the max over it feeds (57344 * 2^-2) / amax.
+// CHECK-LABEL: func @delayed_scaling
+// CHECK-SAME: (%[[H:.*]]: tensor<16x3xf32>, %[[A:.*]]: tensor<3xf32>, %[[S:.*]]: tensor<3xf32>)
+// CHECK: %[[KEPT:.*]] = tensor.extract_slice %[[H]][0, 0] [15, 3] [1, 1]
+// CHECK: %[[SHIFTED:.*]] = tensor.insert_slice %[[KEPT]] into %{{.*}}[1, 0] [15, 3] [1, 1]
+// CHECK: %[[NEW:.*]] = tensor.insert_slice %[[A]] into %[[SHIFTED]][0, 0] [1, 3] [1, 1]
+// CHECK: %[[MAX:.*]] = linalg.reduce ins(%[[NEW]] : tensor<16x3xf32>) {{.*}} dimensions = [0]
+// CHECK: arith.maximumf
+// CHECK: %[[SCALE:.*]] = linalg.generic {{.*}} ins(%[[MAX]], %[[S]] : tensor<3xf32>, tensor<3xf32>)
+// CHECK: arith.constant 1.433600e+04 : f32
+// CHECK: return %[[NEW]], %[[SCALE]]
+func.func @delayed_scaling(%h: tensor<16x3xf32>, %amax: tensor<3xf32>, %scale: tensor<3xf32>)
+    -> (tensor<16x3xf32>, tensor<3xf32>) {
+  %h2, %s2 = te.update_delayed_scaling %h, %amax, %scale fp8_type f8E5M2 margin 2
+      : tensor<16x3xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<16x3xf32>, tensor<3xf32>
+  return %h2, %s2 : tensor<16x3xf32>, tensor<3xf32>
+}
+
+// -----
+
+// most_recent uses the new amax directly: no reduction over the history.
+// CHECK-LABEL: func @delayed_scaling_most_recent
+// CHECK-NOT: linalg.reduce
+// CHECK: linalg.generic
+func.func @delayed_scaling_most_recent(%h: tensor<4xf32>, %amax: tensor<f32>, %scale: tensor<f32>)
+    -> (tensor<4xf32>, tensor<f32>) {
+  %h2, %s2 = te.update_delayed_scaling %h, %amax, %scale fp8_type f8E4M3FN amax_algo most_recent
+      : tensor<4xf32>, tensor<f32>, tensor<f32> -> tensor<4xf32>, tensor<f32>
+  return %h2, %s2 : tensor<4xf32>, tensor<f32>
+}
+
+// -----
+
+// per_tensor quantize with a transposed copy: two casts (the second reads
+// the input transposed), 1 / scale, and the amax reduction.
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[T:.*]] = affine_map<(d0, d1) -> (d1, d0)>
+// CHECK-LABEL: func @quantize_both
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xbf16>, %[[S:.*]]: tensor<f32>)
+// CHECK: %[[D:.*]] = linalg.generic {indexing_maps = [#[[ID]], {{.*}}, #[[ID]]]{{.*}} ins(%[[X]], %[[S]] : tensor<4x8xbf16>, tensor<f32>) outs(%{{.*}} : tensor<4x8xf8E4M3FN>)
+// CHECK: arith.mulf
+// CHECK: math.roundeven
+// CHECK: arith.bitcast %{{.*}} : i8 to f8E4M3FN
+// CHECK: %[[DT:.*]] = linalg.generic {indexing_maps = [#[[T]], {{.*}}, #[[ID]]]{{.*}} outs(%{{.*}} : tensor<8x4xf8E4M3FN>)
+// CHECK: %[[SI:.*]] = linalg.generic {{.*}} ins(%[[S]] : tensor<f32>)
+// CHECK: arith.divf
+// CHECK: %[[AMAX:.*]] = linalg.generic {{.*}}iterator_types = ["reduction", "reduction"]
+// CHECK: return %[[D]], %[[DT]], %[[SI]], %[[AMAX]]
+func.func @quantize_both(%x: tensor<4x8xbf16>, %s: tensor<f32>)
+    -> (tensor<4x8xf8E4M3FN>, tensor<8x4xf8E4M3FN>, tensor<f32>, tensor<f32>) {
+  %d, %dt, %si, %a = te.quantize %x scale(%s) mode per_tensor usage both
+      : tensor<4x8xbf16>, tensor<f32>
+      -> tensor<4x8xf8E4M3FN>, tensor<8x4xf8E4M3FN>, tensor<f32>, tensor<f32>
+  return %d, %dt, %si, %a : tensor<4x8xf8E4M3FN>, tensor<8x4xf8E4M3FN>, tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// per_tensor dequantize: decode the FP8 bits exactly, multiply by scale_inv,
+// round to the result type.
+// CHECK-LABEL: func @dequantize
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x3xbf16>)
+// CHECK: arith.bitcast %{{.*}} : f8E5M2 to i8
+// CHECK: arith.extui %{{.*}} : i8 to i32
+// CHECK: arith.mulf
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+func.func @dequantize(%d: tensor<2x3xf8E5M2>, %s: tensor<f32>) -> tensor<2x3xbf16> {
+  %x = te.dequantize %d, %s mode per_tensor : tensor<2x3xf8E5M2>, tensor<f32> -> tensor<2x3xbf16>
+  return %x : tensor<2x3xbf16>
+}
