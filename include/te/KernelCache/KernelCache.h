@@ -1,0 +1,91 @@
+//===- KernelCache.h - Content-addressed on-disk kernel cache ---*- C++ -*-===//
+//
+// Compiled kernel libraries keyed by everything that changes the generated
+// code. Needs neither MLIR nor LLVM, so that a hit costs a file read and a
+// dlopen. Entries are single files published by rename, so any number of
+// processes may compile and publish the same key at once.
+//
+// Environment: TE_CACHE_DIR (directory; default
+// ${XDG_CACHE_HOME:-~/.cache}/te-mlir), TE_CACHE_DISABLE=1 (no disk cache),
+// TE_CACHE_MAX_BYTES (bound; least recently used entries are evicted).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_KERNELCACHE_KERNELCACHE_H
+#define TE_KERNELCACHE_KERNELCACHE_H
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace te::cache {
+
+/// Where warnings go (stderr by default); each kind is reported once per
+/// process.
+using WarningSink = std::function<void(const std::string &)>;
+
+struct CacheConfig {
+  std::string directory;
+  bool enabled = true;
+  /// 0: unbounded.
+  uint64_t maxBytes = 0;
+};
+
+/// The configuration the environment asks for. Malformed values are
+/// reported through `warn` and ignored.
+CacheConfig configFromEnvironment(const WarningSink &warn);
+
+/// Builds a cache key from named parts; the order of `add` calls matters.
+class KeyBuilder {
+public:
+  KeyBuilder &add(const std::string &name, const std::string &value);
+  std::string finish() const;
+
+private:
+  std::vector<std::pair<std::string, std::string>> parts;
+};
+
+class DiskCache {
+public:
+  /// `buildId` identifies the te-mlir build; entries written by another build
+  /// are treated as foreign (reported and replaced).
+  DiskCache(CacheConfig config, std::string buildId, WarningSink warn);
+
+  /// True when entries can be read and written.
+  bool isUsable() const { return usable; }
+  const CacheConfig &getConfig() const { return config; }
+
+  /// The path of a valid kernel library for `key`, or "" on a miss. A
+  /// truncated, corrupted or foreign entry is reported, removed and missed.
+  std::string lookup(const std::string &key);
+
+  /// Copies the library at `libraryPath` into the cache under `key`
+  /// (atomically) and returns the entry's path, or "" when the cache is not
+  /// usable; then evicts least recently used entries beyond maxBytes.
+  std::string publish(const std::string &key, const std::string &libraryPath);
+
+  /// The path an entry for `key` has.
+  std::string entryPath(const std::string &key) const;
+
+  /// Records that `alias` (a cheap key, e.g. of the source text) names the
+  /// entry `key` (e.g. of the canonical IR); atomic like publish.
+  void publishAlias(const std::string &alias, const std::string &key);
+  /// The key `alias` names, or "" when there is no valid alias.
+  std::string resolveAlias(const std::string &alias);
+
+private:
+  void evictToLimit(const std::string &keep);
+  void warnOnce(const std::string &kind, const std::string &message);
+
+  CacheConfig config;
+  std::string buildId;
+  WarningSink warn;
+  std::vector<std::string> warned;
+  bool usable = false;
+};
+
+} // namespace te::cache
+
+#endif // TE_KERNELCACHE_KERNELCACHE_H

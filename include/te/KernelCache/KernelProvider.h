@@ -1,0 +1,65 @@
+//===- KernelProvider.h - Compile-or-load kernel libraries ------*- C++ -*-===//
+//
+// What te-run and embedders use to turn a te program into a loadable kernel
+// library: look it up in the disk cache and, on a miss, load te-mlir's
+// compiler (libTECompiler.so, through its C API) to build and publish it. A
+// hit therefore loads neither MLIR nor LLVM.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_KERNELCACHE_KERNELPROVIDER_H
+#define TE_KERNELCACHE_KERNELPROVIDER_H
+
+#include "te/KernelCache/KernelCache.h"
+#include "te/Support/Expected.h"
+
+#include <memory>
+#include <string>
+
+namespace te::cache {
+
+enum class CacheOutcome { DiskHit, Miss };
+
+struct ProvidedKernel {
+  /// A kernel library the runtime can load (te_module_load).
+  std::string libraryPath;
+  CacheOutcome outcome = CacheOutcome::Miss;
+  /// Time spent compiling (0 on a hit).
+  double compileMilliseconds = 0;
+};
+
+/// A description of this machine's CPU for cache keys: architecture,
+/// vendor, model and feature flags. Reads /proc/cpuinfo; no LLVM.
+std::string describeHostCPU();
+
+class KernelProvider {
+public:
+  /// `compilerLibrary`: path of libTECompiler.so; `warn` receives cache
+  /// warnings.
+  KernelProvider(std::string compilerLibrary, WarningSink warn);
+  ~KernelProvider();
+
+  /// A kernel library for the program `source` (MLIR text named
+  /// `sourceName` in diagnostics). Compile errors come back as the
+  /// compiler's diagnostics.
+  support::Expected<ProvidedKernel> provide(const std::string &source,
+                                            const std::string &sourceName);
+
+  /// The te-mlir build identity that keys the cache.
+  const std::string &getBuildId() const { return buildId; }
+
+private:
+  struct Compiler;
+  support::Status loadCompiler();
+
+  std::string compilerLibrary;
+  std::string buildId;
+  WarningSink warn;
+  DiskCache cache;
+  std::unique_ptr<Compiler> compiler;
+  std::string scratchDirectory;
+};
+
+} // namespace te::cache
+
+#endif // TE_KERNELCACHE_KERNELPROVIDER_H

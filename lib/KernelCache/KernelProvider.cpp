@@ -1,0 +1,216 @@
+//===- KernelProvider.cpp - Compile-or-load kernel libraries --------------===//
+//
+// Keys: a program is first looked up by its source text (an alias, cheap to
+// hash without the compiler); on a miss the compiler canonicalizes it and
+// the entry is keyed by the canonical IR, so that programs differing only in
+// formatting, comments or SSA names share one compiled library.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/KernelCache/KernelProvider.h"
+
+#include "te/Compiler/Compiler.h"
+#include "te/KernelCache/Sha256.h"
+#include "te/Version.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace te::cache;
+using te::support::Expected;
+using te::support::Status;
+
+namespace {
+
+/// What the pipeline is; part of every key.
+constexpr const char *kPipeline = "te-lower-cpu opt=3 abi=1";
+
+/// The te-mlir build: version, revision, LLVM, and the size and time of the
+/// compiler libraries, so that a rebuilt compiler never reuses entries.
+std::string makeBuildId(const std::string &compilerLibrary) {
+  std::string id =
+      TE_MLIR_VERSION "+" TE_MLIR_GIT_REVISION "-llvm" TE_MLIR_LLVM_VERSION;
+  std::string directory = compilerLibrary.substr(
+      0, compilerLibrary.find_last_of('/') == std::string::npos
+             ? 0
+             : compilerLibrary.find_last_of('/'));
+  if (directory.empty())
+    directory = ".";
+  if (DIR *dir = opendir(directory.c_str())) {
+    std::vector<std::string> parts;
+    while (dirent *entry = readdir(dir)) {
+      std::string name = entry->d_name;
+      if (name.rfind("libTE", 0) != 0)
+        continue;
+      struct stat info;
+      if (stat((directory + "/" + name).c_str(), &info) == 0)
+        parts.push_back(name + ":" + std::to_string(info.st_size) + ":" +
+                        std::to_string(info.st_mtim.tv_sec) + "." +
+                        std::to_string(info.st_mtim.tv_nsec));
+    }
+    closedir(dir);
+    std::sort(parts.begin(), parts.end());
+    std::string joined;
+    for (const std::string &part : parts)
+      joined += part + ";";
+    id += "-" + sha256Hex(joined.data(), joined.size()).substr(0, 16);
+  }
+  return id;
+}
+
+} // namespace
+
+std::string te::cache::describeHostCPU() {
+  struct utsname machine;
+  std::string description = uname(&machine) == 0 ? machine.machine : "?";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  const char *fields[] = {"vendor_id",       "model name", "cpu family",
+                          "model",           "flags",      "Features",
+                          "CPU implementer", "CPU part"};
+  while (std::getline(cpuinfo, line)) {
+    if (line.empty())
+      break; // the first processor describes them all
+    for (const char *field : fields) {
+      std::string name = field;
+      if (line.compare(0, name.size(), name) == 0 &&
+          line.find(':') != std::string::npos &&
+          line.substr(0, line.find(':')).find_last_not_of(" \t") + 1 ==
+              name.size()) {
+        description += " | " + line;
+      }
+    }
+  }
+  return description;
+}
+
+struct KernelProvider::Compiler {
+  void *handle = nullptr;
+  decltype(&te_compiler_build_id) buildId = nullptr;
+  decltype(&te_compiler_canonicalize) canonicalize = nullptr;
+  decltype(&te_compiler_compile) compile = nullptr;
+  decltype(&te_compiler_free) release = nullptr;
+  ~Compiler() {
+    if (handle)
+      dlclose(handle);
+  }
+};
+
+KernelProvider::KernelProvider(std::string compilerLibrary, WarningSink warn)
+    : compilerLibrary(std::move(compilerLibrary)),
+      buildId(makeBuildId(this->compilerLibrary)), warn(warn),
+      cache(configFromEnvironment(warn), buildId, warn) {}
+
+KernelProvider::~KernelProvider() {
+  if (!scratchDirectory.empty()) {
+    std::string command = "rm -rf '" + scratchDirectory + "'";
+    if (std::system(command.c_str()) != 0)
+      warn("te-mlir: could not remove " + scratchDirectory);
+  }
+}
+
+Status KernelProvider::loadCompiler() {
+  if (compiler)
+    return Status::success();
+  auto loaded = std::make_unique<Compiler>();
+  loaded->handle = dlopen(compilerLibrary.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!loaded->handle)
+    return Status::error("cannot load te-mlir's compiler " + compilerLibrary +
+                         " (" + dlerror() +
+                         "); set TE_COMPILER_LIBRARY to its path");
+  auto resolve = [&](auto &fn, const char *name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+        dlsym(loaded->handle, name));
+    return fn != nullptr;
+  };
+  if (!resolve(loaded->buildId, "te_compiler_build_id") ||
+      !resolve(loaded->canonicalize, "te_compiler_canonicalize") ||
+      !resolve(loaded->compile, "te_compiler_compile") ||
+      !resolve(loaded->release, "te_compiler_free"))
+    return Status::error(compilerLibrary +
+                         " is not te-mlir's compiler (missing te_compiler_* "
+                         "symbols)");
+  std::string theirs = loaded->buildId();
+  std::string ours =
+      TE_MLIR_VERSION "+" TE_MLIR_GIT_REVISION " LLVM " TE_MLIR_LLVM_VERSION;
+  if (theirs != ours)
+    return Status::error(compilerLibrary + " is te-mlir " + theirs +
+                         ", but this program is te-mlir " + ours +
+                         "; use the compiler of the same build");
+  compiler = std::move(loaded);
+  return Status::success();
+}
+
+Expected<ProvidedKernel>
+KernelProvider::provide(const std::string &source,
+                        const std::string &sourceName) {
+  // No environment variable changes code generation yet; when one does
+  // (plugins, target overrides), it joins every key here.
+  std::string host = describeHostCPU();
+  std::string sourceKey = KeyBuilder()
+                              .add("source", source)
+                              .add("pipeline", kPipeline)
+                              .add("host", host)
+                              .add("build", buildId)
+                              .finish();
+  if (std::string key = cache.resolveAlias(sourceKey); !key.empty())
+    if (std::string path = cache.lookup(key); !path.empty())
+      return ProvidedKernel{path, CacheOutcome::DiskHit, 0};
+
+  if (Status status = loadCompiler(); !status.ok())
+    return status;
+  auto start = std::chrono::steady_clock::now();
+  char *canonical = nullptr, *error = nullptr;
+  if (compiler->canonicalize(source.data(), source.size(), sourceName.c_str(),
+                             &canonical, &error) != 0) {
+    std::string message = error ? error : "unknown compiler error";
+    compiler->release(error);
+    return Status::error(message);
+  }
+  std::string canonicalKey = KeyBuilder()
+                                 .add("canonical-ir", canonical)
+                                 .add("pipeline", kPipeline)
+                                 .add("host", host)
+                                 .add("build", buildId)
+                                 .finish();
+  compiler->release(canonical);
+  if (std::string path = cache.lookup(canonicalKey); !path.empty()) {
+    cache.publishAlias(sourceKey, canonicalKey);
+    return ProvidedKernel{path, CacheOutcome::DiskHit, 0};
+  }
+
+  if (scratchDirectory.empty()) {
+    char pattern[] = "/tmp/te-mlir-XXXXXX";
+    if (!mkdtemp(pattern))
+      return Status::error("cannot create a temporary directory in /tmp");
+    scratchDirectory = pattern;
+  }
+  std::string output = scratchDirectory + "/" + canonicalKey + ".so";
+  char *manifest = nullptr;
+  if (compiler->compile(source.data(), source.size(), sourceName.c_str(),
+                        output.c_str(), &manifest, &error) != 0) {
+    std::string message = error ? error : "unknown compiler error";
+    compiler->release(error);
+    return Status::error(message);
+  }
+  compiler->release(manifest);
+  double milliseconds = std::chrono::duration<double, std::milli>(
+                            std::chrono::steady_clock::now() - start)
+                            .count();
+  std::string path = cache.publish(canonicalKey, output);
+  if (path.empty())
+    return ProvidedKernel{output, CacheOutcome::Miss, milliseconds};
+  cache.publishAlias(sourceKey, canonicalKey);
+  std::remove(output.c_str());
+  return ProvidedKernel{path, CacheOutcome::Miss, milliseconds};
+}

@@ -1,0 +1,165 @@
+"""te-run's kernel cache: hits, misses, damage, concurrency, limits."""
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from conftest import TE_RUN
+
+PROGRAM = """
+// a comment that canonicalization drops
+func.func @amax(%x: tensor<16xf32>) -> tensor<f32> {
+  %a = te.amax %x : tensor<16xf32> -> tensor<f32>
+  return %a : tensor<f32>
+}
+"""
+SAME_MEANING = """func.func @amax(%input: tensor<16xf32>) -> tensor<f32> {
+    %result = te.amax %input : tensor<16xf32> -> tensor<f32>
+    return %result : tensor<f32>
+}"""
+
+
+def outcome(proc):
+    return [l for l in proc.stderr.splitlines() if l.startswith("cache:")]
+
+
+def entries(te_run):
+    return sorted(te_run.cache.glob("*.so"))
+
+
+def test_miss_then_disk_hit(te_run):
+    program = te_run.program(PROGRAM)
+    assert outcome(te_run(program, "--random-inputs")) == ["cache: miss"]
+    assert outcome(te_run(program, "--random-inputs")) == ["cache: hit (disk)"]
+    assert len(entries(te_run)) == 1
+
+
+def test_equivalent_program_shares_the_entry(te_run):
+    te_run(te_run.program(PROGRAM), "--random-inputs")
+    proc = te_run(te_run.program(SAME_MEANING), "--random-inputs")
+    assert outcome(proc) == ["cache: hit (disk)"]
+    assert len(entries(te_run)) == 1
+
+
+def test_different_program_misses(te_run):
+    te_run(te_run.program(PROGRAM), "--random-inputs")
+    other = PROGRAM.replace("16x", "32x")
+    assert outcome(te_run(te_run.program(other), "--random-inputs")) == ["cache: miss"]
+    assert len(entries(te_run)) == 2
+
+
+def damage_and_rerun(te_run, damage):
+    program = te_run.program(PROGRAM)
+    x = te_run.array(np.arange(16, dtype=np.float32) - 10)
+    first = te_run(program, "--input", x)
+    (entry,) = entries(te_run)
+    damage(entry)
+    proc = te_run(program, "--input", x)
+    warnings = [l for l in proc.stderr.splitlines() if "recompiling" in l]
+    assert len(warnings) == 1, proc.stderr
+    assert outcome(proc) == ["cache: miss"]
+    assert proc.stdout == first.stdout
+    # Repaired: the next run hits again, silently.
+    again = te_run(program, "--input", x)
+    assert outcome(again) == ["cache: hit (disk)"] and "recompiling" not in again.stderr
+    return warnings[0]
+
+
+def test_truncated_entry(te_run):
+    warning = damage_and_rerun(te_run, lambda p: p.write_bytes(p.read_bytes()[:1000]))
+    assert "truncated" in warning or "trailer" in warning
+
+
+def test_corrupted_entry(te_run):
+    def flip(path):
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        path.write_bytes(bytes(data))
+    assert "checksum mismatch" in damage_and_rerun(te_run, flip)
+
+
+def test_foreign_version_entry(te_run):
+    def rebrand(path):
+        data = path.read_bytes()
+        at = data.rindex(b"build=") + len(b"build=")
+        path.write_bytes(data[:at] + b"X" + data[at + 1:])
+    assert "another te-mlir build" in damage_and_rerun(te_run, rebrand)
+
+
+def test_empty_entry(te_run):
+    assert "truncated" in damage_and_rerun(te_run, lambda p: p.write_bytes(b""))
+
+
+def test_eight_processes_on_one_key(te_run):
+    program = te_run.program(PROGRAM)
+    x = te_run.array(np.linspace(-3, 2, 16, dtype=np.float32))
+    procs = [subprocess.Popen([TE_RUN, str(program), "--input", str(x)],
+                              env=te_run.env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+             for _ in range(8)]
+    results = [p.communicate(timeout=300) + (p.returncode,) for p in procs]
+    assert all(code == 0 for _, _, code in results), results
+    assert len({out for out, _, _ in results}) == 1
+    assert not any("recompiling" in err or "warning" in err for _, err, _ in results)
+    assert len(entries(te_run)) == 1
+    assert not list(te_run.cache.glob("*.tmp-*"))
+    assert outcome(te_run(program, "--input", x)) == ["cache: hit (disk)"]
+
+
+def test_eviction_keeps_the_cache_bounded(te_run):
+    te_run(te_run.program(PROGRAM), "--random-inputs")
+    size = entries(te_run)[0].stat().st_size
+    limit = str(int(size * 2.5))
+    for n in (32, 48, 64):
+        program = te_run.program(PROGRAM.replace("16x", f"{n}x"))
+        te_run(program, "--random-inputs", env={"TE_CACHE_MAX_BYTES": limit})
+    assert len(entries(te_run)) == 2
+    assert sum(p.stat().st_size for p in entries(te_run)) <= int(limit)
+
+
+def test_disabled_cache(te_run):
+    program = te_run.program(PROGRAM)
+    env = {"TE_CACHE_DISABLE": "1"}
+    assert outcome(te_run(program, "--random-inputs", env=env)) == ["cache: miss"]
+    assert outcome(te_run(program, "--random-inputs", env=env)) == ["cache: miss"]
+    assert not te_run.cache.exists()
+
+
+def test_unwritable_cache_directory(te_run):
+    blocker = te_run.tmp / "not-a-directory"
+    blocker.write_text("")
+    program = te_run.program(PROGRAM)
+    proc = te_run(program, "--random-inputs",
+                  env={"TE_CACHE_DIR": str(blocker / "cache")})
+    warnings = [l for l in proc.stderr.splitlines() if "memory only" in l]
+    assert len(warnings) == 1 and outcome(proc) == ["cache: miss"]
+    assert "@amax" in proc.stdout
+
+
+def test_default_directory_follows_xdg(te_run):
+    program = te_run.program(PROGRAM)
+    env = dict(te_run.env)
+    env.pop("TE_CACHE_DIR")
+    env["XDG_CACHE_HOME"] = str(te_run.tmp / "xdg")
+    subprocess.run([TE_RUN, str(program), "--random-inputs"], env=env, check=True,
+                   capture_output=True)
+    assert list((te_run.tmp / "xdg" / "te-mlir").glob("*.so"))
+
+
+def test_hit_does_not_load_mlir_or_llvm(te_run):
+    program = te_run.program(PROGRAM)
+    # The dynamic loader reports every library it opens under LD_DEBUG=files.
+    miss = te_run(program, "--random-inputs", env={"LD_DEBUG": "files"})
+    hit = te_run(program, "--random-inputs", env={"LD_DEBUG": "files"})
+    assert outcome(hit) == ["cache: hit (disk)"]
+    assert "libMLIR" in miss.stderr and "libTECompiler" in miss.stderr
+    assert "libMLIR" not in hit.stderr and "libLLVM" not in hit.stderr
+    assert "libTECompiler" not in hit.stderr
+
+
+def test_missing_compiler_library(te_run):
+    program = te_run.program(PROGRAM)
+    proc = te_run(program, "--random-inputs", check=False,
+                  env={"TE_COMPILER_LIBRARY": str(te_run.tmp / "missing.so")})
+    assert proc.returncode == 2 and "TE_COMPILER_LIBRARY" in proc.stderr

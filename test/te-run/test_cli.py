@@ -1,0 +1,131 @@
+"""te-run's command line: outputs, summaries and one-line errors (exit 2)."""
+import numpy as np
+import pytest
+
+PROGRAM = """
+func.func @scale_up(%x: tensor<8xf32>) -> tensor<f32> {
+  %a = te.amax %x : tensor<8xf32> -> tensor<f32>
+  return %a : tensor<f32>
+}
+"""
+TWO_ENTRIES = PROGRAM + """
+func.func @other(%x: tensor<4xbf16>) -> tensor<f32> {
+  %a = te.amax %x : tensor<4xbf16> -> tensor<f32>
+  return %a : tensor<f32>
+}
+"""
+
+
+def error_of(proc):
+    assert proc.returncode == 2, proc.stderr
+    lines = [l for l in proc.stderr.splitlines() if l.startswith("te-run: error:")]
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "Stack dump" not in proc.stderr
+    return lines[0]
+
+
+def test_runs_and_summarizes(te_run):
+    program = te_run.program(PROGRAM)
+    x = te_run.array(np.array([1, -9.5, 3, 0, 2, 1, 1, 1], np.float32))
+    proc = te_run(program, "--input", x)
+    assert "@scale_up: 1 inputs, 1 outputs" in proc.stdout
+    assert "out0: f32[]  min 9.5  max 9.5" in proc.stdout
+    assert "compile:" in proc.stderr and "cache: miss" in proc.stderr
+
+
+def test_random_inputs_are_deterministic(te_run):
+    program = te_run.program(PROGRAM)
+    a = te_run(program, "--random-inputs", "--seed", "5").stdout
+    b = te_run(program, "--random-inputs", "--seed", "5").stdout
+    c = te_run(program, "--random-inputs", "--seed", "6").stdout
+    assert a == b and a != c
+
+
+def test_bench_reports_times(te_run):
+    program = te_run.program(PROGRAM)
+    out = te_run(program, "--random-inputs", "--bench", "5").stdout
+    assert "bench: 5 runs  min" in out and "median" in out and "GB/s" in out
+
+
+def test_entry_selection(te_run):
+    program = te_run.program(TWO_ENTRIES)
+    line = error_of(te_run(program, "--random-inputs", check=False))
+    assert "several entry functions (scale_up, other)" in line
+    assert "@other" in te_run(program, "--entry", "other", "--random-inputs").stdout
+    line = error_of(te_run(program, "--entry", "nope", "--random-inputs", check=False))
+    assert "unknown entry" in line and "nope" in line
+
+
+def test_missing_file(te_run):
+    line = error_of(te_run(te_run.tmp / "absent.mlir", check=False))
+    assert "cannot read" in line and "absent.mlir" in line
+
+
+def test_bad_ir(te_run):
+    program = te_run.program("func.func @f( {")
+    line = error_of(te_run(program, check=False))
+    assert "error:" in line and str(program) in line
+
+
+def test_invalid_op_is_a_verifier_error(te_run):
+    program = te_run.program("""
+func.func @f(%x: tensor<8xf32>) -> tensor<f32> {
+  %s = te.compute_scale %x fp8_type f8E4M3FN : tensor<8xf32> -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}""")
+    line = error_of(te_run(program, check=False))
+    assert "te.compute_scale" in line
+
+
+def test_wrong_input_dtype(te_run):
+    program = te_run.program(PROGRAM)
+    x = te_run.array(np.arange(8, dtype=np.int32))
+    line = error_of(te_run(program, "--input", x, check=False))
+    assert "i32" in line and "f32" in line
+
+
+def test_wrong_input_shape(te_run):
+    program = te_run.program(PROGRAM)
+    x = te_run.array(np.zeros(9, np.float32))
+    line = error_of(te_run(program, "--input", x, check=False))
+    assert "must be f32[8]" in line and "f32[9]" in line
+
+
+def test_missing_input_file(te_run):
+    program = te_run.program(PROGRAM)
+    line = error_of(te_run(program, "--input", te_run.tmp / "nope.npy", check=False))
+    assert "nope.npy" in line
+
+
+def test_input_count(te_run):
+    program = te_run.program(PROGRAM)
+    x = te_run.array(np.zeros(8, np.float32))
+    line = error_of(te_run(program, "--input", x, "--input", x, check=False))
+    assert "takes 1 inputs, got 2" in line
+    line = error_of(te_run(program, check=False))
+    assert "--random-inputs" in line
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--bench", "x"], "--bench expects a non-negative integer"),
+    (["--backend", "tpu"], "unknown backend 'tpu'"),
+    (["--frobnicate"], "unknown option --frobnicate"),
+    (["--seed"], "--seed needs a value"),
+])
+def test_bad_options(te_run, args, needle):
+    program = te_run.program(PROGRAM)
+    assert needle in error_of(te_run(program, *args, check=False))
+
+
+def test_outputs_as_raw_bits_or_f32(te_run):
+    program = te_run.program("""
+func.func @q(%x: tensor<4xf32>, %s: tensor<f32>) -> (tensor<4xf8E4M3FN>, tensor<f32>, tensor<f32>) {
+  %d, %si, %a = te.quantize %x scale(%s) mode per_tensor
+      : tensor<4xf32>, tensor<f32> -> tensor<4xf8E4M3FN>, tensor<f32>, tensor<f32>
+  return %d, %si, %a : tensor<4xf8E4M3FN>, tensor<f32>, tensor<f32>
+}""")
+    inputs = [np.array([1, 2, 448, 1000], np.float32), np.array(1, np.float32)]
+    raw = te_run.run_kernel(program, inputs)[0]
+    f32 = te_run.run_kernel(program, inputs, outputs_f32=True)[0]
+    assert raw.dtype == np.uint8 and list(raw) == [0x38, 0x40, 0x7E, 0x7E]
+    assert f32.dtype == np.float32 and list(f32) == [1, 2, 448, 448]

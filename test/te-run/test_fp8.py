@@ -1,0 +1,159 @@
+"""FP8 ops compiled for the CPU against numpy/ml_dtypes, through te-run."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+from fp8_reference import (FORMATS, cast_fp8, compute_scale, same_fp8_bits,
+                           update_delayed_scaling)
+
+QUANTIZE = """
+func.func @quantize(%x: tensor<{n}x{src}>, %s: tensor<f32>)
+    -> (tensor<{n}x{fmt}>, tensor<f32>, tensor<f32>) {{
+  %d, %si, %a = te.quantize %x scale(%s) mode per_tensor
+      : tensor<{n}x{src}>, tensor<f32> -> tensor<{n}x{fmt}>, tensor<f32>, tensor<f32>
+  return %d, %si, %a : tensor<{n}x{fmt}>, tensor<f32>, tensor<f32>
+}}
+"""
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_quantize_every_bf16_pattern(te_run, fmt):
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    x = (bits.astype(np.uint32) << 16).view(np.float32)
+    program = te_run.program(QUANTIZE.format(n=1 << 16, src="bf16", fmt=fmt))
+    data, scale_inv, amax = te_run.run_kernel(
+        program, [bits, np.array(1.0, np.float32)])
+    assert data.dtype == np.uint8
+    ok = same_fp8_bits(data, cast_fp8(x, fmt))
+    assert ok.all(), f"{(~ok).sum()} mismatches, first at bf16 0x{bits[~ok][0]:04x}"
+    assert scale_inv == np.float32(1.0)
+    assert np.isnan(amax)  # the patterns include NaN
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_quantize_random_f32_with_scale(te_run, fmt):
+    rng = np.random.default_rng(7)
+    fp8_max = FORMATS[fmt][1]
+    x = np.concatenate([
+        rng.standard_normal(20000).astype(np.float32) * 100,
+        rng.integers(0, 1 << 32, 20000, dtype=np.uint64).astype(np.uint32).view(np.float32),
+        np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-40,
+                  fp8_max, -fp8_max, fp8_max * 1.0001, 3e38], np.float32),
+    ])
+    # Exact ties between neighbouring FP8 values, once the scale is applied.
+    codes = np.arange(0, 0x7E, dtype=np.uint8).view(FORMATS[fmt][0]).astype(np.float32)
+    ties = ((codes[:-1].astype(np.float64) + codes[1:]) / 2).astype(np.float32)
+    scale = np.float32(4.0)
+    x = np.concatenate([x, ties / scale, -ties / scale]).astype(np.float32)
+    program = te_run.program(QUANTIZE.format(n=x.size, src="f32", fmt=fmt))
+    data, scale_inv, amax = te_run.run_kernel(program, [x, np.array(scale)])
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = (x * scale).astype(np.float32)
+    ok = same_fp8_bits(data, cast_fp8(scaled, fmt))
+    assert ok.all(), f"{(~ok).sum()} mismatches, first for {x[~ok][0]!r}"
+    assert scale_inv == np.float32(1.0) / scale
+    assert np.isnan(amax)
+
+
+def test_quantize_transposed_copy_and_amax(te_run):
+    program = te_run.program("""
+func.func @cast_transpose(%x: tensor<48x80xbf16>, %s: tensor<f32>)
+    -> (tensor<48x80xf8E4M3FN>, tensor<80x48xf8E4M3FN>, tensor<f32>, tensor<f32>) {
+  %d, %dt, %si, %a = te.quantize %x scale(%s) mode per_tensor usage both
+      : tensor<48x80xbf16>, tensor<f32>
+      -> tensor<48x80xf8E4M3FN>, tensor<80x48xf8E4M3FN>, tensor<f32>, tensor<f32>
+  return %d, %dt, %si, %a : tensor<48x80xf8E4M3FN>, tensor<80x48xf8E4M3FN>, tensor<f32>, tensor<f32>
+}
+""")
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((48, 80)) * 30).astype(ml_dtypes.bfloat16)
+    scale = np.float32(2.5)
+    data, data_t, scale_inv, amax = te_run.run_kernel(
+        program, [x.astype(np.float32), np.array(scale)])
+    want = cast_fp8(x.astype(np.float32) * scale, "f8E4M3FN")
+    assert (data == want.view(np.uint8)).all()
+    assert (data_t == data.T).all()
+    assert amax == np.abs(x.astype(np.float32)).max()
+    assert scale_inv == np.float32(1) / scale
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("out", ["f32", "bf16", "f16"])
+def test_dequantize_every_code(te_run, fmt, out):
+    program = te_run.program(f"""
+func.func @dequantize(%d: tensor<256x{fmt}>, %s: tensor<f32>) -> tensor<256x{out}> {{
+  %x = te.dequantize %d, %s mode per_tensor : tensor<256x{fmt}>, tensor<f32> -> tensor<256x{out}>
+  return %x : tensor<256x{out}>
+}}
+""")
+    codes = np.arange(256, dtype=np.uint8)
+    scale_inv = np.float32(0.375)
+    (result,) = te_run.run_kernel(program, [codes, np.array(scale_inv)],
+                                  outputs_f32=True)
+    values = codes.view(FORMATS[fmt][0]).astype(np.float32) * scale_inv
+    target = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}[out]
+    want = values.astype(target).astype(np.float32)
+    assert np.array_equal(result, want, equal_nan=True)
+
+
+def test_amax(te_run):
+    program = te_run.program("""
+func.func @amax(%x: tensor<3x1000xf16>) -> tensor<f32> {
+  %a = te.amax %x : tensor<3x1000xf16> -> tensor<f32>
+  return %a : tensor<f32>
+}
+""")
+    x = np.random.default_rng(5).standard_normal((3, 1000)).astype(np.float16)
+    x[1, 17] = -np.float16(60000)
+    (amax,) = te_run.run_kernel(program, [x])
+    assert amax == np.float32(60000)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("pow2", [False, True])
+def test_compute_scale_special_values(te_run, fmt, pow2):
+    amax = np.array([0.0, np.inf, np.nan, 1e-30, 1.0, 7.0, 3e-39, 448.0,
+                     57344.0, 1e-3, 123.456, 1e-12], np.float32)
+    epsilon = 1e-20
+    attrs = "epsilon 1.0e-20" + (" pow2_scales" if pow2 else "")
+    program = te_run.program(f"""
+func.func @scale(%amax: tensor<12xf32>) -> tensor<12xf32> {{
+  %s = te.compute_scale %amax fp8_type {fmt} {attrs} : tensor<12xf32> -> tensor<12xf32>
+  return %s : tensor<12xf32>
+}}
+""")
+    (scale,) = te_run.run_kernel(program, [amax])
+    want = compute_scale(amax, fmt, epsilon=np.float32(epsilon), pow2=pow2)
+    assert np.array_equal(scale.view(np.uint32), want.view(np.uint32)), (scale, want)
+
+
+@pytest.mark.parametrize("algo,margin", [("max", 0), ("most_recent", 1), ("max", 3)])
+def test_delayed_scaling_over_steps(te_run, algo, margin):
+    fmt = "f8E4M3FN"
+    program = te_run.program(f"""
+func.func @update(%h: tensor<4x3xf32>, %amax: tensor<3xf32>, %s: tensor<3xf32>)
+    -> (tensor<4x3xf32>, tensor<3xf32>) {{
+  %h2, %s2 = te.update_delayed_scaling %h, %amax, %s fp8_type {fmt}
+      amax_algo {algo} margin {margin}
+      : tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<4x3xf32>, tensor<3xf32>
+  return %h2, %s2 : tensor<4x3xf32>, tensor<3xf32>
+}}
+""")
+    history = np.zeros((4, 3), np.float32)
+    scale = np.ones(3, np.float32)
+    steps = [
+        [1.0, 0.0, 2.0],        # zero amax keeps the previous scale
+        [3.5, 0.5, np.inf],     # inf keeps it too
+        [0.25, 1e-38, 1.0],     # tiny amax: scale overflows to FLT_MAX
+        [0.0, 0.0, np.nan],     # NaN keeps the previous scale
+        [10.0, 2.0, 4.0],
+        [0.5, 0.5, 0.5],        # the max over the history still sees 10
+    ]
+    for amax in steps:
+        amax = np.array(amax, np.float32)
+        got_history, got_scale = te_run.run_kernel(program, [history, amax, scale])
+        history, scale = update_delayed_scaling(history, amax, scale, fmt,
+                                                algo=algo, margin=margin)
+        assert np.array_equal(got_history, history, equal_nan=True)
+        assert np.array_equal(got_scale.view(np.uint32), scale.view(np.uint32)), (
+            amax, got_scale, scale)

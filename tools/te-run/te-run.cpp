@@ -1,0 +1,453 @@
+//===- te-run.cpp - Compile, cache and run a te program -------------------===//
+//
+// te-run FILE.mlir [--entry NAME] [--backend cpu] [--input PATH.npy]...
+//        [--random-inputs] [--seed N] [--output-dir DIR] [--outputs-f32]
+//        [--bench N]
+//
+// Links the runtime, the kernel cache and .npy support only: on a cache hit
+// no MLIR or LLVM code is loaded; on a miss the compiler library is.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/KernelCache/KernelProvider.h"
+#include "te/Runtime/Runtime.h"
+#include "te/Support/ConvertArray.h"
+#include "te/Support/FloatConversion.h"
+#include "te/Support/Npy.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace te;
+using support::DType;
+using support::NpyArray;
+
+namespace {
+
+constexpr int kUsageError = 2;
+
+const char *kUsage =
+    "usage: te-run FILE.mlir [--entry NAME] [--backend cpu] "
+    "[--input PATH.npy]...\n"
+    "              [--random-inputs] [--seed N] [--output-dir DIR] "
+    "[--outputs-f32] [--bench N]\n"
+    "\n"
+    "Compiles the te program FILE (or takes it from the kernel cache), runs\n"
+    "the entry function on the inputs and writes its results to\n"
+    "DIR/out0.npy, out1.npy, ... Inputs are .npy files in argument order:\n"
+    "an array of the argument's exact dtype is used as is, f32/f64 arrays\n"
+    "are rounded (to nearest even) to bf16/f16/fp8 arguments, and bf16/fp8\n"
+    "arguments also take raw bits (uint16/uint8). bf16 and fp8 results are\n"
+    "written as raw bits unless --outputs-f32.\n"
+    "\n"
+    "Environment: TE_CACHE_DIR, TE_CACHE_DISABLE=1, TE_CACHE_MAX_BYTES,\n"
+    "TE_COMPILER_LIBRARY (path of libTECompiler.so).\n";
+
+struct Options {
+  std::string file;
+  std::string entry;
+  std::vector<std::string> inputs;
+  bool randomInputs = false;
+  uint64_t seed = 0;
+  std::string outputDir;
+  bool outputsF32 = false;
+  int bench = 0;
+};
+
+/// A user error: one line on stderr, exit code 2.
+[[noreturn]] void fail(const std::string &message) {
+  std::fprintf(stderr, "te-run: error: %s\n", message.c_str());
+  std::exit(kUsageError);
+}
+
+/// A runtime failure, with the runtime's own message.
+void check(te_status status, const std::string &what) {
+  if (status != TE_OK)
+    fail(what + ": " + te_last_error_message());
+}
+
+uint64_t parseNumber(const std::string &flag, const char *text) {
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long value = std::strtoull(text, &end, 10);
+  if (errno || !*text || *end || text[0] == '-')
+    fail(flag + " expects a non-negative integer, got '" + text + "'");
+  return value;
+}
+
+Options parseOptions(int argc, char **argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> const char * {
+      if (i + 1 >= argc)
+        fail(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (arg == "--entry") {
+      options.entry = value();
+    } else if (arg == "--backend") {
+      std::string backend = value();
+      if (backend != "cpu")
+        fail("unknown backend '" + backend + "'; available: cpu");
+    } else if (arg == "--input") {
+      options.inputs.push_back(value());
+    } else if (arg == "--random-inputs") {
+      options.randomInputs = true;
+    } else if (arg == "--seed") {
+      options.seed = parseNumber(arg, value());
+    } else if (arg == "--output-dir") {
+      options.outputDir = value();
+    } else if (arg == "--outputs-f32") {
+      options.outputsF32 = true;
+    } else if (arg == "--bench") {
+      options.bench = static_cast<int>(parseNumber(arg, value()));
+    } else if (!arg.empty() && arg[0] == '-') {
+      fail("unknown option " + arg + " (see te-run --help)");
+    } else if (options.file.empty()) {
+      options.file = arg;
+    } else {
+      fail("more than one program given: " + options.file + " and " + arg);
+    }
+  }
+  if (options.file.empty())
+    fail("no program given (see te-run --help)");
+  if (!options.inputs.empty() && options.randomInputs)
+    fail("--input and --random-inputs exclude each other");
+  return options;
+}
+
+std::string readProgram(const std::string &path) {
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0)
+    fail("cannot read " + path + ": " + std::strerror(errno));
+  if (S_ISDIR(info.st_mode))
+    fail(path + " is a directory, not a te program");
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in && !in.eof())
+    fail("cannot read " + path);
+  return text.str();
+}
+
+/// libTECompiler.so next to this executable (bin/../lib), unless overridden.
+std::string findCompilerLibrary() {
+  if (const char *path = std::getenv("TE_COMPILER_LIBRARY"); path && *path)
+    return path;
+  char self[4096];
+  ssize_t size = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (size <= 0)
+    return "libTECompiler.so";
+  std::string exe(self, size);
+  std::string bin = exe.substr(0, exe.find_last_of('/'));
+  return bin.substr(0, bin.find_last_of('/')) + "/lib/libTECompiler.so";
+}
+
+DType toSupportDType(te_dtype dtype) {
+  std::optional<DType> parsed = support::parseDType(te_dtype_name(dtype));
+  if (!parsed)
+    fail(std::string("unsupported kernel element type ") +
+         te_dtype_name(dtype));
+  return *parsed;
+}
+
+std::string describe(te_dtype dtype, const std::vector<int64_t> &shape) {
+  std::string text = te_dtype_name(dtype);
+  text += "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? "x" : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+struct Argument {
+  te_dtype dtype;
+  std::vector<int64_t> shape;
+  int64_t numElements() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+};
+
+/// Deterministic random data: N(0, 1) floats rounded to the element type,
+/// small integers, fair booleans.
+NpyArray makeRandomInput(const Argument &arg, std::mt19937_64 &rng) {
+  NpyArray array;
+  array.dtype = toSupportDType(arg.dtype);
+  array.shape = arg.shape;
+  size_t elementSize = support::dtypeSize(array.dtype);
+  array.data.resize(arg.numElements() * elementSize);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_int_distribution<int> small(0, 9);
+  for (int64_t i = 0; i < arg.numElements(); ++i) {
+    uint8_t *out = array.data.data() + i * elementSize;
+    if (support::isFloat(array.dtype)) {
+      if (array.dtype == DType::F8E8M0FNU) {
+        // Scales: powers of two around 1.
+        out[0] = static_cast<uint8_t>(127 + small(rng) - 5);
+        continue;
+      }
+      double value = normal(rng);
+      if (array.dtype == DType::F64) {
+        std::memcpy(out, &value, 8);
+        continue;
+      }
+      uint32_t bits = support::roundToFloatBits(value, array.dtype);
+      std::memcpy(out, &bits, elementSize);
+    } else if (array.dtype == DType::I1) {
+      out[0] = small(rng) & 1;
+    } else {
+      int64_t value = small(rng);
+      std::memcpy(out, &value, elementSize);
+    }
+  }
+  return array;
+}
+
+NpyArray loadInput(const std::string &path, const Argument &arg, int index) {
+  support::Expected<NpyArray> array = support::readNpy(path);
+  if (!array)
+    fail(array.message());
+  support::Expected<NpyArray> converted =
+      support::convertArray(*array, toSupportDType(arg.dtype), path);
+  if (!converted)
+    fail(converted.message() + " (argument " + std::to_string(index) + " is " +
+         describe(arg.dtype, arg.shape) + ")");
+  if (converted->shape != arg.shape)
+    fail(path + ": argument " + std::to_string(index) + " must be " +
+         describe(arg.dtype, arg.shape) + ", got shape " +
+         describe(arg.dtype, converted->shape));
+  return std::move(*converted);
+}
+
+/// A result as an .npy array: raw bits for bf16/fp8, or f32 values.
+NpyArray toOutputArray(const std::vector<uint8_t> &bytes, const Argument &arg,
+                       bool asF32) {
+  NpyArray array;
+  array.shape = arg.shape;
+  DType dtype = toSupportDType(arg.dtype);
+  bool narrowFloat = dtype == DType::BF16 || dtype == DType::F8E4M3FN ||
+                     dtype == DType::F8E5M2 || dtype == DType::F8E8M0FNU;
+  if (asF32 && support::isFloat(dtype) && dtype != DType::F64) {
+    size_t size = support::dtypeSize(dtype);
+    array.dtype = DType::F32;
+    array.data.resize(arg.numElements() * 4);
+    for (int64_t i = 0; i < arg.numElements(); ++i) {
+      uint32_t bits = 0;
+      std::memcpy(&bits, bytes.data() + i * size, size);
+      float value = support::floatBitsToF32(bits, dtype);
+      std::memcpy(array.data.data() + i * 4, &value, 4);
+    }
+    return array;
+  }
+  array.dtype = dtype;
+  if (narrowFloat)
+    array.dtype = dtype == DType::BF16 ? DType::U16 : DType::U8;
+  array.data = bytes;
+  return array;
+}
+
+/// min / max / mean of a result, for the summary line.
+std::string summarize(const std::vector<uint8_t> &bytes, const Argument &arg) {
+  DType dtype = toSupportDType(arg.dtype);
+  size_t size = support::dtypeSize(dtype);
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  int64_t nans = 0;
+  for (int64_t i = 0; i < arg.numElements(); ++i) {
+    double value;
+    if (dtype == DType::F64) {
+      std::memcpy(&value, bytes.data() + i * 8, 8);
+    } else if (support::isFloat(dtype)) {
+      uint32_t bits = 0;
+      std::memcpy(&bits, bytes.data() + i * size, size);
+      value = support::floatBitsToF32(bits, dtype);
+    } else {
+      int64_t integer = 0;
+      std::memcpy(&integer, bytes.data() + i * size, size);
+      if (size < 8 && dtype != DType::I1 &&
+          (integer >> (8 * size - 1)) & 1) // sign-extend
+        integer -= int64_t(1) << (8 * size);
+      value = double(integer);
+    }
+    if (std::isnan(value)) {
+      ++nans;
+      continue;
+    }
+    lo = std::min(lo, value);
+    hi = std::max(hi, value);
+    sum += value;
+  }
+  int64_t counted = arg.numElements() - nans;
+  char text[160];
+  std::snprintf(text, sizeof(text), "min %.6g  max %.6g  mean %.6g", lo, hi,
+                counted ? sum / counted : NAN);
+  std::string result = text;
+  if (nans)
+    result += "  nan " + std::to_string(nans);
+  return result;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options = parseOptions(argc, argv);
+  std::string program = readProgram(options.file);
+
+  cache::KernelProvider provider(
+      findCompilerLibrary(), [](const std::string &warning) {
+        std::fprintf(stderr, "%s\n", warning.c_str());
+      });
+  support::Expected<cache::ProvidedKernel> provided =
+      provider.provide(program, options.file);
+  if (!provided) {
+    // The compiler's diagnostics: the first line names the problem; the
+    // rest (source excerpt, notes) follows for context.
+    std::string message = provided.message();
+    while (!message.empty() && message.back() == '\n')
+      message.pop_back();
+    fail(message);
+  }
+  if (provided->outcome == cache::CacheOutcome::Miss)
+    std::fprintf(stderr, "compile: %.1f ms\ncache: miss\n",
+                 provided->compileMilliseconds);
+  else
+    std::fprintf(stderr, "compile: 0.0 ms\ncache: hit (disk)\n");
+
+  te_device *device = nullptr;
+  check(te_device_open("cpu", 0, &device), "cannot open the cpu device");
+  te_module *module = nullptr;
+  check(te_module_load(device, provided->libraryPath.c_str(), &module),
+        "cannot load the compiled kernel");
+
+  std::string entry = options.entry;
+  if (entry.empty()) {
+    if (te_module_num_kernels(module) != 1) {
+      std::string names;
+      for (int i = 0; i < te_module_num_kernels(module); ++i)
+        names += std::string(i ? ", " : "") + te_module_kernel_name(module, i);
+      fail(options.file + " has several entry functions (" + names +
+           "); choose one with --entry");
+    }
+    entry = te_module_kernel_name(module, 0);
+  }
+  te_kernel *kernel = nullptr;
+  if (te_module_get_kernel(module, entry.c_str(), &kernel) != TE_OK)
+    fail(std::string("unknown entry: ") + te_last_error_message());
+
+  std::vector<Argument> inputs, outputs;
+  for (int i = 0; i < te_kernel_num_args(kernel); ++i) {
+    te_arg_info info;
+    check(te_kernel_arg(kernel, i, &info), "kernel argument");
+    Argument arg{info.dtype,
+                 std::vector<int64_t>(info.dims, info.dims + info.rank)};
+    (info.is_output ? outputs : inputs).push_back(arg);
+  }
+
+  if (!options.inputs.empty() && options.inputs.size() != inputs.size())
+    fail("@" + entry + " takes " + std::to_string(inputs.size()) +
+         " inputs, got " + std::to_string(options.inputs.size()) +
+         " --input files");
+  if (options.inputs.empty() && !options.randomInputs && !inputs.empty())
+    fail("@" + entry + " takes " + std::to_string(inputs.size()) +
+         " inputs; pass --input FILE.npy for each, or --random-inputs");
+
+  std::vector<te_buffer *> buffers;
+  std::mt19937_64 rng(options.seed);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    NpyArray array = options.randomInputs
+                         ? makeRandomInput(inputs[i], rng)
+                         : loadInput(options.inputs[i], inputs[i], int(i));
+    te_buffer *buffer = nullptr;
+    check(te_buffer_create(device, inputs[i].dtype, int(inputs[i].shape.size()),
+                           inputs[i].shape.data(), &buffer),
+          "cannot allocate input " + std::to_string(i));
+    check(te_buffer_write(buffer, array.data.data(), array.data.size()),
+          "cannot fill input " + std::to_string(i));
+    buffers.push_back(buffer);
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    te_buffer *buffer = nullptr;
+    check(te_buffer_create(device, outputs[i].dtype,
+                           int(outputs[i].shape.size()),
+                           outputs[i].shape.data(), &buffer),
+          "cannot allocate output " + std::to_string(i));
+    buffers.push_back(buffer);
+  }
+
+  auto launch = [&] {
+    check(te_kernel_launch(kernel, buffers.data(), int(buffers.size())),
+          "launch of @" + entry + " failed");
+    check(te_device_synchronize(device), "synchronize");
+  };
+  launch();
+
+  size_t bytesMoved = 0;
+  for (te_buffer *buffer : buffers)
+    bytesMoved += te_buffer_size_bytes(buffer);
+  if (options.bench > 0) {
+    std::vector<double> seconds;
+    for (int i = 0; i < options.bench; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      launch();
+      seconds.push_back(std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - start)
+                            .count());
+    }
+    double best = *std::min_element(seconds.begin(), seconds.end());
+    double mid = median(seconds);
+    std::printf("bench: %d runs  min %.3f ms  median %.3f ms  %.2f GB/s "
+                "(inputs + outputs, at the median)\n",
+                options.bench, best * 1e3, mid * 1e3, bytesMoved / mid / 1e9);
+  }
+
+  if (!options.outputDir.empty() && mkdir(options.outputDir.c_str(), 0755) &&
+      errno != EEXIST)
+    fail("cannot create " + options.outputDir + ": " + std::strerror(errno));
+  std::printf("@%s: %zu inputs, %zu outputs\n", entry.c_str(), inputs.size(),
+              outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    te_buffer *buffer = buffers[inputs.size() + i];
+    std::vector<uint8_t> bytes(te_buffer_size_bytes(buffer));
+    check(te_buffer_read(buffer, bytes.data(), bytes.size()),
+          "cannot read output " + std::to_string(i));
+    std::printf("out%zu: %s  %s\n", i,
+                describe(outputs[i].dtype, outputs[i].shape).c_str(),
+                summarize(bytes, outputs[i]).c_str());
+    if (options.outputDir.empty())
+      continue;
+    std::string path = options.outputDir + "/out" + std::to_string(i) + ".npy";
+    support::Status written = support::writeNpy(
+        path, toOutputArray(bytes, outputs[i], options.outputsF32));
+    if (!written.ok())
+      fail(written.message());
+  }
+
+  for (te_buffer *buffer : buffers)
+    te_buffer_release(buffer);
+  te_module_release(module);
+  te_device_release(device);
+  return 0;
+}
