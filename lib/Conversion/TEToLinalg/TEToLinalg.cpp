@@ -70,27 +70,46 @@ AffineMap scalarMap(MLIRContext *ctx, int64_t rank) {
 }
 
 /// max |x| over all of `input` (f32 scalar tensor); NaN propagates, empty
-/// inputs give 0.
+/// inputs give 0. The maximum is taken over the bit patterns of |x| as
+/// unsigned integers, which order exactly like the values (NaNs above +inf):
+/// an integer max reduction vectorizes, where LLVM keeps an fmaximum
+/// reduction scalar.
 Value buildAmax(OpBuilder &b, Location loc, Value input) {
   auto type = cast<RankedTensorType>(input.getType());
   int64_t rank = type.getRank();
   MLIRContext *ctx = b.getContext();
-  Value empty =
-      tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, b.getF32Type());
-  Value init =
-      linalg::FillOp::create(b, loc, f32Const(b, loc, 0.0), empty).getResult(0);
+  Type i32 = b.getI32Type();
+  Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, i32);
+  Value zero = arith::ConstantIntOp::create(b, loc, i32, 0);
+  Value init = linalg::FillOp::create(b, loc, zero, empty).getResult(0);
   SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
                                  scalarMap(ctx, rank)};
   SmallVector<utils::IteratorType> loops(rank, utils::IteratorType::reduction);
   auto reduce = linalg::GenericOp::create(
       b, loc, init.getType(), input, init, maps, loops,
       [](OpBuilder &b, Location loc, ValueRange args) {
-        Value magnitude =
-            math::AbsFOp::create(b, loc, emitExtToF32(b, loc, args[0]));
-        Value max = arith::MaximumFOp::create(b, loc, args[1], magnitude);
+        Type i32 = b.getI32Type();
+        Value bits = arith::BitcastOp::create(b, loc, i32,
+                                              emitExtToF32(b, loc, args[0]));
+        Value magnitude = arith::AndIOp::create(
+            b, loc, bits,
+            arith::ConstantIntOp::create(b, loc, i32, 0x7FFFFFFF));
+        Value max = arith::MaxUIOp::create(b, loc, args[1], magnitude);
         linalg::YieldOp::create(b, loc, max);
       });
-  return reduce.getResult(0);
+  Value result =
+      tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, b.getF32Type());
+  SmallVector<AffineMap> scalarMaps(2, scalarMap(ctx, 0));
+  return linalg::GenericOp::create(
+             b, loc, result.getType(), reduce.getResult(0), result, scalarMaps,
+             ArrayRef<utils::IteratorType>{},
+             [](OpBuilder &b, Location loc, ValueRange args) {
+               linalg::YieldOp::create(
+                   b, loc,
+                   arith::BitcastOp::create(b, loc, b.getF32Type(), args[0])
+                       .getResult());
+             })
+      .getResult(0);
 }
 
 /// `cond ? a : b` on f32, for readability of the scaling formulas.

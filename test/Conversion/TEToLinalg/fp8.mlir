@@ -1,15 +1,19 @@
 // Lowering of the FP8 scaling ops to linalg on tensors.
 // RUN: te-opt %s -split-input-file --convert-te-to-linalg | FileCheck %s
 
-// amax: a full reduction of |x| in f32 from 0; maximumf keeps NaN.
+// amax: a full reduction of the bits of |x| as unsigned integers from 0
+// (the same order as the values, NaN above inf), then back to f32.
 // CHECK-LABEL: func @amax
 // CHECK-SAME: (%[[X:.*]]: tensor<4x8xbf16>)
-// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK: %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.*}} : tensor<f32>)
-// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "reduction"]{{.*}} ins(%[[X]] : tensor<4x8xbf16>) outs(%[[INIT]] : tensor<f32>)
+// CHECK: %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK: %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : i32) outs(%{{.*}} : tensor<i32>)
+// CHECK: %[[BITS:.*]] = linalg.generic {{.*}}iterator_types = ["reduction", "reduction"]{{.*}} ins(%[[X]] : tensor<4x8xbf16>) outs(%[[INIT]] : tensor<i32>)
 // CHECK: arith.extf %{{.*}} : bf16 to f32
-// CHECK: math.absf
-// CHECK: arith.maximumf
+// CHECK: arith.constant 2147483647 : i32
+// CHECK: arith.andi
+// CHECK: arith.maxui
+// CHECK: linalg.generic {{.*}} ins(%[[BITS]] : tensor<i32>)
+// CHECK: arith.bitcast %{{.*}} : i32 to f32
 func.func @amax(%x: tensor<4x8xbf16>) -> tensor<f32> {
   %a = te.amax %x : tensor<4x8xbf16> -> tensor<f32>
   return %a : tensor<f32>
@@ -84,7 +88,8 @@ func.func @delayed_scaling_most_recent(%h: tensor<4xf32>, %amax: tensor<f32>, %s
 // CHECK: %[[DT:.*]] = linalg.generic {indexing_maps = [#[[T]], {{.*}}, #[[ID]]]{{.*}} outs(%{{.*}} : tensor<8x4xf8E4M3FN>)
 // CHECK: %[[SI:.*]] = linalg.generic {{.*}} ins(%[[S]] : tensor<f32>)
 // CHECK: arith.divf
-// CHECK: %[[AMAX:.*]] = linalg.generic {{.*}}iterator_types = ["reduction", "reduction"]
+// CHECK: %[[BITS:.*]] = linalg.generic {{.*}}iterator_types = ["reduction", "reduction"]
+// CHECK: %[[AMAX:.*]] = linalg.generic {{.*}} ins(%[[BITS]] : tensor<i32>)
 // CHECK: return %[[D]], %[[DT]], %[[SI]], %[[AMAX]]
 func.func @quantize_both(%x: tensor<4x8xbf16>, %s: tensor<f32>)
     -> (tensor<4x8xf8E4M3FN>, tensor<8x4xf8E4M3FN>, tensor<f32>, tensor<f32>) {
