@@ -10,11 +10,13 @@ include "mlir/Pass/PassBase.td"
 //===----------------------------------------------------------------------===//
 
 def ConvertTEToLinalg : Pass<"convert-te-to-linalg", "ModuleOp"> {
-  let summary = "Lower te ops to linalg, tensor, arith and math on tensors";
+  let summary = "Lower te ops to linalg, scf, vector, tensor, arith and math";
   let description = [{
     The target-independent lowering of te ops for the host CPU: every op
     becomes `linalg.generic` / `linalg.reduce` ops on tensors whose bodies
-    are `arith` and `math`. FP8 casts are emitted as bit-exact integer
+    are `arith` and `math`; te.attention becomes scf loops over query rows
+    with an online softmax on vectors of the head dimension (memory
+    O(s * d): the score matrix never exists). FP8 casts are emitted as bit-exact integer
     arithmetic (round-to-nearest-even, saturation to the format's largest
     finite value, NaN kept), because neither `arith.truncf` nor LLVM can
     convert to FP8 on the host.
@@ -39,7 +41,8 @@ def ConvertTEToLinalg : Pass<"convert-te-to-linalg", "ModuleOp"> {
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
-    "::mlir::math::MathDialect", "::mlir::tensor::TensorDialect"
+    "::mlir::math::MathDialect", "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect", "::mlir::vector::VectorDialect"
   ];
 }
 

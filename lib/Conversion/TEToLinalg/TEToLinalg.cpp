@@ -10,12 +10,15 @@
 #include "te/Conversion/TEToLinalg/TEToLinalg.h"
 
 #include "FP8Codec.h"
+#include "TEToLinalgInternal.h"
 #include "te/Dialect/TE/IR/TEOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <cfloat>
@@ -134,9 +137,9 @@ Value isInf(OpBuilder &b, Location loc, Value x) {
 // What the host lowering covers
 //===----------------------------------------------------------------------===//
 
-/// Why the host lowering cannot take `op` yet, or nullopt when it can. The
-/// patterns bail out on exactly these, and the pass reports them.
-std::optional<std::string> getUnsupportedReason(Operation *op) {
+} // namespace
+
+std::optional<std::string> mlir::te::getCPUUnsupportedReason(Operation *op) {
   if (auto quantize = dyn_cast<QuantizeOp>(op)) {
     if (quantize.getMode() != ScalingMode::per_tensor)
       return "te.quantize mode " +
@@ -151,12 +154,16 @@ std::optional<std::string> getUnsupportedReason(Operation *op) {
              " has no CPU lowering yet";
     return std::nullopt;
   }
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    return getAttentionUnsupportedReason(attention);
   if (isa<AmaxOp, ComputeScaleOp, UpdateDelayedScalingOp, ProcessGroupOp>(op))
     return std::nullopt;
   if (op->getDialect() && isa<TEDialect>(op->getDialect()))
     return op->getName().getStringRef().str() + " has no CPU lowering yet";
   return std::nullopt;
 }
+
+namespace {
 
 //===----------------------------------------------------------------------===//
 // Patterns
@@ -333,7 +340,7 @@ struct QuantizeOpLowering : OpConversionPattern<QuantizeOp> {
   LogicalResult
   matchAndRewrite(QuantizeOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (std::optional<std::string> reason = getUnsupportedReason(op))
+    if (std::optional<std::string> reason = getCPUUnsupportedReason(op))
       return rewriter.notifyMatchFailure(op, *reason);
     Location loc = op.getLoc();
     Value input = adaptor.getInput();
@@ -380,7 +387,7 @@ struct DequantizeOpLowering : OpConversionPattern<DequantizeOp> {
   LogicalResult
   matchAndRewrite(DequantizeOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (std::optional<std::string> reason = getUnsupportedReason(op))
+    if (std::optional<std::string> reason = getCPUUnsupportedReason(op))
       return rewriter.notifyMatchFailure(op, *reason);
     Location loc = op.getLoc();
     Value data = adaptor.getData();
@@ -417,7 +424,7 @@ struct ConvertTEToLinalgPass
     // than the converter's generic "failed to legalize".
     bool unsupported = false;
     module.walk([&](Operation *op) {
-      if (std::optional<std::string> reason = getUnsupportedReason(op)) {
+      if (std::optional<std::string> reason = getCPUUnsupportedReason(op)) {
         op->emitError(*reason);
         unsupported = true;
       }
@@ -429,7 +436,8 @@ struct ConvertTEToLinalgPass
     target.addIllegalDialect<TEDialect>();
     target.addLegalOp<ProcessGroupOp>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
-                           math::MathDialect, tensor::TensorDialect>();
+                           math::MathDialect, scf::SCFDialect,
+                           tensor::TensorDialect, vector::VectorDialect>();
     RewritePatternSet patterns(&getContext());
     populateTEToLinalgConversionPatterns(patterns);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
@@ -444,4 +452,5 @@ void mlir::te::populateTEToLinalgConversionPatterns(
   patterns.add<AmaxOpLowering, ComputeScaleOpLowering,
                UpdateDelayedScalingOpLowering, QuantizeOpLowering,
                DequantizeOpLowering>(patterns.getContext());
+  populateAttentionLoweringPatterns(patterns);
 }
