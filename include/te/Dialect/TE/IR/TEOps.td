@@ -96,12 +96,20 @@ defvar AttentionSemantics = [{
 
     ```
     P = scale * Q K^T           (+ bias before the scale for `pre_scale`)
-    P = P + bias                (`post_scale`; `alibi`: slope[h] * -|i_shift - j|)
+    P = P + bias                (`post_scale`)
+    P = P - slope[h] * |j - i - (len_kv - len_q)|   (`alibi`, bottom-right aligned)
     P[i, j] = -inf where the mask or the window excludes key j for query i
     S = softmax_kind(P)         (row-wise)
     D = dropout(S)              (keep with probability 1 - p, scaled by 1/(1-p))
     O = D V
     ```
+
+    len_q and len_kv are a sequence's actual lengths (from `seqlens` for the
+    padding masks, from `cu_seqlens` for `thd`), otherwise s_q and s_kv. A
+    query row that sees no key (padding rows past len_q, tokens of `thd` that
+    belong to no sequence, rows a window or mask empties) has O = 0, and its
+    LSE is the log of the softmax's extra denominator term: -inf for
+    `vanilla`, 0 for `off_by_one`, alpha_h for `learnable`.
 
     * `layout`: `bshd` ([b, s, h, d]), `sbhd` ([s, b, h, d]), `bhsd`
       ([b, h, s, d]) or `thd` ([t, h, d]: the sequences of the batch packed
