@@ -65,3 +65,62 @@ def update_delayed_scaling(history, amax, scale, fmt, algo="max", margin=0):
     new_scale = np.where(usable, candidate, np.asarray(scale, np.float32))
     new_scale = np.where(np.isinf(new_scale), FLT_MAX, new_scale)
     return new_history, new_scale.astype(np.float32)
+
+
+def e8m0_exponent(amax, fmt):
+    """MXFP8's biased scale exponent e: the smallest power of two 2^(e-127)
+    at least amax / fp8_max (amax times the f32 reciprocal of fp8_max, as TE
+    computes it), clamped to [0, 254]; NaN gives 255."""
+    fp8_max = FORMATS[fmt][1]
+    ratio = (np.asarray(amax, np.float32) * np.float32(1.0 / fp8_max)).astype(np.float32)
+    out = np.empty(ratio.shape, np.int64)
+    for idx, r in np.ndenumerate(ratio):
+        if np.isnan(r):
+            out[idx] = 255
+        elif r == 0:
+            out[idx] = 0
+        elif np.isinf(r):
+            out[idx] = 254
+        else:
+            mantissa, exponent = np.frexp(np.float64(r))  # r = mantissa * 2^exponent
+            e = exponent - 1 if mantissa == 0.5 else exponent
+            out[idx] = min(max(e + 127, 0), 254)
+    return out
+
+
+def block_amax(x2d, block_rows, block_cols):
+    """max |x| per block of a 2-D array (edge blocks partial), NaN propagating."""
+    rows, cols = x2d.shape
+    rb, cb = -(-rows // block_rows), -(-cols // block_cols)
+    out = np.zeros((rb, cb), np.float32)
+    for i in range(rb):
+        for j in range(cb):
+            blk = np.abs(x2d[i * block_rows:(i + 1) * block_rows,
+                             j * block_cols:(j + 1) * block_cols].astype(np.float32))
+            out[i, j] = np.nan if np.isnan(blk).any() else blk.max(initial=0)
+    return out
+
+
+def expand_blocks(per_block, shape, block_rows, block_cols):
+    return np.repeat(np.repeat(per_block, block_rows, 0), block_cols, 1)[:shape[0], :shape[1]]
+
+
+def mxfp8_quantize(x2d, fmt, columnwise=False):
+    """(fp8 data, E8M0 codes) of MXFP8 1x32 quantization of a 2-D array."""
+    br, bc = (32, 1) if columnwise else (1, 32)
+    e = e8m0_exponent(block_amax(x2d, br, bc), fmt)
+    with np.errstate(over="ignore"):
+        multiplier = np.where(e == 255, np.nan,
+                              np.ldexp(np.float64(1), 127 - e)).astype(np.float32)
+    scaled = (x2d.astype(np.float32) * expand_blocks(multiplier, x2d.shape, br, bc)).astype(np.float32)
+    return cast_fp8(scaled, fmt), e.astype(np.uint8)
+
+
+def fp32_block_quantize(x2d, fmt, block_rows, block_cols, epsilon=0.0, pow2=True):
+    """(fp8 data, f32 scale_inv) of Float8BlockScaling of a 2-D array."""
+    scale = compute_scale(block_amax(x2d, block_rows, block_cols), fmt,
+                          epsilon=epsilon, pow2=pow2)
+    scale_inv = (np.float32(1) / scale).astype(np.float32)
+    scaled = (x2d.astype(np.float32) *
+              expand_blocks(scale, x2d.shape, block_rows, block_cols)).astype(np.float32)
+    return cast_fp8(scaled, fmt), scale_inv

@@ -137,26 +137,48 @@ Value isInf(OpBuilder &b, Location loc, Value x) {
 // What the host lowering covers
 //===----------------------------------------------------------------------===//
 
+/// Float8CurrentScaling's scale from an amax (te.compute_scale, and the
+/// fp32 block scales): epsilon floor, fp8_max / amax, FLT_MAX on overflow,
+/// optionally rounded down to a power of two, 1 for a zero or non-finite
+/// amax.
+Value emitScaleFromAmax(OpBuilder &b, Location loc, Value amax, double fp8Max,
+                        float epsilon, bool pow2) {
+  Value eps = f32Const(b, loc, epsilon);
+  Value below =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, amax, eps);
+  Value a = select(b, loc, below, eps, amax);
+  Value isZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, a,
+                                       f32Const(b, loc, 0.0));
+  Value keepOne = arith::OrIOp::create(b, loc, isZero, isInfOrNaN(b, loc, a));
+  Value scale = arith::DivFOp::create(b, loc, f32Const(b, loc, fp8Max), a);
+  scale =
+      select(b, loc, isInf(b, loc, scale), f32Const(b, loc, FLT_MAX), scale);
+  if (pow2) {
+    // Clearing the mantissa rounds down to a power of two.
+    Type i32 = b.getI32Type();
+    Value bits = arith::BitcastOp::create(b, loc, i32, scale);
+    Value mask = arith::ConstantIntOp::create(b, loc, i32, int64_t(0xFF800000));
+    scale = arith::BitcastOp::create(b, loc, b.getF32Type(),
+                                     arith::AndIOp::create(b, loc, bits, mask));
+  }
+  return select(b, loc, keepOne, f32Const(b, loc, 1.0), scale);
+}
+
 } // namespace
 
 std::optional<std::string> mlir::te::getCPUUnsupportedReason(Operation *op) {
-  if (auto quantize = dyn_cast<QuantizeOp>(op)) {
-    if (quantize.getMode() != ScalingMode::per_tensor)
-      return "te.quantize mode " +
-             stringifyScalingMode(quantize.getMode()).str() +
-             " has no CPU lowering yet";
-    return std::nullopt;
-  }
-  if (auto dequantize = dyn_cast<DequantizeOp>(op)) {
-    if (dequantize.getMode() != ScalingMode::per_tensor)
-      return "te.dequantize mode " +
-             stringifyScalingMode(dequantize.getMode()).str() +
-             " has no CPU lowering yet";
+  if (isa<QuantizeOp, DequantizeOp>(op)) {
+    // Block modes reshape through static shapes.
+    for (Value value : op->getOperands())
+      if (!cast<ShapedType>(value.getType()).hasStaticShape())
+        return op->getName().getStringRef().str() +
+               " with dynamic shapes has no CPU lowering yet";
     return std::nullopt;
   }
   if (auto attention = dyn_cast<AttentionOp>(op))
     return getAttentionUnsupportedReason(attention);
-  if (isa<AmaxOp, ComputeScaleOp, UpdateDelayedScalingOp, ProcessGroupOp>(op))
+  if (isa<AmaxOp, ComputeScaleOp, UpdateDelayedScalingOp, ScaledMatmulOp,
+          ProcessGroupOp>(op))
     return std::nullopt;
   if (op->getDialect() && isa<TEDialect>(op->getDialect()))
     return op->getName().getStringRef().str() + " has no CPU lowering yet";
@@ -196,30 +218,9 @@ struct ComputeScaleOpLowering : OpConversionPattern<ComputeScaleOp> {
     auto generic = linalg::GenericOp::create(
         rewriter, loc, init.getType(), amax, init, maps, parallelLoops(rank),
         [&](OpBuilder &b, Location loc, ValueRange args) {
-          Value eps = f32Const(b, loc, epsilon);
-          Value below = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
-                                              args[0], eps);
-          Value a = select(b, loc, below, eps, args[0]);
-          Value isZero = arith::CmpFOp::create(
-              b, loc, arith::CmpFPredicate::OEQ, a, f32Const(b, loc, 0.0));
-          Value keepOne =
-              arith::OrIOp::create(b, loc, isZero, isInfOrNaN(b, loc, a));
-          Value scale =
-              arith::DivFOp::create(b, loc, f32Const(b, loc, fp8Max), a);
-          scale = select(b, loc, isInf(b, loc, scale),
-                         f32Const(b, loc, FLT_MAX), scale);
-          if (pow2) {
-            // Clearing the mantissa rounds down to a power of two.
-            Type i32 = b.getI32Type();
-            Value bits = arith::BitcastOp::create(b, loc, i32, scale);
-            Value mask =
-                arith::ConstantIntOp::create(b, loc, i32, int64_t(0xFF800000));
-            scale = arith::BitcastOp::create(
-                b, loc, b.getF32Type(),
-                arith::AndIOp::create(b, loc, bits, mask));
-          }
-          scale = select(b, loc, keepOne, f32Const(b, loc, 1.0), scale);
-          linalg::YieldOp::create(b, loc, scale);
+          linalg::YieldOp::create(
+              b, loc,
+              emitScaleFromAmax(b, loc, args[0], fp8Max, epsilon, pow2));
         });
     rewriter.replaceOp(op, generic.getResults());
     return success();
@@ -340,8 +341,8 @@ struct QuantizeOpLowering : OpConversionPattern<QuantizeOp> {
   LogicalResult
   matchAndRewrite(QuantizeOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (std::optional<std::string> reason = getCPUUnsupportedReason(op))
-      return rewriter.notifyMatchFailure(op, *reason);
+    if (op.getMode() != ScalingMode::per_tensor)
+      return rewriter.notifyMatchFailure(op, "a block scaling mode");
     Location loc = op.getLoc();
     Value input = adaptor.getInput();
     Value scale = adaptor.getScale();
@@ -387,8 +388,8 @@ struct DequantizeOpLowering : OpConversionPattern<DequantizeOp> {
   LogicalResult
   matchAndRewrite(DequantizeOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (std::optional<std::string> reason = getCPUUnsupportedReason(op))
-      return rewriter.notifyMatchFailure(op, *reason);
+    if (op.getMode() != ScalingMode::per_tensor)
+      return rewriter.notifyMatchFailure(op, "a block scaling mode");
     Location loc = op.getLoc();
     Value data = adaptor.getData();
     RankedTensorType resultType = op.getResult().getType();
@@ -408,6 +409,498 @@ struct DequantizeOpLowering : OpConversionPattern<DequantizeOp> {
                                   emitTruncFromF32(b, loc, value, elementType));
         });
     rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+/// GELU with the tanh approximation (cuBLASLt's and TE's epilogue), with
+/// tanh(y) = 1 - 2 / (exp(2y) + 1), which needs no libm and saturates
+/// correctly at both ends.
+Value emitGelu(OpBuilder &b, Location loc, Value x) {
+  Value cube =
+      arith::MulFOp::create(b, loc, x, arith::MulFOp::create(b, loc, x, x));
+  Value inner = arith::MulFOp::create(
+      b, loc, f32Const(b, loc, 0.7978845608028654),
+      arith::AddFOp::create(
+          b, loc, x,
+          arith::MulFOp::create(b, loc, f32Const(b, loc, 0.044715), cube)));
+  Value e = math::ExpOp::create(
+      b, loc, arith::MulFOp::create(b, loc, f32Const(b, loc, 2.0), inner));
+  Value tanh = arith::SubFOp::create(
+      b, loc, f32Const(b, loc, 1.0),
+      arith::DivFOp::create(
+          b, loc, f32Const(b, loc, 2.0),
+          arith::AddFOp::create(b, loc, e, f32Const(b, loc, 1.0))));
+  Value half = arith::MulFOp::create(b, loc, f32Const(b, loc, 0.5), x);
+  return arith::MulFOp::create(
+      b, loc, half, arith::AddFOp::create(b, loc, f32Const(b, loc, 1.0), tanh));
+}
+
+struct ScaledMatmulOpLowering : OpConversionPattern<ScaledMatmulOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ScaledMatmulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Type f32 = rewriter.getF32Type();
+    RankedTensorType dType = op.getD().getType();
+    int64_t m = dType.getDimSize(0), n = dType.getDimSize(1);
+    AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx),
+               k = getAffineDimExpr(2, ctx);
+
+    // acc[i, j] = sum_k A'[i, k] * B'[k, j] in f32; FP8 products are exact.
+    Value accInit =
+        tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{m, n}, f32);
+    accInit = linalg::FillOp::create(rewriter, loc,
+                                     f32Const(rewriter, loc, 0.0), accInit)
+                  .getResult(0);
+    SmallVector<AffineMap> matmulMaps = {
+        AffineMap::get(
+            3, 0, op.getTransposeA() ? ArrayRef{k, i} : ArrayRef{i, k}, ctx),
+        AffineMap::get(
+            3, 0, op.getTransposeB() ? ArrayRef{j, k} : ArrayRef{k, j}, ctx),
+        AffineMap::get(3, 0, {i, j}, ctx)};
+    SmallVector<utils::IteratorType> loops = {utils::IteratorType::parallel,
+                                              utils::IteratorType::parallel,
+                                              utils::IteratorType::reduction};
+    Value acc =
+        linalg::GenericOp::create(
+            rewriter, loc, accInit.getType(),
+            ValueRange{adaptor.getA(), adaptor.getB()}, accInit, matmulMaps,
+            loops,
+            [](OpBuilder &b, Location loc, ValueRange args) {
+              Value product =
+                  arith::MulFOp::create(b, loc, emitFP8ToF32(b, loc, args[0]),
+                                        emitFP8ToF32(b, loc, args[1]));
+              linalg::YieldOp::create(
+                  b, loc,
+                  arith::AddFOp::create(b, loc, args[2], product).getResult());
+            })
+            .getResult(0);
+
+    // Epilogue: D = gelu(acc * a_scale_inv * b_scale_inv + bias), then the
+    // output cast (FP8 through out_scale).
+    bool fp8Out = isFP8Type(dType.getElementType());
+    RankedTensorType epilogueType =
+        fp8Out ? RankedTensorType::get({m, n}, f32) : dType;
+    SmallVector<Value> inputs = {acc, adaptor.getAScaleInv(),
+                                 adaptor.getBScaleInv()};
+    AffineMap identity = rewriter.getMultiDimIdentityMap(2);
+    SmallVector<AffineMap> maps = {identity, scalarMap(ctx, 2),
+                                   scalarMap(ctx, 2)};
+    if (Value bias = adaptor.getBias()) {
+      inputs.push_back(bias);
+      maps.push_back(AffineMap::get(2, 0, {j}, ctx));
+    }
+    maps.push_back(identity);
+    bool gelu = op.getGelu();
+    bool hasBias = static_cast<bool>(adaptor.getBias());
+    Value init = tensor::EmptyOp::create(rewriter, loc, epilogueType.getShape(),
+                                         epilogueType.getElementType());
+    Value d =
+        linalg::GenericOp::create(
+            rewriter, loc, epilogueType, inputs, init, maps, parallelLoops(2),
+            [&](OpBuilder &b, Location loc, ValueRange args) {
+              Value alpha = arith::MulFOp::create(b, loc, args[1], args[2]);
+              Value value = arith::MulFOp::create(b, loc, args[0], alpha);
+              if (hasBias)
+                value = arith::AddFOp::create(b, loc, value,
+                                              emitExtToF32(b, loc, args[3]));
+              if (gelu)
+                value = emitGelu(b, loc, value);
+              linalg::YieldOp::create(
+                  b, loc,
+                  emitTruncFromF32(b, loc, value,
+                                   epilogueType.getElementType()));
+            })
+            .getResult(0);
+    if (!fp8Out) {
+      rewriter.replaceOp(op, d);
+      return success();
+    }
+    Value amax = buildAmax(rewriter, loc, d);
+    Value data = buildScaledCast(rewriter, loc, d, adaptor.getOutScale(), dType,
+                                 rewriter.getMultiDimIdentityMap(2), {0, 1});
+    rewriter.replaceOp(op, {data, amax});
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Block scaling (MXFP8 1x32, fp32 1x128 and 128x128 blocks)
+//===----------------------------------------------------------------------===//
+
+/// Every block mode is quantization of a 2-D matrix [rows, cols] in blocks of
+/// [blockRows, blockCols] (partial blocks at the edges included): MXFP8
+/// row-wise is [1, 32] over the tensor with its leading dims collapsed,
+/// column-wise [32, 1]; the fp32 modes are 2-D, and their column-wise copy is
+/// the row-wise quantization of the transpose.
+struct BlockShape {
+  int64_t rows, cols;
+};
+
+BlockShape getBlockShape(ScalingMode mode, bool mxfp8Columnwise) {
+  switch (mode) {
+  case ScalingMode::mxfp8_1x32:
+    return mxfp8Columnwise ? BlockShape{32, 1} : BlockShape{1, 32};
+  case ScalingMode::block_1x128:
+    return {1, 128};
+  case ScalingMode::block_128x128:
+    return {128, 128};
+  case ScalingMode::per_tensor:
+    break;
+  }
+  llvm_unreachable("not a block mode");
+}
+
+/// The reassociation between a rank-n static shape and its 2-D view
+/// [prod(leading), last].
+SmallVector<ReassociationIndices> reassociationTo2D(int64_t rank) {
+  if (rank == 1)
+    return {{0, 1}};
+  ReassociationIndices leading;
+  for (int64_t i = 0; i + 1 < rank; ++i)
+    leading.push_back(i);
+  return {leading, {rank - 1}};
+}
+
+/// `value` (static shape) viewed as 2-D [prod(leading dims), last dim].
+Value viewAs2D(OpBuilder &b, Location loc, Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  int64_t rank = type.getRank();
+  if (rank == 2)
+    return value;
+  int64_t cols = type.getShape().back(), rows = 1;
+  for (int64_t size : type.getShape().drop_back())
+    rows *= size;
+  auto matrix = RankedTensorType::get({rows, cols}, type.getElementType());
+  if (rank == 1)
+    return tensor::ExpandShapeOp::create(b, loc, matrix, value,
+                                         reassociationTo2D(1));
+  return tensor::CollapseShapeOp::create(b, loc, matrix, value,
+                                         reassociationTo2D(rank));
+}
+
+/// The inverse of viewAs2D: the 2-D `matrix` as `type`.
+Value viewAs(OpBuilder &b, Location loc, Value matrix, RankedTensorType type) {
+  int64_t rank = type.getRank();
+  if (rank == 2)
+    return matrix;
+  if (rank == 1)
+    return tensor::CollapseShapeOp::create(b, loc, type, matrix,
+                                           reassociationTo2D(1));
+  return tensor::ExpandShapeOp::create(b, loc, type, matrix,
+                                       reassociationTo2D(rank));
+}
+
+/// max |x| of every [block.rows, block.cols] block of the 2-D `matrix`, as
+/// an f32 [ceil(rows / block.rows), ceil(cols / block.cols)] tensor. Edge
+/// blocks are padded with zeros, which do not change a maximum magnitude.
+Value buildBlockAmax(OpBuilder &b, Location loc, Value matrix,
+                     BlockShape block) {
+  MLIRContext *ctx = b.getContext();
+  auto type = cast<RankedTensorType>(matrix.getType());
+  int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+  int64_t blockRows = llvm::divideCeil(rows, block.rows);
+  int64_t blockCols = llvm::divideCeil(cols, block.cols);
+  Type element = type.getElementType();
+  if (blockRows * block.rows != rows || blockCols * block.cols != cols) {
+    // Pad with a gather rather than tensor.pad, whose bufferized copy into a
+    // strided view needs MLIR's runtime library (memrefCopy).
+    auto padded = RankedTensorType::get(
+        {blockRows * block.rows, blockCols * block.cols}, element);
+    Value init = tensor::EmptyOp::create(b, loc, padded.getShape(), element);
+    Value source = matrix;
+    matrix = linalg::GenericOp::create(
+                 b, loc, padded, ValueRange{}, init,
+                 b.getMultiDimIdentityMap(2), parallelLoops(2),
+                 [&](OpBuilder &b, Location loc, ValueRange args) {
+                   Value i = linalg::IndexOp::create(b, loc, 0);
+                   Value j = linalg::IndexOp::create(b, loc, 1);
+                   auto index = [&](int64_t v) {
+                     return arith::ConstantIndexOp::create(b, loc, v);
+                   };
+                   Value inside = arith::AndIOp::create(
+                       b, loc,
+                       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                             i, index(rows)),
+                       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                             j, index(cols)));
+                   Value clampedI =
+                       arith::MinUIOp::create(b, loc, i, index(rows - 1));
+                   Value clampedJ =
+                       arith::MinUIOp::create(b, loc, j, index(cols - 1));
+                   Value value = tensor::ExtractOp::create(
+                       b, loc, source, ValueRange{clampedI, clampedJ});
+                   Value zero = arith::ConstantOp::create(
+                       b, loc, b.getZeroAttr(element));
+                   linalg::YieldOp::create(
+                       b, loc,
+                       arith::SelectOp::create(b, loc, inside, value, zero)
+                           .getResult());
+                 })
+                 .getResult(0);
+  }
+  auto blocked = RankedTensorType::get(
+      {blockRows, block.rows, blockCols, block.cols}, element);
+  matrix =
+      tensor::ExpandShapeOp::create(b, loc, blocked, matrix, {{0, 1}, {2, 3}});
+  Type i32 = b.getI32Type();
+  Value init = tensor::EmptyOp::create(
+      b, loc, ArrayRef<int64_t>{blockRows, blockCols}, i32);
+  Value zeroBits = arith::ConstantIntOp::create(b, loc, i32, 0);
+  init = linalg::FillOp::create(b, loc, zeroBits, init).getResult(0);
+  AffineExpr d0 = getAffineDimExpr(0, ctx), d2 = getAffineDimExpr(2, ctx);
+  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(4),
+                                 AffineMap::get(4, 0, {d0, d2}, ctx)};
+  SmallVector<utils::IteratorType> loops = {
+      utils::IteratorType::parallel, utils::IteratorType::reduction,
+      utils::IteratorType::parallel, utils::IteratorType::reduction};
+  // The unsigned max over the bits of |x|: see buildAmax.
+  Value bits =
+      linalg::GenericOp::create(
+          b, loc, init.getType(), matrix, init, maps, loops,
+          [](OpBuilder &b, Location loc, ValueRange args) {
+            Type i32 = b.getI32Type();
+            Value value = arith::BitcastOp::create(
+                b, loc, i32, emitExtToF32(b, loc, args[0]));
+            Value magnitude = arith::AndIOp::create(
+                b, loc, value,
+                arith::ConstantIntOp::create(b, loc, i32, 0x7FFFFFFF));
+            linalg::YieldOp::create(
+                b, loc,
+                arith::MaxUIOp::create(b, loc, args[1], magnitude).getResult());
+          })
+          .getResult(0);
+  Value result = tensor::EmptyOp::create(
+      b, loc, ArrayRef<int64_t>{blockRows, blockCols}, b.getF32Type());
+  SmallVector<AffineMap> identity(2, b.getMultiDimIdentityMap(2));
+  return linalg::GenericOp::create(
+             b, loc, result.getType(), bits, result, identity, parallelLoops(2),
+             [](OpBuilder &b, Location loc, ValueRange args) {
+               linalg::YieldOp::create(
+                   b, loc,
+                   arith::BitcastOp::create(b, loc, b.getF32Type(), args[0])
+                       .getResult());
+             })
+      .getResult(0);
+}
+
+/// The map from an element (i, j) of the matrix to its block's scale.
+AffineMap blockOfElementMap(MLIRContext *ctx, BlockShape block) {
+  return AffineMap::get(2, 0,
+                        {getAffineDimExpr(0, ctx).floorDiv(block.rows),
+                         getAffineDimExpr(1, ctx).floorDiv(block.cols)},
+                        ctx);
+}
+
+/// MXFP8's E8M0 scale of a block: the smallest power of two 2^(e - 127) that
+/// is >= amax / fp8_max (amax times TE's f32 reciprocal of fp8_max),
+/// e clamped to 254; NaN gives e = 255. Returns (e as i32, 2^(127 - e)).
+std::pair<Value, Value> emitE8M0Scale(OpBuilder &b, Location loc, Value amax,
+                                      double fp8Max) {
+  Type i32 = b.getI32Type();
+  auto c = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i32, v);
+  };
+  Value ratio = arith::MulFOp::create(
+      b, loc, amax, f32Const(b, loc, static_cast<float>(1.0 / fp8Max)));
+  Value bits = arith::BitcastOp::create(b, loc, i32, ratio);
+  Value exponent = arith::ShRUIOp::create(b, loc, bits, c(23));
+  Value mantissa = arith::AndIOp::create(b, loc, bits, c(0x7FFFFF));
+  auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  };
+  // Round up unless the ratio is a power of two, or a subnormal at most
+  // 2^-127 (which e = 0 already covers).
+  Value inexact = cmp(arith::CmpIPredicate::ne, mantissa, c(0));
+  Value subnormalCovered = arith::AndIOp::create(
+      b, loc, cmp(arith::CmpIPredicate::eq, exponent, c(0)),
+      cmp(arith::CmpIPredicate::ule, mantissa, c(0x400000)));
+  Value roundUp = arith::AndIOp::create(
+      b, loc, inexact,
+      arith::XOrIOp::create(
+          b, loc, subnormalCovered,
+          arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)));
+  Value e = arith::AddIOp::create(b, loc, exponent,
+                                  arith::ExtUIOp::create(b, loc, i32, roundUp));
+  e = arith::MinUIOp::create(b, loc, e, c(254));
+  Value isNaN =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, ratio, ratio);
+  e = arith::SelectOp::create(b, loc, isNaN, c(255), e);
+  // 2^(127 - e): a normal f32 for e <= 253, the subnormal 2^-127 for 254.
+  Value normal = arith::ShLIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, c(254), e), c(23));
+  Value multiplierBits = arith::SelectOp::create(
+      b, loc, cmp(arith::CmpIPredicate::eq, e, c(254)), c(0x00400000), normal);
+  multiplierBits =
+      arith::SelectOp::create(b, loc, isNaN, c(0x7FC00000), multiplierBits);
+  return {e, arith::BitcastOp::create(b, loc, b.getF32Type(), multiplierBits)};
+}
+
+/// The value 2^(e - 127) of an E8M0 scale (NaN for e = 255), exact.
+Value emitE8M0ToF32(OpBuilder &b, Location loc, Value code) {
+  Type i32 = b.getI32Type();
+  auto c = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i32, v);
+  };
+  Value e = arith::ExtUIOp::create(
+      b, loc, i32, arith::BitcastOp::create(b, loc, b.getI8Type(), code));
+  Value bits = arith::ShLIOp::create(b, loc, e, c(23));
+  bits = arith::SelectOp::create(
+      b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, e, c(0)),
+      c(0x00400000), bits);
+  bits = arith::SelectOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, e, c(255)),
+      c(0x7FC00000), bits);
+  return arith::BitcastOp::create(b, loc, b.getF32Type(), bits);
+}
+
+/// Quantizes the 2-D `matrix` in `block`s; returns (data [rows, cols] of
+/// `fp8Type`, scale_inv [block rows, block cols] of `scaleType`).
+std::pair<Value, Value> buildBlockQuantize(OpBuilder &b, Location loc,
+                                           QuantizeOp op, Value matrix,
+                                           BlockShape block, FloatType fp8Type,
+                                           Type scaleType) {
+  MLIRContext *ctx = b.getContext();
+  double fp8Max = *getFP8Max(fp8Type);
+  bool mxfp8 = op.getMode() == ScalingMode::mxfp8_1x32;
+  float epsilon = op.getEpsilon().convertToFloat();
+  bool pow2 = op.getPow2Scales();
+  Value amax = buildBlockAmax(b, loc, matrix, block);
+  auto amaxType = cast<RankedTensorType>(amax.getType());
+
+  // Per block: the scale_inv result and the multiplier applied to the data.
+  Value scaleInit =
+      tensor::EmptyOp::create(b, loc, amaxType.getShape(), scaleType);
+  Value multiplierInit =
+      tensor::EmptyOp::create(b, loc, amaxType.getShape(), b.getF32Type());
+  SmallVector<AffineMap> maps(3, b.getMultiDimIdentityMap(2));
+  auto perBlock = linalg::GenericOp::create(
+      b, loc, TypeRange{scaleInit.getType(), multiplierInit.getType()}, amax,
+      ValueRange{scaleInit, multiplierInit}, maps, parallelLoops(2),
+      [&](OpBuilder &b, Location loc, ValueRange args) {
+        if (mxfp8) {
+          auto [e, multiplier] = emitE8M0Scale(b, loc, args[0], fp8Max);
+          Value code = arith::BitcastOp::create(
+              b, loc, scaleType,
+              arith::TruncIOp::create(b, loc, b.getI8Type(), e));
+          linalg::YieldOp::create(b, loc, ValueRange{code, multiplier});
+          return;
+        }
+        Value scale = emitScaleFromAmax(b, loc, args[0], fp8Max, epsilon, pow2);
+        Value scaleInv =
+            arith::DivFOp::create(b, loc, f32Const(b, loc, 1.0), scale);
+        linalg::YieldOp::create(b, loc, ValueRange{scaleInv, scale});
+      });
+
+  auto matrixType = cast<RankedTensorType>(matrix.getType());
+  auto dataType = RankedTensorType::get(matrixType.getShape(), fp8Type);
+  Value dataInit =
+      tensor::EmptyOp::create(b, loc, dataType.getShape(), fp8Type);
+  SmallVector<AffineMap> dataMaps = {b.getMultiDimIdentityMap(2),
+                                     blockOfElementMap(ctx, block),
+                                     b.getMultiDimIdentityMap(2)};
+  Value data = linalg::GenericOp::create(
+                   b, loc, dataType, ValueRange{matrix, perBlock.getResult(1)},
+                   dataInit, dataMaps, parallelLoops(2),
+                   [&](OpBuilder &b, Location loc, ValueRange args) {
+                     Value scaled = arith::MulFOp::create(
+                         b, loc, emitExtToF32(b, loc, args[0]), args[1]);
+                     linalg::YieldOp::create(
+                         b, loc, emitF32ToFP8(b, loc, scaled, fp8Type));
+                   })
+                   .getResult(0);
+  return {data, perBlock.getResult(0)};
+}
+
+struct BlockQuantizeOpLowering : OpConversionPattern<QuantizeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(QuantizeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ScalingMode mode = op.getMode();
+    if (mode == ScalingMode::per_tensor)
+      return rewriter.notifyMatchFailure(op, "per-tensor quantization");
+    if (std::optional<std::string> reason = getCPUUnsupportedReason(op))
+      return rewriter.notifyMatchFailure(op, *reason);
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    bool mxfp8 = mode == ScalingMode::mxfp8_1x32;
+    SmallVector<Value> results;
+    auto emitCopy = [&](Value data, Value scaleInv, bool columnwise) {
+      auto dataType = cast<RankedTensorType>(data.getType());
+      auto scaleType = cast<RankedTensorType>(scaleInv.getType());
+      auto fp8Type = cast<FloatType>(dataType.getElementType());
+      Value matrix = viewAs2D(rewriter, loc, input);
+      if (columnwise && !mxfp8) {
+        // Stored transposed: the row-wise quantization of the transpose.
+        auto type = cast<RankedTensorType>(matrix.getType());
+        Value init = tensor::EmptyOp::create(
+            rewriter, loc,
+            ArrayRef<int64_t>{type.getDimSize(1), type.getDimSize(0)},
+            type.getElementType());
+        matrix = linalg::TransposeOp::create(rewriter, loc, matrix, init,
+                                             ArrayRef<int64_t>{1, 0})
+                     .getResult()[0];
+      }
+      BlockShape block = getBlockShape(mode, mxfp8 && columnwise);
+      auto [quantized, scales] =
+          buildBlockQuantize(rewriter, loc, op, matrix, block, fp8Type,
+                             scaleType.getElementType());
+      results.push_back(viewAs(rewriter, loc, quantized, dataType));
+      results.push_back(viewAs(rewriter, loc, scales, scaleType));
+    };
+    if (op.hasRowwise())
+      emitCopy(op.getData(), op.getScaleInv(), /*columnwise=*/false);
+    if (op.hasColumnwise())
+      emitCopy(op.getColumnwiseData(), op.getColumnwiseScaleInv(),
+               /*columnwise=*/true);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct BlockDequantizeOpLowering : OpConversionPattern<DequantizeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(DequantizeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ScalingMode mode = op.getMode();
+    if (mode == ScalingMode::per_tensor)
+      return rewriter.notifyMatchFailure(op, "per-tensor dequantization");
+    if (std::optional<std::string> reason = getCPUUnsupportedReason(op))
+      return rewriter.notifyMatchFailure(op, *reason);
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    bool mxfp8 = mode == ScalingMode::mxfp8_1x32;
+    BlockShape block = getBlockShape(mode, mxfp8 && op.getColumnwise());
+    Value data = viewAs2D(rewriter, loc, adaptor.getData());
+    Value scales = viewAs2D(rewriter, loc, adaptor.getScaleInv());
+    RankedTensorType resultType = op.getResult().getType();
+    Type element = resultType.getElementType();
+    auto matrixType = RankedTensorType::get(
+        cast<RankedTensorType>(data.getType()).getShape(), element);
+    Value init =
+        tensor::EmptyOp::create(rewriter, loc, matrixType.getShape(), element);
+    SmallVector<AffineMap> maps = {rewriter.getMultiDimIdentityMap(2),
+                                   blockOfElementMap(ctx, block),
+                                   rewriter.getMultiDimIdentityMap(2)};
+    Value matrix =
+        linalg::GenericOp::create(
+            rewriter, loc, matrixType, ValueRange{data, scales}, init, maps,
+            parallelLoops(2),
+            [&](OpBuilder &b, Location loc, ValueRange args) {
+              Value scaleInv = mxfp8 ? emitE8M0ToF32(b, loc, args[1]) : args[1];
+              Value value = arith::MulFOp::create(
+                  b, loc, emitFP8ToF32(b, loc, args[0]), scaleInv);
+              linalg::YieldOp::create(b, loc,
+                                      emitTruncFromF32(b, loc, value, element));
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, viewAs(rewriter, loc, matrix, resultType));
     return success();
   }
 };
@@ -451,6 +944,8 @@ void mlir::te::populateTEToLinalgConversionPatterns(
     RewritePatternSet &patterns) {
   patterns.add<AmaxOpLowering, ComputeScaleOpLowering,
                UpdateDelayedScalingOpLowering, QuantizeOpLowering,
-               DequantizeOpLowering>(patterns.getContext());
+               DequantizeOpLowering, ScaledMatmulOpLowering,
+               BlockQuantizeOpLowering, BlockDequantizeOpLowering>(
+      patterns.getContext());
   populateAttentionLoweringPatterns(patterns);
 }

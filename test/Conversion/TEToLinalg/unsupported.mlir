@@ -23,9 +23,9 @@ func.func @attention_dropout(%q: tensor<1x8x2x16xf32>, %rng: tensor<2xi64>) -> t
 
 // -----
 
-func.func @mxfp8(%x: tensor<4x64xbf16>) -> (tensor<4x64xf8E4M3FN>, tensor<4x2xf8E8M0FNU>) {
-  // expected-error @+1 {{te.quantize mode mxfp8_1x32 has no CPU lowering yet}}
-  %d, %s = te.quantize %x mode mxfp8_1x32
-      : tensor<4x64xbf16> -> tensor<4x64xf8E4M3FN>, tensor<4x2xf8E8M0FNU>
-  return %d, %s : tensor<4x64xf8E4M3FN>, tensor<4x2xf8E8M0FNU>
+te.process_group @tp size 2
+func.func @all_reduce(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{te.all_reduce has no CPU lowering yet}}
+  %y = te.all_reduce %x group @tp : tensor<4xf32>
+  return %y : tensor<4xf32>
 }

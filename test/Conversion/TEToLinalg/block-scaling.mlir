@@ -1,0 +1,55 @@
+// Block scaling lowers to a per-block amax (a reduction over the matrix
+// reshaped into blocks), per-block scales, and a cast that reads each
+// element's block scale through a floordiv map.
+// RUN: te-opt %s -split-input-file --convert-te-to-linalg --canonicalize | FileCheck %s
+
+// CHECK-DAG: #[[BLOCK:.*]] = affine_map<(d0, d1) -> (d0, d1 floordiv 32)>
+// CHECK-LABEL: func @mxfp8_rowwise
+// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2, 3]] {{.*}} : tensor<64x64xf32> into tensor<64x1x2x32xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction", "parallel", "reduction"]
+// CHECK: arith.maxui
+// E8M0: the exponent of amax / 448, rounded up.
+// CHECK: arith.shrui %{{.*}}, %c23_i32
+// CHECK: arith.trunci %{{.*}} : i32 to i8
+// CHECK: arith.bitcast %{{.*}} : i8 to f8E8M0FNU
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[BLOCK]], #{{.*}}]
+// CHECK: arith.bitcast %{{.*}} : i8 to f8E4M3FN
+func.func @mxfp8_rowwise(%x: tensor<64x64xf32>) -> (tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU>) {
+  %d, %s = te.quantize %x mode mxfp8_1x32 : tensor<64x64xf32> -> tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU>
+  return %d, %s : tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU>
+}
+
+// -----
+
+// Partial 128x128 blocks: the matrix is padded with zeros (by a gather, so
+// no strided copy is left for the runtime) before the block reduction.
+// CHECK-LABEL: func @block_128x128_partial
+// CHECK: linalg.index 0
+// CHECK: arith.minui
+// CHECK: tensor.extract
+// CHECK: tensor.expand_shape {{.*}} : tensor<256x256xbf16> into tensor<2x128x2x128xbf16>
+func.func @block_128x128_partial(%x: tensor<200x130xbf16>) -> (tensor<200x130xf8E4M3FN>, tensor<2x2xf32>) {
+  %d, %s = te.quantize %x mode block_128x128 : tensor<200x130xbf16> -> tensor<200x130xf8E4M3FN>, tensor<2x2xf32>
+  return %d, %s : tensor<200x130xf8E4M3FN>, tensor<2x2xf32>
+}
+
+// -----
+
+// scaled_matmul: an f32 contraction of decoded FP8 operands (B transposed),
+// then the epilogue: alpha = a_scale_inv * b_scale_inv, bias, output cast.
+// CHECK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-DAG: #[[BT:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-LABEL: func @gemm
+// CHECK: linalg.generic {indexing_maps = [#[[A]], #[[BT]], #{{.*}}], iterator_types = ["parallel", "parallel", "reduction"]}
+// CHECK: arith.addf
+// CHECK: linalg.generic
+// CHECK: arith.mulf
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+func.func @gemm(%a: tensor<16x32xf8E4M3FN>, %b: tensor<8x32xf8E4M3FN>, %sa: tensor<f32>,
+                %sb: tensor<f32>, %bias: tensor<8xbf16>) -> tensor<16x8xbf16> {
+  %d = te.scaled_matmul %a, %b scales(%sa, %sb) bias(%bias) transpose_b
+      : tensor<16x32xf8E4M3FN>, tensor<8x32xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<8xbf16>
+      -> tensor<16x8xbf16>
+  return %d : tensor<16x8xbf16>
+}
