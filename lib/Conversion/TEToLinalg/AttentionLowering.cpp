@@ -108,6 +108,318 @@ Value readBroadcast(OpBuilder &b, Location loc, Value tensor,
   return tensor::ExtractOp::create(b, loc, tensor, actual);
 }
 
+/// Everything about an attention op (forward or backward) that the loops
+/// need, with the operands already converted.
+struct AttentionConfig {
+  QKVLayout layout;
+  MaskKind maskKind;
+  bool thd, padding, causal, bottomRight;
+  int64_t windowLeft, windowRight;
+  BiasKind biasKind;
+  SoftmaxKind softmax;
+  float scale;
+  int64_t batches, seqQ, headsQ, seqKV, headsKV, numSequences;
+  Value q, k, v, cuQ, cuKV, offQ, offKV, lenQ, lenKV, mask, bias, slopes,
+      softmaxOffset;
+
+  template <typename OpT>
+  static AttentionConfig get(OpT op, typename OpT::Adaptor adaptor) {
+    AttentionConfig c;
+    c.layout = op.getLayout();
+    c.maskKind = op.getMaskKind();
+    c.thd = c.layout == QKVLayout::thd;
+    c.padding = isPaddingMask(c.maskKind) || c.thd;
+    c.causal = isCausalMask(c.maskKind);
+    c.bottomRight = isBottomRightMask(c.maskKind);
+    std::tie(c.windowLeft, c.windowRight) = op.getWindowBounds();
+    c.biasKind = op.getBiasKind();
+    c.softmax = op.getSoftmaxKind();
+    c.scale = static_cast<float>(*op.getEffectiveScale());
+    c.q = adaptor.getQ();
+    c.k = adaptor.getK();
+    c.v = adaptor.getV();
+    c.cuQ = adaptor.getCuSeqlensQ();
+    c.cuKV = adaptor.getCuSeqlensKv();
+    c.offQ = adaptor.getSeqOffsetsQ();
+    c.offKV = adaptor.getSeqOffsetsKv();
+    c.lenQ = adaptor.getSeqlensQ();
+    c.lenKV = adaptor.getSeqlensKv();
+    c.mask = adaptor.getMask();
+    c.bias = adaptor.getBias();
+    c.slopes = adaptor.getAlibiSlopes();
+    c.softmaxOffset = adaptor.getSoftmaxOffset();
+    std::array<int64_t, 3> qDims = c.dims(c.q), kDims = c.dims(c.k);
+    c.batches = qDims[0];
+    c.seqQ = qDims[1];
+    c.headsQ = qDims[2];
+    c.seqKV = kDims[1];
+    c.headsKV = kDims[2];
+    c.numSequences =
+        c.thd ? cast<RankedTensorType>(c.cuQ.getType()).getDimSize(0) - 1
+              : c.batches;
+    return c;
+  }
+
+  /// (batch, sequence length, heads) of a Q/K/V tensor; thd: (1, tokens, h).
+  std::array<int64_t, 3> dims(Value tensor) const {
+    ArrayRef<int64_t> s = cast<RankedTensorType>(tensor.getType()).getShape();
+    switch (layout) {
+    case QKVLayout::bshd:
+      return {s[0], s[1], s[2]};
+    case QKVLayout::sbhd:
+      return {s[1], s[0], s[2]};
+    case QKVLayout::bhsd:
+      return {s[0], s[2], s[1]};
+    case QKVLayout::thd:
+      return {1, s[0], s[1]};
+    }
+    llvm_unreachable("unknown layout");
+  }
+
+  /// Indices of the LSE element of (batch, row, head).
+  SmallVector<Value> lseIndices(Value batch, Value row, Value head,
+                                Value zero) const {
+    if (thd)
+      return {row, head, zero};
+    return {batch, head, row, zero};
+  }
+};
+
+/// Where a query row sits and which keys it sees: positions [lo, hi) of its
+/// sequence, whose keys start at token `kvBase`.
+struct RowGeometry {
+  Value sequence, position, shift, kvBase, lo, hi;
+};
+
+RowGeometry computeRowGeometry(OpBuilder &b, Location loc,
+                               const AttentionConfig &c, Value batch,
+                               Value row) {
+  IndexMath im{b, loc};
+  Value zero = im.c(0);
+  Value sequence = batch, position = row, lenQ = im.c(c.seqQ),
+        lenKV = im.c(c.seqKV), kvBase = zero;
+  if (c.thd) {
+    // Linear search: the sequence whose q tokens contain `row`. A token of
+    // no sequence keeps lenKV = 0 (no keys: a zero row).
+    SmallVector<Value> init = {zero, zero, zero, zero, zero};
+    auto search = scf::ForOp::create(
+        b, loc, zero, im.c(c.numSequences), im.c(1), init,
+        [&](OpBuilder &b, Location loc, Value n, ValueRange found) {
+          IndexMath im{b, loc};
+          Value next = im.add(n, im.c(1));
+          Value qLen = im.sub(im.load(c.cuQ, next), im.load(c.cuQ, n));
+          Value kvLen = im.sub(im.load(c.cuKV, next), im.load(c.cuKV, n));
+          Value qStart = c.offQ ? im.load(c.offQ, n) : im.load(c.cuQ, n);
+          Value kvStart = c.offKV ? im.load(c.offKV, n) : im.load(c.cuKV, n);
+          Value inside = arith::AndIOp::create(
+              b, loc, im.le(qStart, row), im.lt(row, im.add(qStart, qLen)));
+          SmallVector<Value> chosen = {
+              im.select(inside, n, found[0]),
+              im.select(inside, im.sub(row, qStart), found[1]),
+              im.select(inside, qLen, found[2]),
+              im.select(inside, kvLen, found[3]),
+              im.select(inside, kvStart, found[4])};
+          scf::YieldOp::create(b, loc, chosen);
+        });
+    sequence = search.getResult(0);
+    position = search.getResult(1);
+    lenQ = search.getResult(2);
+    lenKV = search.getResult(3);
+    kvBase = search.getResult(4);
+  } else if (isPaddingMask(c.maskKind)) {
+    lenQ = im.load(c.lenQ, batch);
+    lenKV = im.load(c.lenKV, batch);
+  }
+
+  Value shift = im.sub(lenKV, lenQ);
+  Value lo = zero;
+  Value hi = c.padding ? lenKV : im.c(c.seqKV);
+  if (c.causal)
+    hi = im.min(
+        hi, im.add(position, c.bottomRight ? im.add(shift, im.c(1)) : im.c(1)));
+  Value windowShift = c.bottomRight ? shift : zero;
+  if (c.windowLeft >= 0)
+    lo = im.max(lo, im.sub(im.add(position, windowShift), im.c(c.windowLeft)));
+  if (c.windowRight >= 0)
+    hi = im.min(hi,
+                im.add(im.add(position, windowShift), im.c(c.windowRight + 1)));
+  if (c.padding) // query rows past the sequence see nothing
+    hi = im.select(im.lt(position, lenQ), hi, lo);
+  hi = im.max(hi, lo);
+  return {sequence, position, shift, kvBase, lo, hi};
+}
+
+/// The bias element of (row, key) as f32.
+Value readBias(OpBuilder &b, Location loc, const AttentionConfig &c,
+               const RowGeometry &g, Value head, Value key) {
+  return emitExtToF32(
+      b, loc,
+      readBroadcast(b, loc, c.bias, {g.sequence, head, g.position, key}));
+}
+
+/// The logit x of (row, key) from q . k (`dot`), the scale and the bias.
+Value emitLogit(OpBuilder &b, Location loc, const AttentionConfig &c,
+                const RowGeometry &g, Value head, Value key, Value dot) {
+  IndexMath im{b, loc};
+  Value scale =
+      arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(c.scale));
+  if (c.biasKind == BiasKind::pre_scale)
+    return arith::MulFOp::create(
+        b, loc,
+        arith::AddFOp::create(b, loc, dot, readBias(b, loc, c, g, head, key)),
+        scale);
+  Value logit = arith::MulFOp::create(b, loc, dot, scale);
+  if (c.biasKind == BiasKind::post_scale)
+    logit =
+        arith::AddFOp::create(b, loc, logit, readBias(b, loc, c, g, head, key));
+  if (c.biasKind == BiasKind::alibi) {
+    SmallVector<Value> at = {head};
+    if (cast<RankedTensorType>(c.slopes.getType()).getRank() == 2)
+      at = {g.sequence, head};
+    Value slope = tensor::ExtractOp::create(b, loc, c.slopes, at);
+    // -slope * |j - i - (len_kv - len_q)|, bottom-right aligned.
+    Value distance = im.sub(key, im.add(g.position, g.shift));
+    Value magnitude = im.max(distance, im.sub(im.c(0), distance));
+    Value distanceF = arith::UIToFPOp::create(
+        b, loc, b.getF32Type(),
+        arith::IndexCastOp::create(b, loc, b.getI64Type(), magnitude));
+    logit = arith::SubFOp::create(
+        b, loc, logit, arith::MulFOp::create(b, loc, slope, distanceF));
+  }
+  return logit;
+}
+
+/// log of the extra softmax denominator term: 0 (e^0) for off_by_one,
+/// alpha_h for learnable; null for vanilla.
+Value emitExtraLogit(OpBuilder &b, Location loc, const AttentionConfig &c,
+                     Value head) {
+  if (c.softmax == SoftmaxKind::vanilla)
+    return {};
+  if (c.softmax == SoftmaxKind::off_by_one)
+    return f32Const(b, loc, 0.0);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  return tensor::ExtractOp::create(b, loc, c.softmaxOffset,
+                                   ValueRange{zero, head, zero, zero});
+}
+
+using KeyBody = function_ref<SmallVector<Value>(OpBuilder &, Location,
+                                                Value key, ValueRange state)>;
+
+/// Runs `body` for each visible key of a row, carrying `init`; with an
+/// arbitrary mask, excluded keys keep the carried values.
+scf::ForOp forEachVisibleKey(OpBuilder &b, Location loc,
+                             const AttentionConfig &c, const RowGeometry &g,
+                             Value head, ValueRange init, KeyBody body) {
+  return scf::ForOp::create(
+      b, loc, g.lo, g.hi, arith::ConstantIndexOp::create(b, loc, 1), init,
+      [&](OpBuilder &b, Location loc, Value key, ValueRange state) {
+        if (!c.mask) {
+          scf::YieldOp::create(b, loc, body(b, loc, key, state));
+          return;
+        }
+        Value excluded =
+            readBroadcast(b, loc, c.mask, {g.sequence, head, g.position, key});
+        auto ifOp = scf::IfOp::create(
+            b, loc, excluded,
+            [&](OpBuilder &b, Location loc) {
+              scf::YieldOp::create(b, loc, state);
+            },
+            [&](OpBuilder &b, Location loc) {
+              scf::YieldOp::create(b, loc, body(b, loc, key, state));
+            });
+        scf::YieldOp::create(b, loc, ifOp.getResults());
+      });
+}
+
+using RowBody = function_ref<SmallVector<Value>(
+    OpBuilder &, Location, Value batch, Value head, Value kvHead, Value row,
+    ValueRange carried)>;
+
+/// for batch, head, row: `body` updates the carried tensors.
+SmallVector<Value> forEachRow(OpBuilder &b, Location loc,
+                              const AttentionConfig &c, ValueRange init,
+                              RowBody body) {
+  IndexMath im{b, loc};
+  Value zero = im.c(0), one = im.c(1);
+  Value groupSize = im.c(c.headsQ / c.headsKV);
+  auto batchLoop = scf::ForOp::create(
+      b, loc, zero, im.c(c.thd ? 1 : c.batches), one, init,
+      [&](OpBuilder &b, Location loc, Value batch, ValueRange batchIter) {
+        auto headLoop = scf::ForOp::create(
+            b, loc, zero, im.c(c.headsQ), one, batchIter,
+            [&](OpBuilder &b, Location loc, Value head, ValueRange headIter) {
+              IndexMath im{b, loc};
+              Value kvHead = im.div(head, groupSize);
+              auto rowLoop = scf::ForOp::create(
+                  b, loc, zero, im.c(c.seqQ), one, headIter,
+                  [&](OpBuilder &b, Location loc, Value row,
+                      ValueRange rowIter) {
+                    scf::YieldOp::create(
+                        b, loc,
+                        body(b, loc, batch, head, kvHead, row, rowIter));
+                  });
+              scf::YieldOp::create(b, loc, rowLoop.getResults());
+            });
+        scf::YieldOp::create(b, loc, headLoop.getResults());
+      });
+  return batchLoop.getResults();
+}
+
+Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                   Type element, TypedAttr value) {
+  Value empty = tensor::EmptyOp::create(b, loc, shape, element);
+  Value fill = arith::ConstantOp::create(b, loc, value);
+  return linalg::FillOp::create(b, loc, fill, empty).getResult(0);
+}
+
+/// The f32 accumulator `acc` rounded to `type`'s element type.
+Value castAccumulator(OpBuilder &b, Location loc, Value acc,
+                      RankedTensorType type) {
+  if (type.getElementType().isF32())
+    return acc;
+  Value init =
+      tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+  SmallVector<AffineMap> maps(2, b.getMultiDimIdentityMap(type.getRank()));
+  SmallVector<utils::IteratorType> loops(type.getRank(),
+                                         utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, type, acc, init, maps, loops,
+             [&](OpBuilder &b, Location loc, ValueRange args) {
+               linalg::YieldOp::create(
+                   b, loc,
+                   emitTruncFromF32(b, loc, args[0], type.getElementType()));
+             })
+      .getResult(0);
+}
+
+/// Adds `delta` (vector<d x f32>) to the row at `indices` of the f32 tensor
+/// `acc`.
+Value accumulateRow(OpBuilder &b, Location loc, Value acc,
+                    ArrayRef<Value> indices, Value delta) {
+  Value sum =
+      arith::AddFOp::create(b, loc, readRow(b, loc, acc, indices), delta);
+  return vector::TransferWriteOp::create(b, loc, sum, acc, indices,
+                                         ArrayRef<bool>{true})
+      .getResult();
+}
+
+Value accumulateElement(OpBuilder &b, Location loc, Value acc,
+                        ArrayRef<Value> indices, Value delta) {
+  Value current = tensor::ExtractOp::create(b, loc, acc, indices);
+  Value sum = arith::AddFOp::create(b, loc, current, delta);
+  return tensor::InsertOp::create(b, loc, sum, acc, indices);
+}
+
+Value dotProduct(OpBuilder &b, Location loc, Value x, Value y) {
+  return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
+                                     arith::MulFOp::create(b, loc, x, y),
+                                     arith::FastMathFlags::reassoc);
+}
+
+Value splat(OpBuilder &b, Location loc, Value scalar, VectorType type) {
+  return vector::BroadcastOp::create(b, loc, type, scalar);
+}
+
 struct AttentionOpLowering : OpConversionPattern<AttentionOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -118,271 +430,73 @@ struct AttentionOpLowering : OpConversionPattern<AttentionOp> {
       return rewriter.notifyMatchFailure(op, *reason);
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
-    IndexMath im{b, loc};
-    Type f32 = b.getF32Type();
-
-    QKVLayout layout = op.getLayout();
-    bool thd = layout == QKVLayout::thd;
-    MaskKind mask = op.getMaskKind();
-    bool padding = isPaddingMask(mask) || thd;
-    bool causal = isCausalMask(mask);
-    bool bottomRight = isBottomRightMask(mask);
-    std::pair<int64_t, int64_t> window = op.getWindowBounds();
-    int64_t windowLeft = window.first, windowRight = window.second;
-    BiasKind biasKind = op.getBiasKind();
-    SoftmaxKind softmax = op.getSoftmaxKind();
-    float scale = static_cast<float>(*op.getEffectiveScale());
-
-    Value q = adaptor.getQ(), k = adaptor.getK();
-    auto qType = cast<RankedTensorType>(q.getType());
-    auto kType = cast<RankedTensorType>(k.getType());
+    AttentionConfig c = AttentionConfig::get(op, adaptor);
     RankedTensorType oType = op.getO().getType();
-    auto dims = [&](RankedTensorType type) {
-      ArrayRef<int64_t> s = type.getShape();
-      switch (layout) {
-      case QKVLayout::bshd:
-        return std::array<int64_t, 3>{s[0], s[1], s[2]};
-      case QKVLayout::sbhd:
-        return std::array<int64_t, 3>{s[1], s[0], s[2]};
-      case QKVLayout::bhsd:
-        return std::array<int64_t, 3>{s[0], s[2], s[1]};
-      case QKVLayout::thd:
-        return std::array<int64_t, 3>{1, s[0], s[1]};
-      }
-      llvm_unreachable("unknown layout");
-    };
-    std::array<int64_t, 3> qDims = dims(qType);
-    int64_t batches = qDims[0], seqQ = qDims[1], headsQ = qDims[2];
-    int64_t seqKV = dims(kType)[1], headsKV = dims(kType)[2];
-    int64_t numSequences =
-        thd ? cast<RankedTensorType>(adaptor.getCuSeqlensQ().getType())
-                      .getDimSize(0) -
-                  1
-            : batches;
+    Type f32 = b.getF32Type();
+    auto accType = VectorType::get({oType.getShape().back()}, f32);
 
-    Value zero = im.c(0), one = im.c(1);
-    Value negInf = f32Const(b, loc, -INFINITY);
+    // Every row is written below; the fills only give the loops a start.
+    SmallVector<Value> results = {
+        filledTensor(b, loc, oType.getShape(), oType.getElementType(),
+                     cast<TypedAttr>(b.getZeroAttr(oType.getElementType())))};
+    if (Value lse = op.getLse())
+      results.push_back(
+          filledTensor(b, loc, cast<RankedTensorType>(lse.getType()).getShape(),
+                       f32, b.getF32FloatAttr(-INFINITY)));
 
-    // Results start as zeros / -inf; every row is written below.
-    Value out = tensor::EmptyOp::create(b, loc, oType.getShape(),
-                                        oType.getElementType());
-    Value outZero = arith::ConstantOp::create(
-        b, loc, b.getZeroAttr(oType.getElementType()));
-    out = linalg::FillOp::create(b, loc, outZero, out).getResult(0);
-    Value lse;
-    if (Value lseResult = op.getLse()) {
-      auto lseType = cast<RankedTensorType>(lseResult.getType());
-      lse = tensor::EmptyOp::create(b, loc, lseType.getShape(), f32);
-      lse = linalg::FillOp::create(b, loc, negInf, lse).getResult(0);
-    }
-    SmallVector<Value> results = {out};
-    if (lse)
-      results.push_back(lse);
-
-    Value groupSize = im.c(headsQ / headsKV);
-    int64_t headDimV = oType.getShape().back();
-    auto accType = VectorType::get({headDimV}, f32);
-
-    auto batchLoop = scf::ForOp::create(
-        b, loc, zero, im.c(thd ? 1 : batches), one, results,
-        [&](OpBuilder &b, Location loc, Value batch, ValueRange batchIter) {
-          auto headLoop = scf::ForOp::create(
-              b, loc, zero, im.c(headsQ), one, batchIter,
-              [&](OpBuilder &b, Location loc, Value head, ValueRange headIter) {
-                IndexMath im{b, loc};
-                Value kvHead = im.div(head, groupSize);
-                auto rowLoop = scf::ForOp::create(
-                    b, loc, zero, im.c(seqQ), one, headIter,
-                    [&](OpBuilder &b, Location loc, Value row,
-                        ValueRange rowIter) {
-                      SmallVector<Value> updated =
-                          emitRow(b, loc, op, adaptor, batch, head, kvHead, row,
-                                  rowIter, numSequences, seqQ, seqKV, padding,
-                                  causal, bottomRight, windowLeft, windowRight,
-                                  biasKind, softmax, scale, accType);
-                      scf::YieldOp::create(b, loc, updated);
-                    });
-                scf::YieldOp::create(b, loc, rowLoop.getResults());
-              });
-          scf::YieldOp::create(b, loc, headLoop.getResults());
-        });
-    rewriter.replaceOp(op, batchLoop.getResults());
+    SmallVector<Value> outputs =
+        forEachRow(b, loc, c, results,
+                   [&](OpBuilder &b, Location loc, Value batch, Value head,
+                       Value kvHead, Value row, ValueRange carried) {
+                     return emitForwardRow(b, loc, c, oType, accType, batch,
+                                           head, kvHead, row, carried);
+                   });
+    rewriter.replaceOp(op, outputs);
     return success();
   }
 
-  /// Computes one output row (and its LSE) and returns the updated results.
   static SmallVector<Value>
-  emitRow(OpBuilder &b, Location loc, AttentionOp op,
-          AttentionOp::Adaptor adaptor, Value batch, Value head, Value kvHead,
-          Value row, ValueRange results, int64_t numSequences, int64_t seqQ,
-          int64_t seqKV, bool padding, bool causal, bool bottomRight,
-          int64_t windowLeft, int64_t windowRight, BiasKind biasKind,
-          SoftmaxKind softmax, float scale, VectorType accType) {
-    IndexMath im{b, loc};
-    QKVLayout layout = op.getLayout();
-    bool thd = layout == QKVLayout::thd;
-    Type f32 = b.getF32Type();
-    Value zero = im.c(0);
-
-    // Where this row sits: sequence, position in it, the lengths, and the
-    // token where the sequence's keys start.
-    Value sequence = batch, position = row, lenQ = im.c(seqQ),
-          lenKV = im.c(seqKV), kvBase = zero;
-    if (thd) {
-      Value cuQ = adaptor.getCuSeqlensQ(), cuKV = adaptor.getCuSeqlensKv();
-      Value offQ = adaptor.getSeqOffsetsQ(), offKV = adaptor.getSeqOffsetsKv();
-      // Linear search: the sequence whose q tokens contain `row`. A token
-      // of no sequence keeps lenKV = 0 (no keys: a zero row).
-      SmallVector<Value> init = {zero, zero, zero, zero, zero};
-      auto search = scf::ForOp::create(
-          b, loc, zero, im.c(numSequences), im.c(1), init,
-          [&](OpBuilder &b, Location loc, Value n, ValueRange found) {
-            IndexMath im{b, loc};
-            Value next = im.add(n, im.c(1));
-            Value qLen = im.sub(im.load(cuQ, next), im.load(cuQ, n));
-            Value kvLen = im.sub(im.load(cuKV, next), im.load(cuKV, n));
-            Value qStart = offQ ? im.load(offQ, n) : im.load(cuQ, n);
-            Value kvStart = offKV ? im.load(offKV, n) : im.load(cuKV, n);
-            Value inside = arith::AndIOp::create(
-                b, loc, im.le(qStart, row), im.lt(row, im.add(qStart, qLen)));
-            SmallVector<Value> chosen = {
-                im.select(inside, n, found[0]),
-                im.select(inside, im.sub(row, qStart), found[1]),
-                im.select(inside, qLen, found[2]),
-                im.select(inside, kvLen, found[3]),
-                im.select(inside, kvStart, found[4])};
-            scf::YieldOp::create(b, loc, chosen);
-          });
-      sequence = search.getResult(0);
-      position = search.getResult(1);
-      lenQ = search.getResult(2);
-      lenKV = search.getResult(3);
-      kvBase = search.getResult(4);
-    } else if (isPaddingMask(op.getMaskKind())) {
-      lenQ = im.load(adaptor.getSeqlensQ(), batch);
-      lenKV = im.load(adaptor.getSeqlensKv(), batch);
-    }
-
-    // The visible key range [lo, hi).
-    Value shift = im.sub(lenKV, lenQ);
-    Value lo = zero;
-    Value hi = padding ? lenKV : im.c(seqKV);
-    if (causal)
-      hi = im.min(
-          hi, im.add(position, bottomRight ? im.add(shift, im.c(1)) : im.c(1)));
-    Value windowShift = bottomRight ? shift : zero;
-    if (windowLeft >= 0)
-      lo = im.max(lo, im.sub(im.add(position, windowShift), im.c(windowLeft)));
-    if (windowRight >= 0)
-      hi = im.min(hi,
-                  im.add(im.add(position, windowShift), im.c(windowRight + 1)));
-    if (padding) // query rows past the sequence see nothing
-      hi = im.select(im.lt(position, lenQ), hi, lo);
-    hi = im.max(hi, lo);
-
-    Value qRow = readRow(b, loc, adaptor.getQ(),
-                         rowIndices(layout, batch, row, head, zero));
-    Value scaleF =
-        arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(scale));
+  emitForwardRow(OpBuilder &b, Location loc, const AttentionConfig &c,
+                 RankedTensorType oType, VectorType accType, Value batch,
+                 Value head, Value kvHead, Value row, ValueRange results) {
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    RowGeometry g = computeRowGeometry(b, loc, c, batch, row);
+    SmallVector<Value> rowAt = rowIndices(c.layout, batch, row, head, zero);
+    Value qRow = readRow(b, loc, c.q, rowAt);
     Value negInf = f32Const(b, loc, -INFINITY);
     Value accInit = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));
 
-    auto keyLoop = scf::ForOp::create(
-        b, loc, lo, hi, im.c(1),
-        ValueRange{negInf, f32Const(b, loc, 0.0), accInit},
+    // Online softmax: running max m, denominator l, weighted sum of V rows.
+    auto keyLoop = forEachVisibleKey(
+        b, loc, c, g, head, ValueRange{negInf, f32Const(b, loc, 0.0), accInit},
         [&](OpBuilder &b, Location loc, Value key, ValueRange state) {
-          IndexMath im{b, loc};
-          Value token = im.add(kvBase, key);
-          Value kRow =
-              readRow(b, loc, adaptor.getK(),
-                      rowIndices(layout, batch, token, kvHead, im.c(0)));
-          Value dot = vector::ReductionOp::create(
-              b, loc, vector::CombiningKind::ADD,
-              arith::MulFOp::create(b, loc, qRow, kRow),
-              arith::FastMathFlags::reassoc);
-          Value score;
-          if (biasKind == BiasKind::pre_scale) {
-            Value bias =
-                emitExtToF32(b, loc,
-                             readBroadcast(b, loc, adaptor.getBias(),
-                                           {sequence, head, position, key}));
-            score = arith::MulFOp::create(
-                b, loc, arith::AddFOp::create(b, loc, dot, bias), scaleF);
-          } else {
-            score = arith::MulFOp::create(b, loc, dot, scaleF);
-          }
-          if (biasKind == BiasKind::post_scale) {
-            Value bias =
-                emitExtToF32(b, loc,
-                             readBroadcast(b, loc, adaptor.getBias(),
-                                           {sequence, head, position, key}));
-            score = arith::AddFOp::create(b, loc, score, bias);
-          }
-          if (biasKind == BiasKind::alibi) {
-            Value slopes = adaptor.getAlibiSlopes();
-            SmallVector<Value> at = {head};
-            if (cast<RankedTensorType>(slopes.getType()).getRank() == 2)
-              at = {sequence, head};
-            Value slope = tensor::ExtractOp::create(b, loc, slopes, at);
-            // -slope * |j - i - (len_kv - len_q)|, bottom-right aligned.
-            Value distance = im.sub(key, im.add(position, shift));
-            Value magnitude = im.max(distance, im.sub(im.c(0), distance));
-            Value distanceF = arith::UIToFPOp::create(
-                b, loc, f32,
-                arith::IndexCastOp::create(b, loc, b.getI64Type(), magnitude));
-            score = arith::SubFOp::create(
-                b, loc, score, arith::MulFOp::create(b, loc, slope, distanceF));
-          }
-
-          auto update = [&](OpBuilder &b, Location loc) {
-            Value m = state[0], l = state[1], acc = state[2];
-            Value mNew = arith::MaximumFOp::create(b, loc, m, score);
-            Value correction = math::ExpOp::create(
-                b, loc, arith::SubFOp::create(b, loc, m, mNew));
-            Value p = math::ExpOp::create(
-                b, loc, arith::SubFOp::create(b, loc, score, mNew));
-            Value lNew = arith::AddFOp::create(
-                b, loc, arith::MulFOp::create(b, loc, l, correction), p);
-            Value vRow =
-                readRow(b, loc, adaptor.getV(),
-                        rowIndices(layout, batch, token, kvHead,
-                                   arith::ConstantIndexOp::create(b, loc, 0)));
-            Value correctionV =
-                vector::BroadcastOp::create(b, loc, accType, correction);
-            Value pV = vector::BroadcastOp::create(b, loc, accType, p);
-            Value accNew = vector::FMAOp::create(
-                b, loc, pV, vRow,
-                arith::MulFOp::create(b, loc, acc, correctionV));
-            return SmallVector<Value>{mNew, lNew, accNew};
-          };
-
-          if (Value maskTensor = adaptor.getMask()) {
-            Value excluded = readBroadcast(b, loc, maskTensor,
-                                           {sequence, head, position, key});
-            auto ifOp = scf::IfOp::create(
-                b, loc, excluded,
-                [&](OpBuilder &b, Location loc) {
-                  scf::YieldOp::create(b, loc, state);
-                },
-                [&](OpBuilder &b, Location loc) {
-                  scf::YieldOp::create(b, loc, update(b, loc));
-                });
-            scf::YieldOp::create(b, loc, ifOp.getResults());
-          } else {
-            scf::YieldOp::create(b, loc, update(b, loc));
-          }
+          Value token = arith::AddIOp::create(b, loc, g.kvBase, key);
+          SmallVector<Value> kvAt =
+              rowIndices(c.layout, batch, token, kvHead,
+                         arith::ConstantIndexOp::create(b, loc, 0));
+          Value logit =
+              emitLogit(b, loc, c, g, head, key,
+                        dotProduct(b, loc, qRow, readRow(b, loc, c.k, kvAt)));
+          Value m = state[0], l = state[1], acc = state[2];
+          Value mNew = arith::MaximumFOp::create(b, loc, m, logit);
+          Value correction = math::ExpOp::create(
+              b, loc, arith::SubFOp::create(b, loc, m, mNew));
+          Value p = math::ExpOp::create(
+              b, loc, arith::SubFOp::create(b, loc, logit, mNew));
+          Value lNew = arith::AddFOp::create(
+              b, loc, arith::MulFOp::create(b, loc, l, correction), p);
+          Value accNew = vector::FMAOp::create(
+              b, loc, splat(b, loc, p, accType), readRow(b, loc, c.v, kvAt),
+              arith::MulFOp::create(b, loc, acc,
+                                    splat(b, loc, correction, accType)));
+          return SmallVector<Value>{mNew, lNew, accNew};
         });
     Value m = keyLoop.getResult(0), l = keyLoop.getResult(1),
           acc = keyLoop.getResult(2);
 
-    // The extra denominator term of off_by_one (e^0) and learnable
-    // (e^alpha_h) softmax, folded in like a key whose value row is zero.
-    if (softmax != SoftmaxKind::vanilla) {
-      Value extra = f32Const(b, loc, 0.0);
-      if (softmax == SoftmaxKind::learnable)
-        extra = tensor::ExtractOp::create(b, loc, adaptor.getSoftmaxOffset(),
-                                          ValueRange{zero, head, zero, zero});
+    // The extra denominator term, folded in like a key with a zero V row.
+    if (Value extra = emitExtraLogit(b, loc, c, head)) {
       Value mNew = arith::MaximumFOp::create(b, loc, m, extra);
       Value correction =
           math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, m, mNew));
@@ -390,9 +504,8 @@ struct AttentionOpLowering : OpConversionPattern<AttentionOp> {
           b, loc, arith::MulFOp::create(b, loc, l, correction),
           math::ExpOp::create(b, loc,
                               arith::SubFOp::create(b, loc, extra, mNew)));
-      acc = arith::MulFOp::create(
-          b, loc, acc,
-          vector::BroadcastOp::create(b, loc, accType, correction));
+      acc = arith::MulFOp::create(b, loc, acc,
+                                  splat(b, loc, correction, accType));
       m = mNew;
     }
 
@@ -402,29 +515,181 @@ struct AttentionOpLowering : OpConversionPattern<AttentionOp> {
                                        f32Const(b, loc, 0.0));
     Value safeL =
         arith::SelectOp::create(b, loc, seen, l, f32Const(b, loc, 1.0));
-    Value rowOut = arith::DivFOp::create(
-        b, loc, acc, vector::BroadcastOp::create(b, loc, accType, safeL));
+    Value rowOut =
+        arith::DivFOp::create(b, loc, acc, splat(b, loc, safeL, accType));
     Value lseValue = arith::SelectOp::create(
         b, loc, seen,
         arith::AddFOp::create(b, loc, m, math::LogOp::create(b, loc, safeL)),
         negInf);
-
-    RankedTensorType oType = op.getO().getType();
     Type outElement = oType.getElementType();
     if (!outElement.isF32())
       rowOut = arith::TruncFOp::create(
           b, loc, VectorType::get(accType.getShape(), outElement), rowOut);
-    SmallVector<Value> updated;
-    updated.push_back(vector::TransferWriteOp::create(
-                          b, loc, rowOut, results[0],
-                          rowIndices(layout, batch, row, head, zero),
-                          ArrayRef<bool>{true})
-                          .getResult());
-    if (results.size() > 1) {
-      SmallVector<Value> at = thd ? SmallVector<Value>{row, head, zero}
-                                  : SmallVector<Value>{batch, head, row, zero};
-      updated.push_back(
-          tensor::InsertOp::create(b, loc, lseValue, results[1], at));
+    SmallVector<Value> updated = {
+        vector::TransferWriteOp::create(b, loc, rowOut, results[0], rowAt,
+                                        ArrayRef<bool>{true})
+            .getResult()};
+    if (results.size() > 1)
+      updated.push_back(tensor::InsertOp::create(
+          b, loc, lseValue, results[1], c.lseIndices(batch, row, head, zero)));
+    return updated;
+  }
+};
+
+/// Gradients by recomputing P = exp(x - LSE) key by key (flash attention's
+/// backward): dV_j += P_ij dO_i, dS_ij = P_ij (dO_i . v_j - D_i) with
+/// D_i = dO_i . O_i, dQ_i += scale dS_ij k_j, dK_j += scale dS_ij q_i.
+/// dK, dV, dbias and d_softmax_offset accumulate in f32 and are rounded to
+/// their types at the end; each dQ row is written once.
+struct AttentionBackwardOpLowering : OpConversionPattern<AttentionBackwardOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(AttentionBackwardOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (std::optional<std::string> reason = getAttentionUnsupportedReason(op))
+      return rewriter.notifyMatchFailure(op, *reason);
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    AttentionConfig c = AttentionConfig::get(op, adaptor);
+    Type f32 = b.getF32Type();
+    TypedAttr zeroF = b.getF32FloatAttr(0.0f);
+    auto qType = cast<RankedTensorType>(c.q.getType());
+    auto kType = cast<RankedTensorType>(c.k.getType());
+    auto vType = cast<RankedTensorType>(c.v.getType());
+    bool hasBiasGrad = static_cast<bool>(op.getDBias());
+    bool hasOffsetGrad = static_cast<bool>(op.getDSoftmaxOffset());
+
+    SmallVector<Value> init = {
+        filledTensor(b, loc, qType.getShape(), qType.getElementType(),
+                     cast<TypedAttr>(b.getZeroAttr(qType.getElementType()))),
+        filledTensor(b, loc, kType.getShape(), f32, zeroF),
+        filledTensor(b, loc, vType.getShape(), f32, zeroF)};
+    if (hasBiasGrad)
+      init.push_back(filledTensor(
+          b, loc, cast<RankedTensorType>(c.bias.getType()).getShape(), f32,
+          zeroF));
+    if (hasOffsetGrad)
+      init.push_back(filledTensor(
+          b, loc, cast<RankedTensorType>(c.softmaxOffset.getType()).getShape(),
+          f32, zeroF));
+
+    BackwardOperands operands{adaptor.getO(), adaptor.getDO(), adaptor.getLse(),
+                              hasBiasGrad, hasOffsetGrad};
+    SmallVector<Value> grads =
+        forEachRow(b, loc, c, init,
+                   [&](OpBuilder &b, Location loc, Value batch, Value head,
+                       Value kvHead, Value row, ValueRange carried) {
+                     return emitBackwardRow(b, loc, c, operands, batch, head,
+                                            kvHead, row, carried);
+                   });
+
+    SmallVector<Value> results = {grads[0],
+                                  castAccumulator(b, loc, grads[1], kType),
+                                  castAccumulator(b, loc, grads[2], vType)};
+    size_t next = 3;
+    if (hasBiasGrad)
+      results.push_back(castAccumulator(
+          b, loc, grads[next++], cast<RankedTensorType>(c.bias.getType())));
+    if (hasOffsetGrad)
+      results.push_back(grads[next++]);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+
+  struct BackwardOperands {
+    Value o, dO, lse;
+    bool hasBiasGrad, hasOffsetGrad;
+  };
+
+  /// One query row's contributions; `carried` is (dQ, dK, dV, [dbias],
+  /// [d_softmax_offset]).
+  static SmallVector<Value>
+  emitBackwardRow(OpBuilder &b, Location loc, const AttentionConfig &c,
+                  const BackwardOperands &in, Value batch, Value head,
+                  Value kvHead, Value row, ValueRange carried) {
+    Type f32 = b.getF32Type();
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    RowGeometry g = computeRowGeometry(b, loc, c, batch, row);
+    SmallVector<Value> rowAt = rowIndices(c.layout, batch, row, head, zero);
+    Value qRow = readRow(b, loc, c.q, rowAt);
+    Value dORow = readRow(b, loc, in.dO, rowAt);
+    Value delta = dotProduct(b, loc, dORow, readRow(b, loc, in.o, rowAt));
+    Value lse = tensor::ExtractOp::create(b, loc, in.lse,
+                                          c.lseIndices(batch, row, head, zero));
+    Value scale = arith::ConstantFloatOp::create(b, loc, cast<FloatType>(f32),
+                                                 APFloat(c.scale));
+    auto dqkType = cast<VectorType>(qRow.getType());
+    auto dvType = cast<VectorType>(dORow.getType());
+
+    SmallVector<Value> init = {arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(dqkType, b.getF32FloatAttr(0.0f)))};
+    init.append(carried.begin() + 1, carried.end());
+    auto keyLoop = forEachVisibleKey(
+        b, loc, c, g, head, init,
+        [&](OpBuilder &b, Location loc, Value key, ValueRange state) {
+          Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+          Value token = arith::AddIOp::create(b, loc, g.kvBase, key);
+          SmallVector<Value> kvAt =
+              rowIndices(c.layout, batch, token, kvHead, zero);
+          Value kRow = readRow(b, loc, c.k, kvAt);
+          Value vRow = readRow(b, loc, c.v, kvAt);
+          Value logit = emitLogit(b, loc, c, g, head, key,
+                                  dotProduct(b, loc, qRow, kRow));
+          Value p = math::ExpOp::create(
+              b, loc, arith::SubFOp::create(b, loc, logit, lse));
+          Value dP = dotProduct(b, loc, dORow, vRow);
+          Value dS = arith::MulFOp::create(
+              b, loc, p, arith::SubFOp::create(b, loc, dP, delta));
+          Value dDot = arith::MulFOp::create(b, loc, dS, scale);
+          SmallVector<Value> next = {
+              vector::FMAOp::create(b, loc, splat(b, loc, dDot, dqkType), kRow,
+                                    state[0]),
+              accumulateRow(b, loc, state[1], kvAt,
+                            arith::MulFOp::create(
+                                b, loc, splat(b, loc, dDot, dqkType), qRow)),
+              accumulateRow(b, loc, state[2], kvAt,
+                            arith::MulFOp::create(
+                                b, loc, splat(b, loc, p, dvType), dORow))};
+          size_t index = 3;
+          if (in.hasBiasGrad) {
+            // x = scale * (qk + bias) for pre_scale, qk * scale + bias for
+            // post_scale; the gradient sums over broadcast dimensions.
+            Value dBias = c.biasKind == BiasKind::pre_scale ? dDot : dS;
+            auto biasType = cast<RankedTensorType>(c.bias.getType());
+            Value logical[] = {g.sequence, head, g.position, key};
+            SmallVector<Value> at;
+            for (auto [size, value] : llvm::zip(biasType.getShape(), logical))
+              at.push_back(size == 1 ? zero : value);
+            next.push_back(
+                accumulateElement(b, loc, state[index++], at, dBias));
+          }
+          if (in.hasOffsetGrad)
+            next.push_back(state[index++]);
+          return next;
+        });
+
+    Value dqRow = keyLoop.getResult(0);
+    Type qElement = cast<RankedTensorType>(c.q.getType()).getElementType();
+    if (!qElement.isF32())
+      dqRow = arith::TruncFOp::create(
+          b, loc, VectorType::get(dqkType.getShape(), qElement), dqRow);
+    SmallVector<Value> updated = {
+        vector::TransferWriteOp::create(b, loc, dqRow, carried[0], rowAt,
+                                        ArrayRef<bool>{true})
+            .getResult()};
+    for (unsigned i = 1; i < keyLoop.getNumResults(); ++i)
+      updated.push_back(keyLoop.getResult(i));
+    if (in.hasOffsetGrad) {
+      // The extra term is a key with logit alpha_h and a zero V row:
+      // d alpha_h += exp(alpha_h - LSE_i) * (0 - D_i).
+      Value alpha = emitExtraLogit(b, loc, c, head);
+      Value pExtra = math::ExpOp::create(
+          b, loc, arith::SubFOp::create(b, loc, alpha, lse));
+      Value contribution = arith::NegFOp::create(
+          b, loc, arith::MulFOp::create(b, loc, pExtra, delta));
+      updated.back() = accumulateElement(
+          b, loc, updated.back(), {zero, head, zero, zero}, contribution);
     }
     return updated;
   }
@@ -432,17 +697,28 @@ struct AttentionOpLowering : OpConversionPattern<AttentionOp> {
 
 } // namespace
 
-std::optional<std::string>
-mlir::te::getAttentionUnsupportedReason(AttentionOp op) {
+template <typename OpT>
+static std::optional<std::string> getUnsupportedReason(OpT op) {
+  std::string name = op->getName().getStringRef().str();
   if (!op.getDropout().isZero())
-    return std::string("te.attention with dropout has no CPU lowering yet");
+    return name + " with dropout has no CPU lowering yet";
   for (Value value : op->getOperands())
     if (!cast<ShapedType>(value.getType()).hasStaticShape())
-      return std::string(
-          "te.attention with dynamic shapes has no CPU lowering yet");
+      return name + " with dynamic shapes has no CPU lowering yet";
   return std::nullopt;
 }
 
+std::optional<std::string>
+mlir::te::getAttentionUnsupportedReason(AttentionOp op) {
+  return getUnsupportedReason(op);
+}
+
+std::optional<std::string>
+mlir::te::getAttentionUnsupportedReason(AttentionBackwardOp op) {
+  return getUnsupportedReason(op);
+}
+
 void mlir::te::populateAttentionLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<AttentionOpLowering>(patterns.getContext());
+  patterns.add<AttentionOpLowering, AttentionBackwardOpLowering>(
+      patterns.getContext());
 }

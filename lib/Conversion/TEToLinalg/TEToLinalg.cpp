@@ -177,6 +177,8 @@ std::optional<std::string> mlir::te::getCPUUnsupportedReason(Operation *op) {
   }
   if (auto attention = dyn_cast<AttentionOp>(op))
     return getAttentionUnsupportedReason(attention);
+  if (auto backward = dyn_cast<AttentionBackwardOp>(op))
+    return getAttentionUnsupportedReason(backward);
   if (isa<AmaxOp, ComputeScaleOp, UpdateDelayedScalingOp, ScaledMatmulOp,
           ProcessGroupOp>(op))
     return std::nullopt;

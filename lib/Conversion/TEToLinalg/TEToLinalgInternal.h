@@ -15,8 +15,10 @@ namespace mlir::te {
 /// can. Patterns bail out on exactly these, and the pass reports them.
 std::optional<std::string> getCPUUnsupportedReason(Operation *op);
 
-/// The part of getCPUUnsupportedReason that concerns te.attention.
+/// The parts of getCPUUnsupportedReason that concern attention.
 std::optional<std::string> getAttentionUnsupportedReason(AttentionOp op);
+std::optional<std::string>
+getAttentionUnsupportedReason(AttentionBackwardOp op);
 
 /// te.attention as online-softmax loops over rows (AttentionLowering.cpp).
 void populateAttentionLoweringPatterns(RewritePatternSet &patterns);
