@@ -1,0 +1,763 @@
+#!/usr/bin/env python3
+"""te-mlir CPU benchmarks: FP8 quantize throughput, JIT latencies, attention.
+
+Runs every section side by side in one process and writes, per benchmark,
+bench/results/<name>.json, then a chart bench/results/summary.png and a short
+table on stdout. What each number means, and how to read it, is in
+bench/README.md.
+
+    .venv/bin/python bench/run_benchmarks.py            # about a minute
+    .venv/bin/python bench/run_benchmarks.py --quick    # fewer repeats
+
+The sections:
+
+1. fp8_quantize: per-tensor te.quantize of a 64 MiB f32 tensor to
+   f8E4M3FN (with scale_inv and amax), timed by `te-run --bench`, against a
+   numpy memcpy of the same tensor and against a numpy + ml_dtypes
+   implementation of the same quantization.
+   Target: te quantize throughput >= 0.7 x memcpy throughput.
+2. jit_latency: te.amax of a tensor<1024xf32>: cold compile (empty kernel
+   cache), disk-warm (a new te-run process, the kernel cache filled) and
+   memory-hot launch overhead (`te-run --bench 1000`).
+   Targets: hot launch <= 5 us; disk-warm new process <= 20 ms.
+3. attention_fwd: not measured yet (te.attention has no CPU lowering); the
+   place where the measurement goes is marked ATTENTION below.
+
+Only te-run (a subprocess), numpy, ml_dtypes and, for the chart, matplotlib
+are used. Nothing outside bench/results/ and a temporary directory is
+written.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_TE_RUN = ROOT / "build" / "bin" / "te-run"
+DEFAULT_OUT = ROOT / "bench" / "results"
+MIB = 1 << 20
+GB = 1e9  # throughputs are in GB/s = 1e9 bytes per second
+
+# ---------------------------------------------------------------------------
+# Programs
+# ---------------------------------------------------------------------------
+
+QUANTIZE_SHAPE = (4096, 4096)  # 16M elements: 64 MiB of f32
+FP8_MAX = 448.0  # largest finite f8E4M3FN
+QUANTIZE_PROGRAM = """\
+func.func @quantize(%x: tensor<{m}x{n}xf32>, %s: tensor<f32>)
+    -> (tensor<{m}x{n}xf8E4M3FN>, tensor<f32>, tensor<f32>) {{
+  %d, %si, %a = te.quantize %x scale(%s) mode per_tensor
+      : tensor<{m}x{n}xf32>, tensor<f32>
+      -> tensor<{m}x{n}xf8E4M3FN>, tensor<f32>, tensor<f32>
+  return %d, %si, %a : tensor<{m}x{n}xf8E4M3FN>, tensor<f32>, tensor<f32>
+}}
+""".format(m=QUANTIZE_SHAPE[0], n=QUANTIZE_SHAPE[1])
+
+AMAX_N = 1024
+AMAX_PROGRAM = """\
+func.func @amax(%x: tensor<{n}xf32>) -> tensor<f32> {{
+  %a = te.amax %x : tensor<{n}xf32> -> tensor<f32>
+  return %a : tensor<f32>
+}}
+""".format(n=AMAX_N)
+
+# A small attention program, only to ask te-run whether te.attention
+# compiles for the CPU yet.
+ATTENTION_PROBE_PROGRAM = """\
+func.func @attention(%q: tensor<1x128x16x64xf32>, %k: tensor<1x128x16x64xf32>,
+                     %v: tensor<1x128x16x64xf32>) -> tensor<1x128x16x64xf32> {
+  %o = te.attention %q, %k, %v layout bshd mask causal
+      : (tensor<1x128x16x64xf32>, tensor<1x128x16x64xf32>,
+         tensor<1x128x16x64xf32>) -> tensor<1x128x16x64xf32>
+  return %o : tensor<1x128x16x64xf32>
+}
+"""
+
+# The attention forward configurations of the spec: b=1, h=16,
+# s = 1024..4096, d = 64/128, causal and not, f32 and bf16 (bshd layout).
+ATTENTION_CONFIGS = [
+    {"b": 1, "h": 16, "s": s, "d": d, "mask": mask, "dtype": dtype,
+     "layout": "bshd"}
+    for dtype in ("f32", "bf16")
+    for d in (64, 128)
+    for mask in ("no_mask", "causal")
+    for s in (1024, 2048, 4096)
+]
+ATTENTION_NOT_MEASURED = "not measured (te.attention has no CPU lowering yet)"
+
+# ---------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------
+
+
+def sig(x, digits=4):
+    """Rounds to `digits` significant digits, for readable JSON."""
+    if x is None or not np.isfinite(x) or x == 0:
+        return x
+    return float(f"{x:.{digits}g}")
+
+
+def median(values):
+    return statistics.median(values)
+
+
+def machine_info():
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                memory = f"{int(line.split()[1]) // (1 << 20)} GiB"
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "cores_usable": len(os.sched_getaffinity(0)),
+        "memory": memory,
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "ml_dtypes": ml_dtypes.__version__,
+        # Other work on the machine skews the numbers; 2 cores have no
+        # room to spare. The 1-minute load average when the run started:
+        "load_average_1min_at_start": round(os.getloadavg()[0], 2),
+    }
+
+
+def te_mlir_commit():
+    """HEAD of the checkout (read only), or None outside a git checkout."""
+    try:
+        proc = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"],
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout.strip() or None
+
+
+class TeRun:
+    """Runs te-run as a subprocess with a chosen kernel cache directory."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        self.base_env = dict(os.environ)
+        for var in ("TE_CACHE_DIR", "TE_CACHE_DISABLE", "TE_CACHE_MAX_BYTES"):
+            self.base_env.pop(var, None)
+
+    def __call__(self, args, cache_dir, check=True, timeout=300):
+        """Returns (whole-process wall seconds, CompletedProcess)."""
+        env = dict(self.base_env, TE_CACHE_DIR=str(cache_dir))
+        command = [self.path, *map(str, args)]
+        start = time.perf_counter()
+        proc = subprocess.run(command, capture_output=True, text=True,
+                              env=env, timeout=timeout)
+        wall = time.perf_counter() - start
+        if check and proc.returncode != 0:
+            raise RuntimeError(
+                f"{' '.join(command)} exited {proc.returncode}:\n"
+                f"{proc.stderr}")
+        return wall, proc
+
+
+BENCH_LINE = re.compile(
+    r"bench: (\d+) runs\s+min ([\d.]+) ms\s+median ([\d.]+) ms\s+"
+    r"([\d.]+) GB/s")
+
+
+def parse_bench(stdout, bytes_moved):
+    """Parses te-run's `bench:` line.
+
+    te-run prints milliseconds with 3 decimals (1 us resolution), too coarse
+    for a sub-microsecond launch, and GB/s with 2 decimals computed at the
+    median from the bytes of all its buffers. The median is taken from
+    whichever of the two is the more precise: bytes_moved / GB/s recovers
+    it to about 4 significant digits for small kernels.
+    """
+    match = BENCH_LINE.search(stdout)
+    if not match:
+        raise RuntimeError(f"no bench line in te-run's output:\n{stdout}")
+    runs, min_ms, median_ms, gbps = match.groups()
+    min_ms, median_ms, gbps = float(min_ms), float(median_ms), float(gbps)
+    median_s = median_ms / 1e3
+    if gbps > 0:
+        from_gbps = bytes_moved / (gbps * GB)
+        # relative rounding error of each printed number
+        if 0.005 / gbps < 0.0005 / max(median_ms, 1e-9):
+            median_s = from_gbps
+    return {"runs": int(runs), "min_s": min_ms / 1e3, "median_s": median_s,
+            "printed_median_ms": median_ms, "printed_gbps": gbps}
+
+
+def parse_compile(stderr):
+    compile_ms = re.search(r"compile: ([\d.]+) ms", stderr)
+    cache = re.search(r"cache: (miss|hit \(disk\))", stderr)
+    return (float(compile_ms.group(1)) if compile_ms else None,
+            cache.group(1) if cache else None)
+
+
+def time_calls(fn, n, warmup=1):
+    """Seconds of each of n calls of fn, after `warmup` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(n):
+        start = time.perf_counter_ns()
+        fn()
+        times.append((time.perf_counter_ns() - start) * 1e-9)
+    return times
+
+
+def target(measured, op, value, note=None):
+    met = measured >= value if op == ">=" else measured <= value
+    entry = {"measured": sig(measured), "op": op, "value": value,
+             "met": bool(met)}
+    if note:
+        entry["note"] = note
+    return entry
+
+
+def record(benchmark, description, config, results, targets, machine,
+           commit, date):
+    met = all(t["met"] for t in targets.values()) if targets else None
+    return {"benchmark": benchmark, "description": description,
+            "config": config, "results": results, "targets": targets,
+            "met": met, "machine": machine, "date": date,
+            "te_mlir_commit": commit}
+
+
+# ---------------------------------------------------------------------------
+# 1. FP8 quantize vs memcpy vs ml_dtypes
+# ---------------------------------------------------------------------------
+
+
+def bench_fp8_quantize(te_run, work, opts):
+    rounds = opts.rounds
+    te_runs, copy_runs, ml_runs = ((20, 20, 3) if opts.quick
+                                   else (100, 100, 10))
+    m, n = QUANTIZE_SHAPE
+    elements = m * n
+    rng = np.random.default_rng(opts.seed)
+    x = rng.standard_normal(QUANTIZE_SHAPE, dtype=np.float32)
+    amax_x = np.abs(x).max()
+    # Current scaling: map the tensor's amax onto the FP8 range.
+    scale = np.float32(FP8_MAX) / amax_x
+    program = work / "quantize.mlir"
+    program.write_text(QUANTIZE_PROGRAM)
+    np.save(work / "x.npy", x)
+    np.save(work / "scale.npy", np.array(scale, np.float32))
+    cache = work / "cache-quantize"
+    inputs = ["--input", work / "x.npy", "--input", work / "scale.npy"]
+
+    # Bytes each implementation is credited with (its own input + output).
+    bytes_quantize = elements * 4 + elements * 1  # 64 MiB in + 16 MiB out
+    bytes_memcpy = elements * 4 * 2               # 64 MiB in + 64 MiB out
+    bytes_ml = bytes_quantize                     # like for like
+    # te-run's own GB/s counts every buffer, the three f32 scalars too.
+    te_run_buffer_bytes = bytes_quantize + 3 * 4
+
+    # Compile (kept out of the timings), warm the page cache, and check the
+    # result against ml_dtypes while at it.
+    out_dir = work / "quantize-out"
+    te_run([program, *inputs, "--output-dir", out_dir],
+           cache)
+    data = np.load(out_dir / "out0.npy")
+    scale_inv = np.load(out_dir / "out1.npy")
+    amax = np.load(out_dir / "out2.npy")
+
+    y = np.empty_like(x)
+
+    def memcpy():
+        np.copyto(y, x)
+
+    def ml_quantize():
+        q = np.clip(x * scale, -FP8_MAX, FP8_MAX).astype(
+            ml_dtypes.float8_e4m3fn)
+        a = np.abs(x).max()
+        s_inv = np.float32(1) / scale
+        return q, s_inv, a
+
+    want, want_scale_inv, want_amax = ml_quantize()
+    mismatches = int(np.count_nonzero(data != want.view(np.uint8)))
+    check = {
+        "data_bits_mismatches": mismatches,
+        "amax_equal": bool(amax == want_amax),
+        "scale_inv_equal": bool(scale_inv == want_scale_inv),
+    }
+    del want
+
+    te_medians, te_mins, copy_medians, ml_medians = [], [], [], []
+    copy_all, ml_all = [], []
+    for r in range(rounds):
+        _, proc = te_run([program, *inputs, "--bench", te_runs], cache)
+        bench = parse_bench(proc.stdout, te_run_buffer_bytes)
+        te_medians.append(bench["median_s"])
+        te_mins.append(bench["min_s"])
+        times = time_calls(memcpy, copy_runs)
+        copy_all += times
+        copy_medians.append(median(times))
+        times = time_calls(ml_quantize, ml_runs)
+        ml_all += times
+        ml_medians.append(median(times))
+        print(f"  round {r + 1}/{rounds}: te quantize "
+              f"{te_medians[-1] * 1e3:.3f} ms, memcpy "
+              f"{copy_medians[-1] * 1e3:.3f} ms, ml_dtypes "
+              f"{ml_medians[-1] * 1e3:.1f} ms", flush=True)
+    del y, x
+
+    t_te, t_copy, t_ml = (median(te_medians), median(copy_medians),
+                          median(ml_medians))
+    gbps_te = bytes_quantize / t_te / GB
+    gbps_copy = bytes_memcpy / t_copy / GB
+    gbps_ml = bytes_ml / t_ml / GB
+    ratio = gbps_te / gbps_copy
+
+    def impl(t, t_min, medians, gbps, bytes_counted):
+        return {"median_ms": sig(t * 1e3), "min_ms": sig(t_min * 1e3),
+                "round_medians_ms": [sig(v * 1e3) for v in medians],
+                "bytes_counted": bytes_counted, "gbps": sig(gbps)}
+
+    results = {
+        "te_quantize": impl(t_te, min(te_mins), te_medians, gbps_te,
+                            bytes_quantize),
+        "memcpy": impl(t_copy, min(copy_all), copy_medians, gbps_copy,
+                       bytes_memcpy),
+        "ml_dtypes": impl(t_ml, min(ml_all), ml_medians, gbps_ml, bytes_ml),
+        "quantize_vs_memcpy_throughput": sig(ratio),
+        "quantize_vs_memcpy_time": sig(t_te / t_copy),
+        "ml_dtypes_vs_memcpy_throughput": sig(gbps_ml / gbps_copy),
+        "quantize_speedup_over_ml_dtypes": sig(t_ml / t_te),
+        "check_against_ml_dtypes": check,
+    }
+    config = {
+        "op": "te.quantize mode per_tensor (data, scale_inv, amax)",
+        "shape": list(QUANTIZE_SHAPE),
+        "elements": elements,
+        "input": f"f32 N(0,1), numpy default_rng({opts.seed})",
+        "output": "f8E4M3FN",
+        "scale": sig(float(scale), 8),
+        "rounds": rounds,
+        "te_run_bench_runs_per_round": te_runs,
+        "memcpy_runs_per_round": copy_runs,
+        "ml_dtypes_runs_per_round": ml_runs,
+        "te_quantize": "te-run --bench N median per launch (launch + "
+                       "synchronize through the runtime, single thread)",
+        "memcpy": "np.copyto(y, x) into a preallocated f32 array",
+        "ml_dtypes": "np.clip(x * s, -448, 448).astype(float8_e4m3fn), "
+                     "np.abs(x).max(), 1 / s",
+        "throughput": "bytes of the op's own input + output / median time, "
+                      "GB = 1e9 bytes; quantize and ml_dtypes 64 MiB + "
+                      "16 MiB, memcpy 64 MiB + 64 MiB",
+        "statistic": "median over rounds of each round's median",
+    }
+    targets = {"quantize_vs_memcpy_throughput": target(
+        ratio, ">=", 0.7,
+        "te quantize GB/s over memcpy GB/s, each counting its own bytes")}
+    return config, results, targets
+
+
+# ---------------------------------------------------------------------------
+# 2. JIT latencies: cold compile, disk-warm new process, memory-hot launch
+# ---------------------------------------------------------------------------
+
+
+def bench_jit_latency(te_run, work, opts):
+    cold_repeats = 3 if opts.quick else 5
+    warm_repeats = 10 if opts.quick else 20
+    hot_repeats = 3
+    hot_runs = 1000
+    difference_runs = 200000
+    program = work / "amax.mlir"
+    program.write_text(AMAX_PROGRAM)
+    buffer_bytes = AMAX_N * 4 + 4
+    args = [program, "--random-inputs"]
+
+    # One untimed cold compile first: it loads the compiler libraries into
+    # the OS page cache, so "cold" below means an empty *kernel* cache, not
+    # a cold disk.
+    te_run(args, work / "cache-amax-warmup")
+
+    cold_wall, cold_compile = [], []
+    for i in range(cold_repeats):
+        cache = work / f"cache-amax-cold{i}"
+        wall, proc = te_run(args, cache)
+        compile_ms, outcome = parse_compile(proc.stderr)
+        if outcome != "miss":
+            raise RuntimeError(f"cold run {i} was a cache {outcome}")
+        cold_wall.append(wall)
+        cold_compile.append(compile_ms)
+    cache = work / f"cache-amax-cold{cold_repeats - 1}"  # filled
+
+    warm_wall = []
+    for i in range(warm_repeats):
+        wall, proc = te_run(args, cache)
+        if parse_compile(proc.stderr)[1] != "hit (disk)":
+            raise RuntimeError(f"warm run {i} was not a disk hit:\n"
+                               f"{proc.stderr}")
+        warm_wall.append(wall)
+    # The floor of any te-run process here: exec, dynamic linking, exit.
+    floor_wall = [te_run(["--help"], cache)[0] for _ in range(warm_repeats)]
+
+    hot = []
+    for _ in range(hot_repeats):
+        _, proc = te_run([*args, "--bench", hot_runs], cache)
+        hot.append(parse_bench(proc.stdout, buffer_bytes))
+    hot_median = median(b["median_s"] for b in hot)
+    # Cross-check with a mean per launch from whole-process wall times:
+    # (wall(--bench 1 + N) - wall(--bench 1)) / N.
+    short = median(te_run([*args, "--bench", 1], cache)[0] for _ in range(3))
+    long = median(te_run([*args, "--bench", 1 + difference_runs], cache)[0]
+                  for _ in range(3))
+    hot_mean = (long - short) / difference_runs
+
+    warm_median = median(warm_wall)
+    results = {
+        "cold_compile": {
+            "process_wall_ms_median": sig(median(cold_wall) * 1e3),
+            "process_wall_ms": [sig(v * 1e3) for v in cold_wall],
+            "compile_ms_median": sig(median(cold_compile)),
+            "compile_ms": [sig(v) for v in cold_compile],
+        },
+        "disk_warm": {
+            "process_wall_ms_median": sig(warm_median * 1e3),
+            "process_wall_ms_min": sig(min(warm_wall) * 1e3),
+            "process_wall_ms": [sig(v * 1e3) for v in warm_wall],
+            "te_run_help_process_wall_ms_median":
+                sig(median(floor_wall) * 1e3),
+        },
+        "memory_hot": {
+            "launch_us_median": sig(hot_median * 1e6),
+            "repeat_medians_us": [sig(b["median_s"] * 1e6) for b in hot],
+            "launch_us_mean_from_wall_difference": sig(hot_mean * 1e6),
+        },
+    }
+    config = {
+        "program": AMAX_PROGRAM,
+        "inputs": "te-run --random-inputs",
+        "cold_compile": f"{cold_repeats} te-run processes, each with a fresh "
+                        "empty TE_CACHE_DIR (after one untimed compile that "
+                        "warms the OS page cache); whole-process wall time "
+                        "from Python and te-run's 'compile: T ms' (compile "
+                        "only, without loading the compiler library)",
+        "disk_warm": f"{warm_repeats} new te-run processes with the kernel "
+                     "cache filled ('cache: hit (disk)'); whole-process wall "
+                     "time from Python: process start, cache lookup, "
+                     "dlopen, buffers, one launch, printing, exit",
+        "memory_hot": f"te-run --bench {hot_runs}, {hot_repeats} times; "
+                      "median per launch (launch + synchronize), the median "
+                      "of the repeats. te-run prints ms with 3 decimals (1 "
+                      "us), so the median is recovered from its GB/s figure "
+                      f"({buffer_bytes} buffer bytes / GB/s). Cross-check: "
+                      "mean from the wall-time difference of --bench "
+                      f"{1 + difference_runs} and --bench 1",
+    }
+    targets = {
+        "memory_hot_launch_us": target(hot_median * 1e6, "<=", 5.0),
+        "disk_warm_first_launch_ms": target(
+            warm_median * 1e3, "<=", 20.0,
+            "whole te-run process wall time: a conservative upper bound "
+            "on the first launch in a new process"),
+    }
+    return config, results, targets
+
+
+# ---------------------------------------------------------------------------
+# 3. Attention forward
+# ---------------------------------------------------------------------------
+
+
+def bench_attention(te_run, work, opts):
+    """Records that attention is not measured, after asking te-run.
+
+    The probe compiles a small te.attention program; while the CPU lowering
+    is missing it fails with "te.attention has no CPU lowering yet".
+    """
+    program = work / "attention_probe.mlir"
+    program.write_text(ATTENTION_PROBE_PROGRAM)
+    _, proc = te_run([program, "--random-inputs"], work / "cache-attention",
+                     check=False)
+    error = next((line for line in proc.stderr.splitlines()
+                  if "error" in line), None)
+    status = ATTENTION_NOT_MEASURED
+    if proc.returncode == 0:
+        status = ("not measured (te.attention now compiles for the CPU; the "
+                  "measurement is still to be written, see ATTENTION in "
+                  "bench/run_benchmarks.py)")
+
+    # ===================================================================
+    # ATTENTION: the measurement goes here, once te.attention lowers to
+    # the CPU. For each entry of ATTENTION_CONFIGS (b=1, h=16,
+    # s in 1024/2048/4096, d in 64/128, no_mask/causal, f32/bf16, bshd):
+    #
+    #  * te side: write the program
+    #        %o = te.attention %q, %k, %v layout bshd mask <mask>
+    #            : (tensor<1xSx16xDx<dt>>, ...) -> tensor<1xSx16xDx<dt>>
+    #    save q, k, v (N(0,1), rounded to the element type with ml_dtypes
+    #    for bf16) as .npy, and time `te-run --input ... --bench N` as
+    #    bench_fp8_quantize does (parse_bench; compile kept out).
+    #  * numpy reference, timed side by side in the same round: per head,
+    #    p = (q_h @ k_h.T) * (1 / sqrt(d)) in f32, -inf above the diagonal
+    #    when causal, p = exp(p - p.max(-1)), o_h = (p / p.sum(-1)) @ v_h;
+    #    bf16 inputs are upcast to f32 (ml_dtypes) and the result rounded
+    #    back. Loop over heads: s=4096 scores are 64 MiB per head but
+    #    1 GiB for all 16 at once. Correctness against
+    #    test/te-run/attention_reference.py (float64) with --output-dir.
+    #  * results per config: te and numpy median ms, te GFLOP/s
+    #    (4 * b * h * s * s * d flops, halved for causal), the ratio numpy
+    #    time / te time; targets, if the spec sets any, via target().
+    #  * budget: s=4096 costs seconds per repeat on 2 cores; keep the
+    #    whole script under about 5 minutes (fewer repeats for large s).
+    #
+    # Until then the record says "not measured".
+    # ===================================================================
+
+    config = {"configurations": ATTENTION_CONFIGS,
+              "reference": "numpy f32 softmax(scale * Q K^T + mask) V, "
+                           "per head"}
+    results = {"measured": False, "status": status,
+               "probe": {"program": ATTENTION_PROBE_PROGRAM,
+                         "te_run_exit_code": proc.returncode,
+                         "error": error}}
+    return config, results, {}
+
+
+# ---------------------------------------------------------------------------
+# Chart and table
+# ---------------------------------------------------------------------------
+
+
+def draw_chart(records, path, machine, date):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("chart: matplotlib is not installed, no summary.png "
+              "(.venv/bin/python -m pip install matplotlib)")
+        return False
+
+    q = records["fp8_quantize"]
+    j = records["jit_latency"]
+    green, red, grey = "#2e7d32", "#c62828", "#9e9e9e"
+
+    def colour(met):
+        return green if met else red
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.6))
+
+    ax = axes[0]
+    t = q["targets"]["quantize_vs_memcpy_throughput"]
+    values = [q["results"]["quantize_vs_memcpy_throughput"],
+              q["results"]["ml_dtypes_vs_memcpy_throughput"]]
+    bars = ax.bar(["te.quantize", "numpy +\nml_dtypes"], values,
+                  color=[colour(t["met"]), grey])
+    ax.axhline(t["value"], color="black", linestyle="--", linewidth=1)
+    ax.text(1.45, t["value"], f" target >= {t['value']}", va="bottom",
+            ha="right", fontsize=8)
+    ax.set_ylim(0, max(1.0, max(values) * 1.2))
+    ax.set_title("FP8 quantize, 64 MiB f32 -> f8E4M3FN\n"
+                 "throughput / memcpy throughput (higher is better)",
+                 fontsize=9)
+    for bar, value in zip(bars, values):
+        ax.annotate(f"{value:.2f}x", (bar.get_x() + bar.get_width() / 2,
+                                      bar.get_height()),
+                    ha="center", va="bottom", fontsize=9)
+
+    ax = axes[1]
+    t = j["targets"]["memory_hot_launch_us"]
+    bars = ax.bar(["hot launch\n(te-run --bench 1000)"], [t["measured"]],
+                  color=[colour(t["met"])], width=0.5)
+    ax.axhline(t["value"], color="black", linestyle="--", linewidth=1)
+    ax.text(0.45, t["value"], f"target <= {t['value']:g} us", va="bottom",
+            ha="right", fontsize=8)
+    ax.set_xlim(-0.6, 0.6)
+    ax.set_ylim(0, max(t["value"], t["measured"]) * 1.25)
+    ax.set_ylabel("us per launch (median)")
+    ax.set_title("memory-hot launch overhead, te.amax 1024 f32\n"
+                 "(lower is better)", fontsize=9)
+    ax.annotate(f"{t['measured']:.2f} us", (0, t["measured"]), ha="center",
+                va="bottom", fontsize=9)
+
+    ax = axes[2]
+    t = j["targets"]["disk_warm_first_launch_ms"]
+    floor = j["results"]["disk_warm"]["te_run_help_process_wall_ms_median"]
+    values = [t["measured"], floor]
+    bars = ax.bar(["disk-warm\nte-run process", "te-run --help\n(process floor)"],
+                  values, color=[colour(t["met"]), grey])
+    ax.axhline(t["value"], color="black", linestyle="--", linewidth=1)
+    ax.text(1.45, t["value"], f"target <= {t['value']:g} ms", va="bottom",
+            ha="right", fontsize=8)
+    ax.set_ylim(0, max(t["value"], *values) * 1.25)
+    ax.set_ylabel("ms, whole process wall time (median)")
+    ax.set_title("disk-warm first launch in a new process\n"
+                 "(upper bound; lower is better)", fontsize=9)
+    for bar, value in zip(bars, values):
+        ax.annotate(f"{value:.1f} ms", (bar.get_x() + bar.get_width() / 2,
+                                        bar.get_height()),
+                    ha="center", va="bottom", fontsize=9)
+
+    cold = j["results"]["cold_compile"]
+    fig.suptitle(f"te-mlir CPU benchmarks  |  {machine['cpu']}, "
+                 f"{machine['cores']} cores  |  {date}", fontsize=10)
+    footer = [
+        "green: target met, red: target missed, grey: context (no target).  "
+        f"Cold compile (not charted): {cold['process_wall_ms_median']:.0f} ms "
+        f"whole process, {cold['compile_ms_median']:.0f} ms compile.",
+        *textwrap.wrap("attention_fwd: "
+                       + records["attention_fwd"]["results"]["status"], 150),
+    ]
+    fig.text(0.5, 0.01, "\n".join(footer), ha="center", va="bottom",
+             fontsize=8)
+    fig.tight_layout(rect=(0, 0.03 + 0.03 * len(footer), 1, 0.94))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def print_table(records):
+    q = records["fp8_quantize"]
+    j = records["jit_latency"]
+    a = records["attention_fwd"]
+    qr, jr = q["results"], j["results"]
+
+    def yes(met):
+        return "yes" if met else "NO"
+
+    rows = [
+        ("fp8_quantize", "te quantize (64 MiB f32 -> fp8)",
+         f"{qr['te_quantize']['median_ms']:.2f} ms  "
+         f"{qr['te_quantize']['gbps']:.1f} GB/s", "", ""),
+        ("", "memcpy (64 MiB)",
+         f"{qr['memcpy']['median_ms']:.2f} ms  "
+         f"{qr['memcpy']['gbps']:.1f} GB/s", "", ""),
+        ("", "numpy + ml_dtypes",
+         f"{qr['ml_dtypes']['median_ms']:.1f} ms  "
+         f"{qr['ml_dtypes']['gbps']:.2f} GB/s", "", ""),
+    ]
+    t = q["targets"]["quantize_vs_memcpy_throughput"]
+    rows.append(("", "quantize / memcpy throughput",
+                 f"{t['measured']:.2f}x", f">= {t['value']}x",
+                 yes(t["met"])))
+    rows.append(("", "quantize speedup over ml_dtypes",
+                 f"{qr['quantize_speedup_over_ml_dtypes']:.1f}x", "", ""))
+    rows.append(("jit_latency", "cold compile (process / compile)",
+                 f"{jr['cold_compile']['process_wall_ms_median']:.1f} / "
+                 f"{jr['cold_compile']['compile_ms_median']:.1f} ms", "", ""))
+    t = j["targets"]["disk_warm_first_launch_ms"]
+    rows.append(("", "disk-warm new process (wall)",
+                 f"{t['measured']:.2f} ms", f"<= {t['value']:g} ms",
+                 yes(t["met"])))
+    t = j["targets"]["memory_hot_launch_us"]
+    rows.append(("", "memory-hot launch (median)",
+                 f"{t['measured']:.3f} us", f"<= {t['value']:g} us",
+                 yes(t["met"])))
+    rows.append(("attention_fwd", a["results"]["status"], "", "", ""))
+
+    headers = ("benchmark", "metric", "measured", "target", "met")
+    widths = [max(len(h), *(len(r[i]) for r in rows if i != 1 or r[2]))
+              for i, h in enumerate(headers)]
+    line = "  ".join(f"{{:{w}}}" for w in widths)
+    print()
+    print(line.format(*headers).rstrip())
+    print(line.format(*("-" * w for w in widths)))
+    for row in rows:
+        if row[2]:
+            print(line.format(*row).rstrip())
+        else:  # a status line: let it run past the columns
+            print(f"{row[0]:{widths[0]}}  {row[1]}")
+
+
+# ---------------------------------------------------------------------------
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--te-run", default=os.environ.get(
+        "TE_RUN", str(DEFAULT_TE_RUN)),
+        help="te-run binary (default: $TE_RUN or build/bin/te-run)")
+    parser.add_argument("--out", default=str(DEFAULT_OUT),
+                        help="results directory (default: bench/results)")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="interleaved rounds of the quantize comparison")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer repeats, for a smoke test")
+    parser.add_argument("--keep-work", action="store_true",
+                        help="keep the temporary directory (programs, "
+                             "inputs, kernel caches)")
+    opts = parser.parse_args()
+
+    te_path = Path(opts.te_run)
+    if not te_path.is_file() or not os.access(te_path, os.X_OK):
+        sys.exit(f"run_benchmarks: no te-run at {te_path} "
+                 "(build it, or pass --te-run)")
+    te_run = TeRun(te_path)
+    out = Path(opts.out)
+    out.mkdir(parents=True, exist_ok=True)
+    machine = machine_info()
+    commit = te_mlir_commit()
+    date = datetime.datetime.now(datetime.timezone.utc).isoformat(
+        timespec="seconds")
+    print(f"te-run: {te_path}\nmachine: {machine['cpu']}, "
+          f"{machine['cores']} cores\ndate: {date}", flush=True)
+
+    work = Path(tempfile.mkdtemp(prefix="te-bench-"))
+    records = {}
+    started = time.perf_counter()
+    try:
+        sections = [
+            ("fp8_quantize", bench_fp8_quantize,
+             "per-tensor FP8 quantize throughput against memcpy and "
+             "numpy + ml_dtypes"),
+            ("jit_latency", bench_jit_latency,
+             "cold compile, disk-warm new process and memory-hot launch "
+             "latency of a small kernel"),
+            ("attention_fwd", bench_attention,
+             "fused attention forward against a numpy reference"),
+        ]
+        for name, run, description in sections:
+            print(f"{name}: {description}", flush=True)
+            config, results, targets = run(te_run, work, opts)
+            records[name] = record(name, description, config, results,
+                                   targets, machine, commit, date)
+            if name == "attention_fwd":
+                print(f"  attention: {results['status']}", flush=True)
+    finally:
+        if opts.keep_work:
+            print(f"work directory kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+    for name, rec in records.items():
+        (out / f"{name}.json").write_text(json.dumps(rec, indent=2) + "\n")
+    charted = draw_chart(records, out / "summary.png", machine, date)
+    print_table(records)
+    written = [f"{name}.json" for name in records]
+    if charted:
+        written.append("summary.png")
+    print(f"\nwrote {', '.join(written)} to {out}  "
+          f"({time.perf_counter() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
