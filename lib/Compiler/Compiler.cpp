@@ -2,6 +2,8 @@
 
 #include "te/Compiler/Compiler.h"
 
+#include "te/Conversion/TEToLinalg/TEToLinalg.h"
+#include "te/Dialect/TE/IR/TEOps.h"
 #include "te/InitAllDialects.h"
 #include "te/JIT/KernelCompiler.h"
 #include "te/Version.h"
@@ -109,6 +111,36 @@ int te_compiler_compile(const char *source, size_t size,
     return 1;
   }
   *manifest = copyString(*result);
+  return 0;
+}
+
+int te_compiler_explain(const char *source, size_t size,
+                        const char *source_name, char **table, char **error) {
+  CompilerSession session;
+  OwningOpRef<ModuleOp> module = session.parse(source, size, source_name);
+  if (!module) {
+    *error = copyString(session.diagnostics);
+    return 1;
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->walk([&](Operation *op) {
+    if (!isa<te::TEDialect>(op->getDialect()) || isa<te::ProcessGroupOp>(op))
+      return;
+    os << op->getName() << '\t';
+    if (auto loc = dyn_cast<FileLineColLoc>(op->getLoc()))
+      os << loc.getFilename().getValue() << ':' << loc.getLine() << ':'
+         << loc.getColumn();
+    else
+      os << op->getLoc();
+    os << '\t';
+    if (std::optional<std::string> reason = te::getCPUUnsupportedReason(op))
+      os << "none: " << *reason;
+    else
+      os << "cpu (native)";
+    os << '\n';
+  });
+  *table = copyString(text);
   return 0;
 }
 

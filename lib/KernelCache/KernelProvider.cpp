@@ -99,6 +99,7 @@ struct KernelProvider::Compiler {
   decltype(&te_compiler_build_id) buildId = nullptr;
   decltype(&te_compiler_canonicalize) canonicalize = nullptr;
   decltype(&te_compiler_compile) compile = nullptr;
+  decltype(&te_compiler_explain) explain = nullptr;
   decltype(&te_compiler_free) release = nullptr;
   ~Compiler() {
     if (handle)
@@ -136,6 +137,7 @@ Status KernelProvider::loadCompiler() {
   if (!resolve(loaded->buildId, "te_compiler_build_id") ||
       !resolve(loaded->canonicalize, "te_compiler_canonicalize") ||
       !resolve(loaded->compile, "te_compiler_compile") ||
+      !resolve(loaded->explain, "te_compiler_explain") ||
       !resolve(loaded->release, "te_compiler_free"))
     return Status::error(compilerLibrary +
                          " is not te-mlir's compiler (missing te_compiler_* "
@@ -149,6 +151,33 @@ Status KernelProvider::loadCompiler() {
                          "; use the compiler of the same build");
   compiler = std::move(loaded);
   return Status::success();
+}
+
+Expected<std::vector<std::array<std::string, 3>>>
+KernelProvider::explain(const std::string &source,
+                        const std::string &sourceName) {
+  if (Status status = loadCompiler(); !status.ok())
+    return status;
+  char *table = nullptr, *error = nullptr;
+  if (compiler->explain(source.data(), source.size(), sourceName.c_str(),
+                        &table, &error) != 0) {
+    std::string message = error ? error : "unknown compiler error";
+    compiler->release(error);
+    return Status::error(message);
+  }
+  std::vector<std::array<std::string, 3>> rows;
+  std::istringstream lines(table);
+  compiler->release(table);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::array<std::string, 3> row;
+    size_t first = line.find('\t'), second = line.find('\t', first + 1);
+    row[0] = line.substr(0, first);
+    row[1] = line.substr(first + 1, second - first - 1);
+    row[2] = line.substr(second + 1);
+    rows.push_back(row);
+  }
+  return rows;
 }
 
 Expected<ProvidedKernel>

@@ -129,3 +129,26 @@ func.func @q(%x: tensor<4xf32>, %s: tensor<f32>) -> (tensor<4xf8E4M3FN>, tensor<
     f32 = te_run.run_kernel(program, inputs, outputs_f32=True)[0]
     assert raw.dtype == np.uint8 and list(raw) == [0x38, 0x40, 0x7E, 0x7E]
     assert f32.dtype == np.float32 and list(f32) == [1, 2, 448, 448]
+
+
+def test_explain_names_the_backend_of_each_op(te_run):
+    program = te_run.program(PROGRAM)
+    proc = te_run(program, "--explain", "--random-inputs")
+    rows = [line.split() for line in proc.stdout.splitlines()]
+    assert rows[0] == ["op", "location", "backend"]
+    assert rows[1][0] == "te.amax" and rows[1][1] == f"{program}:3:8"
+    assert " ".join(rows[1][2:]) == "cpu (native)"
+
+
+def test_explain_says_why_an_op_is_not_lowered(te_run):
+    program = te_run.program("""
+te.process_group @tp size 2
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = te.all_reduce %x group @tp : tensor<4xf32>
+  return %y : tensor<4xf32>
+}""")
+    proc = te_run(program, "--explain", "--random-inputs", check=False)
+    assert "te.all_reduce" in proc.stdout
+    assert "none: te.all_reduce has no CPU lowering yet" in proc.stdout
+    assert proc.returncode == 2
+    assert "te.all_reduce has no CPU lowering yet" in error_of(proc)

@@ -2,7 +2,7 @@
 //
 // te-run FILE.mlir [--entry NAME] [--backend cpu] [--input PATH.npy]...
 //        [--random-inputs] [--seed N] [--output-dir DIR] [--outputs-f32]
-//        [--bench N]
+//        [--bench N] [--explain]
 //
 // Links the runtime, the kernel cache and .npy support only: on a cache hit
 // no MLIR or LLVM code is loaded; on a miss the compiler library is.
@@ -16,6 +16,7 @@
 #include "te/Support/Npy.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -43,6 +44,7 @@ const char *kUsage =
     "[--input PATH.npy]...\n"
     "              [--random-inputs] [--seed N] [--output-dir DIR] "
     "[--outputs-f32] [--bench N]\n"
+    "              [--explain]\n"
     "\n"
     "Compiles the te program FILE (or takes it from the kernel cache), runs\n"
     "the entry function on the inputs and writes its results to\n"
@@ -50,7 +52,8 @@ const char *kUsage =
     "an array of the argument's exact dtype is used as is, f32/f64 arrays\n"
     "are rounded (to nearest even) to bf16/f16/fp8 arguments, and bf16/fp8\n"
     "arguments also take raw bits (uint16/uint8). bf16 and fp8 results are\n"
-    "written as raw bits unless --outputs-f32.\n"
+    "written as raw bits unless --outputs-f32. --explain prints which\n"
+    "backend lowers each op (it loads the compiler even on a cache hit).\n"
     "\n"
     "Environment: TE_CACHE_DIR, TE_CACHE_DISABLE=1, TE_CACHE_MAX_BYTES,\n"
     "TE_COMPILER_LIBRARY (path of libTECompiler.so).\n";
@@ -64,6 +67,7 @@ struct Options {
   std::string outputDir;
   bool outputsF32 = false;
   int bench = 0;
+  bool explain = false;
 };
 
 /// A user error: one line on stderr, exit code 2.
@@ -115,6 +119,8 @@ Options parseOptions(int argc, char **argv) {
       options.outputDir = value();
     } else if (arg == "--outputs-f32") {
       options.outputsF32 = true;
+    } else if (arg == "--explain") {
+      options.explain = true;
     } else if (arg == "--bench") {
       options.bench = static_cast<int>(parseNumber(arg, value()));
     } else if (!arg.empty() && arg[0] == '-') {
@@ -320,6 +326,21 @@ int main(int argc, char **argv) {
       findCompilerLibrary(), [](const std::string &warning) {
         std::fprintf(stderr, "%s\n", warning.c_str());
       });
+  if (options.explain) {
+    auto rows = provider.explain(program, options.file);
+    if (!rows)
+      fail(rows.message());
+    std::vector<std::array<std::string, 3>> table = {
+        {"op", "location", "backend"}};
+    table.insert(table.end(), rows->begin(), rows->end());
+    size_t width[2] = {0, 0};
+    for (const auto &row : table)
+      for (int i = 0; i < 2; ++i)
+        width[i] = std::max(width[i], row[i].size());
+    for (const auto &row : table)
+      std::printf("%-*s  %-*s  %s\n", int(width[0]), row[0].c_str(),
+                  int(width[1]), row[1].c_str(), row[2].c_str());
+  }
   support::Expected<cache::ProvidedKernel> provided =
       provider.provide(program, options.file);
   if (!provided) {

@@ -45,6 +45,14 @@ TE_COMPILER_EXPORT int te_compiler_compile(const char *source, size_t size,
                                            const char *output_path,
                                            char **manifest, char **error);
 
+/// Parses and verifies `source` and sets `*table` to one line per te op:
+/// "<op>\t<file:line:col>\t<backend>", where backend is "cpu (native)" or
+/// "none: <why the op cannot be lowered yet>". Returns 0 on success; on
+/// failure non-zero with `*error` set.
+TE_COMPILER_EXPORT int te_compiler_explain(const char *source, size_t size,
+                                           const char *source_name,
+                                           char **table, char **error);
+
 /// Frees a string returned by this API; NULL is ignored.
 TE_COMPILER_EXPORT void te_compiler_free(char *text);
 

@@ -13,8 +13,10 @@
 #include "te/KernelCache/KernelCache.h"
 #include "te/Support/Expected.h"
 
+#include <array>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace te::cache {
 
@@ -44,6 +46,11 @@ public:
   /// compiler's diagnostics.
   support::Expected<ProvidedKernel> provide(const std::string &source,
                                             const std::string &sourceName);
+
+  /// Which backend lowers each te op of `source` (see te_compiler_explain):
+  /// (op, location, backend) rows. Loads the compiler.
+  support::Expected<std::vector<std::array<std::string, 3>>>
+  explain(const std::string &source, const std::string &sourceName);
 
   /// The te-mlir build identity that keys the cache.
   const std::string &getBuildId() const { return buildId; }

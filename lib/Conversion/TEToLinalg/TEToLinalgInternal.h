@@ -2,6 +2,7 @@
 #ifndef TE_LIB_CONVERSION_TETOLINALG_TETOLINALGINTERNAL_H
 #define TE_LIB_CONVERSION_TETOLINALG_TETOLINALGINTERNAL_H
 
+#include "te/Conversion/TEToLinalg/TEToLinalg.h"
 #include "te/Dialect/TE/IR/TEOps.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -10,10 +11,6 @@
 #include <string>
 
 namespace mlir::te {
-
-/// Why the host lowering cannot take `op` (a te op) yet, or nullopt when it
-/// can. Patterns bail out on exactly these, and the pass reports them.
-std::optional<std::string> getCPUUnsupportedReason(Operation *op);
 
 /// The parts of getCPUUnsupportedReason that concern attention.
 std::optional<std::string> getAttentionUnsupportedReason(AttentionOp op);

@@ -5,6 +5,9 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 
+#include <optional>
+#include <string>
+
 namespace mlir::te {
 
 #define GEN_PASS_DECL_CONVERTTETOLINALG
@@ -14,6 +17,11 @@ namespace mlir::te {
 /// Plugins may add them to their own pattern sets to reuse the native
 /// lowering of the ops they do not replace.
 void populateTEToLinalgConversionPatterns(RewritePatternSet &patterns);
+
+/// Why the host lowering cannot take the te op `op` (in its configuration)
+/// yet, or nullopt when it can. This is what convert-te-to-linalg reports
+/// and what `te-run --explain` shows.
+std::optional<std::string> getCPUUnsupportedReason(Operation *op);
 
 } // namespace mlir::te
 
