@@ -118,9 +118,11 @@ struct AttentionConfig {
   BiasKind biasKind;
   SoftmaxKind softmax;
   float scale;
+  /// Dropout probability; 0 when there is none.
+  float dropout;
   int64_t batches, seqQ, headsQ, seqKV, headsKV, numSequences;
   Value q, k, v, cuQ, cuKV, offQ, offKV, lenQ, lenKV, mask, bias, slopes,
-      softmaxOffset;
+      softmaxOffset, rngState;
 
   template <typename OpT>
   static AttentionConfig get(OpT op, typename OpT::Adaptor adaptor) {
@@ -135,6 +137,8 @@ struct AttentionConfig {
     c.biasKind = op.getBiasKind();
     c.softmax = op.getSoftmaxKind();
     c.scale = static_cast<float>(*op.getEffectiveScale());
+    c.dropout = op.getDropout().convertToFloat();
+    c.rngState = adaptor.getRngState();
     c.q = adaptor.getQ();
     c.k = adaptor.getK();
     c.v = adaptor.getV();
@@ -300,6 +304,59 @@ Value emitExtraLogit(OpBuilder &b, Location loc, const AttentionConfig &c,
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   return tensor::ExtractOp::create(b, loc, c.softmaxOffset,
                                    ValueRange{zero, head, zero, zero});
+}
+
+/// Dropout's keep factor for (batch, head, query row, key token): 0 for a
+/// dropped element, 1 / (1 - p) for a kept one. The generator is the op's
+/// documented counter-based hash: counter = ((batch * H_q + head) * rows +
+/// row) * kv_tokens + token, x = seed + 0x9E3779B97F4A7C15 * (offset +
+/// counter + 1) (mod 2^64), splitmix64's finalizer on x, u = its top 24
+/// bits * 2^-24; the element is kept when u >= p.
+Value emitDropoutFactor(OpBuilder &b, Location loc, const AttentionConfig &c,
+                        Value batch, Value head, Value row, Value token) {
+  Type i64 = b.getI64Type();
+  auto c64 = [&](uint64_t v) -> Value {
+    return arith::ConstantIntOp::create(b, loc, i64, static_cast<int64_t>(v));
+  };
+  auto toI64 = [&](Value index) -> Value {
+    return arith::IndexCastOp::create(b, loc, i64, index);
+  };
+  auto add = [&](Value x, Value y) -> Value {
+    return arith::AddIOp::create(b, loc, x, y);
+  };
+  auto mul = [&](Value x, Value y) -> Value {
+    return arith::MulIOp::create(b, loc, x, y);
+  };
+  Value seed = tensor::ExtractOp::create(
+      b, loc, c.rngState,
+      ValueRange{arith::ConstantIndexOp::create(b, loc, 0)});
+  Value offset = tensor::ExtractOp::create(
+      b, loc, c.rngState,
+      ValueRange{arith::ConstantIndexOp::create(b, loc, 1)});
+  Value counter =
+      add(mul(add(mul(add(mul(toI64(batch), c64(c.headsQ)), toI64(head)),
+                      c64(c.seqQ)),
+                  toI64(row)),
+              c64(c.seqKV)),
+          toI64(token));
+  Value x = add(
+      seed, mul(c64(0x9E3779B97F4A7C15ull), add(add(offset, counter), c64(1))));
+  auto xorShift = [&](Value z, uint64_t shift) -> Value {
+    return arith::XOrIOp::create(b, loc, z,
+                                 arith::ShRUIOp::create(b, loc, z, c64(shift)));
+  };
+  Value z = mul(xorShift(x, 30), c64(0xBF58476D1CE4E5B9ull));
+  z = mul(xorShift(z, 27), c64(0x94D049BB133111EBull));
+  z = xorShift(z, 31);
+  Value top = arith::ShRUIOp::create(b, loc, z, c64(40));
+  Value u = arith::MulFOp::create(
+      b, loc, arith::UIToFPOp::create(b, loc, b.getF32Type(), top),
+      f32Const(b, loc, std::ldexp(1.0, -24)));
+  Value keep = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, u,
+                                     f32Const(b, loc, c.dropout));
+  return arith::SelectOp::create(b, loc, keep,
+                                 f32Const(b, loc, 1.0 / (1.0 - c.dropout)),
+                                 f32Const(b, loc, 0.0));
 }
 
 using KeyBody = function_ref<SmallVector<Value>(OpBuilder &, Location,
@@ -486,8 +543,15 @@ struct AttentionOpLowering : OpConversionPattern<AttentionOp> {
               b, loc, arith::SubFOp::create(b, loc, logit, mNew));
           Value lNew = arith::AddFOp::create(
               b, loc, arith::MulFOp::create(b, loc, l, correction), p);
+          // Dropout scales the V row's weight, not the denominator.
+          Value weight = p;
+          if (c.rngState)
+            weight = arith::MulFOp::create(
+                b, loc, p,
+                emitDropoutFactor(b, loc, c, batch, head, row, token));
           Value accNew = vector::FMAOp::create(
-              b, loc, splat(b, loc, p, accType), readRow(b, loc, c.v, kvAt),
+              b, loc, splat(b, loc, weight, accType),
+              readRow(b, loc, c.v, kvAt),
               arith::MulFOp::create(b, loc, acc,
                                     splat(b, loc, correction, accType)));
           return SmallVector<Value>{mNew, lNew, accNew};
@@ -638,7 +702,16 @@ struct AttentionBackwardOpLowering : OpConversionPattern<AttentionBackwardOp> {
                                   dotProduct(b, loc, qRow, kRow));
           Value p = math::ExpOp::create(
               b, loc, arith::SubFOp::create(b, loc, logit, lse));
+          // With dropout factor f, O_i = sum_j P_ij f_ij v_j: dV_j gets
+          // P f dO_i, and P's gradient is f (dO_i . v_j).
           Value dP = dotProduct(b, loc, dORow, vRow);
+          Value pV = p;
+          if (c.rngState) {
+            Value factor =
+                emitDropoutFactor(b, loc, c, batch, head, row, token);
+            dP = arith::MulFOp::create(b, loc, dP, factor);
+            pV = arith::MulFOp::create(b, loc, p, factor);
+          }
           Value dS = arith::MulFOp::create(
               b, loc, p, arith::SubFOp::create(b, loc, dP, delta));
           Value dDot = arith::MulFOp::create(b, loc, dS, scale);
@@ -650,7 +723,7 @@ struct AttentionBackwardOpLowering : OpConversionPattern<AttentionBackwardOp> {
                                 b, loc, splat(b, loc, dDot, dqkType), qRow)),
               accumulateRow(b, loc, state[2], kvAt,
                             arith::MulFOp::create(
-                                b, loc, splat(b, loc, p, dvType), dORow))};
+                                b, loc, splat(b, loc, pV, dvType), dORow))};
           size_t index = 3;
           if (in.hasBiasGrad) {
             // x = scale * (qk + bias) for pre_scale, qk * scale + bias for
@@ -700,8 +773,6 @@ struct AttentionBackwardOpLowering : OpConversionPattern<AttentionBackwardOp> {
 template <typename OpT>
 static std::optional<std::string> getUnsupportedReason(OpT op) {
   std::string name = op->getName().getStringRef().str();
-  if (!op.getDropout().isZero())
-    return name + " with dropout has no CPU lowering yet";
   for (Value value : op->getOperands())
     if (!cast<ShapedType>(value.getType()).hasStaticShape())
       return name + " with dynamic shapes has no CPU lowering yet";

@@ -141,7 +141,16 @@ defvar AttentionSemantics = [{
       `learnable` (exp(x_i) / (exp(alpha_h) + sum_j exp(x_j)) with
       `softmax_offset` alpha of shape [1, h_q, 1, 1], f32).
     * `dropout p` in [0, 1): a non-zero probability needs `rng_state`, an
-      i64 tensor [2] holding (seed, offset).
+      i64 tensor [2] holding (seed, offset). Element (batch n, query head h,
+      query row r, key token t) is kept when u >= p, where, in 64-bit
+      unsigned arithmetic, counter = ((n * H_q + h) * R + r) * T + t (R, T:
+      the row and key-token counts of q and k: s_q and s_kv, or t_q and t_kv
+      for `thd`, where n = 0 and r, t are token indices),
+      x = seed + 0x9E3779B97F4A7C15 * (offset + counter + 1),
+      z = splitmix64's finalizer of x (z ^= z >> 30; z *= 0xBF58476D1CE4E5B9;
+      z ^= z >> 27; z *= 0x94D049BB133111EB; z ^= z >> 31), and
+      u = (z >> 40) * 2^-24. Kept weights are scaled by 1 / (1 - p); the
+      softmax statistics (LSE) are those before dropout.
 }];
 
 defvar AttentionClassDeclaration = [{
