@@ -48,6 +48,8 @@ extern "C" const char *te_status_string(te_status status) {
     return "TE_ERROR_UNSUPPORTED";
   case TE_ERROR_INTERNAL:
     return "TE_ERROR_INTERNAL";
+  case TE_ERROR_COMPILE_FAILED:
+    return "TE_ERROR_COMPILE_FAILED";
   }
   return "TE_ERROR_UNKNOWN";
 }

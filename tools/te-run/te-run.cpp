@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "te/KernelCache/KernelProvider.h"
+#include "te/Runtime/Jit.h"
 #include "te/Runtime/Runtime.h"
 #include "te/Support/ConvertArray.h"
 #include "te/Support/FloatConversion.h"
@@ -322,11 +323,9 @@ int main(int argc, char **argv) {
   Options options = parseOptions(argc, argv);
   std::string program = readProgram(options.file);
 
-  cache::KernelProvider provider(
-      findCompilerLibrary(), [](const std::string &warning) {
-        std::fprintf(stderr, "%s\n", warning.c_str());
-      });
+  std::string compilerLibrary = findCompilerLibrary();
   if (options.explain) {
+    cache::KernelProvider provider(compilerLibrary, [](const std::string &) {});
     auto rows = provider.explain(program, options.file);
     if (!rows)
       fail(rows.message());
@@ -341,27 +340,28 @@ int main(int argc, char **argv) {
       std::printf("%-*s  %-*s  %s\n", int(width[0]), row[0].c_str(),
                   int(width[1]), row[1].c_str(), row[2].c_str());
   }
-  support::Expected<cache::ProvidedKernel> provided =
-      provider.provide(program, options.file);
-  if (!provided) {
+
+  te_device *device = nullptr;
+  check(te_device_open("cpu", 0, &device), "cannot open the cpu device");
+  te_jit *jit = nullptr;
+  if (te_jit_create(compilerLibrary.c_str(), &jit) != TE_OK)
+    fail(te_jit_last_error_message());
+  te_module *module = nullptr;
+  te_cache_outcome outcome;
+  double compileMs = 0;
+  if (te_jit_load(jit, device, program.data(), program.size(),
+                  options.file.c_str(), &module, &outcome,
+                  &compileMs) != TE_OK) {
     // The compiler's diagnostics: the first line names the problem; the
     // rest (source excerpt, notes) follows for context.
-    std::string message = provided.message();
+    std::string message = te_jit_last_error_message();
     while (!message.empty() && message.back() == '\n')
       message.pop_back();
     fail(message);
   }
-  if (provided->outcome == cache::CacheOutcome::Miss)
-    std::fprintf(stderr, "compile: %.1f ms\ncache: miss\n",
-                 provided->compileMilliseconds);
-  else
-    std::fprintf(stderr, "compile: 0.0 ms\ncache: hit (disk)\n");
-
-  te_device *device = nullptr;
-  check(te_device_open("cpu", 0, &device), "cannot open the cpu device");
-  te_module *module = nullptr;
-  check(te_module_load(device, provided->libraryPath.c_str(), &module),
-        "cannot load the compiled kernel");
+  static const char *outcomes[] = {"hit (memory)", "hit (disk)", "miss"};
+  std::fprintf(stderr, "compile: %.1f ms\ncache: %s\n", compileMs,
+               outcomes[outcome]);
 
   std::string entry = options.entry;
   if (entry.empty()) {
@@ -469,6 +469,7 @@ int main(int argc, char **argv) {
   for (te_buffer *buffer : buffers)
     te_buffer_release(buffer);
   te_module_release(module);
+  te_jit_release(jit);
   te_device_release(device);
   return 0;
 }

@@ -24,6 +24,8 @@ TEST(StatusTest, EveryStatusHasItsEnumeratorName) {
   EXPECT_STREQ(te_status_string(TE_ERROR_LOAD_FAILED), "TE_ERROR_LOAD_FAILED");
   EXPECT_STREQ(te_status_string(TE_ERROR_UNSUPPORTED), "TE_ERROR_UNSUPPORTED");
   EXPECT_STREQ(te_status_string(TE_ERROR_INTERNAL), "TE_ERROR_INTERNAL");
+  EXPECT_STREQ(te_status_string(TE_ERROR_COMPILE_FAILED),
+               "TE_ERROR_COMPILE_FAILED");
 }
 
 TEST(StatusTest, UnknownStatusHasAPlaceholderName) {

@@ -40,7 +40,10 @@ typedef enum te_status {
   /// The device does not implement the requested operation.
   TE_ERROR_UNSUPPORTED,
   /// The runtime or a device plugin broke its own contract (a bug).
-  TE_ERROR_INTERNAL
+  TE_ERROR_INTERNAL,
+  /// A te program did not compile (te_jit_load); the message holds the
+  /// compiler's diagnostics.
+  TE_ERROR_COMPILE_FAILED
 } te_status;
 
 /// Returns the enumerator's name ("TE_OK", "TE_ERROR_NOT_FOUND", ...), or

@@ -1,0 +1,69 @@
+/*===- Jit.h - Compile, cache and load te programs (C API) ----------------===*\
+|*                                                                            *|
+|* What a framework embeds: hand te-mlir a program (MLIR text) and get a      *|
+|* loaded kernel module back. Modules are cached in memory (per te_jit, per   *|
+|* device) and on disk (the kernel cache, see README: TE_CACHE_DIR,           *|
+|* TE_CACHE_DISABLE, TE_CACHE_MAX_BYTES). A disk hit loads the stored library *|
+|* without MLIR or LLVM; a miss loads te-mlir's compiler library.             *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef TE_RUNTIME_JIT_H
+#define TE_RUNTIME_JIT_H
+
+#include "te/Runtime/Device.h"
+#include "te/Runtime/Module.h"
+#include "te/Runtime/Status.h"
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// A compile-and-cache context. Thread safe: any number of threads may call
+/// te_jit_load on one te_jit at once.
+typedef struct te_jit te_jit;
+
+/// Where te_jit_load found the module.
+typedef enum te_cache_outcome {
+  TE_CACHE_HIT_MEMORY = 0,
+  TE_CACHE_HIT_DISK = 1,
+  TE_CACHE_MISS = 2
+} te_cache_outcome;
+
+/// Creates a JIT context. `compiler_library` is the path of
+/// libTECompiler.so, loaded on the first cache miss; NULL means
+/// $TE_COMPILER_LIBRARY. Cache warnings (a corrupted entry, an unwritable
+/// directory) go to stderr, once each.
+TE_RUNTIME_EXPORT te_status te_jit_create(const char *compiler_library,
+                                          te_jit **out);
+
+/// Returns a module for the program `source` (`size` bytes of MLIR text;
+/// `source_name` names it in diagnostics) loaded on `device`, compiling it
+/// on a miss. The caller owns one reference to *module (te_module_release).
+/// `outcome` (may be NULL) says where it came from; `compile_ms` (may be
+/// NULL) receives the compile time (0 on a hit).
+/// Errors: TE_ERROR_INVALID_ARGUMENT for NULL arguments,
+/// TE_ERROR_COMPILE_FAILED with the compiler's diagnostics,
+/// TE_ERROR_LOAD_FAILED when the compiler cannot be loaded or the library
+/// cannot; te_jit_last_error_message() has the text.
+TE_RUNTIME_EXPORT te_status te_jit_load(te_jit *jit, te_device *device,
+                                        const char *source, size_t size,
+                                        const char *source_name,
+                                        te_module **module,
+                                        te_cache_outcome *outcome,
+                                        double *compile_ms);
+
+/// The message of this thread's last failing te_jit_* call ("" if none).
+TE_RUNTIME_EXPORT const char *te_jit_last_error_message(void);
+
+/// Releases the context and its in-memory cache (modules stay alive while
+/// callers hold references). NULL is ignored.
+TE_RUNTIME_EXPORT void te_jit_release(te_jit *jit);
+
+#ifdef __cplusplus
+} // extern "C"
+#endif
+
+#endif /* TE_RUNTIME_JIT_H */

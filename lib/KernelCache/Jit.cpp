@@ -1,0 +1,145 @@
+//===- Jit.cpp - Compile, cache and load te programs (C API) --------------===//
+
+#include "te/Runtime/Jit.h"
+
+#include "te/KernelCache/KernelProvider.h"
+#include "te/KernelCache/Sha256.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+using namespace te;
+
+namespace {
+
+thread_local std::string lastError;
+
+te_status failJit(te_status status, std::string message) {
+  lastError = std::move(message);
+  return status;
+}
+
+} // namespace
+
+struct te_jit {
+  explicit te_jit(std::string compilerLibrary)
+      : provider(std::move(compilerLibrary), [](const std::string &warning) {
+          std::fprintf(stderr, "%s\n", warning.c_str());
+        }) {}
+
+  ~te_jit() {
+    for (auto &entry : modules)
+      te_module_release(entry.second);
+  }
+
+  /// One compile at a time per context: the compiler library and the
+  /// provider's scratch state are shared. Cache hits in memory do not wait
+  /// for it.
+  std::mutex compileMutex;
+  std::mutex modulesMutex;
+  cache::KernelProvider provider;
+  /// (device, sha256 of the source) -> a loaded module (one reference).
+  std::map<std::pair<te_device *, std::string>, te_module *> modules;
+};
+
+te_status te_jit_create(const char *compiler_library, te_jit **out) {
+  if (!out)
+    return failJit(TE_ERROR_INVALID_ARGUMENT, "te_jit_create: out is NULL");
+  std::string library;
+  if (compiler_library)
+    library = compiler_library;
+  else if (const char *env = std::getenv("TE_COMPILER_LIBRARY"))
+    library = env;
+  if (library.empty())
+    return failJit(TE_ERROR_INVALID_ARGUMENT,
+                   "te_jit_create: no compiler library given; pass the path "
+                   "of libTECompiler.so or set TE_COMPILER_LIBRARY");
+  try {
+    *out = new te_jit(library);
+  } catch (...) {
+    return failJit(TE_ERROR_OUT_OF_MEMORY, "te_jit_create: out of memory");
+  }
+  return TE_OK;
+}
+
+te_status te_jit_load(te_jit *jit, te_device *device, const char *source,
+                      size_t size, const char *source_name, te_module **module,
+                      te_cache_outcome *outcome, double *compile_ms) {
+  if (!jit || !device || !source || !module)
+    return failJit(TE_ERROR_INVALID_ARGUMENT,
+                   "te_jit_load: jit, device, source and module must not be "
+                   "NULL");
+  try {
+    std::string text(source, size);
+    std::string name = source_name ? source_name : "<te program>";
+    auto key = std::make_pair(device, cache::sha256Hex(text.data(), size));
+    {
+      std::lock_guard<std::mutex> lock(jit->modulesMutex);
+      if (auto it = jit->modules.find(key); it != jit->modules.end()) {
+        te_module_retain(it->second);
+        *module = it->second;
+        if (outcome)
+          *outcome = TE_CACHE_HIT_MEMORY;
+        if (compile_ms)
+          *compile_ms = 0;
+        return TE_OK;
+      }
+    }
+    std::lock_guard<std::mutex> compileLock(jit->compileMutex);
+    {
+      // Another thread may have loaded it while this one waited.
+      std::lock_guard<std::mutex> lock(jit->modulesMutex);
+      if (auto it = jit->modules.find(key); it != jit->modules.end()) {
+        te_module_retain(it->second);
+        *module = it->second;
+        if (outcome)
+          *outcome = TE_CACHE_HIT_MEMORY;
+        if (compile_ms)
+          *compile_ms = 0;
+        return TE_OK;
+      }
+    }
+    support::Expected<cache::ProvidedKernel> provided =
+        jit->provider.provide(text, name);
+    if (!provided) {
+      bool notLoadable =
+          provided.message().find("cannot load te-mlir's compiler") == 0 ||
+          provided.message().find("is not te-mlir's compiler") !=
+              std::string::npos;
+      return failJit(notLoadable ? TE_ERROR_LOAD_FAILED
+                                 : TE_ERROR_COMPILE_FAILED,
+                     provided.message());
+    }
+    te_module *loaded = nullptr;
+    if (te_status status =
+            te_module_load(device, provided->libraryPath.c_str(), &loaded);
+        status != TE_OK)
+      return failJit(status, te_last_error_message());
+    {
+      std::lock_guard<std::mutex> lock(jit->modulesMutex);
+      jit->modules[key] = loaded;
+    }
+    te_module_retain(loaded);
+    *module = loaded;
+    if (outcome)
+      *outcome = provided->outcome == cache::CacheOutcome::DiskHit
+                     ? TE_CACHE_HIT_DISK
+                     : TE_CACHE_MISS;
+    if (compile_ms)
+      *compile_ms = provided->compileMilliseconds;
+    return TE_OK;
+  } catch (const std::bad_alloc &) {
+    return failJit(TE_ERROR_OUT_OF_MEMORY, "te_jit_load: out of memory");
+  } catch (...) {
+    return failJit(TE_ERROR_INTERNAL,
+                   "te_jit_load: unexpected C++ exception; this is a bug");
+  }
+}
+
+const char *te_jit_last_error_message(void) { return lastError.c_str(); }
+
+void te_jit_release(te_jit *jit) { delete jit; }

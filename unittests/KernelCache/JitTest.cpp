@@ -1,0 +1,159 @@
+//===- JitTest.cpp - The compile-cache-load C API -------------------------===//
+
+#include "te/Runtime/Jit.h"
+#include "te/Runtime/Runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+const char *kProgram = R"mlir(
+func.func @amax(%x: tensor<8xf32>) -> tensor<f32> {
+  %a = te.amax %x : tensor<8xf32> -> tensor<f32>
+  return %a : tensor<f32>
+}
+)mlir";
+
+class JitTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/te-jit-test-XXXXXX";
+    ASSERT_TRUE(mkdtemp(pattern));
+    cacheDir = pattern;
+    setenv("TE_CACHE_DIR", cacheDir.c_str(), 1);
+    unsetenv("TE_CACHE_DISABLE");
+    ASSERT_EQ(te_device_open("cpu", 0, &device), TE_OK);
+  }
+  void TearDown() override {
+    te_device_release(device);
+    std::string command = "rm -rf '" + cacheDir + "'";
+    ASSERT_EQ(std::system(command.c_str()), 0);
+  }
+
+  te_jit *makeJit() {
+    te_jit *jit = nullptr;
+    EXPECT_EQ(te_jit_create(TE_COMPILER_LIBRARY_PATH, &jit), TE_OK)
+        << te_jit_last_error_message();
+    return jit;
+  }
+
+  te_status load(te_jit *jit, const char *source, te_module **module,
+                 te_cache_outcome *outcome) {
+    return te_jit_load(jit, device, source, std::strlen(source), "test.mlir",
+                       module, outcome, nullptr);
+  }
+
+  std::string cacheDir;
+  te_device *device = nullptr;
+};
+
+/// Runs @amax on [1, -7, 3, ...] and returns the result.
+float runAmax(te_module *module, te_device *device) {
+  te_kernel *kernel = nullptr;
+  EXPECT_EQ(te_module_get_kernel(module, "amax", &kernel), TE_OK);
+  float input[8] = {1, -7, 3, 0, 2, 6, -1, 5}, output = 0;
+  int64_t dims[1] = {8};
+  te_buffer *x = nullptr, *y = nullptr;
+  EXPECT_EQ(te_buffer_create(device, TE_DTYPE_F32, 1, dims, &x), TE_OK);
+  EXPECT_EQ(te_buffer_create(device, TE_DTYPE_F32, 0, nullptr, &y), TE_OK);
+  EXPECT_EQ(te_buffer_write(x, input, sizeof(input)), TE_OK);
+  te_buffer *args[] = {x, y};
+  EXPECT_EQ(te_kernel_launch(kernel, args, 2), TE_OK)
+      << te_last_error_message();
+  EXPECT_EQ(te_buffer_read(y, &output, sizeof(output)), TE_OK);
+  te_buffer_release(x);
+  te_buffer_release(y);
+  return output;
+}
+
+TEST_F(JitTest, MissThenMemoryHitThenDiskHitInANewContext) {
+  te_jit *jit = makeJit();
+  te_module *first = nullptr, *second = nullptr, *third = nullptr;
+  te_cache_outcome outcome;
+  ASSERT_EQ(load(jit, kProgram, &first, &outcome), TE_OK)
+      << te_jit_last_error_message();
+  EXPECT_EQ(outcome, TE_CACHE_MISS);
+  EXPECT_EQ(runAmax(first, device), 7.0f);
+  ASSERT_EQ(load(jit, kProgram, &second, &outcome), TE_OK);
+  EXPECT_EQ(outcome, TE_CACHE_HIT_MEMORY);
+  EXPECT_EQ(second, first);
+
+  te_jit *fresh = makeJit();
+  ASSERT_EQ(load(fresh, kProgram, &third, &outcome), TE_OK);
+  EXPECT_EQ(outcome, TE_CACHE_HIT_DISK);
+  EXPECT_EQ(runAmax(third, device), 7.0f);
+
+  te_module_release(first);
+  te_module_release(second);
+  te_module_release(third);
+  te_jit_release(jit);
+  te_jit_release(fresh);
+}
+
+TEST_F(JitTest, ModulesOutliveTheContext) {
+  te_jit *jit = makeJit();
+  te_module *module = nullptr;
+  ASSERT_EQ(load(jit, kProgram, &module, nullptr), TE_OK);
+  te_jit_release(jit);
+  EXPECT_EQ(runAmax(module, device), 7.0f);
+  te_module_release(module);
+}
+
+TEST_F(JitTest, ConcurrentLoadsShareOneModule) {
+  te_jit *jit = makeJit();
+  std::vector<te_module *> modules(8, nullptr);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&, i] {
+      EXPECT_EQ(load(jit, kProgram, &modules[i], nullptr), TE_OK);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (te_module *module : modules) {
+    EXPECT_EQ(module, modules[0]);
+    te_module_release(module);
+  }
+  te_jit_release(jit);
+}
+
+TEST_F(JitTest, CompileErrorsCarryTheDiagnostics) {
+  te_jit *jit = makeJit();
+  te_module *module = nullptr;
+  const char *broken = "func.func @f(%x: tensor<8xf32>) -> tensor<f32> {\n"
+                       "  %a = te.amax %x : tensor<8xf32> -> tensor<f16>\n"
+                       "  return %a : tensor<f32>\n}\n";
+  EXPECT_EQ(load(jit, broken, &module, nullptr), TE_ERROR_COMPILE_FAILED);
+  EXPECT_EQ(module, nullptr);
+  std::string message = te_jit_last_error_message();
+  EXPECT_NE(message.find("test.mlir:2:"), std::string::npos) << message;
+  EXPECT_NE(message.find("te.amax"), std::string::npos) << message;
+  te_jit_release(jit);
+}
+
+TEST_F(JitTest, BadArgumentsAndMissingCompiler) {
+  te_jit *jit = nullptr;
+  EXPECT_EQ(te_jit_create(nullptr, nullptr), TE_ERROR_INVALID_ARGUMENT);
+  unsetenv("TE_COMPILER_LIBRARY");
+  EXPECT_EQ(te_jit_create(nullptr, &jit), TE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(
+      std::string(te_jit_last_error_message()).find("TE_COMPILER_LIBRARY"),
+      std::string::npos);
+  ASSERT_EQ(te_jit_create("/nonexistent/libTECompiler.so", &jit), TE_OK);
+  te_module *module = nullptr;
+  EXPECT_EQ(
+      te_jit_load(jit, device, nullptr, 0, "x", &module, nullptr, nullptr),
+      TE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(load(jit, kProgram, &module, nullptr), TE_ERROR_LOAD_FAILED);
+  EXPECT_NE(std::string(te_jit_last_error_message()).find("cannot load"),
+            std::string::npos);
+  te_jit_release(jit);
+  te_jit_release(nullptr);
+}
+
+} // namespace
