@@ -43,6 +43,11 @@ bool isKernelElementType(Type type) {
 LogicalResult checkKernelType(func::FuncOp func, Type type, StringRef role,
                               unsigned index) {
   auto tensor = dyn_cast<RankedTensorType>(type);
+  if (tensor && tensor.hasStaticShape() && tensor.getNumElements() == 0)
+    return func.emitError("kernel @")
+           << func.getSymName() << ": " << role << " " << index << " has type "
+           << type << " with no elements; kernels take and return tensors "
+           << "with at least one element";
   if (!tensor || !tensor.hasStaticShape() ||
       !isKernelElementType(tensor.getElementType()))
     return func.emitError("kernel @")
@@ -110,8 +115,9 @@ mlir::te::collectKernelEntries(ModuleOp module) {
     entries.push_back(std::move(entry));
   }
   if (entries.empty())
-    return module.emitError("the module has no public function to compile "
-                            "as a kernel entry point");
+    return mlir::emitError(module.getLoc(),
+                           "the module has no public function to compile "
+                           "as a kernel entry point");
   return entries;
 }
 
@@ -150,7 +156,7 @@ LogicalResult mlir::te::emitKernelABI(ModuleOp llvmModule,
     size_t numArgs = entry.inputs.size() + entry.outputs.size();
     if (!callee || callee.getNumArguments() != numArgs ||
         !isa<LLVM::LLVMVoidType>(callee.getFunctionType().getReturnType()))
-      return llvmModule.emitError("kernel @")
+      return mlir::emitError(loc, "kernel @")
              << entry.name << " did not lower to a function taking " << numArgs
              << " buffer pointers";
     // Only the packed entry point is the library's interface.
@@ -217,7 +223,7 @@ mlir::te::compileKernelLibrary(ModuleOp module,
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(*lowered, llvmContext, "te-kernel");
   if (!llvmModule)
-    return module.emitError("translation to LLVM IR failed");
+    return mlir::emitError(module.getLoc(), "translation to LLVM IR failed");
 
   initializeNativeTarget();
   llvm::Triple triple(llvm::sys::getProcessTriple());
@@ -225,7 +231,7 @@ mlir::te::compileKernelLibrary(ModuleOp module,
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
-    return module.emitError("no LLVM target for ")
+    return mlir::emitError(module.getLoc(), "no LLVM target for ")
            << triple.str() << ": " << error;
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       triple, llvm::sys::getHostCPUName(), getHostFeatureString(),
@@ -237,21 +243,23 @@ mlir::te::compileKernelLibrary(ModuleOp module,
   auto optimize = makeOptimizingTransformer(options.optLevel,
                                             /*sizeLevel=*/0, machine.get());
   if (llvm::Error err = optimize(llvmModule.get()))
-    return module.emitError("LLVM optimization failed: ")
+    return mlir::emitError(module.getLoc(), "LLVM optimization failed: ")
            << llvm::toString(std::move(err));
 
   TemporaryFile object;
   int fd;
   if (std::error_code ec =
           llvm::sys::fs::createTemporaryFile("te-kernel", "o", fd, object.path))
-    return module.emitError("cannot create a temporary object file: ")
+    return mlir::emitError(module.getLoc(),
+                           "cannot create a temporary object file: ")
            << ec.message();
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     llvm::legacy::PassManager codegen;
     if (machine->addPassesToEmitFile(codegen, os, nullptr,
                                      llvm::CodeGenFileType::ObjectFile))
-      return module.emitError("LLVM cannot emit object files for ")
+      return mlir::emitError(module.getLoc(),
+                             "LLVM cannot emit object files for ")
              << triple.str();
     codegen.run(*llvmModule);
   }
@@ -259,7 +267,8 @@ mlir::te::compileKernelLibrary(ModuleOp module,
   TemporaryFile linkLog;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
           "te-kernel-link", "log", linkLog.path))
-    return module.emitError("cannot create a temporary file: ") << ec.message();
+    return mlir::emitError(module.getLoc(), "cannot create a temporary file: ")
+           << ec.message();
   std::string output = outputPath.str();
   SmallVector<StringRef> args = {
       options.linker, "-shared", "--no-undefined-version",
@@ -273,7 +282,7 @@ mlir::te::compileKernelLibrary(ModuleOp module,
     std::string log;
     if (auto buffer = llvm::MemoryBuffer::getFile(linkLog.path))
       log = (*buffer)->getBuffer().trim().str();
-    return module.emitError("linking the kernel library with ")
+    return mlir::emitError(module.getLoc(), "linking the kernel library with ")
            << options.linker << " failed ("
            << (execError.empty() ? log : execError) << ")";
   }

@@ -152,3 +152,21 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
     assert "none: te.all_reduce has no CPU lowering yet" in proc.stdout
     assert proc.returncode == 2
     assert "te.all_reduce has no CPU lowering yet" in error_of(proc)
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("func.func private @f(%x: tensor<4xf32>) -> tensor<f32>\n",
+     "no public function to compile"),
+    ("func.func @f(%x: tensor<0x4xf32>) -> tensor<f32> {\n"
+     "  %a = te.amax %x : tensor<0x4xf32> -> tensor<f32>\n"
+     "  return %a : tensor<f32>\n}\n", "with no elements"),
+    ("func.func @f(%x: tensor<?xf32>) -> tensor<f32> {\n"
+     "  %a = te.amax %x : tensor<?xf32> -> tensor<f32>\n"
+     "  return %a : tensor<f32>\n}\n", "statically shaped tensors"),
+    ("func.func @f(%x: i32) -> i32 {\n  return %x : i32\n}\n",
+     "statically shaped tensors"),
+])
+def test_signatures_that_cannot_be_kernels(te_run, text, needle):
+    program = te_run.program(text)
+    line = error_of(te_run(program, "--random-inputs", check=False))
+    assert needle in line
