@@ -79,13 +79,13 @@ def mutate(text, rng):
     return text
 
 
-def run_one(te_opt, text, timeout):
+def run_one(te_opt, text, timeout, passes):
     with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
         f.write(text)
         path = f.name
     try:
         proc = subprocess.run(
-            [te_opt, path, "-split-input-file", "-canonicalize"],
+            [te_opt, path, "-split-input-file", *passes],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout)
         code, err = proc.returncode, proc.stderr.decode(errors="replace")
     except subprocess.TimeoutExpired:
@@ -102,6 +102,8 @@ def main():
     parser.add_argument("--seed", type=int, default=20261202)
     parser.add_argument("--timeout", type=float, default=20.0)
     parser.add_argument("--report-dir", default=".")
+    parser.add_argument("--passes", default="-canonicalize",
+                        help="te-opt pass flags, space separated")
     parser.add_argument("inputs", nargs="+")
     args = parser.parse_args()
 
@@ -111,8 +113,9 @@ def main():
 
     failures = []
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-        results = pool.map(lambda t: run_one(args.tool, t, args.timeout),
-                           mutants)
+        passes = args.passes.split()
+        results = pool.map(
+            lambda t: run_one(args.tool, t, args.timeout, passes), mutants)
         outcomes = {"success": 0, "diagnostic": 0}
         for i, (text, (code, err)) in enumerate(zip(mutants, results)):
             if code == 0:
