@@ -94,9 +94,9 @@ int te_compiler_canonicalize(const char *source, size_t size,
   return 0;
 }
 
-int te_compiler_compile(const char *source, size_t size,
-                        const char *source_name, const char *output_path,
-                        char **manifest, char **error) {
+static int compile(const char *source, size_t size, const char *source_name,
+                   const char *output_path, bool reference, char **manifest,
+                   char **error) {
   CompilerSession session;
   OwningOpRef<ModuleOp> module = session.parse(source, size, source_name);
   if (!module) {
@@ -104,6 +104,7 @@ int te_compiler_compile(const char *source, size_t size,
     return 1;
   }
   te::KernelCompileOptions options;
+  options.reference = reference;
   FailureOr<std::string> result =
       te::compileKernelLibrary(*module, options, output_path);
   if (failed(result)) {
@@ -112,6 +113,21 @@ int te_compiler_compile(const char *source, size_t size,
   }
   *manifest = copyString(*result);
   return 0;
+}
+
+int te_compiler_compile(const char *source, size_t size,
+                        const char *source_name, const char *output_path,
+                        char **manifest, char **error) {
+  return compile(source, size, source_name, output_path, /*reference=*/false,
+                 manifest, error);
+}
+
+int te_compiler_compile_reference(const char *source, size_t size,
+                                  const char *source_name,
+                                  const char *output_path, char **manifest,
+                                  char **error) {
+  return compile(source, size, source_name, output_path, /*reference=*/true,
+                 manifest, error);
 }
 
 int te_compiler_explain(const char *source, size_t size,

@@ -210,7 +210,10 @@ mlir::te::compileKernelLibrary(ModuleOp module,
 
   OwningOpRef<ModuleOp> lowered = module.clone();
   PassManager pm(module.getContext());
-  buildLowerToCPUPipeline(pm);
+  if (options.reference)
+    buildLowerToCPUReferencePipeline(pm);
+  else
+    buildLowerToCPUPipeline(pm);
   if (failed(pm.run(*lowered)) || failed(emitKernelABI(*lowered, *entries)))
     return failure();
 

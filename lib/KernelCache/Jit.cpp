@@ -77,32 +77,25 @@ te_status te_jit_load(te_jit *jit, te_device *device, const char *source,
     std::string text(source, size);
     std::string name = source_name ? source_name : "<te program>";
     auto key = std::make_pair(device, cache::sha256Hex(text.data(), size));
-    {
+    auto memoryHit = [&] {
       std::lock_guard<std::mutex> lock(jit->modulesMutex);
-      if (auto it = jit->modules.find(key); it != jit->modules.end()) {
-        te_module_retain(it->second);
-        *module = it->second;
-        if (outcome)
-          *outcome = TE_CACHE_HIT_MEMORY;
-        if (compile_ms)
-          *compile_ms = 0;
-        return TE_OK;
-      }
-    }
+      auto it = jit->modules.find(key);
+      if (it == jit->modules.end())
+        return false;
+      te_module_retain(it->second);
+      *module = it->second;
+      if (outcome)
+        *outcome = TE_CACHE_HIT_MEMORY;
+      if (compile_ms)
+        *compile_ms = 0;
+      return true;
+    };
+    if (memoryHit())
+      return TE_OK;
     std::lock_guard<std::mutex> compileLock(jit->compileMutex);
-    {
-      // Another thread may have loaded it while this one waited.
-      std::lock_guard<std::mutex> lock(jit->modulesMutex);
-      if (auto it = jit->modules.find(key); it != jit->modules.end()) {
-        te_module_retain(it->second);
-        *module = it->second;
-        if (outcome)
-          *outcome = TE_CACHE_HIT_MEMORY;
-        if (compile_ms)
-          *compile_ms = 0;
-        return TE_OK;
-      }
-    }
+    // Another thread may have loaded it while this one waited.
+    if (memoryHit())
+      return TE_OK;
     support::Expected<cache::ProvidedKernel> provided =
         jit->provider.provide(text, name);
     if (!provided) {

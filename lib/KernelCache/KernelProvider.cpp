@@ -32,8 +32,10 @@ using te::support::Status;
 
 namespace {
 
-/// What the pipeline is; part of every key.
+/// What the pipeline is; part of every key, so that a reference build never
+/// answers for a production one or the other way round.
 constexpr const char *kPipeline = "te-lower-cpu opt=3 abi=1";
+constexpr const char *kReferencePipeline = "te-lower-cpu-reference opt=3 abi=1";
 
 /// The te-mlir build: version, revision, LLVM, and the size and time of the
 /// compiler libraries, so that a rebuilt compiler never reuses entries.
@@ -99,6 +101,7 @@ struct KernelProvider::Compiler {
   decltype(&te_compiler_build_id) buildId = nullptr;
   decltype(&te_compiler_canonicalize) canonicalize = nullptr;
   decltype(&te_compiler_compile) compile = nullptr;
+  decltype(&te_compiler_compile_reference) compileReference = nullptr;
   decltype(&te_compiler_explain) explain = nullptr;
   decltype(&te_compiler_free) release = nullptr;
   ~Compiler() {
@@ -137,6 +140,7 @@ Status KernelProvider::loadCompiler() {
   if (!resolve(loaded->buildId, "te_compiler_build_id") ||
       !resolve(loaded->canonicalize, "te_compiler_canonicalize") ||
       !resolve(loaded->compile, "te_compiler_compile") ||
+      !resolve(loaded->compileReference, "te_compiler_compile_reference") ||
       !resolve(loaded->explain, "te_compiler_explain") ||
       !resolve(loaded->release, "te_compiler_free"))
     return Status::error(compilerLibrary +
@@ -180,15 +184,16 @@ KernelProvider::explain(const std::string &source,
   return rows;
 }
 
-Expected<ProvidedKernel>
-KernelProvider::provide(const std::string &source,
-                        const std::string &sourceName) {
+Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
+                                                 const std::string &sourceName,
+                                                 bool reference) {
+  const char *pipeline = reference ? kReferencePipeline : kPipeline;
   // No environment variable changes code generation yet; when one does
   // (plugins, target overrides), it joins every key here.
   std::string host = describeHostCPU();
   std::string sourceKey = KeyBuilder()
                               .add("source", source)
-                              .add("pipeline", kPipeline)
+                              .add("pipeline", pipeline)
                               .add("host", host)
                               .add("build", buildId)
                               .finish();
@@ -198,6 +203,7 @@ KernelProvider::provide(const std::string &source,
 
   if (Status status = loadCompiler(); !status.ok())
     return status;
+  auto compile = reference ? compiler->compileReference : compiler->compile;
   auto start = std::chrono::steady_clock::now();
   char *canonical = nullptr, *error = nullptr;
   if (compiler->canonicalize(source.data(), source.size(), sourceName.c_str(),
@@ -208,7 +214,7 @@ KernelProvider::provide(const std::string &source,
   }
   std::string canonicalKey = KeyBuilder()
                                  .add("canonical-ir", canonical)
-                                 .add("pipeline", kPipeline)
+                                 .add("pipeline", pipeline)
                                  .add("host", host)
                                  .add("build", buildId)
                                  .finish();
@@ -226,8 +232,8 @@ KernelProvider::provide(const std::string &source,
   }
   std::string output = scratchDirectory + "/" + canonicalKey + ".so";
   char *manifest = nullptr;
-  if (compiler->compile(source.data(), source.size(), sourceName.c_str(),
-                        output.c_str(), &manifest, &error) != 0) {
+  if (compile(source.data(), source.size(), sourceName.c_str(), output.c_str(),
+              &manifest, &error) != 0) {
     std::string message = error ? error : "unknown compiler error";
     compiler->release(error);
     return Status::error(message);

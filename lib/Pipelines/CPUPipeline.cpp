@@ -20,7 +20,10 @@
 
 using namespace mlir;
 
-void mlir::te::buildLowerToCPUPipeline(OpPassManager &pm) {
+/// The stages shared by the production and the reference pipeline: the
+/// remaining te ops to linalg, then on to the LLVM dialect.
+static void buildCPUStages(OpPassManager &pm) {
+  using namespace mlir::te;
   pm.addPass(createConvertTEToLinalg());
   pm.addPass(createCanonicalizerPass());
 
@@ -59,10 +62,24 @@ void mlir::te::buildLowerToCPUPipeline(OpPassManager &pm) {
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+void mlir::te::buildLowerToCPUPipeline(OpPassManager &pm) {
+  buildCPUStages(pm);
+}
+
+void mlir::te::buildLowerToCPUReferencePipeline(OpPassManager &pm) {
+  pm.addPass(createTEDecomposeReference());
+  buildCPUStages(pm);
+}
+
 void mlir::te::registerPipelines() {
   PassPipelineRegistration<>(
       "te-lower-cpu",
       "Lower te ops to the LLVM dialect for the host CPU (te -> linalg -> "
       "bufferized loops -> llvm)",
       buildLowerToCPUPipeline);
+  PassPipelineRegistration<>(
+      "te-lower-cpu-reference",
+      "te-lower-cpu with te-decompose-reference first: the dense reference "
+      "formulation that te-run --check compares against",
+      buildLowerToCPUReferencePipeline);
 }

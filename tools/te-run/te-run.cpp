@@ -2,7 +2,7 @@
 //
 // te-run FILE.mlir [--entry NAME] [--backend cpu] [--input PATH.npy]...
 //        [--random-inputs] [--seed N] [--output-dir DIR] [--outputs-f32]
-//        [--bench N] [--explain]
+//        [--bench N] [--explain] [--check]
 //
 // Links the runtime, the kernel cache and .npy support only: on a cache hit
 // no MLIR or LLVM code is loaded; on a miss the compiler library is.
@@ -12,6 +12,7 @@
 #include "te/KernelCache/KernelProvider.h"
 #include "te/Runtime/Jit.h"
 #include "te/Runtime/Runtime.h"
+#include "te/Support/Compare.h"
 #include "te/Support/ConvertArray.h"
 #include "te/Support/FloatConversion.h"
 #include "te/Support/Npy.h"
@@ -39,13 +40,15 @@ using support::NpyArray;
 namespace {
 
 constexpr int kUsageError = 2;
+/// --check found an output outside its tolerance.
+constexpr int kCheckFailed = 1;
 
 const char *kUsage =
     "usage: te-run FILE.mlir [--entry NAME] [--backend cpu] "
     "[--input PATH.npy]...\n"
     "              [--random-inputs] [--seed N] [--output-dir DIR] "
     "[--outputs-f32] [--bench N]\n"
-    "              [--explain]\n"
+    "              [--explain] [--check]\n"
     "\n"
     "Compiles the te program FILE (or takes it from the kernel cache), runs\n"
     "the entry function on the inputs and writes its results to\n"
@@ -55,6 +58,18 @@ const char *kUsage =
     "arguments also take raw bits (uint16/uint8). bf16 and fp8 results are\n"
     "written as raw bits unless --outputs-f32. --explain prints which\n"
     "backend lowers each op (it loads the compiler even on a cache hit).\n"
+    "\n"
+    "--check also builds the reference kernel (te-lower-cpu-reference:\n"
+    "te.attention as a dense, independently written decomposition; other\n"
+    "ops lower as usual, their host lowering being bit-exact), runs it on\n"
+    "the same inputs and prints per output\n"
+    "  check outN: max abs err A, max rel err R (tolerance T): ok|FAILED\n"
+    "An element passes when |out - ref| <= rel * |ref| + abs, with\n"
+    "abs = 1e-5 * max(1, max |ref|) and rel = 0 for f32, 2^-7 for bf16,\n"
+    "2^-10 for f16; fp8, integer and bool outputs must match exactly.\n"
+    "Exit status: 0 when every output is within tolerance, 1 when one is\n"
+    "not, 2 for usage and compile errors (including a program the\n"
+    "reference does not cover: thd, dropout, te.attention_backward).\n"
     "\n"
     "Environment: TE_CACHE_DIR, TE_CACHE_DISABLE=1, TE_CACHE_MAX_BYTES,\n"
     "TE_COMPILER_LIBRARY (path of libTECompiler.so).\n";
@@ -69,6 +84,7 @@ struct Options {
   bool outputsF32 = false;
   int bench = 0;
   bool explain = false;
+  bool check = false;
 };
 
 /// A user error: one line on stderr, exit code 2.
@@ -122,6 +138,8 @@ Options parseOptions(int argc, char **argv) {
       options.outputsF32 = true;
     } else if (arg == "--explain") {
       options.explain = true;
+    } else if (arg == "--check") {
+      options.check = true;
     } else if (arg == "--bench") {
       options.bench = static_cast<int>(parseNumber(arg, value()));
     } else if (!arg.empty() && arg[0] == '-') {
@@ -317,6 +335,79 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
+/// --check: runs the reference kernel of `program` on the input buffers of
+/// `buffers` (the first `numInputs`), compares its outputs with those in the
+/// rest of `buffers` and prints one line per output. Returns the exit
+/// status (0 or kCheckFailed); a reference that cannot be built is a
+/// usage error.
+int checkAgainstReference(te_device *device, const std::string &compilerLib,
+                          const std::string &program, const Options &options,
+                          const std::string &entry,
+                          const std::vector<te_buffer *> &buffers,
+                          size_t numInputs,
+                          const std::vector<Argument> &outputs) {
+  cache::KernelProvider provider(compilerLib, [](const std::string &warning) {
+    std::fprintf(stderr, "%s\n", warning.c_str());
+  });
+  support::Expected<cache::ProvidedKernel> provided =
+      provider.provide(program, options.file, /*reference=*/true);
+  if (!provided) {
+    std::string message = provided.message();
+    while (!message.empty() && message.back() == '\n')
+      message.pop_back();
+    fail("--check: cannot build the reference kernel: " + message);
+  }
+  te_module *module = nullptr;
+  check(te_module_load(device, provided->libraryPath.c_str(), &module),
+        "--check: cannot load the reference kernel");
+  te_kernel *kernel = nullptr;
+  check(te_module_get_kernel(module, entry.c_str(), &kernel),
+        "--check: reference kernel");
+  if (te_kernel_num_args(kernel) != int(buffers.size()))
+    fail("--check: the reference kernel of @" + entry +
+         " has another signature");
+
+  std::vector<te_buffer *> arguments(buffers.begin(),
+                                     buffers.begin() + numInputs);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    te_buffer *buffer = nullptr;
+    check(te_buffer_create(device, outputs[i].dtype,
+                           int(outputs[i].shape.size()),
+                           outputs[i].shape.data(), &buffer),
+          "--check: cannot allocate reference output " + std::to_string(i));
+    arguments.push_back(buffer);
+  }
+  check(te_kernel_launch(kernel, arguments.data(), int(arguments.size())),
+        "--check: launch of the reference @" + entry + " failed");
+  check(te_device_synchronize(device), "synchronize");
+
+  int status = 0;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    te_buffer *actualBuffer = buffers[numInputs + i];
+    te_buffer *referenceBuffer = arguments[numInputs + i];
+    std::vector<uint8_t> actual(te_buffer_size_bytes(actualBuffer));
+    std::vector<uint8_t> reference(actual.size());
+    check(te_buffer_read(actualBuffer, actual.data(), actual.size()),
+          "cannot read output " + std::to_string(i));
+    check(te_buffer_read(referenceBuffer, reference.data(), reference.size()),
+          "--check: cannot read reference output " + std::to_string(i));
+    support::Comparison result = support::compareOutputs(
+        actual.data(), reference.data(), size_t(outputs[i].numElements()),
+        toSupportDType(outputs[i].dtype));
+    std::printf("check out%zu: max abs err %.3g, max rel err %.3g "
+                "(tolerance %s): %s\n",
+                i, result.maxAbsError, result.maxRelError,
+                result.tolerance.describe().c_str(),
+                result.ok() ? "ok" : "FAILED");
+    if (!result.ok())
+      status = kCheckFailed;
+  }
+  for (size_t i = numInputs; i < arguments.size(); ++i)
+    te_buffer_release(arguments[i]);
+  te_module_release(module);
+  return status;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -466,10 +557,15 @@ int main(int argc, char **argv) {
       fail(written.message());
   }
 
+  int status = 0;
+  if (options.check)
+    status = checkAgainstReference(device, compilerLibrary, program, options,
+                                   entry, buffers, inputs.size(), outputs);
+
   for (te_buffer *buffer : buffers)
     te_buffer_release(buffer);
   te_module_release(module);
   te_jit_release(jit);
   te_device_release(device);
-  return 0;
+  return status;
 }

@@ -45,6 +45,16 @@ TE_COMPILER_EXPORT int te_compiler_compile(const char *source, size_t size,
                                            const char *output_path,
                                            char **manifest, char **error);
 
+/// te_compiler_compile with the reference pipeline (te-lower-cpu-reference):
+/// te.attention becomes the dense reference decomposition that differential
+/// checks (te-run --check) compare the production kernels against; other
+/// ops lower as usual. Fails with a diagnostic naming what has no reference
+/// (e.g. te.attention_backward, thd, dropout).
+TE_COMPILER_EXPORT int
+te_compiler_compile_reference(const char *source, size_t size,
+                              const char *source_name, const char *output_path,
+                              char **manifest, char **error);
+
 /// Parses and verifies `source` and sets `*table` to one line per te op:
 /// "<op>\t<file:line:col>\t<backend>", where backend is "cpu (native)" or
 /// "none: <why the op cannot be lowered yet>". Returns 0 on success; on

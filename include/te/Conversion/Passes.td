@@ -46,4 +46,55 @@ def ConvertTEToLinalg : Pass<"convert-te-to-linalg", "ModuleOp"> {
   ];
 }
 
+def TEDecomposeReference : Pass<"te-decompose-reference", "ModuleOp"> {
+  let summary = "Rewrite te ops into a dense reference formulation";
+  let description = [{
+    The reference side of differential checks (`te-run --check`,
+    `te-lower-cpu-reference`): te.attention (forward) becomes the textbook
+    dense computation, written independently of convert-te-to-linalg's
+    online-softmax loops. The f32 score tensor [b, h_q, s_q, s_kv] is a
+    `linalg.generic` contraction over d_qk (q and k read through
+    layout-dependent maps, the kv head as h floordiv (h_q / h_kv)); a second
+    `linalg.generic` adds scale, bias and alibi and sets invisible keys to
+    -inf, computing visibility for every (b, h, i, j) from `linalg.index`
+    values with the op's mask, window and padding rules; then row max,
+    exp, row sum (starting from the off_by_one / learnable term), P V,
+    normalization and the cast to the output type. LSE = max + log(sum);
+    a row that sees nothing has O = 0 and LSE = log of the extra term.
+
+    Before:
+
+    ```mlir
+    %o = te.attention %q, %k, %v layout bshd mask causal
+        : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>)
+        -> tensor<1x4x2x8xf32>
+    ```
+
+    After (abridged):
+
+    ```mlir
+    %s = linalg.generic {iterator_types = ["parallel", "parallel",
+        "parallel", "parallel", "reduction"]} ins(%q, %k : ...)
+        outs(%zero : tensor<1x2x4x4xf32>) { ... }
+    %x = linalg.generic ... ins(%s : tensor<1x2x4x4xf32>) {
+      %i = linalg.index 2 : index
+      %j = linalg.index 3 : index
+      ...  // -inf where j > i
+    }
+    ...
+    ```
+
+    The other te ops are left alone: their host lowering (FP8 casts,
+    scaling, GEMM) is bit-exact and is itself checked bit for bit against
+    numpy, so the reference pipeline lowers them the normal way. A
+    configuration without a reference (layout thd, dropout,
+    te.attention_backward, dynamic shapes) is an error that names it: a
+    check must never compare the production lowering with itself.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect", "::mlir::tensor::TensorDialect"
+  ];
+}
+
 #endif // TE_CONVERSION_PASSES_TD

@@ -45,6 +45,9 @@ struct KernelCompileOptions {
   unsigned optLevel = 3;
   /// The linker that turns the object file into a shared library.
   std::string linker = TE_MLIR_DEFAULT_LINKER;
+  /// Lower with te-lower-cpu-reference (the dense reference decomposition
+  /// of differential checks) instead of te-lower-cpu.
+  bool reference = false;
 };
 
 /// Lowers a verified te module (a clone; `module` is not changed) for the

@@ -43,9 +43,12 @@ public:
 
   /// A kernel library for the program `source` (MLIR text named
   /// `sourceName` in diagnostics). Compile errors come back as the
-  /// compiler's diagnostics.
+  /// compiler's diagnostics. With `reference`, the library is built by the
+  /// reference pipeline (te_compiler_compile_reference: the dense reference
+  /// decomposition of differential checks), cached under its own keys.
   support::Expected<ProvidedKernel> provide(const std::string &source,
-                                            const std::string &sourceName);
+                                            const std::string &sourceName,
+                                            bool reference = false);
 
   /// Which backend lowers each te op of `source` (see te_compiler_explain):
   /// (op, location, backend) rows. Loads the compiler.

@@ -12,6 +12,11 @@ namespace mlir::te {
 /// Registered in te-opt as `te-lower-cpu`.
 void buildLowerToCPUPipeline(OpPassManager &pm);
 
+/// te-decompose-reference followed by the stages of te-lower-cpu: the
+/// reference kernels of differential checks (te-run --check). Registered
+/// as `te-lower-cpu-reference`.
+void buildLowerToCPUReferencePipeline(OpPassManager &pm);
+
 /// Registers te's named pipelines with the pass registry.
 void registerPipelines();
 

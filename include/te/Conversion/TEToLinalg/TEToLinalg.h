@@ -11,6 +11,7 @@
 namespace mlir::te {
 
 #define GEN_PASS_DECL_CONVERTTETOLINALG
+#define GEN_PASS_DECL_TEDECOMPOSEREFERENCE
 #include "te/Conversion/Passes.h.inc"
 
 /// Adds the patterns that lower te ops to linalg/tensor/arith/math on tensors.
@@ -22,6 +23,16 @@ void populateTEToLinalgConversionPatterns(RewritePatternSet &patterns);
 /// yet, or nullopt when it can. This is what convert-te-to-linalg reports
 /// and what `te-run --explain` shows.
 std::optional<std::string> getCPUUnsupportedReason(Operation *op);
+
+/// Adds the patterns of te-decompose-reference: te.attention (forward) as
+/// dense linalg math on the materialized [b, h_q, s_q, s_kv] score tensor,
+/// independent of the production lowering, for differential checks.
+void populateTEReferenceDecompositionPatterns(RewritePatternSet &patterns);
+
+/// Why te-decompose-reference has no reference for `op` (thd, dropout,
+/// te.attention_backward, dynamic shapes), or nullopt when it has one or
+/// `op` needs none (ops whose host lowering is bit-exact).
+std::optional<std::string> getReferenceDecompositionGap(Operation *op);
 
 } // namespace mlir::te
 

@@ -1,0 +1,117 @@
+//===- Compare.cpp - Differential comparison of kernel outputs ------------===//
+
+#include "te/Support/Compare.h"
+
+#include "te/Support/FloatConversion.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+using namespace te::support;
+
+std::string Tolerance::describe() const {
+  if (exact)
+    return "exact";
+  char text[64];
+  std::snprintf(text, sizeof(text), "abs %.3g + rel %.3g", atol, rtol);
+  return text;
+}
+
+Tolerance te::support::checkTolerance(DType dtype, double referenceMax) {
+  Tolerance tolerance;
+  // The reference sums in another order than the production kernels (te
+  // attention: a vector reduction for q.k and an online softmax that
+  // rescales its running sums at every new row max, against one ordered
+  // sum and one normalization), so f32 results differ by a few ulp of the
+  // output's scale per accumulated term. 1e-5 of max(1, max |reference|) is
+  // ~80 f32 ulp of that scale: room for sums over thousands of keys, far
+  // below any real error (a wrong mask or scale moves outputs by O(1)).
+  double atol = 1e-5 * std::max(1.0, referenceMax);
+  switch (dtype) {
+  case DType::F32:
+  case DType::F64:
+    tolerance.atol = atol;
+    return tolerance;
+  case DType::BF16:
+    // The f32 values differ by the above; rounding both to bf16 can then
+    // land on neighbouring values, one ulp apart: at most 2^-7 |reference|.
+    tolerance.rtol = std::ldexp(1.0, -7);
+    tolerance.atol = atol;
+    return tolerance;
+  case DType::F16:
+    tolerance.rtol = std::ldexp(1.0, -10);
+    tolerance.atol = atol;
+    return tolerance;
+  default:
+    // fp8 and integers come from bit-exact lowerings on both sides.
+    tolerance.exact = true;
+    return tolerance;
+  }
+}
+
+namespace {
+
+double elementValue(const uint8_t *data, size_t index, DType dtype) {
+  size_t size = dtypeSize(dtype);
+  const uint8_t *at = data + index * size;
+  if (dtype == DType::F64) {
+    double value;
+    std::memcpy(&value, at, 8);
+    return value;
+  }
+  if (isFloat(dtype)) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, at, size);
+    return floatBitsToF32(bits, dtype);
+  }
+  int64_t integer = 0;
+  std::memcpy(&integer, at, size);
+  bool isSigned = dtype == DType::I8 || dtype == DType::I16 ||
+                  dtype == DType::I32 || dtype == DType::I64;
+  if (isSigned && size < 8 && ((integer >> (8 * size - 1)) & 1))
+    integer -= int64_t(1) << (8 * size);
+  return double(integer);
+}
+
+} // namespace
+
+Comparison te::support::compareOutputs(const uint8_t *actual,
+                                       const uint8_t *reference, size_t count,
+                                       DType dtype) {
+  double referenceMax = 0;
+  for (size_t i = 0; i < count; ++i) {
+    double value = std::fabs(elementValue(reference, i, dtype));
+    if (std::isfinite(value))
+      referenceMax = std::max(referenceMax, value);
+  }
+  Comparison result;
+  result.tolerance = checkTolerance(dtype, referenceMax);
+  size_t size = dtypeSize(dtype);
+  for (size_t i = 0; i < count; ++i) {
+    double a = elementValue(actual, i, dtype);
+    double r = elementValue(reference, i, dtype);
+    double absError = 0, relError = 0;
+    bool within;
+    if (std::isnan(a) || std::isnan(r)) {
+      within = std::isnan(a) && std::isnan(r);
+      absError = relError = within ? 0 : INFINITY;
+    } else if (a == r) {
+      within = true; // equal values, infinities included
+    } else {
+      absError = std::fabs(a - r); // inf when one side is infinite
+      relError = r != 0 ? absError / std::fabs(r) : INFINITY;
+      within = std::isfinite(absError) &&
+               absError <=
+                   result.tolerance.rtol * std::fabs(r) + result.tolerance.atol;
+    }
+    if (result.tolerance.exact)
+      within = std::memcmp(actual + i * size, reference + i * size, size) == 0;
+    result.maxAbsError = std::max(result.maxAbsError, absError);
+    result.maxRelError = std::max(result.maxRelError, relError);
+    if (!within)
+      ++result.mismatches;
+  }
+  return result;
+}

@@ -1,0 +1,102 @@
+//===- CompareTest.cpp - te-run --check's output comparison ---------------===//
+
+#include "te/Support/Compare.h"
+
+#include "te/Support/FloatConversion.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+using namespace te::support;
+
+namespace {
+
+std::vector<uint8_t> bytesOf(const std::vector<float> &values) {
+  std::vector<uint8_t> bytes(values.size() * 4);
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+std::vector<uint8_t> bf16Bytes(const std::vector<float> &values) {
+  std::vector<uint8_t> bytes(values.size() * 2);
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint16_t bits = f32ToBF16(values[i]);
+    std::memcpy(bytes.data() + 2 * i, &bits, 2);
+  }
+  return bytes;
+}
+
+Comparison compareF32(const std::vector<float> &actual,
+                      const std::vector<float> &reference) {
+  std::vector<uint8_t> a = bytesOf(actual), r = bytesOf(reference);
+  return compareOutputs(a.data(), r.data(), actual.size(), DType::F32);
+}
+
+TEST(CompareTest, F32ToleranceScalesWithTheReference) {
+  // max |ref| = 4: atol = 4e-5.
+  Comparison close = compareF32({1.00003f, -4.0f}, {1.0f, -4.0f});
+  EXPECT_TRUE(close.ok());
+  EXPECT_NEAR(close.tolerance.atol, 4e-5, 1e-12);
+  EXPECT_NEAR(close.maxAbsError, 3e-5, 1e-6);
+  EXPECT_NEAR(close.maxRelError, 3e-5, 1e-6);
+
+  Comparison far = compareF32({1.0001f, -4.0f}, {1.0f, -4.0f});
+  EXPECT_FALSE(far.ok());
+  EXPECT_EQ(far.mismatches, 1u);
+
+  // Small references: the tolerance floor is 1e-5, not 1e-5 * max |ref|.
+  EXPECT_TRUE(compareF32({0.001f + 9e-6f}, {0.001f}).ok());
+  EXPECT_FALSE(compareF32({0.001f + 2e-5f}, {0.001f}).ok());
+}
+
+TEST(CompareTest, NaNAndInfinityMatchOnlyThemselves) {
+  EXPECT_TRUE(compareF32({NAN, -INFINITY}, {NAN, -INFINITY}).ok());
+  Comparison nan = compareF32({NAN}, {0.0f});
+  EXPECT_FALSE(nan.ok());
+  EXPECT_TRUE(std::isinf(nan.maxAbsError));
+  EXPECT_FALSE(compareF32({0.0f}, {NAN}).ok());
+  EXPECT_FALSE(compareF32({-INFINITY}, {-3.0f}).ok());
+  EXPECT_FALSE(compareF32({INFINITY}, {-INFINITY}).ok());
+}
+
+TEST(CompareTest, BF16AllowsOneUlp) {
+  // 1.0 and its upper neighbour 1 + 2^-7: one ulp, within 2^-7 relative.
+  std::vector<uint8_t> a = bf16Bytes({1.0078125f}), r = bf16Bytes({1.0f});
+  EXPECT_TRUE(compareOutputs(a.data(), r.data(), 1, DType::BF16).ok());
+  // Two ulp is not.
+  a = bf16Bytes({1.015625f});
+  Comparison two = compareOutputs(a.data(), r.data(), 1, DType::BF16);
+  EXPECT_FALSE(two.ok());
+  EXPECT_NEAR(two.maxRelError, 0.015625, 1e-12);
+}
+
+TEST(CompareTest, FP8AndIntegersAreExact) {
+  uint8_t a[] = {0x38, 0x40}, r[] = {0x38, 0x41};
+  Comparison fp8 = compareOutputs(a, r, 2, DType::F8E4M3FN);
+  EXPECT_TRUE(fp8.tolerance.exact);
+  EXPECT_EQ(fp8.mismatches, 1u);
+  EXPECT_EQ(fp8.tolerance.describe(), "exact");
+  EXPECT_TRUE(compareOutputs(a, a, 2, DType::F8E4M3FN).ok());
+
+  int32_t x[] = {-3, 7}, y[] = {-3, 8};
+  Comparison ints =
+      compareOutputs(reinterpret_cast<const uint8_t *>(x),
+                     reinterpret_cast<const uint8_t *>(y), 2, DType::I32);
+  EXPECT_FALSE(ints.ok());
+  EXPECT_DOUBLE_EQ(ints.maxAbsError, 1.0);
+}
+
+TEST(CompareTest, ToleranceByType) {
+  EXPECT_DOUBLE_EQ(checkTolerance(DType::F32, 0.5).atol, 1e-5);
+  EXPECT_DOUBLE_EQ(checkTolerance(DType::F32, 0.5).rtol, 0);
+  EXPECT_DOUBLE_EQ(checkTolerance(DType::BF16, 8).rtol, 1.0 / 128);
+  EXPECT_DOUBLE_EQ(checkTolerance(DType::BF16, 8).atol, 8e-5);
+  EXPECT_DOUBLE_EQ(checkTolerance(DType::F16, 1).rtol, 1.0 / 1024);
+  EXPECT_TRUE(checkTolerance(DType::F8E5M2, 1).exact);
+  EXPECT_TRUE(checkTolerance(DType::I1, 1).exact);
+}
+
+} // namespace
