@@ -6,7 +6,7 @@ bench/results/<name>.json, then a chart bench/results/summary.png and a short
 table on stdout. What each number means, and how to read it, is in
 bench/README.md.
 
-    .venv/bin/python bench/run_benchmarks.py            # about a minute
+    .venv/bin/python bench/run_benchmarks.py            # about 7 minutes
     .venv/bin/python bench/run_benchmarks.py --quick    # fewer repeats
 
 The sections:
@@ -20,15 +20,21 @@ The sections:
    cache), disk-warm (a new te-run process, the kernel cache filled) and
    memory-hot launch overhead (`te-run --bench 1000`).
    Targets: hot launch <= 5 us; disk-warm new process <= 20 ms.
-3. attention_fwd: not measured yet (te.attention has no CPU lowering); the
-   place where the measurement goes is marked ATTENTION below.
+3. attention_fwd: te.attention forward (b=1, h=16, s=1024/2048/4096,
+   d=64/128, no_mask/causal, f32/bf16, bshd) timed by `te-run
+   --random-inputs --bench N`, against the plain numpy + OpenBLAS way of
+   computing it in f32 (bench/attention_numpy.py, in its own process
+   without OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE, one BLAS thread), plus a
+   correctness check of both against the float64 reference.
+   Target: speedup (numpy time / te time) >= 1.5 at s=4096.
 
-Only te-run (a subprocess), numpy, ml_dtypes and, for the chart, matplotlib
-are used. Nothing outside bench/results/ and a temporary directory is
-written.
+Only te-run (a subprocess), numpy, ml_dtypes, threadpoolctl (optional: it
+limits and reports numpy's BLAS) and, for the chart, matplotlib are used.
+Nothing outside bench/results/ and a temporary directory is written.
 """
 import argparse
 import datetime
+import importlib.util
 import json
 import os
 import platform
@@ -39,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -98,6 +105,39 @@ ATTENTION_CONFIGS = [
     for s in (1024, 2048, 4096)
 ]
 ATTENTION_NOT_MEASURED = "not measured (te.attention has no CPU lowering yet)"
+
+ATTENTION_PROGRAM = """\
+func.func @attention(%q: {t}, %k: {t}, %v: {t}) -> {t} {{
+  %o = te.attention %q, %k, %v layout bshd mask {mask}
+      : ({t}, {t}, {t}) -> {t}
+  return %o : {t}
+}}
+"""
+# Timed runs per sequence length, te-run's --bench N and numpy's calls
+# alike (each side adds one untimed run). s=4096 costs seconds per run.
+ATTENTION_REPEATS = {1024: 5, 2048: 3, 4096: 2}
+ATTENTION_QUICK_REPEATS = {1024: 2}  # --quick: s=1024 only
+ATTENTION_TARGET_S = 4096
+ATTENTION_TARGET_SPEEDUP = 1.5  # numpy time / te time at s=4096
+# Wall-time budget of the whole script (about 8 minutes on 2 cores): a
+# configuration whose predicted cost would end the script later than this
+# runs once, or is skipped (and recorded as skipped).
+SCRIPT_BUDGET_S = 450
+# Correctness: te-run and numpy on the same explicit inputs against the
+# float64 reference of test/te-run/attention_reference.py.
+ATTENTION_CHECKS = [
+    {"b": 1, "h": 16, "s": 256, "d": 64, "mask": "causal", "dtype": "f32",
+     "layout": "bshd"},
+    {"b": 1, "h": 16, "s": 256, "d": 128, "mask": "no_mask",
+     "dtype": "bf16", "layout": "bshd"},
+]
+# numpy with one BLAS thread against its default thread count, once.
+ATTENTION_THREADS_CHECK = {"b": 1, "h": 16, "s": 2048, "d": 128,
+                           "mask": "no_mask", "dtype": "f32",
+                           "layout": "bshd"}
+NUMPY_WORKER = ROOT / "bench" / "attention_numpy.py"
+# Removed from the numpy process's environment (they slow current numpy).
+NUMPY_ENV_DROP = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
 # ---------------------------------------------------------------------------
 # Helpers
@@ -486,64 +526,486 @@ def bench_jit_latency(te_run, work, opts):
 # ---------------------------------------------------------------------------
 
 
-def bench_attention(te_run, work, opts):
-    """Records that attention is not measured, after asking te-run.
+def attention_program(c):
+    t = f"tensor<{c['b']}x{c['s']}x{c['h']}x{c['d']}x{c['dtype']}>"
+    return ATTENTION_PROGRAM.format(t=t, mask=c["mask"])
 
-    The probe compiles a small te.attention program; while the CPU lowering
-    is missing it fails with "te.attention has no CPU lowering yet".
+
+def attention_name(c):
+    return f"{c['dtype']}_d{c['d']}_{c['mask']}_s{c['s']}"
+
+
+def attention_flops(c):
+    """4 b h s^2 d (QK^T and PV, 2 flops per multiply-add), halved for
+    causal, where only the visible half of the scores is needed."""
+    flops = 4 * c["b"] * c["h"] * c["s"] * c["s"] * c["d"]
+    return flops // 2 if c["mask"] == "causal" else flops
+
+
+def attention_buffer_bytes(c):
+    """q, k, v and o: what te-run's GB/s figure counts."""
+    size = {"f32": 4, "bf16": 2}[c["dtype"]]
+    return 4 * c["b"] * c["s"] * c["h"] * c["d"] * size
+
+
+def te_run_with_rss(te_run, args, cache_dir, timeout=600):
+    """Runs te-run like TeRun.__call__ and also returns the te-run
+    process's peak resident set size in bytes (None if unknown).
+
+    The peak is VmHWM of /proc/PID/status, read every 10 ms while te-run
+    runs (the last reading before it exits; te-run's buffers live until
+    then). Not wait4's ru_maxrss: Linux carries the high-water mark of the
+    forking process (this Python, holding the other benchmarks' arrays)
+    over the exec into the child's.
+
+    Returns (stdout, stderr, max_rss_bytes).
+    """
+    env = dict(te_run.base_env, TE_CACHE_DIR=str(cache_dir))
+    command = [te_run.path, *map(str, args)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    done = threading.Event()
+    peak = []
+    name = Path(te_run.path).name[:15]  # the kernel's comm is 15 chars
+
+    def watch():
+        status = Path(f"/proc/{proc.pid}/status")
+        while not done.wait(0.01):
+            try:
+                text = status.read_text()
+            except OSError:
+                return
+            # Only once te-run is exec'd (before, the child is a copy of
+            # this process), and while it still has its memory.
+            hwm = re.search(r"^VmHWM:\s+(\d+) kB", text, re.M)
+            if hwm and re.search(rf"^Name:\s+{re.escape(name)}$", text,
+                                 re.M):
+                peak.append(int(hwm.group(1)) * 1024)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        stdout, stderr = proc.communicate()
+    finally:
+        done.set()
+        watcher.join()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} exited {proc.returncode}:"
+                           f"\n{stderr}")
+    return stdout, stderr, max(peak) if peak else None
+
+
+class NumpyWorker:
+    """bench/attention_numpy.py in its own process (see that file), with
+    OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed from its environment:
+    set, they make OpenBLAS use other kernels than it would pick for the
+    CPU, which slows current numpy down."""
+
+    def __init__(self):
+        self.dropped = {var: os.environ[var] for var in NUMPY_ENV_DROP
+                        if var in os.environ}
+        env = {key: value for key, value in os.environ.items()
+               if key not in NUMPY_ENV_DROP}
+        # Without threadpoolctl the worker cannot limit OpenBLAS's threads
+        # itself: one thread from the start then, like te-run.
+        self.has_threadpoolctl = (
+            importlib.util.find_spec("threadpoolctl") is not None)
+        if not self.has_threadpoolctl:
+            env["OPENBLAS_NUM_THREADS"] = "1"
+        self.proc = subprocess.Popen(
+            [sys.executable, str(NUMPY_WORKER)], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True, env=env)
+
+    def __call__(self, **request):
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the numpy attention process exited "
+                               f"(code {self.proc.poll()})")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise RuntimeError(f"numpy attention: {reply['error']}")
+        return reply
+
+    def close(self):
+        try:
+            self.proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            self.proc.kill()
+            self.proc.wait()
+
+
+def attention_check(te_run, worker, work, c, seed):
+    """Runs te-run and the numpy baseline on the same explicit inputs and
+    compares both with test/te-run/attention_reference.py (float64), with
+    the tolerances of test/te-run/test_attention.py."""
+    sys.path.insert(0, str(ROOT / "test" / "te-run"))
+    try:
+        import attention_reference as reference
+    finally:
+        sys.path.pop(0)
+    name = attention_name(c)
+    shape = (c["b"], c["s"], c["h"], c["d"])
+    rng = np.random.default_rng(seed)
+    # N(0,1) values of the element type, saved as f32 (te-run takes them
+    # as they are: they round to themselves).
+    arrays = [reference.round_to(rng.standard_normal(shape, np.float32),
+                                 c["dtype"]) for _ in range(3)]
+    paths = []
+    for tensor, array in zip("qkv", arrays):
+        paths.append(work / f"check-{name}-{tensor}.npy")
+        np.save(paths[-1], array)
+    program = work / f"check-{name}.mlir"
+    program.write_text(attention_program(c))
+    out_dir = work / f"check-{name}-out"
+    te_run([program, *[arg for path in paths for arg in ("--input", path)],
+            "--output-dir", out_dir], work / "cache-attention")
+    got = np.load(out_dir / "out0.npy")
+    if got.dtype == np.uint16:  # bf16 results come back as raw bits
+        got = got.view(ml_dtypes.bfloat16)
+    got = got.astype(np.float32)
+    numpy_out = work / f"check-{name}-numpy.npy"
+    worker(cmd="run", inputs=[str(p) for p in paths], mask=c["mask"],
+           dtype=c["dtype"], out=str(numpy_out))
+    numpy_o = np.load(numpy_out)
+    want, _ = reference.attention(*arrays, c["layout"], mask=c["mask"])
+    if c["dtype"] == "f32":
+        allowed = 1e-5 + 1e-5 * np.abs(want)
+        tolerance = "rtol = atol = 1e-5 against the f64 reference"
+    else:
+        allowed = (reference.ulp(reference.round_to(want, c["dtype"]),
+                                 c["dtype"]) + 1e-5)
+        tolerance = (f"1 {c['dtype']} ulp of the rounded f64 reference "
+                     "+ 1e-5")
+    te_over = float(np.max(np.abs(got - want) / allowed))
+    numpy_over = float(np.max(np.abs(numpy_o - want) / allowed))
+    return {
+        "config": name,
+        "shape_bshd": list(shape),
+        "inputs": f"N(0,1) rounded to {c['dtype']}, numpy "
+                  f"default_rng({seed}), passed with --input",
+        "tolerance": tolerance,
+        "te_max_abs_error_vs_f64": sig(float(np.max(np.abs(got - want)))),
+        "numpy_max_abs_error_vs_f64":
+            sig(float(np.max(np.abs(numpy_o - want)))),
+        "te_vs_numpy_max_abs_difference":
+            sig(float(np.max(np.abs(got - numpy_o)))),
+        "te_error_over_tolerance": sig(te_over),
+        "numpy_error_over_tolerance": sig(numpy_over),
+        "passed": bool(te_over <= 1 and numpy_over <= 1),
+    }
+
+
+def bench_attention(te_run, work, opts):
+    """te.attention forward (te-run --random-inputs --bench N) against the
+    numpy baseline of bench/attention_numpy.py, config by config.
+
+    A small te.attention program is compiled first; if that fails (a
+    te-run without the CPU lowering), the record says "not measured".
     """
     program = work / "attention_probe.mlir"
     program.write_text(ATTENTION_PROBE_PROGRAM)
-    _, proc = te_run([program, "--random-inputs"], work / "cache-attention",
-                     check=False)
+    cache = work / "cache-attention"
+    _, proc = te_run([program, "--random-inputs"], cache, check=False)
     error = next((line for line in proc.stderr.splitlines()
                   if "error" in line), None)
-    status = ATTENTION_NOT_MEASURED
-    if proc.returncode == 0:
-        status = ("not measured (te.attention now compiles for the CPU; the "
-                  "measurement is still to be written, see ATTENTION in "
-                  "bench/run_benchmarks.py)")
+    probe = {"program": ATTENTION_PROBE_PROGRAM,
+             "te_run_exit_code": proc.returncode, "error": error}
+    base_config = {"configurations": ATTENTION_CONFIGS}
+    if proc.returncode != 0:
+        status = ATTENTION_NOT_MEASURED
+        if "no CPU lowering" not in proc.stderr:
+            status = f"not measured (the te.attention probe failed: {error})"
+        return base_config, {"measured": False, "status": status,
+                             "probe": probe}, {}
 
-    # ===================================================================
-    # ATTENTION: the measurement goes here, once te.attention lowers to
-    # the CPU. For each entry of ATTENTION_CONFIGS (b=1, h=16,
-    # s in 1024/2048/4096, d in 64/128, no_mask/causal, f32/bf16, bshd):
-    #
-    #  * te side: write the program
-    #        %o = te.attention %q, %k, %v layout bshd mask <mask>
-    #            : (tensor<1xSx16xDx<dt>>, ...) -> tensor<1xSx16xDx<dt>>
-    #    save q, k, v (N(0,1), rounded to the element type with ml_dtypes
-    #    for bf16) as .npy, and time `te-run --input ... --bench N` as
-    #    bench_fp8_quantize does (parse_bench; compile kept out).
-    #  * numpy reference, timed side by side in the same round: per head,
-    #    p = (q_h @ k_h.T) * (1 / sqrt(d)) in f32, -inf above the diagonal
-    #    when causal, p = exp(p - p.max(-1)), o_h = (p / p.sum(-1)) @ v_h;
-    #    bf16 inputs are upcast to f32 (ml_dtypes) and the result rounded
-    #    back. Loop over heads: s=4096 scores are 64 MiB per head but
-    #    1 GiB for all 16 at once. Correctness against
-    #    test/te-run/attention_reference.py (float64) with --output-dir.
-    #  * results per config: te and numpy median ms, te GFLOP/s
-    #    (4 * b * h * s * s * d flops, halved for causal), the ratio numpy
-    #    time / te time; targets, if the spec sets any, via target().
-    #  * budget: s=4096 costs seconds per repeat on 2 cores; keep the
-    #    whole script under about 5 minutes (fewer repeats for large s).
-    #
-    # Until then the record says "not measured".
-    # ===================================================================
+    repeats = ATTENTION_QUICK_REPEATS if opts.quick else ATTENTION_REPEATS
+    # By sequence length (f32 before bf16 within one), so that the budget
+    # check below has the smaller lengths' times to extrapolate from.
+    configs = sorted((c for c in ATTENTION_CONFIGS if c["s"] in repeats),
+                     key=lambda c: c["s"])
+    worker = NumpyWorker()
+    try:
+        numpy_info = worker(cmd="info")
+        checks = [attention_check(te_run, worker, work, c, opts.seed)
+                  for c in ATTENTION_CHECKS]
+        for check in checks:
+            print(f"  check {check['config']}: te error "
+                  f"{check['te_error_over_tolerance']:.3g} x tolerance, "
+                  f"numpy {check['numpy_error_over_tolerance']:.3g} x "
+                  f"({'passed' if check['passed'] else 'FAILED'})",
+                  flush=True)
 
-    config = {"configurations": ATTENTION_CONFIGS,
-              "reference": "numpy f32 softmax(scale * Q K^T + mask) V, "
-                           "per head"}
-    results = {"measured": False, "status": status,
-               "probe": {"program": ATTENTION_PROBE_PROGRAM,
-                         "te_run_exit_code": proc.returncode,
-                         "error": error}}
-    return config, results, {}
+        # Is the single-threaded BLAS the faster numpy here? (te-run is
+        # single-threaded; the comparison below limits OpenBLAS to one
+        # thread, this records what its default thread count would give.)
+        threads_check = {"config": attention_name(ATTENTION_THREADS_CHECK)}
+        if not worker.has_threadpoolctl:
+            threads_check["skipped"] = (
+                "threadpoolctl is not installed: OPENBLAS_NUM_THREADS=1 for "
+                "the numpy process")
+        else:
+            for label, threads in (("one_thread", 1),
+                                   ("default_threads", None)):
+                reply = worker(cmd="time", **ATTENTION_THREADS_CHECK,
+                               runs=3, warmup=1, threads=threads,
+                               seed=opts.seed)
+                threads_check[f"numpy_median_ms_{label}"] = sig(
+                    median(reply["times_s"]) * 1e3)
+            print(f"  numpy BLAS threads: 1 thread "
+                  f"{threads_check['numpy_median_ms_one_thread']:.0f} ms, "
+                  f"default "
+                  f"{threads_check['numpy_median_ms_default_threads']:.0f}"
+                  f" ms ({threads_check['config']})", flush=True)
+
+        rows, skipped = [], []
+        per_launch = {}  # (dtype, d, mask) -> (s, te s, numpy s)
+        default_threads = numpy_info["blas"] and max(
+            info["num_threads"] for info in numpy_info["blas"]) > 1
+        for c in configs:
+            name = attention_name(c)
+            runs = repeats[c["s"]]
+            key = (c["dtype"], c["d"], c["mask"])
+            if key in per_launch:
+                # Predicted cost: te-run's launches (one untimed) and
+                # numpy's calls (one warm-up), scaled by s^2.
+                s0, t_te, t_np = per_launch[key]
+                grow = (c["s"] / s0) ** 2
+                if c["s"] == ATTENTION_TARGET_S and default_threads:
+                    t_np *= 2  # also timed with the default threads
+                elapsed = time.perf_counter() - opts.started
+
+                def cost(n):
+                    return (n + 1) * grow * (t_te + t_np) + 2
+
+                if elapsed + cost(runs) > SCRIPT_BUDGET_S:
+                    if elapsed + cost(1) > SCRIPT_BUDGET_S:
+                        skipped.append({"config": name, "reason": (
+                            f"time budget: predicted {cost(1):.0f} s at "
+                            f"{elapsed:.0f} s of {SCRIPT_BUDGET_S} s")})
+                        print(f"  {name}: skipped (time budget)", flush=True)
+                        continue
+                    runs = 1
+            source = work / f"attention-{name}.mlir"
+            source.write_text(attention_program(c))
+            stdout, stderr, rss = te_run_with_rss(
+                te_run, [source, "--random-inputs", "--seed", opts.seed,
+                         "--bench", runs], cache)
+            bench = parse_bench(stdout, attention_buffer_bytes(c))
+            compile_ms, _ = parse_compile(stderr)
+            reply = worker(cmd="time", **c, runs=runs, warmup=1, threads=1,
+                           seed=opts.seed, peak_memory=True)
+            t_te, t_np = bench["median_s"], median(reply["times_s"])
+            per_launch[key] = (c["s"], t_te, t_np)
+            flops = attention_flops(c)
+            buffers = attention_buffer_bytes(c)
+            numpy_threaded = None
+            if c["s"] == ATTENTION_TARGET_S and default_threads:
+                # For context: numpy as it runs by default, with OpenBLAS
+                # on all its threads (te-run uses one).
+                times = worker(cmd="time", **c, runs=runs, warmup=1,
+                               threads=None, seed=opts.seed)["times_s"]
+                numpy_threaded = {
+                    "threads": max(info["num_threads"]
+                                   for info in numpy_info["blas"]),
+                    "median_ms": sig(median(times) * 1e3),
+                    "times_ms": [sig(t * 1e3) for t in times],
+                    "gflops": sig(flops / median(times) / 1e9),
+                    "speedup_over_it": sig(median(times) / t_te),
+                }
+            rows.append({
+                "config": name, **c, "flops": flops,
+                "te": {
+                    "median_ms": sig(t_te * 1e3),
+                    "min_ms": sig(bench["min_s"] * 1e3),
+                    "runs": runs,
+                    "gflops": sig(flops / t_te / 1e9),
+                    "compile_ms": compile_ms,
+                    "process_max_rss_mib": (sig(rss / MIB) if rss
+                                            else None),
+                    "buffers_mib": sig(buffers / MIB),
+                },
+                "numpy": {
+                    "median_ms": sig(t_np * 1e3),
+                    "min_ms": sig(min(reply["times_s"]) * 1e3),
+                    "runs": runs,
+                    "times_ms": [sig(t * 1e3) for t in reply["times_s"]],
+                    "gflops": sig(flops / t_np / 1e9),
+                    "peak_mib": sig(reply["peak_bytes"] / MIB),
+                    "scores_mib": sig(reply["scores_bytes"] / MIB),
+                },
+                "speedup": sig(t_np / t_te),
+            })
+            if numpy_threaded:
+                rows[-1]["numpy_default_threads"] = numpy_threaded
+            print(f"  {name}: te {t_te * 1e3:.1f} ms "
+                  f"({flops / t_te / 1e9:.1f} GFLOP/s), numpy "
+                  f"{t_np * 1e3:.1f} ms ({flops / t_np / 1e9:.1f} GFLOP/s),"
+                  f" speedup {t_np / t_te:.2f}x", flush=True)
+    finally:
+        worker.close()
+
+    # Memory: te-run's peak RSS minus its four buffers (the compiler
+    # library, code, one host copy of an input, ...) should not grow like
+    # s^2 with the sequence length; one head's f32 [s, s] scores would add
+    # s*s*4 bytes (64 MiB at s=4096), all heads' 16 times that.
+    memory = []
+    for key in sorted({(r["dtype"], r["d"], r["mask"]) for r in rows}):
+        group = [r for r in rows if (r["dtype"], r["d"], r["mask"]) == key]
+        small, large = group[0], group[-1]
+        if small is large or not (small["te"]["process_max_rss_mib"]
+                                  and large["te"]["process_max_rss_mib"]):
+            continue
+        extra = [r["te"]["process_max_rss_mib"] - r["te"]["buffers_mib"]
+                 for r in (small, large)]
+        memory.append({
+            "configs": f"{key[0]}_d{key[1]}_{key[2]}",
+            "s": [small["s"], large["s"]],
+            "te_rss_minus_buffers_mib": [sig(v) for v in extra],
+            "te_growth_mib": sig(extra[1] - extra[0]),
+            "one_head_scores_growth_mib": sig(
+                (large["s"] ** 2 - small["s"] ** 2) * 4 / MIB),
+            "numpy_peak_mib": [small["numpy"]["peak_mib"],
+                               large["numpy"]["peak_mib"]],
+        })
+
+    at_target = [r for r in rows if r["s"] == ATTENTION_TARGET_S]
+    targets = {}
+    for r in at_target:
+        targets[f"speedup_{r['config']}"] = target(
+            r["speedup"], ">=", ATTENTION_TARGET_SPEEDUP,
+            "numpy time / te time")
+    targets["check_error_over_tolerance"] = target(
+        max(max(c["te_error_over_tolerance"], c["numpy_error_over_tolerance"])
+            for c in checks), "<=", 1.0,
+        "largest error / tolerance of te and numpy against the f64 "
+        "reference (see results.checks)")
+    planned_target = [c for c in ATTENTION_CONFIGS
+                      if c["s"] == ATTENTION_TARGET_S]
+    status = (f"measured {len(rows)} of {len(ATTENTION_CONFIGS)} "
+              f"configurations; s={ATTENTION_TARGET_S}: {len(at_target)} of "
+              f"{len(planned_target)}")
+    if at_target:
+        speedups = [r["speedup"] for r in at_target]
+        status += (f", speedup over numpy {min(speedups):.2f}x to "
+                   f"{max(speedups):.2f}x (target >= "
+                   f"{ATTENTION_TARGET_SPEEDUP}x)")
+    results = {
+        "measured": True,
+        "status": status,
+        "configs": rows,
+        "skipped": skipped,
+        "checks": checks,
+        "memory": memory,
+        "numpy_blas": numpy_info,
+        "numpy_env_removed": {"variables": list(NUMPY_ENV_DROP),
+                              "were_set_to": worker.dropped},
+        "numpy_blas_threads_check": threads_check,
+        # Other work on the machine during the long attention section
+        # skews both sides; machine.load_average_1min_at_start is the
+        # other end.
+        "load_average_1min_at_end": round(os.getloadavg()[0], 2),
+        "probe": probe,
+    }
+    config = {
+        **base_config,
+        "measured_configurations": [r["config"] for r in rows],
+        "repeats_per_s": {str(s): n for s, n in repeats.items()},
+        "subset": (None if len(rows) == len(ATTENTION_CONFIGS) else
+                   "not every configuration was measured: see "
+                   "results.skipped" + (" and --quick (s=1024 only)"
+                                        if opts.quick else "")),
+        "te": "te-run PROGRAM --random-inputs --seed N --bench R: one "
+              "untimed launch, then the median of R launches (launch + "
+              "synchronize; single thread; compile kept out). Inputs "
+              "N(0,1) rounded to the element type",
+        "numpy": "bench/attention_numpy.py in its own process without "
+                 f"{' / '.join(NUMPY_ENV_DROP)}, OpenBLAS limited to one "
+                 "thread (threadpoolctl): per head P = (q * scale) @ k^T "
+                 "in f32, -inf above the diagonal when causal, "
+                 "P = exp(P - rowmax), O = (P @ v) / rowsum; bf16 inputs "
+                 "upcast to f32 and O rounded back inside the timing; the "
+                 "[s, s] scores buffer and causal mask allocated once per "
+                 "shape. One untimed call (under tracemalloc, for the peak "
+                 "memory), then the median of R calls",
+        "flops": "4 * b * h * s * s * d, halved for causal, credited to "
+                 "both (numpy computes every score even when causal)",
+        "speedup": "numpy median time / te median time",
+        "memory": "te: peak RSS of the te-run process (VmHWM of "
+                  "/proc/PID/status, polled every 10 ms), which also "
+                  "holds the compiler library and a host copy of an "
+                  "input; numpy: tracemalloc peak of one call (scores, "
+                  "mask, temporaries, output; not the inputs)",
+        "script_budget_s": SCRIPT_BUDGET_S,
+        "budget_rule": "an s=4096 configuration whose cost, predicted from "
+                       "the same configuration at s=2048, would end the "
+                       "script after the budget runs once (R=1) or is "
+                       "skipped",
+        "checks": ATTENTION_CHECKS,
+        "threads_check": ATTENTION_THREADS_CHECK,
+    }
+    return config, results, targets
+
 
 
 # ---------------------------------------------------------------------------
 # Chart and table
 # ---------------------------------------------------------------------------
+
+
+def draw_attention(ax, rec, colour, grey):
+    """Speedup over numpy per configuration, s=1024/2048/4096 side by side;
+    the target applies to s=4096."""
+    rows = rec["results"].get("configs", [])
+    if not rows:
+        ax.axis("off")
+        ax.text(0.5, 0.5, "attention_fwd: " + rec["results"]["status"],
+                ha="center", va="center", fontsize=9, wrap=True)
+        return
+    groups = sorted({(r["dtype"], r["d"], r["mask"]) for r in rows},
+                    key=lambda g: (g[0] != "f32", g[1], g[2] != "no_mask"))
+    lengths = sorted({r["s"] for r in rows})
+    width = 0.8 / len(lengths)
+    shades = {1024: "#d5d5d5", 2048: "#b0b0b0"}
+    top = ATTENTION_TARGET_SPEEDUP
+    for gi, group in enumerate(groups):
+        for si, s in enumerate(lengths):
+            row = next((r for r in rows if (r["dtype"], r["d"], r["mask"])
+                        == group and r["s"] == s), None)
+            x = gi + (si - (len(lengths) - 1) / 2) * width
+            if row is None:
+                ax.text(x, 0.02, "skipped", rotation=90, ha="center",
+                        va="bottom", fontsize=7)
+                continue
+            t = rec["targets"].get(f"speedup_{row['config']}")
+            bar_colour = colour(t["met"]) if t else shades.get(s, grey)
+            ax.bar(x, row["speedup"], width * 0.92, color=bar_colour)
+            ax.annotate(f"{row['speedup']:.2f}", (x, row["speedup"]),
+                        ha="center", va="bottom", fontsize=7)
+            top = max(top, row["speedup"])
+    ax.axhline(ATTENTION_TARGET_SPEEDUP, color="black", linestyle="--",
+               linewidth=1)
+    ax.text(len(groups) - 0.5, ATTENTION_TARGET_SPEEDUP,
+            f"target at s={ATTENTION_TARGET_S}: >= "
+            f"{ATTENTION_TARGET_SPEEDUP}x", ha="right", va="bottom",
+            fontsize=8)
+    ax.axhline(1.0, color="grey", linestyle=":", linewidth=1)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([f"{g[0]} d={g[1]}\n{g[2]}" for g in groups],
+                       fontsize=8)
+    ax.set_xlim(-0.5, len(groups) - 0.5)
+    ax.set_ylim(0, top * 1.15)
+    ax.set_ylabel("numpy time / te time")
+    ax.set_title("te.attention forward (b=1, h=16, bshd) against numpy + "
+                 "OpenBLAS (1 thread, f32)\nspeedup per configuration, bars "
+                 "left to right s = " + ", ".join(map(str, lengths))
+                 + f" (grey: no target; higher is better)", fontsize=9)
 
 
 def draw_chart(records, path, machine, date):
@@ -563,7 +1025,11 @@ def draw_chart(records, path, machine, date):
     def colour(met):
         return green if met else red
 
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4.6))
+    fig = plt.figure(figsize=(13, 9.6))
+    grid = fig.add_gridspec(2, 3, height_ratios=(1, 1.05))
+    axes = [fig.add_subplot(grid[0, i]) for i in range(3)]
+    draw_attention(fig.add_subplot(grid[1, :]), records["attention_fwd"],
+                   colour, grey)
 
     ax = axes[0]
     t = q["targets"]["quantize_vs_memcpy_throughput"]
@@ -628,7 +1094,7 @@ def draw_chart(records, path, machine, date):
     ]
     fig.text(0.5, 0.01, "\n".join(footer), ha="center", va="bottom",
              fontsize=8)
-    fig.tight_layout(rect=(0, 0.03 + 0.03 * len(footer), 1, 0.94))
+    fig.tight_layout(rect=(0, 0.015 + 0.015 * len(footer), 1, 0.96))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
@@ -671,7 +1137,27 @@ def print_table(records):
     rows.append(("", "memory-hot launch (median)",
                  f"{t['measured']:.3f} us", f"<= {t['value']:g} us",
                  yes(t["met"])))
-    rows.append(("attention_fwd", a["results"]["status"], "", "", ""))
+    attention = a["results"].get("configs", [])
+    if not attention:
+        rows.append(("attention_fwd", a["results"]["status"], "", "", ""))
+    for i, r in enumerate(attention):
+        t = a["targets"].get(f"speedup_{r['config']}")
+        rows.append((
+            "attention_fwd" if i == 0 else "",
+            f"{r['dtype']} d={r['d']} {r['mask']} s={r['s']}",
+            f"te {r['te']['median_ms']:7.0f} ms {r['te']['gflops']:5.1f} "
+            f"GFLOP/s | numpy {r['numpy']['median_ms']:6.0f} ms "
+            f"{r['numpy']['gflops']:5.1f} GFLOP/s | {r['speedup']:.2f}x",
+            f">= {t['value']}x" if t else "",
+            yes(t["met"]) if t else ""))
+    if attention:
+        t = a["targets"]["check_error_over_tolerance"]
+        rows.append(("", "check vs f64 reference (error / tol)",
+                     f"{t['measured']:.3g}", f"<= {t['value']:g}",
+                     yes(t["met"])))
+        for s in a["results"]["skipped"]:
+            rows.append(("", f"{s['config']}: skipped ({s['reason']})",
+                         "", "", ""))
 
     headers = ("benchmark", "metric", "measured", "target", "met")
     widths = [max(len(h), *(len(r[i]) for r in rows if i != 1 or r[2]))
@@ -723,7 +1209,7 @@ def main():
 
     work = Path(tempfile.mkdtemp(prefix="te-bench-"))
     records = {}
-    started = time.perf_counter()
+    started = opts.started = time.perf_counter()
     try:
         sections = [
             ("fp8_quantize", bench_fp8_quantize,

@@ -14,7 +14,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev zlib1g-dev libzstd-dev libedit-dev libxml2-dev
   libcurl4-openssl-dev
 )
-PIP_PACKAGES=(numpy ml_dtypes pytest nanobind matplotlib)
+PIP_PACKAGES=(numpy ml_dtypes pytest nanobind matplotlib threadpoolctl)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -35,7 +35,7 @@ if [ ! -x .venv/bin/python ]; then
   echo "bootstrap: creating the Python environment .venv"
   /usr/bin/python3 -m venv .venv
 fi
-if ! .venv/bin/python -c 'import numpy, ml_dtypes, pytest, nanobind, matplotlib' 2>/dev/null; then
+if ! .venv/bin/python -c 'import numpy, ml_dtypes, pytest, nanobind, matplotlib, threadpoolctl' 2>/dev/null; then
   echo "bootstrap: installing ${PIP_PACKAGES[*]} into .venv"
   .venv/bin/python -m pip install --quiet --disable-pip-version-check "${PIP_PACKAGES[@]}"
 fi
