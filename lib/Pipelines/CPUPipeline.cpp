@@ -41,6 +41,8 @@ static void buildCPUStages(OpPassManager &pm) {
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
 
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // exp and log as arith code: no libm calls in the kernels.
+  pm.addPass(createApproximateMathForCPU());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createConvertVectorToSCFPass());
   pm.addPass(createSCFToControlFlowPass());

@@ -97,4 +97,27 @@ def TEDecomposeReference : Pass<"te-decompose-reference", "ModuleOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Host math
+//===----------------------------------------------------------------------===//
+
+def ApproximateMathForCPU : Pass<"te-approximate-math"> {
+  let summary = "Polynomial approximations of exp and log for the host";
+  let description = [{
+    Replaces f32 `math.exp` and `math.log` with MLIR's polynomial
+    approximations (accurate to a few ulp), so the host code calls no libm
+    function: the attention kernels spent up to two thirds of their time in
+    scalar `expf` calls, which also stop LLVM from vectorizing around them.
+
+    ```mlir
+    %e = math.exp %x : f32
+    ```
+
+    becomes a short sequence of `arith` ops (range reduction, polynomial,
+    exponent reconstruction by bit manipulation).
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 #endif // TE_CONVERSION_PASSES_TD

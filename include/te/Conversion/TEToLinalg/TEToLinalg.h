@@ -10,6 +10,7 @@
 
 namespace mlir::te {
 
+#define GEN_PASS_DECL_APPROXIMATEMATHFORCPU
 #define GEN_PASS_DECL_CONVERTTETOLINALG
 #define GEN_PASS_DECL_TEDECOMPOSEREFERENCE
 #include "te/Conversion/Passes.h.inc"
