@@ -774,6 +774,42 @@ def test_window(te_run, mask, window, s_q, s_kv):
                                lens_kv=[s_kv - 2, 6] if mask in PADDING_MASKS else None))
 
 
+# Without an arbitrary mask, a bias tensor, dropout or thd, the forward pass
+# runs on tiles of 64 query rows, micro-blocks of 4 rows and chunks of 32 keys
+# (docs/CPULowering.md). These shapes cross every one of those boundaries:
+# several tiles with a partial last one, key tails, d_v in several groups of
+# 64 columns and not a multiple of 16, windows whose chunks a micro-block
+# skips, padding rows past the sequence lengths.
+BLOCKED = {
+    "tiles_and_key_tail": dict(mask="no_mask", s_q=130, s_kv=97, d_qk=64, d_v=64),
+    "gqa_causal_dv80": dict(mask="causal", s_q=150, s_kv=150, h_q=4, h_kv=2,
+                            d_qk=32, d_v=80),
+    "bottom_right_dv24": dict(mask="causal_bottom_right", s_q=70, s_kv=140,
+                              d_qk=16, d_v=24),
+    "sliding_window": dict(mask="no_mask", window=(20, 5), s_q=140, s_kv=140),
+    "window_left_only": dict(mask="causal", window=(33, 0), s_q=100, s_kv=100),
+    "padding_causal": dict(mask="padding_causal", s_q=133, s_kv=133, b=3,
+                           lens_q=[133, 70, 0], lens_kv=[133, 90, 5]),
+    "padding_bottom_right_window": dict(
+        mask="padding_causal_bottom_right", s_q=100, s_kv=120,
+        lens_q=[100, 37], lens_kv=[120, 66], window=(10, 0)),
+    "alibi": dict(mask="no_mask", bias_kind="alibi", slopes_shape="bh",
+                  s_q=90, s_kv=75),
+    "learnable": dict(mask="causal", softmax="learnable", s_q=81, s_kv=81),
+    "off_by_one_diagonal": dict(mask="no_mask", softmax="off_by_one",
+                                window=(0, 0), s_q=100, s_kv=70),
+    "bhsd_bf16": dict(layout="bhsd", elem="bf16", mask="causal", s_q=100,
+                      s_kv=100, d_qk=64, d_v=64),
+    "sbhd_f16": dict(layout="sbhd", elem="f16", mask="no_mask", s_q=66,
+                     s_kv=200),
+}
+
+
+@pytest.mark.parametrize("name", list(BLOCKED))
+def test_blocked_path_boundaries(te_run, name):
+    run_case(te_run, make_case(12, **BLOCKED[name]))
+
+
 def test_window_thd(te_run):
     run_case(te_run, make_case(4, layout="thd", mask="padding_causal_bottom_right",
                                window=(1, 0), **THD_VARIANTS["offsets"]))

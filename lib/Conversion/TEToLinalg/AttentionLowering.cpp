@@ -1,12 +1,14 @@
 //===- AttentionLowering.cpp - te.attention as online-softmax loops -------===//
 //
-// The host lowering of te.attention: for every (batch, query head, query
-// row) one pass over the visible keys with the online softmax (running max
-// m, running denominator l, running weighted sum of V rows), so memory stays
-// O(s * d) and the [s_q, s_kv] score matrix never exists. Rows of Q, K and V
-// are vectors of d elements; the key range of a row is computed from the
-// mask, window and sequence lengths, so masked keys cost nothing (only the
-// arbitrary mask is tested key by key).
+// The host lowering of te.attention: the online softmax (running max m,
+// running denominator l, running weighted sum of V rows) over the visible
+// keys of each query row, so memory stays O(s * d) and the [s_q, s_kv] score
+// matrix never exists. The key range of a row is computed from the mask,
+// window and sequence lengths, so masked keys cost nothing. The forward pass
+// has a blocked form (tiles of query rows against chunks of keys, see
+// "The blocked forward path") for the configurations without per-element
+// terms, and a per-row form (one key at a time) for the rest and for the
+// backward pass.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +44,7 @@ struct IndexMath {
   Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
   Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
   Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
   Value div(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
   Value lt(Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
@@ -392,10 +395,11 @@ using RowBody = function_ref<SmallVector<Value>(
     OpBuilder &, Location, Value batch, Value head, Value kvHead, Value row,
     ValueRange carried)>;
 
-/// for batch, head, row: `body` updates the carried tensors.
+/// for batch, head, row (every `rowStep`-th): `body` updates the carried
+/// tensors.
 SmallVector<Value> forEachRow(OpBuilder &b, Location loc,
                               const AttentionConfig &c, ValueRange init,
-                              RowBody body) {
+                              RowBody body, int64_t rowStep = 1) {
   IndexMath im{b, loc};
   Value zero = im.c(0), one = im.c(1);
   Value groupSize = im.c(c.headsQ / c.headsKV);
@@ -408,7 +412,7 @@ SmallVector<Value> forEachRow(OpBuilder &b, Location loc,
               IndexMath im{b, loc};
               Value kvHead = im.div(head, groupSize);
               auto rowLoop = scf::ForOp::create(
-                  b, loc, zero, im.c(c.seqQ), one, headIter,
+                  b, loc, zero, im.c(c.seqQ), im.c(rowStep), headIter,
                   [&](OpBuilder &b, Location loc, Value row,
                       ValueRange rowIter) {
                     scf::YieldOp::create(
@@ -477,6 +481,457 @@ Value splat(OpBuilder &b, Location loc, Value scalar, VectorType type) {
   return vector::BroadcastOp::create(b, loc, type, scalar);
 }
 
+/// The end of a query row's online softmax: folds in the extra denominator
+/// term of the softmax kind, then writes O = acc / l (and LSE = m + log l)
+/// of (batch, row, head) into `results`. A row that saw nothing (l = 0)
+/// keeps O = 0 and LSE = -inf.
+SmallVector<Value> finishForwardRow(OpBuilder &b, Location loc,
+                                    const AttentionConfig &c,
+                                    RankedTensorType oType, Value batch,
+                                    Value head, Value row, Value m, Value l,
+                                    Value acc, ValueRange results) {
+  auto accType = cast<VectorType>(acc.getType());
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value negInf = f32Const(b, loc, -INFINITY);
+  // The extra denominator term, folded in like a key with a zero V row.
+  if (Value extra = emitExtraLogit(b, loc, c, head)) {
+    Value mNew = arith::MaximumFOp::create(b, loc, m, extra);
+    Value correction =
+        math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, m, mNew));
+    l = arith::AddFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, l, correction),
+        math::ExpOp::create(b, loc,
+                            arith::SubFOp::create(b, loc, extra, mNew)));
+    acc =
+        arith::MulFOp::create(b, loc, acc, splat(b, loc, correction, accType));
+    m = mNew;
+  }
+
+  Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l,
+                                     f32Const(b, loc, 0.0));
+  Value safeL = arith::SelectOp::create(b, loc, seen, l, f32Const(b, loc, 1.0));
+  Value rowOut =
+      arith::DivFOp::create(b, loc, acc, splat(b, loc, safeL, accType));
+  Value lseValue = arith::SelectOp::create(
+      b, loc, seen,
+      arith::AddFOp::create(b, loc, m, math::LogOp::create(b, loc, safeL)),
+      negInf);
+  Type outElement = oType.getElementType();
+  if (!outElement.isF32())
+    rowOut = arith::TruncFOp::create(
+        b, loc, VectorType::get(accType.getShape(), outElement), rowOut);
+  SmallVector<Value> rowAt = rowIndices(c.layout, batch, row, head, zero);
+  SmallVector<Value> updated = {
+      vector::TransferWriteOp::create(b, loc, rowOut, results[0], rowAt,
+                                      ArrayRef<bool>{true})
+          .getResult()};
+  if (results.size() > 1)
+    updated.push_back(tensor::InsertOp::create(
+        b, loc, lseValue, results[1], c.lseIndices(batch, row, head, zero)));
+  return updated;
+}
+
+//===----------------------------------------------------------------------===//
+// The blocked forward path
+//===----------------------------------------------------------------------===//
+//
+// Without an arbitrary mask, a bias tensor, dropout or ragged (thd)
+// sequences, every logit is q . k times the scale (minus the ALiBi term) and
+// the visible keys of a row form one range. Then the forward pass blocks over
+// rows and keys, which is what makes it fast. Q (scaled), K and V are first
+// copied to f32 in head-major order, K transposed and cut into chunks of
+// kKeyChunk keys ([d, kKeyChunk] each, contiguous). The query rows of one
+// (batch, head) go in tiles of kTileRows whose softmax state lives in small
+// tensors; a tile makes one pass over its key chunks, applying each chunk to
+// micro-blocks of kBlockRows rows while the chunk is in the cache:
+//   - the micro-block's logits are outer-product accumulations: for each of
+//     the d columns one vector load of K^T and one broadcast of each row's q
+//     element feed kBlockRows FMAs over kKeyChunk keys (no horizontal sums);
+//   - the online softmax runs on vectors of kKeyChunk logits, one max and
+//     one sum reduction per chunk instead of two exp per key;
+//   - each V row loaded feeds all rows of the micro-block.
+// A micro-block's key range is the union of its rows' ranges; logits outside
+// a row's own range are -inf and weigh 0, and a chunk none of its rows sees
+// is skipped. K and V are padded with zero keys to whole chunks so a chunk
+// never reads out of bounds. The copies are O(s * d), like the inputs; the
+// scores are never stored.
+
+/// Keys per chunk: two AVX-512 registers of logits per row.
+constexpr int64_t kKeyChunk = 32;
+/// Query rows per micro-block: with kKeyChunk, 8 independent FMA chains in
+/// the score loop, and 16 accumulator registers per 64 columns of V.
+constexpr int64_t kBlockRows = 4;
+/// Query rows per tile: each chunk of K and V is used by this many rows
+/// while it is in the L1/L2 cache.
+constexpr int64_t kTileRows = 64;
+
+bool canUseBlockedForward(const AttentionConfig &c) {
+  return !c.thd && !c.mask && !c.rngState &&
+         (c.biasKind == BiasKind::no_bias || c.biasKind == BiasKind::alibi);
+}
+
+/// A new f32 tensor of `shape` whose element at `indices` is
+/// `element(indices)`.
+Value generateF32(
+    OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+    function_ref<Value(OpBuilder &, Location, ArrayRef<Value>)> element) {
+  auto type = RankedTensorType::get(shape, b.getF32Type());
+  Value init = tensor::EmptyOp::create(b, loc, shape, b.getF32Type());
+  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(shape.size())};
+  SmallVector<utils::IteratorType> loops(shape.size(),
+                                         utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, type, ValueRange{}, init, maps, loops,
+             [&](OpBuilder &b, Location loc, ValueRange) {
+               SmallVector<Value> indices;
+               for (int64_t dim = 0, e = shape.size(); dim < e; ++dim)
+                 indices.push_back(linalg::IndexOp::create(b, loc, dim));
+               linalg::YieldOp::create(b, loc, element(b, loc, indices));
+             })
+      .getResult(0);
+}
+
+/// Element `column` of the row (batch, position, head) of a Q/K/V tensor,
+/// as f32.
+Value readElementF32(OpBuilder &b, Location loc, const AttentionConfig &c,
+                     Value tensor, Value batch, Value position, Value head,
+                     Value column) {
+  SmallVector<Value> at = rowIndices(c.layout, batch, position, head, column);
+  return emitExtToF32(b, loc, tensor::ExtractOp::create(b, loc, tensor, at));
+}
+
+/// K or V element (batch, token, head, column) as f32, or 0 for the padding
+/// tokens at and past s_kv.
+Value readPaddedKV(OpBuilder &b, Location loc, const AttentionConfig &c,
+                   Value tensor, Value batch, Value token, Value head,
+                   Value column) {
+  IndexMath im{b, loc};
+  Value last = im.c(c.seqKV - 1);
+  Value value = readElementF32(b, loc, c, tensor, batch, im.min(token, last),
+                               head, column);
+  return arith::SelectOp::create(b, loc, im.le(token, last), value,
+                                 f32Const(b, loc, 0.0));
+}
+
+/// The blocked forward pass of one op: tiles of query rows of one (batch,
+/// head), each tile going once over its key chunks, each chunk applied to
+/// the tile's rows in micro-blocks.
+struct BlockedForward {
+  const AttentionConfig &c;
+  RankedTensorType oType;
+  int64_t headDimQK, headDimV;
+  /// Rows per micro-block and per tile (a multiple of the former).
+  int64_t rows, tileRows;
+  /// scale * q as [b, h_q, s_q, d_qk]; K^T in chunks as [b, h_kv, chunks,
+  /// d_qk, chunk]; V as [b, h_kv, chunks * chunk, d_v].
+  Value qs, kt, vs;
+
+  BlockedForward(const AttentionConfig &c, RankedTensorType oType)
+      : c(c), oType(oType),
+        headDimQK(cast<RankedTensorType>(c.q.getType()).getShape().back()),
+        headDimV(oType.getShape().back()), rows(kBlockRows),
+        tileRows(std::min<int64_t>(kTileRows, llvm::alignTo(c.seqQ, rows))) {}
+
+  void prepare(OpBuilder &b, Location loc) {
+    int64_t chunks = llvm::divideCeil(c.seqKV, kKeyChunk);
+    qs = generateF32(
+        b, loc, {c.batches, c.headsQ, c.seqQ, headDimQK},
+        [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+          return arith::MulFOp::create(
+              b, loc, readElementF32(b, loc, c, c.q, i[0], i[2], i[1], i[3]),
+              f32Const(b, loc, c.scale));
+        });
+    kt = generateF32(
+        b, loc, {c.batches, c.headsKV, chunks, headDimQK, kKeyChunk},
+        [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+          IndexMath im{b, loc};
+          Value token = im.add(im.mul(i[2], im.c(kKeyChunk)), i[4]);
+          return readPaddedKV(b, loc, c, c.k, i[0], token, i[1], i[3]);
+        });
+    vs = generateF32(
+        b, loc, {c.batches, c.headsKV, chunks * kKeyChunk, headDimV},
+        [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+          return readPaddedKV(b, loc, c, c.v, i[0], i[2], i[1], i[3]);
+        });
+  }
+
+  /// Query row `index` of the tile starting at `first`, clamped to the last
+  /// row: rows past s_q repeat it (and write the same values again).
+  Value tileRow(IndexMath &im, Value first, Value index) const {
+    return im.min(im.add(first, index), im.c(c.seqQ - 1));
+  }
+
+  /// The tile of rows [first, first + tileRows) of (batch, head). Its online
+  /// softmax state lives in small tensors: m and l [tileRows], the weighted
+  /// V sums [tileRows, d_v].
+  SmallVector<Value> emitTile(OpBuilder &b, Location loc, Value batch,
+                              Value head, Value kvHead, Value first,
+                              ValueRange results) {
+    IndexMath im{b, loc};
+    Type f32 = b.getF32Type();
+    Value zero = im.c(0), one = im.c(1);
+    // The tile's rows that exist, and the keys any of them sees.
+    Value count = im.min(im.c(tileRows), im.sub(im.c(c.seqQ), first));
+    auto range = scf::ForOp::create(
+        b, loc, zero, count, one, ValueRange{im.c(c.seqKV), zero},
+        [&](OpBuilder &b, Location loc, Value i, ValueRange bounds) {
+          IndexMath im{b, loc};
+          RowGeometry g =
+              computeRowGeometry(b, loc, c, batch, im.add(first, i));
+          scf::YieldOp::create(
+              b, loc,
+              ValueRange{im.min(bounds[0], g.lo), im.max(bounds[1], g.hi)});
+        });
+    // An empty row's range may lie past s_kv (lo = hi >= s_kv): the chunks
+    // stop at s_kv, where the copies of K and V end.
+    Value hi = im.min(range.getResult(1), im.c(c.seqKV));
+    Value lo = im.min(range.getResult(0), hi);
+
+    SmallVector<Value> state = {
+        filledTensor(b, loc, {tileRows}, f32, b.getF32FloatAttr(-INFINITY)),
+        filledTensor(b, loc, {tileRows}, f32, b.getF32FloatAttr(0.0f)),
+        filledTensor(b, loc, {tileRows, headDimV}, f32,
+                     b.getF32FloatAttr(0.0f)),
+        // Scratch for a micro-block's weights, so that the V accumulation
+        // broadcasts them from memory.
+        filledTensor(b, loc, {rows, kKeyChunk}, f32, b.getF32FloatAttr(0.0f))};
+    Value blockCount =
+        im.mul(im.div(im.add(count, im.c(rows - 1)), im.c(rows)), im.c(rows));
+    auto chunkLoop = scf::ForOp::create(
+        b, loc, im.mul(im.div(lo, im.c(kKeyChunk)), im.c(kKeyChunk)), hi,
+        im.c(kKeyChunk), state,
+        [&](OpBuilder &b, Location loc, Value key0, ValueRange chunkState) {
+          IndexMath im{b, loc};
+          auto blockLoop = scf::ForOp::create(
+              b, loc, im.c(0), blockCount, im.c(rows), chunkState,
+              [&](OpBuilder &b, Location loc, Value block,
+                  ValueRange blockState) {
+                scf::YieldOp::create(b, loc,
+                                     emitMicroBlock(b, loc, batch, head, kvHead,
+                                                    first, block, key0,
+                                                    blockState));
+              });
+          scf::YieldOp::create(b, loc, blockLoop.getResults());
+        });
+
+    auto accType = VectorType::get({headDimV}, f32);
+    auto finish = scf::ForOp::create(
+        b, loc, zero, count, one, results,
+        [&](OpBuilder &b, Location loc, Value i, ValueRange carried) {
+          IndexMath im{b, loc};
+          Value m = tensor::ExtractOp::create(b, loc, chunkLoop.getResult(0),
+                                              ValueRange{i});
+          Value l = tensor::ExtractOp::create(b, loc, chunkLoop.getResult(1),
+                                              ValueRange{i});
+          Value acc = vector::TransferReadOp::create(
+              b, loc, accType, chunkLoop.getResult(2), ValueRange{i, im.c(0)},
+              f32Const(b, loc, 0.0), ArrayRef<bool>{true});
+          scf::YieldOp::create(b, loc,
+                               finishForwardRow(b, loc, c, oType, batch, head,
+                                                im.add(first, i), m, l, acc,
+                                                carried));
+        });
+    return finish.getResults();
+  }
+
+  /// The micro-block of tile rows [block, block + rows) against the keys
+  /// [key0, key0 + kKeyChunk); skipped when none of its rows sees any of
+  /// them. `state` is the tile's (m, l, acc).
+  SmallVector<Value> emitMicroBlock(OpBuilder &b, Location loc, Value batch,
+                                    Value head, Value kvHead, Value first,
+                                    Value block, Value key0, ValueRange state) {
+    IndexMath im{b, loc};
+    SmallVector<Value> local, rowOf;
+    SmallVector<RowGeometry> geometry;
+    for (int64_t i = 0; i < rows; ++i) {
+      local.push_back(im.add(block, im.c(i)));
+      rowOf.push_back(tileRow(im, first, local.back()));
+      geometry.push_back(computeRowGeometry(b, loc, c, batch, rowOf.back()));
+    }
+    Value lo = geometry[0].lo, hi = geometry[0].hi;
+    for (int64_t i = 1; i < rows; ++i) {
+      lo = im.min(lo, geometry[i].lo);
+      hi = im.max(hi, geometry[i].hi);
+    }
+    Value sees = arith::AndIOp::create(
+        b, loc, im.lt(key0, hi), im.lt(lo, im.add(key0, im.c(kKeyChunk))));
+    auto ifOp = scf::IfOp::create(
+        b, loc, sees,
+        [&](OpBuilder &b, Location loc) {
+          scf::YieldOp::create(b, loc,
+                               emitChunk(b, loc, batch, head, kvHead, key0,
+                                         local, rowOf, geometry, state));
+        },
+        [&](OpBuilder &b, Location loc) {
+          scf::YieldOp::create(b, loc, state);
+        });
+    return ifOp.getResults();
+  }
+
+  /// The scores of the rows `rowOf` (tile rows `local`) against one key
+  /// chunk, their softmax state update and the accumulation of the chunk's
+  /// V rows.
+  SmallVector<Value> emitChunk(OpBuilder &b, Location loc, Value batch,
+                               Value head, Value kvHead, Value key0,
+                               ArrayRef<Value> local, ArrayRef<Value> rowOf,
+                               ArrayRef<RowGeometry> geometry,
+                               ValueRange state) {
+    IndexMath im{b, loc};
+    Type f32 = b.getF32Type(), i32 = b.getI32Type();
+    auto chunkType = VectorType::get({kKeyChunk}, f32);
+    auto keyType = VectorType::get({kKeyChunk}, i32);
+    // The accumulators go in pieces of 16 floats (one AVX-512 register), so
+    // that the V accumulation below works on a few registers at a time.
+    int64_t pieceWidth = headDimV % 16 == 0 ? 16 : headDimV;
+    int64_t pieces = headDimV / pieceWidth;
+    auto pieceType = VectorType::get({pieceWidth}, f32);
+    Value negInf = f32Const(b, loc, -INFINITY);
+    Value zeroF = f32Const(b, loc, 0.0);
+
+    // scores[i] = sum over columns t of qs[row i, t] * K^T[t, chunk]: outer
+    // products, one K^T load and `rows` broadcasts per column.
+    SmallVector<Value> scores(
+        rows,
+        arith::ConstantOp::create(
+            b, loc, DenseElementsAttr::get(chunkType, b.getF32FloatAttr(0))));
+    Value chunk = im.div(key0, im.c(kKeyChunk));
+    auto columnLoop = scf::ForOp::create(
+        b, loc, im.c(0), im.c(headDimQK), im.c(1), scores,
+        [&](OpBuilder &b, Location loc, Value t, ValueRange partial) {
+          IndexMath im{b, loc};
+          Value keys = vector::TransferReadOp::create(
+              b, loc, chunkType, kt,
+              ValueRange{batch, kvHead, chunk, t, im.c(0)}, zeroF,
+              ArrayRef<bool>{true});
+          SmallVector<Value> next;
+          for (int64_t i = 0; i < rows; ++i) {
+            Value qElement = tensor::ExtractOp::create(
+                b, loc, qs, ValueRange{batch, head, rowOf[i], t});
+            next.push_back(vector::FMAOp::create(
+                b, loc, splat(b, loc, qElement, chunkType), keys, partial[i]));
+          }
+          scf::YieldOp::create(b, loc, next);
+        });
+
+    auto toKeyVector = [&](Value index) -> Value {
+      return vector::BroadcastOp::create(
+          b, loc, keyType, arith::IndexCastOp::create(b, loc, i32, index));
+    };
+    SmallVector<int32_t> offsets(kKeyChunk);
+    for (int64_t j = 0; j < kKeyChunk; ++j)
+      offsets[j] = static_cast<int32_t>(j);
+    Value keyIndex = arith::AddIOp::create(
+        b, loc, toKeyVector(key0),
+        arith::ConstantOp::create(
+            b, loc,
+            DenseElementsAttr::get(keyType, ArrayRef<int32_t>(offsets))));
+
+    Value mState = state[0], lState = state[1], accState = state[2],
+          weightState = state[3];
+    SmallVector<SmallVector<Value>> acc(rows);
+    for (int64_t i = 0; i < rows; ++i) {
+      const RowGeometry &g = geometry[i];
+      Value logits = columnLoop.getResult(i);
+      if (c.biasKind == BiasKind::alibi) {
+        SmallVector<Value> at = {head};
+        if (cast<RankedTensorType>(c.slopes.getType()).getRank() == 2)
+          at = {g.sequence, head};
+        Value slope = tensor::ExtractOp::create(b, loc, c.slopes, at);
+        // -slope * |j - i - (len_kv - len_q)|, bottom-right aligned.
+        Value distance = arith::SubIOp::create(
+            b, loc, keyIndex, toKeyVector(im.add(g.position, g.shift)));
+        Value magnitude = math::AbsIOp::create(b, loc, distance);
+        logits = arith::SubFOp::create(
+            b, loc, logits,
+            arith::MulFOp::create(
+                b, loc, splat(b, loc, slope, chunkType),
+                arith::SIToFPOp::create(b, loc, chunkType, magnitude)));
+      }
+      Value visible = arith::AndIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, keyIndex,
+                                toKeyVector(g.lo)),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, keyIndex,
+                                toKeyVector(g.hi)));
+      logits = arith::SelectOp::create(b, loc, visible, logits,
+                                       splat(b, loc, negInf, chunkType));
+
+      Value m = tensor::ExtractOp::create(b, loc, mState, local[i]);
+      Value l = tensor::ExtractOp::create(b, loc, lState, local[i]);
+      Value chunkMax = vector::ReductionOp::create(
+          b, loc, vector::CombiningKind::MAXIMUMF, logits);
+      Value mNew = arith::MaximumFOp::create(b, loc, m, chunkMax);
+      // While a row has seen no key, m stays -inf: shift by 0 then so that
+      // exp gives 0 for the masked logits instead of NaN.
+      Value mShift = arith::SelectOp::create(
+          b, loc,
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew,
+                                negInf),
+          zeroF, mNew);
+      Value correction =
+          math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, m, mShift));
+      Value p = math::ExpOp::create(
+          b, loc,
+          arith::SubFOp::create(b, loc, logits,
+                                splat(b, loc, mShift, chunkType)));
+      Value pSum =
+          vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, p,
+                                      Value(), arith::FastMathFlags::reassoc);
+      Value lNew = arith::AddFOp::create(
+          b, loc, arith::MulFOp::create(b, loc, l, correction), pSum);
+      mState = tensor::InsertOp::create(b, loc, mNew, mState, local[i]);
+      lState = tensor::InsertOp::create(b, loc, lNew, lState, local[i]);
+      weightState = vector::TransferWriteOp::create(
+                        b, loc, p, weightState, ValueRange{im.c(i), im.c(0)},
+                        ArrayRef<bool>{true})
+                        .getResult();
+      Value scaleBy = splat(b, loc, correction, pieceType);
+      for (int64_t piece = 0; piece < pieces; ++piece) {
+        Value current = vector::TransferReadOp::create(
+            b, loc, pieceType, accState,
+            ValueRange{local[i], im.c(piece * pieceWidth)}, zeroF,
+            ArrayRef<bool>{true});
+        acc[i].push_back(arith::MulFOp::create(b, loc, current, scaleBy));
+      }
+    }
+
+    // acc[i] += p[i][j] * v_j for the chunk's keys j, in groups of up to
+    // four pieces: for each key, `rows` broadcast weights and the group's V
+    // pieces feed rows x pieces FMAs into accumulators held in registers.
+    static constexpr int64_t kGroupPieces = 4;
+    for (int64_t group = 0; group < pieces; group += kGroupPieces) {
+      int64_t groupEnd = std::min(pieces, group + kGroupPieces);
+      for (int64_t j = 0; j < kKeyChunk; ++j) {
+        SmallVector<Value> weights;
+        for (int64_t i = 0; i < rows; ++i)
+          weights.push_back(
+              splat(b, loc,
+                    tensor::ExtractOp::create(b, loc, weightState,
+                                              ValueRange{im.c(i), im.c(j)}),
+                    pieceType));
+        for (int64_t piece = group; piece < groupEnd; ++piece) {
+          Value vPiece = vector::TransferReadOp::create(
+              b, loc, pieceType, vs,
+              ValueRange{batch, kvHead, im.add(key0, im.c(j)),
+                         im.c(piece * pieceWidth)},
+              zeroF, ArrayRef<bool>{true});
+          for (int64_t i = 0; i < rows; ++i)
+            acc[i][piece] = vector::FMAOp::create(b, loc, weights[i], vPiece,
+                                                  acc[i][piece]);
+        }
+      }
+      for (int64_t piece = group; piece < groupEnd; ++piece)
+        for (int64_t i = 0; i < rows; ++i)
+          accState = vector::TransferWriteOp::create(
+                         b, loc, acc[i][piece], accState,
+                         ValueRange{local[i], im.c(piece * pieceWidth)},
+                         ArrayRef<bool>{true})
+                         .getResult();
+    }
+    return {mState, lState, accState, weightState};
+  }
+};
+
 struct AttentionOpLowering : OpConversionPattern<AttentionOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -500,6 +955,21 @@ struct AttentionOpLowering : OpConversionPattern<AttentionOp> {
       results.push_back(
           filledTensor(b, loc, cast<RankedTensorType>(lse.getType()).getShape(),
                        f32, b.getF32FloatAttr(-INFINITY)));
+
+    if (canUseBlockedForward(c)) {
+      BlockedForward blocked(c, oType);
+      blocked.prepare(b, loc);
+      rewriter.replaceOp(
+          op, forEachRow(
+                  b, loc, c, results,
+                  [&](OpBuilder &b, Location loc, Value batch, Value head,
+                      Value kvHead, Value first, ValueRange carried) {
+                    return blocked.emitTile(b, loc, batch, head, kvHead, first,
+                                            carried);
+                  },
+                  blocked.tileRows));
+      return success();
+    }
 
     SmallVector<Value> outputs =
         forEachRow(b, loc, c, results,
@@ -556,47 +1026,9 @@ struct AttentionOpLowering : OpConversionPattern<AttentionOp> {
                                     splat(b, loc, correction, accType)));
           return SmallVector<Value>{mNew, lNew, accNew};
         });
-    Value m = keyLoop.getResult(0), l = keyLoop.getResult(1),
-          acc = keyLoop.getResult(2);
-
-    // The extra denominator term, folded in like a key with a zero V row.
-    if (Value extra = emitExtraLogit(b, loc, c, head)) {
-      Value mNew = arith::MaximumFOp::create(b, loc, m, extra);
-      Value correction =
-          math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, m, mNew));
-      l = arith::AddFOp::create(
-          b, loc, arith::MulFOp::create(b, loc, l, correction),
-          math::ExpOp::create(b, loc,
-                              arith::SubFOp::create(b, loc, extra, mNew)));
-      acc = arith::MulFOp::create(b, loc, acc,
-                                  splat(b, loc, correction, accType));
-      m = mNew;
-    }
-
-    // O = acc / l and LSE = m + log(l); a row that saw nothing (l = 0)
-    // keeps O = 0 and LSE = -inf.
-    Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l,
-                                       f32Const(b, loc, 0.0));
-    Value safeL =
-        arith::SelectOp::create(b, loc, seen, l, f32Const(b, loc, 1.0));
-    Value rowOut =
-        arith::DivFOp::create(b, loc, acc, splat(b, loc, safeL, accType));
-    Value lseValue = arith::SelectOp::create(
-        b, loc, seen,
-        arith::AddFOp::create(b, loc, m, math::LogOp::create(b, loc, safeL)),
-        negInf);
-    Type outElement = oType.getElementType();
-    if (!outElement.isF32())
-      rowOut = arith::TruncFOp::create(
-          b, loc, VectorType::get(accType.getShape(), outElement), rowOut);
-    SmallVector<Value> updated = {
-        vector::TransferWriteOp::create(b, loc, rowOut, results[0], rowAt,
-                                        ArrayRef<bool>{true})
-            .getResult()};
-    if (results.size() > 1)
-      updated.push_back(tensor::InsertOp::create(
-          b, loc, lseValue, results[1], c.lseIndices(batch, row, head, zero)));
-    return updated;
+    return finishForwardRow(b, loc, c, oType, batch, head, row,
+                            keyLoop.getResult(0), keyLoop.getResult(1),
+                            keyLoop.getResult(2), results);
   }
 };
 
