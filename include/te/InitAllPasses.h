@@ -4,6 +4,7 @@
 
 #include "te/Conversion/Passes.h"
 #include "te/Pipelines/Pipelines.h"
+#include "te/Plugin/Passes.h"
 
 #include "mlir/InitAllPasses.h"
 
@@ -14,6 +15,7 @@ namespace mlir::te {
 inline void registerAllPasses() {
   mlir::registerAllPasses();
   registerTEConversionPasses();
+  registerTEPluginPasses();
   registerPipelines();
 }
 

@@ -6,6 +6,7 @@
 #include "te/Dialect/TE/IR/TEOps.h"
 #include "te/InitAllDialects.h"
 #include "te/JIT/KernelCompiler.h"
+#include "te/Plugin/Dispatch.h"
 #include "te/Version.h"
 
 #include "mlir/IR/AsmState.h"
@@ -13,6 +14,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include <cstdlib>
@@ -38,6 +40,12 @@ struct CompilerSession {
   static DialectRegistry makeRegistry() {
     DialectRegistry registry;
     te::registerAllDialects(registry);
+    // Plugin failures are reported by the manager (and again by the
+    // dispatch pass in strict mode); the dialects of those that loaded
+    // must be known to the context that lowers.
+    te::plugin::PluginManager &plugins = te::plugin::PluginManager::get();
+    (void)plugins.loadFromEnvironment();
+    plugins.registerDialects(registry);
     return registry;
   }
 
@@ -67,9 +75,7 @@ struct CompilerSession {
 
 } // namespace
 
-const char *te_compiler_build_id(void) {
-  return TE_MLIR_VERSION "+" TE_MLIR_GIT_REVISION " LLVM " TE_MLIR_LLVM_VERSION;
-}
+const char *te_compiler_build_id(void) { return TE_MLIR_BUILD_ID; }
 
 const char *te_compiler_host_target(void) {
   static const std::string target = te::getHostTargetDescription();
@@ -138,25 +144,65 @@ int te_compiler_explain(const char *source, size_t size,
     *error = copyString(session.diagnostics);
     return 1;
   }
+  // The dispatch of the compile pipeline, on a copy: which ops plugins take.
+  te::plugin::DispatchPolicy policy;
+  std::string message;
+  if (failed(te::plugin::PluginManager::get().loadFromEnvironment(&message)) ||
+      failed(te::plugin::DispatchPolicy::fromEnvironment("", "", policy,
+                                                         &message))) {
+    *error = copyString(message);
+    return 1;
+  }
+  OwningOpRef<ModuleOp> copy = module->clone();
+  FailureOr<std::vector<te::plugin::DispatchRecord>> records =
+      te::plugin::dispatchModule(*copy, te::plugin::getHostTarget(), policy);
+  if (failed(records)) {
+    *error = copyString(session.diagnostics);
+    return 1;
+  }
+  // dispatchModule records ops in walk order; so does this walk.
   std::string text;
   llvm::raw_string_ostream os(text);
+  size_t index = 0;
   module->walk([&](Operation *op) {
     if (!isa<te::TEDialect>(op->getDialect()) || isa<te::ProcessGroupOp>(op))
       return;
-    os << op->getName() << '\t';
-    if (auto loc = dyn_cast<FileLineColLoc>(op->getLoc()))
-      os << loc.getFilename().getValue() << ':' << loc.getLine() << ':'
-         << loc.getColumn();
-    else
-      os << op->getLoc();
-    os << '\t';
-    if (std::optional<std::string> reason = te::getCPUUnsupportedReason(op))
+    const te::plugin::DispatchRecord &record = (*records)[index++];
+    os << record.opName << '\t' << record.location << '\t';
+    if (record.provider != "native")
+      os << "plugin " << record.provider;
+    else if (std::optional<std::string> reason =
+                 te::getCPUUnsupportedReason(op))
       os << "none: " << *reason;
     else
       os << "cpu (native)";
-    os << '\n';
+    os << '\t';
+    std::vector<std::string> notes;
+    for (const auto &[provider, reason] : record.declined)
+      notes.push_back(provider + ": " + reason);
+    if (!record.fallback.empty())
+      notes.push_back("fallback: " + record.fallback);
+    os << llvm::join(notes, "; ") << '\n';
   });
   *table = copyString(text);
+  return 0;
+}
+
+int te_compiler_plugins(char **fingerprint, char **error) {
+  te::plugin::PluginManager &plugins = te::plugin::PluginManager::get();
+  std::string message;
+  if (failed(plugins.loadFromEnvironment(&message))) {
+    *error = copyString(message);
+    return 1;
+  }
+  auto setting = [](const char *name) {
+    const char *value = std::getenv(name);
+    return std::string(value ? value : "");
+  };
+  *fingerprint = copyString(
+      plugins.getFingerprint() + "policy=" + setting("NVTE_PLUGIN_POLICY") +
+      ";deny=" + setting("NVTE_PLUGIN_DENY") +
+      ";strict=" + (plugins.isStrict() ? "1" : "0") + ";");
   return 0;
 }
 

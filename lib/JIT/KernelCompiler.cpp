@@ -3,6 +3,7 @@
 #include "te/JIT/KernelCompiler.h"
 
 #include "te/Pipelines/Pipelines.h"
+#include "te/Plugin/PluginManager.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -21,8 +22,6 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
-#include "llvm/TargetParser/Host.h"
-#include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/TargetParser/Triple.h"
 
 #include <mutex>
@@ -74,14 +73,6 @@ void initializeNativeTarget() {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
   });
-}
-
-std::string getHostFeatureString() {
-  llvm::SubtargetFeatures features;
-  for (const llvm::StringMapEntry<bool> &feature :
-       llvm::sys::getHostCPUFeatures())
-    features.AddFeature(feature.first(), feature.second);
-  return features.getString();
 }
 
 /// Removes a file when it goes out of scope.
@@ -196,8 +187,8 @@ LogicalResult mlir::te::emitKernelABI(ModuleOp llvmModule,
 }
 
 std::string mlir::te::getHostTargetDescription() {
-  return llvm::sys::getProcessTriple() + " " +
-         llvm::sys::getHostCPUName().str() + " " + getHostFeatureString();
+  const plugin::TargetInfo &host = plugin::getHostTarget();
+  return host.triple + " " + host.cpu + " " + host.features;
 }
 
 FailureOr<std::string>
@@ -229,7 +220,8 @@ mlir::te::compileKernelLibrary(ModuleOp module,
     return mlir::emitError(module.getLoc(), "translation to LLVM IR failed");
 
   initializeNativeTarget();
-  llvm::Triple triple(llvm::sys::getProcessTriple());
+  const plugin::TargetInfo &host = plugin::getHostTarget();
+  llvm::Triple triple(host.triple);
   std::string error;
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);
@@ -237,9 +229,8 @@ mlir::te::compileKernelLibrary(ModuleOp module,
     return mlir::emitError(module.getLoc(), "no LLVM target for ")
            << triple.str() << ": " << error;
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      triple, llvm::sys::getHostCPUName(), getHostFeatureString(),
-      llvm::TargetOptions(), llvm::Reloc::PIC_, std::nullopt,
-      llvm::CodeGenOptLevel::Aggressive));
+      triple, host.cpu, host.features, llvm::TargetOptions(), llvm::Reloc::PIC_,
+      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(triple);
 

@@ -11,6 +11,7 @@
 
 #include "te/Compiler/Compiler.h"
 #include "te/KernelCache/Sha256.h"
+#include "te/Plugin/PluginSearch.h"
 #include "te/Version.h"
 
 #include <algorithm>
@@ -96,6 +97,34 @@ std::string te::cache::describeHostCPU() {
   return description;
 }
 
+/// The plugin settings of the environment and the identity (size, time) of
+/// each plugin library they name: what the source-text key needs so that a
+/// disk hit, which never loads the compiler or the plugins, cannot return a
+/// kernel built with other plugins. Empty without NVTE_PLUGIN.
+std::string describePluginEnvironment() {
+  const char *list = std::getenv("NVTE_PLUGIN");
+  if (!list || !*list)
+    return {};
+  std::string description;
+  for (const char *name :
+       {"NVTE_PLUGIN", "TE_PLUGIN_PATH", "NVTE_PLUGIN_POLICY",
+        "NVTE_PLUGIN_DENY", "NVTE_PLUGIN_STRICT"}) {
+    const char *value = std::getenv(name);
+    description += std::string(name) + "=" + (value ? value : "") + "\n";
+  }
+  for (const std::string &spec : te::plugin::splitList(list, ',')) {
+    std::string path = te::plugin::findPluginLibrary(spec, TE_MLIR_PLUGIN_DIR);
+    struct stat info;
+    description += spec + " -> " + path;
+    if (!path.empty() && stat(path.c_str(), &info) == 0)
+      description += " " + std::to_string(info.st_size) + " " +
+                     std::to_string(info.st_mtim.tv_sec) + "." +
+                     std::to_string(info.st_mtim.tv_nsec);
+    description += "\n";
+  }
+  return description;
+}
+
 struct KernelProvider::Compiler {
   void *handle = nullptr;
   decltype(&te_compiler_build_id) buildId = nullptr;
@@ -103,6 +132,7 @@ struct KernelProvider::Compiler {
   decltype(&te_compiler_compile) compile = nullptr;
   decltype(&te_compiler_compile_reference) compileReference = nullptr;
   decltype(&te_compiler_explain) explain = nullptr;
+  decltype(&te_compiler_plugins) plugins = nullptr;
   decltype(&te_compiler_free) release = nullptr;
   ~Compiler() {
     if (handle)
@@ -142,13 +172,13 @@ Status KernelProvider::loadCompiler() {
       !resolve(loaded->compile, "te_compiler_compile") ||
       !resolve(loaded->compileReference, "te_compiler_compile_reference") ||
       !resolve(loaded->explain, "te_compiler_explain") ||
+      !resolve(loaded->plugins, "te_compiler_plugins") ||
       !resolve(loaded->release, "te_compiler_free"))
     return Status::error(compilerLibrary +
                          " is not te-mlir's compiler (missing te_compiler_* "
                          "symbols)");
   std::string theirs = loaded->buildId();
-  std::string ours =
-      TE_MLIR_VERSION "+" TE_MLIR_GIT_REVISION " LLVM " TE_MLIR_LLVM_VERSION;
+  std::string ours = TE_MLIR_BUILD_ID;
   if (theirs != ours)
     return Status::error(compilerLibrary + " is te-mlir " + theirs +
                          ", but this program is te-mlir " + ours +
@@ -157,7 +187,7 @@ Status KernelProvider::loadCompiler() {
   return Status::success();
 }
 
-Expected<std::vector<std::array<std::string, 3>>>
+Expected<std::vector<std::array<std::string, 4>>>
 KernelProvider::explain(const std::string &source,
                         const std::string &sourceName) {
   if (Status status = loadCompiler(); !status.ok())
@@ -169,16 +199,22 @@ KernelProvider::explain(const std::string &source,
     compiler->release(error);
     return Status::error(message);
   }
-  std::vector<std::array<std::string, 3>> rows;
+  std::vector<std::array<std::string, 4>> rows;
   std::istringstream lines(table);
   compiler->release(table);
   std::string line;
   while (std::getline(lines, line)) {
-    std::array<std::string, 3> row;
-    size_t first = line.find('\t'), second = line.find('\t', first + 1);
-    row[0] = line.substr(0, first);
-    row[1] = line.substr(first + 1, second - first - 1);
-    row[2] = line.substr(second + 1);
+    std::array<std::string, 4> row;
+    size_t start = 0;
+    for (size_t column = 0; column < row.size(); ++column) {
+      size_t end =
+          column + 1 < row.size() ? line.find('\t', start) : std::string::npos;
+      row[column] = line.substr(
+          start, end == std::string::npos ? std::string::npos : end - start);
+      if (end == std::string::npos)
+        break;
+      start = end + 1;
+    }
     rows.push_back(row);
   }
   return rows;
@@ -188,14 +224,16 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
                                                  const std::string &sourceName,
                                                  bool reference) {
   const char *pipeline = reference ? kReferencePipeline : kPipeline;
-  // No environment variable changes code generation yet; when one does
-  // (plugins, target overrides), it joins every key here.
+  // Every environment variable that changes code generation joins the
+  // keys: today those of the plugins.
   std::string host = describeHostCPU();
+  std::string pluginEnvironment = reference ? "" : describePluginEnvironment();
   std::string sourceKey = KeyBuilder()
                               .add("source", source)
                               .add("pipeline", pipeline)
                               .add("host", host)
                               .add("build", buildId)
+                              .add("plugin-environment", pluginEnvironment)
                               .finish();
   if (std::string key = cache.resolveAlias(sourceKey); !key.empty())
     if (std::string path = cache.lookup(key); !path.empty())
@@ -212,13 +250,28 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
     compiler->release(error);
     return Status::error(message);
   }
+  std::string canonicalText = canonical;
+  compiler->release(canonical);
+  // The plugins as loaded: names and versions, in priority order.
+  std::string plugins;
+  if (!reference) {
+    char *fingerprint = nullptr;
+    if (compiler->plugins(&fingerprint, &error) != 0) {
+      std::string message = error ? error : "unknown plugin error";
+      compiler->release(error);
+      return Status::error(message);
+    }
+    plugins = fingerprint;
+    compiler->release(fingerprint);
+  }
   std::string canonicalKey = KeyBuilder()
-                                 .add("canonical-ir", canonical)
+                                 .add("canonical-ir", canonicalText)
                                  .add("pipeline", pipeline)
                                  .add("host", host)
                                  .add("build", buildId)
+                                 .add("plugin-environment", pluginEnvironment)
+                                 .add("plugins", plugins)
                                  .finish();
-  compiler->release(canonical);
   if (std::string path = cache.lookup(canonicalKey); !path.empty()) {
     cache.publishAlias(sourceKey, canonicalKey);
     return ProvidedKernel{path, CacheOutcome::DiskHit, 0};

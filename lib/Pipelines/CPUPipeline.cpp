@@ -7,6 +7,7 @@
 
 #include "te/Conversion/Passes.h"
 #include "te/Pipelines/Pipelines.h"
+#include "te/Plugin/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -65,6 +66,8 @@ static void buildCPUStages(OpPassManager &pm) {
 }
 
 void mlir::te::buildLowerToCPUPipeline(OpPassManager &pm) {
+  // Plugins first: the ops they lower are gone before the native lowering.
+  pm.addPass(createTEDispatch());
   buildCPUStages(pm);
 }
 

@@ -17,7 +17,10 @@ class TeRun:
         self.tmp = tmp_path
         self.cache = tmp_path / "cache"
         self.env = dict(os.environ, TE_CACHE_DIR=str(self.cache))
-        for var in ("TE_CACHE_DISABLE", "TE_CACHE_MAX_BYTES"):
+        # The user's plugin settings would change what is compiled.
+        for var in ("TE_CACHE_DISABLE", "TE_CACHE_MAX_BYTES", "NVTE_PLUGIN",
+                    "NVTE_PLUGIN_STRICT", "NVTE_PLUGIN_POLICY",
+                    "NVTE_PLUGIN_DENY", "TE_PLUGIN_PATH"):
             self.env.pop(var, None)
         self.count = 0
 

@@ -135,9 +135,10 @@ def test_explain_names_the_backend_of_each_op(te_run):
     program = te_run.program(PROGRAM)
     proc = te_run(program, "--explain", "--random-inputs")
     rows = [line.split() for line in proc.stdout.splitlines()]
-    assert rows[0] == ["op", "location", "backend"]
+    assert rows[0] == ["op", "location", "backend", "declined", "/", "notes"]
     assert rows[1][0] == "te.amax" and rows[1][1] == f"{program}:3:8"
-    assert " ".join(rows[1][2:]) == "cpu (native)"
+    # No plugin asked: the notes column is "-".
+    assert " ".join(rows[1][2:]) == "cpu (native) -"
 
 
 def test_explain_says_why_an_op_is_not_lowered(te_run):

@@ -48,7 +48,7 @@ const char *kUsage =
     "[--input PATH.npy]...\n"
     "              [--random-inputs] [--seed N] [--output-dir DIR] "
     "[--outputs-f32] [--bench N]\n"
-    "              [--explain] [--check]\n"
+    "              [--explain] [--check] [--te-plugin=LIST]\n"
     "\n"
     "Compiles the te program FILE (or takes it from the kernel cache), runs\n"
     "the entry function on the inputs and writes its results to\n"
@@ -57,7 +57,13 @@ const char *kUsage =
     "are rounded (to nearest even) to bf16/f16/fp8 arguments, and bf16/fp8\n"
     "arguments also take raw bits (uint16/uint8). bf16 and fp8 results are\n"
     "written as raw bits unless --outputs-f32. --explain prints which\n"
-    "backend lowers each op (it loads the compiler even on a cache hit).\n"
+    "backend lowers each op, and which plugin providers declined it and\n"
+    "why (it loads the compiler even on a cache hit).\n"
+    "\n"
+    "--te-plugin=LIST loads te-mlir plugins (comma-separated paths or\n"
+    "names) after those of NVTE_PLUGIN: the same as appending LIST to\n"
+    "NVTE_PLUGIN. The plugins and their versions are part of the kernel\n"
+    "cache key; see docs/PluginAPI.md.\n"
     "\n"
     "--check also builds the reference kernel (te-lower-cpu-reference:\n"
     "te.attention as a dense, independently written decomposition; other\n"
@@ -72,7 +78,9 @@ const char *kUsage =
     "reference does not cover: thd, dropout, te.attention_backward).\n"
     "\n"
     "Environment: TE_CACHE_DIR, TE_CACHE_DISABLE=1, TE_CACHE_MAX_BYTES,\n"
-    "TE_COMPILER_LIBRARY (path of libTECompiler.so).\n";
+    "TE_COMPILER_LIBRARY (path of libTECompiler.so), NVTE_PLUGIN,\n"
+    "TE_PLUGIN_PATH, NVTE_PLUGIN_POLICY, NVTE_PLUGIN_DENY,\n"
+    "NVTE_PLUGIN_STRICT=1.\n";
 
 struct Options {
   std::string file;
@@ -140,6 +148,16 @@ Options parseOptions(int argc, char **argv) {
       options.explain = true;
     } else if (arg == "--check") {
       options.check = true;
+    } else if (arg.rfind("--te-plugin=", 0) == 0) {
+      // Plugins reach the compiler through NVTE_PLUGIN, which also keys the
+      // kernel cache.
+      std::string list = arg.substr(std::strlen("--te-plugin="));
+      if (list.empty())
+        fail("--te-plugin= needs a list of plugins");
+      const char *current = std::getenv("NVTE_PLUGIN");
+      std::string combined =
+          current && *current ? std::string(current) + "," + list : list;
+      setenv("NVTE_PLUGIN", combined.c_str(), 1);
     } else if (arg == "--bench") {
       options.bench = static_cast<int>(parseNumber(arg, value()));
     } else if (!arg.empty() && arg[0] == '-') {
@@ -420,16 +438,21 @@ int main(int argc, char **argv) {
     auto rows = provider.explain(program, options.file);
     if (!rows)
       fail(rows.message());
-    std::vector<std::array<std::string, 3>> table = {
-        {"op", "location", "backend"}};
-    table.insert(table.end(), rows->begin(), rows->end());
-    size_t width[2] = {0, 0};
+    std::vector<std::array<std::string, 4>> table = {
+        {"op", "location", "backend", "declined / notes"}};
+    for (auto row : *rows) {
+      if (row[3].empty())
+        row[3] = "-";
+      table.push_back(row);
+    }
+    size_t width[3] = {0, 0, 0};
     for (const auto &row : table)
-      for (int i = 0; i < 2; ++i)
+      for (int i = 0; i < 3; ++i)
         width[i] = std::max(width[i], row[i].size());
     for (const auto &row : table)
-      std::printf("%-*s  %-*s  %s\n", int(width[0]), row[0].c_str(),
-                  int(width[1]), row[1].c_str(), row[2].c_str());
+      std::printf("%-*s  %-*s  %-*s  %s\n", int(width[0]), row[0].c_str(),
+                  int(width[1]), row[1].c_str(), int(width[2]), row[2].c_str(),
+                  row[3].c_str());
   }
 
   te_device *device = nullptr;

@@ -56,12 +56,25 @@ te_compiler_compile_reference(const char *source, size_t size,
                               char **manifest, char **error);
 
 /// Parses and verifies `source` and sets `*table` to one line per te op:
-/// "<op>\t<file:line:col>\t<backend>", where backend is "cpu (native)" or
-/// "none: <why the op cannot be lowered yet>". Returns 0 on success; on
-/// failure non-zero with `*error` set.
+/// "<op>\t<file:line:col>\t<backend>\t<notes>", where backend is
+/// "plugin <plugin>/<provider>" (a plugin lowers it), "cpu (native)", or
+/// "none: <why the op cannot be lowered yet>", and notes lists the plugin
+/// providers that declined the op, each as "<provider>: <reason>",
+/// separated by "; " (empty if none). Plugins are those of NVTE_PLUGIN (see
+/// te_compiler_plugins). Returns 0 on success; on failure non-zero with
+/// `*error` set.
 TE_COMPILER_EXPORT int te_compiler_explain(const char *source, size_t size,
                                            const char *source_name,
                                            char **table, char **error);
+
+/// Loads the plugins of NVTE_PLUGIN (once per process; compile and explain
+/// do so too) and sets `*fingerprint` to what of them changes generated
+/// code: "<name>=<version>;" for each available plugin in priority order,
+/// then the dispatch settings ("policy=...;deny=...;strict=...;"). Kernel
+/// caches key their entries on it. Returns 0 on success; with
+/// NVTE_PLUGIN_STRICT=1 a plugin that fails to load makes it return non-zero
+/// with `*error` set. Failures otherwise only warn (on stderr).
+TE_COMPILER_EXPORT int te_compiler_plugins(char **fingerprint, char **error);
 
 /// Frees a string returned by this API; NULL is ignored.
 TE_COMPILER_EXPORT void te_compiler_free(char *text);

@@ -51,8 +51,8 @@ public:
                                             bool reference = false);
 
   /// Which backend lowers each te op of `source` (see te_compiler_explain):
-  /// (op, location, backend) rows. Loads the compiler.
-  support::Expected<std::vector<std::array<std::string, 3>>>
+  /// (op, location, backend, notes) rows. Loads the compiler.
+  support::Expected<std::vector<std::array<std::string, 4>>>
   explain(const std::string &source, const std::string &sourceName);
 
   /// The te-mlir build identity that keys the cache.

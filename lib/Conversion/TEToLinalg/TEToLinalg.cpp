@@ -1014,20 +1014,27 @@ struct ConvertTEToLinalgPass
     if (unsupported)
       return signalPassFailure();
 
-    ConversionTarget target(getContext());
-    target.addIllegalDialect<TEDialect>();
-    target.addLegalOp<ProcessGroupOp>();
-    target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
-                           math::MathDialect, scf::SCFDialect,
-                           tensor::TensorDialect, vector::VectorDialect>();
-    RewritePatternSet patterns(&getContext());
-    populateTEToLinalgConversionPatterns(patterns);
-    if (failed(applyPartialConversion(module, target, std::move(patterns))))
+    if (failed(applyTEToLinalgConversion(module.getOperation())))
       signalPassFailure();
   }
 };
 
 } // namespace
+
+LogicalResult mlir::te::applyTEToLinalgConversion(ArrayRef<Operation *> ops) {
+  if (ops.empty())
+    return success();
+  MLIRContext *context = ops.front()->getContext();
+  ConversionTarget target(*context);
+  target.addIllegalDialect<TEDialect>();
+  target.addLegalOp<ProcessGroupOp>();
+  target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
+                         math::MathDialect, scf::SCFDialect,
+                         tensor::TensorDialect, vector::VectorDialect>();
+  RewritePatternSet patterns(context);
+  populateTEToLinalgConversionPatterns(patterns);
+  return applyPartialConversion(ops, target, std::move(patterns));
+}
 
 void mlir::te::populateTEToLinalgConversionPatterns(
     RewritePatternSet &patterns) {

@@ -20,6 +20,10 @@ namespace mlir::te {
 /// lowering of the ops they do not replace.
 void populateTEToLinalgConversionPatterns(RewritePatternSet &patterns);
 
+/// Lowers every te op in or under `ops` (except te.process_group) with the
+/// native host patterns, as convert-te-to-linalg does.
+LogicalResult applyTEToLinalgConversion(ArrayRef<Operation *> ops);
+
 /// Why the host lowering cannot take the te op `op` (in its configuration)
 /// yet, or nullopt when it can. This is what convert-te-to-linalg reports
 /// and what `te-run --explain` shows.

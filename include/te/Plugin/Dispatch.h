@@ -1,0 +1,73 @@
+//===- Dispatch.h - Assigning te ops to lowering providers ------*- C++ -*-===//
+//
+// The dispatch decides, op by op, who lowers each te op: the first plugin
+// provider (in priority order, filtered by the policy and the deny list)
+// that accepts the op's configuration, or the native backend. Plugin
+// lowerings run here; native ones are left for the target's conversion.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_PLUGIN_DISPATCH_H
+#define TE_PLUGIN_DISPATCH_H
+
+#include "te/Plugin/PluginManager.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mlir::te::plugin {
+
+/// NVTE_PLUGIN_POLICY and NVTE_PLUGIN_DENY, parsed.
+struct DispatchPolicy {
+  /// Op key ("attention", the op name without "te.") -> candidate plugins
+  /// in order; "native" ends the list.
+  llvm::StringMap<std::vector<std::string>> order;
+  /// Plugins denied for every op, and (plugin, op key) pairs.
+  std::vector<std::string> deniedPlugins;
+  std::vector<std::pair<std::string, std::string>> deniedOps;
+
+  /// Parses `policy` ("op=a,b,native;op2=native") and `deny`
+  /// ("a,b:attention"). On a syntax error returns failure with *error
+  /// naming the variable, the entry and what is expected.
+  static LogicalResult parse(StringRef policy, StringRef deny,
+                             DispatchPolicy &out, std::string *error);
+
+  /// The policy of NVTE_PLUGIN_POLICY / NVTE_PLUGIN_DENY, or of the given
+  /// strings where they are not empty.
+  static LogicalResult fromEnvironment(StringRef policyOverride,
+                                       StringRef denyOverride,
+                                       DispatchPolicy &out, std::string *error);
+
+  bool isDenied(StringRef plugin, StringRef opKey) const;
+};
+
+/// What happened to one op.
+struct DispatchRecord {
+  std::string opName, location;
+  /// "plugin/provider", or "native".
+  std::string provider;
+  /// Providers that were asked and declined, or were skipped, with why.
+  std::vector<std::pair<std::string, std::string>> declined;
+  /// Why an accepted plugin lowering was replaced by the native one.
+  std::string fallback;
+};
+
+/// Dispatches every te op of `module` for `target`: plugin-lowered ops are
+/// replaced in place, the rest are left for the native lowering. Warnings
+/// go through the PluginManager. Fails (with diagnostics) only in strict
+/// mode, when a plugin lowering had to fall back.
+FailureOr<std::vector<DispatchRecord>>
+dispatchModule(ModuleOp module, const TargetInfo &target,
+               const DispatchPolicy &policy);
+
+/// The --te-explain-dispatch table.
+void printDispatchTable(llvm::raw_ostream &os,
+                        ArrayRef<DispatchRecord> records);
+
+} // namespace mlir::te::plugin
+
+#endif // TE_PLUGIN_DISPATCH_H

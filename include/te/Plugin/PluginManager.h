@@ -1,0 +1,142 @@
+//===- PluginManager.h - Loading, activating and listing plugins -*- C++
+//-*-===//
+//
+// The host side of the plugin contract. The process-wide PluginManager loads
+// the libraries named by NVTE_PLUGIN (and --te-plugin, and the C API),
+// checks the handshake, runs each plugin's register callback into a record
+// of its own, and hands the registered providers to the dispatch pass in
+// priority order. A plugin is `available` once registered and `active` once
+// its activate callback ran (lazily, the first time one of its providers
+// accepts an op). Any failure drops everything the plugin registered, prints
+// one warning, and leaves the native lowering in charge -- or, with
+// NVTE_PLUGIN_STRICT=1, is an error.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_PLUGIN_PLUGINMANAGER_H
+#define TE_PLUGIN_PLUGINMANAGER_H
+
+#include "te/Plugin/Plugin.h"
+
+#include "mlir/Support/LLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace mlir::te::plugin {
+
+/// The host's plugin ABI version, "1.0".
+std::string getHostABIVersion();
+
+/// The host CPU as a lowering target.
+const TargetInfo &getHostTarget();
+
+enum class PluginState { Available, Active, Failed };
+
+/// One entry of the plugin list, loaded or not.
+struct PluginRecord {
+  /// As listed ("onednn", "/opt/x/libfoo.so") and where it came from
+  /// ("NVTE_PLUGIN", "--te-plugin", "te_compiler_load_plugins").
+  std::string spec, source;
+  /// The library file, once found.
+  std::string path;
+  /// From te_plugin_info, once queried.
+  std::string name, version, llvmVersion, buildId;
+  unsigned abiMajor = 0, abiMinor = 0;
+  uint64_t features = 0;
+  PluginState state = PluginState::Failed;
+  /// For a failed plugin: the step that failed ("load", "query",
+  /// "handshake", "register", "activate") and the error.
+  std::string failedStep, error;
+  std::vector<std::unique_ptr<LoweringProvider>> providers;
+  std::vector<std::function<void(DialectRegistry &)>> dialects;
+  te_plugin_activate_fn activate = nullptr;
+  void *handle = nullptr;
+
+  /// "name version" for messages, or the spec before the query.
+  std::string describe() const;
+};
+
+/// A provider with the plugin it belongs to.
+struct ProviderRef {
+  PluginRecord *plugin;
+  const LoweringProvider *provider;
+  /// "plugin/provider".
+  std::string qualifiedName() const;
+};
+
+class PluginManager {
+public:
+  /// The process-wide manager. NVTE_PLUGIN_STRICT is read on creation.
+  static PluginManager &get();
+
+  /// Loads the plugins of NVTE_PLUGIN, once per process; later calls do
+  /// nothing. See load for the result.
+  LogicalResult loadFromEnvironment(std::string *error = nullptr);
+
+  /// Loads a comma-separated list of plugins (paths, or names looked up in
+  /// TE_PLUGIN_PATH and the installed plugin directory) after those already
+  /// loaded; list order is priority. `source` names the list in messages.
+  /// A plugin that fails is recorded as failed with a warning; in strict
+  /// mode the first failure also makes this return failure with the
+  /// message in *error. Entries already loaded are skipped with a warning.
+  LogicalResult load(StringRef specs, StringRef source,
+                     std::string *error = nullptr);
+
+  /// Runs the plugin's activate callback if it has not run yet. On failure
+  /// the plugin is marked failed (its registrations dropped) with a warning,
+  /// and the error is returned in *error.
+  LogicalResult activate(PluginRecord &plugin, std::string *error = nullptr);
+
+  /// Providers of available and active plugins that take `opName`, in
+  /// priority order (plugin list order, then registration order).
+  std::vector<ProviderRef> getProviders(StringRef opName) const;
+
+  /// Every listed plugin, in list order.
+  std::vector<const PluginRecord *> getPlugins() const;
+
+  /// The available or active plugin named `name`, or null.
+  PluginRecord *lookup(StringRef name) const;
+
+  /// Registers the dialects of available and active plugins.
+  void registerDialects(DialectRegistry &registry) const;
+
+  /// "name=version;..." of the available and active plugins: part of the
+  /// kernel cache key.
+  std::string getFingerprint() const;
+
+  /// The table of --te-print-plugin-info.
+  void printInfo(llvm::raw_ostream &os) const;
+
+  bool isStrict() const { return strict; }
+  void setStrict(bool value) { strict = value; }
+
+  /// Where warnings go; stderr by default. Each warning is one line.
+  void setWarningHandler(std::function<void(StringRef)> handler);
+  void warn(StringRef message) const;
+
+  PluginManager(const PluginManager &) = delete;
+  PluginManager &operator=(const PluginManager &) = delete;
+
+private:
+  PluginManager();
+  ~PluginManager();
+  void loadOne(StringRef spec, StringRef source);
+  void fail(PluginRecord &record, StringRef step, StringRef error);
+
+  mutable std::recursive_mutex mutex;
+  std::vector<std::unique_ptr<PluginRecord>> records;
+  std::function<void(StringRef)> warningHandler;
+  bool strict = false;
+  bool environmentLoaded = false;
+  /// The first failure of the current load() call, for strict mode.
+  std::string firstFailure;
+};
+
+} // namespace mlir::te::plugin
+
+#endif // TE_PLUGIN_PLUGINMANAGER_H

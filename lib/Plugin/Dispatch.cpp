@@ -1,0 +1,499 @@
+//===- Dispatch.cpp - Assigning te ops to lowering providers --------------===//
+//
+// A plugin's lowering of one op runs as a transaction: the op is cloned
+// alone into a function of a scratch module, the provider rewrites that
+// module, and only a result that verifies, still has the op's signature and
+// no longer contains the op is spliced back in place of the original. A
+// failing provider therefore never leaves the real module half rewritten.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/Plugin/Dispatch.h"
+#include "te/Plugin/Passes.h"
+
+#include "te/Conversion/Passes.h"
+#include "te/Conversion/TEToLinalg/TEToLinalg.h"
+#include "te/Dialect/TE/IR/TEDialect.h"
+#include "te/Dialect/TE/IR/TEOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cstdlib>
+#include <exception>
+
+namespace mlir::te {
+#define GEN_PASS_DEF_TEDISPATCH
+#define GEN_PASS_DEF_TEEXPLAINDISPATCH
+#include "te/Plugin/Passes.h.inc"
+} // namespace mlir::te
+
+using namespace mlir;
+using namespace mlir::te;
+using namespace mlir::te::plugin;
+
+//===----------------------------------------------------------------------===//
+// Policy
+//===----------------------------------------------------------------------===//
+
+LogicalResult DispatchPolicy::parse(StringRef policy, StringRef deny,
+                                    DispatchPolicy &out, std::string *error) {
+  auto fail = [&](std::string message) {
+    if (error)
+      *error = std::move(message);
+    return failure();
+  };
+  out = DispatchPolicy();
+  SmallVector<StringRef> rules;
+  policy.split(rules, ';', -1, false);
+  for (StringRef rule : rules) {
+    rule = rule.trim();
+    if (rule.empty())
+      continue;
+    auto [op, list] = rule.split('=');
+    op = op.trim();
+    op.consume_front("te.");
+    if (op.empty() || !rule.contains('='))
+      return fail("NVTE_PLUGIN_POLICY: '" + rule.str() +
+                  "' is not of the form op=plugin,...,native (e.g. "
+                  "attention=vendor_a,native)");
+    if (out.order.count(op))
+      return fail("NVTE_PLUGIN_POLICY: op '" + op.str() +
+                  "' has two rules; give one list per op");
+    SmallVector<StringRef> names;
+    list.split(names, ',', -1, false);
+    std::vector<std::string> &order = out.order[op];
+    for (StringRef name : names)
+      if (!name.trim().empty())
+        order.push_back(name.trim().str());
+    if (order.empty())
+      return fail("NVTE_PLUGIN_POLICY: op '" + op.str() +
+                  "' lists no provider; write " + op.str() +
+                  "=native to "
+                  "use the native lowering only");
+  }
+  SmallVector<StringRef> entries;
+  deny.split(entries, ',', -1, false);
+  for (StringRef entry : entries) {
+    entry = entry.trim();
+    if (entry.empty())
+      continue;
+    auto [plugin, op] = entry.split(':');
+    op.consume_front("te.");
+    if (plugin.trim().empty() || (entry.contains(':') && op.trim().empty()))
+      return fail("NVTE_PLUGIN_DENY: '" + entry.str() +
+                  "' is not a plugin name or plugin:op");
+    if (entry.contains(':'))
+      out.deniedOps.push_back({plugin.trim().str(), op.trim().str()});
+    else
+      out.deniedPlugins.push_back(plugin.trim().str());
+  }
+  return success();
+}
+
+LogicalResult DispatchPolicy::fromEnvironment(StringRef policyOverride,
+                                              StringRef denyOverride,
+                                              DispatchPolicy &out,
+                                              std::string *error) {
+  const char *policy = std::getenv("NVTE_PLUGIN_POLICY");
+  const char *deny = std::getenv("NVTE_PLUGIN_DENY");
+  return parse(!policyOverride.empty() ? policyOverride
+                                       : StringRef(policy ? policy : ""),
+               !denyOverride.empty() ? denyOverride
+                                     : StringRef(deny ? deny : ""),
+               out, error);
+}
+
+bool DispatchPolicy::isDenied(StringRef plugin, StringRef opKey) const {
+  return llvm::is_contained(deniedPlugins, plugin) ||
+         llvm::any_of(deniedOps, [&](const auto &pair) {
+           return pair.first == plugin && pair.second == opKey;
+         });
+}
+
+//===----------------------------------------------------------------------===//
+// Lowering transactions
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The native host lowering, offered to providers that wrap it.
+class HostNativeLowering : public NativeLowering {
+public:
+  std::optional<std::string>
+  getUnsupportedReason(Operation *op) const override {
+    return getCPUUnsupportedReason(op);
+  }
+  LogicalResult lower(Operation *op) const override {
+    if (std::optional<std::string> reason = getCPUUnsupportedReason(op))
+      return op->emitError(*reason);
+    return applyTEToLinalgConversion(op);
+  }
+};
+
+std::string formatLocation(Location loc) {
+  if (auto fileLoc = dyn_cast<FileLineColLoc>(loc))
+    return llvm::formatv("{0}:{1}:{2}", fileLoc.getFilename().getValue(),
+                         fileLoc.getLine(), fileLoc.getColumn())
+        .str();
+  if (auto nameLoc = dyn_cast<NameLoc>(loc))
+    return formatLocation(nameLoc.getChildLoc());
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    if (!fused.getLocations().empty())
+      return formatLocation(fused.getLocations().front());
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  loc.print(os);
+  return text;
+}
+
+constexpr StringLiteral kScratchName = "te_plugin_scratch";
+
+/// Lowers `op` with `ref`'s provider in a scratch module and splices the
+/// result in place of `op`. On failure `op` is untouched and *error says
+/// why.
+LogicalResult lowerWithProvider(Operation *op, const ProviderRef &ref,
+                                const TargetInfo &target, std::string *error) {
+  MLIRContext *context = op->getContext();
+  Location loc = op->getLoc();
+  OpBuilder builder(context);
+  OwningOpRef<ModuleOp> scratch = ModuleOp::create(loc);
+  builder.setInsertionPointToEnd(scratch->getBody());
+  FunctionType type =
+      builder.getFunctionType(op->getOperandTypes(), op->getResultTypes());
+  auto function = func::FuncOp::create(builder, loc, kScratchName, type);
+  Block *entry = function.addEntryBlock();
+  builder.setInsertionPointToEnd(entry);
+  IRMapping mapping;
+  mapping.map(op->getOperands(), entry->getArguments());
+  Operation *clone = builder.clone(*op, mapping);
+  func::ReturnOp::create(builder, loc, clone->getResults());
+
+  // Diagnostics of the provider and of the verifier become the error text.
+  std::string diagnostics;
+  LogicalResult lowered = failure();
+  {
+    ScopedDiagnosticHandler handler(context, [&](Diagnostic &diag) {
+      if (!diagnostics.empty())
+        diagnostics += "; ";
+      diagnostics += diag.str();
+      return success();
+    });
+    HostNativeLowering native;
+    try {
+      lowered = ref.provider->lower(clone, native, target);
+    } catch (const std::exception &e) {
+      *error = std::string("lower() threw: ") + e.what();
+      return failure();
+    } catch (...) {
+      *error = "lower() threw";
+      return failure();
+    }
+    if (failed(lowered)) {
+      *error = "lower() failed" +
+               (diagnostics.empty() ? std::string() : ": " + diagnostics);
+      return failure();
+    }
+    if (failed(verify(*scratch))) {
+      *error = "its lowering does not verify: " + diagnostics;
+      return failure();
+    }
+  }
+
+  function = dyn_cast_or_null<func::FuncOp>(
+      SymbolTable::lookupSymbolIn(*scratch, kScratchName));
+  if (!function || function.getFunctionType() != type ||
+      !llvm::hasSingleElement(function.getBody()))
+    return *error = "its lowering changed the scratch function's signature "
+                    "or control flow",
+           failure();
+  Operation *leftover = nullptr;
+  function.walk([&](Operation *inner) {
+    if (inner->getName() == op->getName())
+      leftover = inner;
+  });
+  if (leftover)
+    return *error = "its lowering left a " +
+                    op->getName().getStringRef().str() + " op behind",
+           failure();
+
+  // Other symbols the lowering created move to the real module; a clash
+  // with an existing symbol of another definition is an error.
+  auto parent = op->getParentOfType<ModuleOp>();
+  SmallVector<Operation *> symbols;
+  for (Operation &other : scratch->getBody()->getOperations()) {
+    if (&other == function.getOperation())
+      continue;
+    auto symbol = dyn_cast<SymbolOpInterface>(other);
+    if (!symbol) {
+      *error = "its lowering added a top-level '" +
+               other.getName().getStringRef().str() +
+               "' op that is not a "
+               "symbol";
+      return failure();
+    }
+    Operation *existing =
+        SymbolTable::lookupSymbolIn(parent, symbol.getNameAttr());
+    if (existing) {
+      auto a = dyn_cast<func::FuncOp>(existing);
+      auto b = dyn_cast<func::FuncOp>(other);
+      if (a && b && a.isDeclaration() && b.isDeclaration() &&
+          a.getFunctionType() == b.getFunctionType())
+        continue;
+      *error = "its lowering defines symbol @" + symbol.getName().str() +
+               ", which the module already defines differently";
+      return failure();
+    }
+    symbols.push_back(&other);
+  }
+  for (Operation *symbol : symbols)
+    symbol->moveBefore(parent.getBody(), parent.getBody()->end());
+
+  // Splice: arguments become the op's operands, the returned values its
+  // results.
+  for (auto [argument, operand] :
+       llvm::zip(entry->getArguments(), op->getOperands()))
+    argument.replaceAllUsesWith(operand);
+  Block &body = function.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  SmallVector<Value> results(ret.getOperands());
+  op->getBlock()->getOperations().splice(Block::iterator(op),
+                                         body.getOperations(), body.begin(),
+                                         Block::iterator(ret));
+  op->replaceAllUsesWith(results);
+  op->erase();
+  return success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Dispatch
+//===----------------------------------------------------------------------===//
+
+FailureOr<std::vector<DispatchRecord>>
+mlir::te::plugin::dispatchModule(ModuleOp module, const TargetInfo &target,
+                                 const DispatchPolicy &policy) {
+  PluginManager &manager = PluginManager::get();
+  SmallVector<Operation *> ops;
+  module.walk([&](Operation *op) {
+    if (isa<TEDialect>(op->getDialect()) && !isa<ProcessGroupOp>(op))
+      ops.push_back(op);
+  });
+
+  // Policy entries that name no available plugin are reported once.
+  for (const auto &rule : policy.order)
+    for (const std::string &name : rule.second)
+      if (name != "native" && !manager.lookup(name))
+        manager.warn("NVTE_PLUGIN_POLICY: rule for '" + rule.first().str() +
+                     "' names '" + name +
+                     "', which is not an available plugin; it is skipped");
+
+  // Providers create ops of their own dialects and of the native lowering's
+  // (when they wrap it); outside a pass, which declares them up front, they
+  // may not be loaded yet.
+  if (!ops.empty() && !manager.getFingerprint().empty()) {
+    MLIRContext *context = module.getContext();
+    DialectRegistry registry;
+    manager.registerDialects(registry);
+    createConvertTEToLinalg()->getDependentDialects(registry);
+    registry.insert<func::FuncDialect>();
+    context->appendDialectRegistry(registry);
+    for (StringRef name : registry.getDialectNames())
+      if (!context->getLoadedDialect(name))
+        context->getOrLoadDialect(name);
+  }
+
+  std::vector<DispatchRecord> records;
+  bool failedStrict = false;
+  for (Operation *op : ops) {
+    DispatchRecord record;
+    record.opName = op->getName().getStringRef().str();
+    record.location = formatLocation(op->getLoc());
+    record.provider = "native";
+    StringRef opKey = op->getName().getStringRef();
+    opKey.consume_front("te.");
+
+    // The candidates, in order.
+    std::vector<ProviderRef> candidates;
+    std::vector<ProviderRef> all = manager.getProviders(record.opName);
+    auto rule = policy.order.find(opKey);
+    if (rule == policy.order.end()) {
+      candidates = all;
+    } else {
+      for (const std::string &name : rule->second) {
+        if (name == "native")
+          break;
+        for (const ProviderRef &ref : all)
+          if (ref.plugin->name == name)
+            candidates.push_back(ref);
+      }
+      for (const ProviderRef &ref : all)
+        if (!llvm::any_of(candidates, [&](const ProviderRef &c) {
+              return c.provider == ref.provider;
+            }))
+          record.declined.push_back(
+              {ref.qualifiedName(), "not asked: NVTE_PLUGIN_POLICY for " +
+                                        opKey.str() + " is " +
+                                        llvm::join(rule->second, ",")});
+    }
+
+    for (const ProviderRef &ref : candidates) {
+      if (ref.plugin->state == PluginState::Failed) {
+        record.declined.push_back(
+            {ref.qualifiedName(), "plugin failed at " + ref.plugin->failedStep +
+                                      ": " + ref.plugin->error});
+        continue;
+      }
+      if (policy.isDenied(ref.plugin->name, opKey)) {
+        record.declined.push_back(
+            {ref.qualifiedName(), "denied by NVTE_PLUGIN_DENY"});
+        continue;
+      }
+      Decision decision = Decision::decline("check() threw");
+      try {
+        decision = ref.provider->check(op, target);
+      } catch (const std::exception &e) {
+        decision = Decision::decline(std::string("check() threw: ") + e.what());
+      } catch (...) {
+      }
+      if (!decision.isAccepted()) {
+        record.declined.push_back(
+            {ref.qualifiedName(), decision.getReason().empty()
+                                      ? std::string("declined")
+                                      : decision.getReason()});
+        continue;
+      }
+      std::string error;
+      std::string name = ref.qualifiedName();
+      if (failed(manager.activate(*ref.plugin, &error))) {
+        record.declined.push_back({name, "accepted, but " + error});
+        if (manager.isStrict()) {
+          op->emitError() << error;
+          failedStrict = true;
+        }
+        continue;
+      }
+      if (succeeded(lowerWithProvider(op, ref, target, &error))) {
+        record.provider = name;
+      } else {
+        record.fallback = name + " accepted, but " + error;
+        std::string message = "plugin " + ref.plugin->describe() + ": " + name +
+                              " could not lower " + record.opName + " at " +
+                              record.location + ": " + error;
+        if (manager.isStrict()) {
+          op->emitError() << message
+                          << " (NVTE_PLUGIN_STRICT=1 forbids the fallback "
+                             "to the native lowering)";
+          failedStrict = true;
+        } else {
+          manager.warn(message + "; using the native lowering");
+        }
+      }
+      break;
+    }
+    records.push_back(std::move(record));
+  }
+  if (failedStrict)
+    return failure();
+  return records;
+}
+
+void mlir::te::plugin::printDispatchTable(llvm::raw_ostream &os,
+                                          ArrayRef<DispatchRecord> records) {
+  size_t opWidth = 2, locationWidth = 8, providerWidth = 8;
+  for (const DispatchRecord &record : records) {
+    opWidth = std::max(opWidth, record.opName.size());
+    locationWidth = std::max(locationWidth, record.location.size());
+    providerWidth = std::max(providerWidth, record.provider.size());
+  }
+  auto pad = [](StringRef text, size_t width) {
+    return text.str() + std::string(width - text.size() + 2, ' ');
+  };
+  auto row = [&](StringRef op, StringRef location, StringRef provider,
+                 StringRef notes) {
+    os << pad(op, opWidth) << pad(location, locationWidth)
+       << pad(provider, providerWidth) << notes << "\n";
+  };
+  row("op", "location", "provider", "declined / notes");
+  for (const DispatchRecord &record : records) {
+    std::vector<std::string> notes;
+    for (const auto &[provider, reason] : record.declined)
+      notes.push_back(provider + ": " + reason);
+    if (!record.fallback.empty())
+      notes.push_back("fallback: " + record.fallback);
+    if (notes.empty())
+      notes.push_back("-");
+    row(record.opName, record.location, record.provider, notes.front());
+    for (size_t i = 1; i < notes.size(); ++i)
+      row("", "", "", notes[i]);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Passes
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Loads NVTE_PLUGIN and reads the policy; emits the error on failure.
+LogicalResult prepare(ModuleOp module, StringRef policyOption,
+                      StringRef denyOption, DispatchPolicy &policy) {
+  std::string error;
+  if (failed(PluginManager::get().loadFromEnvironment(&error)) ||
+      failed(DispatchPolicy::fromEnvironment(policyOption, denyOption, policy,
+                                             &error)))
+    return module.emitError(error);
+  return success();
+}
+
+struct TEDispatchPass : te::impl::TEDispatchBase<TEDispatchPass> {
+  using TEDispatchBase::TEDispatchBase;
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    (void)PluginManager::get().loadFromEnvironment();
+    PluginManager::get().registerDialects(registry);
+    registry.insert<func::FuncDialect>();
+  }
+
+  void runOnOperation() override {
+    DispatchPolicy parsed;
+    if (failed(prepare(getOperation(), policy, deny, parsed)) ||
+        failed(dispatchModule(getOperation(), getHostTarget(), parsed)))
+      signalPassFailure();
+  }
+};
+
+struct TEExplainDispatchPass
+    : te::impl::TEExplainDispatchBase<TEExplainDispatchPass> {
+  using TEExplainDispatchBase::TEExplainDispatchBase;
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    (void)PluginManager::get().loadFromEnvironment();
+    PluginManager::get().registerDialects(registry);
+    registry.insert<func::FuncDialect>();
+  }
+
+  void runOnOperation() override {
+    DispatchPolicy parsed;
+    if (failed(prepare(getOperation(), policy, deny, parsed)))
+      return signalPassFailure();
+    OwningOpRef<ModuleOp> copy = getOperation().clone();
+    FailureOr<std::vector<DispatchRecord>> records =
+        dispatchModule(*copy, getHostTarget(), parsed);
+    if (failed(records))
+      return signalPassFailure();
+    printDispatchTable(llvm::outs(), *records);
+    llvm::outs().flush();
+    markAllAnalysesPreserved();
+  }
+};
+
+} // namespace

@@ -1,0 +1,468 @@
+//===- PluginManager.cpp - Loading, activating and listing plugins --------===//
+//
+// Every step of a plugin's life that can fail -- finding the file, dlopen,
+// the query symbol, the handshake, registration, activation -- goes through
+// fail(), which drops what the plugin registered, closes the library and
+// prints exactly one warning naming the list the plugin came from, the
+// plugin, the step and the real error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/Plugin/PluginManager.h"
+#include "te/Plugin/PluginSearch.h"
+
+#include "te/Dialect/TE/IR/TEDialect.h"
+#include "te/Version.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <exception>
+
+using namespace mlir;
+using namespace mlir::te::plugin;
+
+namespace {
+
+/// The v1.0 prefix of te_plugin_info that every plugin must provide.
+constexpr size_t kMinimumInfoSize =
+    offsetof(te_plugin_info, activate) + sizeof(te_plugin_activate_fn);
+
+bool isValidName(StringRef name) {
+  return !name.empty() && name.size() <= 63 && llvm::all_of(name, [](char c) {
+    return llvm::isAlnum(c) || c == '_' || c == '.' || c == '-';
+  });
+}
+
+/// Whether `name` is an op of the te dialect.
+bool isTEOp(StringRef name) {
+  static MLIRContext *context = [] {
+    auto *context = new MLIRContext(MLIRContext::Threading::DISABLED);
+    context->getOrLoadDialect<mlir::te::TEDialect>();
+    return context;
+  }();
+  return name.starts_with("te.") &&
+         RegisteredOperationName::lookup(name, context).has_value();
+}
+
+/// What a plugin's register callback registers into: its own record.
+class RecordRegistrar : public Registrar {
+public:
+  explicit RecordRegistrar(PluginRecord &record) : record(record) {}
+
+  bool addProvider(std::unique_ptr<LoweringProvider> provider,
+                   std::string *error) override {
+    std::string problem;
+    if (!provider)
+      problem = "a null provider";
+    else if (!isValidName(provider->getName()))
+      problem = "a provider named '" + provider->getName() +
+                "' (names are 1 to 63 characters from [A-Za-z0-9_.-])";
+    else if (llvm::any_of(record.providers, [&](const auto &existing) {
+               return existing->getName() == provider->getName();
+             }))
+      problem = "a second provider named '" + provider->getName() + "'";
+    else if (provider->getOpNames().empty())
+      problem = "provider '" + provider->getName() + "' with no ops";
+    for (const std::string &op :
+         provider ? provider->getOpNames() : std::vector<std::string>())
+      if (problem.empty() && !isTEOp(op))
+        problem = "provider '" + provider->getName() + "' for '" + op +
+                  "', which is not a te op";
+    if (!problem.empty()) {
+      // Remembered even if the plugin ignores the result: registering
+      // something invalid fails the plugin.
+      if (invalid.empty())
+        invalid = "registered " + problem;
+      if (error)
+        *error = invalid;
+      return false;
+    }
+    record.providers.push_back(std::move(provider));
+    return true;
+  }
+
+  void addDialects(std::function<void(DialectRegistry &)> add) override {
+    if (add)
+      record.dialects.push_back(std::move(add));
+  }
+
+  PluginRecord &record;
+  std::string invalid;
+};
+
+std::string pluginSearchPath() {
+  const char *path = std::getenv("TE_PLUGIN_PATH");
+  return path ? path : "";
+}
+
+const char *stateName(PluginState state) {
+  switch (state) {
+  case PluginState::Available:
+    return "available";
+  case PluginState::Active:
+    return "active";
+  case PluginState::Failed:
+    return "failed";
+  }
+  return "?";
+}
+
+} // namespace
+
+std::string PluginRecord::describe() const {
+  if (name.empty())
+    return "'" + spec + "'";
+  return "'" + name + "' " + version + " (" + path + ")";
+}
+
+std::string ProviderRef::qualifiedName() const {
+  return plugin->name + "/" + provider->getName();
+}
+
+PluginManager::PluginManager() {
+  const char *value = std::getenv("NVTE_PLUGIN_STRICT");
+  strict = value && StringRef(value) != "" && StringRef(value) != "0";
+}
+
+// The manager lives until exit; plugins are not unloaded (their code may
+// still be referenced by static destructors of other libraries).
+PluginManager::~PluginManager() = default;
+
+PluginManager &PluginManager::get() {
+  static PluginManager *manager = new PluginManager();
+  return *manager;
+}
+
+void PluginManager::setWarningHandler(std::function<void(StringRef)> handler) {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  warningHandler = std::move(handler);
+}
+
+void PluginManager::warn(StringRef message) const {
+  if (warningHandler) {
+    warningHandler(message);
+    return;
+  }
+  llvm::errs() << "te-mlir: warning: " << message << "\n";
+}
+
+void PluginManager::fail(PluginRecord &record, StringRef step,
+                         StringRef error) {
+  bool registered = step == "register" || step == "activate";
+  // Drop the registrations before the code behind them goes away.
+  record.providers.clear();
+  record.dialects.clear();
+  record.activate = nullptr;
+  // Before registration nothing can point into the library, so it is
+  // closed; afterwards the plugin's code may have been copied into dialect
+  // registries and contexts (dialect constructors, type ids), so it stays
+  // mapped, unused.
+  if (record.handle && !registered) {
+    dlclose(record.handle);
+    record.handle = nullptr;
+  }
+  record.state = PluginState::Failed;
+  record.failedStep = step.str();
+  record.error = error.str();
+  std::string message = record.source + ": plugin " + record.describe() +
+                        " failed at " + step.str() + ": " + error.str() + "; " +
+                        (strict ? "NVTE_PLUGIN_STRICT=1 makes this an error"
+                                : "continuing with the native lowering");
+  if (firstFailure.empty())
+    firstFailure = message;
+  warn(message);
+}
+
+LogicalResult PluginManager::loadFromEnvironment(std::string *error) {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  if (environmentLoaded)
+    return success();
+  environmentLoaded = true;
+  const char *specs = std::getenv("NVTE_PLUGIN");
+  if (!specs || !*specs)
+    return success();
+  return load(specs, "NVTE_PLUGIN", error);
+}
+
+LogicalResult PluginManager::load(StringRef specs, StringRef source,
+                                  std::string *error) {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  firstFailure.clear();
+  SmallVector<StringRef> entries;
+  specs.split(entries, ',', -1, false);
+  for (StringRef entry : entries)
+    if (!entry.trim().empty())
+      loadOne(entry.trim(), source);
+  if (strict && !firstFailure.empty()) {
+    if (error)
+      *error = firstFailure;
+    return failure();
+  }
+  return success();
+}
+
+void PluginManager::loadOne(StringRef spec, StringRef source) {
+  auto owned = std::make_unique<PluginRecord>();
+  PluginRecord &record = *owned;
+  record.spec = spec.str();
+  record.source = source.str();
+  records.push_back(std::move(owned));
+
+  record.path = ::te::plugin::findPluginLibrary(spec.str(), TE_MLIR_PLUGIN_DIR);
+  if (record.path.empty())
+    return fail(record, "load",
+                "no such plugin in TE_PLUGIN_PATH (" +
+                    (pluginSearchPath().empty() ? std::string("unset")
+                                                : pluginSearchPath()) +
+                    ") or " TE_MLIR_PLUGIN_DIR
+                    " (give a path, or the NAME of libNAME.so)");
+  if (!llvm::sys::fs::exists(record.path))
+    return fail(record, "load", "no such file");
+
+  // A library already listed (by path or, below, by name) keeps its place.
+  SmallString<256> real;
+  if (!llvm::sys::fs::real_path(record.path, real))
+    record.path = real.str().str();
+  for (const auto &other : records)
+    if (other.get() != &record && other->state != PluginState::Failed &&
+        other->path == record.path) {
+      warn(record.source + ": plugin '" + spec.str() + "' (" + record.path +
+           ") is listed twice; the first entry, '" + other->spec +
+           "', keeps its priority and this one is ignored");
+      records.pop_back();
+      return;
+    }
+
+  dlerror();
+  record.handle = dlopen(record.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!record.handle) {
+    const char *reason = dlerror();
+    return fail(record, "load", reason ? reason : "dlopen failed");
+  }
+  auto query = reinterpret_cast<te_plugin_query_fn>(
+      dlsym(record.handle, TE_PLUGIN_QUERY_SYMBOL));
+  if (!query)
+    return fail(record, "query",
+                "the library does not export " TE_PLUGIN_QUERY_SYMBOL
+                " (is it a te-mlir plugin?)");
+
+  const te_plugin_info *info = nullptr;
+  try {
+    info = query(TE_PLUGIN_ABI_MAJOR, TE_PLUGIN_ABI_MINOR);
+  } catch (const std::exception &e) {
+    return fail(record, "query",
+                std::string(TE_PLUGIN_QUERY_SYMBOL " threw: ") + e.what());
+  } catch (...) {
+    return fail(record, "query", TE_PLUGIN_QUERY_SYMBOL " threw");
+  }
+  if (!info)
+    return fail(record, "query",
+                TE_PLUGIN_QUERY_SYMBOL " returned NULL: the plugin refuses "
+                                       "this host (plugin ABI " +
+                    getHostABIVersion() + ")");
+
+  // The handshake: layout first, then versions, then identity.
+  if (info->struct_size < kMinimumInfoSize)
+    return fail(record, "handshake",
+                "te_plugin_info is " + std::to_string(info->struct_size) +
+                    " bytes, smaller than plugin ABI 1.0's " +
+                    std::to_string(kMinimumInfoSize));
+  record.abiMajor = info->abi_major;
+  record.abiMinor = info->abi_minor;
+  std::string theirs =
+      std::to_string(info->abi_major) + "." + std::to_string(info->abi_minor);
+  if (info->abi_major != TE_PLUGIN_ABI_MAJOR)
+    return fail(record, "handshake",
+                "the plugin is built for plugin ABI " + theirs +
+                    ", this te-mlir implements plugin ABI " +
+                    getHostABIVersion() +
+                    " (a different major version is incompatible; rebuild "
+                    "the plugin against this te-mlir)");
+  if (info->abi_minor > TE_PLUGIN_ABI_MINOR)
+    return fail(record, "handshake",
+                "the plugin needs plugin ABI " + theirs +
+                    ", this te-mlir supports up to " + getHostABIVersion() +
+                    " (use a newer te-mlir, or build the plugin against "
+                    "this one)");
+  std::string llvmVersion = info->llvm_version ? info->llvm_version : "";
+  if (llvmVersion != LLVM_VERSION_STRING)
+    return fail(record, "handshake",
+                "the plugin is built against LLVM/MLIR " +
+                    (llvmVersion.empty() ? "(unknown)" : llvmVersion) +
+                    ", this te-mlir uses LLVM/MLIR " LLVM_VERSION_STRING
+                    " (plugins must link the host's shared libMLIR)");
+  std::string name = info->name ? info->name : "";
+  if (!isValidName(name))
+    return fail(record, "handshake",
+                "invalid plugin name '" + name +
+                    "' (1 to 63 characters from [A-Za-z0-9_.-])");
+  record.llvmVersion = llvmVersion;
+  record.version = info->version ? info->version : "";
+  record.buildId = info->te_build_id ? info->te_build_id : "";
+  record.features = info->features;
+  if (!info->register_plugin)
+    return fail(record, "handshake", "register_plugin is NULL");
+  if (PluginRecord *other = lookup(name)) {
+    std::string otherPath = other->path, otherSpec = other->spec;
+    dlclose(record.handle);
+    record.handle = nullptr;
+    warn(record.source + ": plugin '" + name + "' is listed twice ('" +
+         otherSpec + "' at " + otherPath + " and '" + spec.str() + "' at " +
+         record.path +
+         "); the first entry keeps its priority and this one "
+         "is ignored");
+    records.pop_back();
+    return;
+  }
+  record.name = name;
+  record.activate = info->activate;
+
+  // Registration, into this record only.
+  RecordRegistrar registrar(record);
+  char error[1024] = {0};
+  te_plugin_status status = TE_PLUGIN_ERROR;
+  try {
+    status = info->register_plugin(reinterpret_cast<te_plugin_registrar *>(
+                                       static_cast<Registrar *>(&registrar)),
+                                   error, sizeof(error));
+  } catch (const std::exception &e) {
+    return fail(record, "register",
+                std::string("register_plugin threw: ") + e.what());
+  } catch (...) {
+    return fail(record, "register", "register_plugin threw");
+  }
+  error[sizeof(error) - 1] = 0;
+  if (status != TE_PLUGIN_OK)
+    return fail(record, "register",
+                *error ? std::string(error)
+                       : std::string("register_plugin returned an error "
+                                     "without a message"));
+  if (!registrar.invalid.empty())
+    return fail(record, "register", registrar.invalid);
+  record.state = PluginState::Available;
+}
+
+LogicalResult PluginManager::activate(PluginRecord &plugin,
+                                      std::string *error) {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  if (plugin.state == PluginState::Active)
+    return success();
+  if (plugin.state == PluginState::Failed) {
+    if (error)
+      *error = plugin.error;
+    return failure();
+  }
+  if (plugin.activate) {
+    char message[1024] = {0};
+    te_plugin_status status = TE_PLUGIN_ERROR;
+    std::string thrown;
+    try {
+      status = plugin.activate(message, sizeof(message));
+    } catch (const std::exception &e) {
+      thrown = std::string("activate threw: ") + e.what();
+    } catch (...) {
+      thrown = "activate threw";
+    }
+    message[sizeof(message) - 1] = 0;
+    if (!thrown.empty() || status != TE_PLUGIN_OK) {
+      std::string reason =
+          !thrown.empty() ? thrown
+          : *message      ? std::string(message)
+                          : std::string("activate returned an error without "
+                                        "a message");
+      fail(plugin, "activate", reason);
+      if (error)
+        *error = "plugin failed at activate: " + reason;
+      return failure();
+    }
+  }
+  plugin.state = PluginState::Active;
+  return success();
+}
+
+std::vector<ProviderRef> PluginManager::getProviders(StringRef opName) const {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  std::vector<ProviderRef> providers;
+  for (const auto &record : records) {
+    if (record->state == PluginState::Failed)
+      continue;
+    for (const auto &provider : record->providers)
+      if (llvm::is_contained(provider->getOpNames(), opName))
+        providers.push_back({record.get(), provider.get()});
+  }
+  return providers;
+}
+
+std::vector<const PluginRecord *> PluginManager::getPlugins() const {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  std::vector<const PluginRecord *> list;
+  for (const auto &record : records)
+    list.push_back(record.get());
+  return list;
+}
+
+PluginRecord *PluginManager::lookup(StringRef name) const {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  for (const auto &record : records)
+    if (record->state != PluginState::Failed && record->name == name)
+      return record.get();
+  return nullptr;
+}
+
+void PluginManager::registerDialects(DialectRegistry &registry) const {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  for (const auto &record : records)
+    if (record->state != PluginState::Failed)
+      for (const auto &add : record->dialects)
+        add(registry);
+}
+
+std::string PluginManager::getFingerprint() const {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  std::string fingerprint;
+  for (const auto &record : records)
+    if (record->state != PluginState::Failed)
+      fingerprint += record->name + "=" + record->version + ";";
+  return fingerprint;
+}
+
+void PluginManager::printInfo(llvm::raw_ostream &os) const {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  os << "te-mlir plugin ABI " << getHostABIVersion() << ", LLVM/MLIR "
+     << LLVM_VERSION_STRING << ", " << TE_MLIR_BUILD_ID << "\n";
+  os << "plugin search path: TE_PLUGIN_PATH="
+     << (pluginSearchPath().empty() ? "(unset)" : pluginSearchPath()) << ", "
+     << TE_MLIR_PLUGIN_DIR << "\n";
+  os << "strict: " << (strict ? "yes" : "no") << "\n";
+  if (records.empty()) {
+    os << "plugins: none (set NVTE_PLUGIN or pass --te-plugin)\n";
+    return;
+  }
+  os << "plugins, in priority order:\n";
+  unsigned position = 0;
+  for (const auto &record : records) {
+    os << "  " << ++position << ". " << record->spec << " ["
+       << stateName(record->state) << "] from " << record->source << "\n";
+    if (!record->path.empty())
+      os << "     library: " << record->path << "\n";
+    if (!record->name.empty())
+      os << "     plugin: " << record->name << " " << record->version
+         << ", plugin ABI " << record->abiMajor << "." << record->abiMinor
+         << ", LLVM/MLIR " << record->llvmVersion << ", built with "
+         << record->buildId << "\n";
+    if (record->state == PluginState::Failed) {
+      os << "     failed at " << record->failedStep << ": " << record->error
+         << "\n";
+      continue;
+    }
+    for (const auto &provider : record->providers)
+      os << "     provider " << record->name << "/" << provider->getName()
+         << ": " << llvm::join(provider->getOpNames(), ", ") << "\n";
+  }
+}
