@@ -23,4 +23,13 @@ function(te_add_library name)
     add_dependencies(${name} ${ARG_DEPENDS})
   endif()
   target_link_libraries(${name} PUBLIC ${ARG_LINK})
+  # Consumers of the installed SDK (plugins) get the headers through the
+  # exported target.
+  target_include_directories(${name} PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+    $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  add_library(TEMLIR::${name} ALIAS ${name})
+  install(TARGETS ${name} EXPORT TEMLIRTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endfunction()

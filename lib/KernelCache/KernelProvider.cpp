@@ -101,7 +101,7 @@ std::string te::cache::describeHostCPU() {
 /// each plugin library they name: what the source-text key needs so that a
 /// disk hit, which never loads the compiler or the plugins, cannot return a
 /// kernel built with other plugins. Empty without NVTE_PLUGIN.
-std::string describePluginEnvironment() {
+std::string describePluginEnvironment(const std::string &compilerLibrary) {
   const char *list = std::getenv("NVTE_PLUGIN");
   if (!list || !*list)
     return {};
@@ -113,7 +113,9 @@ std::string describePluginEnvironment() {
     description += std::string(name) + "=" + (value ? value : "") + "\n";
   }
   for (const std::string &spec : te::plugin::splitList(list, ',')) {
-    std::string path = te::plugin::findPluginLibrary(spec, TE_MLIR_PLUGIN_DIR);
+    std::string path = te::plugin::findPluginLibrary(
+        spec, compilerLibrary.substr(0, compilerLibrary.find_last_of('/') + 1) +
+                  TE_MLIR_PLUGIN_SUBDIR);
     struct stat info;
     description += spec + " -> " + path;
     if (!path.empty() && stat(path.c_str(), &info) == 0)
@@ -227,7 +229,8 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
   // Every environment variable that changes code generation joins the
   // keys: today those of the plugins.
   std::string host = describeHostCPU();
-  std::string pluginEnvironment = reference ? "" : describePluginEnvironment();
+  std::string pluginEnvironment =
+      reference ? "" : describePluginEnvironment(compilerLibrary);
   std::string sourceKey = KeyBuilder()
                               .add("source", source)
                               .add("pipeline", pipeline)

@@ -96,6 +96,24 @@ public:
   std::string invalid;
 };
 
+/// <directory of libTEPlugin.so>/te-mlir/plugins.
+const std::string &installedPluginDirectory() {
+  static const std::string directory = [] {
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void *>(&installedPluginDirectory), &info) &&
+        info.dli_fname) {
+      SmallString<256> path;
+      if (llvm::sys::fs::real_path(info.dli_fname, path))
+        path = info.dli_fname;
+      llvm::sys::path::remove_filename(path);
+      llvm::sys::path::append(path, TE_MLIR_PLUGIN_SUBDIR);
+      return path.str().str();
+    }
+    return std::string();
+  }();
+  return directory;
+}
+
 std::string pluginSearchPath() {
   const char *path = std::getenv("TE_PLUGIN_PATH");
   return path ? path : "";
@@ -214,13 +232,14 @@ void PluginManager::loadOne(StringRef spec, StringRef source) {
   record.source = source.str();
   records.push_back(std::move(owned));
 
-  record.path = ::te::plugin::findPluginLibrary(spec.str(), TE_MLIR_PLUGIN_DIR);
+  record.path =
+      ::te::plugin::findPluginLibrary(spec.str(), installedPluginDirectory());
   if (record.path.empty())
     return fail(record, "load",
                 "no such plugin in TE_PLUGIN_PATH (" +
                     (pluginSearchPath().empty() ? std::string("unset")
                                                 : pluginSearchPath()) +
-                    ") or " TE_MLIR_PLUGIN_DIR
+                    ") or " + installedPluginDirectory() +
                     " (give a path, or the NAME of libNAME.so)");
   if (!llvm::sys::fs::exists(record.path))
     return fail(record, "load", "no such file");
@@ -438,7 +457,7 @@ void PluginManager::printInfo(llvm::raw_ostream &os) const {
      << LLVM_VERSION_STRING << ", " << TE_MLIR_BUILD_ID << "\n";
   os << "plugin search path: TE_PLUGIN_PATH="
      << (pluginSearchPath().empty() ? "(unset)" : pluginSearchPath()) << ", "
-     << TE_MLIR_PLUGIN_DIR << "\n";
+     << installedPluginDirectory() << "\n";
   os << "strict: " << (strict ? "yes" : "no") << "\n";
   if (records.empty()) {
     os << "plugins: none (set NVTE_PLUGIN or pass --te-plugin)\n";

@@ -9,8 +9,8 @@
 
 #include "te/Conversion/TEToLinalg/TEToLinalg.h"
 
-#include "FP8Codec.h"
 #include "TEToLinalgInternal.h"
+#include "te/Conversion/TEToLinalg/FP8Codec.h"
 #include "te/Dialect/TE/IR/TEOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

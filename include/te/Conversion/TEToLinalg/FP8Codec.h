@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TE_LIB_CONVERSION_TETOLINALG_FP8CODEC_H
-#define TE_LIB_CONVERSION_TETOLINALG_FP8CODEC_H
+#ifndef TE_CONVERSION_TETOLINALG_FP8CODEC_H
+#define TE_CONVERSION_TETOLINALG_FP8CODEC_H
 
 #include "mlir/IR/Builders.h"
 
@@ -34,4 +34,4 @@ Value emitTruncFromF32(OpBuilder &b, Location loc, Value f32Value, Type type);
 
 } // namespace mlir::te
 
-#endif // TE_LIB_CONVERSION_TETOLINALG_FP8CODEC_H
+#endif // TE_CONVERSION_TETOLINALG_FP8CODEC_H
