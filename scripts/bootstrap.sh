@@ -13,6 +13,8 @@ APT_PACKAGES=(
   "clang-${LLVM_VERSION}" "lld-${LLVM_VERSION}" "clang-format-${LLVM_VERSION}"
   libgtest-dev libgmock-dev zlib1g-dev libzstd-dev libedit-dev libxml2-dev
   libcurl4-openssl-dev
+  # oneDNN, for the in-tree onednn plugin (plugins/onednn).
+  libdnnl-dev
 )
 PIP_PACKAGES=(numpy ml_dtypes pytest nanobind matplotlib threadpoolctl)
 

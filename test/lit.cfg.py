@@ -26,5 +26,13 @@ config.substitutions.append(
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    [ToolSubst("te-opt", unresolved="fatal")], [config.te_tools_dir]
+    [ToolSubst("te-opt", unresolved="fatal"),
+     ToolSubst("te-run", unresolved="fatal"),
+     ToolSubst("te-plugin-check", unresolved="fatal")],
+    [config.te_tools_dir]
 )
+
+# The in-tree oneDNN plugin is built when libdnnl-dev is installed.
+if os.path.exists(os.path.join(config.te_obj_root, "lib", "te-mlir", "plugins",
+                               "libte-plugin-onednn.so")):
+    config.available_features.add("onednn")

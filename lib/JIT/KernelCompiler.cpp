@@ -19,6 +19,7 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
@@ -208,6 +209,19 @@ mlir::te::compileKernelLibrary(ModuleOp module,
   if (failed(pm.run(*lowered)) || failed(emitKernelABI(*lowered, *entries)))
     return failure();
 
+  // Runtime libraries of plugin lowerings: linked, and found at load time
+  // through the rpath. The attribute is not for the LLVM translation.
+  SmallVector<std::string> linkArgs;
+  if (auto libraries = (*lowered)->getAttrOfType<ArrayAttr>(
+          plugin::kLinkLibrariesAttrName)) {
+    for (auto library : libraries.getAsRange<StringAttr>()) {
+      linkArgs.push_back(library.getValue().str());
+      linkArgs.push_back(
+          "-rpath=" + llvm::sys::path::parent_path(library.getValue()).str());
+    }
+    (*lowered)->removeAttr(plugin::kLinkLibrariesAttrName);
+  }
+
   DialectRegistry registry;
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
@@ -267,6 +281,8 @@ mlir::te::compileKernelLibrary(ModuleOp module,
   SmallVector<StringRef> args = {
       options.linker, "-shared", "--no-undefined-version",
       "-o",           output,    object.path};
+  for (const std::string &arg : linkArgs)
+    args.push_back(arg);
   std::optional<StringRef> redirects[] = {std::nullopt, linkLog.path,
                                           linkLog.path};
   std::string execError;

@@ -255,6 +255,10 @@ LogicalResult lowerWithProvider(Operation *op, const ProviderRef &ref,
   }
   for (Operation *symbol : symbols)
     symbol->moveBefore(parent.getBody(), parent.getBody()->end());
+  if (auto libraries =
+          (*scratch)->getAttrOfType<ArrayAttr>(kLinkLibrariesAttrName))
+    for (auto library : libraries.getAsRange<StringAttr>())
+      addLinkLibrary(parent, library.getValue());
 
   // Splice: arguments become the op's operands, the returned values its
   // results.

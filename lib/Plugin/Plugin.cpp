@@ -3,10 +3,13 @@
 #include "te/Plugin/Plugin.h"
 #include "te/Plugin/PluginManager.h"
 
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 
+using namespace mlir;
 using namespace mlir::te::plugin;
 
 NativeLowering::~NativeLowering() = default;
@@ -24,6 +27,19 @@ bool TargetInfo::hasFeature(llvm::StringRef feature) const {
     if (entry.consume_front("+") && entry == feature)
       return true;
   return false;
+}
+
+void mlir::te::plugin::addLinkLibrary(Operation *op, llvm::StringRef path) {
+  auto module =
+      isa<ModuleOp>(op) ? cast<ModuleOp>(op) : op->getParentOfType<ModuleOp>();
+  llvm::SmallVector<Attribute> libraries;
+  if (auto existing = module->getAttrOfType<ArrayAttr>(kLinkLibrariesAttrName))
+    libraries.append(existing.begin(), existing.end());
+  auto entry = StringAttr::get(module.getContext(), path);
+  if (!llvm::is_contained(libraries, entry))
+    libraries.push_back(entry);
+  module->setAttr(kLinkLibrariesAttrName,
+                  ArrayAttr::get(module.getContext(), libraries));
 }
 
 const TargetInfo &mlir::te::plugin::getHostTarget() {

@@ -113,6 +113,17 @@ private:
   std::vector<std::string> opNames;
 };
 
+/// Shared libraries the kernel must be linked against (and find at run
+/// time: each one's directory goes into the kernel's rpath), for lowerings
+/// that call functions of a plugin's runtime library. Recorded on the
+/// module as the string array attribute `te.link_libraries`; the dispatch
+/// carries it from the scratch module to the real one.
+inline constexpr llvm::StringLiteral kLinkLibrariesAttrName =
+    "te.link_libraries";
+
+/// Adds `path` (absolute) to the link libraries of `op`'s module.
+void addLinkLibrary(Operation *op, llvm::StringRef path);
+
 /// What a plugin registers into during its register callback. Everything
 /// added here belongs to that plugin and is dropped if the plugin fails.
 class Registrar {

@@ -1,0 +1,355 @@
+#!/usr/bin/env python3
+"""te-plugin-check: the conformance kit for te-mlir plugins.
+
+    te-plugin-check PLUGIN [--filter TEXT] [--list] [--te-run PATH] [--keep DIR]
+
+Runs a corpus of te op configurations through PLUGIN (a path, or a name
+found like NVTE_PLUGIN's entries) and through the CPU reference, and prints
+one line per configuration:
+
+    passed   the plugin lowers it; every output is within tolerance of the
+             reference (max abs / rel error shown)
+    failed   the plugin lowers it, and an output is outside the tolerance,
+             or the plugin's lowering did not compile or run (the error shown)
+    declined the plugin does not take it (its reason shown); the native
+             backend would lower it
+    skipped  the plugin takes it, but there is no reference for it (thd,
+             dropout, te.attention_backward)
+
+The comparison is te-run --check: the program compiled with the plugin
+(NVTE_PLUGIN=PLUGIN, NVTE_PLUGIN_STRICT=1, so a fallback is a failure) and
+with te-lower-cpu-reference (no plugins: te.attention as a dense
+decomposition written independently of the native kernel, the other ops
+through their bit-exact host lowering), on the same random inputs. The
+tolerance per output type is te-run's: abs = 1e-5 * max(1, max |ref|) and
+rel = 0 (f32), 2^-7 (bf16), 2^-10 (f16); FP8 and integer outputs exact.
+
+Exit status: 0 when nothing failed, 1 when a configuration failed, 2 for
+usage errors (unknown plugin, te-run missing). Needs only Python 3 and
+te-run, which is looked up next to this script, then on PATH.
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+# ---------------------------------------------------------------------------
+# The corpus
+# ---------------------------------------------------------------------------
+
+
+def tensor(shape, elem):
+    return "tensor<" + "".join(f"{n}x" for n in shape) + elem + ">"
+
+
+def qkv_shape(layout, b, s, h, d):
+    return {"bshd": (b, s, h, d), "sbhd": (s, b, h, d),
+            "bhsd": (b, h, s, d), "thd": (b * s, h, d)}[layout]
+
+
+def attention(name, layout="bshd", elem="bf16", mask="no_mask", b=2, s_q=48,
+              s_kv=None, h_q=4, h_kv=None, d_qk=32, d_v=None, window=None,
+              softmax=None, bias=None, lse=False, scale=None):
+    """One te.attention program; returns (name, text)."""
+    s_kv = s_q if s_kv is None else s_kv
+    h_kv = h_q if h_kv is None else h_kv
+    d_v = d_qk if d_v is None else d_v
+    args = [("q", tensor(qkv_shape(layout, b, s_q, h_q, d_qk), elem)),
+            ("k", tensor(qkv_shape(layout, b, s_kv, h_kv, d_qk), elem)),
+            ("v", tensor(qkv_shape(layout, b, s_kv, h_kv, d_v), elem))]
+    config = [f"layout {layout}", f"mask {mask}"]
+    if window:
+        config.append(f"window [{window[0]}, {window[1]}]")
+    if scale is not None:
+        config.append(f"scale {scale}")
+    if bias:
+        config.append(f"bias {bias}")
+    if softmax:
+        config.append(f"softmax {softmax}")
+    if mask.startswith("padding"):
+        args += [("lq", tensor((b,), "i32")), ("lkv", tensor((b,), "i32"))]
+        config.append("seqlens(%lq, %lkv)")
+    if mask == "arbitrary":
+        args.append(("m", tensor((1, 1, s_q, s_kv), "i1")))
+        config.append("mask_tensor(%m)")
+    if bias in ("pre_scale", "post_scale"):
+        args.append(("bias", tensor((1, h_q, s_q, s_kv), "f32")))
+        config.append("bias_tensor(%bias)")
+    if bias == "alibi":
+        args.append(("slopes", tensor((h_q,), "f32")))
+        config.append("alibi_slopes(%slopes)")
+    if softmax == "learnable":
+        args.append(("offset", tensor((1, h_q, 1, 1), "f32")))
+        config.append("softmax_offset(%offset)")
+    o_type = tensor(qkv_shape(layout, b, s_q, h_q, d_v), elem)
+    results = [o_type]
+    if lse:
+        config.append("{return_lse}")
+        results.append(tensor((b, h_q, s_q, 1), "f32"))
+    signature = ", ".join(f"%{n}: {t}" for n, t in args)
+    values = ", ".join(f"%r{i}" for i in range(len(results)))
+    result_list = ", ".join(results)
+    text = f"""func.func @main({signature}) -> ({result_list}) {{
+  {values} = te.attention %q, %k, %v {" ".join(config)}
+      : ({", ".join(t for _, t in args)}) -> ({result_list})
+  return {values} : {result_list}
+}}
+"""
+    return name, text
+
+
+def scaled_matmul(name, out="bf16", m=64, n=48, k=96, fp8="f8E4M3FN",
+                  transpose_a=False, transpose_b=True, bias=None, gelu=False):
+    a_shape = (k, m) if transpose_a else (m, k)
+    b_shape = (n, k) if transpose_b else (k, n)
+    args = [("a", tensor(a_shape, fp8)), ("b", tensor(b_shape, fp8)),
+            ("sa", "tensor<f32>"), ("sb", "tensor<f32>")]
+    operands = "%a, %b scales(%sa, %sb)"
+    if bias:
+        args.append(("bias", tensor((n,), bias)))
+        operands += " bias(%bias)"
+    fp8_out = out.startswith("f8")
+    if fp8_out:
+        args.append(("so", "tensor<f32>"))
+        operands += " out_scale(%so)"
+    flags = (" transpose_a" if transpose_a else "") + \
+        (" transpose_b" if transpose_b else "") + (" gelu" if gelu else "")
+    results = [tensor((m, n), out)] + (["tensor<f32>"] if fp8_out else [])
+    values = ", ".join(f"%r{i}" for i in range(len(results)))
+    text = f"""func.func @main({", ".join(f"%{n}: {t}" for n, t in args)}) -> ({", ".join(results)}) {{
+  {values} = te.scaled_matmul {operands}{flags}
+      : {", ".join(t for _, t in args)} -> {", ".join(results)}
+  return {values} : {", ".join(results)}
+}}
+"""
+    return name, text
+
+
+def simple(name, body, args, results):
+    text = f"""func.func @main({", ".join(f"%{n}: {t}" for n, t in args)}) -> ({", ".join(results)}) {{
+{body}
+}}
+"""
+    return name, text
+
+
+def corpus():
+    cases = []
+    # te.attention: every layout and wide type, every mask kind, and one
+    # option at a time on top of a causal bf16 bshd base.
+    for layout in ("bshd", "sbhd", "bhsd"):
+        for elem in ("f32", "bf16", "f16"):
+            cases.append(attention(f"attention {layout} {elem} no_mask",
+                                   layout=layout, elem=elem))
+    for mask in ("causal", "causal_bottom_right", "padding", "padding_causal",
+                 "padding_causal_bottom_right", "arbitrary"):
+        cases.append(attention(f"attention bshd bf16 {mask}", mask=mask))
+    cases += [
+        attention("attention bshd bf16 causal s_q<s_kv", mask="causal",
+                  s_q=32, s_kv=80),
+        attention("attention bshd bf16 causal_bottom_right s_q<s_kv",
+                  mask="causal_bottom_right", s_q=32, s_kv=80),
+        attention("attention bshd bf16 causal_bottom_right s_q>s_kv",
+                  mask="causal_bottom_right", s_q=80, s_kv=32),
+        attention("attention bshd bf16 causal gqa 8:2", mask="causal",
+                  h_q=8, h_kv=2),
+        attention("attention bshd bf16 causal mqa 4:1", mask="causal",
+                  h_q=4, h_kv=1),
+        attention("attention bshd bf16 causal d_qk=64 d_v=32", mask="causal",
+                  d_qk=64, d_v=32),
+        attention("attention bshd bf16 causal d=128", mask="causal", d_qk=128,
+                  s_q=64),
+        attention("attention bshd bf16 causal scale 0.3", mask="causal",
+                  scale=0.3),
+        attention("attention bshd bf16 causal window [16, 0]", mask="causal",
+                  window=(16, 0)),
+        attention("attention bshd bf16 no_mask window [8, 8]", window=(8, 8)),
+        attention("attention bshd bf16 causal softmax off_by_one",
+                  mask="causal", softmax="off_by_one"),
+        attention("attention bshd bf16 causal softmax learnable",
+                  mask="causal", softmax="learnable"),
+        attention("attention bshd bf16 causal bias post_scale",
+                  mask="causal", bias="post_scale"),
+        attention("attention bshd bf16 causal bias alibi", mask="causal",
+                  bias="alibi"),
+        attention("attention bshd f32 causal return_lse", elem="f32",
+                  mask="causal", lse=True),
+        attention("attention bshd f32 s=1 d=8", elem="f32", s_q=1, d_qk=8),
+    ]
+    # te.scaled_matmul: output types, transposes, bias, GELU.
+    for out in ("f32", "bf16", "f16", "f8E4M3FN"):
+        cases.append(scaled_matmul(f"scaled_matmul NT -> {out}", out=out))
+    cases += [
+        scaled_matmul("scaled_matmul NN -> f32", out="f32", transpose_b=False),
+        scaled_matmul("scaled_matmul TN -> f32", out="f32", transpose_a=True),
+        scaled_matmul("scaled_matmul NT e5m2 -> bf16", fp8="f8E5M2"),
+        scaled_matmul("scaled_matmul NT bias bf16 -> bf16", bias="bf16"),
+        scaled_matmul("scaled_matmul NT bias f32 gelu -> f32", out="f32",
+                      bias="f32", gelu=True),
+        scaled_matmul("scaled_matmul NT m=1 -> bf16", m=1),
+    ]
+    # FP8 quantization and friends.
+    x = "tensor<64x128xbf16>"
+    cases += [
+        simple("amax bf16", "  %a = te.amax %x : tensor<64x128xbf16> -> tensor<f32>\n"
+               "  return %a : tensor<f32>", [("x", x)], ["tensor<f32>"]),
+        simple("amax f32", "  %a = te.amax %x : tensor<4x96xf32> -> tensor<f32>\n"
+               "  return %a : tensor<f32>", [("x", "tensor<4x96xf32>")],
+               ["tensor<f32>"]),
+        simple("quantize per_tensor bf16 -> e4m3",
+               "  %d, %si, %am = te.quantize %x scale(%s) mode per_tensor\n"
+               "      : tensor<64x128xbf16>, tensor<f32> -> tensor<64x128xf8E4M3FN>, tensor<f32>, tensor<f32>\n"
+               "  return %d, %si, %am : tensor<64x128xf8E4M3FN>, tensor<f32>, tensor<f32>",
+               [("x", x), ("s", "tensor<f32>")],
+               ["tensor<64x128xf8E4M3FN>", "tensor<f32>", "tensor<f32>"]),
+        simple("quantize mxfp8_1x32 bf16 -> e4m3",
+               "  %d, %s = te.quantize %x mode mxfp8_1x32\n"
+               "      : tensor<64x128xbf16> -> tensor<64x128xf8E4M3FN>, tensor<64x4xf8E8M0FNU>\n"
+               "  return %d, %s : tensor<64x128xf8E4M3FN>, tensor<64x4xf8E8M0FNU>",
+               [("x", x)], ["tensor<64x128xf8E4M3FN>", "tensor<64x4xf8E8M0FNU>"]),
+        simple("dequantize per_tensor e4m3 -> bf16",
+               "  %y = te.dequantize %d, %si mode per_tensor\n"
+               "      : tensor<64x128xf8E4M3FN>, tensor<f32> -> tensor<64x128xbf16>\n"
+               "  return %y : tensor<64x128xbf16>",
+               [("d", "tensor<64x128xf8E4M3FN>"), ("si", "tensor<f32>")],
+               ["tensor<64x128xbf16>"]),
+    ]
+    return cases
+
+
+# ---------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------
+
+CHECK_LINE = re.compile(
+    r"check out(\d+): max abs err (\S+), max rel err (\S+) \(tolerance[^)]*\): (ok|FAILED)")
+
+
+def find_te_run(explicit):
+    if explicit:
+        return explicit
+    here = os.path.dirname(os.path.realpath(__file__))
+    beside = os.path.join(here, "te-run")
+    if os.access(beside, os.X_OK):
+        return beside
+    return shutil.which("te-run")
+
+
+def one_line(text):
+    lines = [l.strip() for l in text.strip().splitlines() if l.strip()]
+    errors = [l for l in lines if "error" in l]
+    return (errors or lines or ["(no output)"])[0]
+
+
+def run_case(te_run, env, plugin_name, path, seed):
+    """Returns (status, detail)."""
+    explain = subprocess.run(
+        [te_run, path, "--explain", "--random-inputs", "--seed", str(seed),
+         "--output-dir", path + ".explain"],
+        capture_output=True, text=True, env=env, timeout=600)
+    rows = [l for l in explain.stdout.splitlines() if l.startswith("te.")]
+    if not rows:
+        return "failed", "te-run --explain: " + one_line(explain.stderr)
+    ours = [r for r in rows if re.search(r"\bplugin " + re.escape(plugin_name) + "/", r)]
+    if not ours:
+        reasons = re.findall(re.escape(plugin_name) + r"/\S+: ([^;]*)", rows[0])
+        if explain.returncode != 0 and "none:" in rows[0]:
+            return "declined", "no backend lowers it: " + rows[0].split("none:")[1].strip()
+        if reasons:
+            return "declined", reasons[0].strip()
+        return "declined", f"{plugin_name} has no provider for {rows[0].split()[0]}"
+    check = subprocess.run(
+        [te_run, path, "--random-inputs", "--seed", str(seed), "--check",
+         "--output-dir", path + ".out"],
+        capture_output=True, text=True, env=env, timeout=600)
+    text = check.stdout + check.stderr
+    if "has no reference" in text or "no reference decomposition" in text:
+        return "skipped", "no reference: " + one_line(check.stderr)
+    results = CHECK_LINE.findall(text)
+    if check.returncode == 2 or not results:
+        return "failed", one_line(check.stderr or check.stdout)
+    worst_abs = max(float(r[1]) for r in results)
+    worst_rel = max(float(r[2]) for r in results)
+    detail = f"max abs err {worst_abs:.3g}, max rel err {worst_rel:.3g}"
+    bad = [f"out{r[0]}" for r in results if r[3] == "FAILED"]
+    if bad or check.returncode != 0:
+        return "failed", detail + " (outside tolerance: " + ", ".join(bad) + ")"
+    return "passed", detail
+
+
+def plugin_name_of(te_run, env):
+    """(name, version) of the plugin from te-opt's plugin table, or (None,
+    why not)."""
+    te_opt = os.path.join(os.path.dirname(te_run), "te-opt")
+    if os.access(te_opt, os.X_OK):
+        info = subprocess.run([te_opt, "--te-print-plugin-info"],
+                              capture_output=True, text=True, env=env)
+        match = re.search(r"^\s+plugin: (\S+) (\S+)", info.stdout, re.M)
+        failed = re.search(r"failed at (\S+): (.*)", info.stdout)
+        if failed:
+            return None, f"failed at {failed.group(1)}: {failed.group(2)}"
+        if match:
+            return match.group(1), match.group(2).rstrip(",")
+    return None, "cannot query the plugin (te-opt not found next to te-run)"
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="Conformance kit: run a corpus of te op configurations "
+        "through a plugin and the CPU reference.")
+    parser.add_argument("plugin", help="plugin library path or name")
+    parser.add_argument("--filter", default="",
+                        help="only configurations whose name contains TEXT")
+    parser.add_argument("--list", action="store_true",
+                        help="list the corpus and exit")
+    parser.add_argument("--te-run", help="te-run binary")
+    parser.add_argument("--keep", help="keep programs and outputs in DIR")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+
+    cases = [c for c in corpus() if args.filter in c[0]]
+    if args.list:
+        for name, _ in cases:
+            print(name)
+        return 0
+    te_run = find_te_run(args.te_run)
+    if not te_run:
+        print("te-plugin-check: error: te-run not found (give --te-run)",
+              file=sys.stderr)
+        return 2
+    env = dict(os.environ)
+    for var in ("NVTE_PLUGIN_POLICY", "NVTE_PLUGIN_DENY"):
+        env.pop(var, None)
+    env.update(NVTE_PLUGIN=args.plugin, NVTE_PLUGIN_STRICT="1",
+               TE_CACHE_DISABLE="1")
+    work = args.keep or tempfile.mkdtemp(prefix="te-plugin-check-")
+    os.makedirs(work, exist_ok=True)
+    try:
+        name, version = plugin_name_of(te_run, env)
+        if name is None:
+            print(f"te-plugin-check: error: plugin '{args.plugin}': {version}",
+                  file=sys.stderr)
+            return 2
+        print(f"te-plugin-check: plugin {name} {version} ({args.plugin}): "
+              f"{len(cases)} configurations")
+        counts = {"passed": 0, "failed": 0, "declined": 0, "skipped": 0}
+        width = max(len(n) for n, _ in cases)
+        for index, (case, text) in enumerate(cases):
+            path = os.path.join(work, f"case{index:03d}.mlir")
+            with open(path, "w") as f:
+                f.write(text)
+            status, detail = run_case(te_run, env, name, path, args.seed)
+            counts[status] += 1
+            print(f"  {case:<{width}}  {status:<8}  {detail}", flush=True)
+        print("te-plugin-check: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+        return 1 if counts["failed"] else 0
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
