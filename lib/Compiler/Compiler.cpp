@@ -206,4 +206,16 @@ int te_compiler_plugins(char **fingerprint, char **error) {
   return 0;
 }
 
+int te_compiler_load_plugins(const char *specs, char **error) {
+  te::plugin::PluginManager &plugins = te::plugin::PluginManager::get();
+  std::string message;
+  if (failed(plugins.loadFromEnvironment(&message)) ||
+      failed(plugins.load(specs ? specs : "", "te_compiler_load_plugins",
+                          &message))) {
+    *error = copyString(message);
+    return 1;
+  }
+  return 0;
+}
+
 void te_compiler_free(char *text) { std::free(text); }

@@ -62,7 +62,18 @@ public:
     return names;
   }
 
-  te_status add(const te_device_ops *ops, void *context);
+  /// Checks that `ops` can be registered (with the names in `pending`
+  /// about to be registered as well); `fn` names the caller in messages.
+  te_status validate(const te_device_ops *ops, const char *fn,
+                     const std::vector<std::string> &pending = {});
+  /// Registers a table that validate accepted.
+  void insert(const te_device_ops *ops, void *context);
+  te_status add(const te_device_ops *ops, void *context) {
+    te_status status = validate(ops, "te_device_register");
+    if (status == TE_OK)
+      insert(ops, context);
+    return status;
+  }
 
 private:
   Registry() {
@@ -86,8 +97,8 @@ bool isValidDeviceName(const char *name) {
   return true;
 }
 
-te_status Registry::add(const te_device_ops *ops, void *context) {
-  const char *fn = "te_device_register";
+te_status Registry::validate(const te_device_ops *ops, const char *fn,
+                             const std::vector<std::string> &pending) {
   if (!ops)
     return fail(TE_ERROR_INVALID_ARGUMENT, "%s: ops must not be NULL", fn);
   if (ops->struct_size < sizeof(te_device_ops))
@@ -144,11 +155,18 @@ te_status Registry::add(const te_device_ops *ops, void *context) {
                 "only stores buffers none of them",
                 fn, ops->name, present.c_str(), missing.c_str());
 
-  if (lookup(ops->name))
+  bool pendingDuplicate = false;
+  for (const std::string &name : pending)
+    pendingDuplicate = pendingDuplicate || name == ops->name;
+  if (lookup(ops->name) || pendingDuplicate)
     return fail(TE_ERROR_INVALID_ARGUMENT,
                 "%s: a device named '%s' is already registered; pick another "
                 "name or register the plugin only once",
                 fn, ops->name);
+  return TE_OK;
+}
+
+void Registry::insert(const te_device_ops *ops, void *context) {
 
   auto device = std::make_unique<RegisteredDevice>();
   device->name = ops->name;
@@ -159,7 +177,6 @@ te_status Registry::add(const te_device_ops *ops, void *context) {
   device->context = context;
   devices.push_back(std::move(device));
   devices.back()->ops.name = devices.back()->name.c_str();
-  return TE_OK;
 }
 
 } // namespace
@@ -185,6 +202,26 @@ void te::runtime::releaseDevice(te_device *device) {
   if (device->ops->close)
     device->ops->close(device->instance);
   delete device;
+}
+
+te_status te::runtime::registerDeviceGroup(const te_device_ops *const *ops,
+                                           void *const *contexts, int count,
+                                           const char *fn) {
+  return guard(fn, [&] {
+    Registry &registry = Registry::get();
+    std::lock_guard<std::mutex> lock(registry.mutex);
+    // All or nothing: every table is checked before the first is added.
+    std::vector<std::string> pending;
+    for (int i = 0; i < count; ++i) {
+      te_status status = registry.validate(ops[i], fn, pending);
+      if (status != TE_OK)
+        return status;
+      pending.push_back(ops[i]->name);
+    }
+    for (int i = 0; i < count; ++i)
+      registry.insert(ops[i], contexts ? contexts[i] : nullptr);
+    return TE_OK;
+  });
 }
 
 extern "C" te_status te_device_register(const te_device_ops *ops,

@@ -32,6 +32,11 @@ void retainDevice(te_device *device);
 /// Drops a reference; the last one closes the instance.
 void releaseDevice(te_device *device);
 
+/// Registers `count` device tables (with their contexts, or NULL contexts)
+/// all together or, if any is invalid or its name taken, none of them.
+te_status registerDeviceGroup(const te_device_ops *const *ops,
+                              void *const *contexts, int count, const char *fn);
+
 /// Whether the table implements kernel modules (the optional entry group).
 bool supportsModules(const te_device_ops &ops);
 

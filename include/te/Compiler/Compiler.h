@@ -76,6 +76,16 @@ TE_COMPILER_EXPORT int te_compiler_explain(const char *source, size_t size,
 /// with `*error` set. Failures otherwise only warn (on stderr).
 TE_COMPILER_EXPORT int te_compiler_plugins(char **fingerprint, char **error);
 
+/// Loads the plugins of `specs` (comma-separated paths or names, as in
+/// NVTE_PLUGIN) after those of NVTE_PLUGIN, for every later compile and
+/// explain of this process; list order is priority. A plugin that fails is
+/// reported on stderr and skipped; with NVTE_PLUGIN_STRICT=1 the first
+/// failure makes this return non-zero with `*error` set. Note that kernel
+/// caches key their entries on te_compiler_plugins, which covers plugins
+/// loaded this way too.
+TE_COMPILER_EXPORT int te_compiler_load_plugins(const char *specs,
+                                                char **error);
+
 /// Frees a string returned by this API; NULL is ignored.
 TE_COMPILER_EXPORT void te_compiler_free(char *text);
 

@@ -1,0 +1,109 @@
+/*===- RuntimePluginFixture.c - Runtime plugins, good and broken ----------===*\
+|*                                                                            *|
+|* Compiled once per fixture (RUNTIME_FIXTURE_<KIND>): the good one offers    *|
+|* two host-memory devices; each broken one fails one check of                *|
+|* te_runtime_load_plugin.                                                    *|
+\*===----------------------------------------------------------------------===*/
+
+#include "te/Runtime/Plugin.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+static te_status allocate(void *instance, size_t size, size_t alignment,
+                          void **ptr) {
+  (void)instance;
+  size_t rounded = (size + alignment - 1) / alignment * alignment;
+  *ptr = aligned_alloc(alignment < 16 ? 16 : alignment, rounded);
+  return *ptr ? TE_OK : TE_ERROR_OUT_OF_MEMORY;
+}
+static void release(void *instance, void *ptr) {
+  (void)instance;
+  free(ptr);
+}
+static te_status copy(void *instance, void *dst, const void *src,
+                      size_t bytes) {
+  (void)instance;
+  memcpy(dst, src, bytes);
+  return TE_OK;
+}
+static te_status copyConst(void *instance, void *dst, const void *src,
+                           size_t bytes) {
+  return copy(instance, dst, src, bytes);
+}
+static te_status synchronize(void *instance) {
+  (void)instance;
+  return TE_OK;
+}
+static void *hostPointer(void *instance, void *ptr) {
+  (void)instance;
+  return ptr;
+}
+
+#define DEVICE(NAME)                                                           \
+  {sizeof(te_device_ops),                                                      \
+   NAME,                                                                       \
+   NULL,                                                                       \
+   NULL,                                                                       \
+   NULL,                                                                       \
+   allocate,                                                                   \
+   release,                                                                    \
+   copyConst,                                                                  \
+   copyConst,                                                                  \
+   copyConst,                                                                  \
+   hostPointer,                                                                \
+   NULL,                                                                       \
+   NULL,                                                                       \
+   NULL,                                                                       \
+   NULL,                                                                       \
+   NULL,                                                                       \
+   synchronize}
+
+static const te_device_ops deviceA = DEVICE("fixture_mem_a");
+#if defined(RUNTIME_FIXTURE_INVALID_SECOND)
+/* No synchronize: the whole plugin must be refused, deviceA included. */
+static const te_device_ops deviceB = {sizeof(te_device_ops),
+                                      "fixture_mem_b",
+                                      NULL,
+                                      NULL,
+                                      NULL,
+                                      allocate,
+                                      release,
+                                      copyConst,
+                                      copyConst,
+                                      copyConst,
+                                      hostPointer,
+                                      NULL,
+                                      NULL,
+                                      NULL,
+                                      NULL,
+                                      NULL,
+                                      NULL};
+#elif defined(RUNTIME_FIXTURE_TAKEN_NAME)
+static const te_device_ops deviceB = DEVICE("cpu");
+#else
+static const te_device_ops deviceB = DEVICE("fixture_mem_b");
+#endif
+__attribute__((unused)) static const te_device_ops *const devices[] = {
+    &deviceA, &deviceB};
+
+#if !defined(RUNTIME_FIXTURE_MISSING_SYMBOL)
+EXPORT const te_runtime_plugin_info *te_runtime_plugin_query(uint32_t major,
+                                                             uint32_t minor) {
+  (void)major;
+  (void)minor;
+  static const te_runtime_plugin_info info = {
+      sizeof(te_runtime_plugin_info),
+#if defined(RUNTIME_FIXTURE_ABI_MAJOR)
+      TE_RUNTIME_PLUGIN_ABI_MAJOR + 1,
+#else
+      TE_RUNTIME_PLUGIN_ABI_MAJOR,
+#endif
+      TE_RUNTIME_PLUGIN_ABI_MINOR,     "fixture", "1.0", 2, devices, NULL};
+  return &info;
+}
+#else
+EXPORT int te_fixture_something_else(void) { return 0; }
+#endif
