@@ -458,13 +458,19 @@ LogicalResult prepare(ModuleOp module, StringRef policyOption,
   return success();
 }
 
+/// What a dispatch may create: the dialects of the loaded plugins, and the
+/// scratch modules' functions.
+void addDispatchDialects(DialectRegistry &registry) {
+  (void)PluginManager::get().loadFromEnvironment();
+  PluginManager::get().registerDialects(registry);
+  registry.insert<func::FuncDialect>();
+}
+
 struct TEDispatchPass : te::impl::TEDispatchBase<TEDispatchPass> {
   using TEDispatchBase::TEDispatchBase;
 
   void getDependentDialects(DialectRegistry &registry) const override {
-    (void)PluginManager::get().loadFromEnvironment();
-    PluginManager::get().registerDialects(registry);
-    registry.insert<func::FuncDialect>();
+    addDispatchDialects(registry);
   }
 
   void runOnOperation() override {
@@ -480,9 +486,7 @@ struct TEExplainDispatchPass
   using TEExplainDispatchBase::TEExplainDispatchBase;
 
   void getDependentDialects(DialectRegistry &registry) const override {
-    (void)PluginManager::get().loadFromEnvironment();
-    PluginManager::get().registerDialects(registry);
-    registry.insert<func::FuncDialect>();
+    addDispatchDialects(registry);
   }
 
   void runOnOperation() override {

@@ -149,20 +149,11 @@ AffineMap canonicalToLayout(MLIRContext *ctx, QKVLayout layout) {
   llvm_unreachable("thd is declined");
 }
 
-/// (batch, seq, heads, head dim) of a non-thd Q/K/V tensor.
+/// (batch, seq, heads, head dim) of a Q/K/V tensor.
 std::array<int64_t, 4> dimsOf(Value value, QKVLayout layout) {
-  ArrayRef<int64_t> s = cast<RankedTensorType>(value.getType()).getShape();
-  switch (layout) {
-  case QKVLayout::bshd:
-    return {s[0], s[1], s[2], s[3]};
-  case QKVLayout::sbhd:
-    return {s[1], s[0], s[2], s[3]};
-  case QKVLayout::bhsd:
-    return {s[0], s[2], s[1], s[3]};
-  case QKVLayout::thd:
-    break;
-  }
-  llvm_unreachable("thd is declined");
+  HeadTensorDims dims = getHeadTensorDims(
+      layout, cast<RankedTensorType>(value.getType()).getShape());
+  return {dims.batch, dims.seq, dims.heads, dims.headDim};
 }
 
 //===----------------------------------------------------------------------===//

@@ -44,3 +44,18 @@ FailureOr<double> mlir::te::getFP8Max(Type fp8Type) {
   const llvm::fltSemantics &sem = cast<FloatType>(fp8Type).getFloatSemantics();
   return llvm::APFloat::getLargest(sem).convertToDouble();
 }
+
+HeadTensorDims mlir::te::getHeadTensorDims(QKVLayout layout,
+                                           ArrayRef<int64_t> s) {
+  switch (layout) {
+  case QKVLayout::bshd:
+    return {s[0], s[1], s[2], s[3]};
+  case QKVLayout::sbhd:
+    return {s[1], s[0], s[2], s[3]};
+  case QKVLayout::bhsd:
+    return {s[0], s[2], s[1], s[3]};
+  case QKVLayout::thd:
+    return {ShapedType::kDynamic, s[0], s[1], s[2]};
+  }
+  llvm_unreachable("unknown QKV layout");
+}

@@ -72,25 +72,8 @@ int64_t ceilDivDim(int64_t size, int64_t block) {
 // Attention
 //===----------------------------------------------------------------------===//
 
-/// The four logical dimensions of a Q, K or V tensor; `batch` is unknown
-/// (dynamic) for `thd`, where `seq` counts the packed tokens.
-struct HeadTensorDims {
-  int64_t batch, seq, heads, headDim;
-};
-
 HeadTensorDims getHeadTensorDims(QKVLayout layout, RankedTensorType type) {
-  ArrayRef<int64_t> s = type.getShape();
-  switch (layout) {
-  case QKVLayout::bshd:
-    return {s[0], s[1], s[2], s[3]};
-  case QKVLayout::sbhd:
-    return {s[1], s[0], s[2], s[3]};
-  case QKVLayout::bhsd:
-    return {s[0], s[2], s[1], s[3]};
-  case QKVLayout::thd:
-    return {ShapedType::kDynamic, s[0], s[1], s[2]};
-  }
-  llvm_unreachable("unknown QKV layout");
+  return mlir::te::getHeadTensorDims(layout, type.getShape());
 }
 
 StringRef getLayoutShapeText(QKVLayout layout) {

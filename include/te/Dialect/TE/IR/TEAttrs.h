@@ -5,6 +5,7 @@
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Support/LLVM.h"
 
 #include "te/Dialect/TE/IR/TEEnums.h.inc"
 
@@ -19,6 +20,14 @@ bool isPaddingMask(MaskKind kind);
 bool isCausalMask(MaskKind kind);
 /// True when the causal diagonal (and window) is aligned bottom-right.
 bool isBottomRightMask(MaskKind kind);
+
+/// The four logical dimensions of a Q, K, V or O tensor in a layout;
+/// `batch` is unknown (dynamic) for `thd`, where `seq` counts the packed
+/// tokens.
+struct HeadTensorDims {
+  int64_t batch, seq, heads, headDim;
+};
+HeadTensorDims getHeadTensorDims(QKVLayout layout, ArrayRef<int64_t> shape);
 
 /// The largest finite value of an FP8 format (448 for f8E4M3FN, 57344 for
 /// f8E5M2); fails for any other type.
