@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds te-mlir, then compiles and
 # runs the example programs on the CPU with te-run (twice, to show the
-# kernel cache), explains why the collectives example does not run yet, and
+# kernel cache), runs one program with the oneDNN plugin next to the native
+# lowering, explains why the collectives example does not run yet, and
 # shows the verifier rejecting a broken attention op.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +24,15 @@ for example in examples/fp8_current_scaling.mlir examples/fp8_delayed_scaling_st
   "$TE_RUN" "$example" --random-inputs --seed 1
   "$TE_RUN" "$example" --random-inputs --seed 1 --bench 3 2>&1 | grep -E '^(cache|bench)'
 done
+
+if [ -f build/lib/te-mlir/plugins/libte-plugin-onednn.so ]; then
+  echo
+  echo "=== NVTE_PLUGIN=te-plugin-onednn te-run examples/plugin_dispatch.mlir --explain --check"
+  echo "=== (the oneDNN plugin lowers what it can, native the rest; --check compares"
+  echo "=== every output with the CPU reference)"
+  NVTE_PLUGIN=te-plugin-onednn NVTE_PLUGIN_STRICT=1 "$TE_RUN" \
+    examples/plugin_dispatch.mlir --random-inputs --seed 1 --explain --check
+fi
 
 verified=0
 for example in examples/*.mlir; do

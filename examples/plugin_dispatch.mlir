@@ -1,5 +1,9 @@
-// Ops the oneDNN plugin takes (causal attention, scaled_matmul to bf16)
-// and ops it declines (a sliding window, an FP8 output).
+// One module, two backends: with NVTE_PLUGIN=te-plugin-onednn the oneDNN
+// plugin takes the causal attention and the scaled_matmul to bf16, and
+// declines the sliding-window attention and the FP8-output GEMM, which the
+// native CPU lowering takes:
+//   NVTE_PLUGIN=te-plugin-onednn te-run examples/plugin_dispatch.mlir \
+//       --random-inputs --explain --check
 func.func @block(%q: tensor<2x64x4x32xbf16>, %k: tensor<2x64x2x32xbf16>, %v: tensor<2x64x2x32xbf16>,
                  %a: tensor<64x128xf8E4M3FN>, %b: tensor<32x128xf8E4M3FN>, %sa: tensor<f32>, %sb: tensor<f32>, %bias: tensor<32xbf16>)
     -> (tensor<2x64x4x32xbf16>, tensor<2x64x4x32xbf16>, tensor<64x32xbf16>, tensor<64x32xf8E4M3FN>, tensor<f32>) {
