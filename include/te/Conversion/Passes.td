@@ -14,9 +14,11 @@ def ConvertTEToLinalg : Pass<"convert-te-to-linalg", "ModuleOp"> {
   let description = [{
     The target-independent lowering of te ops for the host CPU: every op
     becomes `linalg.generic` / `linalg.reduce` ops on tensors whose bodies
-    are `arith` and `math`; te.attention becomes scf loops over query rows
-    with an online softmax on vectors of the head dimension (memory
-    O(s * d): the score matrix never exists). FP8 casts are emitted as bit-exact integer
+    are `arith` and `math`; te.attention becomes scf loops with an online
+    softmax (memory O(s * d): the score matrix never exists), blocked over
+    tiles of query rows and chunks of keys where no per-element term
+    (arbitrary mask, bias tensor, dropout, thd) applies, one query row at a
+    time otherwise (docs/CPULowering.md). FP8 casts are emitted as bit-exact integer
     arithmetic (round-to-nearest-even, saturation to the format's largest
     finite value, NaN kept), because neither `arith.truncf` nor LLVM can
     convert to FP8 on the host.
