@@ -27,6 +27,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include <array>
 #include <cstdio>
 #include <dlfcn.h>
 #include <string>

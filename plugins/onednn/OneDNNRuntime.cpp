@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <exception>
 #include <limits>
+#include <unordered_map>
 #include <vector>
 
 namespace {
