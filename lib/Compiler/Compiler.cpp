@@ -2,8 +2,6 @@
 
 #include "te/Compiler/Compiler.h"
 
-#include "te/Conversion/TEToLinalg/TEToLinalg.h"
-#include "te/Dialect/TE/IR/TEOps.h"
 #include "te/InitAllDialects.h"
 #include "te/JIT/KernelCompiler.h"
 #include "te/Plugin/Dispatch.h"
@@ -160,30 +158,18 @@ int te_compiler_explain(const char *source, size_t size,
     *error = copyString(session.diagnostics);
     return 1;
   }
-  // dispatchModule records ops in walk order; so does this walk.
   std::string text;
   llvm::raw_string_ostream os(text);
-  size_t index = 0;
-  module->walk([&](Operation *op) {
-    if (!isa<te::TEDialect>(op->getDialect()) || isa<te::ProcessGroupOp>(op))
-      return;
-    const te::plugin::DispatchRecord &record = (*records)[index++];
+  for (const te::plugin::DispatchRecord &record : *records) {
     os << record.opName << '\t' << record.location << '\t';
     if (record.provider != "native")
       os << "plugin " << record.provider;
-    else if (std::optional<std::string> reason =
-                 te::getCPUUnsupportedReason(op))
-      os << "none: " << *reason;
+    else if (!record.nativeUnsupported.empty())
+      os << "none: " << record.nativeUnsupported;
     else
       os << "cpu (native)";
-    os << '\t';
-    std::vector<std::string> notes;
-    for (const auto &[provider, reason] : record.declined)
-      notes.push_back(provider + ": " + reason);
-    if (!record.fallback.empty())
-      notes.push_back("fallback: " + record.fallback);
-    os << llvm::join(notes, "; ") << '\n';
-  });
+    os << '\t' << llvm::join(record.notes(), "; ") << '\n';
+  }
   *table = copyString(text);
   return 0;
 }

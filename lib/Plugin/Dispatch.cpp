@@ -160,7 +160,9 @@ constexpr StringLiteral kScratchName = "te_plugin_scratch";
 /// result in place of `op`. On failure `op` is untouched and *error says
 /// why.
 LogicalResult lowerWithProvider(Operation *op, const ProviderRef &ref,
-                                const TargetInfo &target, std::string *error) {
+                                const TargetInfo &target,
+                                const NativeLowering &native,
+                                std::string *error) {
   MLIRContext *context = op->getContext();
   Location loc = op->getLoc();
   OpBuilder builder(context);
@@ -186,7 +188,6 @@ LogicalResult lowerWithProvider(Operation *op, const ProviderRef &ref,
       diagnostics += diag.str();
       return success();
     });
-    HostNativeLowering native;
     try {
       lowered = ref.provider->lower(clone, native, target);
     } catch (const std::exception &e) {
@@ -282,6 +283,37 @@ LogicalResult lowerWithProvider(Operation *op, const ProviderRef &ref,
 // Dispatch
 //===----------------------------------------------------------------------===//
 
+/// What a dispatch may create: the dialects of the loaded plugins, those of
+/// the native lowering (which providers may wrap), and the scratch modules'
+/// functions.
+static void addDispatchDialects(DialectRegistry &registry) {
+  (void)PluginManager::get().loadFromEnvironment();
+  PluginManager::get().registerDialects(registry);
+  createConvertTEToLinalg()->getDependentDialects(registry);
+  registry.insert<func::FuncDialect>();
+}
+
+/// Loads the dialects of addDispatchDialects into `context`. A pass declares
+/// them up front; dispatches outside a pass (te_compiler_explain) need this
+/// before the first plugin lowering.
+static void loadDispatchDialects(MLIRContext *context) {
+  DialectRegistry registry;
+  addDispatchDialects(registry);
+  context->appendDialectRegistry(registry);
+  for (StringRef name : registry.getDialectNames())
+    if (!context->getLoadedDialect(name))
+      context->getOrLoadDialect(name);
+}
+
+std::vector<std::string> DispatchRecord::notes() const {
+  std::vector<std::string> notes;
+  for (const auto &[provider, reason] : declined)
+    notes.push_back(provider + ": " + reason);
+  if (!fallback.empty())
+    notes.push_back("fallback: " + fallback);
+  return notes;
+}
+
 FailureOr<std::vector<DispatchRecord>>
 mlir::te::plugin::dispatchModule(ModuleOp module, const TargetInfo &target,
                                  const DispatchPolicy &policy) {
@@ -300,23 +332,9 @@ mlir::te::plugin::dispatchModule(ModuleOp module, const TargetInfo &target,
                      "' names '" + name +
                      "', which is not an available plugin; it is skipped");
 
-  // Providers create ops of their own dialects and of the native lowering's
-  // (when they wrap it); outside a pass, which declares them up front, they
-  // may not be loaded yet.
-  if (!ops.empty() && !manager.getFingerprint().empty()) {
-    MLIRContext *context = module.getContext();
-    DialectRegistry registry;
-    manager.registerDialects(registry);
-    createConvertTEToLinalg()->getDependentDialects(registry);
-    registry.insert<func::FuncDialect>();
-    context->appendDialectRegistry(registry);
-    for (StringRef name : registry.getDialectNames())
-      if (!context->getLoadedDialect(name))
-        context->getOrLoadDialect(name);
-  }
-
   std::vector<DispatchRecord> records;
-  bool failedStrict = false;
+  bool failedStrict = false, dialectsLoaded = false;
+  HostNativeLowering native;
   for (Operation *op : ops) {
     DispatchRecord record;
     record.opName = op->getName().getStringRef().str();
@@ -385,7 +403,11 @@ mlir::te::plugin::dispatchModule(ModuleOp module, const TargetInfo &target,
         }
         continue;
       }
-      if (succeeded(lowerWithProvider(op, ref, target, &error))) {
+      if (!dialectsLoaded) {
+        loadDispatchDialects(module.getContext());
+        dialectsLoaded = true;
+      }
+      if (succeeded(lowerWithProvider(op, ref, target, native, &error))) {
         record.provider = name;
       } else {
         record.fallback = name + " accepted, but " + error;
@@ -403,6 +425,9 @@ mlir::te::plugin::dispatchModule(ModuleOp module, const TargetInfo &target,
       }
       break;
     }
+    if (record.provider == "native")
+      if (std::optional<std::string> reason = native.getUnsupportedReason(op))
+        record.nativeUnsupported = *reason;
     records.push_back(std::move(record));
   }
   if (failedStrict)
@@ -428,11 +453,7 @@ void mlir::te::plugin::printDispatchTable(llvm::raw_ostream &os,
   };
   row("op", "location", "provider", "declined / notes");
   for (const DispatchRecord &record : records) {
-    std::vector<std::string> notes;
-    for (const auto &[provider, reason] : record.declined)
-      notes.push_back(provider + ": " + reason);
-    if (!record.fallback.empty())
-      notes.push_back("fallback: " + record.fallback);
+    std::vector<std::string> notes = record.notes();
     if (notes.empty())
       notes.push_back("-");
     row(record.opName, record.location, record.provider, notes.front());
@@ -456,14 +477,6 @@ LogicalResult prepare(ModuleOp module, StringRef policyOption,
                                              &error)))
     return module.emitError(error);
   return success();
-}
-
-/// What a dispatch may create: the dialects of the loaded plugins, and the
-/// scratch modules' functions.
-void addDispatchDialects(DialectRegistry &registry) {
-  (void)PluginManager::get().loadFromEnvironment();
-  PluginManager::get().registerDialects(registry);
-  registry.insert<func::FuncDialect>();
 }
 
 struct TEDispatchPass : te::impl::TEDispatchBase<TEDispatchPass> {

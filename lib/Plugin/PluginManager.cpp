@@ -55,25 +55,28 @@ class RecordRegistrar : public Registrar {
 public:
   explicit RecordRegistrar(PluginRecord &record) : record(record) {}
 
+  /// What is wrong with registering `provider`, or "" when nothing is.
+  std::string validate(const LoweringProvider *provider) const {
+    if (!provider)
+      return "a null provider";
+    const std::string &name = provider->getName();
+    if (!isValidName(name))
+      return "a provider named '" + name +
+             "' (names are 1 to 63 characters from [A-Za-z0-9_.-])";
+    for (const auto &existing : record.providers)
+      if (existing->getName() == name)
+        return "a second provider named '" + name + "'";
+    if (provider->getOpNames().empty())
+      return "provider '" + name + "' with no ops";
+    for (const std::string &op : provider->getOpNames())
+      if (!isTEOp(op))
+        return "provider '" + name + "' for '" + op + "', which is not a te op";
+    return "";
+  }
+
   bool addProvider(std::unique_ptr<LoweringProvider> provider,
                    std::string *error) override {
-    std::string problem;
-    if (!provider)
-      problem = "a null provider";
-    else if (!isValidName(provider->getName()))
-      problem = "a provider named '" + provider->getName() +
-                "' (names are 1 to 63 characters from [A-Za-z0-9_.-])";
-    else if (llvm::any_of(record.providers, [&](const auto &existing) {
-               return existing->getName() == provider->getName();
-             }))
-      problem = "a second provider named '" + provider->getName() + "'";
-    else if (provider->getOpNames().empty())
-      problem = "provider '" + provider->getName() + "' with no ops";
-    for (const std::string &op :
-         provider ? provider->getOpNames() : std::vector<std::string>())
-      if (problem.empty() && !isTEOp(op))
-        problem = "provider '" + provider->getName() + "' for '" + op +
-                  "', which is not a te op";
+    std::string problem = validate(provider.get());
     if (!problem.empty()) {
       // Remembered even if the plugin ignores the result: registering
       // something invalid fails the plugin.
@@ -212,11 +215,9 @@ LogicalResult PluginManager::load(StringRef specs, StringRef source,
                                   std::string *error) {
   std::lock_guard<std::recursive_mutex> lock(mutex);
   firstFailure.clear();
-  SmallVector<StringRef> entries;
-  specs.split(entries, ',', -1, false);
-  for (StringRef entry : entries)
-    if (!entry.trim().empty())
-      loadOne(entry.trim(), source);
+  // Split like the kernel cache does when it keys on NVTE_PLUGIN.
+  for (const std::string &entry : ::te::plugin::splitList(specs.str(), ','))
+    loadOne(entry, source);
   if (strict && !firstFailure.empty()) {
     if (error)
       *error = firstFailure;

@@ -54,6 +54,13 @@ struct DispatchRecord {
   std::vector<std::pair<std::string, std::string>> declined;
   /// Why an accepted plugin lowering was replaced by the native one.
   std::string fallback;
+  /// For an op left to native: why the native backend cannot lower it
+  /// either (empty when it can).
+  std::string nativeUnsupported;
+
+  /// The declines ("provider: reason") and the fallback ("fallback: ..."),
+  /// one note each, as the explain tables print them.
+  std::vector<std::string> notes() const;
 };
 
 /// Dispatches every te op of `module` for `target`: plugin-lowered ops are
