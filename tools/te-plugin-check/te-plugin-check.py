@@ -52,7 +52,7 @@ def qkv_shape(layout, b, s, h, d):
 
 def attention(name, layout="bshd", elem="bf16", mask="no_mask", b=2, s_q=48,
               s_kv=None, h_q=4, h_kv=None, d_qk=32, d_v=None, window=None,
-              softmax=None, bias=None, lse=False, scale=None):
+              softmax=None, bias=None, lse=False, scale=None, dropout=None):
     """One te.attention program; returns (name, text)."""
     s_kv = s_q if s_kv is None else s_kv
     h_kv = h_q if h_kv is None else h_kv
@@ -81,6 +81,10 @@ def attention(name, layout="bshd", elem="bf16", mask="no_mask", b=2, s_q=48,
     if bias == "alibi":
         args.append(("slopes", tensor((h_q,), "f32")))
         config.append("alibi_slopes(%slopes)")
+    if dropout:
+        config.append(f"dropout {dropout}")
+        args.append(("rng", tensor((2,), "i64")))
+        config.append("rng_state(%rng)")
     if softmax == "learnable":
         args.append(("offset", tensor((1, h_q, 1, 1), "f32")))
         config.append("softmax_offset(%offset)")
@@ -178,6 +182,9 @@ def corpus():
         attention("attention bshd f32 causal return_lse", elem="f32",
                   mask="causal", lse=True),
         attention("attention bshd f32 s=1 d=8", elem="f32", s_q=1, d_qk=8),
+        # No reference covers dropout: a plugin taking it is "skipped".
+        attention("attention bshd bf16 causal dropout 0.1", mask="causal",
+                  dropout=0.1),
     ]
     # te.scaled_matmul: output types, transposes, bias, GELU.
     for out in ("f32", "bf16", "f16", "f8E4M3FN"):

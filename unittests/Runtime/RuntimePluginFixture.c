@@ -84,10 +84,17 @@ static const te_device_ops deviceB = {sizeof(te_device_ops),
 #elif defined(RUNTIME_FIXTURE_TAKEN_NAME)
 static const te_device_ops deviceB = DEVICE("cpu");
 #else
-static const te_device_ops deviceB = DEVICE("fixture_mem_b");
+__attribute__((unused)) static const te_device_ops deviceB =
+    DEVICE("fixture_mem_b");
 #endif
+#if defined(RUNTIME_FIXTURE_NULL_TABLE)
+/* A hole in the list: refused whole. */
+__attribute__((unused)) static const te_device_ops *const devices[] = {&deviceA,
+                                                                       NULL};
+#else
 __attribute__((unused)) static const te_device_ops *const devices[] = {
     &deviceA, &deviceB};
+#endif
 
 #if !defined(RUNTIME_FIXTURE_MISSING_SYMBOL)
 EXPORT const te_runtime_plugin_info *te_runtime_plugin_query(uint32_t major,

@@ -54,6 +54,13 @@ TEST(RuntimePlugin, RefusalsRegisterNothing) {
             std::string::npos);
   EXPECT_FALSE(isRegistered("fixture_mem_a"));
 
+  // A NULL entry in the device list: refused whole.
+  EXPECT_EQ(te_runtime_load_plugin(fixture("null_table").c_str()),
+            TE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(te_last_error_message()).find("device table 1 is NULL"),
+            std::string::npos);
+  EXPECT_FALSE(isRegistered("fixture_mem_a"));
+
   // A device named like an existing one ("cpu"): refused whole.
   EXPECT_EQ(te_runtime_load_plugin(fixture("taken_name").c_str()),
             TE_ERROR_INVALID_ARGUMENT);
