@@ -30,6 +30,7 @@
 #include <array>
 #include <cstdio>
 #include <dlfcn.h>
+#include <optional>
 #include <string>
 
 using namespace mlir;
@@ -40,14 +41,18 @@ namespace {
 
 constexpr const char *kRuntimeLibrary = "libte-onednn-runtime.so";
 
-/// The runtime library next to this plugin's own file.
-std::string runtimeLibraryPath() {
-  Dl_info info;
-  if (!dladdr(reinterpret_cast<void *>(&runtimeLibraryPath), &info) ||
-      !info.dli_fname)
-    return {};
-  std::string self = info.dli_fname;
-  return self.substr(0, self.find_last_of('/') + 1) + kRuntimeLibrary;
+/// The runtime library next to this plugin's own file (empty if this
+/// file cannot be located).
+const std::string &runtimeLibraryPath() {
+  static const std::string path = [] {
+    Dl_info info;
+    if (!dladdr(reinterpret_cast<void *>(&runtimeLibraryPath), &info) ||
+        !info.dli_fname)
+      return std::string();
+    std::string self = info.dli_fname;
+    return self.substr(0, self.find_last_of('/') + 1) + kRuntimeLibrary;
+  }();
+  return path;
 }
 
 std::string typeName(Type type) {
@@ -128,6 +133,37 @@ void declare(ModuleOp module, StringRef name, FunctionType type) {
   function.setPrivate();
 }
 
+/// What both providers require: the CPU backend, static shapes and the
+/// runtime library. A decline, or nullopt when `op` meets them.
+std::optional<Decision> checkCommon(Operation *op, const TargetInfo &target) {
+  if (target.backend != "cpu")
+    return Decision::decline("only the cpu backend");
+  for (Value operand : op->getOperands())
+    if (!cast<ShapedType>(operand.getType()).hasStaticShape())
+      return Decision::decline("dynamic shapes");
+  if (runtimeLibraryPath().empty())
+    return Decision::decline("cannot locate " + std::string(kRuntimeLibrary));
+  return std::nullopt;
+}
+
+/// Calls the runtime function `name` (declared in `op`'s module, which then
+/// links the runtime library) with `args`; returns `output` (the buffer it
+/// writes) as a tensor.
+Value callRuntime(OpBuilder &b, Location loc, Operation *op, StringRef name,
+                  ArrayRef<Value> args, Value output) {
+  auto module = op->getParentOfType<ModuleOp>();
+  SmallVector<Type> argTypes;
+  for (Value arg : args)
+    argTypes.push_back(arg.getType());
+  declare(module, name, b.getFunctionType(argTypes, {b.getI32Type()}));
+  func::CallOp::create(b, loc, name, TypeRange{b.getI32Type()}, args);
+  addLinkLibrary(module, runtimeLibraryPath());
+  auto type = cast<MemRefType>(output.getType());
+  return bufferization::ToTensorOp::create(
+      b, loc, RankedTensorType::get(type.getShape(), type.getElementType()),
+      output, /*restrict=*/true, /*writable=*/true);
+}
+
 Value i64Const(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIntOp::create(b, loc, b.getI64Type(), value);
 }
@@ -168,11 +204,8 @@ public:
   Decision check(Operation *operation,
                  const TargetInfo &target) const override {
     auto op = cast<AttentionOp>(operation);
-    if (target.backend != "cpu")
-      return Decision::decline("only the cpu backend");
-    for (Value operand : op->getOperands())
-      if (!cast<ShapedType>(operand.getType()).hasStaticShape())
-        return Decision::decline("dynamic shapes");
+    if (std::optional<Decision> declined = checkCommon(op, target))
+      return *declined;
     for (Value operand : {op.getQ(), op.getK(), op.getV()}) {
       Type element = cast<ShapedType>(operand.getType()).getElementType();
       if (!isWideFloat(element))
@@ -205,8 +238,6 @@ public:
     if (isBottomRightMask(mask) && q[1] > k[1])
       return Decision::decline("causal_bottom_right with s_q > s_kv (query "
                                "rows without keys)");
-    if (runtimeLibraryPath().empty())
-      return Decision::decline("cannot locate " + std::string(kRuntimeLibrary));
     return Decision::accept();
   }
 
@@ -238,13 +269,6 @@ public:
       maskKind = isBottomRightMask(op.getMaskKind())
                      ? TE_ONEDNN_MASK_CAUSAL_BOTTOM_RIGHT
                      : TE_ONEDNN_MASK_CAUSAL;
-    auto ptr = LLVM::LLVMPointerType::get(ctx);
-    Type i64 = b.getI64Type(), f32 = b.getF32Type();
-    SmallVector<Type> argTypes = {ptr, ptr, ptr, ptr, i64, i64, i64,
-                                  i64, i64, i64, i64, f32, i64};
-    auto type = b.getFunctionType(argTypes, {b.getI32Type()});
-    auto module = op->getParentOfType<ModuleOp>();
-    declare(module, "te_onednn_attention_f32", type);
     SmallVector<Value> args = {
         pointerOf(b, loc, bufferOf(b, loc, qf)),
         pointerOf(b, loc, bufferOf(b, loc, kf)),
@@ -261,11 +285,8 @@ public:
             b, loc,
             b.getF32FloatAttr(static_cast<float>(*op.getEffectiveScale()))),
         i64Const(b, loc, maskKind)};
-    func::CallOp::create(b, loc, "te_onednn_attention_f32",
-                         TypeRange{b.getI32Type()}, args);
-    Value of = bufferization::ToTensorOp::create(
-        b, loc, RankedTensorType::get(oType.getShape(), f32), oBuffer,
-        /*restrict=*/true, /*writable=*/true);
+    Value of =
+        callRuntime(b, loc, op, "te_onednn_attention_f32", args, oBuffer);
 
     // Back to the op's layout: O's element (layout indices) is of at the
     // canonical (batch, head, position, column).
@@ -274,7 +295,6 @@ public:
     op.getO().replaceAllUsesWith(
         convertFromF32(b, loc, of, resultType, fromLayout));
     op.erase();
-    addLinkLibrary(module, runtimeLibraryPath());
     return success();
   }
 };
@@ -291,17 +311,12 @@ public:
   Decision check(Operation *operation,
                  const TargetInfo &target) const override {
     auto op = cast<ScaledMatmulOp>(operation);
-    if (target.backend != "cpu")
-      return Decision::decline("only the cpu backend");
-    for (Value operand : op->getOperands())
-      if (!cast<ShapedType>(operand.getType()).hasStaticShape())
-        return Decision::decline("dynamic shapes");
+    if (std::optional<Decision> declined = checkCommon(op, target))
+      return *declined;
     Type out = op.getD().getType().getElementType();
     if (!isWideFloat(out))
       return Decision::decline(typeName(out) +
                                " output (oneDNN 2.x has no FP8 types)");
-    if (runtimeLibraryPath().empty())
-      return Decision::decline("cannot locate " + std::string(kRuntimeLibrary));
     return Decision::accept();
   }
 
@@ -344,11 +359,6 @@ public:
                                              b.getMultiDimIdentityMap(1))));
     auto dType = MemRefType::get({m, n}, f32);
     Value dBuffer = memref::AllocOp::create(b, loc, dType);
-    Type i64 = b.getI64Type();
-    auto type = b.getFunctionType({ptr, ptr, ptr, ptr, i64, i64, i64, f32, i64},
-                                  {b.getI32Type()});
-    auto module = op->getParentOfType<ModuleOp>();
-    declare(module, "te_onednn_matmul_f32", type);
     SmallVector<Value> args = {pointerOf(b, loc, bufferOf(b, loc, af)),
                                pointerOf(b, loc, bufferOf(b, loc, bf)),
                                bias,
@@ -358,11 +368,7 @@ public:
                                i64Const(b, loc, kDim),
                                alpha,
                                i64Const(b, loc, op.getGelu() ? 1 : 0)};
-    func::CallOp::create(b, loc, "te_onednn_matmul_f32",
-                         TypeRange{b.getI32Type()}, args);
-    Value df = bufferization::ToTensorOp::create(
-        b, loc, RankedTensorType::get({m, n}, f32), dBuffer,
-        /*restrict=*/true, /*writable=*/true);
+    Value df = callRuntime(b, loc, op, "te_onednn_matmul_f32", args, dBuffer);
     RankedTensorType resultType = op.getD().getType();
     Value d = resultType.getElementType().isF32()
                   ? df
@@ -370,7 +376,6 @@ public:
                                    b.getMultiDimIdentityMap(2));
     op.getD().replaceAllUsesWith(d);
     op.erase();
-    addLinkLibrary(module, runtimeLibraryPath());
     return success();
   }
 };
