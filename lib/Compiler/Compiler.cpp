@@ -33,7 +33,11 @@ char *copyString(const std::string &text) {
 /// A context with te's dialects whose diagnostics are collected as text,
 /// formatted like te-opt's (file:line:col: error: ... with the source line).
 struct CompilerSession {
-  CompilerSession() : context(makeRegistry()), diagnosticStream(diagnostics) {}
+  CompilerSession() : context(makeRegistry()), diagnosticStream(diagnostics) {
+    // Diagnostics name the program's lines; a dump of the (possibly
+    // half-lowered) module would bury them.
+    context.printOpOnDiagnostic(false);
+  }
 
   static DialectRegistry makeRegistry() {
     DialectRegistry registry;
@@ -98,9 +102,9 @@ int te_compiler_canonicalize(const char *source, size_t size,
   return 0;
 }
 
-static int compile(const char *source, size_t size, const char *source_name,
-                   const char *output_path, bool reference, char **manifest,
-                   char **error) {
+static int compile(const char *device, const char *source, size_t size,
+                   const char *source_name, const char *output_path,
+                   bool reference, char **manifest, char **error) {
   CompilerSession session;
   OwningOpRef<ModuleOp> module = session.parse(source, size, source_name);
   if (!module) {
@@ -109,6 +113,7 @@ static int compile(const char *source, size_t size, const char *source_name,
   }
   te::KernelCompileOptions options;
   options.reference = reference;
+  options.device = device ? device : "";
   FailureOr<std::string> result =
       te::compileKernelLibrary(*module, options, output_path);
   if (failed(result)) {
@@ -122,20 +127,34 @@ static int compile(const char *source, size_t size, const char *source_name,
 int te_compiler_compile(const char *source, size_t size,
                         const char *source_name, const char *output_path,
                         char **manifest, char **error) {
-  return compile(source, size, source_name, output_path, /*reference=*/false,
-                 manifest, error);
+  return compile("cpu", source, size, source_name, output_path,
+                 /*reference=*/false, manifest, error);
+}
+
+int te_compiler_compile_for(const char *device, const char *source, size_t size,
+                            const char *source_name, const char *output_path,
+                            char **manifest, char **error) {
+  return compile(device, source, size, source_name, output_path,
+                 /*reference=*/false, manifest, error);
 }
 
 int te_compiler_compile_reference(const char *source, size_t size,
                                   const char *source_name,
                                   const char *output_path, char **manifest,
                                   char **error) {
-  return compile(source, size, source_name, output_path, /*reference=*/true,
-                 manifest, error);
+  return compile("cpu", source, size, source_name, output_path,
+                 /*reference=*/true, manifest, error);
 }
 
 int te_compiler_explain(const char *source, size_t size,
                         const char *source_name, char **table, char **error) {
+  return te_compiler_explain_for("cpu", source, size, source_name, table,
+                                 error);
+}
+
+int te_compiler_explain_for(const char *device, const char *source, size_t size,
+                            const char *source_name, char **table,
+                            char **error) {
   CompilerSession session;
   OwningOpRef<ModuleOp> module = session.parse(source, size, source_name);
   if (!module) {
@@ -143,17 +162,31 @@ int te_compiler_explain(const char *source, size_t size,
     return 1;
   }
   // The dispatch of the compile pipeline, on a copy: which ops plugins take.
+  te::plugin::PluginManager &plugins = te::plugin::PluginManager::get();
   te::plugin::DispatchPolicy policy;
   std::string message;
-  if (failed(te::plugin::PluginManager::get().loadFromEnvironment(&message)) ||
+  if (failed(plugins.loadFromEnvironment(&message)) ||
       failed(te::plugin::DispatchPolicy::fromEnvironment("", "", policy,
                                                          &message))) {
     *error = copyString(message);
     return 1;
   }
+  std::string deviceName = device ? device : "";
+  te::plugin::TargetRef target = plugins.findTarget(deviceName);
+  if (!target) {
+    *error = copyString("error: no target produces kernel modules for "
+                        "device '" +
+                        deviceName +
+                        "' (targets exist for: " + plugins.describeTargets() +
+                        "); load the plugin that registers it with "
+                        "NVTE_PLUGIN or --te-plugin");
+    return 1;
+  }
+  // Copied: a plugin that fails during the dispatch drops its target.
+  std::string targetName = target.target->getName();
   OwningOpRef<ModuleOp> copy = module->clone();
   FailureOr<std::vector<te::plugin::DispatchRecord>> records =
-      te::plugin::dispatchModule(*copy, te::plugin::getHostTarget(), policy);
+      te::plugin::dispatchModule(*copy, target.target->getTargetInfo(), policy);
   if (failed(records)) {
     *error = copyString(session.diagnostics);
     return 1;
@@ -167,10 +200,28 @@ int te_compiler_explain(const char *source, size_t size,
     else if (!record.nativeUnsupported.empty())
       os << "none: " << record.nativeUnsupported;
     else
-      os << "cpu (native)";
+      os << targetName << " (native)";
     os << '\t' << llvm::join(record.notes(), "; ") << '\n';
   }
   *table = copyString(text);
+  return 0;
+}
+
+int te_compiler_targets(char **list, char **error) {
+  te::plugin::PluginManager &plugins = te::plugin::PluginManager::get();
+  std::string message;
+  if (failed(plugins.loadFromEnvironment(&message))) {
+    *error = copyString(message);
+    return 1;
+  }
+  std::string text;
+  for (const te::plugin::TargetRef &ref : plugins.getTargets())
+    text +=
+        ref.target->getDeviceName() + "\t" + ref.target->getName() + "\t" +
+        (ref.plugin ? "plugin " + ref.plugin->name + " " + ref.plugin->version
+                    : std::string("built-in")) +
+        "\n";
+  *list = copyString(text);
   return 0;
 }
 

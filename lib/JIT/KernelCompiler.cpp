@@ -3,6 +3,7 @@
 #include "te/JIT/KernelCompiler.h"
 
 #include "te/Pipelines/Pipelines.h"
+#include "te/Plugin/Passes.h"
 #include "te/Plugin/PluginManager.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -32,42 +33,6 @@ using namespace mlir::te;
 
 namespace {
 
-/// The element types the runtime's manifest parser knows, by MLIR spelling.
-bool isKernelElementType(Type type) {
-  return type.isF32() || type.isF64() || type.isF16() || type.isBF16() ||
-         isa<Float8E4M3FNType, Float8E5M2Type, Float8E8M0FNUType>(type) ||
-         type.isSignlessInteger(1) || type.isSignlessInteger(8) ||
-         type.isSignlessInteger(32) || type.isSignlessInteger(64);
-}
-
-LogicalResult checkKernelType(func::FuncOp func, Type type, StringRef role,
-                              unsigned index) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (tensor && tensor.hasStaticShape() && tensor.getNumElements() == 0)
-    return func.emitError("kernel @")
-           << func.getSymName() << ": " << role << " " << index << " has type "
-           << type << " with no elements; kernels take and return tensors "
-           << "with at least one element";
-  if (!tensor || !tensor.hasStaticShape() ||
-      !isKernelElementType(tensor.getElementType()))
-    return func.emitError("kernel @")
-           << func.getSymName() << ": " << role << " " << index << " has type "
-           << type
-           << "; kernels take and return statically shaped tensors of f32, "
-              "f64, f16, bf16, f8E4M3FN, f8E5M2, f8E8M0FNU, i1, i8, i32 or "
-              "i64";
-  return success();
-}
-
-void printTensorType(llvm::raw_ostream &os, RankedTensorType type) {
-  os << type.getElementType() << ' ';
-  if (type.getRank() == 0) {
-    os << "scalar";
-    return;
-  }
-  llvm::interleave(type.getShape(), os, "x");
-}
-
 void initializeNativeTarget() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -86,53 +51,6 @@ struct TemporaryFile {
 };
 
 } // namespace
-
-FailureOr<SmallVector<KernelEntry>>
-mlir::te::collectKernelEntries(ModuleOp module) {
-  SmallVector<KernelEntry> entries;
-  for (auto func : module.getOps<func::FuncOp>()) {
-    if (func.isPrivate() || func.isExternal())
-      continue;
-    KernelEntry entry{func.getSymName().str(), {}, {}};
-    for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
-      if (failed(checkKernelType(func, type, "argument", i)))
-        return failure();
-      entry.inputs.push_back(cast<RankedTensorType>(type));
-    }
-    for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
-      if (failed(checkKernelType(func, type, "result", i)))
-        return failure();
-      entry.outputs.push_back(cast<RankedTensorType>(type));
-    }
-    entries.push_back(std::move(entry));
-  }
-  if (entries.empty())
-    return mlir::emitError(module.getLoc(),
-                           "the module has no public function to compile "
-                           "as a kernel entry point");
-  return entries;
-}
-
-std::string mlir::te::formatKernelManifest(ArrayRef<KernelEntry> entries) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << "te-kernel-abi 1\n";
-  for (const KernelEntry &entry : entries) {
-    os << "entry " << entry.name << ' ' << entry.name << "__te_packed\n";
-    for (RankedTensorType type : entry.inputs) {
-      os << "in ";
-      printTensorType(os, type);
-      os << '\n';
-    }
-    for (RankedTensorType type : entry.outputs) {
-      os << "out ";
-      printTensorType(os, type);
-      os << '\n';
-    }
-    os << "end\n";
-  }
-  return text;
-}
 
 LogicalResult mlir::te::emitKernelABI(ModuleOp llvmModule,
                                       ArrayRef<KernelEntry> entries) {
@@ -192,34 +110,24 @@ std::string mlir::te::getHostTargetDescription() {
   return host.triple + " " + host.cpu + " " + host.features;
 }
 
-FailureOr<std::string>
-mlir::te::compileKernelLibrary(ModuleOp module,
-                               const KernelCompileOptions &options,
-                               StringRef outputPath) {
-  FailureOr<SmallVector<KernelEntry>> entries = collectKernelEntries(module);
-  if (failed(entries))
-    return failure();
-
-  OwningOpRef<ModuleOp> lowered = module.clone();
-  PassManager pm(module.getContext());
-  if (options.reference)
-    buildLowerToCPUReferencePipeline(pm);
-  else
-    buildLowerToCPUPipeline(pm);
-  if (failed(pm.run(*lowered)) || failed(emitKernelABI(*lowered, *entries)))
+LogicalResult
+mlir::te::writeHostKernelLibrary(ModuleOp module, ArrayRef<KernelEntry> entries,
+                                 StringRef outputPath,
+                                 const HostLibraryOptions &options) {
+  if (failed(emitKernelABI(module, entries)))
     return failure();
 
   // Runtime libraries of plugin lowerings: linked, and found at load time
   // through the rpath. The attribute is not for the LLVM translation.
   SmallVector<std::string> linkArgs;
-  if (auto libraries = (*lowered)->getAttrOfType<ArrayAttr>(
-          plugin::kLinkLibrariesAttrName)) {
+  if (auto libraries =
+          module->getAttrOfType<ArrayAttr>(plugin::kLinkLibrariesAttrName)) {
     for (auto library : libraries.getAsRange<StringAttr>()) {
       linkArgs.push_back(library.getValue().str());
       linkArgs.push_back(
           "-rpath=" + llvm::sys::path::parent_path(library.getValue()).str());
     }
-    (*lowered)->removeAttr(plugin::kLinkLibrariesAttrName);
+    module->removeAttr(plugin::kLinkLibrariesAttrName);
   }
 
   DialectRegistry registry;
@@ -229,7 +137,7 @@ mlir::te::compileKernelLibrary(ModuleOp module,
 
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(*lowered, llvmContext, "te-kernel");
+      translateModuleToLLVMIR(module, llvmContext, "te-kernel");
   if (!llvmModule)
     return mlir::emitError(module.getLoc(), "translation to LLVM IR failed");
 
@@ -306,5 +214,96 @@ mlir::te::compileKernelLibrary(ModuleOp module,
            << options.linker << " failed ("
            << (execError.empty() ? log : execError) << ")";
   }
-  return formatKernelManifest(*entries);
+  return success();
+}
+
+namespace {
+
+/// The built-in target: the host CPU, through LLVM, as shared libraries.
+class CPUTarget : public plugin::TargetBackend {
+public:
+  CPUTarget() : TargetBackend("cpu", "cpu") {}
+
+  plugin::TargetInfo getTargetInfo() const override {
+    return plugin::getHostTarget();
+  }
+
+  void buildPipeline(OpPassManager &pm) const override {
+    buildCPUTargetPipeline(pm);
+  }
+
+  LogicalResult serialize(ModuleOp lowered, ArrayRef<KernelEntry> entries,
+                          StringRef, StringRef outputPath,
+                          unsigned optLevel) const override {
+    HostLibraryOptions options;
+    options.optLevel = optLevel;
+    return writeHostKernelLibrary(lowered, entries, outputPath, options);
+  }
+};
+
+/// Registers the built-in targets when the library loads, before any plugin
+/// can claim their names.
+const bool builtinTargetsRegistered = (registerBuiltinTargets(), true);
+
+} // namespace
+
+void mlir::te::registerBuiltinTargets() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    plugin::registerBuiltinTarget(std::make_unique<CPUTarget>());
+  });
+}
+
+FailureOr<std::string>
+mlir::te::compileKernelLibrary(ModuleOp module,
+                               const KernelCompileOptions &options,
+                               StringRef outputPath) {
+  (void)builtinTargetsRegistered;
+  FailureOr<SmallVector<KernelEntry>> entries = collectKernelEntries(module);
+  if (failed(entries))
+    return failure();
+
+  plugin::PluginManager &plugins = plugin::PluginManager::get();
+  std::string error;
+  if (failed(plugins.loadFromEnvironment(&error)))
+    return mlir::emitError(module.getLoc(), error);
+  plugin::TargetRef target = plugins.findTarget(options.device);
+  if (!target)
+    return mlir::emitError(module.getLoc(),
+                           "no target produces kernel modules for device '")
+           << options.device
+           << "' (targets exist for: " << plugins.describeTargets()
+           << "); load the plugin that registers it with NVTE_PLUGIN or "
+              "--te-plugin";
+  if (options.reference && target.plugin)
+    return mlir::emitError(module.getLoc(), "the reference pipeline builds "
+                                            "for the cpu device only, not '")
+           << options.device << "'";
+  // A plugin's toolchain starts on first use. A plugin that fails to
+  // start drops its registrations, this target included.
+  std::string description = target.describe();
+  if (target.plugin && failed(plugins.activate(*target.plugin, &error)))
+    return mlir::emitError(module.getLoc(), "target ")
+           << description << " for device '" << options.device
+           << "' is unavailable: " << error;
+
+  OwningOpRef<ModuleOp> lowered = module.clone();
+  PassManager pm(module.getContext());
+  if (options.reference) {
+    buildLowerToCPUReferencePipeline(pm);
+  } else {
+    TEDispatchOptions dispatch;
+    dispatch.device = options.device;
+    pm.addPass(createTEDispatch(dispatch));
+    target.target->buildPipeline(pm);
+  }
+  if (failed(pm.run(*lowered)))
+    return failure();
+  std::string manifest = formatKernelManifest(*entries);
+  if (failed(target.target->serialize(*lowered, *entries, manifest, outputPath,
+                                      options.optLevel)))
+    return mlir::emitError(module.getLoc(), "target ")
+           << description << " could not write the kernel module for "
+           << "device '" << options.device << "'";
+  return manifest;
 }

@@ -96,8 +96,8 @@ te_status te_jit_load(te_jit *jit, te_device *device, const char *source,
     // Another thread may have loaded it while this one waited.
     if (memoryHit())
       return TE_OK;
-    support::Expected<cache::ProvidedKernel> provided =
-        jit->provider.provide(text, name);
+    support::Expected<cache::ProvidedKernel> provided = jit->provider.provide(
+        text, name, /*reference=*/false, te_device_name(device));
     if (!provided) {
       bool notLoadable =
           provided.message().find("cannot load te-mlir's compiler") == 0 ||

@@ -131,9 +131,9 @@ struct KernelProvider::Compiler {
   void *handle = nullptr;
   decltype(&te_compiler_build_id) buildId = nullptr;
   decltype(&te_compiler_canonicalize) canonicalize = nullptr;
-  decltype(&te_compiler_compile) compile = nullptr;
+  decltype(&te_compiler_compile_for) compile = nullptr;
   decltype(&te_compiler_compile_reference) compileReference = nullptr;
-  decltype(&te_compiler_explain) explain = nullptr;
+  decltype(&te_compiler_explain_for) explain = nullptr;
   decltype(&te_compiler_plugins) plugins = nullptr;
   decltype(&te_compiler_free) release = nullptr;
   ~Compiler() {
@@ -171,9 +171,9 @@ Status KernelProvider::loadCompiler() {
   };
   if (!resolve(loaded->buildId, "te_compiler_build_id") ||
       !resolve(loaded->canonicalize, "te_compiler_canonicalize") ||
-      !resolve(loaded->compile, "te_compiler_compile") ||
+      !resolve(loaded->compile, "te_compiler_compile_for") ||
       !resolve(loaded->compileReference, "te_compiler_compile_reference") ||
-      !resolve(loaded->explain, "te_compiler_explain") ||
+      !resolve(loaded->explain, "te_compiler_explain_for") ||
       !resolve(loaded->plugins, "te_compiler_plugins") ||
       !resolve(loaded->release, "te_compiler_free"))
     return Status::error(compilerLibrary +
@@ -191,12 +191,13 @@ Status KernelProvider::loadCompiler() {
 
 Expected<std::vector<std::array<std::string, 4>>>
 KernelProvider::explain(const std::string &source,
-                        const std::string &sourceName) {
+                        const std::string &sourceName,
+                        const std::string &device) {
   if (Status status = loadCompiler(); !status.ok())
     return status;
   char *table = nullptr, *error = nullptr;
-  if (compiler->explain(source.data(), source.size(), sourceName.c_str(),
-                        &table, &error) != 0) {
+  if (compiler->explain(device.c_str(), source.data(), source.size(),
+                        sourceName.c_str(), &table, &error) != 0) {
     std::string message = error ? error : "unknown compiler error";
     compiler->release(error);
     return Status::error(message);
@@ -224,7 +225,12 @@ KernelProvider::explain(const std::string &source,
 
 Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
                                                  const std::string &sourceName,
-                                                 bool reference) {
+                                                 bool reference,
+                                                 const std::string &device) {
+  if (reference && device != "cpu")
+    return Status::error("reference kernels are built for the cpu device "
+                         "only, not '" +
+                         device + "'");
   const char *pipeline = reference ? kReferencePipeline : kPipeline;
   // Every environment variable that changes code generation joins the
   // keys: today those of the plugins.
@@ -234,6 +240,7 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
   std::string sourceKey = KeyBuilder()
                               .add("source", source)
                               .add("pipeline", pipeline)
+                              .add("device", device)
                               .add("host", host)
                               .add("build", buildId)
                               .add("plugin-environment", pluginEnvironment)
@@ -244,7 +251,6 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
 
   if (Status status = loadCompiler(); !status.ok())
     return status;
-  auto compile = reference ? compiler->compileReference : compiler->compile;
   auto start = std::chrono::steady_clock::now();
   char *canonical = nullptr, *error = nullptr;
   if (compiler->canonicalize(source.data(), source.size(), sourceName.c_str(),
@@ -270,6 +276,7 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
   std::string canonicalKey = KeyBuilder()
                                  .add("canonical-ir", canonicalText)
                                  .add("pipeline", pipeline)
+                                 .add("device", device)
                                  .add("host", host)
                                  .add("build", buildId)
                                  .add("plugin-environment", pluginEnvironment)
@@ -288,8 +295,13 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
   }
   std::string output = scratchDirectory + "/" + canonicalKey + ".so";
   char *manifest = nullptr;
-  if (compile(source.data(), source.size(), sourceName.c_str(), output.c_str(),
-              &manifest, &error) != 0) {
+  int failed = reference ? compiler->compileReference(
+                               source.data(), source.size(), sourceName.c_str(),
+                               output.c_str(), &manifest, &error)
+                         : compiler->compile(device.c_str(), source.data(),
+                                             source.size(), sourceName.c_str(),
+                                             output.c_str(), &manifest, &error);
+  if (failed != 0) {
     std::string message = error ? error : "unknown compiler error";
     compiler->release(error);
     return Status::error(message);

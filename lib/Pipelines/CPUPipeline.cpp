@@ -21,11 +21,8 @@
 
 using namespace mlir;
 
-/// The stages shared by the production and the reference pipeline: the
-/// remaining te ops to linalg, then on to the LLVM dialect.
-static void buildCPUStages(OpPassManager &pm) {
-  using namespace mlir::te;
-  pm.addPass(createConvertTEToLinalg());
+void mlir::te::buildCPUTargetPipeline(OpPassManager &pm) {
+  pm.addPass(te::createConvertTEToLinalg());
   pm.addPass(createCanonicalizerPass());
 
   bufferization::OneShotBufferizePassOptions bufferize;
@@ -68,12 +65,12 @@ static void buildCPUStages(OpPassManager &pm) {
 void mlir::te::buildLowerToCPUPipeline(OpPassManager &pm) {
   // Plugins first: the ops they lower are gone before the native lowering.
   pm.addPass(createTEDispatch());
-  buildCPUStages(pm);
+  buildCPUTargetPipeline(pm);
 }
 
 void mlir::te::buildLowerToCPUReferencePipeline(OpPassManager &pm) {
   pm.addPass(createTEDecomposeReference());
-  buildCPUStages(pm);
+  buildCPUTargetPipeline(pm);
 }
 
 void mlir::te::registerPipelines() {

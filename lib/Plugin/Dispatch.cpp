@@ -468,14 +468,29 @@ void mlir::te::plugin::printDispatchTable(llvm::raw_ostream &os,
 
 namespace {
 
-/// Loads NVTE_PLUGIN and reads the policy; emits the error on failure.
+/// Loads NVTE_PLUGIN, reads the policy and finds the target of `device`
+/// (the host for ""); emits the error on failure.
 LogicalResult prepare(ModuleOp module, StringRef policyOption,
-                      StringRef denyOption, DispatchPolicy &policy) {
+                      StringRef denyOption, StringRef device,
+                      DispatchPolicy &policy, TargetInfo &target) {
   std::string error;
-  if (failed(PluginManager::get().loadFromEnvironment(&error)) ||
+  PluginManager &manager = PluginManager::get();
+  if (failed(manager.loadFromEnvironment(&error)) ||
       failed(DispatchPolicy::fromEnvironment(policyOption, denyOption, policy,
                                              &error)))
-    return module.emitError(error);
+    return mlir::emitError(module.getLoc(), error);
+  if (device.empty()) {
+    target = getHostTarget();
+    return success();
+  }
+  TargetRef ref = manager.findTarget(device);
+  if (!ref)
+    return mlir::emitError(module.getLoc(),
+                           "no target produces kernel modules for device '")
+           << device << "' (targets exist for: " << manager.describeTargets()
+           << "); load the plugin that registers it with NVTE_PLUGIN or "
+              "--te-plugin";
+  target = ref.target->getTargetInfo();
   return success();
 }
 
@@ -488,8 +503,9 @@ struct TEDispatchPass : te::impl::TEDispatchBase<TEDispatchPass> {
 
   void runOnOperation() override {
     DispatchPolicy parsed;
-    if (failed(prepare(getOperation(), policy, deny, parsed)) ||
-        failed(dispatchModule(getOperation(), getHostTarget(), parsed)))
+    TargetInfo target;
+    if (failed(prepare(getOperation(), policy, deny, device, parsed, target)) ||
+        failed(dispatchModule(getOperation(), target, parsed)))
       signalPassFailure();
   }
 };
@@ -504,11 +520,12 @@ struct TEExplainDispatchPass
 
   void runOnOperation() override {
     DispatchPolicy parsed;
-    if (failed(prepare(getOperation(), policy, deny, parsed)))
+    TargetInfo target;
+    if (failed(prepare(getOperation(), policy, deny, device, parsed, target)))
       return signalPassFailure();
     OwningOpRef<ModuleOp> copy = getOperation().clone();
     FailureOr<std::vector<DispatchRecord>> records =
-        dispatchModule(*copy, getHostTarget(), parsed);
+        dispatchModule(*copy, target, parsed);
     if (failed(records))
       return signalPassFailure();
     printDispatchTable(llvm::outs(), *records);

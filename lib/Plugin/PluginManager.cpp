@@ -53,7 +53,9 @@ bool isTEOp(StringRef name) {
 /// What a plugin's register callback registers into: its own record.
 class RecordRegistrar : public Registrar {
 public:
-  explicit RecordRegistrar(PluginRecord &record) : record(record) {}
+  RecordRegistrar(PluginRecord &record,
+                  const std::vector<std::unique_ptr<TargetBackend>> &builtins)
+      : record(record), builtins(builtins) {}
 
   /// What is wrong with registering `provider`, or "" when nothing is.
   std::string validate(const LoweringProvider *provider) const {
@@ -74,19 +76,53 @@ public:
     return "";
   }
 
+  /// What is wrong with registering `target`, or "" when nothing is.
+  std::string validate(const TargetBackend *target) const {
+    if (!target)
+      return "a null target";
+    const std::string &name = target->getName();
+    const std::string &device = target->getDeviceName();
+    if (!isValidName(name) || !isValidName(device))
+      return "a target named '" + name + "' for device '" + device +
+             "' (names are 1 to 63 characters from [A-Za-z0-9_.-])";
+    for (const auto &builtin : builtins)
+      if (builtin->getName() == name || builtin->getDeviceName() == device)
+        return "target '" + name + "' for device '" + device +
+               "', which clashes with the built-in target '" +
+               builtin->getName() + "' for device '" +
+               builtin->getDeviceName() + "'";
+    for (const auto &existing : record.targets)
+      if (existing->getName() == name || existing->getDeviceName() == device)
+        return "a second target named '" + name + "' or for device '" + device +
+               "'";
+    return "";
+  }
+
+  /// Registering something invalid fails the plugin, even if it ignores
+  /// the result; the first problem is the plugin's error.
+  bool reject(const std::string &problem, std::string *error) {
+    if (invalid.empty())
+      invalid = "registered " + problem;
+    if (error)
+      *error = invalid;
+    return false;
+  }
+
   bool addProvider(std::unique_ptr<LoweringProvider> provider,
                    std::string *error) override {
     std::string problem = validate(provider.get());
-    if (!problem.empty()) {
-      // Remembered even if the plugin ignores the result: registering
-      // something invalid fails the plugin.
-      if (invalid.empty())
-        invalid = "registered " + problem;
-      if (error)
-        *error = invalid;
-      return false;
-    }
+    if (!problem.empty())
+      return reject(problem, error);
     record.providers.push_back(std::move(provider));
+    return true;
+  }
+
+  bool addTarget(std::unique_ptr<TargetBackend> target,
+                 std::string *error) override {
+    std::string problem = validate(target.get());
+    if (!problem.empty())
+      return reject(problem, error);
+    record.targets.push_back(std::move(target));
     return true;
   }
 
@@ -96,6 +132,7 @@ public:
   }
 
   PluginRecord &record;
+  const std::vector<std::unique_ptr<TargetBackend>> &builtins;
   std::string invalid;
 };
 
@@ -178,6 +215,7 @@ void PluginManager::fail(PluginRecord &record, StringRef step,
   bool registered = step == "register" || step == "activate";
   // Drop the registrations before the code behind them goes away.
   record.providers.clear();
+  record.targets.clear();
   record.dialects.clear();
   record.activate = nullptr;
   // Before registration nothing can point into the library, so it is
@@ -202,13 +240,20 @@ void PluginManager::fail(PluginRecord &record, StringRef step,
 
 LogicalResult PluginManager::loadFromEnvironment(std::string *error) {
   std::lock_guard<std::recursive_mutex> lock(mutex);
-  if (environmentLoaded)
+  if (!environmentLoaded) {
+    environmentLoaded = true;
+    const char *specs = std::getenv("NVTE_PLUGIN");
+    if (specs && *specs &&
+        failed(load(specs, "NVTE_PLUGIN", &environmentError)) &&
+        environmentError.empty())
+      environmentError = "NVTE_PLUGIN could not be loaded";
+  }
+  // Every caller learns of a strict-mode failure, not only the first.
+  if (environmentError.empty())
     return success();
-  environmentLoaded = true;
-  const char *specs = std::getenv("NVTE_PLUGIN");
-  if (!specs || !*specs)
-    return success();
-  return load(specs, "NVTE_PLUGIN", error);
+  if (error)
+    *error = environmentError;
+  return failure();
 }
 
 LogicalResult PluginManager::load(StringRef specs, StringRef source,
@@ -344,7 +389,7 @@ void PluginManager::loadOne(StringRef spec, StringRef source) {
   record.activate = info->activate;
 
   // Registration, into this record only.
-  RecordRegistrar registrar(record);
+  RecordRegistrar registrar(record, builtinTargets);
   char error[1024] = {0};
   te_plugin_status status = TE_PLUGIN_ERROR;
   try {
@@ -435,6 +480,40 @@ PluginRecord *PluginManager::lookup(StringRef name) const {
   return nullptr;
 }
 
+void mlir::te::plugin::registerBuiltinTarget(
+    std::unique_ptr<TargetBackend> target) {
+  PluginManager &manager = PluginManager::get();
+  std::lock_guard<std::recursive_mutex> lock(manager.mutex);
+  manager.builtinTargets.push_back(std::move(target));
+}
+
+std::vector<TargetRef> PluginManager::getTargets() const {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  std::vector<TargetRef> targets;
+  for (const auto &target : builtinTargets)
+    targets.push_back({target.get(), nullptr});
+  for (const auto &record : records)
+    if (record->state != PluginState::Failed)
+      for (const auto &target : record->targets)
+        targets.push_back({target.get(), record.get()});
+  return targets;
+}
+
+TargetRef PluginManager::findTarget(StringRef deviceName) const {
+  for (const TargetRef &ref : getTargets())
+    if (ref.target->getDeviceName() == deviceName)
+      return ref;
+  return {};
+}
+
+std::string PluginManager::describeTargets() const {
+  std::vector<std::string> names;
+  for (const TargetRef &ref : getTargets())
+    if (!llvm::is_contained(names, ref.target->getDeviceName()))
+      names.push_back(ref.target->getDeviceName());
+  return names.empty() ? std::string("none") : llvm::join(names, ", ");
+}
+
 void PluginManager::registerDialects(DialectRegistry &registry) const {
   std::lock_guard<std::recursive_mutex> lock(mutex);
   for (const auto &record : records)
@@ -460,6 +539,12 @@ void PluginManager::printInfo(llvm::raw_ostream &os) const {
      << (pluginSearchPath().empty() ? "(unset)" : pluginSearchPath()) << ", "
      << installedPluginDirectory() << "\n";
   os << "strict: " << (strict ? "yes" : "no") << "\n";
+  std::vector<std::string> targets;
+  for (const TargetRef &ref : getTargets())
+    targets.push_back(ref.target->getDeviceName() + " <- " + ref.describe());
+  os << "targets (device <- target): "
+     << (targets.empty() ? std::string("none") : llvm::join(targets, ", "))
+     << "\n";
   if (records.empty()) {
     os << "plugins: none (set NVTE_PLUGIN or pass --te-plugin)\n";
     return;
@@ -484,5 +569,13 @@ void PluginManager::printInfo(llvm::raw_ostream &os) const {
     for (const auto &provider : record->providers)
       os << "     provider " << record->name << "/" << provider->getName()
          << ": " << llvm::join(provider->getOpNames(), ", ") << "\n";
+    for (const auto &target : record->targets) {
+      os << "     target " << target->getName() << ": modules for device '"
+         << target->getDeviceName() << "'";
+      if (findTarget(target->getDeviceName()).target != target.get())
+        os << " (unused: " << findTarget(target->getDeviceName()).describe()
+           << " serves that device)";
+      os << "\n";
+    }
   }
 }

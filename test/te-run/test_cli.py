@@ -108,7 +108,7 @@ def test_input_count(te_run):
 
 @pytest.mark.parametrize("args,needle", [
     (["--bench", "x"], "--bench expects a non-negative integer"),
-    (["--backend", "tpu"], "unknown backend 'tpu'"),
+    (["--backend", "tpu"], "cannot open the tpu device: te_device_open: no device named 'tpu' is registered"),
     (["--frobnicate"], "unknown option --frobnicate"),
     (["--seed"], "--seed needs a value"),
 ])

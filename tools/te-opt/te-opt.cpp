@@ -8,6 +8,7 @@
 
 #include "te/InitAllDialects.h"
 #include "te/InitAllPasses.h"
+#include "te/JIT/KernelCompiler.h"
 #include "te/Plugin/PluginManager.h"
 #include "te/Version.h"
 
@@ -60,6 +61,8 @@ int main(int argc, char **argv) {
     rest.push_back(argv[i]);
   }
 
+  // Built-in targets first: plugins may not claim their devices.
+  mlir::te::registerBuiltinTargets();
   PluginManager &manager = PluginManager::get();
   std::string error;
   bool loaded = succeeded(manager.loadFromEnvironment(&error));

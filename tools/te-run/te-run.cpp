@@ -1,8 +1,9 @@
 //===- te-run.cpp - Compile, cache and run a te program -------------------===//
 //
-// te-run FILE.mlir [--entry NAME] [--backend cpu] [--input PATH.npy]...
+// te-run FILE.mlir [--entry NAME] [--backend DEVICE] [--input PATH.npy]...
 //        [--random-inputs] [--seed N] [--output-dir DIR] [--outputs-f32]
-//        [--bench N] [--explain] [--check]
+//        [--bench N] [--explain] [--check] [--te-plugin=LIST]
+//        [--runtime-plugin=LIST]
 //
 // Links the runtime, the kernel cache and .npy support only: on a cache hit
 // no MLIR or LLVM code is loaded; on a miss the compiler library is.
@@ -10,12 +11,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "te/KernelCache/KernelProvider.h"
+#include "te/Plugin/PluginSearch.h"
 #include "te/Runtime/Jit.h"
+#include "te/Runtime/Plugin.h"
 #include "te/Runtime/Runtime.h"
 #include "te/Support/Compare.h"
 #include "te/Support/ConvertArray.h"
 #include "te/Support/FloatConversion.h"
 #include "te/Support/Npy.h"
+#include "te/Version.h"
 
 #include <algorithm>
 #include <array>
@@ -44,11 +48,12 @@ constexpr int kUsageError = 2;
 constexpr int kCheckFailed = 1;
 
 const char *kUsage =
-    "usage: te-run FILE.mlir [--entry NAME] [--backend cpu] "
+    "usage: te-run FILE.mlir [--entry NAME] [--backend DEVICE] "
     "[--input PATH.npy]...\n"
     "              [--random-inputs] [--seed N] [--output-dir DIR] "
     "[--outputs-f32] [--bench N]\n"
-    "              [--explain] [--check] [--te-plugin=LIST]\n"
+    "              [--explain] [--check] [--te-plugin=LIST] "
+    "[--runtime-plugin=LIST]\n"
     "\n"
     "Compiles the te program FILE (or takes it from the kernel cache), runs\n"
     "the entry function on the inputs and writes its results to\n"
@@ -65,6 +70,13 @@ const char *kUsage =
     "NVTE_PLUGIN. The plugins and their versions are part of the kernel\n"
     "cache key; see docs/PluginAPI.md.\n"
     "\n"
+    "--backend DEVICE runs on the runtime device DEVICE (default cpu),\n"
+    "compiling for the target registered for it: cpu is built in, a\n"
+    "plugin's target (loaded with NVTE_PLUGIN or --te-plugin) serves its\n"
+    "own device, which its runtime plugin provides: --runtime-plugin=LIST\n"
+    "loads runtime plugins (paths or names, searched like plugins) after\n"
+    "those of TE_RUNTIME_PLUGIN.\n"
+    "\n"
     "--check also builds the reference kernel (te-lower-cpu-reference:\n"
     "te.attention as a dense, independently written decomposition; other\n"
     "ops lower as usual, their host lowering being bit-exact), runs it on\n"
@@ -80,11 +92,13 @@ const char *kUsage =
     "Environment: TE_CACHE_DIR, TE_CACHE_DISABLE=1, TE_CACHE_MAX_BYTES,\n"
     "TE_COMPILER_LIBRARY (path of libTECompiler.so), NVTE_PLUGIN,\n"
     "TE_PLUGIN_PATH, NVTE_PLUGIN_POLICY, NVTE_PLUGIN_DENY,\n"
-    "NVTE_PLUGIN_STRICT=1.\n";
+    "NVTE_PLUGIN_STRICT=1, TE_RUNTIME_PLUGIN.\n";
 
 struct Options {
   std::string file;
   std::string entry;
+  std::string backend = "cpu";
+  std::vector<std::string> runtimePlugins;
   std::vector<std::string> inputs;
   bool randomInputs = false;
   uint64_t seed = 0;
@@ -131,9 +145,15 @@ Options parseOptions(int argc, char **argv) {
     } else if (arg == "--entry") {
       options.entry = value();
     } else if (arg == "--backend") {
-      std::string backend = value();
-      if (backend != "cpu")
-        fail("unknown backend '" + backend + "'; available: cpu");
+      options.backend = value();
+      if (options.backend.empty())
+        fail("--backend needs a device name");
+    } else if (arg.rfind("--runtime-plugin=", 0) == 0) {
+      std::string list = arg.substr(std::strlen("--runtime-plugin="));
+      if (list.empty())
+        fail("--runtime-plugin= needs a list of runtime plugins");
+      for (const std::string &spec : plugin::splitList(list, ','))
+        options.runtimePlugins.push_back(spec);
     } else if (arg == "--input") {
       options.inputs.push_back(value());
     } else if (arg == "--random-inputs") {
@@ -200,6 +220,30 @@ std::string findCompilerLibrary() {
   std::string exe(self, size);
   std::string bin = exe.substr(0, exe.find_last_of('/'));
   return bin.substr(0, bin.find_last_of('/')) + "/lib/libTECompiler.so";
+}
+
+/// Loads the runtime plugins of TE_RUNTIME_PLUGIN, then those of
+/// --runtime-plugin; a name is searched like a compiler plugin's
+/// (TE_PLUGIN_PATH, then the installed plugin directory).
+void loadRuntimePlugins(const Options &options,
+                        const std::string &compilerLibrary) {
+  std::vector<std::pair<std::string, std::string>> specs;
+  if (const char *list = std::getenv("TE_RUNTIME_PLUGIN"))
+    for (const std::string &spec : plugin::splitList(list, ','))
+      specs.emplace_back(spec, "TE_RUNTIME_PLUGIN");
+  for (const std::string &spec : options.runtimePlugins)
+    specs.emplace_back(spec, "--runtime-plugin");
+  std::string installed =
+      compilerLibrary.substr(0, compilerLibrary.find_last_of('/') + 1) +
+      TE_MLIR_PLUGIN_SUBDIR;
+  for (const auto &[spec, source] : specs) {
+    std::string path = plugin::findPluginLibrary(spec, installed);
+    if (path.empty())
+      fail(source + ": no runtime plugin '" + spec + "' in TE_PLUGIN_PATH or " +
+           installed + " (give a path, or the NAME of libNAME.so)");
+    check(te_runtime_load_plugin(path.c_str()),
+          source + ": cannot load runtime plugin '" + spec + "'");
+  }
 }
 
 DType toSupportDType(te_dtype dtype) {
@@ -353,12 +397,12 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-/// --check: runs the reference kernel of `program` on the input buffers of
-/// `buffers` (the first `numInputs`), compares its outputs with those in the
-/// rest of `buffers` and prints one line per output. Returns the exit
-/// status (0 or kCheckFailed); a reference that cannot be built is a
-/// usage error.
-int checkAgainstReference(te_device *device, const std::string &compilerLib,
+/// --check: runs the reference kernel of `program` on the cpu device, on
+/// copies of the input buffers of `buffers` (the first `numInputs`),
+/// compares its outputs with those in the rest of `buffers` and prints one
+/// line per output. Returns the exit status (0 or kCheckFailed); a
+/// reference that cannot be built is a usage error.
+int checkAgainstReference(const std::string &compilerLib,
                           const std::string &program, const Options &options,
                           const std::string &entry,
                           const std::vector<te_buffer *> &buffers,
@@ -375,6 +419,9 @@ int checkAgainstReference(te_device *device, const std::string &compilerLib,
       message.pop_back();
     fail("--check: cannot build the reference kernel: " + message);
   }
+  te_device *device = nullptr;
+  check(te_device_open("cpu", 0, &device), "--check: cannot open the cpu "
+                                           "device");
   te_module *module = nullptr;
   check(te_module_load(device, provided->libraryPath.c_str(), &module),
         "--check: cannot load the reference kernel");
@@ -385,8 +432,21 @@ int checkAgainstReference(te_device *device, const std::string &compilerLib,
     fail("--check: the reference kernel of @" + entry +
          " has another signature");
 
-  std::vector<te_buffer *> arguments(buffers.begin(),
-                                     buffers.begin() + numInputs);
+  // The inputs as the kernel under test saw them, on the cpu device.
+  std::vector<te_buffer *> arguments;
+  for (size_t i = 0; i < numInputs; ++i) {
+    te_arg_info info;
+    check(te_kernel_arg(kernel, int(i), &info), "--check: kernel argument");
+    std::vector<uint8_t> bytes(te_buffer_size_bytes(buffers[i]));
+    check(te_buffer_read(buffers[i], bytes.data(), bytes.size()),
+          "--check: cannot read input " + std::to_string(i));
+    te_buffer *copy = nullptr;
+    check(te_buffer_create(device, info.dtype, info.rank, info.dims, &copy),
+          "--check: cannot allocate input " + std::to_string(i));
+    check(te_buffer_write(copy, bytes.data(), bytes.size()),
+          "--check: cannot fill input " + std::to_string(i));
+    arguments.push_back(copy);
+  }
   for (size_t i = 0; i < outputs.size(); ++i) {
     te_buffer *buffer = nullptr;
     check(te_buffer_create(device, outputs[i].dtype,
@@ -420,9 +480,10 @@ int checkAgainstReference(te_device *device, const std::string &compilerLib,
     if (!result.ok())
       status = kCheckFailed;
   }
-  for (size_t i = numInputs; i < arguments.size(); ++i)
-    te_buffer_release(arguments[i]);
+  for (te_buffer *buffer : arguments)
+    te_buffer_release(buffer);
   te_module_release(module);
+  te_device_release(device);
   return status;
 }
 
@@ -435,7 +496,7 @@ int main(int argc, char **argv) {
   std::string compilerLibrary = findCompilerLibrary();
   if (options.explain) {
     cache::KernelProvider provider(compilerLibrary, [](const std::string &) {});
-    auto rows = provider.explain(program, options.file);
+    auto rows = provider.explain(program, options.file, options.backend);
     if (!rows)
       fail(rows.message());
     std::vector<std::array<std::string, 4>> table = {
@@ -455,8 +516,15 @@ int main(int argc, char **argv) {
                   row[3].c_str());
   }
 
+  loadRuntimePlugins(options, compilerLibrary);
   te_device *device = nullptr;
-  check(te_device_open("cpu", 0, &device), "cannot open the cpu device");
+  if (te_device_open(options.backend.c_str(), 0, &device) != TE_OK)
+    fail("cannot open the " + options.backend +
+         " device: " + te_last_error_message() +
+         (options.backend == "cpu"
+              ? std::string()
+              : "; a plugin's device comes from its runtime plugin "
+                "(--runtime-plugin or TE_RUNTIME_PLUGIN)"));
   te_jit *jit = nullptr;
   if (te_jit_create(compilerLibrary.c_str(), &jit) != TE_OK)
     fail(te_jit_last_error_message());
@@ -582,8 +650,8 @@ int main(int argc, char **argv) {
 
   int status = 0;
   if (options.check)
-    status = checkAgainstReference(device, compilerLibrary, program, options,
-                                   entry, buffers, inputs.size(), outputs);
+    status = checkAgainstReference(compilerLibrary, program, options, entry,
+                                   buffers, inputs.size(), outputs);
 
   for (te_buffer *buffer : buffers)
     te_buffer_release(buffer);

@@ -1,8 +1,9 @@
 //===- CompilerPluginsTest.cpp - Plugins through the compiler's C API -----===//
 //
-// te_compiler_load_plugins, te_compiler_plugins and te_compiler_explain with
-// the fixture plugins of test/Plugin/fixtures. The plugin manager is
-// process-wide, so the steps run in one test, in order.
+// te_compiler_load_plugins, te_compiler_plugins, te_compiler_explain(_for),
+// te_compiler_targets and te_compiler_compile_for with the fixture plugins of
+// test/Plugin/fixtures. The plugin manager is process-wide, so the steps of
+// each test run in order, and each test runs in a process of its own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,9 +11,13 @@
 
 #include "gtest/gtest.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <unistd.h>
 
 namespace {
 
@@ -82,6 +87,70 @@ TEST(CompilerPlugins, LoadExplainAndFingerprint) {
       0);
   take(error);
   EXPECT_EQ(fingerprint(), "fixture=1.0;second=1.0;policy=;deny=;strict=0;");
+}
+
+std::string targets() {
+  char *list = nullptr, *error = nullptr;
+  EXPECT_EQ(te_compiler_targets(&list, &error), 0);
+  take(error);
+  return take(list);
+}
+
+TEST(CompilerPlugins, TargetsOfPluginsCompileForTheirDevice) {
+  unsetenv("NVTE_PLUGIN");
+  unsetenv("NVTE_PLUGIN_STRICT");
+  EXPECT_EQ(targets(), "cpu\tcpu\tbuilt-in\n");
+
+  char path[] = "/tmp/te-compile-for-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  char *manifest = nullptr, *error = nullptr;
+  EXPECT_NE(te_compiler_compile_for("fixture", kProgram, std::strlen(kProgram),
+                                    "f.mlir", path, &manifest, &error),
+            0);
+  EXPECT_NE(take(error).find("no target produces kernel modules for device "
+                             "'fixture' (targets exist for: cpu)"),
+            std::string::npos);
+  error = nullptr;
+
+  ASSERT_EQ(
+      te_compiler_load_plugins(TE_FIXTURES "/libte-fixture-target.so", &error),
+      0);
+  take(error);
+  EXPECT_EQ(targets(), "cpu\tcpu\tbuilt-in\n"
+                       "fixture\tfixture\tplugin fixture_target 2.1\n");
+
+  // The provider sees the target it lowers for.
+  char *table = nullptr;
+  ASSERT_EQ(te_compiler_explain_for("fixture", kProgram, std::strlen(kProgram),
+                                    "f.mlir", &table, &error),
+            0);
+  EXPECT_EQ(take(table),
+            "te.amax\tf.mlir:3:8\tplugin fixture_target/amax\t\n"
+            "te.amax\tf.mlir:4:8\tfixture (native)\tfixture_target/amax: "
+            "only f32 inputs\n");
+  EXPECT_EQ(explain(),
+            "te.amax\tf.mlir:3:8\tcpu (native)\tfixture_target/amax: only "
+            "for the fixture target, not cpu\n"
+            "te.amax\tf.mlir:4:8\tcpu (native)\tfixture_target/amax: only "
+            "for the fixture target, not cpu\n");
+
+  // The module is the target's container, carrying the manifest.
+  ASSERT_EQ(te_compiler_compile_for("fixture", kProgram, std::strlen(kProgram),
+                                    "f.mlir", path, &manifest, &error),
+            0)
+      << (error ? error : "");
+  std::string text = take(manifest);
+  EXPECT_EQ(text, "te-kernel-abi 1\nentry f f__te_packed\nin f32 8\n"
+                  "in bf16 8\nout f32 scalar\nout f32 scalar\nend\n");
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  std::string header = "TE-FIXTURE-MODULE 1\nmanifest " +
+                       std::to_string(text.size()) + "\n" + text + "library ";
+  EXPECT_EQ(bytes.str().substr(0, header.size()), header);
+  std::remove(path);
 }
 
 } // namespace

@@ -45,6 +45,16 @@ TE_COMPILER_EXPORT int te_compiler_compile(const char *source, size_t size,
                                            const char *output_path,
                                            char **manifest, char **error);
 
+/// te_compiler_compile for the runtime device `device` ("cpu", or a device
+/// a plugin's target serves; see te_compiler_targets): the kernel module is
+/// whatever that device's load_module takes. Fails with a diagnostic
+/// naming the devices that have targets when `device` has none.
+TE_COMPILER_EXPORT int te_compiler_compile_for(const char *device,
+                                               const char *source, size_t size,
+                                               const char *source_name,
+                                               const char *output_path,
+                                               char **manifest, char **error);
+
 /// te_compiler_compile with the reference pipeline (te-lower-cpu-reference):
 /// te.attention becomes the dense reference decomposition that differential
 /// checks (te-run --check) compare the production kernels against; other
@@ -57,7 +67,8 @@ te_compiler_compile_reference(const char *source, size_t size,
 
 /// Parses and verifies `source` and sets `*table` to one line per te op:
 /// "<op>\t<file:line:col>\t<backend>\t<notes>", where backend is
-/// "plugin <plugin>/<provider>" (a plugin lowers it), "cpu (native)", or
+/// "plugin <plugin>/<provider>" (a plugin lowers it), "<target> (native)"
+/// (the target's own lowering, e.g. "cpu (native)"), or
 /// "none: <why the op cannot be lowered yet>", and notes lists the plugin
 /// providers that declined the op, each as "<provider>: <reason>",
 /// separated by "; " (empty if none). Plugins are those of NVTE_PLUGIN (see
@@ -66,6 +77,22 @@ te_compiler_compile_reference(const char *source, size_t size,
 TE_COMPILER_EXPORT int te_compiler_explain(const char *source, size_t size,
                                            const char *source_name,
                                            char **table, char **error);
+
+/// te_compiler_explain for the target of runtime device `device`:
+/// providers decide for that target, and ops they leave show as
+/// "<target> (native)".
+TE_COMPILER_EXPORT int te_compiler_explain_for(const char *device,
+                                               const char *source, size_t size,
+                                               const char *source_name,
+                                               char **table, char **error);
+
+/// Loads the plugins of NVTE_PLUGIN and sets `*list` to one line per
+/// target: "<device>\t<target>\t<origin>", origin being "built-in" or
+/// "plugin <name> <version>"; built-in targets first, then plugins' in
+/// priority order. The first line for a device is the target compiles for
+/// it use. Returns non-zero with `*error` set only where
+/// te_compiler_plugins would.
+TE_COMPILER_EXPORT int te_compiler_targets(char **list, char **error);
 
 /// Loads the plugins of NVTE_PLUGIN (once per process; compile and explain
 /// do so too) and sets `*fingerprint` to what of them changes generated

@@ -46,14 +46,19 @@ public:
   /// compiler's diagnostics. With `reference`, the library is built by the
   /// reference pipeline (te_compiler_compile_reference: the dense reference
   /// decomposition of differential checks), cached under its own keys.
+  /// `device` is the runtime device the kernel module is for: the compiler
+  /// uses the target registered for it (te_compiler_compile_for).
   support::Expected<ProvidedKernel> provide(const std::string &source,
                                             const std::string &sourceName,
-                                            bool reference = false);
+                                            bool reference = false,
+                                            const std::string &device = "cpu");
 
-  /// Which backend lowers each te op of `source` (see te_compiler_explain):
-  /// (op, location, backend, notes) rows. Loads the compiler.
+  /// Which backend lowers each te op of `source` for the target of
+  /// `device` (see te_compiler_explain_for): (op, location, backend, notes)
+  /// rows. Loads the compiler.
   support::Expected<std::vector<std::array<std::string, 4>>>
-  explain(const std::string &source, const std::string &sourceName);
+  explain(const std::string &source, const std::string &sourceName,
+          const std::string &device = "cpu");
 
   /// The te-mlir build identity that keys the cache.
   const std::string &getBuildId() const { return buildId; }

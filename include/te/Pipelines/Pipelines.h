@@ -12,6 +12,12 @@ namespace mlir::te {
 /// Registered in te-opt as `te-lower-cpu`.
 void buildLowerToCPUPipeline(OpPassManager &pm);
 
+/// te-lower-cpu without its first stage, te-dispatch: the remaining te ops
+/// to linalg, then on to the LLVM dialect. What the built-in cpu target
+/// runs after the dispatch, and what plugin targets for host-like devices
+/// may reuse.
+void buildCPUTargetPipeline(OpPassManager &pm);
+
 /// te-decompose-reference followed by the stages of te-lower-cpu: the
 /// reference kernels of differential checks (te-run --check). Registered
 /// as `te-lower-cpu-reference`.

@@ -23,7 +23,9 @@ def TEDispatch : Pass<"te-dispatch", "ModuleOp"> {
     `NVTE_PLUGIN_POLICY="attention=vendor_a,native;quantize=native"` orders
     (or restricts) the candidates per op; `NVTE_PLUGIN_DENY="vendor_a,
     vendor_b:attention"` removes a plugin for all ops or one op. The pass
-    options override the environment.
+    options override the environment. Providers see the target they lower
+    for: the host CPU, or with `device=NAME` the target registered for
+    runtime device NAME (a plugin's, see docs/PluginAPI.md).
 
     Before, with a plugin `fixture` whose provider takes te.amax:
 
@@ -44,6 +46,9 @@ def TEDispatch : Pass<"te-dispatch", "ModuleOp"> {
     Option<"deny", "deny", "std::string", /*default=*/"",
            "Denied plugins or plugin:op pairs, like NVTE_PLUGIN_DENY "
            "(default: the environment)">,
+    Option<"device", "device", "std::string", /*default=*/"",
+           "Dispatch for the target of this runtime device, e.g. a "
+           "plugin's (default: the host CPU)">,
   ];
 }
 
@@ -61,6 +66,9 @@ def TEExplainDispatch : Pass<"te-explain-dispatch", "ModuleOp"> {
            "Per-op provider order, like NVTE_PLUGIN_POLICY">,
     Option<"deny", "deny", "std::string", /*default=*/"",
            "Denied plugins or plugin:op pairs, like NVTE_PLUGIN_DENY">,
+    Option<"device", "device", "std::string", /*default=*/"",
+           "Dispatch for the target of this runtime device (default: the "
+           "host CPU)">,
   ];
 }
 

@@ -4,7 +4,7 @@
 // The C++ side of the plugin contract. A plugin links the host's shared
 // libMLIR and libTEPlugin (never a copy of its own), exports te_plugin_query
 // (PluginABI.h; TE_PLUGIN_DEFINE below writes it), and in its register
-// callback adds LoweringProviders to the Registrar.
+// callback adds LoweringProviders (and targets, Target.h) to the Registrar.
 //
 // A provider is asked, op by op, whether it lowers that op in its full
 // configuration for the target at hand (Decision), and if it accepts, to
@@ -35,9 +35,12 @@
 
 namespace mlir::te::plugin {
 
+class TargetBackend;
+
 /// The target an op is being lowered for.
 struct TargetInfo {
-  /// The backend of the pipeline: "cpu" today ("cuda", "rocm" later).
+  /// The name of the target (Target.h): "cpu" for the host, or the name a
+  /// plugin registered its target under ("rocm").
   std::string backend;
   /// LLVM target triple, e.g. "x86_64-unknown-linux-gnu".
   std::string triple;
@@ -141,6 +144,16 @@ public:
   /// Dialects the plugin's lowerings create; they are registered in every
   /// context the host lowers in while the plugin is active.
   virtual void addDialects(std::function<void(DialectRegistry &)> add) = 0;
+
+  /// Since plugin ABI 1.1 (appended, so 1.0 plugins keep their vtable
+  /// layout). Adds a target (Target.h): how te modules become kernel modules
+  /// for the runtime device target->getDeviceName(). Fails (returns false, with
+  /// a reason in `error`) if a name is malformed, the name or the device is
+  /// a built-in target's, or this plugin already has a target of that name
+  /// or for that device. A target of a lower-priority plugin for a device
+  /// that another plugin serves too stays registered but unused.
+  virtual bool addTarget(std::unique_ptr<TargetBackend> target,
+                         std::string *error = nullptr) = 0;
 };
 
 } // namespace mlir::te::plugin

@@ -33,9 +33,10 @@ extern "C" {
 /// abi_major equals its own and whose abi_minor is at most its own: minors
 /// only append fields to te_plugin_info (found through struct_size) and add
 /// registrar functions, so a plugin built for 1.0 runs on a 1.3 host but
-/// not the other way round.
+/// not the other way round. History: 1.0 the handshake, lowering
+/// providers and dialects; 1.1 added Registrar::addTarget (Target.h).
 #define TE_PLUGIN_ABI_MAJOR 1
-#define TE_PLUGIN_ABI_MINOR 0
+#define TE_PLUGIN_ABI_MINOR 1
 
 /// The name of the one symbol a plugin exports.
 #define TE_PLUGIN_QUERY_SYMBOL "te_plugin_query"

@@ -17,6 +17,7 @@
 #define TE_PLUGIN_PLUGINMANAGER_H
 
 #include "te/Plugin/Plugin.h"
+#include "te/Plugin/Target.h"
 
 #include "mlir/Support/LLVM.h"
 #include "llvm/Support/raw_ostream.h"
@@ -53,6 +54,7 @@ struct PluginRecord {
   /// "handshake", "register", "activate") and the error.
   std::string failedStep, error;
   std::vector<std::unique_ptr<LoweringProvider>> providers;
+  std::vector<std::unique_ptr<TargetBackend>> targets;
   std::vector<std::function<void(DialectRegistry &)>> dialects;
   te_plugin_activate_fn activate = nullptr;
   void *handle = nullptr;
@@ -74,8 +76,8 @@ public:
   /// The process-wide manager. NVTE_PLUGIN_STRICT is read on creation.
   static PluginManager &get();
 
-  /// Loads the plugins of NVTE_PLUGIN, once per process; later calls do
-  /// nothing. See load for the result.
+  /// Loads the plugins of NVTE_PLUGIN, once per process; later calls only
+  /// return the result of that load again. See load for the result.
   LogicalResult loadFromEnvironment(std::string *error = nullptr);
 
   /// Loads a comma-separated list of plugins (paths, or names looked up in
@@ -102,6 +104,18 @@ public:
   /// The available or active plugin named `name`, or null.
   PluginRecord *lookup(StringRef name) const;
 
+  /// The target that produces kernel modules for the runtime device
+  /// `deviceName`: a built-in one, else that of the first available or
+  /// active plugin (in priority order) that registered one. Empty if none.
+  TargetRef findTarget(StringRef deviceName) const;
+
+  /// Built-in targets, then those of available and active plugins in
+  /// priority order.
+  std::vector<TargetRef> getTargets() const;
+
+  /// The device names of getTargets(), for "available: ..." messages.
+  std::string describeTargets() const;
+
   /// Registers the dialects of available and active plugins.
   void registerDialects(DialectRegistry &registry) const;
 
@@ -126,13 +140,17 @@ private:
   PluginManager();
   ~PluginManager();
   void loadOne(StringRef spec, StringRef source);
+  friend void registerBuiltinTarget(std::unique_ptr<TargetBackend> target);
   void fail(PluginRecord &record, StringRef step, StringRef error);
 
   mutable std::recursive_mutex mutex;
   std::vector<std::unique_ptr<PluginRecord>> records;
+  std::vector<std::unique_ptr<TargetBackend>> builtinTargets;
   std::function<void(StringRef)> warningHandler;
   bool strict = false;
   bool environmentLoaded = false;
+  /// Why loading NVTE_PLUGIN failed in strict mode ("" if it did not).
+  std::string environmentError;
   /// The first failure of the current load() call, for strict mode.
   std::string firstFailure;
 };

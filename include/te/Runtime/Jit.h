@@ -41,13 +41,14 @@ TE_RUNTIME_EXPORT te_status te_jit_create(const char *compiler_library,
 
 /// Returns a module for the program `source` (`size` bytes of MLIR text;
 /// `source_name` names it in diagnostics) loaded on `device`, compiling it
-/// on a miss. The caller owns one reference to *module (te_module_release).
-/// `outcome` (may be NULL) says where it came from; `compile_ms` (may be
-/// NULL) receives the compile time (0 on a hit).
-/// Errors: TE_ERROR_INVALID_ARGUMENT for NULL arguments,
-/// TE_ERROR_COMPILE_FAILED with the compiler's diagnostics,
-/// TE_ERROR_LOAD_FAILED when the compiler cannot be loaded or the library
-/// cannot; te_jit_last_error_message() has the text.
+/// on a miss for the target registered for te_device_name(device) ("cpu"
+/// is built in; a plugin's target serves its device, see
+/// docs/PluginAPI.md). The caller owns one reference to *module
+/// (te_module_release). `outcome` (may be NULL) says where it came from;
+/// `compile_ms` (may be NULL) receives the compile time (0 on a hit). Errors:
+/// TE_ERROR_INVALID_ARGUMENT for NULL arguments, TE_ERROR_COMPILE_FAILED with
+/// the compiler's diagnostics, TE_ERROR_LOAD_FAILED when the compiler cannot be
+/// loaded or the library cannot; te_jit_last_error_message() has the text.
 TE_RUNTIME_EXPORT te_status te_jit_load(te_jit *jit, te_device *device,
                                         const char *source, size_t size,
                                         const char *source_name,
