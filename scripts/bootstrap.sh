@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 LLVM_VERSION=22
 APT_PACKAGES=(
   cmake ninja-build ccache git python3 python3-venv python3-pip
+  # Headers for the te_mlir Python extension (python/).
+  python3-dev
   "libmlir-${LLVM_VERSION}-dev" "mlir-${LLVM_VERSION}-tools"
   "llvm-${LLVM_VERSION}-dev" "llvm-${LLVM_VERSION}-tools"
   "clang-${LLVM_VERSION}" "lld-${LLVM_VERSION}" "clang-format-${LLVM_VERSION}"

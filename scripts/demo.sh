@@ -2,7 +2,7 @@
 # The main job: installs what is missing, builds te-mlir, then compiles and
 # runs the example programs on the CPU with te-run (twice, to show the
 # kernel cache), runs one program with the oneDNN plugin next to the native
-# lowering, explains why the collectives example does not run yet, and
+# lowering (with te-run, then from Python), explains why the collectives example does not run yet, and
 # shows the verifier rejecting a broken attention op.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +32,27 @@ if [ -f build/lib/te-mlir/plugins/libte-plugin-onednn.so ]; then
   echo "=== every output with the CPU reference)"
   NVTE_PLUGIN=te-plugin-onednn NVTE_PLUGIN_STRICT=1 "$TE_RUN" \
     examples/plugin_dispatch.mlir --random-inputs --seed 1 --explain --check
+
+  echo
+  echo "=== the same from Python: te_mlir.Jit().load_plugins('te-plugin-onednn'),"
+  echo "=== compared with the native lowering of the same inputs"
+  PYTHONPATH=build/python .venv/bin/python - <<'PY'
+import numpy as np
+import te_mlir
+
+source = open("examples/plugin_dispatch.mlir").read()
+jit = te_mlir.Jit()
+native = jit.compile(source, name="plugin_dispatch.mlir")
+rng = np.random.default_rng(1)
+inputs = [rng.uniform(-1, 1, shape).astype(te_mlir.numpy_dtype(dtype))
+          for is_output, dtype, shape in native.signature() if not is_output]
+reference = native(*inputs)
+jit.load_plugins("te-plugin-onednn")
+print(te_mlir.format_explain(jit.explain(source, name="plugin_dispatch.mlir")))
+for i, (out, ref) in enumerate(zip(jit.compile(source)(*inputs), reference)):
+    diff = np.abs(out.astype(np.float32) - ref.astype(np.float32)).max()
+    print(f"out{i} {out.dtype}: max |plugin - native| = {diff:.3g}")
+PY
 fi
 
 verified=0

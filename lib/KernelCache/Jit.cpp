@@ -7,9 +7,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 
 using namespace te;
@@ -21,6 +23,15 @@ thread_local std::string lastError;
 te_status failJit(te_status status, std::string message) {
   lastError = std::move(message);
   return status;
+}
+
+/// A provider failure as a status: the compiler missing, or a compile error.
+te_status compilerStatus(const std::string &message) {
+  bool notLoadable =
+      message.find("cannot load te-mlir's compiler") == 0 ||
+      message.find("is not te-mlir's compiler") != std::string::npos ||
+      message.find(", but this program is te-mlir ") != std::string::npos;
+  return notLoadable ? TE_ERROR_LOAD_FAILED : TE_ERROR_COMPILE_FAILED;
 }
 
 } // namespace
@@ -42,8 +53,9 @@ struct te_jit {
   std::mutex compileMutex;
   std::mutex modulesMutex;
   cache::KernelProvider provider;
-  /// (device, sha256 of the source) -> a loaded module (one reference).
-  std::map<std::pair<te_device *, std::string>, te_module *> modules;
+  /// (device, sha256 of the source, number of plugins loaded through the
+  /// API) -> a loaded module (one reference).
+  std::map<std::tuple<te_device *, std::string, size_t>, te_module *> modules;
 };
 
 te_status te_jit_create(const char *compiler_library, te_jit **out) {
@@ -76,7 +88,9 @@ te_status te_jit_load(te_jit *jit, te_device *device, const char *source,
   try {
     std::string text(source, size);
     std::string name = source_name ? source_name : "<te program>";
-    auto key = std::make_pair(device, cache::sha256Hex(text.data(), size));
+    // Plugins loaded since change what a compile produces.
+    auto key = std::make_tuple(device, cache::sha256Hex(text.data(), size),
+                               cache::getLoadedPlugins().size());
     auto memoryHit = [&] {
       std::lock_guard<std::mutex> lock(jit->modulesMutex);
       auto it = jit->modules.find(key);
@@ -98,15 +112,8 @@ te_status te_jit_load(te_jit *jit, te_device *device, const char *source,
       return TE_OK;
     support::Expected<cache::ProvidedKernel> provided = jit->provider.provide(
         text, name, /*reference=*/false, te_device_name(device));
-    if (!provided) {
-      bool notLoadable =
-          provided.message().find("cannot load te-mlir's compiler") == 0 ||
-          provided.message().find("is not te-mlir's compiler") !=
-              std::string::npos;
-      return failJit(notLoadable ? TE_ERROR_LOAD_FAILED
-                                 : TE_ERROR_COMPILE_FAILED,
-                     provided.message());
-    }
+    if (!provided)
+      return failJit(compilerStatus(provided.message()), provided.message());
     te_module *loaded = nullptr;
     if (te_status status =
             te_module_load(device, provided->libraryPath.c_str(), &loaded);
@@ -136,3 +143,49 @@ te_status te_jit_load(te_jit *jit, te_device *device, const char *source,
 const char *te_jit_last_error_message(void) { return lastError.c_str(); }
 
 void te_jit_release(te_jit *jit) { delete jit; }
+
+te_status te_jit_load_plugins(te_jit *jit, const char *specs) {
+  if (!jit || !specs)
+    return failJit(TE_ERROR_INVALID_ARGUMENT,
+                   "te_jit_load_plugins: jit and specs must not be NULL");
+  try {
+    std::lock_guard<std::mutex> compileLock(jit->compileMutex);
+    support::Status status = jit->provider.loadPlugins(specs);
+    if (!status.ok())
+      return failJit(TE_ERROR_LOAD_FAILED, status.message());
+    return TE_OK;
+  } catch (const std::bad_alloc &) {
+    return failJit(TE_ERROR_OUT_OF_MEMORY,
+                   "te_jit_load_plugins: out of memory");
+  }
+}
+
+te_status te_jit_explain(te_jit *jit, const char *device_name,
+                         const char *source, size_t size,
+                         const char *source_name, char **table) {
+  if (!jit || !device_name || !source || !table)
+    return failJit(TE_ERROR_INVALID_ARGUMENT,
+                   "te_jit_explain: jit, device_name, source and table must "
+                   "not be NULL");
+  *table = nullptr;
+  try {
+    std::lock_guard<std::mutex> compileLock(jit->compileMutex);
+    auto rows = jit->provider.explain(
+        std::string(source, size), source_name ? source_name : "<te program>",
+        device_name);
+    if (!rows)
+      return failJit(compilerStatus(rows.message()), rows.message());
+    std::string text;
+    for (const auto &row : *rows)
+      text += row[0] + "\t" + row[1] + "\t" + row[2] + "\t" + row[3] + "\n";
+    *table = static_cast<char *>(std::malloc(text.size() + 1));
+    if (!*table)
+      return failJit(TE_ERROR_OUT_OF_MEMORY, "te_jit_explain: out of memory");
+    std::memcpy(*table, text.c_str(), text.size() + 1);
+    return TE_OK;
+  } catch (const std::bad_alloc &) {
+    return failJit(TE_ERROR_OUT_OF_MEMORY, "te_jit_explain: out of memory");
+  }
+}
+
+void te_jit_free(char *text) { std::free(text); }

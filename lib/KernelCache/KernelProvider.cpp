@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -97,13 +98,30 @@ std::string te::cache::describeHostCPU() {
   return description;
 }
 
-/// The plugin settings of the environment and the identity (size, time) of
-/// each plugin library they name: what the source-text key needs so that a
-/// disk hit, which never loads the compiler or the plugins, cannot return a
-/// kernel built with other plugins. Empty without NVTE_PLUGIN.
+namespace {
+
+/// Plugins loaded through KernelProvider::loadPlugins (te_jit_load_plugins):
+/// process-wide, like the compiler's plugin manager they feed.
+std::mutex loadedPluginsMutex;
+std::vector<std::string> loadedPlugins;
+
+} // namespace
+
+std::vector<std::string> te::cache::getLoadedPlugins() {
+  std::lock_guard<std::mutex> lock(loadedPluginsMutex);
+  return loadedPlugins;
+}
+
+/// The plugin settings of the environment, the plugins loaded through the
+/// API, and the identity (size, time) of each plugin library they name: what
+/// the source-text key needs so that a disk hit, which never loads the
+/// compiler or the plugins, cannot return a kernel built with other
+/// plugins. Empty without plugins.
 std::string describePluginEnvironment(const std::string &compilerLibrary) {
   const char *list = std::getenv("NVTE_PLUGIN");
-  if (!list || !*list)
+  std::vector<std::string> specs = te::plugin::splitList(list ? list : "", ',');
+  std::vector<std::string> loaded = te::cache::getLoadedPlugins();
+  if (specs.empty() && loaded.empty())
     return {};
   std::string description;
   for (const char *name :
@@ -112,7 +130,12 @@ std::string describePluginEnvironment(const std::string &compilerLibrary) {
     const char *value = std::getenv(name);
     description += std::string(name) + "=" + (value ? value : "") + "\n";
   }
-  for (const std::string &spec : te::plugin::splitList(list, ',')) {
+  description += "loaded:";
+  for (const std::string &spec : loaded)
+    description += " " + spec;
+  description += "\n";
+  specs.insert(specs.end(), loaded.begin(), loaded.end());
+  for (const std::string &spec : specs) {
     std::string path = te::plugin::findPluginLibrary(
         spec, compilerLibrary.substr(0, compilerLibrary.find_last_of('/') + 1) +
                   TE_MLIR_PLUGIN_SUBDIR);
@@ -135,6 +158,7 @@ struct KernelProvider::Compiler {
   decltype(&te_compiler_compile_reference) compileReference = nullptr;
   decltype(&te_compiler_explain_for) explain = nullptr;
   decltype(&te_compiler_plugins) plugins = nullptr;
+  decltype(&te_compiler_load_plugins) loadPlugins = nullptr;
   decltype(&te_compiler_free) release = nullptr;
   ~Compiler() {
     if (handle)
@@ -175,6 +199,7 @@ Status KernelProvider::loadCompiler() {
       !resolve(loaded->compileReference, "te_compiler_compile_reference") ||
       !resolve(loaded->explain, "te_compiler_explain_for") ||
       !resolve(loaded->plugins, "te_compiler_plugins") ||
+      !resolve(loaded->loadPlugins, "te_compiler_load_plugins") ||
       !resolve(loaded->release, "te_compiler_free"))
     return Status::error(compilerLibrary +
                          " is not te-mlir's compiler (missing te_compiler_* "
@@ -186,6 +211,26 @@ Status KernelProvider::loadCompiler() {
                          ", but this program is te-mlir " + ours +
                          "; use the compiler of the same build");
   compiler = std::move(loaded);
+  return Status::success();
+}
+
+Status KernelProvider::loadPlugins(const std::string &specs) {
+  if (Status status = loadCompiler(); !status.ok())
+    return status;
+  char *error = nullptr;
+  int failed = compiler->loadPlugins(specs.c_str(), &error);
+  std::string message = error ? error : "";
+  compiler->release(error);
+  // Recorded even after a (strict) failure: the plugins before the failing
+  // one are loaded, and the compiler's fingerprint says which.
+  {
+    std::lock_guard<std::mutex> lock(loadedPluginsMutex);
+    for (const std::string &spec : te::plugin::splitList(specs, ','))
+      loadedPlugins.push_back(spec);
+  }
+  if (failed)
+    return Status::error(message.empty() ? "plugins could not be loaded"
+                                         : message);
   return Status::success();
 }
 

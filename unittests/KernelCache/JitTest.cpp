@@ -152,8 +152,40 @@ TEST_F(JitTest, BadArgumentsAndMissingCompiler) {
   EXPECT_EQ(load(jit, kProgram, &module, nullptr), TE_ERROR_LOAD_FAILED);
   EXPECT_NE(std::string(te_jit_last_error_message()).find("cannot load"),
             std::string::npos);
+  // Plugins and explain need the compiler too.
+  EXPECT_EQ(te_jit_load_plugins(jit, "anything"), TE_ERROR_LOAD_FAILED);
+  char *table = nullptr;
+  EXPECT_EQ(
+      te_jit_explain(jit, "cpu", kProgram, std::strlen(kProgram), "x", &table),
+      TE_ERROR_LOAD_FAILED);
+  EXPECT_EQ(table, nullptr);
+  EXPECT_EQ(te_jit_load_plugins(nullptr, "x"), TE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(te_jit_load_plugins(jit, nullptr), TE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(te_jit_explain(jit, nullptr, kProgram, 1, "x", &table),
+            TE_ERROR_INVALID_ARGUMENT);
   te_jit_release(jit);
   te_jit_release(nullptr);
+  te_jit_free(nullptr);
+}
+
+TEST_F(JitTest, ExplainForADevice) {
+  te_jit *jit = makeJit();
+  char *table = nullptr;
+  ASSERT_EQ(te_jit_explain(jit, "cpu", kProgram, std::strlen(kProgram),
+                           "test.mlir", &table),
+            TE_OK)
+      << te_jit_last_error_message();
+  EXPECT_STREQ(table, "te.amax\ttest.mlir:3:8\tcpu (native)\t\n");
+  te_jit_free(table);
+  table = nullptr;
+  EXPECT_EQ(te_jit_explain(jit, "nope", kProgram, std::strlen(kProgram),
+                           "test.mlir", &table),
+            TE_ERROR_COMPILE_FAILED);
+  EXPECT_NE(std::string(te_jit_last_error_message())
+                .find("no target produces kernel modules for device 'nope'"),
+            std::string::npos)
+      << te_jit_last_error_message();
+  te_jit_release(jit);
 }
 
 } // namespace

@@ -30,6 +30,10 @@ struct ProvidedKernel {
   double compileMilliseconds = 0;
 };
 
+/// The plugins loaded through KernelProvider::loadPlugins so far in this
+/// process, in order.
+std::vector<std::string> getLoadedPlugins();
+
 /// A description of this machine's CPU for cache keys: architecture,
 /// vendor, model and feature flags. Reads /proc/cpuinfo; no LLVM.
 std::string describeHostCPU();
@@ -59,6 +63,13 @@ public:
   support::Expected<std::vector<std::array<std::string, 4>>>
   explain(const std::string &source, const std::string &sourceName,
           const std::string &device = "cpu");
+
+  /// Loads te-mlir plugins (comma-separated paths or names, as in
+  /// NVTE_PLUGIN) into the compiler, for every later compile of this
+  /// process (te_compiler_load_plugins); they join every provider's cache
+  /// keys. Loads the compiler. Fails with the message of the first plugin
+  /// that fails under NVTE_PLUGIN_STRICT=1, otherwise failures only warn.
+  support::Status loadPlugins(const std::string &specs);
 
   /// The te-mlir build identity that keys the cache.
   const std::string &getBuildId() const { return buildId; }

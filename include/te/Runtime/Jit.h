@@ -56,6 +56,31 @@ TE_RUNTIME_EXPORT te_status te_jit_load(te_jit *jit, te_device *device,
                                         te_cache_outcome *outcome,
                                         double *compile_ms);
 
+/// Loads te-mlir plugins (`specs`: comma-separated paths or names, searched
+/// like NVTE_PLUGIN's) into the compiler, after those of NVTE_PLUGIN, for
+/// every later compile of this process; list order is priority. Loads the
+/// compiler. The plugins join the kernel cache keys, and modules loaded
+/// before are not reused from memory afterwards. A plugin that fails is
+/// reported on stderr and skipped; with NVTE_PLUGIN_STRICT=1 the first
+/// failure makes this return TE_ERROR_LOAD_FAILED with its message. See
+/// docs/PluginAPI.md.
+TE_RUNTIME_EXPORT te_status te_jit_load_plugins(te_jit *jit, const char *specs);
+
+/// Which backend lowers each te op of `source` when it is compiled for the
+/// device named `device_name` ("cpu", or a plugin's device): sets `*table`
+/// to one line per op, "<op>\t<file:line:col>\t<backend>\t<notes>" (see
+/// te_compiler_explain in te/Compiler/Compiler.h). Loads the compiler. Free
+/// the table with te_jit_free. Errors: TE_ERROR_INVALID_ARGUMENT for NULL
+/// arguments, TE_ERROR_COMPILE_FAILED with the diagnostics,
+/// TE_ERROR_LOAD_FAILED when the compiler cannot be loaded.
+TE_RUNTIME_EXPORT te_status te_jit_explain(te_jit *jit, const char *device_name,
+                                           const char *source, size_t size,
+                                           const char *source_name,
+                                           char **table);
+
+/// Frees a string returned by te_jit_explain; NULL is ignored.
+TE_RUNTIME_EXPORT void te_jit_free(char *text);
+
 /// The message of this thread's last failing te_jit_* call ("" if none).
 TE_RUNTIME_EXPORT const char *te_jit_last_error_message(void);
 

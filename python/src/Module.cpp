@@ -1,0 +1,278 @@
+//===- Module.cpp - te_mlir._core: nanobind over te-mlir's C APIs ---------===//
+//
+// Binds the runtime's C API (devices, runtime plugins, kernel modules,
+// checked launches) and the JIT's (compile, cache, load, plugins). Like
+// every runtime client it links no MLIR: the compiler is loaded by the JIT
+// on the first miss. Data crosses as bytes; te_mlir/__init__.py converts
+// numpy arrays.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/Runtime/Jit.h"
+#include "te/Runtime/Plugin.h"
+#include "te/Runtime/Runtime.h"
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace nb = nanobind;
+
+namespace {
+
+/// Raised as te_mlir.Error; the message is the runtime's.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void check(te_status status, const std::string &what) {
+  if (status != TE_OK)
+    throw Error(what + ": " + te_last_error_message());
+}
+
+void checkJit(te_status status) {
+  if (status != TE_OK)
+    throw Error(te_jit_last_error_message());
+}
+
+/// An opened device instance.
+class Device {
+public:
+  Device(const std::string &name, int index) {
+    check(te_device_open(name.c_str(), index, &device),
+          "cannot open device '" + name + "'");
+  }
+  ~Device() { te_device_release(device); }
+  Device(const Device &) = delete;
+  Device &operator=(const Device &) = delete;
+
+  std::string name() const { return te_device_name(device); }
+  int index() const { return te_device_index(device); }
+  void synchronize() { check(te_device_synchronize(device), "synchronize"); }
+  te_device *get() const { return device; }
+
+private:
+  te_device *device = nullptr;
+};
+
+/// A buffer released when it goes out of scope.
+struct BufferRef {
+  te_buffer *buffer = nullptr;
+  ~BufferRef() { te_buffer_release(buffer); }
+};
+
+/// One argument of a kernel: (is_output, dtype name, shape).
+using ArgInfo = std::tuple<bool, std::string, std::vector<int64_t>>;
+
+/// A loaded kernel module.
+class Module {
+public:
+  explicit Module(te_module *module) : module(module) {}
+  ~Module() { te_module_release(module); }
+  Module(const Module &) = delete;
+  Module &operator=(const Module &) = delete;
+
+  std::vector<std::string> kernels() const {
+    std::vector<std::string> names;
+    for (int i = 0; i < te_module_num_kernels(module); ++i)
+      names.push_back(te_module_kernel_name(module, i));
+    return names;
+  }
+
+  std::string deviceName() const {
+    return te_device_name(te_module_device(module));
+  }
+
+  std::vector<ArgInfo> signature(const std::string &entry) const {
+    te_kernel *kernel = lookup(entry);
+    std::vector<ArgInfo> args;
+    for (int i = 0; i < te_kernel_num_args(kernel); ++i) {
+      te_arg_info info;
+      check(te_kernel_arg(kernel, i, &info), "kernel argument");
+      args.emplace_back(info.is_output != 0, te_dtype_name(info.dtype),
+                        std::vector<int64_t>(info.dims, info.dims + info.rank));
+    }
+    return args;
+  }
+
+  /// Runs `entry` on the module's device with `inputs` (the raw bytes of
+  /// each input, in order) and returns the raw bytes of each output.
+  std::vector<nb::bytes> run(const std::string &entry,
+                             const std::vector<nb::bytes> &inputs) const {
+    te_kernel *kernel = lookup(entry);
+    te_device *device = te_module_device(module);
+    std::vector<ArgInfo> args = signature(entry);
+    size_t numInputs = 0;
+    for (const ArgInfo &arg : args)
+      numInputs += std::get<0>(arg) ? 0 : 1;
+    if (inputs.size() != numInputs)
+      throw Error("@" + entry + " takes " + std::to_string(numInputs) +
+                  " inputs, got " + std::to_string(inputs.size()));
+    std::vector<std::unique_ptr<BufferRef>> buffers;
+    std::vector<te_buffer *> handles;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const auto &[isOutput, dtypeName, shape] = args[i];
+      te_dtype dtype;
+      check(te_dtype_from_name(dtypeName.c_str(), &dtype), "dtype");
+      auto buffer = std::make_unique<BufferRef>();
+      check(te_buffer_create(device, dtype, int(shape.size()), shape.data(),
+                             &buffer->buffer),
+            "cannot allocate argument " + std::to_string(i));
+      if (!isOutput) {
+        const nb::bytes &data = inputs[i];
+        check(te_buffer_write(buffer->buffer, data.c_str(), data.size()),
+              "input " + std::to_string(i) + " (" + dtypeName + ")");
+      }
+      handles.push_back(buffer->buffer);
+      buffers.push_back(std::move(buffer));
+    }
+    {
+      nb::gil_scoped_release release;
+      check(te_kernel_launch(kernel, handles.data(), int(handles.size())),
+            "launch of @" + entry);
+      check(te_device_synchronize(device), "synchronize");
+    }
+    std::vector<nb::bytes> outputs;
+    for (size_t i = numInputs; i < handles.size(); ++i) {
+      std::string bytes(te_buffer_size_bytes(handles[i]), '\0');
+      check(te_buffer_read(handles[i], bytes.data(), bytes.size()),
+            "output " + std::to_string(i - numInputs));
+      outputs.emplace_back(bytes.data(), bytes.size());
+    }
+    return outputs;
+  }
+
+private:
+  te_kernel *lookup(const std::string &entry) const {
+    te_kernel *kernel = nullptr;
+    check(te_module_get_kernel(module, entry.c_str(), &kernel), "kernel");
+    return kernel;
+  }
+
+  te_module *module;
+};
+
+/// A compile-and-cache context.
+class Jit {
+public:
+  explicit Jit(const std::optional<std::string> &compilerLibrary) {
+    checkJit(te_jit_create(compilerLibrary ? compilerLibrary->c_str() : nullptr,
+                           &jit));
+  }
+  ~Jit() { te_jit_release(jit); }
+  Jit(const Jit &) = delete;
+  Jit &operator=(const Jit &) = delete;
+
+  void loadPlugins(const std::string &specs) {
+    te_status status;
+    {
+      nb::gil_scoped_release release;
+      status = te_jit_load_plugins(jit, specs.c_str());
+    }
+    checkJit(status);
+  }
+
+  std::vector<std::tuple<std::string, std::string, std::string, std::string>>
+  explain(const std::string &source, const std::string &sourceName,
+          const std::string &deviceName) {
+    char *table = nullptr;
+    te_status status;
+    {
+      nb::gil_scoped_release release;
+      status = te_jit_explain(jit, deviceName.c_str(), source.data(),
+                              source.size(), sourceName.c_str(), &table);
+    }
+    checkJit(status);
+    std::string text = table;
+    te_jit_free(table);
+    std::vector<std::tuple<std::string, std::string, std::string, std::string>>
+        rows;
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t end = text.find('\n', start);
+      std::string line = text.substr(start, end - start);
+      start = end == std::string::npos ? text.size() : end + 1;
+      std::string fields[4];
+      size_t from = 0;
+      for (int i = 0; i < 4; ++i) {
+        size_t tab = i < 3 ? line.find('\t', from) : std::string::npos;
+        fields[i] = line.substr(
+            from, tab == std::string::npos ? std::string::npos : tab - from);
+        if (tab == std::string::npos)
+          break;
+        from = tab + 1;
+      }
+      rows.emplace_back(fields[0], fields[1], fields[2], fields[3]);
+    }
+    return rows;
+  }
+
+  /// (module, "hit (memory)" | "hit (disk)" | "miss", compile ms).
+  std::tuple<std::unique_ptr<Module>, std::string, double>
+  load(Device &device, const std::string &source, const std::string &name) {
+    te_module *module = nullptr;
+    te_cache_outcome outcome = TE_CACHE_MISS;
+    double compileMs = 0;
+    te_status status;
+    {
+      nb::gil_scoped_release release;
+      status = te_jit_load(jit, device.get(), source.data(), source.size(),
+                           name.c_str(), &module, &outcome, &compileMs);
+    }
+    checkJit(status);
+    static const char *outcomes[] = {"hit (memory)", "hit (disk)", "miss"};
+    return {std::make_unique<Module>(module), outcomes[outcome], compileMs};
+  }
+
+private:
+  te_jit *jit = nullptr;
+};
+
+} // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "te-mlir's runtime and JIT (C API bindings; see te_mlir).";
+  nb::exception<Error>(m, "Error", PyExc_RuntimeError);
+
+  m.def(
+      "load_runtime_plugin",
+      [](const std::string &path) {
+        check(te_runtime_load_plugin(path.c_str()),
+              "cannot load runtime plugin " + path);
+      },
+      nb::arg("path"),
+      "Registers the devices of the runtime plugin at `path` (all or none).");
+
+  nb::class_<Device>(m, "Device")
+      .def(nb::init<const std::string &, int>(), nb::arg("name") = "cpu",
+           nb::arg("index") = 0)
+      .def_prop_ro("name", &Device::name)
+      .def_prop_ro("index", &Device::index)
+      .def("synchronize", &Device::synchronize);
+
+  nb::class_<Module>(m, "Module")
+      .def_prop_ro("kernels", &Module::kernels)
+      .def_prop_ro("device_name", &Module::deviceName)
+      .def("signature", &Module::signature, nb::arg("entry"))
+      .def("run", &Module::run, nb::arg("entry"), nb::arg("inputs"));
+
+  nb::class_<Jit>(m, "Jit")
+      .def(nb::init<const std::optional<std::string> &>(),
+           nb::arg("compiler_library").none() = nb::none())
+      .def("load_plugins", &Jit::loadPlugins, nb::arg("specs"))
+      .def("explain", &Jit::explain, nb::arg("source"), nb::arg("source_name"),
+           nb::arg("device_name"))
+      .def("load", &Jit::load, nb::arg("device"), nb::arg("source"),
+           nb::arg("source_name"));
+}

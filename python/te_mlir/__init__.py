@@ -1,0 +1,160 @@
+"""te-mlir from Python: compile, cache and run te programs, with plugins.
+
+    import numpy as np, te_mlir
+    jit = te_mlir.Jit()
+    jit.load_plugins("te-plugin-onednn")          # like NVTE_PLUGIN
+    print(te_mlir.format_explain(jit.explain(source)))
+    module = jit.compile(source)                  # for te_mlir.Device("cpu")
+    (amax,) = module(np.ones((4, 8), np.float32))
+
+A plugin's own device comes from its runtime plugin:
+te_mlir.load_runtime_plugin(path), then jit.compile(source,
+device=te_mlir.Device("vendor")). Arrays are numpy arrays; bf16 and FP8
+use ml_dtypes' types. Errors raise te_mlir.Error with the runtime's or the
+compiler's message.
+"""
+
+import os
+from collections import namedtuple
+
+import ml_dtypes
+import numpy as np
+
+from ._core import Device, Error, load_runtime_plugin
+from ._core import Jit as _Jit
+
+__all__ = ["Device", "Error", "ExplainRow", "Jit", "Module",
+           "format_explain", "load_runtime_plugin", "numpy_dtype"]
+
+_DTYPES = {
+    "f32": np.dtype(np.float32),
+    "f64": np.dtype(np.float64),
+    "f16": np.dtype(np.float16),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
+    "f8E4M3FN": np.dtype(ml_dtypes.float8_e4m3fn),
+    "f8E5M2": np.dtype(ml_dtypes.float8_e5m2),
+    "f8E8M0FNU": np.dtype(ml_dtypes.float8_e8m0fnu),
+    "i1": np.dtype(np.bool_),
+    "i8": np.dtype(np.int8),
+    "i32": np.dtype(np.int32),
+    "i64": np.dtype(np.int64),
+}
+
+ExplainRow = namedtuple("ExplainRow", "op location backend notes")
+
+
+def numpy_dtype(te_dtype):
+    """The numpy dtype of a te element type name ("bf16" -> bfloat16)."""
+    return _DTYPES[te_dtype]
+
+
+def _default_compiler_library():
+    """TE_COMPILER_LIBRARY, else libTECompiler.so of the build or
+    installation this package belongs to (<prefix>/python/te_mlir ->
+    <prefix>/lib)."""
+    path = os.environ.get("TE_COMPILER_LIBRARY")
+    if path:
+        return path
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.join(here, os.pardir, os.pardir, "lib", "libTECompiler.so")
+
+
+def format_explain(rows):
+    """The rows of Jit.explain as te-run --explain prints them."""
+    table = [("op", "location", "backend", "declined / notes")]
+    table += [(r.op, r.location, r.backend, r.notes or "-") for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(3)]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths)) +
+        "  " + row[3] for row in table)
+
+
+class Module:
+    """A compiled te program loaded on a device; call it with numpy arrays."""
+
+    def __init__(self, core, outcome, compile_ms):
+        self._core = core
+        #: "miss", "hit (disk)" or "hit (memory)".
+        self.cache = outcome
+        #: Milliseconds spent compiling (0 on a hit).
+        self.compile_ms = compile_ms
+
+    @property
+    def kernels(self):
+        return list(self._core.kernels)
+
+    @property
+    def device_name(self):
+        return self._core.device_name
+
+    def signature(self, entry=None):
+        """[(is_output, dtype name, shape)] of `entry`'s arguments."""
+        return [(out, dtype, tuple(shape))
+                for out, dtype, shape in self._core.signature(self._entry(entry))]
+
+    def __call__(self, *inputs, entry=None):
+        """Runs `entry` (the only kernel by default) on `inputs` and returns
+        its outputs as a tuple of numpy arrays. Each input must have the
+        argument's exact dtype and shape."""
+        entry = self._entry(entry)
+        args = self.signature(entry)
+        expected = [a for a in args if not a[0]]
+        if len(inputs) != len(expected):
+            raise Error(f"@{entry} takes {len(expected)} inputs, "
+                        f"got {len(inputs)}")
+        data = []
+        for i, (array, (_, dtype, shape)) in enumerate(zip(inputs, expected)):
+            array = np.asarray(array)
+            if array.dtype != _DTYPES[dtype] or array.shape != shape:
+                raise Error(
+                    f"@{entry} input {i}: expected {dtype} "
+                    f"{'x'.join(map(str, shape)) or 'scalar'}, got "
+                    f"{array.dtype} {'x'.join(map(str, array.shape)) or 'scalar'}")
+            data.append(np.ascontiguousarray(array).tobytes())
+        outputs = self._core.run(entry, data)
+        results = [np.frombuffer(raw, _DTYPES[dtype]).reshape(shape).copy()
+                   for raw, (_, dtype, shape) in
+                   zip(outputs, [a for a in args if a[0]])]
+        return tuple(results)
+
+    def _entry(self, entry):
+        if entry is not None:
+            return entry
+        kernels = self.kernels
+        if len(kernels) != 1:
+            raise Error("the module has several entry functions "
+                        f"({', '.join(kernels)}); pass entry=")
+        return kernels[0]
+
+
+class Jit:
+    """Compiles, caches (memory and disk) and loads te programs.
+
+    `compiler_library` is libTECompiler.so (default: TE_COMPILER_LIBRARY,
+    else the one of this build); it is loaded on the first cache miss,
+    explain or load_plugins."""
+
+    def __init__(self, compiler_library=None):
+        self._core = _Jit(compiler_library or _default_compiler_library())
+
+    def load_plugins(self, *specs):
+        """Loads te-mlir plugins (paths, or names searched in TE_PLUGIN_PATH
+        and the installed plugin directory) after those of NVTE_PLUGIN, for
+        every later compile of this process; order is priority. A failing
+        plugin warns on stderr and is skipped, or raises Error under
+        NVTE_PLUGIN_STRICT=1."""
+        self._core.load_plugins(",".join(specs))
+
+    def explain(self, source, device="cpu", name="<python>"):
+        """Which backend lowers each te op of `source` for `device` (a
+        Device or a device name), and why plugin providers declined."""
+        device_name = device.name if isinstance(device, Device) else device
+        return [ExplainRow(*row)
+                for row in self._core.explain(source, name, device_name)]
+
+    def compile(self, source, device=None, name="<python>"):
+        """The Module of `source` on `device` (default: the host CPU),
+        compiled for the target registered for that device."""
+        device = device if device is not None else Device("cpu")
+        core, outcome, compile_ms = self._core.load(device, source, name)
+        return Module(core, outcome, compile_ms)

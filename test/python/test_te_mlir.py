@@ -1,0 +1,212 @@
+"""The te_mlir Python package: running programs, errors, and plugins loaded
+from Python (compiler plugins with Jit.load_plugins, devices with
+load_runtime_plugin).
+
+Plugins are process-wide, so every test that loads one runs its script in
+a fresh interpreter (run_script)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import te_mlir
+
+FIXTURES = os.environ["TE_PLUGIN_FIXTURES"]
+STEP = os.path.join(os.path.dirname(__file__), os.pardir, "Plugin", "Inputs",
+                    "step.mlir")
+SOURCE = open(STEP).read()
+ONEDNN = os.path.join(os.path.dirname(te_mlir.__file__), os.pardir, os.pardir,
+                      "lib", "te-mlir", "plugins", "libte-plugin-onednn.so")
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(tmp_path, monkeypatch):
+    for name in ("NVTE_PLUGIN", "NVTE_PLUGIN_STRICT", "NVTE_PLUGIN_POLICY",
+                 "NVTE_PLUGIN_DENY", "TE_RUNTIME_PLUGIN", "TE_CACHE_DISABLE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TE_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def run_script(body, **env):
+    """Runs `body` in a new interpreter with te_mlir, numpy as np, the step
+    program as SOURCE, its inputs X, Y, S and FIXTURES defined; returns the
+    completed process (stdout, stderr as text)."""
+    prelude = textwrap.dedent(f"""
+        import numpy as np, ml_dtypes, te_mlir
+        FIXTURES = {FIXTURES!r}
+        SOURCE = open({STEP!r}).read()
+        rng = np.random.default_rng(0)
+        X = rng.standard_normal((4, 8)).astype(np.float32)
+        Y = rng.standard_normal(8).astype(ml_dtypes.bfloat16)
+        S = np.array(2.0, np.float32)
+        def same(a, b):
+            return all(x.tobytes() == y.tobytes() for x, y in zip(a, b))
+    """)
+    full_env = dict(os.environ, **env)
+    return subprocess.run([sys.executable, "-c",
+                           prelude + textwrap.dedent(body)],
+                          env=full_env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def step_inputs():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    y = rng.standard_normal(8).astype(ml_dtypes.bfloat16)
+    return x, y, np.array(2.0, np.float32)
+
+
+def test_runs_on_the_host_against_numpy():
+    x, y, s = step_inputs()
+    module = te_mlir.Jit().compile(SOURCE, name="step.mlir")
+    assert module.kernels == ["step"]
+    assert module.device_name == "cpu"
+    assert module.cache == "miss"
+    amax_x, amax_y, data, scale_inv, amax = module(x, y, s)
+    # amax is a maximum of magnitudes: exact in any order.
+    assert amax_x == np.abs(x).max() and amax == np.abs(x).max()
+    assert amax_y == np.abs(y.astype(np.float32)).max()
+    # Per-tensor quantization is x * scale rounded to nearest even into
+    # E4M3 (|x * 2| < 448 here, so no saturation): bit-exact.
+    expected = (x * s).astype(ml_dtypes.float8_e4m3fn)
+    assert data.dtype == ml_dtypes.float8_e4m3fn
+    assert data.tobytes() == expected.tobytes()
+    assert scale_inv == np.float32(1) / s
+    # A new context finds it in the disk cache.
+    assert te_mlir.Jit().compile(SOURCE).cache == "hit (disk)"
+
+
+def test_bad_input_raises_with_the_reason():
+    x, y, s = step_inputs()
+    jit = te_mlir.Jit()
+    module = jit.compile(SOURCE)
+    with pytest.raises(te_mlir.Error, match=r"input 0: expected f32 4x8, "
+                                            r"got float64 4x8"):
+        module(x.astype(np.float64), y, s)
+    with pytest.raises(te_mlir.Error, match=r"@step takes 3 inputs, got 2"):
+        module(x, y)
+    with pytest.raises(te_mlir.Error, match=r"no device named 'nope' is "
+                                            r"registered"):
+        te_mlir.Device("nope")
+    with pytest.raises(te_mlir.Error, match=r"broken.mlir:1:\d+: error"):
+        jit.compile("func.func @f( {", name="broken.mlir")
+    with pytest.raises(te_mlir.Error, match=r"cannot load runtime plugin"):
+        te_mlir.load_runtime_plugin(os.path.join(FIXTURES, "missing.so"))
+
+
+def test_load_plugins_from_python():
+    proc = run_script("""
+        jit = te_mlir.Jit()
+        native = jit.compile(SOURCE)
+        before = native(X, Y, S)
+        print([r.backend for r in jit.explain(SOURCE)])
+        jit.load_plugins(FIXTURES + "/libte-fixture-good.so")
+        rows = jit.explain(SOURCE)
+        print([r.backend for r in rows])
+        print(rows[1].notes)
+        # Modules compiled before the plugin are not reused from memory.
+        module = jit.compile(SOURCE)
+        print(module.cache, same(before, module(X, Y, S)))
+    """)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines == [
+        "['cpu (native)', 'cpu (native)', 'cpu (native)']",
+        "['plugin fixture/amax', 'cpu (native)', 'plugin fixture/quantize']",
+        "fixture/amax: only f32 inputs, got bf16",
+        "miss True",
+    ]
+
+
+def test_broken_plugin_warns_or_raises_in_strict_mode():
+    script = """
+        jit = te_mlir.Jit()
+        try:
+            jit.load_plugins(FIXTURES + "/libte-fixture-abi-major.so")
+        except te_mlir.Error as error:
+            print("raised:", error)
+        print([r.backend for r in jit.explain(SOURCE)])
+    """
+    proc = run_script(script)
+    assert proc.returncode == 0, proc.stderr
+    assert "failed at handshake: the plugin is built for plugin ABI 2.0" \
+        in proc.stderr
+    assert "continuing with the native lowering" in proc.stderr
+    assert proc.stdout.splitlines() == [
+        "['cpu (native)', 'cpu (native)', 'cpu (native)']"]
+
+    proc = run_script(script, NVTE_PLUGIN_STRICT="1")
+    assert proc.returncode == 0, proc.stderr
+    raised, backends = proc.stdout.splitlines()
+    assert raised.startswith("raised: te_compiler_load_plugins: plugin ")
+    assert "failed at handshake: the plugin is built for plugin ABI 2.0" \
+        in raised
+    assert raised.endswith("NVTE_PLUGIN_STRICT=1 makes this an error")
+    assert backends == "['cpu (native)', 'cpu (native)', 'cpu (native)']"
+
+
+def test_plugin_device_from_python():
+    proc = run_script("""
+        jit = te_mlir.Jit()
+        te_mlir.load_runtime_plugin(FIXTURES + "/libte-fixture-device.so")
+        device = te_mlir.Device("fixture")
+        try:
+            jit.compile(SOURCE, device=device)
+        except te_mlir.Error as error:
+            print("raised:", str(error).splitlines()[0].split("error: ")[-1])
+        jit.load_plugins(FIXTURES + "/libte-fixture-target.so")
+        print([r.backend for r in jit.explain(SOURCE, device=device)])
+        module = jit.compile(SOURCE, device=device)
+        host = jit.compile(SOURCE)
+        print(module.device_name, module.cache,
+              same(module(X, Y, S), host(X, Y, S)))
+    """)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "raised: no target produces kernel modules for device 'fixture' "
+        "(targets exist for: cpu); load the plugin that registers it with "
+        "NVTE_PLUGIN or --te-plugin",
+        "['plugin fixture_target/amax', 'fixture (native)', "
+        "'fixture (native)']",
+        "fixture miss True",
+    ]
+
+
+@pytest.mark.skipif(not os.path.exists(ONEDNN),
+                    reason="the oneDNN plugin is not built")
+def test_onednn_plugin_from_python():
+    proc = run_script("""
+        source = open(%r).read()
+        jit = te_mlir.Jit()
+        native = jit.compile(source)
+        inputs = []
+        for out, dtype, shape in native.signature():
+            if not out:
+                inputs.append(rng.uniform(-1, 1, shape).astype(
+                    te_mlir.numpy_dtype(dtype)))
+        reference = native(*inputs)
+        jit.load_plugins("te-plugin-onednn")
+        print([r.backend for r in jit.explain(source)])
+        plugin = jit.compile(source)
+        for a, b in zip(plugin(*inputs), reference):
+            # Outputs oneDNN computes are rounded to bf16 from its own f32
+            # sums, the native ones from ours: each is within half a bf16
+            # ulp (2^-8 relative) of its f32 value and the f32 values agree
+            # to ~1e-6, so they differ by at most 2 bf16 ulps (2^-6
+            # relative). Outputs native computes both times are identical.
+            rel = 2.0**-6 if a.dtype == ml_dtypes.bfloat16 else 0.0
+            a, b = a.astype(np.float32), b.astype(np.float32)
+            bound = rel * np.abs(b) + 1e-5 * max(1.0, float(np.abs(b).max()))
+            print(bool(np.all(np.abs(a - b) <= bound)))
+    """ % os.path.join(os.path.dirname(__file__), os.pardir, os.pardir,
+                       "examples", "plugin_dispatch.mlir"))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == ("['plugin onednn/attention', 'cpu (native)', "
+                        "'plugin onednn/scaled_matmul', 'cpu (native)']")
+    assert lines[1:] and all(line == "True" for line in lines[1:])
