@@ -90,7 +90,7 @@ te_status te_jit_load(te_jit *jit, te_device *device, const char *source,
     std::string name = source_name ? source_name : "<te program>";
     // Plugins loaded since change what a compile produces.
     auto key = std::make_tuple(device, cache::sha256Hex(text.data(), size),
-                               cache::getLoadedPlugins().size());
+                               cache::getLoadedPluginCount());
     auto memoryHit = [&] {
       std::lock_guard<std::mutex> lock(jit->modulesMutex);
       auto it = jit->modules.find(key);

@@ -112,6 +112,11 @@ std::vector<std::string> te::cache::getLoadedPlugins() {
   return loadedPlugins;
 }
 
+size_t te::cache::getLoadedPluginCount() {
+  std::lock_guard<std::mutex> lock(loadedPluginsMutex);
+  return loadedPlugins.size();
+}
+
 /// The plugin settings of the environment, the plugins loaded through the
 /// API, and the identity (size, time) of each plugin library they name: what
 /// the source-text key needs so that a disk hit, which never loads the

@@ -34,6 +34,9 @@ struct ProvidedKernel {
 /// process, in order.
 std::vector<std::string> getLoadedPlugins();
 
+/// getLoadedPlugins().size(), without the copy.
+size_t getLoadedPluginCount();
+
 /// A description of this machine's CPU for cache keys: architecture,
 /// vendor, model and feature flags. Reads /proc/cpuinfo; no LLVM.
 std::string describeHostCPU();
