@@ -182,8 +182,13 @@ int te_compiler_explain_for(const char *device, const char *source, size_t size,
                         "NVTE_PLUGIN or --te-plugin");
     return 1;
   }
-  // Copied: a plugin that fails during the dispatch drops its target.
+  // As a compile would: the target's plugin starts first.
   std::string targetName = target.target->getName();
+  if (target.plugin && failed(plugins.activate(*target.plugin, &message))) {
+    *error = copyString("error: target " + target.describe() + " for device '" +
+                        deviceName + "' is unavailable: " + message);
+    return 1;
+  }
   OwningOpRef<ModuleOp> copy = module->clone();
   FailureOr<std::vector<te::plugin::DispatchRecord>> records =
       te::plugin::dispatchModule(*copy, target.target->getTargetInfo(), policy);
@@ -215,12 +220,14 @@ int te_compiler_targets(char **list, char **error) {
     return 1;
   }
   std::string text;
-  for (const te::plugin::TargetRef &ref : plugins.getTargets())
+  for (const te::plugin::TargetRef &ref : plugins.getTargets()) {
+    te::plugin::TargetInfo info = ref.target->getTargetInfo();
     text +=
         ref.target->getDeviceName() + "\t" + ref.target->getName() + "\t" +
         (ref.plugin ? "plugin " + ref.plugin->name + " " + ref.plugin->version
                     : std::string("built-in")) +
-        "\n";
+        "\t" + info.triple + " " + info.cpu + " " + info.features + "\n";
+  }
   *list = copyString(text);
   return 0;
 }
@@ -236,10 +243,11 @@ int te_compiler_plugins(char **fingerprint, char **error) {
     const char *value = std::getenv(name);
     return std::string(value ? value : "");
   };
-  *fingerprint = copyString(
-      plugins.getFingerprint() + "policy=" + setting("NVTE_PLUGIN_POLICY") +
-      ";deny=" + setting("NVTE_PLUGIN_DENY") +
-      ";strict=" + (plugins.isStrict() ? "1" : "0") + ";");
+  *fingerprint = copyString(plugins.getFingerprint() +
+                            "policy=" + setting("NVTE_PLUGIN_POLICY") +
+                            ";deny=" + setting("NVTE_PLUGIN_DENY") +
+                            ";strict=" + (plugins.isStrict() ? "1" : "0") +
+                            ";" + plugins.getLoadState());
   return 0;
 }
 

@@ -157,6 +157,9 @@ te_status te_jit_load_plugins(te_jit *jit, const char *specs) {
   } catch (const std::bad_alloc &) {
     return failJit(TE_ERROR_OUT_OF_MEMORY,
                    "te_jit_load_plugins: out of memory");
+  } catch (...) {
+    return failJit(TE_ERROR_INTERNAL,
+                   "te_jit_load_plugins: unexpected internal error");
   }
 }
 
@@ -185,6 +188,9 @@ te_status te_jit_explain(te_jit *jit, const char *device_name,
     return TE_OK;
   } catch (const std::bad_alloc &) {
     return failJit(TE_ERROR_OUT_OF_MEMORY, "te_jit_explain: out of memory");
+  } catch (...) {
+    return failJit(TE_ERROR_INTERNAL,
+                   "te_jit_explain: unexpected internal error");
   }
 }
 

@@ -164,6 +164,7 @@ struct KernelProvider::Compiler {
   decltype(&te_compiler_explain_for) explain = nullptr;
   decltype(&te_compiler_plugins) plugins = nullptr;
   decltype(&te_compiler_load_plugins) loadPlugins = nullptr;
+  decltype(&te_compiler_targets) targets = nullptr;
   decltype(&te_compiler_free) release = nullptr;
   ~Compiler() {
     if (handle)
@@ -205,6 +206,7 @@ Status KernelProvider::loadCompiler() {
       !resolve(loaded->explain, "te_compiler_explain_for") ||
       !resolve(loaded->plugins, "te_compiler_plugins") ||
       !resolve(loaded->loadPlugins, "te_compiler_load_plugins") ||
+      !resolve(loaded->targets, "te_compiler_targets") ||
       !resolve(loaded->release, "te_compiler_free"))
     return Status::error(compilerLibrary +
                          " is not te-mlir's compiler (missing te_compiler_* "
@@ -217,6 +219,36 @@ Status KernelProvider::loadCompiler() {
                          "; use the compiler of the same build");
   compiler = std::move(loaded);
   return Status::success();
+}
+
+Expected<std::string> KernelProvider::queryPlugins() {
+  char *fingerprint = nullptr, *error = nullptr;
+  if (compiler->plugins(&fingerprint, &error) != 0) {
+    std::string message = error ? error : "unknown plugin error";
+    compiler->release(error);
+    return Status::error(message);
+  }
+  std::string text = fingerprint;
+  compiler->release(fingerprint);
+  return text;
+}
+
+Expected<std::string>
+KernelProvider::describeTarget(const std::string &device) {
+  char *list = nullptr, *error = nullptr;
+  if (compiler->targets(&list, &error) != 0) {
+    std::string message = error ? error : "unknown plugin error";
+    compiler->release(error);
+    return Status::error(message);
+  }
+  std::istringstream lines(list);
+  compiler->release(list);
+  std::string line;
+  while (std::getline(lines, line))
+    if (line.rfind(device + "\t", 0) == 0)
+      return line;
+  // No target: the compile reports it.
+  return std::string();
 }
 
 Status KernelProvider::loadPlugins(const std::string &specs) {
@@ -311,29 +343,51 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
   }
   std::string canonicalText = canonical;
   compiler->release(canonical);
-  // The plugins as loaded: names and versions, in priority order.
-  std::string plugins;
+  // The plugins as loaded (names, versions, how they came to be) and the
+  // target the device gets: what the canonical key needs beyond the IR.
+  std::string plugins, target;
   if (!reference) {
-    char *fingerprint = nullptr;
-    if (compiler->plugins(&fingerprint, &error) != 0) {
-      std::string message = error ? error : "unknown plugin error";
-      compiler->release(error);
-      return Status::error(message);
-    }
-    plugins = fingerprint;
-    compiler->release(fingerprint);
+    Expected<std::string> fingerprint = queryPlugins();
+    if (!fingerprint)
+      return fingerprint.status();
+    plugins = *fingerprint;
+    Expected<std::string> described = describeTarget(device);
+    if (!described)
+      return described.status();
+    target = *described;
   }
-  std::string canonicalKey = KeyBuilder()
-                                 .add("canonical-ir", canonicalText)
-                                 .add("pipeline", pipeline)
-                                 .add("device", device)
-                                 .add("host", host)
-                                 .add("build", buildId)
-                                 .add("plugin-environment", pluginEnvironment)
-                                 .add("plugins", plugins)
-                                 .finish();
+  auto canonicalKeyFor = [&](const std::string &plugins) {
+    return KeyBuilder()
+        .add("canonical-ir", canonicalText)
+        .add("pipeline", pipeline)
+        .add("device", device)
+        .add("target", target)
+        .add("host", host)
+        .add("build", buildId)
+        .add("plugin-environment", pluginEnvironment)
+        .add("plugins", plugins)
+        .finish();
+  };
+  // The source key names the plugins only through the environment and
+  // te_jit_load_plugins: it may stand for this kernel only when that is how
+  // every plugin came, and none failed (a failure may be transient).
+  auto sourceKeyHolds = [&](const std::string &plugins) {
+    if (reference)
+      return true;
+    std::string expected = "api=";
+    std::vector<std::string> loaded = getLoadedPlugins();
+    for (size_t i = 0; i < loaded.size(); ++i)
+      expected += (i ? "," : "") + loaded[i];
+    expected += ";failed=;";
+    return plugins.size() >= expected.size() &&
+           plugins.compare(plugins.size() - expected.size(), expected.size(),
+                           expected) == 0 &&
+           describePluginEnvironment(compilerLibrary) == pluginEnvironment;
+  };
+  std::string canonicalKey = canonicalKeyFor(plugins);
   if (std::string path = cache.lookup(canonicalKey); !path.empty()) {
-    cache.publishAlias(sourceKey, canonicalKey);
+    if (sourceKeyHolds(plugins))
+      cache.publishAlias(sourceKey, canonicalKey);
     return ProvidedKernel{path, CacheOutcome::DiskHit, 0};
   }
 
@@ -360,10 +414,23 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
   double milliseconds = std::chrono::duration<double, std::milli>(
                             std::chrono::steady_clock::now() - start)
                             .count();
+  // A plugin that failed during the compile (at activation) changed what
+  // was built: file it under the plugins as they ended up.
+  bool unchanged = true;
+  if (!reference) {
+    Expected<std::string> after = queryPlugins();
+    if (!after)
+      return after.status();
+    if (*after != plugins) {
+      unchanged = false;
+      canonicalKey = canonicalKeyFor(*after);
+    }
+  }
   std::string path = cache.publish(canonicalKey, output);
   if (path.empty())
     return ProvidedKernel{output, CacheOutcome::Miss, milliseconds};
-  cache.publishAlias(sourceKey, canonicalKey);
+  if (unchanged && sourceKeyHolds(plugins))
+    cache.publishAlias(sourceKey, canonicalKey);
   std::remove(output.c_str());
   return ProvidedKernel{path, CacheOutcome::Miss, milliseconds};
 }

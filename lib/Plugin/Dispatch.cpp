@@ -490,6 +490,12 @@ LogicalResult prepare(ModuleOp module, StringRef policyOption,
            << device << "' (targets exist for: " << manager.describeTargets()
            << "); load the plugin that registers it with NVTE_PLUGIN or "
               "--te-plugin";
+  // As a compile would: the target's plugin starts first.
+  std::string description = ref.describe();
+  if (ref.plugin && failed(manager.activate(*ref.plugin, &error)))
+    return mlir::emitError(module.getLoc(), "target ")
+           << description << " for device '" << device
+           << "' is unavailable: " << error;
   target = ref.target->getTargetInfo();
   return success();
 }

@@ -213,7 +213,13 @@ void PluginManager::warn(StringRef message) const {
 void PluginManager::fail(PluginRecord &record, StringRef step,
                          StringRef error) {
   bool registered = step == "register" || step == "activate";
-  // Drop the registrations before the code behind them goes away.
+  // Withdraw the registrations. Another thread may still hold a provider or
+  // target it looked up before this failure, so they are retired, not
+  // destroyed: the library stays mapped from registration on anyway.
+  for (auto &provider : record.providers)
+    record.retiredProviders.push_back(std::move(provider));
+  for (auto &target : record.targets)
+    record.retiredTargets.push_back(std::move(target));
   record.providers.clear();
   record.targets.clear();
   record.dialects.clear();
@@ -529,6 +535,19 @@ std::string PluginManager::getFingerprint() const {
     if (record->state != PluginState::Failed)
       fingerprint += record->name + "=" + record->version + ";";
   return fingerprint;
+}
+
+std::string PluginManager::getLoadState() const {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  std::vector<std::string> api, failed;
+  for (const auto &record : records) {
+    if (record->source == "te_compiler_load_plugins")
+      api.push_back(record->spec);
+    if (record->state == PluginState::Failed)
+      failed.push_back(record->spec);
+  }
+  return "api=" + llvm::join(api, ",") + ";failed=" + llvm::join(failed, ",") +
+         ";";
 }
 
 void PluginManager::printInfo(llvm::raw_ostream &os) const {

@@ -210,3 +210,29 @@ def test_onednn_plugin_from_python():
     assert lines[0] == ("['plugin onednn/attention', 'cpu (native)', "
                         "'plugin onednn/scaled_matmul', 'cpu (native)']")
     assert lines[1:] and all(line == "True" for line in lines[1:])
+
+
+def test_plugins_loaded_behind_the_jits_back_do_not_alias_the_cache(tmp_path):
+    # A process that loads a plugin through the compiler's own C API (not
+    # te_jit_load_plugins) compiles with it; the disk cache's source key
+    # cannot know that, so a later process without the plugin must not get
+    # that kernel from it.
+    cache = str(tmp_path / "shared-cache")
+    first = run_script("""
+        import ctypes
+        compiler = ctypes.CDLL(te_mlir._default_compiler_library())
+        error = ctypes.c_char_p()
+        assert compiler.te_compiler_load_plugins(
+            (FIXTURES + "/libte-fixture-good.so").encode(),
+            ctypes.byref(error)) == 0
+        jit = te_mlir.Jit()
+        print(jit.explain(SOURCE)[0].backend, jit.compile(SOURCE).cache)
+    """, TE_CACHE_DIR=cache)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines() == ["plugin fixture/amax miss"]
+    second = run_script("""
+        jit = te_mlir.Jit()
+        print(jit.explain(SOURCE)[0].backend, jit.compile(SOURCE).cache)
+    """, TE_CACHE_DIR=cache)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.splitlines() == ["cpu (native) miss"]

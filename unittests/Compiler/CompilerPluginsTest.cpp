@@ -58,7 +58,7 @@ TEST(CompilerPlugins, LoadExplainAndFingerprint) {
   unsetenv("NVTE_PLUGIN_DENY");
 
   // No plugins: native, and a fingerprint of the settings only.
-  EXPECT_EQ(fingerprint(), "policy=;deny=;strict=0;");
+  EXPECT_EQ(fingerprint(), "policy=;deny=;strict=0;api=;failed=;");
   EXPECT_EQ(explain(), "te.amax\tf.mlir:3:8\tcpu (native)\t\n"
                        "te.amax\tf.mlir:4:8\tcpu (native)\t\n");
 
@@ -68,14 +68,20 @@ TEST(CompilerPlugins, LoadExplainAndFingerprint) {
                                      &error),
             0);
   take(error);
-  EXPECT_EQ(fingerprint(), "policy=;deny=;strict=0;");
+  // The failure shows in how the plugins came to be.
+  EXPECT_EQ(fingerprint(), "policy=;deny=;strict=0;api=" TE_FIXTURES
+                           "/libte-fixture-abi-major.so;failed=" TE_FIXTURES
+                           "/libte-fixture-abi-major.so;");
 
   // The good fixture takes the f32 amax and declines the bf16 one.
   EXPECT_EQ(
       te_compiler_load_plugins(TE_FIXTURES "/libte-fixture-good.so", &error),
       0);
   take(error);
-  EXPECT_EQ(fingerprint(), "fixture=1.0;policy=;deny=;strict=0;");
+  EXPECT_EQ(fingerprint(), "fixture=1.0;policy=;deny=;strict=0;api=" TE_FIXTURES
+                           "/libte-fixture-abi-major.so," TE_FIXTURES
+                           "/libte-fixture-good.so;failed=" TE_FIXTURES
+                           "/libte-fixture-abi-major.so;");
   EXPECT_EQ(explain(),
             "te.amax\tf.mlir:3:8\tplugin fixture/amax\t\n"
             "te.amax\tf.mlir:4:8\tcpu (native)\tfixture/amax: only f32 "
@@ -86,20 +92,35 @@ TEST(CompilerPlugins, LoadExplainAndFingerprint) {
       te_compiler_load_plugins(TE_FIXTURES "/libte-fixture-second.so", &error),
       0);
   take(error);
-  EXPECT_EQ(fingerprint(), "fixture=1.0;second=1.0;policy=;deny=;strict=0;");
+  EXPECT_EQ(fingerprint(),
+            "fixture=1.0;second=1.0;policy=;deny=;strict=0;api=" TE_FIXTURES
+            "/libte-fixture-abi-major.so," TE_FIXTURES
+            "/libte-fixture-good.so," TE_FIXTURES
+            "/libte-fixture-second.so;failed=" TE_FIXTURES
+            "/libte-fixture-abi-major.so;");
 }
 
+/// te_compiler_targets without the host's target description (the last
+/// column of the cpu line), which depends on the machine.
 std::string targets() {
   char *list = nullptr, *error = nullptr;
   EXPECT_EQ(te_compiler_targets(&list, &error), 0);
   take(error);
-  return take(list);
+  std::string text = take(list), result;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("cpu\tcpu\tbuilt-in\t", 0) == 0)
+      line = "cpu\tcpu\tbuilt-in\t<host>";
+    result += line + "\n";
+  }
+  return result;
 }
 
 TEST(CompilerPlugins, TargetsOfPluginsCompileForTheirDevice) {
   unsetenv("NVTE_PLUGIN");
   unsetenv("NVTE_PLUGIN_STRICT");
-  EXPECT_EQ(targets(), "cpu\tcpu\tbuilt-in\n");
+  EXPECT_EQ(targets(), "cpu\tcpu\tbuilt-in\t<host>\n");
 
   char path[] = "/tmp/te-compile-for-XXXXXX";
   int fd = mkstemp(path);
@@ -118,8 +139,10 @@ TEST(CompilerPlugins, TargetsOfPluginsCompileForTheirDevice) {
       te_compiler_load_plugins(TE_FIXTURES "/libte-fixture-target.so", &error),
       0);
   take(error);
-  EXPECT_EQ(targets(), "cpu\tcpu\tbuilt-in\n"
-                       "fixture\tfixture\tplugin fixture_target 2.1\n");
+  EXPECT_EQ(targets(),
+            "cpu\tcpu\tbuilt-in\t<host>\n"
+            "fixture\tfixture\tplugin fixture_target 2.1\tx86_64-fixture-none "
+            "fixture-1 \n");
 
   // The provider sees the target it lowers for.
   char *table = nullptr;

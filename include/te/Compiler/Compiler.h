@@ -87,17 +87,20 @@ TE_COMPILER_EXPORT int te_compiler_explain_for(const char *device,
                                                char **table, char **error);
 
 /// Loads the plugins of NVTE_PLUGIN and sets `*list` to one line per
-/// target: "<device>\t<target>\t<origin>", origin being "built-in" or
-/// "plugin <name> <version>"; built-in targets first, then plugins' in
-/// priority order. The first line for a device is the target compiles for
-/// it use. Returns non-zero with `*error` set only where
+/// target: "<device>\t<target>\t<origin>\t<triple> <cpu> <features>",
+/// origin being "built-in" or "plugin <name> <version>", the last column
+/// what the target compiles for (its TargetInfo); built-in targets first,
+/// then plugins' in priority order. The first line for a device is the target
+/// compiles for it use. Returns non-zero with `*error` set only where
 /// te_compiler_plugins would.
 TE_COMPILER_EXPORT int te_compiler_targets(char **list, char **error);
 
 /// Loads the plugins of NVTE_PLUGIN (once per process; compile and explain
 /// do so too) and sets `*fingerprint` to what of them changes generated
 /// code: "<name>=<version>;" for each available plugin in priority order,
-/// then the dispatch settings ("policy=...;deny=...;strict=...;"). Kernel
+/// then the dispatch settings ("policy=...;deny=...;strict=...;"), then
+/// how the plugins came to be ("api=<specs>;failed=<specs>;": those loaded
+/// through te_compiler_load_plugins, and those that failed, so far). Kernel
 /// caches key their entries on it. Returns 0 on success; with
 /// NVTE_PLUGIN_STRICT=1 a plugin that fails to load makes it return non-zero
 /// with `*error` set. Failures otherwise only warn (on stderr).

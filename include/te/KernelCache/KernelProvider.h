@@ -80,6 +80,10 @@ public:
 private:
   struct Compiler;
   support::Status loadCompiler();
+  /// te_compiler_plugins of the loaded compiler.
+  support::Expected<std::string> queryPlugins();
+  /// The te_compiler_targets line of the target `device` gets ("" if none).
+  support::Expected<std::string> describeTarget(const std::string &device);
 
   std::string compilerLibrary;
   std::string buildId;

@@ -151,7 +151,8 @@ public:
   /// a reason in `error`) if a name is malformed, the name or the device is
   /// a built-in target's, or this plugin already has a target of that name
   /// or for that device. A target of a lower-priority plugin for a device
-  /// that another plugin serves too stays registered but unused.
+  /// that another plugin serves too stays registered, unused until that
+  /// plugin fails (with its warning).
   virtual bool addTarget(std::unique_ptr<TargetBackend> target,
                          std::string *error = nullptr) = 0;
 };

@@ -55,6 +55,10 @@ struct PluginRecord {
   std::string failedStep, error;
   std::vector<std::unique_ptr<LoweringProvider>> providers;
   std::vector<std::unique_ptr<TargetBackend>> targets;
+  /// What the plugin registered before it failed: withdrawn, but kept
+  /// alive for threads that looked them up before the failure.
+  std::vector<std::unique_ptr<LoweringProvider>> retiredProviders;
+  std::vector<std::unique_ptr<TargetBackend>> retiredTargets;
   std::vector<std::function<void(DialectRegistry &)>> dialects;
   te_plugin_activate_fn activate = nullptr;
   void *handle = nullptr;
@@ -122,6 +126,12 @@ public:
   /// "name=version;..." of the available and active plugins: part of the
   /// kernel cache key.
   std::string getFingerprint() const;
+
+  /// "api=<specs>;failed=<specs>;": the plugins loaded through
+  /// te_compiler_load_plugins and those that failed, in list order. A
+  /// kernel cache keyed on the environment alone must not trust its key
+  /// while either is not what it assumed.
+  std::string getLoadState() const;
 
   /// The table of --te-print-plugin-info.
   void printInfo(llvm::raw_ostream &os) const;
