@@ -2,6 +2,7 @@
 """te-plugin-check: the conformance kit for te-mlir plugins.
 
     te-plugin-check PLUGIN [--filter TEXT] [--list] [--te-run PATH] [--keep DIR]
+                    [--backend DEVICE --runtime-plugin LIB]
 
 Runs a corpus of te op configurations through PLUGIN (a path, or a name
 found like NVTE_PLUGIN's entries) and through the CPU reference, and prints
@@ -23,6 +24,14 @@ decomposition written independently of the native kernel, the other ops
 through their bit-exact host lowering), on the same random inputs. The
 tolerance per output type is te-run's: abs = 1e-5 * max(1, max |ref|) and
 rel = 0 (f32), 2^-7 (bf16), 2^-10 (f16); FP8 and integer outputs exact.
+
+A plugin that brings its own device (a target and a runtime plugin, see
+docs/PluginAPI.md) is checked on that device with --backend DEVICE and
+--runtime-plugin LIB: every configuration is compiled for the plugin's
+target and run on its device, whoever lowers each op (the plugin's
+providers, or the target's own pipeline), and compared with the CPU
+reference; so there is nothing to decline, and a configuration the target
+cannot compile fails. The detail names who lowered the op.
 
 Exit status: 0 when nothing failed, 1 when a configuration failed, 2 for
 usage errors (unknown plugin, te-run missing). Needs only Python 3 and
@@ -251,17 +260,23 @@ def one_line(text):
     return (errors or lines or ["(no output)"])[0]
 
 
-def run_case(te_run, env, plugin_name, path, seed):
+def run_case(te_run, env, plugin_name, path, seed, backend):
     """Returns (status, detail)."""
+    device = ["--backend", backend] if backend else []
     explain = subprocess.run(
         [te_run, path, "--explain", "--random-inputs", "--seed", str(seed),
-         "--output-dir", path + ".explain"],
+         "--output-dir", path + ".explain"] + device,
         capture_output=True, text=True, env=env, timeout=600)
     rows = [l for l in explain.stdout.splitlines() if l.startswith("te.")]
     if not rows:
         return "failed", "te-run --explain: " + one_line(explain.stderr)
     ours = [r for r in rows if re.search(r"\bplugin " + re.escape(plugin_name) + "/", r)]
-    if not ours:
+    # On the plugin's own device everything is the plugin's: its providers'
+    # lowerings and its target's.
+    lowered_by = ""
+    if backend:
+        lowered_by = " [" + re.split(r"\s{2,}", rows[0])[2] + "]"
+    elif not ours:
         reasons = re.findall(re.escape(plugin_name) + r"/\S+: ([^;]*)", rows[0])
         if explain.returncode != 0 and "none:" in rows[0]:
             return "declined", "no backend lowers it: " + rows[0].split("none:")[1].strip()
@@ -270,7 +285,7 @@ def run_case(te_run, env, plugin_name, path, seed):
         return "declined", f"{plugin_name} has no provider for {rows[0].split()[0]}"
     check = subprocess.run(
         [te_run, path, "--random-inputs", "--seed", str(seed), "--check",
-         "--output-dir", path + ".out"],
+         "--output-dir", path + ".out"] + device,
         capture_output=True, text=True, env=env, timeout=600)
     text = check.stdout + check.stderr
     if "has no reference" in text or "no reference decomposition" in text:
@@ -280,7 +295,8 @@ def run_case(te_run, env, plugin_name, path, seed):
         return "failed", one_line(check.stderr or check.stdout)
     worst_abs = max(float(r[1]) for r in results)
     worst_rel = max(float(r[2]) for r in results)
-    detail = f"max abs err {worst_abs:.3g}, max rel err {worst_rel:.3g}"
+    detail = (f"max abs err {worst_abs:.3g}, max rel err {worst_rel:.3g}"
+              + lowered_by)
     bad = [f"out{r[0]}" for r in results if r[3] == "FAILED"]
     if bad or check.returncode != 0:
         return "failed", detail + " (outside tolerance: " + ", ".join(bad) + ")"
@@ -315,7 +331,13 @@ def main():
     parser.add_argument("--te-run", help="te-run binary")
     parser.add_argument("--keep", help="keep programs and outputs in DIR")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--backend", metavar="DEVICE",
+                        help="run on the plugin's own device DEVICE")
+    parser.add_argument("--runtime-plugin", metavar="LIB",
+                        help="the runtime plugin that provides DEVICE")
     args = parser.parse_args()
+    if args.runtime_plugin and not args.backend:
+        parser.error("--runtime-plugin needs --backend DEVICE")
 
     cases = [c for c in corpus() if args.filter in c[0]]
     if args.list:
@@ -332,6 +354,8 @@ def main():
         env.pop(var, None)
     env.update(NVTE_PLUGIN=args.plugin, NVTE_PLUGIN_STRICT="1",
                TE_CACHE_DISABLE="1")
+    if args.runtime_plugin:
+        env["TE_RUNTIME_PLUGIN"] = args.runtime_plugin
     work = args.keep or tempfile.mkdtemp(prefix="te-plugin-check-")
     os.makedirs(work, exist_ok=True)
     try:
@@ -340,7 +364,8 @@ def main():
             print(f"te-plugin-check: error: plugin '{args.plugin}': {version}",
                   file=sys.stderr)
             return 2
-        print(f"te-plugin-check: plugin {name} {version} ({args.plugin}): "
+        where = f" on device {args.backend}" if args.backend else ""
+        print(f"te-plugin-check: plugin {name} {version} ({args.plugin}){where}: "
               f"{len(cases)} configurations")
         counts = {"passed": 0, "failed": 0, "declined": 0, "skipped": 0}
         width = max(len(n) for n, _ in cases)
@@ -348,7 +373,8 @@ def main():
             path = os.path.join(work, f"case{index:03d}.mlir")
             with open(path, "w") as f:
                 f.write(text)
-            status, detail = run_case(te_run, env, name, path, args.seed)
+            status, detail = run_case(te_run, env, name, path, args.seed,
+                                      args.backend)
             counts[status] += 1
             print(f"  {case:<{width}}  {status:<8}  {detail}", flush=True)
         print("te-plugin-check: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
