@@ -4,10 +4,12 @@
 # plugin next to it, load it by name and run a program whose per-tensor
 # quantize it lowers; the results must equal the native lowering's bit for
 # bit, and --explain must show who lowered what.
-#   plugin-template.sh BUILD_DIR SOURCE_DIR
+# With PYTHON, the installed te_mlir package loads the plugin by name too.
+#   plugin-template.sh BUILD_DIR SOURCE_DIR [PYTHON]
 set -euo pipefail
 build=$1
 source=$2
+python=${3:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 unset NVTE_PLUGIN NVTE_PLUGIN_STRICT NVTE_PLUGIN_POLICY NVTE_PLUGIN_DENY \
@@ -51,4 +53,31 @@ grep -Eq "^te.quantize +\S+quantize.mlir:9:13 +cpu \(native\) +template/quantize
 for i in 0 1 2 3 4; do
   cmp "$work/plugin-out/out$i.npy" "$work/native-out/out$i.npy"
 done
+
+# From Python, against the installation: the plugin loaded by name through
+# the JIT, the same table and the same results.
+if [ -n "$python" ]; then
+  PYTHONPATH=$work/install/python "$python" - "$program" "$work" <<'PY'
+import sys
+import numpy as np
+import te_mlir
+
+program, work = sys.argv[1], sys.argv[2]
+source = open(program).read()
+assert te_mlir._default_compiler_library().startswith(work + "/install/")
+jit = te_mlir.Jit()
+native = jit.compile(source, name="quantize.mlir")
+rng = np.random.default_rng(7)
+inputs = [rng.standard_normal(shape).astype(te_mlir.numpy_dtype(dtype))
+          for is_output, dtype, shape in native.signature() if not is_output]
+expected = native(*inputs)
+jit.load_plugins("te-plugin-template")
+rows = jit.explain(source, name="quantize.mlir")
+print(te_mlir.format_explain(rows))
+assert [r.backend for r in rows] == ["plugin template/quantize", "cpu (native)"]
+results = jit.compile(source, name="quantize.mlir")(*inputs)
+assert all(a.tobytes() == b.tobytes() for a, b in zip(results, expected))
+PY
+  echo "plugin-template: loaded by name from the installed Python package"
+fi
 echo "plugin-template: built out of tree, loaded by name, results equal native"
