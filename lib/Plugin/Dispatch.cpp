@@ -32,6 +32,7 @@
 namespace mlir::te {
 #define GEN_PASS_DEF_TEDISPATCH
 #define GEN_PASS_DEF_TEEXPLAINDISPATCH
+#define GEN_PASS_DEF_TELOWERTARGET
 #include "te/Plugin/Passes.h.inc"
 } // namespace mlir::te
 
@@ -537,6 +538,42 @@ struct TEExplainDispatchPass
     printDispatchTable(llvm::outs(), *records);
     llvm::outs().flush();
     markAllAnalysesPreserved();
+  }
+};
+
+struct TELowerTargetPass : te::impl::TELowerTargetBase<TELowerTargetPass> {
+  using TELowerTargetBase::TELowerTargetBase;
+
+  /// The dispatch and the target's pipeline, or null without a target.
+  std::unique_ptr<OpPassManager> buildPipeline() const {
+    TargetRef ref = PluginManager::get().findTarget(device);
+    if (!ref)
+      return nullptr;
+    auto pm = std::make_unique<OpPassManager>(ModuleOp::getOperationName());
+    TEDispatchOptions options;
+    options.device = device;
+    pm->addPass(createTEDispatch(options));
+    ref.target->buildPipeline(*pm);
+    return pm;
+  }
+
+  // A dynamic pipeline's dialects must be known before the pass runs.
+  void getDependentDialects(DialectRegistry &registry) const override {
+    addDispatchDialects(registry);
+    if (std::unique_ptr<OpPassManager> pm = buildPipeline())
+      pm->getDependentDialects(registry);
+  }
+
+  void runOnOperation() override {
+    DispatchPolicy policy;
+    TargetInfo target;
+    // Finds the target (an error lists those that exist) and starts its
+    // plugin.
+    if (failed(prepare(getOperation(), "", "", device, policy, target)))
+      return signalPassFailure();
+    std::unique_ptr<OpPassManager> pm = buildPipeline();
+    if (!pm || failed(runPipeline(*pm, getOperation())))
+      signalPassFailure();
   }
 };
 
