@@ -172,26 +172,18 @@ int te_compiler_explain_for(const char *device, const char *source, size_t size,
     return 1;
   }
   std::string deviceName = device ? device : "";
-  te::plugin::TargetRef target = plugins.findTarget(deviceName);
-  if (!target) {
-    *error = copyString("error: no target produces kernel modules for "
-                        "device '" +
-                        deviceName +
-                        "' (targets exist for: " + plugins.describeTargets() +
-                        "); load the plugin that registers it with "
-                        "NVTE_PLUGIN or --te-plugin");
-    return 1;
-  }
   // As a compile would: the target's plugin starts first.
-  std::string targetName = target.target->getName();
-  if (target.plugin && failed(plugins.activate(*target.plugin, &message))) {
-    *error = copyString("error: target " + target.describe() + " for device '" +
-                        deviceName + "' is unavailable: " + message);
+  FailureOr<te::plugin::TargetRef> target =
+      plugins.startTarget(deviceName, &message);
+  if (failed(target)) {
+    *error = copyString("error: " + message);
     return 1;
   }
+  std::string targetName = target->target->getName();
   OwningOpRef<ModuleOp> copy = module->clone();
   FailureOr<std::vector<te::plugin::DispatchRecord>> records =
-      te::plugin::dispatchModule(*copy, target.target->getTargetInfo(), policy);
+      te::plugin::dispatchModule(*copy, target->target->getTargetInfo(),
+                                 policy);
   if (failed(records)) {
     *error = copyString(session.diagnostics);
     return 1;

@@ -267,25 +267,17 @@ mlir::te::compileKernelLibrary(ModuleOp module,
   std::string error;
   if (failed(plugins.loadFromEnvironment(&error)))
     return mlir::emitError(module.getLoc(), error);
-  plugin::TargetRef target = plugins.findTarget(options.device);
-  if (!target)
-    return mlir::emitError(module.getLoc(),
-                           "no target produces kernel modules for device '")
-           << options.device
-           << "' (targets exist for: " << plugins.describeTargets()
-           << "); load the plugin that registers it with NVTE_PLUGIN or "
-              "--te-plugin";
-  if (options.reference && target.plugin)
+  if (options.reference && options.device != "cpu")
     return mlir::emitError(module.getLoc(), "the reference pipeline builds "
                                             "for the cpu device only, not '")
            << options.device << "'";
-  // A plugin's toolchain starts on first use. A plugin that fails to
-  // start drops its registrations, this target included.
+  // A plugin's toolchain starts on first use.
+  FailureOr<plugin::TargetRef> started =
+      plugins.startTarget(options.device, &error);
+  if (failed(started))
+    return mlir::emitError(module.getLoc(), error);
+  plugin::TargetRef target = *started;
   std::string description = target.describe();
-  if (target.plugin && failed(plugins.activate(*target.plugin, &error)))
-    return mlir::emitError(module.getLoc(), "target ")
-           << description << " for device '" << options.device
-           << "' is unavailable: " << error;
 
   OwningOpRef<ModuleOp> lowered = module.clone();
   PassManager pm(module.getContext());

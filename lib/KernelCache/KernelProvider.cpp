@@ -414,22 +414,20 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
   double milliseconds = std::chrono::duration<double, std::milli>(
                             std::chrono::steady_clock::now() - start)
                             .count();
-  // A plugin that failed during the compile (at activation) changed what
-  // was built: file it under the plugins as they ended up.
-  bool unchanged = true;
+  // The plugins changed during the compile (one failed at activation, or
+  // another thread loaded some): no key says what this kernel was built
+  // with, so it is used but not cached.
   if (!reference) {
     Expected<std::string> after = queryPlugins();
     if (!after)
       return after.status();
-    if (*after != plugins) {
-      unchanged = false;
-      canonicalKey = canonicalKeyFor(*after);
-    }
+    if (*after != plugins)
+      return ProvidedKernel{output, CacheOutcome::Miss, milliseconds};
   }
   std::string path = cache.publish(canonicalKey, output);
   if (path.empty())
     return ProvidedKernel{output, CacheOutcome::Miss, milliseconds};
-  if (unchanged && sourceKeyHolds(plugins))
+  if (sourceKeyHolds(plugins))
     cache.publishAlias(sourceKey, canonicalKey);
   std::remove(output.c_str());
   return ProvidedKernel{path, CacheOutcome::Miss, milliseconds};

@@ -369,10 +369,9 @@ mlir::te::plugin::dispatchModule(ModuleOp module, const TargetInfo &target,
     }
 
     for (const ProviderRef &ref : candidates) {
-      if (ref.plugin->state == PluginState::Failed) {
-        record.declined.push_back(
-            {ref.qualifiedName(), "plugin failed at " + ref.plugin->failedStep +
-                                      ": " + ref.plugin->error});
+      if (std::string failure = manager.describeFailure(*ref.plugin);
+          !failure.empty()) {
+        record.declined.push_back({ref.qualifiedName(), failure});
         continue;
       }
       if (policy.isDenied(ref.plugin->name, opKey)) {
@@ -484,20 +483,11 @@ LogicalResult prepare(ModuleOp module, StringRef policyOption,
     target = getHostTarget();
     return success();
   }
-  TargetRef ref = manager.findTarget(device);
-  if (!ref)
-    return mlir::emitError(module.getLoc(),
-                           "no target produces kernel modules for device '")
-           << device << "' (targets exist for: " << manager.describeTargets()
-           << "); load the plugin that registers it with NVTE_PLUGIN or "
-              "--te-plugin";
   // As a compile would: the target's plugin starts first.
-  std::string description = ref.describe();
-  if (ref.plugin && failed(manager.activate(*ref.plugin, &error)))
-    return mlir::emitError(module.getLoc(), "target ")
-           << description << " for device '" << device
-           << "' is unavailable: " << error;
-  target = ref.target->getTargetInfo();
+  FailureOr<TargetRef> ref = manager.startTarget(device, &error);
+  if (failed(ref))
+    return mlir::emitError(module.getLoc(), error);
+  target = ref->target->getTargetInfo();
   return success();
 }
 
@@ -544,16 +534,19 @@ struct TEExplainDispatchPass
 struct TELowerTargetPass : te::impl::TELowerTargetBase<TELowerTargetPass> {
   using TELowerTargetBase::TELowerTargetBase;
 
-  /// The dispatch and the target's pipeline, or null without a target.
+  /// The dispatch and the target's pipeline, or null without a target (or
+  /// when its plugin cannot start). As in a compile, a plugin target's
+  /// plugin starts before its pipeline is built.
   std::unique_ptr<OpPassManager> buildPipeline() const {
-    TargetRef ref = PluginManager::get().findTarget(device);
-    if (!ref)
+    FailureOr<TargetRef> ref =
+        PluginManager::get().startTarget(device, nullptr);
+    if (failed(ref))
       return nullptr;
     auto pm = std::make_unique<OpPassManager>(ModuleOp::getOperationName());
     TEDispatchOptions options;
     options.device = device;
     pm->addPass(createTEDispatch(options));
-    ref.target->buildPipeline(*pm);
+    ref->target->buildPipeline(*pm);
     return pm;
   }
 
@@ -565,6 +558,11 @@ struct TELowerTargetPass : te::impl::TELowerTargetBase<TELowerTargetPass> {
   }
 
   void runOnOperation() override {
+    if (device.empty()) {
+      mlir::emitError(getOperation().getLoc(),
+                      "te-lower-target needs a device, e.g. device=cpu");
+      return signalPassFailure();
+    }
     DispatchPolicy policy;
     TargetInfo target;
     // Finds the target (an error lists those that exist) and starts its

@@ -426,7 +426,7 @@ LogicalResult PluginManager::activate(PluginRecord &plugin,
     return success();
   if (plugin.state == PluginState::Failed) {
     if (error)
-      *error = plugin.error;
+      *error = describeFailure(plugin);
     return failure();
   }
   if (plugin.activate) {
@@ -455,6 +455,13 @@ LogicalResult PluginManager::activate(PluginRecord &plugin,
   }
   plugin.state = PluginState::Active;
   return success();
+}
+
+std::string PluginManager::describeFailure(const PluginRecord &plugin) const {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  if (plugin.state != PluginState::Failed)
+    return "";
+  return "plugin failed at " + plugin.failedStep + ": " + plugin.error;
 }
 
 std::vector<ProviderRef> PluginManager::getProviders(StringRef opName) const {
@@ -510,6 +517,37 @@ TargetRef PluginManager::findTarget(StringRef deviceName) const {
     if (ref.target->getDeviceName() == deviceName)
       return ref;
   return {};
+}
+
+FailureOr<TargetRef> PluginManager::startTarget(StringRef deviceName,
+                                                std::string *error) {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  auto fail = [&](std::string message) -> FailureOr<TargetRef> {
+    if (error)
+      *error = std::move(message);
+    return failure();
+  };
+  TargetRef ref = findTarget(deviceName);
+  if (!ref) {
+    // A plugin that failed may have been the one serving the device.
+    for (const auto &record : records)
+      for (const auto &target : record->retiredTargets)
+        if (target->getDeviceName() == deviceName)
+          return fail("target " + target->getName() + " (plugin " +
+                      record->name + " " + record->version + ") for device '" +
+                      deviceName.str() +
+                      "' is unavailable: " + describeFailure(*record));
+    return fail("no target produces kernel modules for device '" +
+                deviceName.str() +
+                "' (targets exist for: " + describeTargets() +
+                "); load the plugin that registers it with NVTE_PLUGIN or "
+                "--te-plugin");
+  }
+  std::string description = ref.describe(), reason;
+  if (ref.plugin && failed(activate(*ref.plugin, &reason)))
+    return fail("target " + description + " for device '" + deviceName.str() +
+                "' is unavailable: " + reason);
+  return ref;
 }
 
 std::string PluginManager::describeTargets() const {

@@ -13,7 +13,7 @@ python=${3:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 unset NVTE_PLUGIN NVTE_PLUGIN_STRICT NVTE_PLUGIN_POLICY NVTE_PLUGIN_DENY \
-  TE_PLUGIN_PATH TE_CACHE_DISABLE
+  TE_PLUGIN_PATH TE_CACHE_DISABLE TE_COMPILER_LIBRARY TE_RUNTIME_PLUGIN
 export TE_CACHE_DIR=$work/cache
 
 cmake --install "$build" --prefix "$work/install" > "$work/install.log"

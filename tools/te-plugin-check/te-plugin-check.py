@@ -304,8 +304,8 @@ def run_case(te_run, env, plugin_name, path, seed, backend):
 
 
 def plugin_name_of(te_run, env):
-    """(name, version) of the plugin from te-opt's plugin table, or (None,
-    why not)."""
+    """(name, version, plugin table) of the plugin from te-opt's plugin
+    table, or (None, why not, None)."""
     te_opt = os.path.join(os.path.dirname(te_run), "te-opt")
     if os.access(te_opt, os.X_OK):
         info = subprocess.run([te_opt, "--te-print-plugin-info"],
@@ -313,10 +313,22 @@ def plugin_name_of(te_run, env):
         match = re.search(r"^\s+plugin: (\S+) (\S+)", info.stdout, re.M)
         failed = re.search(r"failed at (\S+): (.*)", info.stdout)
         if failed:
-            return None, f"failed at {failed.group(1)}: {failed.group(2)}"
+            return (None, f"failed at {failed.group(1)}: {failed.group(2)}",
+                    None)
         if match:
-            return match.group(1), match.group(2).rstrip(",")
-    return None, "cannot query the plugin (te-opt not found next to te-run)"
+            return match.group(1), match.group(2).rstrip(","), info.stdout
+    return (None, "cannot query the plugin (te-opt not found next to te-run)",
+            None)
+
+
+def target_of(info, device):
+    """The 'device <- target (origin)' entry that serves `device` in te-opt's
+    plugin table, or None."""
+    line = re.search(r"^targets \(device <- target\): (.*)$", info, re.M)
+    for entry in (line.group(1).split(", ") if line else []):
+        if entry.startswith(device + " <- "):
+            return entry
+    return None
 
 
 def main():
@@ -350,7 +362,7 @@ def main():
               file=sys.stderr)
         return 2
     env = dict(os.environ)
-    for var in ("NVTE_PLUGIN_POLICY", "NVTE_PLUGIN_DENY"):
+    for var in ("NVTE_PLUGIN_POLICY", "NVTE_PLUGIN_DENY", "TE_RUNTIME_PLUGIN"):
         env.pop(var, None)
     env.update(NVTE_PLUGIN=args.plugin, NVTE_PLUGIN_STRICT="1",
                TE_CACHE_DISABLE="1")
@@ -359,11 +371,20 @@ def main():
     work = args.keep or tempfile.mkdtemp(prefix="te-plugin-check-")
     os.makedirs(work, exist_ok=True)
     try:
-        name, version = plugin_name_of(te_run, env)
+        name, version, info = plugin_name_of(te_run, env)
         if name is None:
             print(f"te-plugin-check: error: plugin '{args.plugin}': {version}",
                   file=sys.stderr)
             return 2
+        # On a device, everything is checked as the plugin's: only if its
+        # target is the one that serves the device.
+        if args.backend:
+            entry = target_of(info, args.backend)
+            if not entry or f"(plugin {name} " not in entry:
+                print(f"te-plugin-check: error: plugin {name} has no target "
+                      f"serving device '{args.backend}' (it is served by "
+                      f"{entry or 'no target'})", file=sys.stderr)
+                return 2
         where = f" on device {args.backend}" if args.backend else ""
         print(f"te-plugin-check: plugin {name} {version} ({args.plugin}){where}: "
               f"{len(cases)} configurations")

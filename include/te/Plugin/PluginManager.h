@@ -98,6 +98,10 @@ public:
   /// and the error is returned in *error.
   LogicalResult activate(PluginRecord &plugin, std::string *error = nullptr);
 
+  /// "plugin failed at <step>: <error>" if `plugin` has failed, else "".
+  /// Read under the manager's lock: another thread may be failing it.
+  std::string describeFailure(const PluginRecord &plugin) const;
+
   /// Providers of available and active plugins that take `opName`, in
   /// priority order (plugin list order, then registration order).
   std::vector<ProviderRef> getProviders(StringRef opName) const;
@@ -112,6 +116,12 @@ public:
   /// `deviceName`: a built-in one, else that of the first available or
   /// active plugin (in priority order) that registered one. Empty if none.
   TargetRef findTarget(StringRef deviceName) const;
+
+  /// The target of `deviceName`, with its plugin started (activated), as a
+  /// compile for that device needs it. Fails with *error saying why there
+  /// is none: no target for the device (naming those that exist), or the
+  /// plugin whose target it was failed (its step and error).
+  FailureOr<TargetRef> startTarget(StringRef deviceName, std::string *error);
 
   /// Built-in targets, then those of available and active plugins in
   /// priority order.
