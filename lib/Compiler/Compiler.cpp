@@ -75,6 +75,18 @@ struct CompilerSession {
   std::unique_ptr<SourceMgrDiagnosticHandler> handler;
 };
 
+/// The plugin manager with NVTE_PLUGIN loaded, or null with *error set (a
+/// strict-mode load failure).
+te::plugin::PluginManager *loadedPlugins(char **error) {
+  te::plugin::PluginManager &plugins = te::plugin::PluginManager::get();
+  std::string message;
+  if (failed(plugins.loadFromEnvironment(&message))) {
+    *error = copyString(message);
+    return nullptr;
+  }
+  return &plugins;
+}
+
 } // namespace
 
 const char *te_compiler_build_id(void) { return TE_MLIR_BUILD_ID; }
@@ -162,28 +174,16 @@ int te_compiler_explain_for(const char *device, const char *source, size_t size,
     return 1;
   }
   // The dispatch of the compile pipeline, on a copy: which ops plugins take.
-  te::plugin::PluginManager &plugins = te::plugin::PluginManager::get();
-  te::plugin::DispatchPolicy policy;
   std::string message;
-  if (failed(plugins.loadFromEnvironment(&message)) ||
-      failed(te::plugin::DispatchPolicy::fromEnvironment("", "", policy,
-                                                         &message))) {
-    *error = copyString(message);
-    return 1;
-  }
-  std::string deviceName = device ? device : "";
-  // As a compile would: the target's plugin starts first.
-  FailureOr<te::plugin::TargetRef> target =
-      plugins.startTarget(deviceName, &message);
-  if (failed(target)) {
+  FailureOr<te::plugin::DispatchSetup> setup =
+      te::plugin::prepareDispatch(device ? device : "", "", "", &message);
+  if (failed(setup)) {
     *error = copyString("error: " + message);
     return 1;
   }
-  std::string targetName = target->target->getName();
   OwningOpRef<ModuleOp> copy = module->clone();
   FailureOr<std::vector<te::plugin::DispatchRecord>> records =
-      te::plugin::dispatchModule(*copy, target->target->getTargetInfo(),
-                                 policy);
+      te::plugin::dispatchModule(*copy, setup->target, setup->policy);
   if (failed(records)) {
     *error = copyString(session.diagnostics);
     return 1;
@@ -197,7 +197,7 @@ int te_compiler_explain_for(const char *device, const char *source, size_t size,
     else if (!record.nativeUnsupported.empty())
       os << "none: " << record.nativeUnsupported;
     else
-      os << targetName << " (native)";
+      os << setup->targetName << " (native)";
     os << '\t' << llvm::join(record.notes(), "; ") << '\n';
   }
   *table = copyString(text);
@@ -205,14 +205,11 @@ int te_compiler_explain_for(const char *device, const char *source, size_t size,
 }
 
 int te_compiler_targets(char **list, char **error) {
-  te::plugin::PluginManager &plugins = te::plugin::PluginManager::get();
-  std::string message;
-  if (failed(plugins.loadFromEnvironment(&message))) {
-    *error = copyString(message);
+  te::plugin::PluginManager *plugins = loadedPlugins(error);
+  if (!plugins)
     return 1;
-  }
   std::string text;
-  for (const te::plugin::TargetRef &ref : plugins.getTargets()) {
+  for (const te::plugin::TargetRef &ref : plugins->getTargets()) {
     te::plugin::TargetInfo info = ref.target->getTargetInfo();
     text +=
         ref.target->getDeviceName() + "\t" + ref.target->getName() + "\t" +
@@ -225,21 +222,18 @@ int te_compiler_targets(char **list, char **error) {
 }
 
 int te_compiler_plugins(char **fingerprint, char **error) {
-  te::plugin::PluginManager &plugins = te::plugin::PluginManager::get();
-  std::string message;
-  if (failed(plugins.loadFromEnvironment(&message))) {
-    *error = copyString(message);
+  te::plugin::PluginManager *plugins = loadedPlugins(error);
+  if (!plugins)
     return 1;
-  }
   auto setting = [](const char *name) {
     const char *value = std::getenv(name);
     return std::string(value ? value : "");
   };
-  *fingerprint = copyString(plugins.getFingerprint() +
+  *fingerprint = copyString(plugins->getFingerprint() +
                             "policy=" + setting("NVTE_PLUGIN_POLICY") +
                             ";deny=" + setting("NVTE_PLUGIN_DENY") +
-                            ";strict=" + (plugins.isStrict() ? "1" : "0") +
-                            ";" + plugins.getLoadState());
+                            ";strict=" + (plugins->isStrict() ? "1" : "0") +
+                            ";" + plugins->getLoadState());
   return 0;
 }
 

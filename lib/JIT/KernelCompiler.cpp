@@ -243,7 +243,8 @@ public:
 
 /// Registers the built-in targets when the library loads, before any plugin
 /// can claim their names.
-const bool builtinTargetsRegistered = (registerBuiltinTargets(), true);
+[[maybe_unused]] const bool builtinTargetsRegistered =
+    (registerBuiltinTargets(), true);
 
 } // namespace
 
@@ -258,7 +259,6 @@ FailureOr<std::string>
 mlir::te::compileKernelLibrary(ModuleOp module,
                                const KernelCompileOptions &options,
                                StringRef outputPath) {
-  (void)builtinTargetsRegistered;
   FailureOr<SmallVector<KernelEntry>> entries = collectKernelEntries(module);
   if (failed(entries))
     return failure();
@@ -284,10 +284,7 @@ mlir::te::compileKernelLibrary(ModuleOp module,
   if (options.reference) {
     buildLowerToCPUReferencePipeline(pm);
   } else {
-    TEDispatchOptions dispatch;
-    dispatch.device = options.device;
-    pm.addPass(createTEDispatch(dispatch));
-    target.target->buildPipeline(pm);
+    plugin::buildTargetPipeline(pm, target);
   }
   if (failed(pm.run(*lowered)))
     return failure();

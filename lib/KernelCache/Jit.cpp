@@ -34,6 +34,20 @@ te_status compilerStatus(const std::string &message) {
   return notLoadable ? TE_ERROR_LOAD_FAILED : TE_ERROR_COMPILE_FAILED;
 }
 
+/// Runs `body`, turning exceptions into statuses: none may cross the C API.
+template <typename Body> te_status guarded(const char *function, Body body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return failJit(TE_ERROR_OUT_OF_MEMORY,
+                   std::string(function) + ": out of memory");
+  } catch (...) {
+    return failJit(TE_ERROR_INTERNAL,
+                   std::string(function) +
+                       ": unexpected C++ exception; this is a bug");
+  }
+}
+
 } // namespace
 
 struct te_jit {
@@ -85,7 +99,7 @@ te_status te_jit_load(te_jit *jit, te_device *device, const char *source,
     return failJit(TE_ERROR_INVALID_ARGUMENT,
                    "te_jit_load: jit, device, source and module must not be "
                    "NULL");
-  try {
+  return guarded("te_jit_load", [&]() -> te_status {
     std::string text(source, size);
     std::string name = source_name ? source_name : "<te program>";
     // Plugins loaded since change what a compile produces.
@@ -132,12 +146,7 @@ te_status te_jit_load(te_jit *jit, te_device *device, const char *source,
     if (compile_ms)
       *compile_ms = provided->compileMilliseconds;
     return TE_OK;
-  } catch (const std::bad_alloc &) {
-    return failJit(TE_ERROR_OUT_OF_MEMORY, "te_jit_load: out of memory");
-  } catch (...) {
-    return failJit(TE_ERROR_INTERNAL,
-                   "te_jit_load: unexpected C++ exception; this is a bug");
-  }
+  });
 }
 
 const char *te_jit_last_error_message(void) { return lastError.c_str(); }
@@ -148,19 +157,13 @@ te_status te_jit_load_plugins(te_jit *jit, const char *specs) {
   if (!jit || !specs)
     return failJit(TE_ERROR_INVALID_ARGUMENT,
                    "te_jit_load_plugins: jit and specs must not be NULL");
-  try {
+  return guarded("te_jit_load_plugins", [&]() -> te_status {
     std::lock_guard<std::mutex> compileLock(jit->compileMutex);
     support::Status status = jit->provider.loadPlugins(specs);
     if (!status.ok())
       return failJit(TE_ERROR_LOAD_FAILED, status.message());
     return TE_OK;
-  } catch (const std::bad_alloc &) {
-    return failJit(TE_ERROR_OUT_OF_MEMORY,
-                   "te_jit_load_plugins: out of memory");
-  } catch (...) {
-    return failJit(TE_ERROR_INTERNAL,
-                   "te_jit_load_plugins: unexpected internal error");
-  }
+  });
 }
 
 te_status te_jit_explain(te_jit *jit, const char *device_name,
@@ -171,27 +174,20 @@ te_status te_jit_explain(te_jit *jit, const char *device_name,
                    "te_jit_explain: jit, device_name, source and table must "
                    "not be NULL");
   *table = nullptr;
-  try {
+  return guarded("te_jit_explain", [&]() -> te_status {
     std::lock_guard<std::mutex> compileLock(jit->compileMutex);
-    auto rows = jit->provider.explain(
+    support::Expected<std::string> explained = jit->provider.explainText(
         std::string(source, size), source_name ? source_name : "<te program>",
         device_name);
-    if (!rows)
-      return failJit(compilerStatus(rows.message()), rows.message());
-    std::string text;
-    for (const auto &row : *rows)
-      text += row[0] + "\t" + row[1] + "\t" + row[2] + "\t" + row[3] + "\n";
+    if (!explained)
+      return failJit(compilerStatus(explained.message()), explained.message());
+    const std::string &text = *explained;
     *table = static_cast<char *>(std::malloc(text.size() + 1));
     if (!*table)
       return failJit(TE_ERROR_OUT_OF_MEMORY, "te_jit_explain: out of memory");
     std::memcpy(*table, text.c_str(), text.size() + 1);
     return TE_OK;
-  } catch (const std::bad_alloc &) {
-    return failJit(TE_ERROR_OUT_OF_MEMORY, "te_jit_explain: out of memory");
-  } catch (...) {
-    return failJit(TE_ERROR_INTERNAL,
-                   "te_jit_explain: unexpected internal error");
-  }
+  });
 }
 
 void te_jit_free(char *text) { std::free(text); }

@@ -142,8 +142,7 @@ std::string describePluginEnvironment(const std::string &compilerLibrary) {
   specs.insert(specs.end(), loaded.begin(), loaded.end());
   for (const std::string &spec : specs) {
     std::string path = te::plugin::findPluginLibrary(
-        spec, compilerLibrary.substr(0, compilerLibrary.find_last_of('/') + 1) +
-                  TE_MLIR_PLUGIN_SUBDIR);
+        spec, te::plugin::pluginDirectoryBeside(compilerLibrary));
     struct stat info;
     description += spec + " -> " + path;
     if (!path.empty() && stat(path.c_str(), &info) == 0)
@@ -271,10 +270,9 @@ Status KernelProvider::loadPlugins(const std::string &specs) {
   return Status::success();
 }
 
-Expected<std::vector<std::array<std::string, 4>>>
-KernelProvider::explain(const std::string &source,
-                        const std::string &sourceName,
-                        const std::string &device) {
+Expected<std::string> KernelProvider::explainText(const std::string &source,
+                                                  const std::string &sourceName,
+                                                  const std::string &device) {
   if (Status status = loadCompiler(); !status.ok())
     return status;
   char *table = nullptr, *error = nullptr;
@@ -284,9 +282,20 @@ KernelProvider::explain(const std::string &source,
     compiler->release(error);
     return Status::error(message);
   }
-  std::vector<std::array<std::string, 4>> rows;
-  std::istringstream lines(table);
+  std::string text = table;
   compiler->release(table);
+  return text;
+}
+
+Expected<std::vector<std::array<std::string, 4>>>
+KernelProvider::explain(const std::string &source,
+                        const std::string &sourceName,
+                        const std::string &device) {
+  Expected<std::string> table = explainText(source, sourceName, device);
+  if (!table)
+    return table.status();
+  std::vector<std::array<std::string, 4>> rows;
+  std::istringstream lines(*table);
   std::string line;
   while (std::getline(lines, line)) {
     std::array<std::string, 4> row;

@@ -468,27 +468,15 @@ void mlir::te::plugin::printDispatchTable(llvm::raw_ostream &os,
 
 namespace {
 
-/// Loads NVTE_PLUGIN, reads the policy and finds the target of `device`
-/// (the host for ""); emits the error on failure.
-LogicalResult prepare(ModuleOp module, StringRef policyOption,
-                      StringRef denyOption, StringRef device,
-                      DispatchPolicy &policy, TargetInfo &target) {
+/// prepareDispatch, with the error emitted on `module`.
+FailureOr<DispatchSetup> prepare(ModuleOp module, StringRef policyOption,
+                                 StringRef denyOption, StringRef device) {
   std::string error;
-  PluginManager &manager = PluginManager::get();
-  if (failed(manager.loadFromEnvironment(&error)) ||
-      failed(DispatchPolicy::fromEnvironment(policyOption, denyOption, policy,
-                                             &error)))
-    return mlir::emitError(module.getLoc(), error);
-  if (device.empty()) {
-    target = getHostTarget();
-    return success();
-  }
-  // As a compile would: the target's plugin starts first.
-  FailureOr<TargetRef> ref = manager.startTarget(device, &error);
-  if (failed(ref))
-    return mlir::emitError(module.getLoc(), error);
-  target = ref->target->getTargetInfo();
-  return success();
+  FailureOr<DispatchSetup> setup =
+      prepareDispatch(device, policyOption, denyOption, &error);
+  if (failed(setup))
+    mlir::emitError(module.getLoc(), error);
+  return setup;
 }
 
 struct TEDispatchPass : te::impl::TEDispatchBase<TEDispatchPass> {
@@ -499,10 +487,10 @@ struct TEDispatchPass : te::impl::TEDispatchBase<TEDispatchPass> {
   }
 
   void runOnOperation() override {
-    DispatchPolicy parsed;
-    TargetInfo target;
-    if (failed(prepare(getOperation(), policy, deny, device, parsed, target)) ||
-        failed(dispatchModule(getOperation(), target, parsed)))
+    FailureOr<DispatchSetup> setup =
+        prepare(getOperation(), policy, deny, device);
+    if (failed(setup) ||
+        failed(dispatchModule(getOperation(), setup->target, setup->policy)))
       signalPassFailure();
   }
 };
@@ -516,13 +504,13 @@ struct TEExplainDispatchPass
   }
 
   void runOnOperation() override {
-    DispatchPolicy parsed;
-    TargetInfo target;
-    if (failed(prepare(getOperation(), policy, deny, device, parsed, target)))
+    FailureOr<DispatchSetup> setup =
+        prepare(getOperation(), policy, deny, device);
+    if (failed(setup))
       return signalPassFailure();
     OwningOpRef<ModuleOp> copy = getOperation().clone();
     FailureOr<std::vector<DispatchRecord>> records =
-        dispatchModule(*copy, target, parsed);
+        dispatchModule(*copy, setup->target, setup->policy);
     if (failed(records))
       return signalPassFailure();
     printDispatchTable(llvm::outs(), *records);
@@ -534,45 +522,70 @@ struct TEExplainDispatchPass
 struct TELowerTargetPass : te::impl::TELowerTargetBase<TELowerTargetPass> {
   using TELowerTargetBase::TELowerTargetBase;
 
-  /// The dispatch and the target's pipeline, or null without a target (or
-  /// when its plugin cannot start). As in a compile, a plugin target's
-  /// plugin starts before its pipeline is built.
-  std::unique_ptr<OpPassManager> buildPipeline() const {
-    FailureOr<TargetRef> ref =
-        PluginManager::get().startTarget(device, nullptr);
-    if (failed(ref))
+  /// The device's pipeline, or null with *error set. As in a compile, a
+  /// plugin target's plugin starts before its pipeline is built.
+  std::unique_ptr<OpPassManager> buildPipeline(std::string *error) const {
+    if (device.empty()) {
+      *error = "te-lower-target needs a device, e.g. device=cpu";
+      return nullptr;
+    }
+    FailureOr<TargetRef> target =
+        PluginManager::get().startTarget(device, error);
+    if (failed(target))
       return nullptr;
     auto pm = std::make_unique<OpPassManager>(ModuleOp::getOperationName());
-    TEDispatchOptions options;
-    options.device = device;
-    pm->addPass(createTEDispatch(options));
-    ref->target->buildPipeline(*pm);
+    buildTargetPipeline(*pm, *target);
     return pm;
   }
 
   // A dynamic pipeline's dialects must be known before the pass runs.
   void getDependentDialects(DialectRegistry &registry) const override {
     addDispatchDialects(registry);
-    if (std::unique_ptr<OpPassManager> pm = buildPipeline())
+    std::string error;
+    if (std::unique_ptr<OpPassManager> pm = buildPipeline(&error))
       pm->getDependentDialects(registry);
   }
 
   void runOnOperation() override {
-    if (device.empty()) {
-      mlir::emitError(getOperation().getLoc(),
-                      "te-lower-target needs a device, e.g. device=cpu");
+    std::string error;
+    std::unique_ptr<OpPassManager> pm = buildPipeline(&error);
+    if (!pm) {
+      mlir::emitError(getOperation().getLoc(), error);
       return signalPassFailure();
     }
-    DispatchPolicy policy;
-    TargetInfo target;
-    // Finds the target (an error lists those that exist) and starts its
-    // plugin.
-    if (failed(prepare(getOperation(), "", "", device, policy, target)))
-      return signalPassFailure();
-    std::unique_ptr<OpPassManager> pm = buildPipeline();
-    if (!pm || failed(runPipeline(*pm, getOperation())))
+    if (failed(runPipeline(*pm, getOperation())))
       signalPassFailure();
   }
 };
 
 } // namespace
+
+FailureOr<DispatchSetup>
+mlir::te::plugin::prepareDispatch(StringRef device, StringRef policyOverride,
+                                  StringRef denyOverride, std::string *error) {
+  PluginManager &manager = PluginManager::get();
+  DispatchSetup setup;
+  if (failed(manager.loadFromEnvironment(error)) ||
+      failed(DispatchPolicy::fromEnvironment(policyOverride, denyOverride,
+                                             setup.policy, error)))
+    return failure();
+  if (device.empty()) {
+    setup.target = getHostTarget();
+    setup.targetName = setup.target.backend;
+    return setup;
+  }
+  FailureOr<TargetRef> target = manager.startTarget(device, error);
+  if (failed(target))
+    return failure();
+  setup.target = target->target->getTargetInfo();
+  setup.targetName = target->target->getName();
+  return setup;
+}
+
+void mlir::te::plugin::buildTargetPipeline(OpPassManager &pm,
+                                           const TargetRef &target) {
+  TEDispatchOptions options;
+  options.device = target.target->getDeviceName();
+  pm.addPass(createTEDispatch(options));
+  target.target->buildPipeline(pm);
+}

@@ -145,9 +145,7 @@ const std::string &installedPluginDirectory() {
       SmallString<256> path;
       if (llvm::sys::fs::real_path(info.dli_fname, path))
         path = info.dli_fname;
-      llvm::sys::path::remove_filename(path);
-      llvm::sys::path::append(path, TE_MLIR_PLUGIN_SUBDIR);
-      return path.str().str();
+      return ::te::plugin::pluginDirectoryBeside(path.str().str());
     }
     return std::string();
   }();
@@ -157,6 +155,21 @@ const std::string &installedPluginDirectory() {
 std::string pluginSearchPath() {
   const char *path = std::getenv("TE_PLUGIN_PATH");
   return path ? path : "";
+}
+
+/// The TE_PLUGIN_FEATURE_* bits as words ("lowering, target").
+std::string describeFeatures(uint64_t features) {
+  std::vector<std::string> names;
+  for (auto [bit, name] : {std::pair{TE_PLUGIN_FEATURE_LOWERING, "lowering"},
+                           std::pair{TE_PLUGIN_FEATURE_TARGET, "target"},
+                           std::pair{TE_PLUGIN_FEATURE_DEVICE, "device"}})
+    if (features & bit) {
+      names.push_back(name);
+      features &= ~bit;
+    }
+  if (features)
+    names.push_back("unknown bits 0x" + llvm::utohexstr(features));
+  return names.empty() ? "none" : llvm::join(names, ", ");
 }
 
 const char *stateName(PluginState state) {
@@ -197,16 +210,7 @@ PluginManager &PluginManager::get() {
   return *manager;
 }
 
-void PluginManager::setWarningHandler(std::function<void(StringRef)> handler) {
-  std::lock_guard<std::recursive_mutex> lock(mutex);
-  warningHandler = std::move(handler);
-}
-
 void PluginManager::warn(StringRef message) const {
-  if (warningHandler) {
-    warningHandler(message);
-    return;
-  }
   llvm::errs() << "te-mlir: warning: " << message << "\n";
 }
 
@@ -477,14 +481,6 @@ std::vector<ProviderRef> PluginManager::getProviders(StringRef opName) const {
   return providers;
 }
 
-std::vector<const PluginRecord *> PluginManager::getPlugins() const {
-  std::lock_guard<std::recursive_mutex> lock(mutex);
-  std::vector<const PluginRecord *> list;
-  for (const auto &record : records)
-    list.push_back(record.get());
-  return list;
-}
-
 PluginRecord *PluginManager::lookup(StringRef name) const {
   std::lock_guard<std::recursive_mutex> lock(mutex);
   for (const auto &record : records)
@@ -617,7 +613,8 @@ void PluginManager::printInfo(llvm::raw_ostream &os) const {
       os << "     plugin: " << record->name << " " << record->version
          << ", plugin ABI " << record->abiMajor << "." << record->abiMinor
          << ", LLVM/MLIR " << record->llvmVersion << ", built with "
-         << record->buildId << "\n";
+         << record->buildId
+         << "; features: " << describeFeatures(record->features) << "\n";
     if (record->state == PluginState::Failed) {
       os << "     failed at " << record->failedStep << ": " << record->error
          << "\n";

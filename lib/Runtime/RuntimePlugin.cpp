@@ -47,15 +47,15 @@ extern "C" te_status te_runtime_load_plugin(const char *path) {
     dlclose(handle); // drop the extra reference
     return TE_OK;
   }
-  auto refuse = [&](te_status status, te_status result) {
+  // Every refusal closes the library and returns fail()'s status.
+  auto refuse = [&](te_status status) {
     dlclose(handle);
-    return result == TE_OK ? status : result;
+    return status;
   };
   auto query = reinterpret_cast<te_runtime_plugin_query_fn>(
       dlsym(handle, TE_RUNTIME_PLUGIN_QUERY_SYMBOL));
   if (!query)
     return refuse(
-        TE_ERROR_LOAD_FAILED,
         fail(TE_ERROR_LOAD_FAILED,
              "%s: %.200s does not export " TE_RUNTIME_PLUGIN_QUERY_SYMBOL
              " (is it a te-mlir runtime plugin?)",
@@ -63,52 +63,45 @@ extern "C" te_status te_runtime_load_plugin(const char *path) {
   const te_runtime_plugin_info *info =
       query(TE_RUNTIME_PLUGIN_ABI_MAJOR, TE_RUNTIME_PLUGIN_ABI_MINOR);
   if (!info)
-    return refuse(TE_ERROR_LOAD_FAILED,
-                  fail(TE_ERROR_LOAD_FAILED,
+    return refuse(fail(TE_ERROR_LOAD_FAILED,
                        "%s: %.200s refuses this runtime (runtime plugin ABI "
                        "%d.%d)",
                        fn, path, TE_RUNTIME_PLUGIN_ABI_MAJOR,
                        TE_RUNTIME_PLUGIN_ABI_MINOR));
   if (info->struct_size < sizeof(te_runtime_plugin_info))
-    return refuse(TE_ERROR_LOAD_FAILED,
-                  fail(TE_ERROR_LOAD_FAILED,
+    return refuse(fail(TE_ERROR_LOAD_FAILED,
                        "%s: %.200s: te_runtime_plugin_info is %zu bytes, "
                        "smaller than runtime plugin ABI 1.0's %zu",
                        fn, path, info->struct_size,
                        sizeof(te_runtime_plugin_info)));
+  const char *name = info->name ? info->name : "?";
   if (info->abi_major != TE_RUNTIME_PLUGIN_ABI_MAJOR ||
       info->abi_minor > TE_RUNTIME_PLUGIN_ABI_MINOR)
     return refuse(
-        TE_ERROR_LOAD_FAILED,
         fail(TE_ERROR_LOAD_FAILED,
              "%s: plugin '%.64s' (%.200s) is built for runtime plugin ABI "
              "%u.%u, this runtime implements %d.%d; rebuild the plugin "
              "against this runtime",
-             fn, info->name ? info->name : "?", path, info->abi_major,
-             info->abi_minor, TE_RUNTIME_PLUGIN_ABI_MAJOR,
-             TE_RUNTIME_PLUGIN_ABI_MINOR));
+             fn, name, path, info->abi_major, info->abi_minor,
+             TE_RUNTIME_PLUGIN_ABI_MAJOR, TE_RUNTIME_PLUGIN_ABI_MINOR));
   if (info->device_count < 0 || (info->device_count > 0 && !info->devices))
-    return refuse(TE_ERROR_INVALID_ARGUMENT,
-                  fail(TE_ERROR_INVALID_ARGUMENT,
+    return refuse(fail(TE_ERROR_INVALID_ARGUMENT,
                        "%s: plugin '%.64s' (%.200s) lists %d devices without "
                        "their tables",
-                       fn, info->name ? info->name : "?", path,
-                       info->device_count));
+                       fn, name, path, info->device_count));
   for (int i = 0; i < info->device_count; ++i)
     if (!info->devices[i])
-      return refuse(TE_ERROR_INVALID_ARGUMENT,
-                    fail(TE_ERROR_INVALID_ARGUMENT,
+      return refuse(fail(TE_ERROR_INVALID_ARGUMENT,
                          "%s: plugin '%.64s' (%.200s): device table %d is "
                          "NULL",
-                         fn, info->name ? info->name : "?", path, i));
+                         fn, name, path, i));
   te_status status = registerDeviceGroup(info->devices, info->device_contexts,
                                          info->device_count, fn);
   if (status != TE_OK) {
     // Keep the registry's message, with the plugin named in front.
     std::string message = te_last_error_message();
-    return refuse(status,
-                  fail(status, "plugin '%.64s' (%.200s): %.600s",
-                       info->name ? info->name : "?", path, message.c_str()));
+    return refuse(fail(status, "plugin '%.64s' (%.200s): %.600s", name, path,
+                       message.c_str()));
   }
   loadedPlugins().insert(handle);
   return TE_OK;

@@ -26,6 +26,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Support/DebugStringHelper.h"
 
 #include <array>
 #include <cstdio>
@@ -53,13 +54,6 @@ const std::string &runtimeLibraryPath() {
     return self.substr(0, self.find_last_of('/') + 1) + kRuntimeLibrary;
   }();
   return path;
-}
-
-std::string typeName(Type type) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  type.print(os);
-  return text;
 }
 
 bool isWideFloat(Type type) {
@@ -209,7 +203,7 @@ public:
     for (Value operand : {op.getQ(), op.getK(), op.getV()}) {
       Type element = cast<ShapedType>(operand.getType()).getElementType();
       if (!isWideFloat(element))
-        return Decision::decline(typeName(element) +
+        return Decision::decline(debugString(element) +
                                  " inputs (oneDNN 2.x has no FP8 types)");
     }
     if (op.getLayout() == QKVLayout::thd)
@@ -315,7 +309,7 @@ public:
       return *declined;
     Type out = op.getD().getType().getElementType();
     if (!isWideFloat(out))
-      return Decision::decline(typeName(out) +
+      return Decision::decline(debugString(out) +
                                " output (oneDNN 2.x has no FP8 types)");
     return Decision::accept();
   }

@@ -78,10 +78,12 @@ class Module:
         self.cache = outcome
         #: Milliseconds spent compiling (0 on a hit).
         self.compile_ms = compile_ms
+        self._kernels = list(core.kernels)
+        self._signatures = {}
 
     @property
     def kernels(self):
-        return list(self._core.kernels)
+        return list(self._kernels)
 
     @property
     def device_name(self):
@@ -89,8 +91,12 @@ class Module:
 
     def signature(self, entry=None):
         """[(is_output, dtype name, shape)] of `entry`'s arguments."""
-        return [(out, dtype, tuple(shape))
-                for out, dtype, shape in self._core.signature(self._entry(entry))]
+        entry = self._entry(entry)
+        if entry not in self._signatures:
+            self._signatures[entry] = [
+                (out, dtype, tuple(shape))
+                for out, dtype, shape in self._core.signature(entry)]
+        return self._signatures[entry]
 
     def __call__(self, *inputs, entry=None):
         """Runs `entry` (the only kernel by default) on `inputs` and returns
@@ -120,7 +126,7 @@ class Module:
     def _entry(self, entry):
         if entry is not None:
             return entry
-        kernels = self.kernels
+        kernels = self._kernels
         if len(kernels) != 1:
             raise Error("the module has several entry functions "
                         f"({', '.join(kernels)}); pass entry=")
@@ -149,8 +155,8 @@ class Jit:
         """Which backend lowers each te op of `source` for `device` (a
         Device or a device name), and why plugin providers declined."""
         device_name = device.name if isinstance(device, Device) else device
-        return [ExplainRow(*row)
-                for row in self._core.explain(source, name, device_name)]
+        table = self._core.explain(source, name, device_name)
+        return [ExplainRow(*line.split("\t", 3)) for line in table.splitlines()]
 
     def compile(self, source, device=None, name="<python>"):
         """The Module of `source` on `device` (default: the host CPU),

@@ -109,6 +109,8 @@ def test_input_count(te_run):
 @pytest.mark.parametrize("args,needle", [
     (["--bench", "x"], "--bench expects a non-negative integer"),
     (["--backend", "tpu"], "cannot open the tpu device: te_device_open: no device named 'tpu' is registered"),
+    (["--backend", ""], "--backend needs a device name"),
+    (["--runtime-plugin="], "--runtime-plugin= needs a list of runtime plugins"),
     (["--frobnicate"], "unknown option --frobnicate"),
     (["--seed"], "--seed needs a value"),
 ])

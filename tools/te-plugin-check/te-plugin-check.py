@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """te-plugin-check: the conformance kit for te-mlir plugins.
 
-    te-plugin-check PLUGIN [--filter TEXT] [--list] [--te-run PATH] [--keep DIR]
+    te-plugin-check PLUGIN [--filter REGEX] [--list] [--te-run PATH] [--keep DIR]
                     [--backend DEVICE --runtime-plugin LIB]
 
 Runs a corpus of te op configurations through PLUGIN (a path, or a name
@@ -14,8 +14,8 @@ one line per configuration:
              or the plugin's lowering did not compile or run (the error shown)
     declined the plugin does not take it (its reason shown); the native
              backend would lower it
-    skipped  the plugin takes it, but there is no reference for it (thd,
-             dropout, te.attention_backward)
+    skipped  the plugin takes it, but there is no reference for it (in
+             this corpus: dropout)
 
 The comparison is te-run --check: the program compiled with the plugin
 (NVTE_PLUGIN=PLUGIN, NVTE_PLUGIN_STRICT=1, so a fallback is a failure) and
@@ -34,8 +34,8 @@ reference; so there is nothing to decline, and a configuration the target
 cannot compile fails. The detail names who lowered the op.
 
 Exit status: 0 when nothing failed, 1 when a configuration failed, 2 for
-usage errors (unknown plugin, te-run missing). Needs only Python 3 and
-te-run, which is looked up next to this script, then on PATH.
+usage errors (unknown plugin, te-run missing). Needs only Python 3, te-run
+(looked up next to this script, then on PATH) and the te-opt beside it.
 """
 import argparse
 import os
@@ -56,7 +56,7 @@ def tensor(shape, elem):
 
 def qkv_shape(layout, b, s, h, d):
     return {"bshd": (b, s, h, d), "sbhd": (s, b, h, d),
-            "bhsd": (b, h, s, d), "thd": (b * s, h, d)}[layout]
+            "bhsd": (b, h, s, d)}[layout]
 
 
 def attention(name, layout="bshd", elem="bf16", mask="no_mask", b=2, s_q=48,
@@ -336,8 +336,9 @@ def main():
         description="Conformance kit: run a corpus of te op configurations "
         "through a plugin and the CPU reference.")
     parser.add_argument("plugin", help="plugin library path or name")
-    parser.add_argument("--filter", default="",
-                        help="only configurations whose name contains TEXT")
+    parser.add_argument("--filter", default="", metavar="REGEX",
+                        help="only configurations whose name REGEX matches "
+                        "(re.search)")
     parser.add_argument("--list", action="store_true",
                         help="list the corpus and exit")
     parser.add_argument("--te-run", help="te-run binary")
@@ -351,7 +352,7 @@ def main():
     if args.runtime_plugin and not args.backend:
         parser.error("--runtime-plugin needs --backend DEVICE")
 
-    cases = [c for c in corpus() if args.filter in c[0]]
+    cases = [c for c in corpus() if re.search(args.filter, c[0])]
     if args.list:
         for name, _ in cases:
             print(name)

@@ -19,7 +19,6 @@
 #include "te/Support/ConvertArray.h"
 #include "te/Support/FloatConversion.h"
 #include "te/Support/Npy.h"
-#include "te/Version.h"
 
 #include <algorithm>
 #include <array>
@@ -233,9 +232,7 @@ void loadRuntimePlugins(const Options &options,
       specs.emplace_back(spec, "TE_RUNTIME_PLUGIN");
   for (const std::string &spec : options.runtimePlugins)
     specs.emplace_back(spec, "--runtime-plugin");
-  std::string installed =
-      compilerLibrary.substr(0, compilerLibrary.find_last_of('/') + 1) +
-      TE_MLIR_PLUGIN_SUBDIR;
+  std::string installed = plugin::pluginDirectoryBeside(compilerLibrary);
   for (const auto &[spec, source] : specs) {
     std::string path = plugin::findPluginLibrary(spec, installed);
     if (path.empty())

@@ -1,6 +1,7 @@
 //===- JitTest.cpp - The compile-cache-load C API -------------------------===//
 
 #include "te/Runtime/Jit.h"
+#include "te/KernelCache/KernelProvider.h"
 #include "te/Runtime/Runtime.h"
 
 #include <gtest/gtest.h>
@@ -186,6 +187,17 @@ TEST_F(JitTest, ExplainForADevice) {
             std::string::npos)
       << te_jit_last_error_message();
   te_jit_release(jit);
+}
+
+TEST_F(JitTest, ReferenceKernelsAreForTheHostOnly) {
+  te::cache::KernelProvider provider(TE_COMPILER_LIBRARY_PATH,
+                                     [](const std::string &) {});
+  auto provided =
+      provider.provide(kProgram, "test.mlir", /*reference=*/true, "fixture");
+  ASSERT_FALSE(provided);
+  EXPECT_NE(provided.message().find("reference kernels are built for the cpu "
+                                    "device only, not 'fixture'"),
+            std::string::npos);
 }
 
 } // namespace

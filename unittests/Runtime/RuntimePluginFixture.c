@@ -29,10 +29,6 @@ static te_status copy(void *instance, void *dst, const void *src,
   memcpy(dst, src, bytes);
   return TE_OK;
 }
-static te_status copyConst(void *instance, void *dst, const void *src,
-                           size_t bytes) {
-  return copy(instance, dst, src, bytes);
-}
 static te_status synchronize(void *instance) {
   (void)instance;
   return TE_OK;
@@ -42,7 +38,7 @@ static void *hostPointer(void *instance, void *ptr) {
   return ptr;
 }
 
-#define DEVICE(NAME)                                                           \
+#define DEVICE(NAME, SYNCHRONIZE)                                              \
   {sizeof(te_device_ops),                                                      \
    NAME,                                                                       \
    NULL,                                                                       \
@@ -50,42 +46,26 @@ static void *hostPointer(void *instance, void *ptr) {
    NULL,                                                                       \
    allocate,                                                                   \
    release,                                                                    \
-   copyConst,                                                                  \
-   copyConst,                                                                  \
-   copyConst,                                                                  \
+   copy,                                                                       \
+   copy,                                                                       \
+   copy,                                                                       \
    hostPointer,                                                                \
    NULL,                                                                       \
    NULL,                                                                       \
    NULL,                                                                       \
    NULL,                                                                       \
    NULL,                                                                       \
-   synchronize}
+   SYNCHRONIZE}
 
-static const te_device_ops deviceA = DEVICE("fixture_mem_a");
+static const te_device_ops deviceA = DEVICE("fixture_mem_a", synchronize);
 #if defined(RUNTIME_FIXTURE_INVALID_SECOND)
 /* No synchronize: the whole plugin must be refused, deviceA included. */
-static const te_device_ops deviceB = {sizeof(te_device_ops),
-                                      "fixture_mem_b",
-                                      NULL,
-                                      NULL,
-                                      NULL,
-                                      allocate,
-                                      release,
-                                      copyConst,
-                                      copyConst,
-                                      copyConst,
-                                      hostPointer,
-                                      NULL,
-                                      NULL,
-                                      NULL,
-                                      NULL,
-                                      NULL,
-                                      NULL};
+static const te_device_ops deviceB = DEVICE("fixture_mem_b", NULL);
 #elif defined(RUNTIME_FIXTURE_TAKEN_NAME)
-static const te_device_ops deviceB = DEVICE("cpu");
+static const te_device_ops deviceB = DEVICE("cpu", synchronize);
 #else
 __attribute__((unused)) static const te_device_ops deviceB =
-    DEVICE("fixture_mem_b");
+    DEVICE("fixture_mem_b", synchronize);
 #endif
 #if defined(RUNTIME_FIXTURE_NULL_TABLE)
 /* A hole in the list: refused whole. */
@@ -101,14 +81,35 @@ EXPORT const te_runtime_plugin_info *te_runtime_plugin_query(uint32_t major,
                                                              uint32_t minor) {
   (void)major;
   (void)minor;
+#if defined(RUNTIME_FIXTURE_QUERY_NULL)
+  /* Refuses every runtime. */
+  return NULL;
+#endif
   static const te_runtime_plugin_info info = {
+#if defined(RUNTIME_FIXTURE_SMALL_STRUCT)
+      8,
+#else
       sizeof(te_runtime_plugin_info),
+#endif
 #if defined(RUNTIME_FIXTURE_ABI_MAJOR)
       TE_RUNTIME_PLUGIN_ABI_MAJOR + 1,
 #else
       TE_RUNTIME_PLUGIN_ABI_MAJOR,
 #endif
-      TE_RUNTIME_PLUGIN_ABI_MINOR,     "fixture", "1.0", 2, devices, NULL};
+#if defined(RUNTIME_FIXTURE_ABI_MINOR)
+      99,
+#else
+      TE_RUNTIME_PLUGIN_ABI_MINOR,
+#endif
+      "fixture",
+      "1.0",
+      2,
+#if defined(RUNTIME_FIXTURE_NO_TABLES)
+      NULL,
+#else
+      devices,
+#endif
+      NULL};
   return &info;
 }
 #else

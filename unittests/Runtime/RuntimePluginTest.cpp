@@ -43,6 +43,32 @@ TEST(RuntimePlugin, RefusalsRegisterNothing) {
                       "implements 1.0"),
             std::string::npos);
 
+  EXPECT_EQ(te_runtime_load_plugin(fixture("abi_minor").c_str()),
+            TE_ERROR_LOAD_FAILED);
+  EXPECT_NE(std::string(te_last_error_message())
+                .find("is built for runtime plugin ABI 1.99, this runtime "
+                      "implements 1.0"),
+            std::string::npos);
+
+  EXPECT_EQ(te_runtime_load_plugin(fixture("query_null").c_str()),
+            TE_ERROR_LOAD_FAILED);
+  EXPECT_NE(std::string(te_last_error_message())
+                .find("refuses this runtime (runtime plugin ABI 1.0)"),
+            std::string::npos);
+
+  EXPECT_EQ(te_runtime_load_plugin(fixture("small_struct").c_str()),
+            TE_ERROR_LOAD_FAILED);
+  EXPECT_NE(std::string(te_last_error_message())
+                .find("te_runtime_plugin_info is 8 bytes, smaller than "
+                      "runtime plugin ABI 1.0's"),
+            std::string::npos);
+
+  EXPECT_EQ(te_runtime_load_plugin(fixture("no_tables").c_str()),
+            TE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(te_last_error_message())
+                .find("lists 2 devices without their tables"),
+            std::string::npos);
+
   // The second table is invalid: the first, valid one is not registered.
   EXPECT_EQ(te_runtime_load_plugin(fixture("invalid_second").c_str()),
             TE_ERROR_INVALID_ARGUMENT);

@@ -67,6 +67,12 @@ public:
   explain(const std::string &source, const std::string &sourceName,
           const std::string &device = "cpu");
 
+  /// The same table as the compiler prints it: a line per op, the four
+  /// columns separated by tabs (te_compiler_explain_for).
+  support::Expected<std::string> explainText(const std::string &source,
+                                             const std::string &sourceName,
+                                             const std::string &device = "cpu");
+
   /// Loads te-mlir plugins (comma-separated paths or names, as in
   /// NVTE_PLUGIN) into the compiler, for every later compile of this
   /// process (te_compiler_load_plugins); they join every provider's cache

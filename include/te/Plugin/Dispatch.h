@@ -13,6 +13,7 @@
 #include "te/Plugin/PluginManager.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <string>
@@ -70,6 +71,25 @@ struct DispatchRecord {
 FailureOr<std::vector<DispatchRecord>>
 dispatchModule(ModuleOp module, const TargetInfo &target,
                const DispatchPolicy &policy);
+
+/// What a dispatch for runtime device `device` needs: NVTE_PLUGIN loaded,
+/// the policy (`policyOverride` / `denyOverride` where not empty, else the
+/// environment) and the device's target with its plugin started. An empty
+/// device is the host CPU.
+struct DispatchSetup {
+  DispatchPolicy policy;
+  TargetInfo target;
+  /// The target's name ("cpu" for the host).
+  std::string targetName;
+};
+FailureOr<DispatchSetup> prepareDispatch(StringRef device,
+                                         StringRef policyOverride,
+                                         StringRef denyOverride,
+                                         std::string *error);
+
+/// Adds what compiling for `target`'s device runs before serializing: the
+/// dispatch for that device, then the target's pipeline.
+void buildTargetPipeline(OpPassManager &pm, const TargetRef &target);
 
 /// The --te-explain-dispatch table.
 void printDispatchTable(llvm::raw_ostream &os,

@@ -106,9 +106,6 @@ public:
   /// priority order (plugin list order, then registration order).
   std::vector<ProviderRef> getProviders(StringRef opName) const;
 
-  /// Every listed plugin, in list order.
-  std::vector<const PluginRecord *> getPlugins() const;
-
   /// The available or active plugin named `name`, or null.
   PluginRecord *lookup(StringRef name) const;
 
@@ -147,10 +144,8 @@ public:
   void printInfo(llvm::raw_ostream &os) const;
 
   bool isStrict() const { return strict; }
-  void setStrict(bool value) { strict = value; }
 
-  /// Where warnings go; stderr by default. Each warning is one line.
-  void setWarningHandler(std::function<void(StringRef)> handler);
+  /// Prints a one-line warning on stderr.
   void warn(StringRef message) const;
 
   PluginManager(const PluginManager &) = delete;
@@ -166,7 +161,6 @@ private:
   mutable std::recursive_mutex mutex;
   std::vector<std::unique_ptr<PluginRecord>> records;
   std::vector<std::unique_ptr<TargetBackend>> builtinTargets;
-  std::function<void(StringRef)> warningHandler;
   bool strict = false;
   bool environmentLoaded = false;
   /// Why loading NVTE_PLUGIN failed in strict mode ("" if it did not).

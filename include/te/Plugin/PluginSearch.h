@@ -10,6 +10,8 @@
 #ifndef TE_PLUGIN_PLUGINSEARCH_H
 #define TE_PLUGIN_PLUGINSEARCH_H
 
+#include "te/Version.h"
+
 #include <cstdlib>
 #include <string>
 #include <sys/stat.h>
@@ -34,6 +36,13 @@ inline std::vector<std::string> splitList(const std::string &list,
     start = end + 1;
   }
   return entries;
+}
+
+/// The installed plugin directory of a te-mlir whose libraries sit beside
+/// `libraryPath` (e.g. libTECompiler.so): <libdir>/te-mlir/plugins.
+inline std::string pluginDirectoryBeside(const std::string &libraryPath) {
+  return libraryPath.substr(0, libraryPath.find_last_of('/') + 1) +
+         TE_MLIR_PLUGIN_SUBDIR;
 }
 
 /// The directories searched for a plugin named without a path:
