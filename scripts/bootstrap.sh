@@ -15,8 +15,10 @@ APT_PACKAGES=(
   "clang-${LLVM_VERSION}" "lld-${LLVM_VERSION}" "clang-format-${LLVM_VERSION}"
   libgtest-dev libgmock-dev zlib1g-dev libzstd-dev libedit-dev libxml2-dev
   libcurl4-openssl-dev
-  # oneDNN, for the in-tree onednn plugin (plugins/onednn).
-  libdnnl-dev
+  # oneDNN, for the in-tree onednn plugin (plugins/onednn). Its CMake package
+  # calls find_package(OpenCL), which needs ocl-icd-opencl-dev: libdnnl-dev
+  # only recommends it, and recommends are not installed.
+  libdnnl-dev ocl-icd-opencl-dev
 )
 PIP_PACKAGES=(numpy ml_dtypes pytest nanobind matplotlib threadpoolctl)
 
