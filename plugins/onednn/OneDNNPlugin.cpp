@@ -229,9 +229,9 @@ public:
       return Decision::decline("LSE output");
     std::array<int64_t, 4> q = dimsOf(op.getQ(), op.getLayout());
     std::array<int64_t, 4> k = dimsOf(op.getK(), op.getLayout());
-    if (isBottomRightMask(mask) && q[1] > k[1])
-      return Decision::decline("causal_bottom_right with s_q > s_kv (query "
-                               "rows without keys)");
+    if (causal && op.isBottomRightDiagonal() && q[1] > k[1])
+      return Decision::decline("causal mask aligned bottom-right with s_q > "
+                               "s_kv (query rows without keys)");
     return Decision::accept();
   }
 
@@ -260,9 +260,8 @@ public:
 
     int64_t maskKind = TE_ONEDNN_MASK_NONE;
     if (isCausalMask(op.getMaskKind()))
-      maskKind = isBottomRightMask(op.getMaskKind())
-                     ? TE_ONEDNN_MASK_CAUSAL_BOTTOM_RIGHT
-                     : TE_ONEDNN_MASK_CAUSAL;
+      maskKind = op.isBottomRightDiagonal() ? TE_ONEDNN_MASK_CAUSAL_BOTTOM_RIGHT
+                                            : TE_ONEDNN_MASK_CAUSAL;
     SmallVector<Value> args = {
         pointerOf(b, loc, bufferOf(b, loc, qf)),
         pointerOf(b, loc, bufferOf(b, loc, kf)),

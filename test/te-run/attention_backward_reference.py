@@ -10,7 +10,7 @@ whose key/value head is h // (H_q // H_kv):
     x_ij = scale * q_i.k_j                              (no_bias)
          = scale * (q_i.k_j + bias_ij)                  (pre_scale)
          = scale * q_i.k_j + bias_ij                    (post_scale)
-         = scale * q_i.k_j - slope_h * |j - i - (len_kv - len_q)|   (alibi)
+         = scale * q_i.k_j - slope_h * |i - j + shift|     (alibi)
     LSE_i = log(E + sum_{j visible} exp(x_ij)),  E = 0 / 1 / exp(alpha_h)
     P_ij  = exp(x_ij - LSE_i) for visible j, else 0
     O_i   = sum_j P_ij v_j          (O = 0, LSE = log E without visible keys)
@@ -35,10 +35,13 @@ The softmax's extra denominator term does not change dS: dS_ij/dx_ik is
 P_ij (delta_jk - P_ik) with or without it. Dropout is not modelled.
 
 Visibility of key j for query i (0-based positions inside the sequence):
-j < len_kv and i < len_q; causal / padding_causal: j <= i; the bottom-right
-kinds: j <= i + len_kv - len_q; window [left, right]: j >= i + shift - left
-(left >= 0), j <= i + shift + right (right >= 0), shift = len_kv - len_q for
-the bottom-right kinds and 0 otherwise; arbitrary: not mask_tensor[n,h,i,j]
+j < len_kv and i < len_q; causal masks: j <= i + shift; window [left,
+right]: j >= i + shift - left (left >= 0), j <= i + shift + right
+(right >= 0). shift = len_kv - len_q when the diagonal is aligned
+bottom-right, 0 when top-left: causal and padding_causal are top-left, the
+*_bottom_right kinds bottom-right, and the others follow
+`bottom_right_diagonal` (bottom-right when None), as in TE's
+DotProductAttention; arbitrary: not mask_tensor[n,h,i,j]
 (broadcast). len_q / len_kv are seqlens for the padding kinds, cu_seqlens
 differences for thd, and s_q / s_kv otherwise. thd sequence n occupies tokens
 [start_n, start_n + len_n) with start = seq_offsets (or cu_seqlens); tokens
@@ -111,6 +114,17 @@ class Config:
     seq_offsets_q: np.ndarray = None
     seq_offsets_kv: np.ndarray = None
     mask_tensor: np.ndarray = None  # bool, broadcastable to [b, h_q, s_q, s_kv]
+    bottom_right_diagonal: bool = None  # None: TE's default for the mask
+
+    def bottom_right(self):
+        if self.mask in ("causal", "padding_causal"):
+            return False
+        if self.mask in BOTTOM_RIGHT_MASKS:
+            return True
+        return True if self.bottom_right_diagonal is None else self.bottom_right_diagonal
+
+    def shift(self, seg):
+        return seg.len_kv - seg.len_q if self.bottom_right() else 0
 
     def check(self):
         assert self.layout in LAYOUTS, self.layout
@@ -196,14 +210,11 @@ def _visible(cfg, seg, h_q):
     n_q, n_kv = seg.rows.size, seg.cols.size
     i = np.arange(n_q)[:, None]
     j = np.arange(n_kv)[None, :]
-    diag = seg.len_kv - seg.len_q
+    shift = cfg.shift(seg)
     vis = (i < seg.len_q) & (j < seg.len_kv)
-    if cfg.mask in ("causal", "padding_causal"):
-        vis &= j <= i
-    if cfg.mask in BOTTOM_RIGHT_MASKS:
-        vis &= j <= i + diag
+    if cfg.mask in CAUSAL_MASKS:
+        vis &= j <= i + shift
     left, right = (-1, -1) if cfg.window is None else cfg.window
-    shift = diag if cfg.mask in BOTTOM_RIGHT_MASKS else 0
     if left >= 0:
         vis &= j >= i + shift - left
     if right >= 0:
@@ -236,7 +247,7 @@ def _scores(cfg, seg, qs, ks, scale, h_q, dtype):
         slopes = slopes if slopes.ndim == 1 else slopes[seg.n]
         i = np.arange(qs.shape[1])[:, None]
         j = np.arange(ks.shape[1])[None, :]
-        dist = np.abs(j - i - (seg.len_kv - seg.len_q)).astype(dtype)
+        dist = np.abs(i - j + cfg.shift(seg)).astype(dtype)
         return scale * dots - slopes[:, None, None] * dist
     return scale * dots
 

@@ -7,9 +7,16 @@ from the op's contract, not from the lowering:
 * GQA/MQA: query head h reads key/value head h // (H_q // H_kv);
 * scores x = scale * q.k, with `pre_scale` bias x = scale * (q.k + bias),
   `post_scale` bias x = scale * q.k + bias, or `alibi`
-  x = scale * q.k - slope[h] * |j - i - (len_kv - len_q)| (always aligned
-  bottom-right, on the sequence's actual lengths);
-* the visibility rules of the seven mask kinds and the sliding window;
+  x = scale * q.k - slope[h] * |i - j + shift| (TE's get_alibi);
+* the visibility rules of the seven mask kinds and the sliding window, as
+  TE's get_full_mask computes them: a causal mask is the window (left, 0),
+  and key j is visible to query i when
+  i - j + shift - left <= 0 <= i - j + shift + right, with -1 unbounded
+  (see `_sequence`);
+* shift = len_kv - len_q (actual lengths for the padding masks) when the
+  diagonal is aligned bottom-right, 0 when top-left, resolved as
+  DotProductAttention resolves `bottom_right_diagonal` (see
+  `resolve_bottom_right`);
 * softmax with an extra denominator term E (vanilla 0, off_by_one 1,
   learnable exp(alpha[h])); LSE = log(E + sum of exp over visible keys);
 * rows without a visible key, padding rows and thd tokens outside every
@@ -75,8 +82,20 @@ def log_extra_term(softmax, softmax_offset, heads):
     raise ValueError(f"unknown softmax {softmax!r}")
 
 
-def _sequence(q, k, v, *, log_e, scale, mask, window, len_q, len_kv,
-              bias_kind, bias, slopes, excluded):
+def resolve_bottom_right(mask, bottom_right_diagonal):
+    """TE's DotProductAttention.forward: causal and padding_causal force
+    top-left, the *_bottom_right masks bottom-right; others take the
+    caller's value, True when None."""
+    if mask in ("causal", "padding_causal"):
+        return False
+    if bottom_right_diagonal is None or mask in (
+            "causal_bottom_right", "padding_causal_bottom_right"):
+        return True
+    return bool(bottom_right_diagonal)
+
+
+def _sequence(q, k, v, *, log_e, scale, mask, window, bottom_right, len_q,
+              len_kv, bias_kind, bias, slopes, excluded):
     """Attention of one batch entry / thd sequence.
 
     q [H_q, n_q, d_qk], k [H_kv, n_kv, d_qk], v [H_kv, n_kv, d_v] in float64;
@@ -93,19 +112,19 @@ def _sequence(q, k, v, *, log_e, scale, mask, window, len_q, len_kv,
 
     i = np.arange(n_q)[:, None]
     j = np.arange(n_kv)[None, :]
-    diagonal = len_kv - len_q   # bottom-right alignment on the actual lengths
-    vis = j < len_kv
-    if mask in ("causal", "padding_causal"):
-        vis = vis & (j <= i)
-    elif mask in ("causal_bottom_right", "padding_causal_bottom_right"):
-        vis = vis & (j <= i + diagonal)
-    shift = diagonal if mask in ("causal_bottom_right",
-                                 "padding_causal_bottom_right") else 0
+    shift = len_kv - len_q if bottom_right else 0
     left, right = window
-    if left >= 0:
-        vis = vis & (j >= i + shift - left)
-    if right >= 0:
-        vis = vis & (j <= i + shift + right)
+    if "causal" in mask:
+        right = 0
+    # -1 is unbounded, as in TE's fused backends and its documentation.
+    # (TE's unfused get_full_mask substitutes s_kv and s_q, which differs
+    # from unbounded when the diagonal is top-left and the sequences differ
+    # in length: causal with s_q > s_kv would hide the first keys of the
+    # last rows there.)
+    left = np.inf if left == -1 else left
+    right = np.inf if right == -1 else right
+    vis = (i - j + shift - left <= 0) & (i - j + shift + right >= 0)
+    vis = vis & (j < len_kv)
     vis = np.broadcast_to(vis, (heads_q, n_q, n_kv))
     if excluded is not None:
         vis = vis & ~np.broadcast_to(excluded, vis.shape)
@@ -118,7 +137,7 @@ def _sequence(q, k, v, *, log_e, scale, mask, window, len_q, len_kv,
     elif bias_kind == "post_scale":
         x = scale * dots + bias
     elif bias_kind == "alibi":
-        x = scale * dots - slopes[:, None, None] * np.abs(j - i - diagonal)
+        x = scale * dots - slopes[:, None, None] * np.abs(i - j + shift)
     else:
         x = scale * dots
 
@@ -143,7 +162,8 @@ def attention(q, k, v, layout, *, mask="no_mask", window=None, scale=None,
               softmax="vanilla", softmax_offset=None,
               seqlens_q=None, seqlens_kv=None,
               cu_seqlens_q=None, cu_seqlens_kv=None,
-              seq_offsets_q=None, seq_offsets_kv=None, mask_tensor=None):
+              seq_offsets_q=None, seq_offsets_kv=None, mask_tensor=None,
+              bottom_right_diagonal=None):
     """te.attention forward (without dropout), in float64.
 
     Returns (o, lse): o in q's layout with head dim d_v; lse [b, h_q, s_q, 1]
@@ -155,6 +175,7 @@ def attention(q, k, v, layout, *, mask="no_mask", window=None, scale=None,
     assert k.shape[-1] == d_qk
     scale = 1.0 / np.sqrt(d_qk) if scale is None else float(scale)
     window = (-1, -1) if window is None else tuple(window)
+    bottom_right = resolve_bottom_right(mask, bottom_right_diagonal)
     heads_q = q.shape[1] if layout == "bhsd" else q.shape[-2]
     log_e = log_extra_term(softmax, softmax_offset, heads_q)
     slopes = None
@@ -196,7 +217,8 @@ def attention(q, k, v, layout, *, mask="no_mask", window=None, scale=None,
             o_n, lse_n = _sequence(
                 q[rows].transpose(1, 0, 2), k[cols].transpose(1, 0, 2),
                 v[cols].transpose(1, 0, 2), log_e=log_e, scale=scale,
-                mask=mask, window=window, len_q=len_q, len_kv=len_kv,
+                mask=mask, window=window, bottom_right=bottom_right,
+                len_q=len_q, len_kv=len_kv,
                 bias_kind=bias_kind, bias=None, slopes=slopes_of(n),
                 excluded=None)
             o[rows] = o_n.transpose(1, 0, 2)
@@ -224,7 +246,7 @@ def attention(q, k, v, layout, *, mask="no_mask", window=None, scale=None,
             excluded = mask_tensor[0 if mask_tensor.shape[0] == 1 else n]
         o[n], lse[n] = _sequence(
             qb[n], kb[n], vb[n], log_e=log_e, scale=scale, mask=mask,
-            window=window,
+            window=window, bottom_right=bottom_right,
             len_q=lens_q[n] if padding else s_q,
             len_kv=lens_kv[n] if padding else s_kv,
             bias_kind=bias_kind, bias=bias_n, slopes=slopes_of(n),

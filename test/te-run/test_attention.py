@@ -97,10 +97,12 @@ class Case:
     operands: dict = field(default_factory=dict)   # reference keyword -> array
     bias_elem: str = "f32"
     return_lse: bool = True
+    bottom_right_diagonal: bool = None
 
     def reference_kwargs(self):
         return dict(mask=self.mask, window=self.window, scale=self.scale,
                     bias_kind=self.bias_kind, softmax=self.softmax,
+                    bottom_right_diagonal=self.bottom_right_diagonal,
                     **self.operands)
 
     def reference(self):
@@ -117,7 +119,7 @@ def make_case(seed=0, *, layout="bshd", elem="f32", mask="no_mask",
               b=2, s_q=9, s_kv=None, h_q=4, h_kv=None, d_qk=16, d_v=None,
               lens_q=None, lens_kv=None, gaps_q=None, gaps_kv=None,
               bias_shape="bh", bias_elem="f32", slopes_shape="h",
-              mask_shape="bh", return_lse=True):
+              mask_shape="bh", return_lse=True, bottom_right_diagonal=None):
     """Random inputs (N(0,1), rounded to `elem`) for one configuration.
 
     Non-thd padding masks take per-sequence lengths lens_q / lens_kv
@@ -170,7 +172,8 @@ def make_case(seed=0, *, layout="bshd", elem="f32", mask="no_mask",
     return Case(layout, elem, q, k, v, mask=mask,
                 window=None if window is None else tuple(window), scale=scale,
                 bias_kind=bias_kind, softmax=softmax, operands=ops,
-                bias_elem=bias_elem, return_lse=return_lse)
+                bias_elem=bias_elem, return_lse=return_lse,
+                bottom_right_diagonal=bottom_right_diagonal)
 
 
 # ---------------------------------------------------------------------------
@@ -200,6 +203,9 @@ def program_text(case):
     config = [f"layout {case.layout}", f"mask {case.mask}"]
     if case.window is not None:
         config.append(f"window [{case.window[0]}, {case.window[1]}]")
+    if case.bottom_right_diagonal is not None:
+        config.append("bottom_right_diagonal "
+                      + str(case.bottom_right_diagonal).lower())
     if case.scale is not None:
         config.append(f"scale {case.scale!r}")
     config += [f"bias {case.bias_kind}", f"softmax {case.softmax}"]
@@ -280,8 +286,18 @@ def naive_attention(q, k, v, layout, *, mask="no_mask", window=None,
                     alibi_slopes=None, softmax="vanilla", softmax_offset=None,
                     seqlens_q=None, seqlens_kv=None, cu_seqlens_q=None,
                     cu_seqlens_kv=None, seq_offsets_q=None,
-                    seq_offsets_kv=None, mask_tensor=None, dtype=np.float64):
+                    seq_offsets_kv=None, mask_tensor=None,
+                    bottom_right_diagonal=None, dtype=np.float64):
     """Literal, loop-based te.attention; `dtype` float32 models the kernel."""
+    # Where windows, ALiBi and the causal mask put the diagonal (TE's
+    # DotProductAttention): fixed by the causal kinds, else the caller's
+    # choice, bottom-right by default.
+    if mask in ("causal", "padding_causal"):
+        bottom_right = False
+    elif mask in BOTTOM_RIGHT:
+        bottom_right = True
+    else:
+        bottom_right = bottom_right_diagonal in (None, True)
     f = dtype
     q, k, v = (np.asarray(a, np.float64).astype(f) for a in (q, k, v))
     heads_axis = 1 if layout == "thd" else layout.index("h")
@@ -343,15 +359,13 @@ def naive_attention(q, k, v, layout, *, mask="no_mask", window=None,
         lq, lkv = len_q[n], len_kv[n]
         if i >= lq or j >= lkv:        # padding query row / padding key
             return False
-        if mask in ("causal", "padding_causal") and not j <= i:
-            return False
-        if mask in BOTTOM_RIGHT and not j <= i + lkv - lq:
+        shift = lkv - lq if bottom_right else 0
+        if mask in CAUSAL_MASKS and not j <= i + shift:
             return False
         if mask == "arbitrary":
             m = mask_tensor
             if m[0 if m.shape[0] == 1 else n, 0 if m.shape[1] == 1 else h, i, j]:
                 return False
-        shift = lkv - lq if mask in BOTTOM_RIGHT else 0
         if left != -1 and j < i + shift - left:
             return False
         if right != -1 and j > i + shift + right:
@@ -370,7 +384,8 @@ def naive_attention(q, k, v, layout, *, mask="no_mask", window=None,
         if bias_kind == "alibi":
             slopes = np.asarray(alibi_slopes)
             slope = slopes[h] if slopes.ndim == 1 else slopes[n, h]
-            return scale * dot - f(slope) * f(abs(j - i - (len_kv[n] - len_q[n])))
+            shift = len_kv[n] - len_q[n] if bottom_right else 0
+            return scale * dot - f(slope) * f(abs(i + shift - j))
         return scale * dot
 
     outs, lses = [], []
@@ -426,9 +441,22 @@ def random_case(rng, layout, mask, bias_kind, softmax):
     causal = mask in CAUSAL_MASKS
     window = None
     if rng.random() < 0.6:
-        window = (int(rng.integers(-1, 5)),
-                  int(rng.integers(-1, 1) if causal else rng.integers(-1, 5)))
+        # TE's windows: causal masks [>= -1, 0 or -1], the others [-1, -1]
+        # or both bounds >= 0.
+        if causal:
+            window = (int(rng.integers(-1, 5)), int(rng.integers(-1, 1)))
+        elif rng.random() < 0.2:
+            window = (-1, -1)
+        else:
+            window = (int(rng.integers(0, 5)), int(rng.integers(0, 5)))
+    # bottom_right_diagonal: unset, or a value the mask allows.
+    allowed = {"causal": [False], "padding_causal": [False],
+               "causal_bottom_right": [True],
+               "padding_causal_bottom_right": [True]}.get(mask, [False, True])
+    choice = int(rng.integers(0, len(allowed) + 1))
+    bottom_right_diagonal = None if choice == len(allowed) else allowed[choice]
     kwargs = dict(layout=layout, mask=mask, bias_kind=bias_kind,
+                  bottom_right_diagonal=bottom_right_diagonal,
                   softmax=softmax, b=int(rng.integers(1, 4)), s_q=s_q,
                   s_kv=s_kv, h_q=h_q, h_kv=h_kv,
                   d_qk=int(rng.integers(1, 9)), d_v=int(rng.integers(1, 9)),
@@ -630,13 +658,32 @@ def test_selfcheck_equivalences():
         a = ref(c, mask=padded, seqlens_q=full, seqlens_kv=full)
         b = ref(c, mask=plain)
         np.testing.assert_array_equal(a[0], b[0])
-    # Windows: [-1, -1] is no window; causal is no_mask with window [-1, 0];
-    # causal_bottom_right is no_mask with window [-1, s_kv - s_q].
+    # Windows: [-1, -1] is no window, whatever the diagonal; a window
+    # reaching every key changes nothing. On no_mask the window's diagonal
+    # is bottom-right unless bottom_right_diagonal is false (TE's default),
+    # so with s_kv > s_q window [s_kv, 0] is causal_bottom_right, and the
+    # top-left window [s_kv, s_kv - s_q] is too.
     np.testing.assert_array_equal(ref(c, window=(-1, -1))[0], ref(c)[0])
-    np.testing.assert_array_equal(ref(c, window=(-1, 0))[0], ref(c, mask="causal")[0])
+    np.testing.assert_array_equal(ref(c, window=(7, 7))[0], ref(c)[0])
+    np.testing.assert_array_equal(ref(c, window=(7, 0))[0], ref(c, mask="causal")[0])
     wide = make_case(8, **{**base, "s_kv": 11})
-    np.testing.assert_array_equal(ref(wide, window=(-1, 4))[0],
+    np.testing.assert_array_equal(
+        ref(wide, window=(-1, -1), bottom_right_diagonal=False)[0], ref(wide)[0])
+    np.testing.assert_array_equal(ref(wide, window=(11, 0))[0],
                                   ref(wide, mask="causal_bottom_right")[0])
+    np.testing.assert_array_equal(
+        ref(wide, window=(11, 0), bottom_right_diagonal=False)[0],
+        ref(wide, mask="causal")[0])
+    np.testing.assert_array_equal(
+        ref(wide, window=(11, 4), bottom_right_diagonal=False)[0],
+        ref(wide, mask="causal_bottom_right")[0])
+    np.testing.assert_array_equal(
+        ref(wide, window=(2, 1), bottom_right_diagonal=True)[0],
+        ref(wide, window=(2, 1))[0])
+    # causal_bottom_right's window is bottom-right whatever the default.
+    np.testing.assert_array_equal(
+        ref(wide, mask="causal_bottom_right", window=(2, 0))[0],
+        ref(wide, window=(2, 0))[0])
     # arbitrary with the upper triangle excluded is causal.
     upper = ~np.tril(np.ones((7, 7), bool))[None, None]
     np.testing.assert_array_equal(ref(c, mask="arbitrary", mask_tensor=upper)[0],
@@ -652,6 +699,13 @@ def test_selfcheck_equivalences():
     np.testing.assert_allclose(
         ref(wide, bias_kind="alibi", alibi_slopes=slopes)[0],
         ref(wide, bias_kind="post_scale", bias=-(slopes[:, None, None] * dist)[None])[0],
+        rtol=1e-12)
+    # Top-left ALiBi (bottom_right_diagonal false) uses |i - j|.
+    flat = np.abs(np.arange(11)[None] - np.arange(7)[:, None])
+    np.testing.assert_allclose(
+        ref(wide, bias_kind="alibi", alibi_slopes=slopes,
+            bottom_right_diagonal=False)[0],
+        ref(wide, bias_kind="post_scale", bias=-(slopes[:, None, None] * flat)[None])[0],
         rtol=1e-12)
     # learnable alpha = 0 is off_by_one.
     zero = np.zeros((1, 4, 1, 1))
@@ -751,8 +805,8 @@ def test_thd(te_run, mask, variant, elem):
 
 WINDOWS = [
     ("no_mask", (2, 2), 9, 9),
-    ("no_mask", (3, -1), 9, 9),          # left only
-    ("no_mask", (-1, 2), 9, 9),          # right only
+    ("no_mask", (3, 0), 9, 9),
+    ("no_mask", (0, 2), 9, 9),
     ("no_mask", (0, 0), 13, 7),          # diagonal; rows 7.. see nothing
     ("no_mask", (1, 4), 7, 13),
     ("padding", (1, 3), 9, 11),
@@ -772,6 +826,42 @@ def test_window(te_run, mask, window, s_q, s_kv):
     run_case(te_run, make_case(4, mask=mask, window=window, s_q=s_q, s_kv=s_kv,
                                lens_q=[s_q, 5] if mask in PADDING_MASKS else None,
                                lens_kv=[s_kv - 2, 6] if mask in PADDING_MASKS else None))
+
+
+# The diagonal that windows and ALiBi align to (bottom_right_diagonal): TE's
+# default (bottom-right for no_mask, padding and arbitrary) and each explicit
+# value, with s_q != s_kv so that the alignments differ; thd and padding use
+# the actual lengths.
+DIAGONALS = [
+    ("no_mask", (2, 1), 7, 13, None),
+    ("no_mask", (2, 1), 7, 13, False),
+    ("no_mask", (1, 0), 13, 7, True),
+    ("no_mask", (1, 0), 13, 7, False),
+    ("padding", (1, 2), 9, 13, None),
+    ("padding", (1, 2), 9, 13, False),
+    ("arbitrary", (3, 0), 11, 6, None),
+    ("arbitrary", (3, 0), 11, 6, False),
+    ("causal", (2, 0), 7, 13, False),
+    ("padding_causal_bottom_right", (2, 0), 7, 13, True),
+]
+
+
+@pytest.mark.parametrize("bias_kind", ["no_bias", "alibi"])
+@pytest.mark.parametrize("mask,window,s_q,s_kv,diagonal", DIAGONALS)
+def test_window_diagonal(te_run, mask, window, s_q, s_kv, diagonal, bias_kind):
+    run_case(te_run, make_case(
+        12, mask=mask, window=window, s_q=s_q, s_kv=s_kv, bias_kind=bias_kind,
+        bottom_right_diagonal=diagonal,
+        lens_q=[s_q, 5] if mask in PADDING_MASKS else None,
+        lens_kv=[s_kv - 2, 6] if mask in PADDING_MASKS else None))
+
+
+@pytest.mark.parametrize("diagonal", [None, False])
+def test_thd_window_diagonal(te_run, diagonal):
+    run_case(te_run, make_case(
+        13, layout="thd", mask="padding", window=(1, 1), bias_kind="alibi",
+        bottom_right_diagonal=diagonal, lens_q=[3, 5, 2], lens_kv=[6, 2, 2],
+        gaps_q=[0, 1, 0, 1], gaps_kv=[1, 0, 0, 2]))
 
 
 # Without an arbitrary mask, a bias tensor, dropout or thd, the forward pass
@@ -795,6 +885,13 @@ BLOCKED = {
         lens_q=[100, 37], lens_kv=[120, 66], window=(10, 0)),
     "alibi": dict(mask="no_mask", bias_kind="alibi", slopes_shape="bh",
                   s_q=90, s_kv=75),
+    "alibi_top_left": dict(mask="no_mask", bias_kind="alibi", s_q=90,
+                           s_kv=150, bottom_right_diagonal=False),
+    "window_top_left": dict(mask="no_mask", window=(30, 3), s_q=70, s_kv=160,
+                            bottom_right_diagonal=False),
+    "padding_window_bottom_right": dict(
+        mask="padding", window=(12, 4), s_q=100, s_kv=130,
+        lens_q=[100, 41], lens_kv=[130, 77]),
     "learnable": dict(mask="causal", softmax="learnable", s_q=81, s_kv=81),
     "off_by_one_diagonal": dict(mask="no_mask", softmax="off_by_one",
                                 window=(0, 0), s_q=100, s_kv=70),

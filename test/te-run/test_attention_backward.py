@@ -120,7 +120,8 @@ def make_case(seed=0, *, layout="bshd", elem="f32", mask="no_mask", window=None,
               scale=None, bias_kind="no_bias", softmax="vanilla", b=2, s_q=9,
               s_kv=None, h_q=4, h_kv=None, d_qk=8, d_v=None, lens_q=None,
               lens_kv=None, gaps_q=None, gaps_kv=None, bias_shape="bh",
-              bias_elem="f32", slopes_shape="h", mask_shape="bh", o_scale=1.0):
+              bias_elem="f32", slopes_shape="h", mask_shape="bh", o_scale=1.0,
+              bottom_right_diagonal=None):
     """Seeded N(0, 1) inputs, rounded to `elem`, for one configuration.
 
     Non-thd padding masks take lens_q / lens_kv (default: random, the first
@@ -166,7 +167,8 @@ def make_case(seed=0, *, layout="bshd", elem="f32", mask="no_mask", window=None,
     if scale is not None:
         scale = float(np.float32(scale))     # the attribute is an f32
     cfg = Config(layout=layout, mask=mask, window=None if window is None else tuple(window),
-                 scale=scale, bias_kind=bias_kind, softmax=softmax, **ops)
+                 scale=scale, bias_kind=bias_kind, softmax=softmax,
+                 bottom_right_diagonal=bottom_right_diagonal, **ops)
     q = round_to(rng.standard_normal(head_shape(layout, b, s_q, h_q, d_qk)), elem)
     k = round_to(rng.standard_normal(head_shape(layout, b, s_kv, h_kv, d_qk)), elem)
     v = round_to(rng.standard_normal(head_shape(layout, b, s_kv, h_kv, d_v)), elem)
@@ -205,6 +207,9 @@ def program_text(case):
     clauses = [f"layout {cfg.layout}", f"mask {cfg.mask}"]
     if cfg.window is not None:
         clauses.append(f"window [{cfg.window[0]}, {cfg.window[1]}]")
+    if cfg.bottom_right_diagonal is not None:
+        clauses.append("bottom_right_diagonal "
+                       + str(cfg.bottom_right_diagonal).lower())
     if cfg.scale is not None:
         clauses.append(f"scale {cfg.scale!r}")
     clauses += [f"bias {cfg.bias_kind}", f"softmax {cfg.softmax}"]
@@ -345,8 +350,8 @@ FD_CASES = {
        for m in MASKS for sq, skv in ((4, 5), (5, 3))},
     # Windows.
     "window-no_mask": dict(TINY, window=(1, 1)),
-    "window-left": dict(TINY, window=(2, -1), s_q=5, s_kv=5),
-    "window-right": dict(TINY, window=(-1, 1), s_q=5, s_kv=3),
+    "window-left": dict(TINY, window=(2, 0), s_q=5, s_kv=5),
+    "window-right": dict(TINY, window=(0, 1), s_q=5, s_kv=3),
     "window-diag": dict(TINY, window=(0, 0), s_q=5, s_kv=3, softmax="off_by_one"),
     "window-causal": dict(TINY, mask="causal", window=(1, 0)),
     "window-causal_br": dict(TINY, mask="causal_bottom_right", window=(1, 0), s_q=3, s_kv=5),
@@ -354,6 +359,11 @@ FD_CASES = {
     "window-padding_causal_br": dict(TINY, mask="padding_causal_bottom_right",
                                      window=(1, -1), lens_q=[4, 2], lens_kv=[3, 5]),
     "window-arbitrary": dict(TINY, mask="arbitrary", window=(2, 1), mask_shape="h"),
+    "window-top-left": dict(TINY, window=(1, 0), s_q=3, s_kv=5, bottom_right_diagonal=False),
+    "window-padding-top-left": dict(TINY, mask="padding", window=(0, 1), lens_q=[4, 2],
+                                    lens_kv=[5, 4], bottom_right_diagonal=False),
+    "alibi-top-left": dict(TINY, bias_kind="alibi", s_q=3, s_kv=5,
+                           bottom_right_diagonal=False),
     # GQA / MQA / MHA and head dims.
     "mqa": dict(TINY, h_q=3, h_kv=1, mask="causal"),
     "mha": dict(TINY, h_q=2, h_kv=2),
@@ -415,8 +425,14 @@ def random_kwargs(rng, layout, mask, bias_kind, softmax):
                   slopes_shape=str(rng.choice(["h", "bh"])),
                   mask_shape=str(rng.choice(["bh", "b", "h", "1"])))
     if rng.random() < 0.5:
-        right = rng.integers(-1, 1) if mask in CAUSAL_MASKS else rng.integers(-1, 3)
-        kwargs["window"] = (int(rng.integers(-1, 3)), int(right))
+        # TE's windows: causal masks [>= -1, 0 or -1], the others [-1, -1]
+        # or both bounds >= 0.
+        if mask in CAUSAL_MASKS:
+            kwargs["window"] = (int(rng.integers(-1, 3)), int(rng.integers(-1, 1)))
+        else:
+            kwargs["window"] = (int(rng.integers(0, 3)), int(rng.integers(0, 3)))
+    if mask not in CAUSAL_MASKS and rng.random() < 0.5:
+        kwargs["bottom_right_diagonal"] = bool(rng.random() < 0.5)
     if layout == "thd":
         count = int(rng.integers(1, 4))
         kwargs["lens_q"] = [int(x) for x in rng.integers(0, 4, count)]
@@ -473,11 +489,20 @@ def test_selfcheck_forward_facts():
     x = q[0, 0, 0] @ k[0, :3, 0].T / math.sqrt(3)
     assert lse[0, 0, 0, 0] == pytest.approx(math.log(math.exp(-0.3) + np.exp(x).sum()))
     np.testing.assert_allclose(o[0, 0, 0], np.exp(x - lse[0, 0, 0, 0]) @ v[0, :3, 0])
-    # A row that sees nothing: O = 0, LSE = log E.
+    # A row that sees nothing: O = 0, LSE = log E. The diagonal window
+    # [0, 0] with s_q = 4 > s_kv = 2 leaves rows 2, 3 without keys when
+    # aligned top-left, rows 0, 1 when aligned bottom-right (the default).
     for softmax, want in (("vanilla", -np.inf), ("off_by_one", 0.0)):
-        cfg = Config("bshd", window=(0, 0), softmax=softmax)
+        cfg = Config("bshd", window=(0, 0), softmax=softmax,
+                     bottom_right_diagonal=False)
         o, lse = forward(q, k[:, :2], v[:, :2], cfg)
         assert (o[0, 2:] == 0).all() and (lse[0, 0, 2:, 0] == want).all()
+        assert (o[0, :2] != 0).all()
+        cfg = Config("bshd", window=(0, 0), softmax=softmax)
+        o, lse = forward(q, k[:, :2], v[:, :2], cfg)
+        assert (o[0, :2] == 0).all() and (lse[0, 0, :2, 0] == want).all()
+        if softmax == "vanilla":  # one key each: O is its V row
+            np.testing.assert_allclose(o[0, 2:, 0], v[0, :2, 0], rtol=1e-13)
 
 
 def test_selfcheck_learnable_zero_is_off_by_one():
@@ -684,8 +709,8 @@ def test_arbitrary_mask_broadcast(te_run, name):
 
 WINDOWS = [
     ("no_mask", (2, 2), 9, 9),
-    ("no_mask", (3, -1), 9, 9),
-    ("no_mask", (-1, 2), 9, 9),
+    ("no_mask", (3, 0), 9, 9),
+    ("no_mask", (0, 2), 9, 9),
     ("no_mask", (0, 0), 12, 7),          # rows 7.. see nothing
     ("no_mask", (1, 4), 7, 12),
     ("padding", (1, 3), 9, 11),
@@ -703,6 +728,16 @@ WINDOW_CASES = [te_case(f"window-{m}-{w[0]}_{w[1]}-{sq}x{skv}", 3, mask=m, windo
                         lens_q=[sq, 5] if m in PADDING_MASKS else None,
                         lens_kv=[skv - 2, 6] if m in PADDING_MASKS else None)
                 for m, w, sq, skv in WINDOWS]
+# Windows and ALiBi on the top-left diagonal (bottom_right_diagonal false),
+# and the default bottom-right one, where s_q != s_kv makes them differ.
+WINDOW_CASES += [te_case(f"diagonal-{m}-{bias}-{d}-{sq}x{skv}", 3, mask=m, window=w,
+                         s_q=sq, s_kv=skv, bias_kind=bias, bottom_right_diagonal=d,
+                         lens_q=[sq, 5] if m in PADDING_MASKS else None,
+                         lens_kv=[skv - 2, 6] if m in PADDING_MASKS else None)
+                 for m, w, sq, skv in (("no_mask", (2, 1), 7, 12),
+                                       ("padding", (1, 2), 9, 11),
+                                       ("arbitrary", (3, 0), 11, 6))
+                 for bias in ("no_bias", "alibi") for d in (None, False)]
 WINDOW_CASES.append(te_case("window-thd", 3, layout="thd",
                             mask="padding_causal_bottom_right", window=(1, 0),
                             lens_q=[3, 0, 6, 4], lens_kv=[4, 3, 8, 5],

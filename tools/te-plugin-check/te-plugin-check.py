@@ -61,7 +61,8 @@ def qkv_shape(layout, b, s, h, d):
 
 def attention(name, layout="bshd", elem="bf16", mask="no_mask", b=2, s_q=48,
               s_kv=None, h_q=4, h_kv=None, d_qk=32, d_v=None, window=None,
-              softmax=None, bias=None, lse=False, scale=None, dropout=None):
+              softmax=None, bias=None, lse=False, scale=None, dropout=None,
+              bottom_right=None):
     """One te.attention program; returns (name, text)."""
     s_kv = s_q if s_kv is None else s_kv
     h_kv = h_q if h_kv is None else h_kv
@@ -72,6 +73,8 @@ def attention(name, layout="bshd", elem="bf16", mask="no_mask", b=2, s_q=48,
     config = [f"layout {layout}", f"mask {mask}"]
     if window:
         config.append(f"window [{window[0]}, {window[1]}]")
+    if bottom_right is not None:
+        config.append(f"bottom_right_diagonal {str(bottom_right).lower()}")
     if scale is not None:
         config.append(f"scale {scale}")
     if bias:
@@ -180,6 +183,23 @@ def corpus():
         attention("attention bshd bf16 causal window [16, 0]", mask="causal",
                   window=(16, 0)),
         attention("attention bshd bf16 no_mask window [8, 8]", window=(8, 8)),
+        # The diagonal windows and ALiBi align to: bottom-right by default
+        # for no_mask, padding and arbitrary, top-left on request.
+        attention("attention bshd bf16 no_mask window [8, 4] s_q<s_kv",
+                  window=(8, 4), s_q=32, s_kv=80),
+        attention("attention bshd bf16 no_mask window [8, 4] s_q<s_kv "
+                  "bottom_right_diagonal false", window=(8, 4), s_q=32,
+                  s_kv=80, bottom_right=False),
+        attention("attention bshd bf16 padding window [4, 4]",
+                  mask="padding", window=(4, 4)),
+        attention("attention bshd bf16 arbitrary window [6, 2] s_q>s_kv "
+                  "bottom_right_diagonal false", mask="arbitrary",
+                  window=(6, 2), s_q=64, s_kv=40, bottom_right=False),
+        attention("attention bshd bf16 no_mask bias alibi s_q<s_kv",
+                  bias="alibi", s_q=32, s_kv=80),
+        attention("attention bshd bf16 no_mask bias alibi s_q<s_kv "
+                  "bottom_right_diagonal false", bias="alibi", s_q=32,
+                  s_kv=80, bottom_right=False),
         attention("attention bshd bf16 causal softmax off_by_one",
                   mask="causal", softmax="off_by_one"),
         attention("attention bshd bf16 causal softmax learnable",

@@ -73,6 +73,29 @@ TEST_F(TEOpsTest, MaskKindPredicates) {
   EXPECT_FALSE(isBottomRightMask(MaskKind::padding_causal));
 }
 
+// TE's DotProductAttention: the causal masks fix the diagonal, the others
+// follow bottom_right_diagonal and default to bottom-right.
+TEST(TEAttrsTest, BottomRightDiagonalResolution) {
+  for (std::optional<bool> requested :
+       {std::optional<bool>(), std::optional<bool>(true),
+        std::optional<bool>(false)}) {
+    EXPECT_FALSE(resolveBottomRightDiagonal(MaskKind::causal, requested));
+    EXPECT_FALSE(
+        resolveBottomRightDiagonal(MaskKind::padding_causal, requested));
+    EXPECT_TRUE(
+        resolveBottomRightDiagonal(MaskKind::causal_bottom_right, requested));
+    EXPECT_TRUE(resolveBottomRightDiagonal(
+        MaskKind::padding_causal_bottom_right, requested));
+    for (MaskKind free :
+         {MaskKind::no_mask, MaskKind::padding, MaskKind::arbitrary})
+      EXPECT_EQ(resolveBottomRightDiagonal(free, requested),
+                requested.value_or(true));
+  }
+  EXPECT_EQ(getForcedBottomRightDiagonal(MaskKind::causal), false);
+  EXPECT_EQ(getForcedBottomRightDiagonal(MaskKind::causal_bottom_right), true);
+  EXPECT_EQ(getForcedBottomRightDiagonal(MaskKind::padding), std::nullopt);
+}
+
 // Building attention without result types infers O (q's layout, d_v) and the
 // LSE statistics from the operands.
 TEST_F(TEOpsTest, AttentionBuilderInfersResultTypes) {
@@ -91,8 +114,9 @@ TEST_F(TEOpsTest, AttentionBuilderInfersResultTypes) {
       /*seq_offsets_q=*/none, /*seq_offsets_kv=*/none, /*seqlens_q=*/none,
       /*seqlens_kv=*/none, /*mask=*/none, /*bias=*/none,
       /*alibi_slopes=*/none, /*rng_state=*/none, /*softmax_offset=*/none,
-      QKVLayout::bshd, MaskKind::causal, /*window=*/nullptr, /*scale=*/nullptr,
-      BiasKind::no_bias, SoftmaxKind::vanilla, APFloat(0.0f),
+      QKVLayout::bshd, MaskKind::causal, /*window=*/nullptr,
+      /*bottom_right_diagonal=*/nullptr, /*scale=*/nullptr, BiasKind::no_bias,
+      SoftmaxKind::vanilla, APFloat(0.0f),
       /*return_lse=*/true);
   ASSERT_EQ(op->getNumResults(), 2u);
   EXPECT_EQ(op.getO().getType(), tensor({2, 128, 16, 32}, bf16));

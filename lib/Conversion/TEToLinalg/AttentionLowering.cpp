@@ -116,7 +116,10 @@ Value readBroadcast(OpBuilder &b, Location loc, Value tensor,
 struct AttentionConfig {
   QKVLayout layout;
   MaskKind maskKind;
-  bool thd, padding, causal, bottomRight;
+  bool thd, padding, causal;
+  /// Whether the diagonal of the causal mask, the window and ALiBi is
+  /// aligned bottom-right (at len_kv - len_q) rather than top-left.
+  bool bottomRight;
   int64_t windowLeft, windowRight;
   BiasKind biasKind;
   SoftmaxKind softmax;
@@ -135,7 +138,7 @@ struct AttentionConfig {
     c.thd = c.layout == QKVLayout::thd;
     c.padding = isPaddingMask(c.maskKind) || c.thd;
     c.causal = isCausalMask(c.maskKind);
-    c.bottomRight = isBottomRightMask(c.maskKind);
+    c.bottomRight = op.isBottomRightDiagonal();
     std::tie(c.windowLeft, c.windowRight) = op.getWindowBounds();
     c.biasKind = op.getBiasKind();
     c.softmax = op.getSoftmaxKind();
@@ -193,9 +196,11 @@ struct AttentionConfig {
 };
 
 /// Where a query row sits and which keys it sees: positions [lo, hi) of its
-/// sequence, whose keys start at token `kvBase`.
+/// sequence, whose keys start at token `kvBase`; `diagonal` is the key
+/// position on the row's diagonal (position + diag), from which windows and
+/// ALiBi distances are measured.
 struct RowGeometry {
-  Value sequence, position, shift, kvBase, lo, hi;
+  Value sequence, position, diagonal, kvBase, lo, hi;
 };
 
 RowGeometry computeRowGeometry(OpBuilder &b, Location loc,
@@ -238,22 +243,20 @@ RowGeometry computeRowGeometry(OpBuilder &b, Location loc,
     lenKV = im.load(c.lenKV, batch);
   }
 
-  Value shift = im.sub(lenKV, lenQ);
+  Value diagonal =
+      c.bottomRight ? im.add(position, im.sub(lenKV, lenQ)) : position;
   Value lo = zero;
   Value hi = c.padding ? lenKV : im.c(c.seqKV);
   if (c.causal)
-    hi = im.min(
-        hi, im.add(position, c.bottomRight ? im.add(shift, im.c(1)) : im.c(1)));
-  Value windowShift = c.bottomRight ? shift : zero;
+    hi = im.min(hi, im.add(diagonal, im.c(1)));
   if (c.windowLeft >= 0)
-    lo = im.max(lo, im.sub(im.add(position, windowShift), im.c(c.windowLeft)));
+    lo = im.max(lo, im.sub(diagonal, im.c(c.windowLeft)));
   if (c.windowRight >= 0)
-    hi = im.min(hi,
-                im.add(im.add(position, windowShift), im.c(c.windowRight + 1)));
+    hi = im.min(hi, im.add(diagonal, im.c(c.windowRight + 1)));
   if (c.padding) // query rows past the sequence see nothing
     hi = im.select(im.lt(position, lenQ), hi, lo);
   hi = im.max(hi, lo);
-  return {sequence, position, shift, kvBase, lo, hi};
+  return {sequence, position, diagonal, kvBase, lo, hi};
 }
 
 /// The bias element of (row, key) as f32.
@@ -284,8 +287,8 @@ Value emitLogit(OpBuilder &b, Location loc, const AttentionConfig &c,
     if (cast<RankedTensorType>(c.slopes.getType()).getRank() == 2)
       at = {g.sequence, head};
     Value slope = tensor::ExtractOp::create(b, loc, c.slopes, at);
-    // -slope * |j - i - (len_kv - len_q)|, bottom-right aligned.
-    Value distance = im.sub(key, im.add(g.position, g.shift));
+    // -slope * |i + diag - j|.
+    Value distance = im.sub(key, g.diagonal);
     Value magnitude = im.max(distance, im.sub(im.c(0), distance));
     Value distanceF = arith::UIToFPOp::create(
         b, loc, b.getF32Type(),
@@ -837,9 +840,9 @@ struct BlockedForward {
         if (cast<RankedTensorType>(c.slopes.getType()).getRank() == 2)
           at = {g.sequence, head};
         Value slope = tensor::ExtractOp::create(b, loc, c.slopes, at);
-        // -slope * |j - i - (len_kv - len_q)|, bottom-right aligned.
-        Value distance = arith::SubIOp::create(
-            b, loc, keyIndex, toKeyVector(im.add(g.position, g.shift)));
+        // -slope * |i + diag - j|.
+        Value distance =
+            arith::SubIOp::create(b, loc, keyIndex, toKeyVector(g.diagonal));
         Value magnitude = math::AbsIOp::create(b, loc, distance);
         logits = arith::SubFOp::create(
             b, loc, logits,

@@ -145,8 +145,15 @@ struct AttentionOpReferenceDecomposition : OpRewritePattern<AttentionOp> {
                   maskKind == MaskKind::causal_bottom_right ||
                   maskKind == MaskKind::padding_causal ||
                   maskKind == MaskKind::padding_causal_bottom_right;
-    bool bottomRight = maskKind == MaskKind::causal_bottom_right ||
-                       maskKind == MaskKind::padding_causal_bottom_right;
+    // TE's resolution of the diagonal's alignment (DotProductAttention's
+    // bottom_right_diagonal): fixed by the causal masks, the attribute (true
+    // when absent) for the others.
+    bool bottomRight = op.getBottomRightDiagonal().value_or(true);
+    if (maskKind == MaskKind::causal || maskKind == MaskKind::padding_causal)
+      bottomRight = false;
+    if (maskKind == MaskKind::causal_bottom_right ||
+        maskKind == MaskKind::padding_causal_bottom_right)
+      bottomRight = true;
     int64_t windowLeft, windowRight;
     std::tie(windowLeft, windowRight) = op.getWindowBounds();
     BiasKind biasKind = op.getBiasKind();
@@ -253,9 +260,9 @@ struct AttentionOpReferenceDecomposition : OpRewritePattern<AttentionOp> {
                 lenQ = arith::ExtSIOp::create(b, loc, i64, args[lenAt]);
                 lenKV = arith::ExtSIOp::create(b, loc, i64, args[lenAt + 1]);
               }
-              // Diagonal / window offset: j - i is compared with len_kv -
-              // len_q for the bottom-right masks (actual lengths with
-              // padding), 0 otherwise.
+              // The diagonal key of row i: i + len_kv - len_q when aligned
+              // bottom-right (actual lengths with padding), i otherwise. The
+              // causal mask, the window and ALiBi are measured from it.
               Value shift = arith::SubIOp::create(b, loc, lenKV, lenQ);
               Value diagonal =
                   bottomRight ? arith::AddIOp::create(b, loc, i, shift) : i;
@@ -275,9 +282,8 @@ struct AttentionOpReferenceDecomposition : OpRewritePattern<AttentionOp> {
                 x = arith::AddFOp::create(b, loc, x,
                                           toF32(b, loc, args[biasAt]));
               if (slopesAt >= 0) {
-                // -slope * |j - i - (len_kv - len_q)|.
-                Value distance = arith::SubIOp::create(
-                    b, loc, j, arith::AddIOp::create(b, loc, i, shift));
+                // -slope * |i + diag - j|.
+                Value distance = arith::SubIOp::create(b, loc, j, diagonal);
                 Value magnitude = arith::MaxSIOp::create(
                     b, loc, distance,
                     arith::SubIOp::create(b, loc, c64(0), distance));

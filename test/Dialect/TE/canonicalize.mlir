@@ -202,6 +202,35 @@ func.func @window_causal_right_unbounded(%q: tensor<2x128x16x64xbf16>, %k: tenso
   return %o0, %o1, %o2, %o3 : tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>
 }
 
+// bottom_right_diagonal is kept only where it changes something: a
+// top-left diagonal for a window or ALiBi on a mask that leaves the choice.
+// It goes when it repeats the mask's alignment or the bottom-right default,
+// and when there is neither a window nor ALiBi.
+// CHECK-LABEL: func @diagonal_canonical
+// CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd window [8, 8] bottom_right_diagonal false :
+// CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd bottom_right_diagonal false bias{{ +}}alibi
+// CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd window [8, 8] :
+// CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd mask{{ +}}causal window [8, 0] :
+// CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd mask{{ +}}causal_bottom_right window [8, 0] :
+// CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd :
+// CHECK-NOT: bottom_right_diagonal
+// CHECK: return
+func.func @diagonal_canonical(%q: tensor<2x128x16x64xbf16>, %k: tensor<2x128x16x64xbf16>, %v: tensor<2x128x16x64xbf16>, %slopes: tensor<16xf32>) -> (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>) {
+  %o0 = te.attention %q, %k, %v layout bshd window [8, 8] bottom_right_diagonal false
+      : (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>) -> tensor<2x128x16x64xbf16>
+  %o1 = te.attention %q, %k, %v layout bshd bottom_right_diagonal false bias alibi alibi_slopes(%slopes)
+      : (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<16xf32>) -> tensor<2x128x16x64xbf16>
+  %o2 = te.attention %q, %k, %v layout bshd window [8, 8] bottom_right_diagonal true
+      : (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>) -> tensor<2x128x16x64xbf16>
+  %o3 = te.attention %q, %k, %v layout bshd mask causal window [8, 0] bottom_right_diagonal false
+      : (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>) -> tensor<2x128x16x64xbf16>
+  %o4 = te.attention %q, %k, %v layout bshd mask causal_bottom_right window [8, 0] bottom_right_diagonal true
+      : (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>) -> tensor<2x128x16x64xbf16>
+  %o5 = te.attention %q, %k, %v layout bshd bottom_right_diagonal false
+      : (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>) -> tensor<2x128x16x64xbf16>
+  return %o0, %o1, %o2, %o3, %o4, %o5 : tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>
+}
+
 // -----
 
 // A window that restricts nothing beyond the mask is removed: [-1, -1] under
@@ -247,23 +276,23 @@ func.func @window_removed(%q: tensor<2x128x16x64xbf16>, %k: tensor<2x128x16x64xb
 // windows are untouched.
 // CHECK-LABEL: func @window_untouched
 // CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd window [64, 0] :
-// CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd window [-1, 0] :
+// CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd window [0, 0] :
 // CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd window [16, 16] :
-// CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd window [64, -1] :
-// CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd mask{{ +}}padding window [8, -1] seqlens
+// CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd window [64, 128] :
+// CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd mask{{ +}}padding window [8, 0] seqlens
 // CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd mask{{ +}}arbitrary window [0, 0] mask_tensor
 // CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd mask{{ +}}causal window [128, 0] :
 // CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd mask{{ +}}causal window [0, 0] :
 func.func @window_untouched(%q: tensor<2x128x16x64xbf16>, %k: tensor<2x128x16x64xbf16>, %v: tensor<2x128x16x64xbf16>, %lq: tensor<2xi32>, %lkv: tensor<2xi32>, %m: tensor<1x1x128x128xi1>) -> (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>) {
   %o0 = te.attention %q, %k, %v layout bshd window [64, 0]
       : (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>) -> tensor<2x128x16x64xbf16>
-  %o1 = te.attention %q, %k, %v layout bshd window [-1, 0]
+  %o1 = te.attention %q, %k, %v layout bshd window [0, 0]
       : (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>) -> tensor<2x128x16x64xbf16>
   %o2 = te.attention %q, %k, %v layout bshd window [16, 16]
       : (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>) -> tensor<2x128x16x64xbf16>
-  %o3 = te.attention %q, %k, %v layout bshd window [64, -1]
+  %o3 = te.attention %q, %k, %v layout bshd window [64, 128]
       : (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>) -> tensor<2x128x16x64xbf16>
-  %o4 = te.attention %q, %k, %v layout bshd mask padding window [8, -1] seqlens(%lq, %lkv)
+  %o4 = te.attention %q, %k, %v layout bshd mask padding window [8, 0] seqlens(%lq, %lkv)
       : (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2xi32>, tensor<2xi32>) -> tensor<2x128x16x64xbf16>
   %o5 = te.attention %q, %k, %v layout bshd mask arbitrary window [0, 0] mask_tensor(%m)
       : (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<1x1x128x128xi1>) -> tensor<2x128x16x64xbf16>
@@ -280,7 +309,7 @@ func.func @window_untouched(%q: tensor<2x128x16x64xbf16>, %k: tensor<2x128x16x64
 // CHECK-LABEL: func @window_backward
 // CHECK: te.attention_backward {{.*}} layout{{ +}}bshd mask{{ +}}causal window [128, 0] :
 // CHECK: te.attention_backward {{.*}} layout{{ +}}bshd mask{{ +}}causal :
-// CHECK: te.attention_backward {{.*}} layout{{ +}}bshd window [32, -1] :
+// CHECK: te.attention_backward {{.*}} layout{{ +}}bshd window [32, 0] :
 // CHECK: te.attention_backward {{.*}} layout{{ +}}bshd :
 // CHECK: return
 func.func @window_backward(%q: tensor<2x128x16x64xbf16>, %k: tensor<2x128x16x64xbf16>, %v: tensor<2x128x16x64xbf16>, %o: tensor<2x128x16x64xbf16>, %do: tensor<2x128x16x64xbf16>, %lse: tensor<2x16x128x1xf32>) -> (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>) {
@@ -290,7 +319,7 @@ func.func @window_backward(%q: tensor<2x128x16x64xbf16>, %k: tensor<2x128x16x64x
   %b:3 = te.attention_backward %q, %k, %v, %o, %do, %lse layout bshd mask causal window [-1, 0]
       : (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x16x128x1xf32>)
       -> (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>)
-  %c:3 = te.attention_backward %q, %k, %v, %o, %do, %lse layout bshd window [32, -1]
+  %c:3 = te.attention_backward %q, %k, %v, %o, %do, %lse layout bshd window [32, 0]
       : (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x16x128x1xf32>)
       -> (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>)
   %d:3 = te.attention_backward %q, %k, %v, %o, %do, %lse layout bshd window [-1, -1]

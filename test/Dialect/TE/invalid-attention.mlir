@@ -534,6 +534,43 @@ func.func @causal_window_right(%q: tensor<2x8x4x16xf16>, %k: tensor<2x8x2x16xf16
 
 // -----
 
+// Without a causal mask a window is [-1, -1] or bounded on both sides (TE's
+// check_set_window_size).
+func.func @one_sided_window(%q: tensor<2x8x4x16xf16>, %k: tensor<2x8x2x16xf16>,
+                            %v: tensor<2x8x2x16xf16>) {
+  // expected-error @+1 {{mask no_mask takes window [-1, -1] (no window) or [left >= 0, right >= 0], got [-1, 0]: a one-sided window needs a causal mask kind, as in Transformer Engine}}
+  %o = te.attention %q, %k, %v layout bshd window [-1, 0]
+      : (tensor<2x8x4x16xf16>, tensor<2x8x2x16xf16>, tensor<2x8x2x16xf16>)
+      -> tensor<2x8x4x16xf16>
+  return
+}
+
+// -----
+
+// bottom_right_diagonal may not contradict a causal mask's own alignment.
+func.func @diagonal_contradicts_causal(%q: tensor<2x8x4x16xf16>, %k: tensor<2x8x2x16xf16>,
+                                       %v: tensor<2x8x2x16xf16>) {
+  // expected-error @+1 {{mask causal aligns the diagonal top-left, but bottom_right_diagonal is true; remove the attribute or choose the mask causal_bottom_right / padding_causal_bottom_right}}
+  %o = te.attention %q, %k, %v layout bshd mask causal window [4, 0] bottom_right_diagonal true
+      : (tensor<2x8x4x16xf16>, tensor<2x8x2x16xf16>, tensor<2x8x2x16xf16>)
+      -> tensor<2x8x4x16xf16>
+  return
+}
+
+// -----
+
+func.func @diagonal_contradicts_bottom_right(%q: tensor<2x8x4x16xf16>, %k: tensor<2x8x2x16xf16>,
+                                             %v: tensor<2x8x2x16xf16>, %lq: tensor<2xi32>,
+                                             %lkv: tensor<2xi32>) {
+  // expected-error @+1 {{mask padding_causal_bottom_right aligns the diagonal bottom-right, but bottom_right_diagonal is false; remove the attribute or choose the mask causal / padding_causal}}
+  %o = te.attention %q, %k, %v layout bshd mask padding_causal_bottom_right bottom_right_diagonal false seqlens(%lq, %lkv)
+      : (tensor<2x8x4x16xf16>, tensor<2x8x2x16xf16>, tensor<2x8x2x16xf16>, tensor<2xi32>, tensor<2xi32>)
+      -> tensor<2x8x4x16xf16>
+  return
+}
+
+// -----
+
 // The softmax scale must be non-zero.
 func.func @scale_zero(%q: tensor<2x8x4x16xf16>, %k: tensor<2x8x2x16xf16>,
                       %v: tensor<2x8x2x16xf16>) {

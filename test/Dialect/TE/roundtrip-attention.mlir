@@ -260,16 +260,30 @@ func.func @window_causal(%q: tensor<2x128x16x64xbf16>, %k: tensor<2x128x16x64xbf
 
 // CHECK-LABEL: func @window_no_mask
 // CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd window [64, 32] :
-// CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd window [-1, 16] :
+// CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd window [0, 16] :
 // CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd window [-1, -1] :
 func.func @window_no_mask(%q: tensor<2x128x16x64xbf16>, %k: tensor<2x128x16x64xbf16>, %v: tensor<2x128x16x64xbf16>) -> (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>) {
   %o0 = te.attention %q, %k, %v layout bshd window [64, 32]
       : (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>) -> tensor<2x128x16x64xbf16>
-  %o1 = te.attention %q, %k, %v layout bshd window [-1, 16]
+  %o1 = te.attention %q, %k, %v layout bshd window [0, 16]
       : (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>) -> tensor<2x128x16x64xbf16>
   %o2 = te.attention %q, %k, %v layout bshd window [-1, -1]
       : (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>) -> tensor<2x128x16x64xbf16>
   return %o0, %o1, %o2 : tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>
+}
+
+// -----
+
+// bottom_right_diagonal round-trips in both spellings.
+// CHECK-LABEL: func @window_diagonal
+// CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd window [64, 32] bottom_right_diagonal false :
+// CHECK: te.attention %{{.*}}, %{{.*}}, %{{.*}} layout{{ +}}bshd window [64, 32] bottom_right_diagonal true :
+func.func @window_diagonal(%q: tensor<2x128x16x64xbf16>, %k: tensor<2x128x16x64xbf16>, %v: tensor<2x128x16x64xbf16>) -> (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>) {
+  %o0 = te.attention %q, %k, %v layout bshd window [64, 32] bottom_right_diagonal false
+      : (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>) -> tensor<2x128x16x64xbf16>
+  %o1 = te.attention %q, %k, %v layout bshd window [64, 32] bottom_right_diagonal true
+      : (tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>) -> tensor<2x128x16x64xbf16>
+  return %o0, %o1 : tensor<2x128x16x64xbf16>, tensor<2x128x16x64xbf16>
 }
 
 // -----

@@ -38,6 +38,19 @@ bool mlir::te::isBottomRightMask(MaskKind kind) {
          kind == MaskKind::padding_causal_bottom_right;
 }
 
+std::optional<bool> mlir::te::getForcedBottomRightDiagonal(MaskKind kind) {
+  if (kind == MaskKind::causal || kind == MaskKind::padding_causal)
+    return false;
+  if (isBottomRightMask(kind))
+    return true;
+  return std::nullopt;
+}
+
+bool mlir::te::resolveBottomRightDiagonal(MaskKind kind,
+                                          std::optional<bool> requested) {
+  return getForcedBottomRightDiagonal(kind).value_or(requested.value_or(true));
+}
+
 FailureOr<double> mlir::te::getFP8Max(Type fp8Type) {
   if (!isa<Float8E4M3FNType, Float8E5M2Type>(fp8Type))
     return failure();

@@ -255,6 +255,28 @@ FailureOr<AttentionDims> verifyAttentionConfig(AdaptorT adaptor,
                   " admits no keys after the diagonal: window right bound "
                   "must be -1 or 0, got ",
                   right);
+    // TE's check_set_window_size: without a causal mask a window is
+    // [-1, -1] (none) or bounded on both sides.
+    if (!isCausalMask(maskKind) && (left < 0) != (right < 0))
+      return diag("mask ", maskName,
+                  " takes window [-1, -1] (no window) or [left >= 0, right "
+                  ">= 0], got [",
+                  left, ", ", right,
+                  "]: a one-sided window needs a causal mask kind, as in "
+                  "Transformer Engine");
+  }
+
+  if (std::optional<bool> requested = adaptor.getBottomRightDiagonal()) {
+    std::optional<bool> forced = getForcedBottomRightDiagonal(maskKind);
+    if (forced && *forced != *requested)
+      return diag("mask ", maskName, " aligns the diagonal ",
+                  *forced ? "bottom-right" : "top-left",
+                  ", but bottom_right_diagonal is ",
+                  *requested ? "true" : "false",
+                  "; remove the attribute or choose the mask ",
+                  *requested ? "causal_bottom_right / "
+                               "padding_causal_bottom_right"
+                             : "causal / padding_causal");
   }
 
   if (std::optional<APFloat> scale = adaptor.getScale()) {
@@ -383,8 +405,19 @@ template <typename OpT> std::optional<double> getEffectiveScaleImpl(OpT op) {
 /// Canonical window: under a causal mask a right bound of -1 means 0, and is
 /// written 0; a window that restricts nothing the mask does not already
 /// restrict ([-1, -1], or [-1, 0] under a causal mask) is dropped.
+/// `bottom_right_diagonal` is dropped where it changes nothing: when it says
+/// what the mask or the default says already, or when there is neither a
+/// window nor ALiBi to align.
 template <typename OpT>
 LogicalResult canonicalizeAttentionWindow(OpT op, PatternRewriter &rewriter) {
+  if (std::optional<bool> requested = op.getBottomRightDiagonal()) {
+    bool aligned = op.getWindow() || op.getBiasKind() == BiasKind::alibi;
+    if (!aligned ||
+        *requested == resolveBottomRightDiagonal(op.getMaskKind(), {})) {
+      rewriter.modifyOpInPlace(op, [&] { op.removeBottomRightDiagonalAttr(); });
+      return success();
+    }
+  }
   if (!op.getWindow())
     return failure();
   std::pair<int64_t, int64_t> bounds = op.getWindowBounds();

@@ -7,6 +7,8 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Support/LLVM.h"
 
+#include <optional>
+
 #include "te/Dialect/TE/IR/TEEnums.h.inc"
 
 #define GET_ATTRDEF_CLASSES
@@ -18,8 +20,16 @@ namespace mlir::te {
 bool isPaddingMask(MaskKind kind);
 /// True for the four causal mask kinds.
 bool isCausalMask(MaskKind kind);
-/// True when the causal diagonal (and window) is aligned bottom-right.
+/// True for the two masks whose causal diagonal is aligned bottom-right.
 bool isBottomRightMask(MaskKind kind);
+/// The diagonal alignment of sliding windows and ALiBi, resolved as TE's
+/// DotProductAttention resolves `bottom_right_diagonal`: top-left for causal
+/// and padding_causal, bottom-right for the *_bottom_right masks, and for
+/// every other mask the requested alignment, bottom-right when unset.
+bool resolveBottomRightDiagonal(MaskKind kind, std::optional<bool> requested);
+/// The alignment a mask kind forces on the diagonal, or nullopt when it
+/// leaves the choice to `bottom_right_diagonal`.
+std::optional<bool> getForcedBottomRightDiagonal(MaskKind kind);
 
 /// The four logical dimensions of a Q, K, V or O tensor in a layout;
 /// `batch` is unknown (dynamic) for `thd`, where `seq` counts the packed

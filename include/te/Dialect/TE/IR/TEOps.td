@@ -51,6 +51,7 @@ defvar AttentionConfigAttrs = (ins
   TE_QKVLayoutAttr:$layout,
   DefaultValuedAttr<TE_MaskKindAttr, "::mlir::te::MaskKind::no_mask">:$mask_kind,
   OptionalAttr<DenseI64ArrayAttr>:$window,
+  OptionalAttr<BoolAttr>:$bottom_right_diagonal,
   OptionalAttr<F32Attr>:$scale,
   DefaultValuedAttr<TE_BiasKindAttr, "::mlir::te::BiasKind::no_bias">:$bias_kind,
   DefaultValuedAttr<TE_SoftmaxKindAttr, "::mlir::te::SoftmaxKind::vanilla">:$softmax_kind,
@@ -76,6 +77,7 @@ defvar AttentionConfigFormat = [{
   `layout` $layout
   (`mask` $mask_kind^)?
   (`window` $window^)?
+  (`bottom_right_diagonal` $bottom_right_diagonal^)?
   (`scale` $scale^)?
   (`bias` $bias_kind^)?
   (`softmax` $softmax_kind^)?
@@ -97,7 +99,7 @@ defvar AttentionSemantics = [{
     ```
     P = scale * Q K^T           (+ bias before the scale for `pre_scale`)
     P = P + bias                (`post_scale`)
-    P = P - slope[h] * |j - i - (len_kv - len_q)|   (`alibi`, bottom-right aligned)
+    P = P - slope[h] * |i + diag - j|   (`alibi`)
     P[i, j] = -inf where the mask or the window excludes key j for query i
     S = softmax_kind(P)         (row-wise)
     D = dropout(S)              (keep with probability 1 - p, scaled by 1/(1-p))
@@ -105,11 +107,14 @@ defvar AttentionSemantics = [{
     ```
 
     len_q and len_kv are a sequence's actual lengths (from `seqlens` for the
-    padding masks, from `cu_seqlens` for `thd`), otherwise s_q and s_kv. A
-    query row that sees no key (padding rows past len_q, tokens of `thd` that
-    belong to no sequence, rows a window or mask empties) has O = 0, and its
-    LSE is the log of the softmax's extra denominator term: -inf for
-    `vanilla`, 0 for `off_by_one`, alpha_h for `learnable`.
+    padding masks, from `cu_seqlens` for `thd`), otherwise s_q and s_kv.
+    `diag` places the diagonal that sliding windows and ALiBi are measured
+    from: len_kv - len_q when the diagonal is aligned bottom-right, 0 when it
+    is aligned top-left (see `bottom_right_diagonal`). A query row that sees
+    no key (padding rows past len_q, tokens of `thd` that belong to no
+    sequence, rows a window or mask empties) has O = 0, and its LSE is the
+    log of the softmax's extra denominator term: -inf for `vanilla`, 0 for
+    `off_by_one`, alpha_h for `learnable`.
 
     * `layout`: `bshd` ([b, s, h, d]), `sbhd` ([s, b, h, d]), `bhsd`
       ([b, h, s, d]) or `thd` ([t, h, d]: the sequences of the batch packed
@@ -123,16 +128,22 @@ defvar AttentionSemantics = [{
       and queries beyond its q length are excluded; non-`thd` layouts take the
       per-sequence lengths as `seqlens(%len_q, %len_kv)`, int32 [b]); `causal`
       (query i sees keys j <= i, top-left aligned); `causal_bottom_right`
-      (j <= i + s_kv - s_q); `padding_causal` and
+      (j <= i + len_kv - len_q); `padding_causal` and
       `padding_causal_bottom_right` (both, with the diagonal measured on the
       actual lengths); `arbitrary` (an i1 `mask_tensor` broadcastable to
       [b, h_q, s_q, s_kv]; `true` excludes the key).
     * `window [left, right]`: query i sees keys
-      j in [i + shift - left, i + shift + right], with shift = s_kv - s_q for
-      the bottom-right masks (for padding_causal_bottom_right, the
-      sequence's actual kv and q lengths, as for its diagonal) and 0
-      otherwise; -1 means unbounded on that side.
-      Causal masks need `right` in {-1, 0} (both mean "no future keys").
+      j in [i + diag - left, i + diag + right]; -1 means unbounded on that
+      side. As in Transformer Engine (check_set_window_size), causal masks
+      take `right` in {-1, 0} (both mean "no future keys") and the other
+      masks take [-1, -1] (no window) or two bounds >= 0.
+    * `bottom_right_diagonal true|false`: where sliding windows and ALiBi
+      align their diagonal, resolved as Transformer Engine resolves it:
+      `causal` and `padding_causal` align top-left and the two
+      `*_bottom_right` masks bottom-right (a contradicting value is an
+      error); `no_mask`, `padding` and `arbitrary` follow the attribute, and
+      align bottom-right when it is absent (with the actual per-sequence
+      lengths for `padding`).
     * `scale`: the softmax scale; default 1 / sqrt(d_qk).
     * `bias`: `no_bias`, `pre_scale` / `post_scale` with a `bias_tensor` of
       shape [1 or b, 1 or h_q, s_q, s_kv] (not with `thd`), or `alibi` with
@@ -159,6 +170,11 @@ defvar AttentionClassDeclaration = [{
     std::optional<double> getEffectiveScale();
     /// The window bounds (left, right); -1 is unbounded. Absent means (-1, -1).
     std::pair<int64_t, int64_t> getWindowBounds();
+    /// Whether windows and ALiBi align to the bottom-right diagonal, resolved
+    /// from the mask kind and `bottom_right_diagonal` as TE resolves it.
+    bool isBottomRightDiagonal() {
+      return resolveBottomRightDiagonal(getMaskKind(), getBottomRightDiagonal());
+    }
 }];
 
 def TE_AttentionOp : TE_Op<"attention", [Pure, AttrSizedOperandSegments,
