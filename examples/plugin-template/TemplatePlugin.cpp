@@ -9,7 +9,7 @@
 // The lowering is the per-tensor recipe of Transformer Engine:
 //   data      = fp8(x * scale)   round to nearest even, saturating
 //   scale_inv = 1 / scale
-//   amax      = max |x|          NaN propagates
+//   amax      = max |x|          over the non-NaN elements (TE's fmaxf)
 // written as three linalg.generic ops; the native backend takes them on to
 // machine code like its own.
 //
@@ -98,9 +98,8 @@ struct QuantizePerTensorLowering : OpConversionPattern<QuantizeOp> {
             })
             .getResult(0);
 
-    // amax = max |x|: the maximum of the bit patterns of |x| as unsigned
-    // integers, which order like the values (NaN above +inf), then back to
-    // f32.
+    // amax = max |x| over the non-NaN elements: the unsigned maximum of
+    // te-mlir's amax bit patterns (emitAmaxBits), then back to f32.
     Value zero = arith::ConstantIntOp::create(rewriter, loc, i32, 0);
     Value bitsEmpty =
         tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{}, i32);
@@ -111,11 +110,8 @@ struct QuantizePerTensorLowering : OpConversionPattern<QuantizeOp> {
             rewriter, loc, bitsInit.getType(), input, bitsInit,
             ArrayRef<AffineMap>{identity, scalarMap(context, rank)}, reduction,
             [&](OpBuilder &b, Location loc, ValueRange args) {
-              Value bits = arith::BitcastOp::create(
-                  b, loc, i32, emitExtToF32(b, loc, args[0]));
-              Value magnitude = arith::AndIOp::create(
-                  b, loc, bits,
-                  arith::ConstantIntOp::create(b, loc, i32, 0x7FFFFFFF));
+              Value magnitude =
+                  emitAmaxBits(b, loc, emitExtToF32(b, loc, args[0]));
               linalg::YieldOp::create(
                   b, loc,
                   Value(arith::MaxUIOp::create(b, loc, args[1], magnitude)));

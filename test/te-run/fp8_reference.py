@@ -29,6 +29,13 @@ def same_fp8_bits(got_bits, want_fp8):
     return np.where(want_nan, got_nan, got_bits == want_bits)
 
 
+def amax_of(x, axis=None):
+    """TE's amax: fmaxf-reduced |x| from 0, so NaN elements are skipped
+    (fmaxf returns the other operand) and an all-NaN or empty input gives 0."""
+    magnitude = np.abs(np.asarray(x, np.float32))
+    return np.fmax.reduce(magnitude, axis=axis, initial=np.float32(0)).astype(np.float32)
+
+
 def compute_scale(amax, fmt, epsilon=0.0, pow2=False):
     """Float8CurrentScaling's scale, element by element, in f32."""
     fp8_max = np.float32(FORMATS[fmt][1])
@@ -54,10 +61,10 @@ def update_delayed_scaling(history, amax, scale, fmt, algo="max", margin=0):
     history = np.asarray(history, np.float32)
     new_history = np.concatenate([np.asarray(amax, np.float32)[None],
                                   history[:-1]], axis=0)
-    chosen = new_history.max(axis=0) if algo == "max" else np.asarray(amax, np.float32)
-    if algo == "max":
-        # numpy's max propagates NaN like the kernel's maximumf.
-        chosen = np.where(np.isnan(new_history).any(axis=0), np.nan, chosen)
+    # TE's kernel (delayed_scaling.cu) starts from 0 and reduces with fmaxf:
+    # NaN entries of the history are skipped.
+    chosen = (np.fmax.reduce(new_history, axis=0, initial=np.float32(0))
+              if algo == "max" else np.asarray(amax, np.float32))
     scaled_max = np.float32(np.ldexp(FORMATS[fmt][1], -margin))
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         candidate = (scaled_max / chosen).astype(np.float32)
@@ -89,7 +96,7 @@ def e8m0_exponent(amax, fmt):
 
 
 def block_amax(x2d, block_rows, block_cols):
-    """max |x| per block of a 2-D array (edge blocks partial), NaN propagating."""
+    """TE's amax (amax_of) per block of a 2-D array (edge blocks partial)."""
     rows, cols = x2d.shape
     rb, cb = -(-rows // block_rows), -(-cols // block_cols)
     out = np.zeros((rb, cb), np.float32)
@@ -97,7 +104,7 @@ def block_amax(x2d, block_rows, block_cols):
         for j in range(cb):
             blk = np.abs(x2d[i * block_rows:(i + 1) * block_rows,
                              j * block_cols:(j + 1) * block_cols].astype(np.float32))
-            out[i, j] = np.nan if np.isnan(blk).any() else blk.max(initial=0)
+            out[i, j] = amax_of(blk)
     return out
 
 

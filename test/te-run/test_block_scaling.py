@@ -24,11 +24,13 @@ func.func @q(%x: {x}) -> ({results}) {{
 
 
 def with_specials(x):
-    """Blocks of zeros, an infinity and huge values among normal data."""
+    """Blocks of zeros, an infinity, a NaN (which the block amax skips) and
+    huge values among normal data."""
     x = x.copy()
     flat = x.reshape(-1)
     flat[:32] = 0
     flat[40] = np.inf
+    flat[130] = np.nan
     flat[70] = -3e38
     flat[100] = 1e-30
     return x
@@ -60,9 +62,18 @@ def test_mxfp8_nan_block(te_run):
     types = [mlir_type((1, 64), "f8E4M3FN"), mlir_type((1, 2), "f8E8M0FNU")]
     program = te_run.program(quantize_program((1, 64), "mxfp8_1x32", "rowwise", types))
     data, scales = te_run.run_kernel(program, [x])
-    assert list(scales[0]) == [255, want_one := int(mxfp8_quantize(x[:, 32:], "f8E4M3FN")[1][0, 0])]
+    # The NaN element does not take part in its block's amax (TE reduces
+    # with fmaxf): both blocks get the scale of amax 1, 1 / 448 rounded up to
+    # 2^-8, and only the NaN element quantizes to NaN.
+    assert list(scales[0]) == [119, 119]
+    assert list(mxfp8_quantize(x, "f8E4M3FN")[1][0]) == [119, 119]
+    values = data[0].view(ml_dtypes.float8_e4m3fn).astype(np.float32)
+    assert np.isnan(values[5]) and (np.delete(values, 5) == 256).all()
+    # A block of NaN only has amax 0 (the smallest scale), and stays NaN.
+    x[0, :32] = np.nan
+    data, scales = te_run.run_kernel(program, [x])
+    assert list(scales[0]) == [0, 119]
     assert np.isnan(data[0, :32].view(ml_dtypes.float8_e4m3fn).astype(np.float32)).all()
-    assert want_one == 119  # 1 / 448 rounds up to 2^-8
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

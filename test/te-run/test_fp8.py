@@ -3,8 +3,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from fp8_reference import (FORMATS, cast_fp8, compute_scale, same_fp8_bits,
-                           update_delayed_scaling)
+from fp8_reference import (FORMATS, amax_of, cast_fp8, compute_scale,
+                           same_fp8_bits, update_delayed_scaling)
 
 QUANTIZE = """
 func.func @quantize(%x: tensor<{n}x{src}>, %s: tensor<f32>)
@@ -27,7 +27,8 @@ def test_quantize_every_bf16_pattern(te_run, fmt):
     ok = same_fp8_bits(data, cast_fp8(x, fmt))
     assert ok.all(), f"{(~ok).sum()} mismatches, first at bf16 0x{bits[~ok][0]:04x}"
     assert scale_inv == np.float32(1.0)
-    assert np.isnan(amax)  # the patterns include NaN
+    # The patterns include NaN, which TE's fmaxf reduction skips, and inf.
+    assert amax == amax_of(x) == np.inf
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -52,7 +53,13 @@ def test_quantize_random_f32_with_scale(te_run, fmt):
     ok = same_fp8_bits(data, cast_fp8(scaled, fmt))
     assert ok.all(), f"{(~ok).sum()} mismatches, first for {x[~ok][0]!r}"
     assert scale_inv == np.float32(1.0) / scale
-    assert np.isnan(amax)
+    assert amax == amax_of(x)
+    # Without the infinities, amax is the largest finite magnitude; the NaN
+    # elements still quantize to NaN.
+    finite = np.where(np.isinf(x), np.float32(0), x)
+    data, _, amax = te_run.run_kernel(program, [finite, np.array(scale)])
+    assert amax == amax_of(finite) == np.nanmax(np.abs(finite))
+    assert np.isnan(data.view(FORMATS[fmt][0])[np.isnan(finite)].astype(np.float32)).all()
 
 
 def test_quantize_transposed_copy_and_amax(te_run):
@@ -107,6 +114,13 @@ func.func @amax(%x: tensor<3x1000xf16>) -> tensor<f32> {
     x[1, 17] = -np.float16(60000)
     (amax,) = te_run.run_kernel(program, [x])
     assert amax == np.float32(60000)
+    # NaN elements do not make amax NaN (TE reduces with fmaxf).
+    x[0, 3] = np.nan
+    x[2, 999] = -np.nan
+    (amax,) = te_run.run_kernel(program, [x])
+    assert amax == np.float32(60000) == amax_of(x)
+    (amax,) = te_run.run_kernel(program, [np.full((3, 1000), np.nan, np.float16)])
+    assert amax == np.float32(0)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -145,7 +159,8 @@ func.func @update(%h: tensor<4x3xf32>, %amax: tensor<3xf32>, %s: tensor<3xf32>)
         [1.0, 0.0, 2.0],        # zero amax keeps the previous scale
         [3.5, 0.5, np.inf],     # inf keeps it too
         [0.25, 1e-38, 1.0],     # tiny amax: scale overflows to FLT_MAX
-        [0.0, 0.0, np.nan],     # NaN keeps the previous scale
+        [0.0, 0.0, np.nan],     # NaN keeps the previous scale (most_recent)
+        [np.nan, 0.0, 0.5],     # max skips the NaN entries of the history
         [10.0, 2.0, 4.0],
         [0.5, 0.5, 0.5],        # the max over the history still sees 10
     ]

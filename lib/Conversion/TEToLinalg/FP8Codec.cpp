@@ -185,3 +185,12 @@ Value mlir::te::emitTruncFromF32(OpBuilder &b, Location loc, Value value,
     return emitF32ToFP8(b, loc, value, cast<FloatType>(type));
   return arith::TruncFOp::create(b, loc, type, value);
 }
+
+Value mlir::te::emitAmaxBits(OpBuilder &b, Location loc, Value f32Value) {
+  Value magnitude = arith::AndIOp::create(
+      b, loc, arith::BitcastOp::create(b, loc, b.getI32Type(), f32Value),
+      i32Const(b, loc, 0x7FFFFFFF));
+  Value isNaN = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
+                                      magnitude, i32Const(b, loc, 0x7F800000));
+  return arith::SelectOp::create(b, loc, isNaN, i32Const(b, loc, 0), magnitude);
+}

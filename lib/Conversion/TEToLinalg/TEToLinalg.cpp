@@ -89,11 +89,8 @@ Value bitsToF32(OpBuilder &b, Location loc, Value bits) {
       .getResult(0);
 }
 
-/// max |x| over all of `input` (f32 scalar tensor); NaN propagates, empty
-/// inputs give 0. The maximum is taken over the bit patterns of |x| as
-/// unsigned integers, which order exactly like the values (NaNs above +inf):
-/// an integer max reduction vectorizes, where LLVM keeps an fmaximum
-/// reduction scalar.
+/// max |x| over the non-NaN elements of `input` (f32 scalar tensor), as TE
+/// computes it; empty or all-NaN inputs give 0. See emitAmaxBits.
 Value buildAmax(OpBuilder &b, Location loc, Value input) {
   auto type = cast<RankedTensorType>(input.getType());
   int64_t rank = type.getRank();
@@ -108,12 +105,7 @@ Value buildAmax(OpBuilder &b, Location loc, Value input) {
   auto reduce = linalg::GenericOp::create(
       b, loc, init.getType(), input, init, maps, loops,
       [](OpBuilder &b, Location loc, ValueRange args) {
-        Type i32 = b.getI32Type();
-        Value bits = arith::BitcastOp::create(b, loc, i32,
-                                              emitExtToF32(b, loc, args[0]));
-        Value magnitude = arith::AndIOp::create(
-            b, loc, bits,
-            arith::ConstantIntOp::create(b, loc, i32, 0x7FFFFFFF));
+        Value magnitude = emitAmaxBits(b, loc, emitExtToF32(b, loc, args[0]));
         Value max = arith::MaxUIOp::create(b, loc, args[1], magnitude);
         linalg::YieldOp::create(b, loc, max);
       });
@@ -299,19 +291,21 @@ struct UpdateDelayedScalingOpLowering
     newHistory = tensor::InsertSliceOp::create(rewriter, loc, amax, newHistory,
                                                zeros, frontSizes, ones);
 
-    // The amax the scale is computed from.
+    // The amax the scale is computed from. TE's kernel reduces the history
+    // with fmaxf from 0: NaN entries are skipped (maxnumf returns the other
+    // operand), an all-NaN history gives 0 and keeps the previous scale.
     Value chosen = amax;
     if (op.getAmaxAlgo() == AmaxComputeAlgo::max) {
       Value init = emptyLike(rewriter, loc, amax, rewriter.getF32Type());
-      init = linalg::FillOp::create(rewriter, loc,
-                                    f32Const(rewriter, loc, -INFINITY), init)
+      init = linalg::FillOp::create(rewriter, loc, f32Const(rewriter, loc, 0.0),
+                                    init)
                  .getResult(0);
       chosen = linalg::ReduceOp::create(
                    rewriter, loc, newHistory, init, /*dimensions=*/{0},
                    [](OpBuilder &b, Location loc, ValueRange args) {
                      linalg::YieldOp::create(
                          b, loc,
-                         arith::MaximumFOp::create(b, loc, args[0], args[1])
+                         arith::MaxNumFOp::create(b, loc, args[0], args[1])
                              .getResult());
                    })
                    .getResult(0);
@@ -406,11 +400,8 @@ std::pair<Value, Value> buildScaledCastWithAmax(OpBuilder &b, Location loc,
         Value value = emitExtToF32(b, loc, args[0]);
         Value scaled = arith::MulFOp::create(b, loc, value, args[1]);
         Value code = emitF32ToFP8(b, loc, scaled, fp8Type);
-        Type i32 = b.getI32Type();
-        Value magnitude = arith::AndIOp::create(
-            b, loc, arith::BitcastOp::create(b, loc, i32, value),
-            arith::ConstantIntOp::create(b, loc, i32, 0x7FFFFFFF));
-        Value max = arith::MaxUIOp::create(b, loc, args[3], magnitude);
+        Value max = arith::MaxUIOp::create(b, loc, args[3],
+                                           emitAmaxBits(b, loc, value));
         linalg::YieldOp::create(b, loc, ValueRange{code, max});
       });
   Value data = viewAs(b, loc, fused.getResult(0), dataType);
@@ -746,17 +737,13 @@ Value buildBlockAmax(OpBuilder &b, Location loc, Value matrix,
   SmallVector<utils::IteratorType> loops = {
       utils::IteratorType::parallel, utils::IteratorType::reduction,
       utils::IteratorType::parallel, utils::IteratorType::reduction};
-  // The unsigned max over the bits of |x|: see buildAmax.
+  // The unsigned max over the bits of |x|: see emitAmaxBits.
   Value bits =
       linalg::GenericOp::create(
           b, loc, init.getType(), matrix, init, maps, loops,
           [](OpBuilder &b, Location loc, ValueRange args) {
-            Type i32 = b.getI32Type();
-            Value value = arith::BitcastOp::create(
-                b, loc, i32, emitExtToF32(b, loc, args[0]));
-            Value magnitude = arith::AndIOp::create(
-                b, loc, value,
-                arith::ConstantIntOp::create(b, loc, i32, 0x7FFFFFFF));
+            Value magnitude =
+                emitAmaxBits(b, loc, emitExtToF32(b, loc, args[0]));
             linalg::YieldOp::create(
                 b, loc,
                 arith::MaxUIOp::create(b, loc, args[1], magnitude).getResult());

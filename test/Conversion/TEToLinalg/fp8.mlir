@@ -2,7 +2,8 @@
 // RUN: te-opt %s -split-input-file --convert-te-to-linalg | FileCheck %s
 
 // amax: a full reduction of the bits of |x| as unsigned integers from 0
-// (the same order as the values, NaN above inf), then back to f32.
+// (the same order as the values), NaN patterns (above inf) replaced by 0 so
+// that NaN elements are skipped as TE's fmaxf skips them, then back to f32.
 // CHECK-LABEL: func @amax
 // CHECK-SAME: (%[[X:.*]]: tensor<4x8xbf16>)
 // CHECK: %[[ZERO:.*]] = arith.constant 0 : i32
@@ -10,8 +11,10 @@
 // CHECK: %[[BITS:.*]] = linalg.generic {{.*}}iterator_types = ["reduction", "reduction"]{{.*}} ins(%[[X]] : tensor<4x8xbf16>) outs(%[[INIT]] : tensor<i32>)
 // CHECK: arith.extf %{{.*}} : bf16 to f32
 // CHECK: arith.constant 2147483647 : i32
-// CHECK: arith.andi
-// CHECK: arith.maxui
+// CHECK: %[[MAG:.*]] = arith.andi
+// CHECK: %[[NAN:.*]] = arith.cmpi ugt, %[[MAG]], %{{.*}} : i32
+// CHECK: %[[SKIP:.*]] = arith.select %[[NAN]], %{{.*}}, %[[MAG]] : i32
+// CHECK: arith.maxui %{{.*}}, %[[SKIP]]
 // CHECK: linalg.generic {{.*}} ins(%[[BITS]] : tensor<i32>)
 // CHECK: arith.bitcast %{{.*}} : i32 to f32
 func.func @amax(%x: tensor<4x8xbf16>) -> tensor<f32> {
@@ -42,14 +45,15 @@ func.func @compute_scale(%amax: tensor<3xf32>) -> tensor<3xf32> {
 // -----
 
 // update_delayed_scaling: the history shifts by one with the new amax in
-// front, the max over it feeds (57344 * 2^-2) / amax.
+// front, the max over it (from 0, skipping NaN: maxnumf, as TE's fmaxf)
+// feeds (57344 * 2^-2) / amax.
 // CHECK-LABEL: func @delayed_scaling
 // CHECK-SAME: (%[[H:.*]]: tensor<16x3xf32>, %[[A:.*]]: tensor<3xf32>, %[[S:.*]]: tensor<3xf32>)
 // CHECK: %[[KEPT:.*]] = tensor.extract_slice %[[H]][0, 0] [15, 3] [1, 1]
 // CHECK: %[[SHIFTED:.*]] = tensor.insert_slice %[[KEPT]] into %{{.*}}[1, 0] [15, 3] [1, 1]
 // CHECK: %[[NEW:.*]] = tensor.insert_slice %[[A]] into %[[SHIFTED]][0, 0] [1, 3] [1, 1]
 // CHECK: %[[MAX:.*]] = linalg.reduce ins(%[[NEW]] : tensor<16x3xf32>) {{.*}} dimensions = [0]
-// CHECK: arith.maximumf
+// CHECK: arith.maxnumf
 // CHECK: %[[SCALE:.*]] = linalg.generic {{.*}} ins(%[[MAX]], %[[S]] : tensor<3xf32>, tensor<3xf32>)
 // CHECK: arith.constant 1.433600e+04 : f32
 // CHECK: return %[[NEW]], %[[SCALE]]

@@ -32,6 +32,14 @@ Value emitExtToF32(OpBuilder &b, Location loc, Value value);
 /// f32 -> `type` (f32, f16, bf16 or FP8), round-to-nearest-even.
 Value emitTruncFromF32(OpBuilder &b, Location loc, Value f32Value, Type type);
 
+/// The i32 bit pattern of |x| (x an f32) for an amax reduction, 0 for NaN.
+/// The unsigned integer order of these patterns is the order of the values,
+/// so an unsigned max reduction (arith.maxui from 0, which vectorizes where
+/// LLVM keeps a float max reduction scalar) followed by a bitcast computes
+/// Transformer Engine's amax: TE reduces with fmaxf, which returns the other
+/// operand when one is NaN, so NaN elements do not make amax NaN.
+Value emitAmaxBits(OpBuilder &b, Location loc, Value f32Value);
+
 } // namespace mlir::te
 
 #endif // TE_CONVERSION_TETOLINALG_FP8CODEC_H

@@ -272,9 +272,14 @@ def TE_AttentionBackwardOp : TE_Op<"attention_backward", [Pure,
 def TE_AmaxOp : TE_Op<"amax", [Pure, InferTypeOpAdaptor]> {
   let summary = "maximum absolute value of a tensor";
   let description = [{
-    Returns max |x| over every element of `input` as an f32 scalar tensor.
-    NaN elements propagate (the result is NaN if any element is NaN), the
-    amax of an empty tensor is 0, and infinities give +inf.
+    Returns max |x| over the elements of `input` as an f32 scalar tensor,
+    the way Transformer Engine reduces it (fmaxf from 0): NaN elements are
+    skipped, so the result is the max over the non-NaN magnitudes (0 when
+    every element is NaN); the amax of an empty tensor is 0, and infinities
+    give +inf. The same rule holds for every amax the dialect computes:
+    `te.quantize`'s amax result, its MXFP8 and block scales, the FP8 output
+    amax of `te.scaled_matmul`, and the history reduction of
+    `te.update_delayed_scaling`.
 
     ```mlir
     %a = te.amax %x : tensor<1024x1024xbf16> -> tensor<f32>
@@ -328,16 +333,19 @@ def TE_UpdateDelayedScalingOp : TE_Op<"update_delayed_scaling",
 
     ```
     history'[0] = amax, history'[i] = history[i - 1] for 0 < i < L
-    a       = max_i history'[i]   (amax_algo max, the default)
+    a       = max(0, max_i history'[i])  (amax_algo max, the default;
+                                          NaN entries skipped, as fmaxf does)
             | amax                (amax_algo most_recent)
-    s       = (fp8_max(fp8_type) / a) / 2^margin
+    s       = (fp8_max(fp8_type) * 2^-margin) / a  (round-to-nearest f32)
     scale'  = scale      if a is 0, inf or NaN (keep the previous scale)
             | FLT_MAX    if s is +inf
             | s          otherwise
     ```
 
-    Results are the new history and the new scale; `scale_inv` is 1 / scale
-    and is produced by `te.quantize`. `margin` must be >= 0.
+    This is TE's delayed_scaling.cu (its `scaled_max / amax`), which is not
+    always bit-identical to (fp8_max / a) / 2^margin near the f32 range
+    limits. Results are the new history and the new scale; `scale_inv` is
+    1 / scale and is produced by `te.quantize`. `margin` must be >= 0.
 
     ```mlir
     %h2, %s2 = te.update_delayed_scaling %hist, %amax, %scale
@@ -373,14 +381,16 @@ def TE_QuantizeOp : TE_Op<"quantize", [Pure]> {
       `amax` = max |input| (see `te.amax`). `data_t` is the transposed copy of
       a 2-D input (TE's cast_transpose).
     * `mxfp8_1x32`: one f8E8M0FNU scale per 32 consecutive elements, chosen
-      so that the block's amax / fp8_max rounds up to a power of two. Row-wise
+      so that the block's amax (over its non-NaN elements, see `te.amax`)
+      / fp8_max rounds up to a power of two. Row-wise
       blocks run along the last dimension (scale_inv shape: last dim / 32);
       column-wise blocks along the second-to-last (that dim / 32). The
       column-wise copy keeps the input's layout. Results `[data, scale_inv],
       [data_col, scale_inv_col]`.
     * `block_1x128` / `block_128x128` (Float8BlockScaling, 2-D inputs): f32
       scales per 1x128 or 128x128 block (partial blocks at the edges
-      included), scale = fp8_max / max(block amax, epsilon), rounded down to
+      included), scale = fp8_max / max(block amax, epsilon) with the block
+      amax over its non-NaN elements, rounded down to
       a power of two unless `pow2_scales false`. The column-wise copy is
       stored transposed, with the same block shape over the transposed
       matrix. Results `[data, scale_inv], [data_t, scale_inv_t]`.
