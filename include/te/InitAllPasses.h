@@ -3,6 +3,7 @@
 #define TE_INITALLPASSES_H
 
 #include "te/Conversion/Passes.h"
+#include "te/Dialect/TE/Transforms/Passes.h"
 #include "te/Pipelines/Pipelines.h"
 #include "te/Plugin/Passes.h"
 
@@ -14,6 +15,7 @@ namespace mlir::te {
 /// pipelines are made of, so each stage can be run on its own in te-opt.
 inline void registerAllPasses() {
   mlir::registerAllPasses();
+  registerTETransformsPasses();
   registerTEConversionPasses();
   registerTEPluginPasses();
   registerPipelines();

@@ -1,6 +1,7 @@
 //===- Compiler.cpp - C API of te-mlir's kernel compiler ------------------===//
 
 #include "te/Compiler/Compiler.h"
+#include "te/Dialect/TE/IR/TEDialect.h"
 
 #include "te/InitAllDialects.h"
 #include "te/JIT/KernelCompiler.h"
@@ -111,6 +112,22 @@ int te_compiler_canonicalize(const char *source, size_t size,
                 OpPrintingFlags().printGenericOpForm().elideLargeElementsAttrs(
                     std::numeric_limits<int64_t>::max()));
   *canonical = copyString(text);
+  return 0;
+}
+
+int te_compiler_source_locations(const char *source, size_t size,
+                                 const char *source_name, char **locations,
+                                 char **error) {
+  CompilerSession session;
+  OwningOpRef<ModuleOp> module = session.parse(source, size, source_name);
+  if (!module) {
+    *error = copyString(session.diagnostics);
+    return 1;
+  }
+  std::string text;
+  for (Operation *op : te::getTEOpsInOrder(*module))
+    text += te::formatSourceLocation(op->getLoc()) + "\n";
+  *locations = copyString(text);
   return 0;
 }
 

@@ -2,6 +2,8 @@
 
 #include "te/JIT/KernelCompiler.h"
 
+#include "te/Dialect/TE/IR/TEDialect.h"
+
 #include "te/Pipelines/Pipelines.h"
 #include "te/Plugin/Passes.h"
 #include "te/Plugin/PluginManager.h"
@@ -53,7 +55,8 @@ struct TemporaryFile {
 } // namespace
 
 LogicalResult mlir::te::emitKernelABI(ModuleOp llvmModule,
-                                      ArrayRef<KernelEntry> entries) {
+                                      ArrayRef<KernelEntry> entries,
+                                      StringRef manifestText) {
   MLIRContext *ctx = llvmModule.getContext();
   Location loc = llvmModule.getLoc();
   OpBuilder b(ctx);
@@ -89,7 +92,7 @@ LogicalResult mlir::te::emitKernelABI(ModuleOp llvmModule,
     LLVM::ReturnOp::create(b, loc, ValueRange{});
   }
 
-  std::string manifest = formatKernelManifest(entries);
+  std::string manifest = manifestText.str();
   manifest.push_back('\0');
   auto textType =
       LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), manifest.size());
@@ -112,9 +115,9 @@ std::string mlir::te::getHostTargetDescription() {
 
 LogicalResult
 mlir::te::writeHostKernelLibrary(ModuleOp module, ArrayRef<KernelEntry> entries,
-                                 StringRef outputPath,
+                                 StringRef manifest, StringRef outputPath,
                                  const HostLibraryOptions &options) {
-  if (failed(emitKernelABI(module, entries)))
+  if (failed(emitKernelABI(module, entries, manifest)))
     return failure();
 
   // Runtime libraries of plugin lowerings: linked, and found at load time
@@ -233,11 +236,12 @@ public:
   }
 
   LogicalResult serialize(ModuleOp lowered, ArrayRef<KernelEntry> entries,
-                          StringRef, StringRef outputPath,
+                          StringRef manifest, StringRef outputPath,
                           unsigned optLevel) const override {
     HostLibraryOptions options;
     options.optLevel = optLevel;
-    return writeHostKernelLibrary(lowered, entries, outputPath, options);
+    return writeHostKernelLibrary(lowered, entries, manifest, outputPath,
+                                  options);
   }
 };
 
@@ -280,6 +284,9 @@ mlir::te::compileKernelLibrary(ModuleOp module,
   std::string description = target.describe();
 
   OwningOpRef<ModuleOp> lowered = module.clone();
+  // What the kernel says about an op (its checks' messages) names it by
+  // number, so the kernel serves every program it is cached for.
+  markTEOpOrdinals(*lowered);
   PassManager pm(module.getContext());
   if (options.reference) {
     buildLowerToCPUReferencePipeline(pm);
@@ -288,7 +295,10 @@ mlir::te::compileKernelLibrary(ModuleOp module,
   }
   if (failed(pm.run(*lowered)))
     return failure();
-  std::string manifest = formatKernelManifest(*entries);
+  FailureOr<KernelChecks> checks = takeKernelChecks(*lowered, *entries);
+  if (failed(checks))
+    return failure();
+  std::string manifest = formatKernelManifest(*entries, *checks);
   if (failed(target.target->serialize(*lowered, *entries, manifest, outputPath,
                                       options.optLevel)))
     return mlir::emitError(module.getLoc(), "target ")

@@ -67,9 +67,11 @@ struct te_jit {
   std::mutex compileMutex;
   std::mutex modulesMutex;
   cache::KernelProvider provider;
-  /// (device, sha256 of the source, number of plugins loaded through the
-  /// API) -> a loaded module (one reference).
-  std::map<std::tuple<te_device *, std::string, size_t>, te_module *> modules;
+  /// (device, sha256 of the source, its name, number of plugins loaded
+  /// through the API) -> a loaded module (one reference).
+  std::map<std::tuple<te_device *, std::string, std::string, size_t>,
+           te_module *>
+      modules;
 };
 
 te_status te_jit_create(const char *compiler_library, te_jit **out) {
@@ -102,9 +104,10 @@ te_status te_jit_load(te_jit *jit, te_device *device, const char *source,
   return guarded("te_jit_load", [&]() -> te_status {
     std::string text(source, size);
     std::string name = source_name ? source_name : "<te program>";
-    // Plugins loaded since change what a compile produces.
+    // Plugins loaded since change what a compile produces; the name is in
+    // the module's source locations.
     auto key = std::make_tuple(device, cache::sha256Hex(text.data(), size),
-                               cache::getLoadedPluginCount());
+                               name, cache::getLoadedPluginCount());
     auto memoryHit = [&] {
       std::lock_guard<std::mutex> lock(jit->modulesMutex);
       auto it = jit->modules.find(key);
@@ -133,6 +136,11 @@ te_status te_jit_load(te_jit *jit, te_device *device, const char *source,
             te_module_load(device, provided->libraryPath.c_str(), &loaded);
         status != TE_OK)
       return failJit(status, te_last_error_message());
+    if (te_status status = te_module_set_source_locations(
+            loaded, provided->sourceLocations.c_str())) {
+      te_module_release(loaded);
+      return failJit(status, te_last_error_message());
+    }
     {
       std::lock_guard<std::mutex> lock(jit->modulesMutex);
       jit->modules[key] = loaded;

@@ -239,14 +239,15 @@ std::string DiskCache::publish(const std::string &key,
   return path;
 }
 
-void DiskCache::publishAlias(const std::string &alias, const std::string &key) {
+void DiskCache::publishAlias(const std::string &alias, const std::string &key,
+                             const std::string &note) {
   if (!usable)
     return;
   std::string path = config.directory + "/" + alias + ".ref";
   std::string temporary = path + ".tmp-" + uniqueSuffix();
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << key << "\n";
+    out << key << "\n" << note;
     if (!out) {
       std::remove(temporary.c_str());
       return;
@@ -256,16 +257,20 @@ void DiskCache::publishAlias(const std::string &alias, const std::string &key) {
     std::remove(temporary.c_str());
 }
 
-std::string DiskCache::resolveAlias(const std::string &alias) {
+std::string DiskCache::resolveAlias(const std::string &alias,
+                                    std::string *note) {
   if (!usable)
     return "";
   std::string contents;
   if (!readFile(config.directory + "/" + alias + ".ref", contents))
     return "";
-  // A key is 64 hex digits; anything else is a damaged alias: a miss.
-  if (contents.size() != 65 || contents.back() != '\n' ||
+  // A key is 64 hex digits on the first line; anything else is a damaged
+  // alias: a miss.
+  if (contents.size() < 65 || contents[64] != '\n' ||
       contents.find_first_not_of("0123456789abcdef") != 64)
     return "";
+  if (note)
+    *note = contents.substr(65);
   return contents.substr(0, 64);
 }
 

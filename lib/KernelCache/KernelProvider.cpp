@@ -158,6 +158,7 @@ struct KernelProvider::Compiler {
   void *handle = nullptr;
   decltype(&te_compiler_build_id) buildId = nullptr;
   decltype(&te_compiler_canonicalize) canonicalize = nullptr;
+  decltype(&te_compiler_source_locations) sourceLocations = nullptr;
   decltype(&te_compiler_compile_for) compile = nullptr;
   decltype(&te_compiler_compile_reference) compileReference = nullptr;
   decltype(&te_compiler_explain_for) explain = nullptr;
@@ -200,6 +201,7 @@ Status KernelProvider::loadCompiler() {
   };
   if (!resolve(loaded->buildId, "te_compiler_build_id") ||
       !resolve(loaded->canonicalize, "te_compiler_canonicalize") ||
+      !resolve(loaded->sourceLocations, "te_compiler_source_locations") ||
       !resolve(loaded->compile, "te_compiler_compile_for") ||
       !resolve(loaded->compileReference, "te_compiler_compile_reference") ||
       !resolve(loaded->explain, "te_compiler_explain_for") ||
@@ -328,17 +330,21 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
   std::string host = describeHostCPU();
   std::string pluginEnvironment =
       reference ? "" : describePluginEnvironment(compilerLibrary);
+  // The name joins the source key because the alias keeps the program's
+  // source locations, which name its file.
   std::string sourceKey = KeyBuilder()
                               .add("source", source)
+                              .add("source-name", sourceName)
                               .add("pipeline", pipeline)
                               .add("device", device)
                               .add("host", host)
                               .add("build", buildId)
                               .add("plugin-environment", pluginEnvironment)
                               .finish();
-  if (std::string key = cache.resolveAlias(sourceKey); !key.empty())
+  std::string locations;
+  if (std::string key = cache.resolveAlias(sourceKey, &locations); !key.empty())
     if (std::string path = cache.lookup(key); !path.empty())
-      return ProvidedKernel{path, CacheOutcome::DiskHit, 0};
+      return ProvidedKernel{path, CacheOutcome::DiskHit, 0, locations};
 
   if (Status status = loadCompiler(); !status.ok())
     return status;
@@ -352,6 +358,15 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
   }
   std::string canonicalText = canonical;
   compiler->release(canonical);
+  char *located = nullptr;
+  if (compiler->sourceLocations(source.data(), source.size(),
+                                sourceName.c_str(), &located, &error) != 0) {
+    std::string message = error ? error : "unknown compiler error";
+    compiler->release(error);
+    return Status::error(message);
+  }
+  locations = located;
+  compiler->release(located);
   // The plugins as loaded (names, versions, how they came to be) and the
   // target the device gets: what the canonical key needs beyond the IR.
   std::string plugins, target;
@@ -396,8 +411,8 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
   std::string canonicalKey = canonicalKeyFor(plugins);
   if (std::string path = cache.lookup(canonicalKey); !path.empty()) {
     if (sourceKeyHolds(plugins))
-      cache.publishAlias(sourceKey, canonicalKey);
-    return ProvidedKernel{path, CacheOutcome::DiskHit, 0};
+      cache.publishAlias(sourceKey, canonicalKey, locations);
+    return ProvidedKernel{path, CacheOutcome::DiskHit, 0, locations};
   }
 
   if (scratchDirectory.empty()) {
@@ -431,13 +446,14 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
     if (!after)
       return after.status();
     if (*after != plugins)
-      return ProvidedKernel{output, CacheOutcome::Miss, milliseconds};
+      return ProvidedKernel{output, CacheOutcome::Miss, milliseconds,
+                            locations};
   }
   std::string path = cache.publish(canonicalKey, output);
   if (path.empty())
-    return ProvidedKernel{output, CacheOutcome::Miss, milliseconds};
+    return ProvidedKernel{output, CacheOutcome::Miss, milliseconds, locations};
   if (sourceKeyHolds(plugins))
-    cache.publishAlias(sourceKey, canonicalKey);
+    cache.publishAlias(sourceKey, canonicalKey, locations);
   std::remove(output.c_str());
-  return ProvidedKernel{path, CacheOutcome::Miss, milliseconds};
+  return ProvidedKernel{path, CacheOutcome::Miss, milliseconds, locations};
 }

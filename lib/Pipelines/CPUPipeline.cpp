@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "te/Conversion/Passes.h"
+#include "te/Dialect/TE/Transforms/Passes.h"
 #include "te/Pipelines/Pipelines.h"
 #include "te/Plugin/Passes.h"
 
@@ -64,12 +65,17 @@ void mlir::te::buildCPUTargetPipeline(OpPassManager &pm) {
 
 void mlir::te::buildLowerToCPUPipeline(OpPassManager &pm) {
   // Plugins first: the ops they lower are gone before the native lowering.
+  pm.addPass(createTEInsertChecks());
   pm.addPass(createTEDispatch());
+  pm.addPass(createTEMaterializeChecks());
   buildCPUTargetPipeline(pm);
 }
 
 void mlir::te::buildLowerToCPUReferencePipeline(OpPassManager &pm) {
+  // The reference refuses bad index operands exactly as the kernels do.
+  pm.addPass(createTEInsertChecks());
   pm.addPass(createTEDecomposeReference());
+  pm.addPass(createTEMaterializeChecks());
   buildCPUTargetPipeline(pm);
 }
 

@@ -15,6 +15,7 @@
 #include "te/Conversion/TEToLinalg/TEToLinalg.h"
 #include "te/Dialect/TE/IR/TEDialect.h"
 #include "te/Dialect/TE/IR/TEOps.h"
+#include "te/Dialect/TE/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -138,22 +139,6 @@ public:
     return applyTEToLinalgConversion(op);
   }
 };
-
-std::string formatLocation(Location loc) {
-  if (auto fileLoc = dyn_cast<FileLineColLoc>(loc))
-    return llvm::formatv("{0}:{1}:{2}", fileLoc.getFilename().getValue(),
-                         fileLoc.getLine(), fileLoc.getColumn())
-        .str();
-  if (auto nameLoc = dyn_cast<NameLoc>(loc))
-    return formatLocation(nameLoc.getChildLoc());
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    if (!fused.getLocations().empty())
-      return formatLocation(fused.getLocations().front());
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  loc.print(os);
-  return text;
-}
 
 constexpr StringLiteral kScratchName = "te_plugin_scratch";
 
@@ -321,7 +306,7 @@ mlir::te::plugin::dispatchModule(ModuleOp module, const TargetInfo &target,
   PluginManager &manager = PluginManager::get();
   SmallVector<Operation *> ops;
   module.walk([&](Operation *op) {
-    if (isa<TEDialect>(op->getDialect()) && !isa<ProcessGroupOp>(op))
+    if (isa<TEDialect>(op->getDialect()) && !isa<ProcessGroupOp, CheckOp>(op))
       ops.push_back(op);
   });
 
@@ -339,7 +324,7 @@ mlir::te::plugin::dispatchModule(ModuleOp module, const TargetInfo &target,
   for (Operation *op : ops) {
     DispatchRecord record;
     record.opName = op->getName().getStringRef().str();
-    record.location = formatLocation(op->getLoc());
+    record.location = formatSourceLocation(op->getLoc());
     record.provider = "native";
     StringRef opKey = op->getName().getStringRef();
     opKey.consume_front("te.");
@@ -586,6 +571,10 @@ void mlir::te::plugin::buildTargetPipeline(OpPassManager &pm,
                                            const TargetRef &target) {
   TEDispatchOptions options;
   options.device = target.target->getDeviceName();
+  // Index checks before the dispatch, so that plugin lowerings are checked
+  // too; their status result after it, so that targets see plain tensors.
+  pm.addPass(createTEInsertChecks());
   pm.addPass(createTEDispatch(options));
+  pm.addPass(createTEMaterializeChecks());
   target.target->buildPipeline(pm);
 }

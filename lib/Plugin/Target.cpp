@@ -1,9 +1,11 @@
 //===- Target.cpp - Kernel entry points and target references -------------===//
 
 #include "te/Plugin/Target.h"
+#include "te/Dialect/TE/Transforms/Passes.h"
 #include "te/Plugin/PluginManager.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace mlir::te;
@@ -85,21 +87,73 @@ mlir::te::collectKernelEntries(ModuleOp module) {
   return entries;
 }
 
-std::string mlir::te::formatKernelManifest(ArrayRef<KernelEntry> entries) {
+FailureOr<KernelChecks>
+mlir::te::takeKernelChecks(ModuleOp lowered,
+                           MutableArrayRef<KernelEntry> entries) {
+  KernelChecks checks(entries.size());
+  auto table = lowered->getAttrOfType<DictionaryAttr>(kKernelChecksAttrName);
+  if (!table)
+    return checks;
+  lowered->removeAttr(kKernelChecksAttrName);
+  RankedTensorType statusType = getKernelStatusType(lowered.getContext());
+  for (NamedAttribute named : table) {
+    auto it = llvm::find_if(entries, [&](const KernelEntry &entry) {
+      return entry.name == named.getName().getValue();
+    });
+    auto messages = dyn_cast<ArrayAttr>(named.getValue());
+    if (it == entries.end() || !messages)
+      return mlir::emitError(lowered.getLoc(), "run-time checks recorded for ")
+             << named.getName() << ", which is not a kernel entry point";
+    std::vector<std::string> &list = checks[it - entries.begin()];
+    for (Attribute message : messages) {
+      auto text = dyn_cast<StringAttr>(message);
+      if (!text)
+        return mlir::emitError(lowered.getLoc(), "malformed ")
+               << kKernelChecksAttrName << " attribute";
+      // Manifest tokens are separated by exactly one space.
+      SmallVector<StringRef> words;
+      text.getValue().split(words, ' ', -1, /*KeepEmpty=*/false);
+      list.push_back(llvm::join(words, " "));
+    }
+    it->outputs.push_back(statusType);
+  }
+  return checks;
+}
+
+std::string mlir::te::formatKernelManifest(ArrayRef<KernelEntry> entries,
+                                           const KernelChecks &checks) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << "te-kernel-abi 1\n";
-  for (const KernelEntry &entry : entries) {
+  // Version 2 only where it is needed: manifests without checks stay
+  // readable by runtimes that know version 1.
+  bool anyChecks =
+      llvm::any_of(checks, [](const std::vector<std::string> &list) {
+        return !list.empty();
+      });
+  os << "te-kernel-abi " << (anyChecks ? 2 : 1) << "\n";
+  for (auto [index, entry] : llvm::enumerate(entries)) {
+    ArrayRef<std::string> messages;
+    if (index < checks.size())
+      messages = checks[index];
+    // A kernel with checks returns its status last.
+    ArrayRef<RankedTensorType> outputs = entry.outputs;
+    if (!messages.empty())
+      outputs = outputs.drop_back();
     os << "entry " << entry.name << ' ' << entry.name << "__te_packed\n";
     for (RankedTensorType type : entry.inputs) {
       os << "in ";
       printTensorType(os, type);
       os << '\n';
     }
-    for (RankedTensorType type : entry.outputs) {
+    for (RankedTensorType type : outputs) {
       os << "out ";
       printTensorType(os, type);
       os << '\n';
+    }
+    if (!messages.empty()) {
+      os << "status i64 4\n";
+      for (const std::string &message : messages)
+        os << "check " << message << '\n';
     }
     os << "end\n";
   }

@@ -50,6 +50,8 @@ extern "C" const char *te_status_string(te_status status) {
     return "TE_ERROR_INTERNAL";
   case TE_ERROR_COMPILE_FAILED:
     return "TE_ERROR_COMPILE_FAILED";
+  case TE_ERROR_KERNEL_FAILED:
+    return "TE_ERROR_KERNEL_FAILED";
   }
   return "TE_ERROR_UNKNOWN";
 }

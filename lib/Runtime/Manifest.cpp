@@ -126,6 +126,7 @@ private:
   bool parseVersion(int line, const std::vector<std::string_view> &tokens);
   bool parseLine(int line, const std::vector<std::string_view> &tokens);
   bool parseArg(int line, const std::vector<std::string_view> &tokens);
+  bool parseStatus(int line, const std::vector<std::string_view> &tokens);
 
   std::vector<ManifestEntry> &entries;
   std::string &error;
@@ -133,6 +134,8 @@ private:
   ManifestEntry *open = nullptr;
   bool openHasOutputs = false;
   std::map<std::string, int, std::less<>> entryLines;
+  /// The manifest's version, from its first line.
+  int version = 0;
 };
 
 bool ManifestParser::parse(std::string_view text) {
@@ -182,15 +185,17 @@ bool ManifestParser::parse(std::string_view text) {
 
 bool ManifestParser::parseVersion(int line,
                                   const std::vector<std::string_view> &tokens) {
-  std::string expected =
-      "te-kernel-abi " + std::to_string(TE_KERNEL_ABI_VERSION);
+  std::string expected = "te-kernel-abi <version>";
   if (tokens.size() != 2 || tokens[0] != "te-kernel-abi")
     return fail(line, "expected '" + expected +
                           "' as the first line; this is not a te-mlir kernel "
                           "manifest");
-  if (tokens[1] != std::to_string(TE_KERNEL_ABI_VERSION))
+  for (int known = 1; known <= TE_KERNEL_ABI_VERSION; ++known)
+    if (tokens[1] == std::to_string(known))
+      version = known;
+  if (!version)
     return fail(line, "unsupported manifest version " + quote(tokens[1]) +
-                          "; this runtime reads version " +
+                          "; this runtime reads versions 1 to " +
                           std::to_string(TE_KERNEL_ABI_VERSION) +
                           ", rebuild the kernels with a matching te-mlir");
   return true;
@@ -217,24 +222,57 @@ bool ManifestParser::parseLine(int line,
       return fail(line, "duplicate entry " + quote(tokens[1]) +
                             " (first declared on line " +
                             std::to_string(it->second) + ")");
-    entries.push_back({std::string(tokens[1]), std::string(tokens[2]), line,
-                       std::vector<ManifestArg>()});
-    open = &entries.back();
+    ManifestEntry &entry = entries.emplace_back();
+    entry.name = std::string(tokens[1]);
+    entry.symbol = std::string(tokens[2]);
+    entry.line = line;
+    open = &entry;
     openHasOutputs = false;
     return true;
   }
   if (directive == "in" || directive == "out")
     return parseArg(line, tokens);
+  if (version >= 2 && directive == "status")
+    return parseStatus(line, tokens);
+  if (version >= 2 && directive == "check") {
+    if (!open || !open->hasStatus)
+      return fail(line, "'check' outside an entry with a 'status' line");
+    if (tokens.size() < 2)
+      return fail(line, "expected 'check <message>'");
+    std::string message(tokens[1]);
+    for (size_t i = 2; i < tokens.size(); ++i)
+      message += " " + std::string(tokens[i]);
+    open->checks.push_back(std::move(message));
+    return true;
+  }
   if (directive == "end") {
     if (!open)
       return fail(line, "'end' without an open 'entry'");
     if (tokens.size() != 1)
       return fail(line, "expected 'end' alone on its line");
+    if (open->hasStatus && open->checks.empty())
+      return fail(line, "entry '" + open->name +
+                            "' has a 'status' line but no 'check' lines");
     open = nullptr;
     return true;
   }
   return fail(line, "unknown directive " + quote(directive) +
-                        "; expected 'entry', 'in', 'out' or 'end'");
+                        (version >= 2 ? "; expected 'entry', 'in', 'out', "
+                                        "'status', 'check' or 'end'"
+                                      : "; expected 'entry', 'in', 'out' or "
+                                        "'end'"));
+}
+
+bool ManifestParser::parseStatus(int line,
+                                 const std::vector<std::string_view> &tokens) {
+  if (!open)
+    return fail(line, "'status' outside an entry block");
+  if (tokens.size() != 3 || tokens[1] != "i64" || tokens[2] != "4")
+    return fail(line, "expected 'status i64 4'");
+  if (open->hasStatus)
+    return fail(line, "second 'status' line in entry '" + open->name + "'");
+  open->hasStatus = true;
+  return true;
 }
 
 bool ManifestParser::parseArg(int line,
@@ -242,6 +280,9 @@ bool ManifestParser::parseArg(int line,
   std::string directive(tokens[0]);
   if (!open)
     return fail(line, "'" + directive + "' outside an entry block");
+  if (open->hasStatus)
+    return fail(line, "'" + directive + "' after 'status' in entry '" +
+                          open->name + "'; the status comes after the outputs");
   if (tokens.size() != 3)
     return fail(line, "expected '" + directive + " <dtype> <dims>'");
   ManifestArg arg = {};

@@ -32,6 +32,10 @@ struct ManifestEntry {
   /// Line of the `entry` directive, for messages about the entry.
   int line;
   std::vector<ManifestArg> args;
+  /// Whether the kernel takes a status argument after `args` (version 2),
+  /// and the messages of its checks, in order.
+  bool hasStatus = false;
+  std::vector<std::string> checks;
 };
 
 /// Parses a NUL-terminated manifest. On failure returns false and sets

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 using namespace te::runtime;
@@ -37,6 +38,9 @@ struct te_module {
   std::string origin;
   /// Never resized after loading, so te_kernel pointers stay valid.
   std::vector<te_kernel> kernels;
+  /// Source locations of the program's te ops, by the numbers kernels use
+  /// in their check messages (`{@k}`); empty when unknown.
+  std::vector<std::string> sourceLocations;
   std::atomic<int> refCount{1};
 
   ~te_module() {
@@ -273,8 +277,70 @@ extern "C" void te_module_release(te_module *module) {
     delete module;
 }
 
+extern "C" te_status te_module_set_source_locations(te_module *module,
+                                                    const char *locations) {
+  if (!module || !locations)
+    return fail(TE_ERROR_INVALID_ARGUMENT,
+                "te_module_set_source_locations: module and locations must "
+                "not be NULL");
+  return guard("te_module_set_source_locations", [&] {
+    std::vector<std::string> lines;
+    std::string_view rest(locations);
+    while (!rest.empty()) {
+      size_t end = rest.find('\n');
+      lines.emplace_back(rest.substr(0, end));
+      rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+    }
+    module->sourceLocations = std::move(lines);
+    return TE_OK;
+  });
+}
+
 extern "C" const char *te_kernel_name(const te_kernel *kernel) {
   return kernel ? kernel->entry.name.c_str() : nullptr;
+}
+
+/// Reads a kernel's status after its launch and, when a check failed,
+/// fails with that check's message, its values filled in.
+static te_status checkKernelStatus(const char *fn, const te_kernel &kernel,
+                                   const te_buffer &status) {
+  int64_t words[4] = {0, 0, 0, 0};
+  if (te_status failed = te_buffer_read(&status, words, sizeof(words)))
+    return failed;
+  if (words[0] == 0)
+    return TE_OK;
+  const std::vector<std::string> &checks = kernel.entry.checks;
+  if (words[0] < 0 || static_cast<uint64_t>(words[0]) > checks.size())
+    return fail(TE_ERROR_INTERNAL,
+                "%s: kernel '%s' reported check %lld, but its manifest has %zu "
+                "checks",
+                fn, kernel.entry.name.c_str(), static_cast<long long>(words[0]),
+                checks.size());
+  const std::string &message = checks[words[0] - 1];
+  const std::vector<std::string> &locations = kernel.module->sourceLocations;
+  std::string text;
+  for (size_t i = 0; i < message.size(); ++i) {
+    if (message[i] == '{' && i + 2 < message.size() && message[i + 1] >= '0' &&
+        message[i + 1] <= '2' && message[i + 2] == '}') {
+      text += std::to_string(words[1 + (message[i + 1] - '0')]);
+      i += 2;
+      continue;
+    }
+    // {@k}: the location of te op k of the program.
+    size_t close = message.find('}', i);
+    if (message.compare(i, 2, "{@") == 0 && close != std::string::npos &&
+        close > i + 2 &&
+        message.find_first_not_of("0123456789", i + 2) == close) {
+      size_t ordinal = std::stoul(message.substr(i + 2, close - i - 2));
+      text += ordinal < locations.size()
+                  ? locations[ordinal]
+                  : "te op " + std::to_string(ordinal) + " of its program";
+      i = close;
+      continue;
+    }
+    text += message[i];
+  }
+  return fail(TE_ERROR_KERNEL_FAILED, "%s", text.c_str());
 }
 
 extern "C" int te_kernel_num_args(const te_kernel *kernel) {
@@ -308,24 +374,39 @@ extern "C" te_status te_kernel_launch(te_kernel *kernel, te_buffer *const *args,
   return guard(fn, [&] {
     if (te_status status = checkLaunchArgs(fn, *kernel, args, nargs))
       return status;
+    te_device *device = kernel->module->device;
+    // A kernel with run-time checks reports them through one more argument,
+    // a status buffer on its device.
+    std::unique_ptr<te_buffer, decltype(&te_buffer_release)> status(
+        nullptr, te_buffer_release);
+    if (kernel->entry.hasStatus) {
+      const int64_t dims[] = {4};
+      te_buffer *created = nullptr;
+      if (te_status failed =
+              te_buffer_create(device, TE_DTYPE_I64, 1, dims, &created))
+        return failed;
+      status.reset(created);
+    }
+    int count = nargs + (status ? 1 : 0);
     // Kernels have few arguments; avoid a heap allocation per launch.
     constexpr int kInlineArgs = 16;
     void *inlineData[kInlineArgs];
     std::vector<void *> heapData;
     void **data = inlineData;
-    if (nargs > kInlineArgs) {
-      heapData.resize(nargs);
+    if (count > kInlineArgs) {
+      heapData.resize(count);
       data = heapData.data();
     }
     for (int i = 0; i < nargs; ++i)
       data[i] = args[i]->data;
-    te_device *device = kernel->module->device;
-    if (te_status status =
-            device->ops->launch(device->instance, kernel->function, data, nargs,
+    if (status)
+      data[nargs] = status->data;
+    if (te_status failed =
+            device->ops->launch(device->instance, kernel->function, data, count,
                                 /*config=*/nullptr))
-      return fail(status, "%s: kernel '%s' failed on device '%s' %d: %s", fn,
+      return fail(failed, "%s: kernel '%s' failed on device '%s' %d: %s", fn,
                   kernel->entry.name.c_str(), device->name, device->index,
-                  te_status_string(status));
-    return TE_OK;
+                  te_status_string(failed));
+    return status ? checkKernelStatus(fn, *kernel, *status) : TE_OK;
   });
 }

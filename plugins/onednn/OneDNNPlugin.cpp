@@ -150,8 +150,22 @@ Value callRuntime(OpBuilder &b, Location loc, Operation *op, StringRef name,
   for (Value arg : args)
     argTypes.push_back(arg.getType());
   declare(module, name, b.getFunctionType(argTypes, {b.getI32Type()}));
-  func::CallOp::create(b, loc, name, TypeRange{b.getI32Type()}, args);
+  Value code =
+      func::CallOp::create(b, loc, name, TypeRange{b.getI32Type()}, args)
+          .getResult(0);
   addLinkLibrary(module, runtimeLibraryPath());
+  // A failing call fails the launch with the op, its location and oneDNN's
+  // status (OneDNNRuntime.h).
+  Value failed = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ne, code,
+      arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0));
+  Value code64 = arith::ExtSIOp::create(b, loc, b.getI64Type(), code);
+  CheckOp::create(
+      b, loc, failed, ValueRange{code64},
+      (op->getName().getStringRef() + " at {loc}: the onednn plugin's " + name +
+       " failed with dnnl_status_t {0} (1: out of memory, 2: invalid "
+       "arguments, 3: unimplemented, 5: runtime error; -1: another error)")
+          .str());
   auto type = cast<MemRefType>(output.getType());
   return bufferization::ToTensorOp::create(
       b, loc, RankedTensorType::get(type.getShape(), type.getElementType()),

@@ -13,7 +13,6 @@
 #include <dnnl.hpp>
 
 #include <cmath>
-#include <cstdio>
 #include <exception>
 #include <limits>
 #include <unordered_map>
@@ -35,12 +34,15 @@ void fillNaN(float *data, int64_t count) {
     data[i] = std::numeric_limits<float>::quiet_NaN();
 }
 
-int32_t report(const char *function, const std::exception &e, float *output,
-               int64_t count) {
-  std::fprintf(stderr, "te-mlir: onednn plugin: %s failed: %s\n", function,
-               e.what());
+/// The failure code of a call: oneDNN's dnnl_status_t for its errors, -1
+/// for any other exception. The kernel's check turns it into the launch's
+/// error message.
+int32_t report(const std::exception &e, float *output, int64_t count) {
   fillNaN(output, count);
-  return 1;
+  if (auto *error = dynamic_cast<const dnnl::error *>(&e))
+    return error->status != dnnl_success ? static_cast<int32_t>(error->status)
+                                         : -1;
+  return -1;
 }
 
 } // namespace
@@ -119,8 +121,7 @@ int32_t te_onednn_attention_f32(const float *q, const float *k, const float *v,
     stream.wait();
     return 0;
   } catch (const std::exception &e) {
-    return report("te_onednn_attention_f32", e, o,
-                  batch * heads_q * seq_q * d_v);
+    return report(e, o, batch * heads_q * seq_q * d_v);
   }
 }
 
@@ -158,6 +159,6 @@ int32_t te_onednn_matmul_f32(const float *a, const float *b, const float *bias,
     stream.wait();
     return 0;
   } catch (const std::exception &e) {
-    return report("te_onednn_matmul_f32", e, d, m * n);
+    return report(e, d, m * n);
   }
 }

@@ -7,9 +7,12 @@
 // to and from the op's own types and layouts around the call). The library
 // links oneDNN, never MLIR.
 //
-// Every function returns 0 on success; on failure it prints the oneDNN
-// error to stderr, fills the output with NaN (so that the failure cannot
-// pass for a result) and returns non-zero.
+// Every function returns 0 on success; on failure it fills the output with
+// NaN (so that the failure cannot pass for a result) and returns oneDNN's
+// dnnl_status_t (1 out of memory, 2 invalid arguments, 3 unimplemented,
+// 5 runtime error, ...) or -1 for any other error. The plugin's lowering
+// checks the result (te.check), so the kernel's launch fails with the op,
+// its location and this code.
 //
 //===----------------------------------------------------------------------===//
 

@@ -99,6 +99,58 @@ def test_bad_input_raises_with_the_reason():
         te_mlir.load_runtime_plugin(os.path.join(FIXTURES, "missing.so"))
 
 
+THD = """func.func @thd(%q: tensor<13x2x8xf32>, %k: tensor<13x2x8xf32>,
+                %v: tensor<13x2x8xf32>, %cq: tensor<3xi32>, %ckv: tensor<3xi32>)
+    -> tensor<13x2x8xf32> {
+  %o = te.attention %q, %k, %v layout thd mask padding cu_seqlens(%cq, %ckv)
+      : (tensor<13x2x8xf32>, tensor<13x2x8xf32>, tensor<13x2x8xf32>,
+         tensor<3xi32>, tensor<3xi32>) -> tensor<13x2x8xf32>
+  return %o : tensor<13x2x8xf32>
+}
+"""
+
+
+def test_bad_index_operands_raise():
+    """A kernel that refuses its data raises with the op, the program's
+    location and the operand; the module stays usable."""
+    module = te_mlir.Jit().compile(THD, name="thd.mlir")
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((13, 2, 8)).astype(np.float32)
+               for _ in range(3))
+    good = np.array([0, 6, 13], np.int32)
+    (out,) = module(q, k, v, good, good)
+    assert np.isfinite(out).all()
+    with pytest.raises(te_mlir.Error,
+                       match=r"te\.attention at thd\.mlir:4:8: "
+                             r"cu_seqlens_kv\[2\] = 100000 is past the 13 "
+                             r"tokens of k and v \(t_kv\)"):
+        module(q, k, v, good, np.array([0, 6, 100000], np.int32))
+    (again,) = module(q, k, v, good, good)
+    assert again.tobytes() == out.tobytes()
+
+
+def test_onednn_runtime_reports_failures():
+    """The oneDNN plugin's runtime returns oneDNN's status instead of
+    printing it; the plugin's lowering turns it into a te.check."""
+    import ctypes
+    path = os.path.join(os.path.dirname(ONEDNN), "libte-onednn-runtime.so")
+    if not os.path.exists(path):
+        pytest.skip("the oneDNN plugin is not built (no libdnnl-dev)")
+    runtime = ctypes.CDLL(path)
+    matmul = runtime.te_onednn_matmul_f32
+    matmul.restype = ctypes.c_int32
+    matmul.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 3 + \
+        [ctypes.c_float, ctypes.c_int64]
+    a = np.ones((2, 3), np.float32)
+    b = np.ones((3, 4), np.float32)
+    d = np.zeros((2, 4), np.float32)
+    ptr = lambda x: x.ctypes.data_as(ctypes.c_void_p)
+    assert matmul(ptr(a), ptr(b), None, ptr(d), 2, 4, 3, 1.0, 0) == 0
+    assert (d == 3).all()
+    # A negative dimension: oneDNN refuses it (dnnl_invalid_arguments, 2).
+    assert matmul(ptr(a), ptr(b), None, ptr(d), 2, -4, 3, 1.0, 0) == 2
+
+
 def test_load_plugins_from_python():
     proc = run_script("""
         jit = te_mlir.Jit()

@@ -88,6 +88,11 @@ const char *kUsage =
     "not, 2 for usage and compile errors (including a program the\n"
     "reference does not cover: thd, dropout, te.attention_backward).\n"
     "\n"
+    "A kernel that refuses its inputs (index operands such as cu_seqlens\n"
+    "or seqlens that describe no valid sequences, a plugin library call\n"
+    "that fails) stops te-run with one error line naming the op, its\n"
+    "location and the operand, and exit status 2.\n"
+    "\n"
     "Environment: TE_CACHE_DIR, TE_CACHE_DISABLE=1, TE_CACHE_MAX_BYTES,\n"
     "TE_COMPILER_LIBRARY (path of libTECompiler.so), NVTE_PLUGIN,\n"
     "TE_PLUGIN_PATH, NVTE_PLUGIN_POLICY, NVTE_PLUGIN_DENY,\n"
@@ -422,6 +427,9 @@ int checkAgainstReference(const std::string &compilerLib,
   te_module *module = nullptr;
   check(te_module_load(device, provided->libraryPath.c_str(), &module),
         "--check: cannot load the reference kernel");
+  check(
+      te_module_set_source_locations(module, provided->sourceLocations.c_str()),
+      "--check: reference kernel");
   te_kernel *kernel = nullptr;
   check(te_module_get_kernel(module, entry.c_str(), &kernel),
         "--check: reference kernel");

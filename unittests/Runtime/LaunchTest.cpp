@@ -3,7 +3,9 @@
 #include "FakeDevice.h"
 #include "RuntimeTestUtils.h"
 
+#include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 using namespace te::runtime::testing;
@@ -73,6 +75,40 @@ TEST_F(LaunchTest, AddComputesTheSum) {
       << te_last_error_message();
   ASSERT_EQ(te_device_synchronize(cpu.get()), TE_OK);
   EXPECT_EQ(readF32(out.get()), (std::vector<float>{11, 22, 33, 44}));
+}
+
+// A kernel with checks gets a status buffer after its outputs; a failing
+// check fails the launch with its message, the values filled in (text that
+// only looks like a placeholder stays as it is).
+TEST_F(LaunchTest, FailingChecksFailTheLaunchWithTheirMessage) {
+  te_kernel *checked = kernel("checked");
+  EXPECT_EQ(te_kernel_num_args(checked), 2); // the status is not an argument
+  BufferPtr out = f32Vector({0, 0, 0, 0});
+
+  BufferPtr good = f32Vector({1, 2, 3, 4});
+  te_buffer *args[] = {good.get(), out.get()};
+  ASSERT_EQ(te_kernel_launch(checked, args, 2), TE_OK)
+      << te_last_error_message();
+  EXPECT_EQ(readF32(out.get()), (std::vector<float>{2, 4, 6, 8}));
+
+  BufferPtr negative = f32Vector({1, -7.5f, 3, -1});
+  args[0] = negative.get();
+  expectError([&] { return te_kernel_launch(checked, args, 2); },
+              TE_ERROR_KERNEL_FAILED,
+              {"element 1 is negative (-7, 2 of them); 100% wrong {x}"});
+  EXPECT_EQ(std::string(te_last_error_message()),
+            "element 1 is negative (-7, 2 of them); 100% wrong {x}");
+  EXPECT_STREQ(te_status_string(TE_ERROR_KERNEL_FAILED),
+               "TE_ERROR_KERNEL_FAILED");
+
+  BufferPtr nan = f32Vector({1, 2, std::nanf(""), -1});
+  args[0] = nan.get();
+  expectError([&] { return te_kernel_launch(checked, args, 2); },
+              TE_ERROR_KERNEL_FAILED, {"first: element 2 is 0"});
+
+  // A later good launch is not affected.
+  args[0] = good.get();
+  EXPECT_EQ(te_kernel_launch(checked, args, 2), TE_OK);
 }
 
 TEST_F(LaunchTest, InputsMayShareABuffer) {

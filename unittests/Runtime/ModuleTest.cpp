@@ -29,11 +29,12 @@ TEST_F(ModuleTest, LoadsTheTestKernels) {
   ModulePtr module = loadModule(cpu.get(), TE_TEST_KERNELS_PATH);
   ASSERT_NE(module, nullptr);
   EXPECT_EQ(te_module_device(module.get()), cpu.get());
-  ASSERT_EQ(te_module_num_kernels(module.get()), 5);
-  const char *names[] = {"add", "sum", "split", "attention_identity", "sum16"};
-  for (int i = 0; i < 5; ++i)
+  ASSERT_EQ(te_module_num_kernels(module.get()), 6);
+  const char *names[] = {"add",   "sum",    "split", "attention_identity",
+                         "sum16", "checked"};
+  for (int i = 0; i < 6; ++i)
     EXPECT_STREQ(te_module_kernel_name(module.get(), i), names[i]);
-  EXPECT_EQ(te_module_kernel_name(module.get(), 5), nullptr);
+  EXPECT_EQ(te_module_kernel_name(module.get(), 6), nullptr);
   EXPECT_EQ(te_module_kernel_name(module.get(), -1), nullptr);
 }
 
@@ -180,7 +181,7 @@ TEST_F(ModuleTest, LoadsFromAnImageInMemory) {
       << te_last_error_message();
   ModulePtr module(raw);
   image.assign(image.size(), 0); // The runtime must not need it any more.
-  EXPECT_EQ(te_module_num_kernels(module.get()), 5);
+  EXPECT_EQ(te_module_num_kernels(module.get()), 6);
   te_kernel *sum = nullptr;
   ASSERT_EQ(te_module_get_kernel(module.get(), "sum", &sum), TE_OK);
   BufferPtr input = createBuffer(cpu.get(), TE_DTYPE_F32, {4});
@@ -369,6 +370,40 @@ TEST_F(ManifestTest, AcceptsSeveralEntriesSharingASymbol) {
   EXPECT_EQ(te_module_num_kernels(module.get()), 2);
 }
 
+TEST_F(ManifestTest, Version2AddsAStatusAndChecks) {
+  ModulePtr module;
+  ASSERT_EQ(load("te-kernel-abi 2\n"
+                 "entry k te_test_echo_noop\nin f32 2\nout f32 2\n"
+                 "status i64 4\ncheck a: {0} is past {1}\ncheck b\nend\n"
+                 "entry plain te_test_echo_noop\nin i8 2\nend\n",
+                 module),
+            TE_OK)
+      << te_last_error_message();
+  te_kernel *kernel = nullptr;
+  ASSERT_EQ(te_module_get_kernel(module.get(), "k", &kernel), TE_OK);
+  EXPECT_EQ(te_kernel_num_args(kernel), 2);
+}
+
+TEST_F(ManifestTest, RejectsMisplacedStatusAndChecks) {
+  std::string v2 = "te-kernel-abi 2\nentry k te_test_echo_noop\n";
+  expectRejected(entryWith("out f32 2\nstatus i64 4\ncheck a\n"),
+                 {"line 4", "unknown directive 'status'"});
+  expectRejected(v2 + "check a\nend\n",
+                 {"line 3", "'check' outside an entry with a 'status' line"});
+  expectRejected(v2 + "status i32 4\ncheck a\nend\n",
+                 {"line 3", "expected 'status i64 4'"});
+  expectRejected(v2 + "status i64 4\nout f32 2\ncheck a\nend\n",
+                 {"line 4", "'out' after 'status'"});
+  expectRejected(v2 + "status i64 4\nend\n",
+                 {"line 4", "has a 'status' line but no 'check' lines"});
+  expectRejected(v2 + "status i64 4\nstatus i64 4\ncheck a\nend\n",
+                 {"line 4", "second 'status' line"});
+  expectRejected(v2 + "status i64 4\ncheck\nend\n",
+                 {"line 4", "expected 'check <message>'"});
+  expectRejected("te-kernel-abi 2\nstatus i64 4\n",
+                 {"line 2", "'status' outside an entry block"});
+}
+
 TEST_F(ManifestTest, RejectsAnEmptyManifest) {
   expectRejected("", {"line 1", "empty"});
   expectRejected("\n", {"line 1", "empty line"});
@@ -381,14 +416,17 @@ TEST_F(ManifestTest, RejectsANullManifest) {
 }
 
 TEST_F(ManifestTest, RejectsOtherVersions) {
-  expectRejected("te-kernel-abi 2\nentry k te_test_echo_noop\nend\n",
-                 {"line 1", "unsupported manifest version '2'", "version 1"});
+  expectRejected(
+      "te-kernel-abi 3\nentry k te_test_echo_noop\nend\n",
+      {"line 1", "unsupported manifest version '3'", "versions 1 to 2"});
+  expectRejected("te-kernel-abi 0\nentry k te_test_echo_noop\nend\n",
+                 {"line 1", "unsupported manifest version '0'"});
   expectRejected("te-kernel-abi 01\nentry k te_test_echo_noop\nend\n",
                  {"line 1", "version '01'"});
   expectRejected("te-kernel-abi\nentry k te_test_echo_noop\nend\n",
-                 {"line 1", "expected 'te-kernel-abi 1'"});
+                 {"line 1", "expected 'te-kernel-abi <version>'"});
   expectRejected("te-kernel-abi 1 2\nentry k te_test_echo_noop\nend\n",
-                 {"line 1", "expected 'te-kernel-abi 1'"});
+                 {"line 1", "expected 'te-kernel-abi <version>'"});
   expectRejected("entry k te_test_echo_noop\nend\n",
                  {"line 1", "not a te-mlir kernel manifest"});
 }

@@ -8,14 +8,14 @@
 
 #include "te/Runtime/Runtime.h"
 
-#if TE_KERNEL_ABI_VERSION != 1
-#error "this manifest is written for kernel ABI version 1"
+#if TE_KERNEL_ABI_VERSION < 2
+#error "this manifest is written for kernel ABI version 2"
 #endif
 
 #define EXPORT __attribute__((visibility("default")))
 
 EXPORT const char *te_kernel_manifest(void) {
-  return "te-kernel-abi 1\n"
+  return "te-kernel-abi 2\n"
          "entry add te_test_add\n"
          "in f32 4\n"
          "in f32 4\n"
@@ -40,6 +40,13 @@ EXPORT const char *te_kernel_manifest(void) {
          "in i32 scalar\nin i32 scalar\nin i32 scalar\nin i32 scalar\n"
          "in i32 scalar\nin i32 scalar\nin i32 scalar\nin i32 scalar\n"
          "out i64 scalar\n"
+         "end\n"
+         "entry checked te_test_checked\n"
+         "in f32 4\n"
+         "out f32 4\n"
+         "status i64 4\n"
+         "check first: element {0} is {1}\n"
+         "check element {0} is negative ({1}, {2} of them); 100% wrong {x}\n"
          "end";
 }
 
@@ -80,4 +87,30 @@ EXPORT void te_test_sum16(void **args) {
   for (int i = 0; i < 16; ++i)
     total += *(const int *)args[i];
   *(long long *)args[16] = total;
+}
+
+/* A kernel with run-time checks: check 1 fails for a NaN element, check 2
+   (values: index, the value truncated, the count) for negative ones. The
+   status is the argument after the outputs. */
+EXPORT void te_test_checked(void **args) {
+  const float *input = (const float *)args[0];
+  float *result = (float *)args[1];
+  long long *status = (long long *)args[2];
+  long long negatives = 0, first = -1;
+  status[0] = status[1] = status[2] = status[3] = 0;
+  for (int i = 0; i < 4; ++i) {
+    result[i] = 2 * input[i];
+    if (input[i] != input[i] && status[0] == 0) {
+      status[0] = 1;
+      status[1] = i;
+    }
+    if (input[i] < 0 && ++negatives == 1)
+      first = i;
+  }
+  if (status[0] == 0 && negatives > 0) {
+    status[0] = 2;
+    status[1] = first;
+    status[2] = (long long)input[first];
+    status[3] = negatives;
+  }
 }

@@ -35,6 +35,17 @@ TE_COMPILER_EXPORT int te_compiler_canonicalize(const char *source, size_t size,
                                                 const char *source_name,
                                                 char **canonical, char **error);
 
+/// Parses and verifies `source` and returns the source location
+/// (`file:line:col`) of each of its te ops, one per line, in the order
+/// compiled kernels number them: what a kernel's error messages refer to as
+/// `{@k}` (te_module_set_source_locations). Returns 0 on success; on
+/// failure non-zero with `*error` set. Free strings with te_compiler_free.
+TE_COMPILER_EXPORT int te_compiler_source_locations(const char *source,
+                                                    size_t size,
+                                                    const char *source_name,
+                                                    char **locations,
+                                                    char **error);
+
 /// Compiles `source` for the host CPU into the kernel library
 /// `output_path`. On success returns 0 and sets `*manifest` to the kernel
 /// manifest; on failure returns non-zero and sets `*error` to the

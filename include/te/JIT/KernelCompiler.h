@@ -24,9 +24,11 @@
 
 namespace mlir::te {
 
-/// Adds the `<name>__te_packed` entry points and `te_kernel_manifest` to a
-/// module that the cpu target's pipeline has taken to the LLVM dialect.
-LogicalResult emitKernelABI(ModuleOp llvmModule, ArrayRef<KernelEntry> entries);
+/// Adds the `<name>__te_packed` entry points and `te_kernel_manifest`
+/// (returning `manifest`) to a module that the cpu target's pipeline has
+/// taken to the LLVM dialect.
+LogicalResult emitKernelABI(ModuleOp llvmModule, ArrayRef<KernelEntry> entries,
+                            StringRef manifest);
 
 struct HostLibraryOptions {
   /// LLVM optimization level of the generated code (0-3).
@@ -37,12 +39,13 @@ struct HostLibraryOptions {
 
 /// Writes the host shared library of `llvmModule` (the cpu target's
 /// pipeline output, in the LLVM dialect; changed in place) to `outputPath`:
-/// the kernel ABI, code for the host CPU, linked with the module's
+/// the kernel ABI with `manifest` (TargetBackend::serialize's arguments),
+/// code for the host CPU, linked with the module's
 /// `te.link_libraries`. What the cpu target serializes; plugin targets for
 /// host-like devices may wrap it. Diagnostics go to the module.
 LogicalResult writeHostKernelLibrary(ModuleOp llvmModule,
                                      ArrayRef<KernelEntry> entries,
-                                     StringRef outputPath,
+                                     StringRef manifest, StringRef outputPath,
                                      const HostLibraryOptions &options = {});
 
 struct KernelCompileOptions {

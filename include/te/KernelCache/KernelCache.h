@@ -70,10 +70,15 @@ public:
   std::string entryPath(const std::string &key) const;
 
   /// Records that `alias` (a cheap key, e.g. of the source text) names the
-  /// entry `key` (e.g. of the canonical IR); atomic like publish.
-  void publishAlias(const std::string &alias, const std::string &key);
-  /// The key `alias` names, or "" when there is no valid alias.
-  std::string resolveAlias(const std::string &alias);
+  /// entry `key` (e.g. of the canonical IR), with `note`, text that belongs
+  /// to the alias rather than to the entry (the source locations of the
+  /// program the alias stands for); atomic like publish.
+  void publishAlias(const std::string &alias, const std::string &key,
+                    const std::string &note = "");
+  /// The key `alias` names, or "" when there is no valid alias; `note`, when
+  /// given, receives the alias's note.
+  std::string resolveAlias(const std::string &alias,
+                           std::string *note = nullptr);
 
 private:
   void evictToLimit(const std::string &keep);

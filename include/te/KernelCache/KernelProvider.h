@@ -28,6 +28,10 @@ struct ProvidedKernel {
   CacheOutcome outcome = CacheOutcome::Miss;
   /// Time spent compiling (0 on a hit).
   double compileMilliseconds = 0;
+  /// The source locations of the program's te ops, one per line, for
+  /// te_module_set_source_locations: kernels are shared by every program
+  /// with the same meaning, so their messages name ops by number.
+  std::string sourceLocations;
 };
 
 /// The plugins loaded through KernelProvider::loadPlugins so far in this

@@ -25,6 +25,7 @@
 #include "mlir/Support/LLVM.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir::te {
 
@@ -42,10 +43,23 @@ struct KernelEntry {
 /// or element types the runtime does not know.
 FailureOr<SmallVector<KernelEntry>> collectKernelEntries(ModuleOp module);
 
+/// The run-time check messages of each kernel entry (te.check, see
+/// te-materialize-checks), indexed like the entries; empty for an entry
+/// without checks.
+using KernelChecks = std::vector<std::vector<std::string>>;
+
+/// Reads (and removes) the checks te-materialize-checks recorded in the
+/// lowered module, and appends the status output (tensor<4xi64>) to each
+/// entry that has checks: that entry's kernel returns its status last.
+FailureOr<KernelChecks> takeKernelChecks(ModuleOp lowered,
+                                         MutableArrayRef<KernelEntry> entries);
+
 /// The text manifest the runtime parses (te/Runtime/Module.h), with each
-/// entry's symbol `<name>__te_packed`. Every target's module must hand it
+/// entry's symbol `<name>__te_packed`, and for an entry with checks its
+/// status argument and check messages. Every target's module must hand it
 /// to the runtime through its device's get_manifest.
-std::string formatKernelManifest(ArrayRef<KernelEntry> entries);
+std::string formatKernelManifest(ArrayRef<KernelEntry> entries,
+                                 const KernelChecks &checks = {});
 
 namespace plugin {
 
@@ -75,7 +89,9 @@ public:
 
   /// Writes the kernel module for `lowered` (the output of the pipeline) to
   /// `outputPath`. `entries` are the module's entry points as they were
-  /// before lowering and `manifest` is formatKernelManifest(entries); the
+  /// before lowering, with the status output of entries that have run-time
+  /// checks appended (each such kernel function returns it last), and
+  /// `manifest` is formatKernelManifest(entries, checks); the
   /// device must return exactly that text from get_manifest and resolve
   /// each entry's symbol with get_function. `optLevel` (0-3) is the
   /// requested optimization level. Fails with a diagnostic on `lowered`.

@@ -5,10 +5,12 @@
 // `const char *te_kernel_manifest(void)` on the host, which declares every
 // kernel's entry name, symbol and argument types:
 //
-//   te-kernel-abi 1
+//   te-kernel-abi 2
 //   entry <name> <symbol>
 //   in <dtype> <dims>
 //   out <dtype> <dims>
+//   status i64 4
+//   check <message>
 //   end
 //
 // Lines end with '\n' (the last one optionally), tokens are separated by one
@@ -18,6 +20,14 @@
 // arguments are its `in` lines then its `out` lines, in order. On the host
 // each symbol is `void symbol(void **args)`, args[i] being the data pointer
 // of argument i.
+//
+// Version 2 adds run-time checks: a kernel whose block has a `status` line
+// (after its outputs) takes one more argument, after the outputs, which the
+// runtime supplies: four i64 the kernel sets to (0, 0, 0, 0), or to
+// (n, v0, v1, v2) when its n-th `check` (counting from 1) failed. The check
+// lines follow the status line; each message may show the values as {0},
+// {1} and {2}. te_kernel_launch then fails with TE_ERROR_KERNEL_FAILED and
+// that message. Version 1 manifests (no checks) are read as before.
 //
 // Thread safety: a loaded module and its kernels are immutable, so getters and
 // te_kernel_launch may be called from any number of threads at once, also on
@@ -42,8 +52,9 @@
 extern "C" {
 #endif
 
-/// The manifest version this runtime reads.
-#define TE_KERNEL_ABI_VERSION 1
+/// The newest manifest version this runtime reads; it reads every version
+/// from 1 up to this one.
+#define TE_KERNEL_ABI_VERSION 2
 
 /// A loaded kernel module. Opaque; reference counted.
 typedef struct te_module te_module;
@@ -115,6 +126,15 @@ TE_RUNTIME_EXPORT void te_module_retain(te_module *module);
 /// another thread is launching one of its kernels. NULL is ignored.
 TE_RUNTIME_EXPORT void te_module_release(te_module *module);
 
+/// Gives the module the source locations of its program's te ops, one per
+/// line (`file:line:col`, as te_compiler_source_locations returns them):
+/// kernels name the op a failing run-time check belongs to by number, and
+/// te_kernel_launch's message shows the location instead. te_jit_load does
+/// this for the modules it returns; call it before the module's kernels are
+/// launched. Errors: TE_ERROR_INVALID_ARGUMENT for NULL arguments.
+TE_RUNTIME_EXPORT te_status
+te_module_set_source_locations(te_module *module, const char *locations);
+
 /// Returns the kernel's entry name (owned by the module), or NULL for NULL.
 TE_RUNTIME_EXPORT const char *te_kernel_name(const te_kernel *kernel);
 
@@ -138,7 +158,12 @@ TE_RUNTIME_EXPORT te_status te_kernel_arg(const te_kernel *kernel, int index,
 /// differs; TE_ERROR_SHAPE_MISMATCH if the rank or a dimension differs. The
 /// message names the argument index, the expected and the actual type, e.g.
 /// "argument 2 (input): expected bf16 2x128x16x64, got f32 2x128x16x64".
-/// Otherwise returns what the device's launch returns. Thread safe.
+/// Otherwise returns what the device's launch returns, or, for a kernel with
+/// run-time checks (a `status` in its manifest), TE_ERROR_KERNEL_FAILED when
+/// one failed: the kernel ran, but refused its data (an index operand out of
+/// range, a library call that failed); the message names the op, its source
+/// location and the operand, and the outputs are unspecified. Such a launch
+/// waits for the kernel to complete. Thread safe.
 TE_RUNTIME_EXPORT te_status te_kernel_launch(te_kernel *kernel,
                                              te_buffer *const *args, int nargs);
 

@@ -43,7 +43,12 @@ typedef enum te_status {
   TE_ERROR_INTERNAL,
   /// A te program did not compile (te_jit_load); the message holds the
   /// compiler's diagnostics.
-  TE_ERROR_COMPILE_FAILED
+  TE_ERROR_COMPILE_FAILED,
+  /// A kernel refused its input data (a run-time check such as an index
+  /// operand out of range failed) or a library it calls failed; the message
+  /// names the op, its source location and the operand. The outputs of that
+  /// launch are unspecified.
+  TE_ERROR_KERNEL_FAILED
 } te_status;
 
 /// Returns the enumerator's name ("TE_OK", "TE_ERROR_NOT_FOUND", ...), or

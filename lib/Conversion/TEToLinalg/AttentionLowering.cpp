@@ -203,11 +203,18 @@ struct RowGeometry {
   Value sequence, position, diagonal, kvBase, lo, hi;
 };
 
+/// The geometry stays inside the tensors whatever the index operands hold:
+/// lengths and offsets are clamped to the tensors' extents, so a kernel
+/// given bad indices computes something meaningless but never reads or
+/// writes out of bounds. (te-insert-checks reports such indices.)
 RowGeometry computeRowGeometry(OpBuilder &b, Location loc,
                                const AttentionConfig &c, Value batch,
                                Value row) {
   IndexMath im{b, loc};
   Value zero = im.c(0);
+  auto clamp = [&](IndexMath &im, Value x, Value hi) {
+    return im.min(im.max(x, im.c(0)), hi);
+  };
   Value sequence = batch, position = row, lenQ = im.c(c.seqQ),
         lenKV = im.c(c.seqKV), kvBase = zero;
   if (c.thd) {
@@ -222,7 +229,10 @@ RowGeometry computeRowGeometry(OpBuilder &b, Location loc,
           Value qLen = im.sub(im.load(c.cuQ, next), im.load(c.cuQ, n));
           Value kvLen = im.sub(im.load(c.cuKV, next), im.load(c.cuKV, n));
           Value qStart = c.offQ ? im.load(c.offQ, n) : im.load(c.cuQ, n);
-          Value kvStart = c.offKV ? im.load(c.offKV, n) : im.load(c.cuKV, n);
+          Value kvStart =
+              clamp(im, c.offKV ? im.load(c.offKV, n) : im.load(c.cuKV, n),
+                    im.c(c.seqKV));
+          kvLen = clamp(im, kvLen, im.sub(im.c(c.seqKV), kvStart));
           Value inside = arith::AndIOp::create(
               b, loc, im.le(qStart, row), im.lt(row, im.add(qStart, qLen)));
           SmallVector<Value> chosen = {
@@ -239,8 +249,8 @@ RowGeometry computeRowGeometry(OpBuilder &b, Location loc,
     lenKV = search.getResult(3);
     kvBase = search.getResult(4);
   } else if (isPaddingMask(c.maskKind)) {
-    lenQ = im.load(c.lenQ, batch);
-    lenKV = im.load(c.lenKV, batch);
+    lenQ = clamp(im, im.load(c.lenQ, batch), im.c(c.seqQ));
+    lenKV = clamp(im, im.load(c.lenKV, batch), im.c(c.seqKV));
   }
 
   Value diagonal =

@@ -829,6 +829,41 @@ LogicalResult ScaledMatmulOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Kernel checks
+//===----------------------------------------------------------------------===//
+
+LogicalResult CheckOp::verify() {
+  constexpr unsigned kMaxValues = 3;
+  if (getValues().size() > kMaxValues)
+    return emitOpError("takes at most ")
+           << kMaxValues << " values, got " << getValues().size();
+  StringRef message = getMessage();
+  if (message.empty())
+    return emitOpError("needs a message saying what failed");
+  for (char c : message)
+    if (static_cast<unsigned char>(c) < 0x20 ||
+        static_cast<unsigned char>(c) >= 0x7f)
+      return emitOpError("message must be printable ASCII on one line");
+  // Every placeholder names a value the check has, or its location.
+  for (size_t at = message.find('{'); at != StringRef::npos;
+       at = message.find('{', at + 1)) {
+    size_t close = message.find('}', at);
+    unsigned index;
+    if (close != StringRef::npos && message.slice(at + 1, close) == "loc")
+      continue;
+    if (close == StringRef::npos ||
+        message.slice(at + 1, close).getAsInteger(10, index))
+      return emitOpError("message has a malformed placeholder at column ")
+             << at + 1 << "; write {0}, {1}, {2} or {loc}";
+    if (index >= getValues().size())
+      return emitOpError("message refers to {")
+             << index << "}, but the check has " << getValues().size()
+             << " values";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Collectives
 //===----------------------------------------------------------------------===//
 

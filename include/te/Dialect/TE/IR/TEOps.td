@@ -123,7 +123,11 @@ defvar AttentionSemantics = [{
       `seq_offsets(%off_q, %off_kv)`, int32 [b + 1] start offsets of each
       sequence when there is padding between sequences (tokens
       `[a, PAD, b, b, c]` have cu_seqlens `[0, 1, 3, 4]` and offsets
-      `[0, 2, 4, 5]`). `thd` needs a padding mask kind.
+      `[0, 2, 4, 5]`). `thd` needs a padding mask kind. Index operands must
+      describe sequences inside the tensors: cu_seqlens start at 0 and never
+      decrease, each sequence [offset, offset + length) lies within the t
+      tokens, and seqlens lie in [0, s]; a kernel given other values fails
+      with an error naming the operand instead of reading out of bounds.
     * `mask`: `no_mask`; `padding` (keys at or beyond the sequence's kv length
       and queries beyond its q length are excluded; non-`thd` layouts take the
       per-sequence lengths as `seqlens(%len_q, %len_kv)`, int32 [b]); `causal`
@@ -502,6 +506,44 @@ def TE_ScaledMatmulOp : TE_Op<"scaled_matmul", [Pure,
     (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)?
     (`gelu` $gelu^)?
     attr-dict `:` type(operands) `->` type(results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel checks
+//===----------------------------------------------------------------------===//
+
+def TE_CheckOp : TE_Op<"check"> {
+  let summary = "a run-time check that fails the kernel launch with a message";
+  let description = [{
+    When `failed` is true at run time, the kernel's launch fails (te-run
+    prints the message and exits 2; the C API's `te_kernel_launch` returns
+    `TE_ERROR_KERNEL_FAILED`; Python raises) with `message`, in which `{0}`,
+    `{1}` and `{2}` stand for the `values` (at most three i64) and `{loc}`
+    for the check's location in the source of the program that is running
+    (kernels compiled once serve every program with the same meaning, so
+    the location is filled in when the program is loaded). Only the first
+    failing check of a launch is reported. The kernel itself keeps
+    running safely: a check reports bad data, it does not guard memory
+    accesses, which every lowering keeps in bounds whatever the data.
+
+    te-mlir inserts checks for the index operands of te ops before the
+    dispatch (`te-insert-checks`); a plugin's lowering may add its own, for
+    example for the status its library call returns. `te-materialize-checks`
+    turns the checks of each kernel function into one extra result, the
+    status the runtime reads after the launch, and the messages into the
+    kernel's manifest. The message names the op, its source location and
+    the operand, so that a user knows what to fix.
+
+    ```mlir
+    te.check %bad, %entry, %value
+        message "te.attention at {loc}: entry {0} of seqlens_kv is {1}, outside [0, 13] (s_kv)"
+    ```
+  }];
+  let arguments = (ins I1:$failed, Variadic<I64>:$values, StrAttr:$message);
+  let assemblyFormat = [{
+    $failed (`,` $values^)? `message` $message attr-dict
   }];
   let hasVerifier = 1;
 }

@@ -1,0 +1,241 @@
+//===- InsertChecks.cpp - Run-time checks of te ops' index operands -------===//
+//
+// te-insert-checks: the index operands of attention (cu_seqlens,
+// seq_offsets, seqlens) come from the user at run time, so no verifier can
+// check them. Before the dispatch, each rule they must follow becomes a
+// te.check: a small loop finds the first entry that breaks the rule, and
+// the check reports it with the op, its location and the operand. Every
+// backend, native or plugin, then refuses bad data the same way.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/Dialect/TE/Transforms/Passes.h"
+
+#include "te/Dialect/TE/IR/TEOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace mlir::te {
+#define GEN_PASS_DEF_TEINSERTCHECKS
+#include "te/Dialect/TE/Transforms/Passes.h.inc"
+} // namespace mlir::te
+
+using namespace mlir;
+using namespace mlir::te;
+
+namespace {
+
+/// What a rule computes for one entry: whether it is broken, and the values
+/// its message shows.
+struct RuleResult {
+  Value broken;
+  SmallVector<Value, 3> values;
+};
+
+/// Emits the te.check ops of one op, in front of it.
+class CheckEmitter {
+public:
+  CheckEmitter(Operation *op)
+      : b(op), loc(op->getLoc()),
+        prefix((op->getName().getStringRef() + " at {loc}: ").str()) {}
+
+  Value i64(int64_t value) {
+    return arith::ConstantIntOp::create(b, loc, b.getI64Type(), value);
+  }
+
+  /// Element `index` (an index value) of an i32 vector, as i64.
+  Value element(OpBuilder &b, Location loc, Value vector, Value index) {
+    Value value = tensor::ExtractOp::create(b, loc, vector, index);
+    return arith::ExtSIOp::create(b, loc, b.getI64Type(), value);
+  }
+  Value element(Value vector, int64_t index) {
+    return element(b, loc, vector,
+                   arith::ConstantIndexOp::create(b, loc, index));
+  }
+
+  Value cmp(OpBuilder &b, Location loc, arith::CmpIPredicate predicate, Value x,
+            Value y) {
+    return arith::CmpIOp::create(b, loc, predicate, x, y);
+  }
+
+  /// A check on values computed once.
+  void check(const RuleResult &rule, const std::string &message) {
+    CheckOp::create(b, loc, rule.broken, rule.values, prefix + message);
+  }
+
+  /// A check over entries i in [begin, end): reports the first i for which
+  /// `rule(i)` is broken. `rule` gets i as an i64 and builds in the loop.
+  void checkEach(int64_t begin, int64_t end, unsigned numValues,
+                 function_ref<RuleResult(OpBuilder &, Location, Value)> rule,
+                 const std::string &message) {
+    if (begin >= end)
+      return;
+    SmallVector<Value> init = {
+        arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0)};
+    init.append(numValues, i64(0));
+    auto loop = scf::ForOp::create(
+        b, loc, arith::ConstantIndexOp::create(b, loc, begin),
+        arith::ConstantIndexOp::create(b, loc, end),
+        arith::ConstantIndexOp::create(b, loc, 1), init,
+        [&](OpBuilder &b, Location loc, Value i, ValueRange found) {
+          RuleResult result = rule(
+              b, loc, arith::IndexCastOp::create(b, loc, b.getI64Type(), i));
+          // The first broken entry wins: take its values only when nothing
+          // was found before.
+          Value fresh = arith::AndIOp::create(
+              b, loc, result.broken,
+              arith::XOrIOp::create(
+                  b, loc, found[0],
+                  arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)));
+          SmallVector<Value> next = {
+              arith::OrIOp::create(b, loc, found[0], result.broken)};
+          for (unsigned v = 0; v < numValues; ++v)
+            next.push_back(arith::SelectOp::create(
+                b, loc, fresh, result.values[v], found[v + 1]));
+          scf::YieldOp::create(b, loc, next);
+        });
+    check({loop.getResult(0),
+           SmallVector<Value, 3>(loop.getResults().drop_front())},
+          message);
+  }
+
+  /// The rules of a thd side: cu_seqlens (and seq_offsets) describing
+  /// `count` sequences inside `tokens` tokens.
+  void checkRaggedSide(Value cuSeqlens, Value seqOffsets, int64_t count,
+                       int64_t tokens, StringRef side, StringRef tensors) {
+    std::string cu = ("cu_seqlens_" + side).str();
+    std::string off = ("seq_offsets_" + side).str();
+    std::string where =
+        llvm::formatv("the {0} tokens of {1} (t_{2})", tokens, tensors, side)
+            .str();
+    using P = arith::CmpIPredicate;
+
+    Value first = element(cuSeqlens, 0);
+    check({cmp(b, loc, P::ne, first, i64(0)), {first}},
+          cu + "[0] = {0}; cu_seqlens start at 0");
+    checkEach(
+        0, count, 3,
+        [&](OpBuilder &b, Location loc, Value i) -> RuleResult {
+          Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), i);
+          Value next = arith::AddIOp::create(
+              b, loc, i,
+              arith::ConstantIntOp::create(b, loc, b.getI64Type(), 1));
+          Value nextAt =
+              arith::IndexCastOp::create(b, loc, b.getIndexType(), next);
+          Value before = element(b, loc, cuSeqlens, at);
+          Value after = element(b, loc, cuSeqlens, nextAt);
+          return {cmp(b, loc, P::slt, after, before), {next, after, before}};
+        },
+        cu + "[{0}] = {1} is less than the entry before it ({2}); cu_seqlens "
+             "are prefix sums of the sequence lengths and never decrease");
+    if (!seqOffsets) {
+      Value last = element(cuSeqlens, count);
+      check({cmp(b, loc, P::sgt, last, i64(tokens)), {last}},
+            llvm::formatv("{0}[{1}] = {{0} is past {2}; the sequences must "
+                          "fit in the tensor",
+                          cu, count, where)
+                .str());
+      return;
+    }
+    checkEach(
+        0, count + 1, 2,
+        [&](OpBuilder &b, Location loc, Value i) -> RuleResult {
+          Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), i);
+          Value offset = element(b, loc, seqOffsets, at);
+          Value zero = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0);
+          return {cmp(b, loc, P::slt, offset, zero), {i, offset}};
+        },
+        off + "[{0}] = {1} is negative");
+    checkEach(
+        0, count, 3,
+        [&](OpBuilder &b, Location loc, Value i) -> RuleResult {
+          Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), i);
+          Value nextAt = arith::AddIOp::create(
+              b, loc, at, arith::ConstantIndexOp::create(b, loc, 1));
+          Value length =
+              arith::SubIOp::create(b, loc, element(b, loc, cuSeqlens, nextAt),
+                                    element(b, loc, cuSeqlens, at));
+          Value room =
+              arith::SubIOp::create(b, loc, element(b, loc, seqOffsets, nextAt),
+                                    element(b, loc, seqOffsets, at));
+          return {cmp(b, loc, P::sgt, length, room), {i, length, room}};
+        },
+        "sequence {0} of " + tensors.str() + " has {1} tokens, but " + off +
+            " leaves room for {2}; seq_offsets are the sequences' first "
+            "tokens, each at least the previous sequence's length after the "
+            "previous offset");
+    Value last = element(seqOffsets, count);
+    check(
+        {cmp(b, loc, P::sgt, last, i64(tokens)), {last}},
+        llvm::formatv("{0}[{1}] = {{0} is past {2}", off, count, where).str());
+  }
+
+  /// Every entry of a padding mask's lengths lies in [0, size].
+  void checkLengths(Value lengths, int64_t count, int64_t size,
+                    StringRef side) {
+    using P = arith::CmpIPredicate;
+    checkEach(
+        0, count, 2,
+        [&](OpBuilder &b, Location loc, Value i) -> RuleResult {
+          Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), i);
+          Value length = element(b, loc, lengths, at);
+          Value zero = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0);
+          Value limit =
+              arith::ConstantIntOp::create(b, loc, b.getI64Type(), size);
+          Value outside =
+              arith::OrIOp::create(b, loc, cmp(b, loc, P::slt, length, zero),
+                                   cmp(b, loc, P::sgt, length, limit));
+          return {outside, {i, length}};
+        },
+        llvm::formatv("seqlens_{0}[{{0}] = {{1} is outside [0, {1}] (s_{0})",
+                      side, size)
+            .str());
+  }
+
+private:
+  OpBuilder b;
+  Location loc;
+  std::string prefix;
+};
+
+/// The checks of te.attention and te.attention_backward, whose index
+/// operands are the same.
+template <typename OpT> void insertAttentionChecks(OpT op) {
+  for (Value operand : op->getOperands())
+    if (!cast<ShapedType>(operand.getType()).hasStaticShape())
+      return; // No lowering takes dynamic shapes yet.
+  CheckEmitter emit(op);
+  QKVLayout layout = op.getLayout();
+  HeadTensorDims q = getHeadTensorDims(layout, op.getQ().getType().getShape());
+  HeadTensorDims k = getHeadTensorDims(layout, op.getK().getType().getShape());
+  if (layout == QKVLayout::thd) {
+    int64_t count =
+        cast<RankedTensorType>(op.getCuSeqlensQ().getType()).getDimSize(0) - 1;
+    emit.checkRaggedSide(op.getCuSeqlensQ(), op.getSeqOffsetsQ(), count, q.seq,
+                         "q", "q");
+    emit.checkRaggedSide(op.getCuSeqlensKv(), op.getSeqOffsetsKv(), count,
+                         k.seq, "kv", "k and v");
+    return;
+  }
+  if (isPaddingMask(op.getMaskKind())) {
+    emit.checkLengths(op.getSeqlensQ(), q.batch, q.seq, "q");
+    emit.checkLengths(op.getSeqlensKv(), q.batch, k.seq, "kv");
+  }
+}
+
+struct TEInsertChecksPass
+    : public te::impl::TEInsertChecksBase<TEInsertChecksPass> {
+  void runOnOperation() override {
+    getOperation().walk([](Operation *op) {
+      if (auto attention = dyn_cast<AttentionOp>(op))
+        insertAttentionChecks(attention);
+      else if (auto backward = dyn_cast<AttentionBackwardOp>(op))
+        insertAttentionChecks(backward);
+    });
+  }
+};
+
+} // namespace

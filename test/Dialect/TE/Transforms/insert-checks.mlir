@@ -1,0 +1,75 @@
+// te-insert-checks: one te.check per rule on each index operand of the
+// attention ops, in front of the op, naming the op, its location ({loc}),
+// the operand and the sizes it must respect.
+// RUN: te-opt %s -split-input-file --te-insert-checks | FileCheck %s
+
+// Padding masks: every seqlens entry in [0, s].
+// CHECK-LABEL: func @padding
+// CHECK: %[[Q:.*]]:3 = scf.for {{.*}} -> (i1, i64, i64)
+// CHECK: arith.cmpi slt
+// CHECK: arith.cmpi sgt, %{{.*}}, %{{.*}} : i64
+// CHECK: te.check %[[Q]]#0, %[[Q]]#1, %[[Q]]#2 message "te.attention at {loc}: seqlens_q[{0}] = {1} is outside [0, 16] (s_q)"
+// CHECK: te.check %{{.*}}#0, %{{.*}}#1, %{{.*}}#2 message "te.attention at {loc}: seqlens_kv[{0}] = {1} is outside [0, 12] (s_kv)"
+// CHECK-NEXT: te.attention
+func.func @padding(%q: tensor<2x16x4x8xf32>, %k: tensor<2x12x4x8xf32>, %v: tensor<2x12x4x8xf32>, %lq: tensor<2xi32>, %lkv: tensor<2xi32>) -> tensor<2x16x4x8xf32> {
+  %o = te.attention %q, %k, %v layout bshd mask padding seqlens(%lq, %lkv)
+      : (tensor<2x16x4x8xf32>, tensor<2x12x4x8xf32>, tensor<2x12x4x8xf32>, tensor<2xi32>, tensor<2xi32>) -> tensor<2x16x4x8xf32>
+  return %o : tensor<2x16x4x8xf32>
+}
+
+// -----
+
+// thd without seq_offsets: cu_seqlens start at 0, never decrease, and end
+// within the tokens; for q and for k/v.
+// CHECK-LABEL: func @thd
+// CHECK: te.check %{{.*}}, %{{.*}} message "te.attention at {loc}: cu_seqlens_q[0] = {0}; cu_seqlens start at 0"
+// CHECK: te.check {{.*}} message "te.attention at {loc}: cu_seqlens_q[{0}] = {1} is less than the entry before it ({2}); cu_seqlens are prefix sums of the sequence lengths and never decrease"
+// CHECK: te.check %{{.*}}, %{{.*}} message "te.attention at {loc}: cu_seqlens_q[3] = {0} is past the 20 tokens of q (t_q); the sequences must fit in the tensor"
+// CHECK: te.check {{.*}} message "te.attention at {loc}: cu_seqlens_kv[0] = {0}; cu_seqlens start at 0"
+// CHECK: te.check {{.*}} message "te.attention at {loc}: cu_seqlens_kv[{0}] = {1} is less than the entry before it
+// CHECK: te.check {{.*}} message "te.attention at {loc}: cu_seqlens_kv[3] = {0} is past the 13 tokens of k and v (t_kv); the sequences must fit in the tensor"
+// CHECK-NOT: te.check
+// CHECK: te.attention
+func.func @thd(%q: tensor<20x4x8xbf16>, %k: tensor<13x2x8xbf16>, %v: tensor<13x2x8xbf16>, %cq: tensor<4xi32>, %ckv: tensor<4xi32>) -> tensor<20x4x8xbf16> {
+  %o = te.attention %q, %k, %v layout thd mask padding_causal cu_seqlens(%cq, %ckv)
+      : (tensor<20x4x8xbf16>, tensor<13x2x8xbf16>, tensor<13x2x8xbf16>, tensor<4xi32>, tensor<4xi32>) -> tensor<20x4x8xbf16>
+  return %o : tensor<20x4x8xbf16>
+}
+
+// -----
+
+// thd with seq_offsets: no offset is negative, each sequence fits before the
+// next offset, and the last offset is within the tokens.
+// CHECK-LABEL: func @thd_offsets
+// CHECK-COUNT-2: te.check {{.*}} message "te.attention at {loc}: cu_seqlens_q
+// CHECK: te.check {{.*}} message "te.attention at {loc}: seq_offsets_q[{0}] = {1} is negative"
+// CHECK: te.check {{.*}} message "te.attention at {loc}: sequence {0} of q has {1} tokens, but seq_offsets_q leaves room for {2};
+// CHECK: te.check {{.*}} message "te.attention at {loc}: seq_offsets_q[2] = {0} is past the 20 tokens of q (t_q)"
+// CHECK-COUNT-2: te.check {{.*}} message "te.attention at {loc}: cu_seqlens_kv
+// CHECK: te.check {{.*}} message "te.attention at {loc}: seq_offsets_kv[{0}] = {1} is negative"
+// CHECK: te.check {{.*}} message "te.attention at {loc}: sequence {0} of k and v has {1} tokens, but seq_offsets_kv leaves room for {2};
+// CHECK: te.check {{.*}} message "te.attention at {loc}: seq_offsets_kv[2] = {0} is past the 20 tokens of k and v (t_kv)"
+// CHECK-NEXT: te.attention
+func.func @thd_offsets(%q: tensor<20x4x8xf32>, %k: tensor<20x4x8xf32>, %v: tensor<20x4x8xf32>, %cq: tensor<3xi32>, %ckv: tensor<3xi32>, %oq: tensor<3xi32>, %okv: tensor<3xi32>) -> tensor<20x4x8xf32> {
+  %o = te.attention %q, %k, %v layout thd mask padding cu_seqlens(%cq, %ckv) seq_offsets(%oq, %okv)
+      : (tensor<20x4x8xf32>, tensor<20x4x8xf32>, tensor<20x4x8xf32>, tensor<3xi32>, tensor<3xi32>, tensor<3xi32>, tensor<3xi32>) -> tensor<20x4x8xf32>
+  return %o : tensor<20x4x8xf32>
+}
+
+// -----
+
+// The backward op takes the same checks; ops without index operands none.
+// CHECK-LABEL: func @backward_and_plain
+// CHECK: te.check {{.*}} message "te.attention_backward at {loc}: seqlens_q[{0}] = {1} is outside [0, 6] (s_q)"
+// CHECK: te.check {{.*}} message "te.attention_backward at {loc}: seqlens_kv[{0}] = {1} is outside [0, 6] (s_kv)"
+// CHECK-NEXT: te.attention_backward
+// CHECK-NOT: te.check
+// CHECK: te.attention {{.*}}mask{{ +}}causal
+func.func @backward_and_plain(%q: tensor<1x6x2x4xf32>, %o: tensor<1x6x2x4xf32>, %lse: tensor<1x2x6x1xf32>, %l: tensor<1xi32>) -> (tensor<1x6x2x4xf32>, tensor<1x6x2x4xf32>) {
+  %dq, %dk, %dv = te.attention_backward %q, %q, %q, %o, %o, %lse layout bshd mask padding seqlens(%l, %l)
+      : (tensor<1x6x2x4xf32>, tensor<1x6x2x4xf32>, tensor<1x6x2x4xf32>, tensor<1x6x2x4xf32>, tensor<1x6x2x4xf32>, tensor<1x2x6x1xf32>, tensor<1xi32>, tensor<1xi32>)
+      -> (tensor<1x6x2x4xf32>, tensor<1x6x2x4xf32>, tensor<1x6x2x4xf32>)
+  %p = te.attention %q, %q, %q layout bshd mask causal
+      : (tensor<1x6x2x4xf32>, tensor<1x6x2x4xf32>, tensor<1x6x2x4xf32>) -> tensor<1x6x2x4xf32>
+  return %dq, %p : tensor<1x6x2x4xf32>, tensor<1x6x2x4xf32>
+}
