@@ -2,6 +2,8 @@
 # Installs every system and Python dependency of te-mlir; safe to run again.
 # System packages come from Debian 12 (LLVM/MLIR 22 included); Python packages
 # go into the project's own virtual environment, .venv/.
+# With --print-apt-packages it prints the Debian package list, one a line, and
+# installs nothing (scripts/check-deps.py reads the list this way).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +23,11 @@ APT_PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev
 )
 PIP_PACKAGES=(numpy ml_dtypes pytest nanobind matplotlib threadpoolctl)
+
+if [ "${1:-}" = "--print-apt-packages" ]; then
+  printf '%s\n' "${APT_PACKAGES[@]}"
+  exit 0
+fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

@@ -192,6 +192,13 @@ std::string PluginRecord::describe() const {
   return "'" + name + "' " + version + " (" + path + ")";
 }
 
+/// "<source>: plugin <plugin> failed at <step>: <error>", the part of a
+/// failure's warning and error messages that names what failed.
+static std::string describeFailedRecord(const PluginRecord &record) {
+  return record.source + ": plugin " + record.describe() + " failed at " +
+         record.failedStep + ": " + record.error;
+}
+
 std::string ProviderRef::qualifiedName() const {
   return plugin->name + "/" + provider->getName();
 }
@@ -239,8 +246,7 @@ void PluginManager::fail(PluginRecord &record, StringRef step,
   record.state = PluginState::Failed;
   record.failedStep = step.str();
   record.error = error.str();
-  std::string message = record.source + ": plugin " + record.describe() +
-                        " failed at " + step.str() + ": " + error.str() + "; " +
+  std::string message = describeFailedRecord(record) + "; " +
                         (strict ? "NVTE_PLUGIN_STRICT=1 makes this an error"
                                 : "continuing with the native lowering");
   if (firstFailure.empty())
@@ -466,6 +472,15 @@ std::string PluginManager::describeFailure(const PluginRecord &plugin) const {
   if (plugin.state != PluginState::Failed)
     return "";
   return "plugin failed at " + plugin.failedStep + ": " + plugin.error;
+}
+
+std::vector<std::string> PluginManager::getFailures() const {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  std::vector<std::string> failures;
+  for (const auto &record : records)
+    if (record->state == PluginState::Failed)
+      failures.push_back(describeFailedRecord(*record));
+  return failures;
 }
 
 std::vector<ProviderRef> PluginManager::getProviders(StringRef opName) const {

@@ -2,7 +2,8 @@
 //
 // mlir-opt for te programs: parses, verifies, runs passes and prints. Plugins
 // come from NVTE_PLUGIN and from --te-plugin=LIST (after those of
-// NVTE_PLUGIN); --te-print-plugin-info lists them and exits.
+// NVTE_PLUGIN); --te-print-plugin-info lists them and exits, with status 1
+// when one of them could not be loaded.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,7 +39,8 @@ static llvm::cl::list<std::string> pluginOption(
     llvm::cl::value_desc("list"));
 static llvm::cl::opt<bool> printPluginInfoOption(
     "te-print-plugin-info",
-    llvm::cl::desc("List available, active and failed plugins and exit"));
+    llvm::cl::desc("List available, active and failed plugins and exit "
+                   "(with status 1 if a listed plugin failed to load)"));
 
 int main(int argc, char **argv) {
   llvm::cl::AddExtraVersionPrinter(printVersion);
@@ -71,7 +73,12 @@ int main(int argc, char **argv) {
       loaded = succeeded(manager.load(list, "--te-plugin", &error));
   if (printPluginInfo) {
     manager.printInfo(llvm::outs());
-    return loaded ? 0 : 1;
+    // The table shows the failures; the exit status tells scripts that a
+    // plugin they asked for is not there, strict mode or not.
+    std::vector<std::string> failures = manager.getFailures();
+    for (const std::string &failure : failures)
+      llvm::errs() << "te-opt: error: " << failure << "\n";
+    return loaded && failures.empty() ? 0 : 1;
   }
   if (!loaded) {
     llvm::errs() << "te-opt: error: " << error << "\n";

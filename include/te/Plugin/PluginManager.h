@@ -102,6 +102,10 @@ public:
   /// Read under the manager's lock: another thread may be failing it.
   std::string describeFailure(const PluginRecord &plugin) const;
 
+  /// One line per listed plugin that failed, in list order: "<source>:
+  /// plugin <plugin> failed at <step>: <error>". Empty when none did.
+  std::vector<std::string> getFailures() const;
+
   /// Providers of available and active plugins that take `opName`, in
   /// priority order (plugin list order, then registration order).
   std::vector<ProviderRef> getProviders(StringRef opName) const;

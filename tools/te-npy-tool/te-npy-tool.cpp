@@ -1,17 +1,11 @@
-//===- npy-tool.cpp - Test driver for TESupport's .npy and conversions ----===//
+//===- te-npy-tool.cpp - Inspect and convert te-run's .npy files ----------===//
 //
-// Lets lit tests run the library on files numpy wrote and hand the results
-// back to numpy for comparison:
-//
-//   te-npy-tool info <in.npy>                    prints "<dtype> <shape>"
-//   te-npy-tool convert <in.npy> <dtype> <out.npy>
-//       converts by te-run's input rule (convertArray); bf16 and fp8 results
-//       are written as raw bits (uint16, uint8)
-//   te-npy-tool widen <in.npy> <dtype> <out.npy>
-//       reads raw bits of a narrow float type (uint16 or uint8) and writes
-//       their exact f32 values
-//
-// Errors go to stderr, prefixed with the tool's name; the exit code is 1.
+// numpy has no bf16 or FP8 types, so te-run takes and writes those as raw
+// bits (uint16, uint8). This tool makes such inputs from f32/f64 arrays with
+// exactly te-run's rounding, turns raw-bit outputs back into f32 values, and
+// says what a file holds. It is TESupport's .npy reader, converter and writer
+// behind a command line, which is also how lit checks them against numpy
+// (test/Support/npy-numpy-interop.test).
 //
 //===----------------------------------------------------------------------===//
 
@@ -100,8 +94,37 @@ static int widen(const std::string &in, const char *dtypeName,
   return 0;
 }
 
+static void printHelp() {
+  std::printf(
+      "usage: te-npy-tool info FILE.npy\n"
+      "       te-npy-tool convert IN.npy DTYPE OUT.npy\n"
+      "       te-npy-tool widen IN.npy DTYPE OUT.npy\n"
+      "\n"
+      "Inspects and converts the .npy files te-run reads (--input) and\n"
+      "writes (--output-dir). numpy has no bf16 or FP8 types, so those\n"
+      "arrays are stored as their raw bits: uint16 for bf16, uint8 for FP8.\n"
+      "\n"
+      "  info     prints the file's element type and shape, e.g.\n"
+      "           \"f32 (256, 512)\" (raw bits show as ui16 or ui8)\n"
+      "  convert  rounds an f32 or f64 array to DTYPE to nearest even (FP8\n"
+      "           saturating), exactly as te-run rounds its inputs; bf16 and\n"
+      "           FP8 results are written as raw bits, f16 as numpy's float16\n"
+      "  widen    reads raw bits of DTYPE (bf16, f16 or an FP8 type, as\n"
+      "           uint16 or uint8, the way te-run writes such results) and\n"
+      "           writes their exact values as f32\n"
+      "\n"
+      "DTYPE is one of %s.\n"
+      "Exit status: 0 on success, 1 on any error (with a message on stderr).\n",
+      std::string(dtypeNameList()).c_str());
+}
+
 int main(int argc, char **argv) {
   std::string command = argc > 1 ? argv[1] : "";
+  if ((command == "--help" || command == "-h" || command == "help") &&
+      argc == 2) {
+    printHelp();
+    return 0;
+  }
   if (command == "info" && argc == 3)
     return info(argv[2]);
   if (command == "convert" && argc == 5)
@@ -109,5 +132,5 @@ int main(int argc, char **argv) {
   if (command == "widen" && argc == 5)
     return widen(argv[2], argv[3], argv[4]);
   return fail("usage: te-npy-tool info <in.npy> | convert <in.npy> <dtype> "
-              "<out.npy> | widen <in.npy> <dtype> <out.npy>");
+              "<out.npy> | widen <in.npy> <dtype> <out.npy> (see --help)");
 }
