@@ -10,6 +10,7 @@
 
 #include "te/KernelCache/KernelCache.h"
 #include "te/KernelCache/Sha256.h"
+#include "te/Support/FileTrust.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -42,7 +43,57 @@ bool readFile(const std::string &path, std::string &contents) {
   return !in.bad();
 }
 
-/// mkdir -p.
+/// Reads a file of the cache that te-mlir wrote: a regular file, not a
+/// symbolic link, owned by this user and writable by nobody else (a
+/// checksum detects damage, not a planted library; see te/Support/
+/// FileTrust.h). Returns false with `untrusted` empty when there is no such
+/// file, and with the reason when the file is there but not trusted.
+bool readTrustedFile(const std::string &path, std::string &contents,
+                     std::string &untrusted) {
+  untrusted.clear();
+  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ELOOP)
+      untrusted = "is a symbolic link";
+    return false;
+  }
+  struct stat info;
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    untrusted = "is not a regular file";
+  } else {
+    untrusted = te::support::describeUntrusted(info, /*rootMayOwn=*/false);
+  }
+  if (untrusted.empty()) {
+    contents.clear();
+    char buffer[1 << 16];
+    ssize_t count;
+    while ((count = read(fd, buffer, sizeof(buffer))) > 0)
+      contents.append(buffer, count);
+    if (count < 0)
+      untrusted = "cannot be read";
+  }
+  close(fd);
+  return untrusted.empty();
+}
+
+/// Writes `data` to a new file `path`, readable by others but writable only
+/// by this user whatever the umask.
+bool writeNewFile(const std::string &path, const std::string &data) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return false;
+  size_t written = 0;
+  while (written < data.size()) {
+    ssize_t count = write(fd, data.data() + written, data.size() - written);
+    if (count <= 0)
+      break;
+    written += count;
+  }
+  bool ok = written == data.size();
+  return close(fd) == 0 && ok;
+}
+
+/// mkdir -p, new directories readable and writable by this user only.
 bool makeDirectories(const std::string &path, std::string &error) {
   std::string partial;
   std::stringstream parts(path);
@@ -53,7 +104,7 @@ bool makeDirectories(const std::string &path, std::string &error) {
     if (part.empty())
       continue;
     partial += part + "/";
-    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) {
       error = partial + ": " + std::strerror(errno);
       return false;
     }
@@ -140,6 +191,19 @@ DiskCache::DiskCache(CacheConfig config, std::string buildId, WarningSink warn)
                                "); caching in memory only");
     return;
   }
+  // Whoever can write the directory can plant a library that the next
+  // lookup would load.
+  if (std::string why = te::support::describeUntrustedPath(
+          this->config.directory, /*rootMayOwn=*/false);
+      !why.empty()) {
+    warnOnce("untrusted",
+             "te-mlir: kernel cache directory " + this->config.directory + " " +
+                 why +
+                 ", so another user could plant code in it that te-mlir "
+                 "would load; caching in memory only (make it private to "
+                 "you with chmod 700, or set TE_CACHE_DIR)");
+    return;
+  }
   usable = true;
 }
 
@@ -158,9 +222,15 @@ std::string DiskCache::lookup(const std::string &key) {
   if (!usable)
     return "";
   std::string path = entryPath(key);
-  std::string contents;
-  if (!readFile(path, contents))
+  std::string contents, untrusted;
+  if (!readTrustedFile(path, contents, untrusted)) {
+    if (!untrusted.empty())
+      warnOnce("untrusted:" + key,
+               "te-mlir: kernel cache entry " + path + " " + untrusted +
+                   "; te-mlir loads only files it wrote and only you can "
+                   "write, so it ignores it and recompiles");
     return "";
+  }
   auto reject = [&](const std::string &why) {
     warnOnce("corrupt:" + key, "te-mlir: kernel cache entry " + path + " " +
                                    why + "; recompiling");
@@ -214,11 +284,7 @@ std::string DiskCache::publish(const std::string &key,
   std::string path = entryPath(key);
   std::string temporary = path + ".tmp-" + uniqueSuffix();
   {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out.write(library.data(), library.size());
-    out.write(trailer.data(), trailer.size());
-    out.flush();
-    if (!out) {
+    if (!writeNewFile(temporary, library + trailer)) {
       std::remove(temporary.c_str());
       warnOnce("unwritable",
                "te-mlir: cannot write to kernel cache " + config.directory +
@@ -245,13 +311,9 @@ void DiskCache::publishAlias(const std::string &alias, const std::string &key,
     return;
   std::string path = config.directory + "/" + alias + ".ref";
   std::string temporary = path + ".tmp-" + uniqueSuffix();
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << key << "\n" << note;
-    if (!out) {
-      std::remove(temporary.c_str());
-      return;
-    }
+  if (!writeNewFile(temporary, key + "\n" + note)) {
+    std::remove(temporary.c_str());
+    return;
   }
   if (std::rename(temporary.c_str(), path.c_str()) != 0)
     std::remove(temporary.c_str());
@@ -261,8 +323,9 @@ std::string DiskCache::resolveAlias(const std::string &alias,
                                     std::string *note) {
   if (!usable)
     return "";
-  std::string contents;
-  if (!readFile(config.directory + "/" + alias + ".ref", contents))
+  std::string contents, untrusted;
+  if (!readTrustedFile(config.directory + "/" + alias + ".ref", contents,
+                       untrusted))
     return "";
   // A key is 64 hex digits on the first line; anything else is a damaged
   // alias: a miss.

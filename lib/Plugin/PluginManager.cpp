@@ -10,6 +10,7 @@
 
 #include "te/Plugin/PluginManager.h"
 #include "te/Plugin/PluginSearch.h"
+#include "te/Support/FileTrust.h"
 
 #include "te/Dialect/TE/IR/TEDialect.h"
 #include "te/Version.h"
@@ -302,9 +303,20 @@ void PluginManager::loadOne(StringRef spec, StringRef source) {
                     (pluginSearchPath().empty() ? std::string("unset")
                                                 : pluginSearchPath()) +
                     ") or " + installedPluginDirectory() +
-                    " (give a path, or the NAME of libNAME.so)");
+                    " (give a path, or the NAME of libNAME.so; relative "
+                    "TE_PLUGIN_PATH directories are ignored, the current "
+                    "directory is never searched)");
   if (!llvm::sys::fs::exists(record.path))
     return fail(record, "load", "no such file");
+  // A plugin is code run with the user's rights: refuse a file someone else
+  // could have written.
+  if (std::string why = ::te::support::describeUntrustedPath(
+          record.path, /*rootMayOwn=*/true);
+      !why.empty())
+    return fail(record, "load",
+                "refusing to load " + record.path + ": it " + why +
+                    "; a plugin runs with your rights, so only you or root "
+                    "may be able to write it");
 
   // A library already listed (by path or, below, by name) keeps its place.
   SmallString<256> real;

@@ -8,10 +8,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "te/Runtime/Plugin.h"
+#include "te/Support/FileTrust.h"
 
 #include "DeviceImpl.h"
 #include "Error.h"
 
+#include <cstring>
 #include <dlfcn.h>
 #include <mutex>
 #include <set>
@@ -35,6 +37,18 @@ extern "C" te_status te_runtime_load_plugin(const char *path) {
   const char *fn = "te_runtime_load_plugin";
   if (!path)
     return fail(TE_ERROR_INVALID_ARGUMENT, "%s: path must not be NULL", fn);
+  // A plugin is code run with the caller's rights: refuse a file that
+  // someone else could have written. (A name without '/' is found by the
+  // dynamic loader in the system's library directories.)
+  if (std::strchr(path, '/')) {
+    std::string why = te::support::describeUntrustedPath(path,
+                                                         /*rootMayOwn=*/true);
+    if (!why.empty())
+      return fail(TE_ERROR_LOAD_FAILED,
+                  "%s: refusing to load %.200s: it %s; a plugin runs with "
+                  "your rights, so only you or root may be able to write it",
+                  fn, path, why.c_str());
+  }
   std::lock_guard<std::mutex> lock(loadedMutex);
   dlerror();
   void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);

@@ -4,6 +4,7 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from conftest import TE_RUN
 
@@ -135,6 +136,69 @@ def test_unwritable_cache_directory(te_run):
     warnings = [l for l in proc.stderr.splitlines() if "memory only" in l]
     assert len(warnings) == 1 and outcome(proc) == ["cache: miss"]
     assert "@amax" in proc.stdout
+
+
+# The cache holds native code that te-mlir dlopens: a checksum detects
+# damage, not a planted library, so only files and a directory that nobody
+# but this user can write are trusted.
+
+def test_new_cache_directory_is_private(te_run):
+    te_run(te_run.program(PROGRAM), "--random-inputs")
+    assert (te_run.cache.stat().st_mode & 0o777) == 0o700
+    for path in te_run.cache.iterdir():
+        assert (path.stat().st_mode & 0o022) == 0, path
+
+
+def test_group_writable_cache_directory_is_not_used(te_run):
+    te_run.cache.mkdir()
+    te_run.cache.chmod(0o770)
+    program = te_run.program(PROGRAM)
+    for _ in range(2):
+        proc = te_run(program, "--random-inputs")
+        warnings = [l for l in proc.stderr.splitlines() if "memory only" in l]
+        assert len(warnings) == 1, proc.stderr
+        assert "is writable by its group (mode 0770)" in warnings[0]
+        assert outcome(proc) == ["cache: miss"]
+    assert not entries(te_run)
+
+
+def untrusted_entry_is_ignored(te_run, plant, reason):
+    """Plants an entry (`plant(entry)` changes the good one), then checks it
+    is ignored with one warning giving `reason`, and replaced."""
+    program = te_run.program(PROGRAM)
+    x = te_run.array(np.arange(16, dtype=np.float32) - 10)
+    first = te_run(program, "--input", x)
+    (entry,) = entries(te_run)
+    plant(entry)
+    proc = te_run(program, "--input", x)
+    warnings = [l for l in proc.stderr.splitlines() if "ignores it" in l]
+    assert len(warnings) == 1, proc.stderr
+    assert reason in warnings[0], warnings[0]
+    assert outcome(proc) == ["cache: miss"] and proc.stdout == first.stdout
+    # Published again as a regular file of this user.
+    again = te_run(program, "--input", x)
+    assert outcome(again) == ["cache: hit (disk)"]
+    assert not entry.is_symlink() and (entry.stat().st_mode & 0o022) == 0
+
+
+def test_symlinked_entry_is_ignored(te_run):
+    def plant(entry):
+        # A valid entry elsewhere, linked in: a checksum would accept it.
+        elsewhere = te_run.tmp / "planted.so"
+        entry.rename(elsewhere)
+        entry.symlink_to(elsewhere)
+    untrusted_entry_is_ignored(te_run, plant, "is a symbolic link")
+
+
+def test_world_writable_entry_is_ignored(te_run):
+    untrusted_entry_is_ignored(te_run, lambda entry: entry.chmod(0o666),
+                               "is writable by others (mode 0666)")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a file away")
+def test_entry_of_another_user_is_ignored(te_run):
+    untrusted_entry_is_ignored(te_run, lambda entry: os.chown(entry, 65534, 65534),
+                               "is owned by another user (uid 65534")
 
 
 def test_default_directory_follows_xdg(te_run):

@@ -45,12 +45,18 @@ inline std::string pluginDirectoryBeside(const std::string &libraryPath) {
          TE_MLIR_PLUGIN_SUBDIR;
 }
 
-/// The directories searched for a plugin named without a path:
-/// TE_PLUGIN_PATH (colon-separated), then `installedDirectory`.
+/// The directories searched for a plugin named without a path: the
+/// absolute directories of TE_PLUGIN_PATH (colon-separated), then
+/// `installedDirectory`. The current directory is never searched: relative
+/// and empty entries of TE_PLUGIN_PATH are ignored, because which plugin
+/// they find would depend on where the program runs.
 inline std::vector<std::string>
 pluginDirectories(const std::string &installedDirectory) {
   const char *path = std::getenv("TE_PLUGIN_PATH");
-  std::vector<std::string> directories = splitList(path ? path : "", ':');
+  std::vector<std::string> directories;
+  for (std::string &directory : splitList(path ? path : "", ':'))
+    if (directory[0] == '/')
+      directories.push_back(std::move(directory));
   directories.push_back(installedDirectory);
   return directories;
 }
