@@ -298,7 +298,8 @@ mlir::te::compileKernelLibrary(ModuleOp module,
   FailureOr<KernelChecks> checks = takeKernelChecks(*lowered, *entries);
   if (failed(checks))
     return failure();
-  std::string manifest = formatKernelManifest(*entries, *checks);
+  std::string manifest = formatKernelManifest(
+      *entries, *checks, describeArgumentRoles(module, *entries));
   if (failed(target.target->serialize(*lowered, *entries, manifest, outputPath,
                                       options.optLevel)))
     return mlir::emitError(module.getLoc(), "target ")

@@ -1,6 +1,7 @@
 //===- Target.cpp - Kernel entry points and target references -------------===//
 
 #include "te/Plugin/Target.h"
+#include "te/Dialect/TE/IR/TEOps.h"
 #include "te/Dialect/TE/Transforms/Passes.h"
 #include "te/Plugin/PluginManager.h"
 
@@ -120,17 +121,123 @@ mlir::te::takeKernelChecks(ModuleOp lowered,
   return checks;
 }
 
+namespace {
+
+/// Assigns the roles of the entry arguments the te ops of `function` read.
+class RoleCollector {
+public:
+  RoleCollector(func::FuncOp function, std::vector<std::string> &roles)
+      : function(function), roles(roles) {}
+
+  /// The input index of `value` when it is an argument of the function.
+  std::optional<unsigned> inputOf(Value value) {
+    auto argument = dyn_cast_or_null<BlockArgument>(value);
+    if (!argument || argument.getOwner() != &function.front())
+      return std::nullopt;
+    return argument.getArgNumber();
+  }
+
+  void assign(Value value, const std::string &role) {
+    if (std::optional<unsigned> input = inputOf(value))
+      if (roles[*input].empty())
+        roles[*input] = role;
+  }
+
+  template <typename OpT> void attention(OpT op) {
+    assign(op.getAlibiSlopes(), "alibi_slopes");
+    assign(op.getRngState(), "rng_state");
+    HeadTensorDims q =
+        getHeadTensorDims(op.getLayout(), op.getQ().getType().getShape());
+    HeadTensorDims k =
+        getHeadTensorDims(op.getLayout(), op.getK().getType().getShape());
+    if (op.getLayout() == QKVLayout::thd) {
+      ragged(op.getCuSeqlensQ(), op.getSeqOffsetsQ(), q.seq);
+      ragged(op.getCuSeqlensKv(), op.getSeqOffsetsKv(), k.seq);
+    } else if (op.getSeqlensQ()) {
+      assign(op.getSeqlensQ(), "seqlens:" + std::to_string(q.seq));
+      assign(op.getSeqlensKv(), "seqlens:" + std::to_string(k.seq));
+    }
+  }
+
+  /// cu_seqlens and seq_offsets of one side, generated together.
+  void ragged(Value cuSeqlens, Value offsets, int64_t tokens) {
+    std::optional<unsigned> cu = inputOf(cuSeqlens);
+    std::optional<unsigned> off = offsets ? inputOf(offsets) : std::nullopt;
+    if (!cu || ShapedType::isDynamic(tokens))
+      return;
+    std::string t = std::to_string(tokens);
+    // A cu_seqlens argument both sides read must fit the shorter one.
+    if (roles[*cu].empty() || roles[*cu].rfind("cu_seqlens:", 0) == 0) {
+      int64_t previous = INT64_MAX;
+      if (!roles[*cu].empty())
+        previous = std::stoll(roles[*cu].substr(11));
+      if (tokens < previous)
+        roles[*cu] = "cu_seqlens:" + t + ":" +
+                     (off ? std::to_string(*off) : std::string("-1"));
+    }
+    if (off && roles[*off].empty())
+      roles[*off] = "seq_offsets:" + t + ":" + std::to_string(*cu);
+  }
+
+  void collect() {
+    function.walk([&](Operation *op) {
+      if (auto attention = dyn_cast<AttentionOp>(op))
+        this->attention(attention);
+      else if (auto backward = dyn_cast<AttentionBackwardOp>(op))
+        this->attention(backward);
+      else if (auto quantize = dyn_cast<QuantizeOp>(op))
+        assign(quantize.getScale(), "positive");
+      else if (auto dequantize = dyn_cast<DequantizeOp>(op)) {
+        if (dequantize.getScaleInv().getType().getElementType().isF32())
+          assign(dequantize.getScaleInv(), "positive");
+      } else if (auto computeScale = dyn_cast<ComputeScaleOp>(op))
+        assign(computeScale.getAmax(), "nonnegative");
+      else if (auto update = dyn_cast<UpdateDelayedScalingOp>(op)) {
+        assign(update.getAmaxHistory(), "nonnegative");
+        assign(update.getAmax(), "nonnegative");
+        assign(update.getScale(), "positive");
+      } else if (auto matmul = dyn_cast<ScaledMatmulOp>(op)) {
+        assign(matmul.getAScaleInv(), "positive");
+        assign(matmul.getBScaleInv(), "positive");
+        assign(matmul.getOutScale(), "positive");
+      }
+    });
+  }
+
+private:
+  func::FuncOp function;
+  std::vector<std::string> &roles;
+};
+
+} // namespace
+
+ArgumentRoles mlir::te::describeArgumentRoles(ModuleOp module,
+                                              ArrayRef<KernelEntry> entries) {
+  ArgumentRoles roles(entries.size());
+  for (auto [index, entry] : llvm::enumerate(entries)) {
+    roles[index].resize(entry.inputs.size());
+    auto function = module.lookupSymbol<func::FuncOp>(entry.name);
+    if (function && !function.isExternal())
+      RoleCollector(function, roles[index]).collect();
+  }
+  return roles;
+}
+
 std::string mlir::te::formatKernelManifest(ArrayRef<KernelEntry> entries,
-                                           const KernelChecks &checks) {
+                                           const KernelChecks &checks,
+                                           const ArgumentRoles &roles) {
   std::string text;
   llvm::raw_string_ostream os(text);
   // Version 2 only where it is needed: manifests without checks stay
   // readable by runtimes that know version 1.
-  bool anyChecks =
-      llvm::any_of(checks, [](const std::vector<std::string> &list) {
-        return !list.empty();
-      });
-  os << "te-kernel-abi " << (anyChecks ? 2 : 1) << "\n";
+  auto anyNonEmpty = [](const auto &lists) {
+    return llvm::any_of(lists, [](const auto &list) {
+      return llvm::any_of(list,
+                          [](const std::string &s) { return !s.empty(); });
+    });
+  };
+  os << "te-kernel-abi " << (anyNonEmpty(checks) || anyNonEmpty(roles) ? 2 : 1)
+     << "\n";
   for (auto [index, entry] : llvm::enumerate(entries)) {
     ArrayRef<std::string> messages;
     if (index < checks.size())
@@ -140,9 +247,12 @@ std::string mlir::te::formatKernelManifest(ArrayRef<KernelEntry> entries,
     if (!messages.empty())
       outputs = outputs.drop_back();
     os << "entry " << entry.name << ' ' << entry.name << "__te_packed\n";
-    for (RankedTensorType type : entry.inputs) {
+    for (auto [input, type] : llvm::enumerate(entry.inputs)) {
       os << "in ";
       printTensorType(os, type);
+      if (index < roles.size() && input < roles[index].size() &&
+          !roles[index][input].empty())
+        os << ' ' << roles[index][input];
       os << '\n';
     }
     for (RankedTensorType type : outputs) {

@@ -5,6 +5,7 @@
 
 #include "te/Runtime/Module.h"
 
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -283,10 +284,21 @@ bool ManifestParser::parseArg(int line,
   if (open->hasStatus)
     return fail(line, "'" + directive + "' after 'status' in entry '" +
                           open->name + "'; the status comes after the outputs");
-  if (tokens.size() != 3)
-    return fail(line, "expected '" + directive + " <dtype> <dims>'");
+  bool isOutput = directive == "out";
+  bool hasRole = version >= 2 && !isOutput && tokens.size() == 4;
+  if (tokens.size() != 3 && !hasRole)
+    return fail(line, "expected '" + directive + " <dtype> <dims>" +
+                          (version >= 2 && !isOutput ? " [<role>]'" : "'"));
   ManifestArg arg = {};
-  arg.isOutput = directive == "out";
+  arg.isOutput = isOutput;
+  if (hasRole) {
+    arg.role = std::string(tokens[3]);
+    for (char c : arg.role)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' &&
+          c != ':' && c != '-')
+        return fail(line, "invalid role " + quote(tokens[3]) +
+                              "; use characters from [A-Za-z0-9_:-]");
+  }
   if (!arg.isOutput && openHasOutputs)
     return fail(line, "'in' after 'out' in entry '" + open->name +
                           "'; list all inputs before the outputs");

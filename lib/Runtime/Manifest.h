@@ -24,6 +24,8 @@ struct ManifestArg {
   te_dtype dtype;
   int rank;
   int64_t dims[TE_MAX_RANK];
+  /// What an input's values must be like (version 2), "" when anything goes.
+  std::string role;
 };
 
 struct ManifestEntry {

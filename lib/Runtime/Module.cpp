@@ -366,6 +366,13 @@ extern "C" te_status te_kernel_arg(const te_kernel *kernel, int index,
   return TE_OK;
 }
 
+extern "C" const char *te_kernel_arg_role(const te_kernel *kernel, int index) {
+  if (!kernel || index < 0 ||
+      index >= static_cast<int>(kernel->entry.args.size()))
+    return "";
+  return kernel->entry.args[index].role.c_str();
+}
+
 extern "C" te_status te_kernel_launch(te_kernel *kernel, te_buffer *const *args,
                                       int nargs) {
   const char *fn = "te_kernel_launch";

@@ -19,6 +19,7 @@
 #include "te/Support/ConvertArray.h"
 #include "te/Support/FloatConversion.h"
 #include "te/Support/Npy.h"
+#include "te/Support/RandomInputs.h"
 
 #include <algorithm>
 #include <array>
@@ -63,6 +64,13 @@ const char *kUsage =
     "written as raw bits unless --outputs-f32. --explain prints which\n"
     "backend lowers each op, and which plugin providers declined it and\n"
     "why (it loads the compiler even on a cache hit).\n"
+    "\n"
+    "--random-inputs generates the inputs from --seed N (default 0), each\n"
+    "by its role in the program: cu_seqlens are valid prefix sums within\n"
+    "the tokens, seqlens lie in [0, s], scales are positive, amaxes and\n"
+    "histories non-negative, other floats roughly N(0, 1). The generator is\n"
+    "defined in docs/Runtime.md so that numpy reproduces it; with\n"
+    "--output-dir the inputs are also written, as DIR/in0.npy, ...\n"
     "\n"
     "--te-plugin=LIST loads te-mlir plugins (comma-separated paths or\n"
     "names) after those of NVTE_PLUGIN: the same as appending LIST to\n"
@@ -267,6 +275,8 @@ std::string describe(te_dtype dtype, const std::vector<int64_t> &shape) {
 struct Argument {
   te_dtype dtype;
   std::vector<int64_t> shape;
+  /// What an input's values must be like (te_kernel_arg_role).
+  std::string role;
   int64_t numElements() const {
     int64_t n = 1;
     for (int64_t d : shape)
@@ -275,39 +285,14 @@ struct Argument {
   }
 };
 
-/// Deterministic random data: N(0, 1) floats rounded to the element type,
-/// small integers, fair booleans.
-NpyArray makeRandomInput(const Argument &arg, std::mt19937_64 &rng) {
-  NpyArray array;
-  array.dtype = toSupportDType(arg.dtype);
-  array.shape = arg.shape;
-  size_t elementSize = support::dtypeSize(array.dtype);
-  array.data.resize(arg.numElements() * elementSize);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::uniform_int_distribution<int> small(0, 9);
-  for (int64_t i = 0; i < arg.numElements(); ++i) {
-    uint8_t *out = array.data.data() + i * elementSize;
-    if (support::isFloat(array.dtype)) {
-      if (array.dtype == DType::F8E8M0FNU) {
-        // Scales: powers of two around 1.
-        out[0] = static_cast<uint8_t>(127 + small(rng) - 5);
-        continue;
-      }
-      double value = normal(rng);
-      if (array.dtype == DType::F64) {
-        std::memcpy(out, &value, 8);
-        continue;
-      }
-      uint32_t bits = support::roundToFloatBits(value, array.dtype);
-      std::memcpy(out, &bits, elementSize);
-    } else if (array.dtype == DType::I1) {
-      out[0] = small(rng) & 1;
-    } else {
-      int64_t value = small(rng);
-      std::memcpy(out, &value, elementSize);
-    }
-  }
-  return array;
+/// The generated input `index`: by its role, from te-mlir's documented
+/// generator (te/Support/RandomInputs.h), which numpy reproduces.
+NpyArray makeRandomInput(const Argument &arg, uint64_t seed, size_t index) {
+  support::Expected<NpyArray> array = support::generateInput(
+      toSupportDType(arg.dtype), arg.shape, arg.role, seed, index);
+  if (!array)
+    fail("--random-inputs: " + array.message());
+  return std::move(*array);
 }
 
 NpyArray loadInput(const std::string &path, const Argument &arg, int index) {
@@ -570,7 +555,8 @@ int main(int argc, char **argv) {
     te_arg_info info;
     check(te_kernel_arg(kernel, i, &info), "kernel argument");
     Argument arg{info.dtype,
-                 std::vector<int64_t>(info.dims, info.dims + info.rank)};
+                 std::vector<int64_t>(info.dims, info.dims + info.rank),
+                 te_kernel_arg_role(kernel, i)};
     (info.is_output ? outputs : inputs).push_back(arg);
   }
 
@@ -582,12 +568,21 @@ int main(int argc, char **argv) {
     fail("@" + entry + " takes " + std::to_string(inputs.size()) +
          " inputs; pass --input FILE.npy for each, or --random-inputs");
 
+  if (!options.outputDir.empty() && mkdir(options.outputDir.c_str(), 0755) &&
+      errno != EEXIST)
+    fail("cannot create " + options.outputDir + ": " + std::strerror(errno));
   std::vector<te_buffer *> buffers;
-  std::mt19937_64 rng(options.seed);
   for (size_t i = 0; i < inputs.size(); ++i) {
     NpyArray array = options.randomInputs
-                         ? makeRandomInput(inputs[i], rng)
+                         ? makeRandomInput(inputs[i], options.seed, i)
                          : loadInput(options.inputs[i], inputs[i], int(i));
+    // Generated inputs are written next to the outputs, to rerun or
+    // inspect them.
+    if (options.randomInputs && !options.outputDir.empty())
+      if (support::Status written = support::writeNpy(
+              options.outputDir + "/in" + std::to_string(i) + ".npy", array);
+          !written.ok())
+        fail(written.message());
     te_buffer *buffer = nullptr;
     check(te_buffer_create(device, inputs[i].dtype, int(inputs[i].shape.size()),
                            inputs[i].shape.data(), &buffer),
@@ -631,9 +626,6 @@ int main(int argc, char **argv) {
                 options.bench, best * 1e3, mid * 1e3, bytesMoved / mid / 1e9);
   }
 
-  if (!options.outputDir.empty() && mkdir(options.outputDir.c_str(), 0755) &&
-      errno != EEXIST)
-    fail("cannot create " + options.outputDir + ": " + std::strerror(errno));
   std::printf("@%s: %zu inputs, %zu outputs\n", entry.c_str(), inputs.size(),
               outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {

@@ -373,7 +373,7 @@ TEST_F(ManifestTest, AcceptsSeveralEntriesSharingASymbol) {
 TEST_F(ManifestTest, Version2AddsAStatusAndChecks) {
   ModulePtr module;
   ASSERT_EQ(load("te-kernel-abi 2\n"
-                 "entry k te_test_echo_noop\nin f32 2\nout f32 2\n"
+                 "entry k te_test_echo_noop\nin f32 2 positive\nout f32 2\n"
                  "status i64 4\ncheck a: {0} is past {1}\ncheck b\nend\n"
                  "entry plain te_test_echo_noop\nin i8 2\nend\n",
                  module),
@@ -382,6 +382,22 @@ TEST_F(ManifestTest, Version2AddsAStatusAndChecks) {
   te_kernel *kernel = nullptr;
   ASSERT_EQ(te_module_get_kernel(module.get(), "k", &kernel), TE_OK);
   EXPECT_EQ(te_kernel_num_args(kernel), 2);
+  EXPECT_STREQ(te_kernel_arg_role(kernel, 0), "positive");
+  EXPECT_STREQ(te_kernel_arg_role(kernel, 1), "");
+  EXPECT_STREQ(te_kernel_arg_role(kernel, 2), "");
+  EXPECT_STREQ(te_kernel_arg_role(nullptr, 0), "");
+}
+
+TEST_F(ManifestTest, RolesAreForInputsOfVersion2) {
+  std::string v2 = "te-kernel-abi 2\nentry k te_test_echo_noop\n";
+  expectRejected(entryWith("in i32 4 cu_seqlens:8:-1\n"),
+                 {"line 3", "expected 'in <dtype> <dims>'"});
+  expectRejected(v2 + "out i32 4 seqlens:8\nend\n",
+                 {"line 3", "expected 'out <dtype> <dims>'"});
+  expectRejected(v2 + "in i32 4 bad/role\nend\n",
+                 {"line 3", "invalid role 'bad/role'"});
+  expectRejected(v2 + "in i32 4 a b\nend\n",
+                 {"line 3", "expected 'in <dtype> <dims> [<role>]'"});
 }
 
 TEST_F(ManifestTest, RejectsMisplacedStatusAndChecks) {

@@ -54,12 +54,23 @@ using KernelChecks = std::vector<std::vector<std::string>>;
 FailureOr<KernelChecks> takeKernelChecks(ModuleOp lowered,
                                          MutableArrayRef<KernelEntry> entries);
 
+/// The role of each input of each entry (indexed like the entries and
+/// their inputs), "" for none: what the te op that reads the argument needs
+/// of its values, so that generated inputs make sense
+/// (te/Support/RandomInputs.h): `cu_seqlens:<tokens>:<seq_offsets input or
+/// -1>`, `seq_offsets:<tokens>:<cu_seqlens input>`, `seqlens:<max>`,
+/// `positive`, `nonnegative`, `alibi_slopes` or `rng_state`.
+using ArgumentRoles = std::vector<std::vector<std::string>>;
+ArgumentRoles describeArgumentRoles(ModuleOp module,
+                                    ArrayRef<KernelEntry> entries);
+
 /// The text manifest the runtime parses (te/Runtime/Module.h), with each
-/// entry's symbol `<name>__te_packed`, and for an entry with checks its
-/// status argument and check messages. Every target's module must hand it
-/// to the runtime through its device's get_manifest.
+/// entry's symbol `<name>__te_packed`, the inputs' roles, and for an entry
+/// with checks its status argument and check messages. Every target's
+/// module must hand it to the runtime through its device's get_manifest.
 std::string formatKernelManifest(ArrayRef<KernelEntry> entries,
-                                 const KernelChecks &checks = {});
+                                 const KernelChecks &checks = {},
+                                 const ArgumentRoles &roles = {});
 
 namespace plugin {
 

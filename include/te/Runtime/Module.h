@@ -7,7 +7,7 @@
 //
 //   te-kernel-abi 2
 //   entry <name> <symbol>
-//   in <dtype> <dims>
+//   in <dtype> <dims> [<role>]
 //   out <dtype> <dims>
 //   status i64 4
 //   check <message>
@@ -21,7 +21,8 @@
 // each symbol is `void symbol(void **args)`, args[i] being the data pointer
 // of argument i.
 //
-// Version 2 adds run-time checks: a kernel whose block has a `status` line
+// Version 2 adds an optional role to `in` lines (te_kernel_arg_role) and
+// run-time checks: a kernel whose block has a `status` line
 // (after its outputs) takes one more argument, after the outputs, which the
 // runtime supplies: four i64 the kernel sets to (0, 0, 0, 0), or to
 // (n, v0, v1, v2) when its n-th `check` (counting from 1) failed. The check
@@ -146,6 +147,14 @@ TE_RUNTIME_EXPORT int te_kernel_num_args(const te_kernel *kernel);
 /// out of range. Thread safe.
 TE_RUNTIME_EXPORT te_status te_kernel_arg(const te_kernel *kernel, int index,
                                           te_arg_info *out);
+
+/// The role of input `index` (docs/Runtime.md, "Random inputs"): what its
+/// values must be like for the kernel's te op to make sense of them
+/// (`cu_seqlens:96:-1`, `positive`, ...), as recorded by the compiler, or
+/// "" when any values do or for an output or an index out of range. Owned
+/// by the module. Thread safe.
+TE_RUNTIME_EXPORT const char *te_kernel_arg_role(const te_kernel *kernel,
+                                                 int index);
 
 /// Launches the kernel on its module's device with `args[0..nargs)`, inputs
 /// then outputs, after checking every argument against the manifest. May
