@@ -20,13 +20,15 @@ NpyArray arrayOf(DType dtype, std::vector<int64_t> shape,
   array.dtype = dtype;
   array.shape = std::move(shape);
   array.data.resize(values.size() * sizeof(T));
-  std::memcpy(array.data.data(), values.data(), array.data.size());
+  if (!values.empty()) // memcpy's pointers must not be null, even for 0 bytes
+    std::memcpy(array.data.data(), values.data(), array.data.size());
   return array;
 }
 
 template <typename T> std::vector<T> valuesOf(const NpyArray &array) {
   std::vector<T> values(array.data.size() / sizeof(T));
-  std::memcpy(values.data(), array.data.data(), array.data.size());
+  if (!values.empty())
+    std::memcpy(values.data(), array.data.data(), array.data.size());
   return values;
 }
 
