@@ -1,7 +1,11 @@
 """FP8 ops compiled for the CPU against numpy/ml_dtypes, through te-run."""
+import subprocess
+
 import ml_dtypes
 import numpy as np
 import pytest
+
+from conftest import TE_RUN
 
 from fp8_reference import (FORMATS, amax_of, cast_fp8, compute_scale,
                            same_fp8_bits, update_delayed_scaling)
@@ -121,6 +125,32 @@ func.func @amax(%x: tensor<3x1000xf16>) -> tensor<f32> {
     assert amax == np.float32(60000) == amax_of(x)
     (amax,) = te_run.run_kernel(program, [np.full((3, 1000), np.nan, np.float16)])
     assert amax == np.float32(0)
+
+
+@pytest.mark.parametrize("shape", [(8, 32), (16, 32), (1, 7), (5, 64)])
+@pytest.mark.parametrize("dtype", ["bf16", "f16", "f32"])
+def test_amax_small_shapes_compile(te_run, shape, dtype):
+    # Small amax loops once made LLVM's loop-idiom recognizer spin forever
+    # on the NaN test (8x32 and 16x32 bf16): each must compile and run.
+    dims = "x".join(map(str, shape))
+    program = te_run.program(f"""
+func.func @amax(%x: tensor<{dims}x{dtype}>) -> tensor<f32> {{
+  %a = te.amax %x : tensor<{dims}x{dtype}> -> tensor<f32>
+  return %a : tensor<f32>
+}}
+""")
+    np_type = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "f32": np.float32}[dtype]
+    x = np.random.default_rng(11).standard_normal(shape).astype(np_type)
+    x.flat[-1] = np.nan
+    out = te_run.tmp / "out"
+    proc = subprocess.run(
+        # bf16 travels as its uint16 bits, as numpy has no bf16 in .npy.
+        [TE_RUN, str(program), "--input",
+         str(te_run.array(x.view(np.uint16) if dtype == "bf16" else x)),
+         "--output-dir", str(out)],
+        capture_output=True, text=True, env=te_run.env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert np.load(out / "out0.npy") == amax_of(x)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

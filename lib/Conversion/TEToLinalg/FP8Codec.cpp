@@ -190,7 +190,11 @@ Value mlir::te::emitAmaxBits(OpBuilder &b, Location loc, Value f32Value) {
   Value magnitude = arith::AndIOp::create(
       b, loc, arith::BitcastOp::create(b, loc, b.getI32Type(), f32Value),
       i32Const(b, loc, 0x7FFFFFFF));
-  Value isNaN = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
-                                      magnitude, i32Const(b, loc, 0x7F800000));
+  // NaN is tested on the float (unordered with itself), not as
+  // `magnitude > 0x7F800000` on the bits: the same predicate, but LLVM 22's
+  // loop-idiom recognizer (HashRecognize) does not terminate on the integer
+  // form of this select inside a small reduction loop.
+  Value isNaN = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO,
+                                      f32Value, f32Value);
   return arith::SelectOp::create(b, loc, isNaN, i32Const(b, loc, 0), magnitude);
 }

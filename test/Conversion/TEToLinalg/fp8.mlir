@@ -2,17 +2,18 @@
 // RUN: te-opt %s -split-input-file --convert-te-to-linalg | FileCheck %s
 
 // amax: a full reduction of the bits of |x| as unsigned integers from 0
-// (the same order as the values), NaN patterns (above inf) replaced by 0 so
-// that NaN elements are skipped as TE's fmaxf skips them, then back to f32.
+// (the same order as the values), NaN elements (unordered with themselves)
+// replaced by 0 so that they are skipped as TE's fmaxf skips them, then back
+// to f32.
 // CHECK-LABEL: func @amax
 // CHECK-SAME: (%[[X:.*]]: tensor<4x8xbf16>)
 // CHECK: %[[ZERO:.*]] = arith.constant 0 : i32
 // CHECK: %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : i32) outs(%{{.*}} : tensor<i32>)
 // CHECK: %[[BITS:.*]] = linalg.generic {{.*}}iterator_types = ["reduction", "reduction"]{{.*}} ins(%[[X]] : tensor<4x8xbf16>) outs(%[[INIT]] : tensor<i32>)
-// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: %[[F:.*]] = arith.extf %{{.*}} : bf16 to f32
 // CHECK: arith.constant 2147483647 : i32
 // CHECK: %[[MAG:.*]] = arith.andi
-// CHECK: %[[NAN:.*]] = arith.cmpi ugt, %[[MAG]], %{{.*}} : i32
+// CHECK: %[[NAN:.*]] = arith.cmpf uno, %[[F]], %[[F]] : f32
 // CHECK: %[[SKIP:.*]] = arith.select %[[NAN]], %{{.*}}, %[[MAG]] : i32
 // CHECK: arith.maxui %{{.*}}, %[[SKIP]]
 // CHECK: linalg.generic {{.*}} ins(%[[BITS]] : tensor<i32>)
