@@ -73,6 +73,19 @@ TEST(CompareTest, BF16AllowsOneUlp) {
   EXPECT_NEAR(two.maxRelError, 0.015625, 1e-12);
 }
 
+TEST(CompareTest, BF16SmallElementsAreAsExactAsTheOutputsScale) {
+  // max |ref| = 4: a small element may be off by half a bf16 ulp of 4
+  // (2^-8 * 4 = 2^-6) as it inherits the rounding of larger intermediates,
+  // but not by a sizeable part of the scale.
+  std::vector<uint8_t> r = bf16Bytes({0.0009765625f, 4.0f});
+  std::vector<uint8_t> a = bf16Bytes({0.0009765625f + 0.015625f, 4.0f});
+  Comparison close = compareOutputs(a.data(), r.data(), 2, DType::BF16);
+  EXPECT_TRUE(close.ok());
+  EXPECT_DOUBLE_EQ(close.tolerance.atol, 0.015625);
+  a = bf16Bytes({0.0009765625f + 0.0625f, 4.0f});
+  EXPECT_FALSE(compareOutputs(a.data(), r.data(), 2, DType::BF16).ok());
+}
+
 TEST(CompareTest, FP8AndIntegersAreExact) {
   uint8_t a[] = {0x38, 0x40}, r[] = {0x38, 0x41};
   Comparison fp8 = compareOutputs(a, r, 2, DType::F8E4M3FN);
@@ -93,8 +106,11 @@ TEST(CompareTest, ToleranceByType) {
   EXPECT_DOUBLE_EQ(checkTolerance(DType::F32, 0.5).atol, 1e-5);
   EXPECT_DOUBLE_EQ(checkTolerance(DType::F32, 0.5).rtol, 0);
   EXPECT_DOUBLE_EQ(checkTolerance(DType::BF16, 8).rtol, 1.0 / 128);
-  EXPECT_DOUBLE_EQ(checkTolerance(DType::BF16, 8).atol, 8e-5);
+  // Half a bf16 / f16 ulp at max |reference|, at least the f32 atol.
+  EXPECT_DOUBLE_EQ(checkTolerance(DType::BF16, 8).atol, 8.0 / 256);
+  EXPECT_DOUBLE_EQ(checkTolerance(DType::BF16, 0).atol, 1e-5);
   EXPECT_DOUBLE_EQ(checkTolerance(DType::F16, 1).rtol, 1.0 / 1024);
+  EXPECT_DOUBLE_EQ(checkTolerance(DType::F16, 1).atol, 1.0 / 2048);
   EXPECT_TRUE(checkTolerance(DType::F8E5M2, 1).exact);
   EXPECT_TRUE(checkTolerance(DType::I1, 1).exact);
 }

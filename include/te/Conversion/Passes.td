@@ -52,17 +52,28 @@ def TEDecomposeReference : Pass<"te-decompose-reference", "ModuleOp"> {
   let summary = "Rewrite te ops into a dense reference formulation";
   let description = [{
     The reference side of differential checks (`te-run --check`,
-    `te-lower-cpu-reference`): te.attention (forward) becomes the textbook
-    dense computation, written independently of convert-te-to-linalg's
-    online-softmax loops. The f32 score tensor [b, h_q, s_q, s_kv] is a
-    `linalg.generic` contraction over d_qk (q and k read through
-    layout-dependent maps, the kv head as h floordiv (h_q / h_kv)); a second
-    `linalg.generic` adds scale, bias and alibi and sets invisible keys to
-    -inf, computing visibility for every (b, h, i, j) from `linalg.index`
-    values with the op's mask, window and padding rules; then row max,
-    exp, row sum (starting from the off_by_one / learnable term), P V,
-    normalization and the cast to the output type. LSE = max + log(sum);
-    a row that sees nothing has O = 0 and LSE = log of the extra term.
+    `te-lower-cpu-reference`): te.attention and te.attention_backward
+    become the textbook dense computation, written independently of
+    convert-te-to-linalg's online-softmax loops. The f32 score tensor
+    [b, h_q, s_q, s_kv] ([1, h_q, t_q, t_kv] for thd) is a `linalg.generic`
+    contraction over d_qk (q and k read through layout-dependent maps, the
+    kv head as h floordiv (h_q / h_kv)); a second `linalg.generic` adds
+    scale, bias and alibi and sets invisible keys to -inf, computing
+    visibility for every (b, h, i, j) from `linalg.index` values with the
+    op's mask, window and padding rules (thd: from per-token tables of
+    sequence, position and lengths, built by a reduction over the
+    sequences; a key is visible only within the query's sequence); then row
+    max, exp, row sum (starting from the off_by_one / learnable term), P V,
+    normalization and the cast to the output type. LSE = max + log(sum); a
+    row that sees nothing has O = 0 and LSE = log of the extra term.
+    Dropout is a dense tensor of keep factors computed per element from the
+    op's documented counter-based hash; it scales the weights of V, not the
+    softmax statistics. The backward pass is the dense chain rule from the
+    given o, d_o and lse: P = exp(x - LSE), D = dO . O, dP = (dO V^T) o F,
+    dS = P o (dP - D), dQ = scale dS K, dK = scale dS^T Q and
+    dV = (P o F)^T dO (summed over the query heads of each kv head), dbias
+    = (scale) dS summed over the bias's broadcast dimensions,
+    d_softmax_offset = -sum exp(alpha - LSE) D.
 
     Before:
 
@@ -89,9 +100,9 @@ def TEDecomposeReference : Pass<"te-decompose-reference", "ModuleOp"> {
     The other te ops are left alone: their host lowering (FP8 casts,
     scaling, GEMM) is bit-exact and is itself checked bit for bit against
     numpy, so the reference pipeline lowers them the normal way. A
-    configuration without a reference (layout thd, dropout,
-    te.attention_backward, dynamic shapes) is an error that names it: a
-    check must never compare the production lowering with itself.
+    configuration without a reference (attention with dynamic shapes) is
+    an error that names it: a check must never compare the production
+    lowering with itself.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",

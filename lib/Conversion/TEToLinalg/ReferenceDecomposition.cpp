@@ -1,13 +1,18 @@
 //===- ReferenceDecomposition.cpp - te ops as dense reference math --------===//
 //
-// te-decompose-reference: te.attention as the textbook dense computation,
-// written independently of AttentionLowering.cpp so that the two can be
-// checked against each other (te-run --check). The f32 score tensor
-// [b, h_q, s_q, s_kv] is materialized by a contraction; visibility is
-// computed per element from linalg.index values straight from the op's
-// documented rules; the softmax is the two-pass one (row max, exp, row sum).
-// Nothing here is shared with the production lowering on purpose: a helper
-// used by both would make a bug in it invisible to the check.
+// te-decompose-reference: te.attention and te.attention_backward as the
+// textbook dense computation, written independently of AttentionLowering.cpp
+// so that the two can be checked against each other (te-run --check). Every
+// quantity lives on the iteration space (n, h, i, j): batch entry (a single
+// one for thd, whose sequences are packed), query head, query row (token for
+// thd) and key (token for thd). The f32 score tensor [n, h_q, i, j] is
+// materialized by a contraction; visibility is computed per element from
+// linalg.index values (thd: from per-token tables of sequence and position)
+// straight from the op's documented rules; the softmax is the two-pass one
+// (row max, exp, row sum); dropout is a dense tensor of keep factors from
+// the documented hash; the backward pass is the dense chain rule on these
+// tensors. Nothing here is shared with the production lowering on purpose:
+// a helper used by both would make a bug in it invisible to the check.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,21 +38,12 @@ using namespace mlir::te;
 
 std::optional<std::string>
 mlir::te::getReferenceDecompositionGap(Operation *op) {
-  if (isa<AttentionBackwardOp>(op))
-    return std::string("no reference decomposition for te.attention_backward");
-  auto attention = dyn_cast<AttentionOp>(op);
-  if (!attention)
+  if (!isa<AttentionOp, AttentionBackwardOp>(op))
     return std::nullopt;
-  if (attention.getLayout() == QKVLayout::thd)
-    return std::string(
-        "no reference decomposition for te.attention with layout thd");
-  if (!attention.getDropout().isZero() || attention.getRngState())
-    return std::string(
-        "no reference decomposition for te.attention with dropout");
   for (Value value : op->getOperands())
     if (!cast<ShapedType>(value.getType()).hasStaticShape())
-      return std::string(
-          "no reference decomposition for te.attention with dynamic shapes");
+      return "no reference decomposition for " +
+             op->getName().getStringRef().str() + " with dynamic shapes";
   return std::nullopt;
 }
 
@@ -55,9 +51,18 @@ namespace {
 
 using utils::IteratorType;
 
-/// The canonical iteration dimensions (batch, head, query row, x) mapped to
-/// the positions of a [b, s, h, d]-like tensor in `layout`; `head` may be
-/// the kv head (h floordiv group) and `row` the key index.
+/// Iterator types from a string of 'p' (parallel) and 'r' (reduction).
+SmallVector<IteratorType> iterators(StringRef kinds) {
+  SmallVector<IteratorType> result;
+  for (char kind : kinds)
+    result.push_back(kind == 'r' ? IteratorType::reduction
+                                 : IteratorType::parallel);
+  return result;
+}
+
+/// The positions of a Q/K/V/O-like tensor in `layout` for the canonical
+/// (batch, head, row, x); `head` may be the kv head and `row` the key. thd
+/// has a single batch entry, which does not appear.
 SmallVector<AffineExpr, 4> layoutExprs(QKVLayout layout, AffineExpr batch,
                                        AffineExpr head, AffineExpr row,
                                        AffineExpr x) {
@@ -69,9 +74,9 @@ SmallVector<AffineExpr, 4> layoutExprs(QKVLayout layout, AffineExpr batch,
   case QKVLayout::bhsd:
     return {batch, head, row, x};
   case QKVLayout::thd:
-    break;
+    return {row, head, x};
   }
-  llvm_unreachable("thd has no reference decomposition");
+  llvm_unreachable("unknown layout");
 }
 
 /// A map from `dims` loops reading a [1|B, 1|H, S, T] operand at logical
@@ -92,6 +97,13 @@ Value toF32(OpBuilder &b, Location loc, Value value) {
   return arith::ExtFOp::create(b, loc, b.getF32Type(), value);
 }
 
+/// An f32 value rounded to `element` (the results' element type).
+Value fromF32(OpBuilder &b, Location loc, Value value, Type element) {
+  if (element.isF32())
+    return value;
+  return arith::TruncFOp::create(b, loc, element, value);
+}
+
 Value constantF32(OpBuilder &b, Location loc, double value) {
   return arith::ConstantOp::create(
       b, loc, b.getF32FloatAttr(static_cast<float>(value)));
@@ -104,6 +116,482 @@ Value filled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
       .getResult(0);
 }
 
+using GenericBody = function_ref<Value(OpBuilder &, Location, ValueRange args)>;
+
+/// A one-result linalg.generic writing into `init`; `body` returns the
+/// value to yield.
+Value generic(OpBuilder &b, Location loc, ValueRange inputs, Value init,
+              ArrayRef<AffineMap> maps, StringRef kinds, GenericBody body) {
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
+             iterators(kinds),
+             [&](OpBuilder &b, Location loc, ValueRange args) {
+               linalg::YieldOp::create(b, loc, ValueRange{body(b, loc, args)});
+             })
+      .getResult(0);
+}
+
+/// Everything about a te.attention or te.attention_backward that the dense
+/// formulation needs, read from the op and resolved from its documented
+/// rules (not from the production lowering's helpers).
+struct AttentionProblem {
+  QKVLayout layout;
+  bool thd, padding, causal, bottomRight;
+  int64_t windowLeft, windowRight;
+  BiasKind biasKind;
+  SoftmaxKind softmax;
+  double scale, dropout;
+  /// The iteration space: `batches` entries (1 for thd), `headsQ` query
+  /// heads over `headsKV` kv heads, `rows` query rows and `keys` keys per
+  /// entry (the token counts for thd), head dimensions dQK and dV.
+  int64_t batches, headsQ, headsKV, rows, keys, dQK, dV;
+  Value q, k, v, cuQ, cuKV, offQ, offKV, seqlensQ, seqlensKV, mask, bias,
+      slopes, softmaxOffset, rngState;
+
+  template <typename OpT> static AttentionProblem get(OpT op) {
+    AttentionProblem p;
+    p.layout = op.getLayout();
+    p.thd = p.layout == QKVLayout::thd;
+    MaskKind maskKind = op.getMaskKind();
+    p.padding = maskKind == MaskKind::padding ||
+                maskKind == MaskKind::padding_causal ||
+                maskKind == MaskKind::padding_causal_bottom_right;
+    p.causal = maskKind == MaskKind::causal ||
+               maskKind == MaskKind::causal_bottom_right ||
+               maskKind == MaskKind::padding_causal ||
+               maskKind == MaskKind::padding_causal_bottom_right;
+    // TE's resolution of the diagonal's alignment (DotProductAttention's
+    // bottom_right_diagonal): fixed by the causal masks, the attribute (true
+    // when absent) for the others.
+    p.bottomRight = op.getBottomRightDiagonal().value_or(true);
+    if (maskKind == MaskKind::causal || maskKind == MaskKind::padding_causal)
+      p.bottomRight = false;
+    if (maskKind == MaskKind::causal_bottom_right ||
+        maskKind == MaskKind::padding_causal_bottom_right)
+      p.bottomRight = true;
+    std::tie(p.windowLeft, p.windowRight) = op.getWindowBounds();
+    p.biasKind = op.getBiasKind();
+    p.softmax = op.getSoftmaxKind();
+    p.scale = *op.getEffectiveScale();
+    p.dropout = op.getRngState() ? op.getDropout().convertToDouble() : 0.0;
+    p.q = op.getQ();
+    p.k = op.getK();
+    p.v = op.getV();
+    p.cuQ = op.getCuSeqlensQ();
+    p.cuKV = op.getCuSeqlensKv();
+    p.offQ = op.getSeqOffsetsQ();
+    p.offKV = op.getSeqOffsetsKv();
+    p.seqlensQ = op.getSeqlensQ();
+    p.seqlensKV = op.getSeqlensKv();
+    p.mask = op.getMask();
+    p.bias = op.getBias();
+    p.slopes = op.getAlibiSlopes();
+    p.softmaxOffset = op.getSoftmaxOffset();
+    p.rngState = op.getRngState();
+    std::array<int64_t, 4> qSizes = p.sizes(p.q), kSizes = p.sizes(p.k);
+    p.batches = qSizes[0];
+    p.headsQ = qSizes[1];
+    p.rows = qSizes[2];
+    p.dQK = qSizes[3];
+    p.headsKV = kSizes[1];
+    p.keys = kSizes[2];
+    p.dV = p.sizes(p.v)[3];
+    return p;
+  }
+
+  /// (batch, heads, sequence, head dim) of a Q/K/V/O-like tensor from the
+  /// op's documented layouts.
+  std::array<int64_t, 4> sizes(Value tensor) const {
+    ArrayRef<int64_t> s = cast<RankedTensorType>(tensor.getType()).getShape();
+    switch (layout) {
+    case QKVLayout::bshd:
+      return {s[0], s[2], s[1], s[3]};
+    case QKVLayout::sbhd:
+      return {s[1], s[2], s[0], s[3]};
+    case QKVLayout::bhsd:
+      return {s[0], s[1], s[2], s[3]};
+    case QKVLayout::thd:
+      return {1, s[1], s[0], s[2]};
+    }
+    llvm_unreachable("unknown layout");
+  }
+
+  int64_t group() const { return headsQ / headsKV; }
+  SmallVector<int64_t> scoreShape() const {
+    return {batches, headsQ, rows, keys};
+  }
+  SmallVector<int64_t> rowShape() const { return {batches, headsQ, rows}; }
+
+  /// The LSE element of (batch d0, head d1, row d2) from `dims` loops:
+  /// [b, h_q, s_q, 1], or [t_q, h_q, 1] for thd.
+  AffineMap lseMap(MLIRContext *ctx, unsigned dims) const {
+    AffineExpr n = getAffineDimExpr(0, ctx), h = getAffineDimExpr(1, ctx),
+               i = getAffineDimExpr(2, ctx),
+               zero = getAffineConstantExpr(0, ctx);
+    if (thd)
+      return AffineMap::get(dims, 0, {i, h, zero}, ctx);
+    return AffineMap::get(dims, 0, {n, h, i, zero}, ctx);
+  }
+};
+
+/// For thd: per-token tables of the packed sequences, from a loop over the
+/// sequences per token (a reduction over n). Sequence n owns the tokens
+/// [start[n], start[n] + len[n]) with len[n] = cu[n + 1] - cu[n] and start
+/// = seq_offsets when given, cu otherwise. A token of no sequence has
+/// sequence -1, position 0 and lengths 0.
+struct TokenTable {
+  /// i64 [tokens] each: the token's sequence, its position in it, and (for
+  /// the q side) the lengths of its sequence's q and kv parts.
+  Value sequence, position, lenQ, lenKV;
+};
+
+TokenTable buildTokenTable(OpBuilder &b, Location loc, int64_t tokens, Value cu,
+                           Value offsets, Value otherCu) {
+  MLIRContext *ctx = b.getContext();
+  Type i64 = b.getI64Type();
+  int64_t sequences = cast<RankedTensorType>(cu.getType()).getDimSize(0) - 1;
+  auto slice = [&](Value vector, int64_t first) -> Value {
+    return tensor::ExtractSliceOp::create(
+        b, loc, vector, ArrayRef<OpFoldResult>{b.getIndexAttr(first)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(sequences)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  };
+  auto table = [&](int64_t value) -> Value {
+    Value empty =
+        tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{tokens}, i64);
+    Value fill = arith::ConstantIntOp::create(b, loc, i64, value);
+    return linalg::FillOp::create(b, loc, fill, empty).getResult(0);
+  };
+  // (token t, sequence n): inputs per n, outputs per t.
+  SmallVector<Value> inputs = {slice(cu, 0), slice(cu, 1),
+                               slice(offsets ? offsets : cu, 0)};
+  bool lengths = static_cast<bool>(otherCu);
+  if (lengths) {
+    inputs.push_back(slice(otherCu, 0));
+    inputs.push_back(slice(otherCu, 1));
+  }
+  SmallVector<Value> outputs = {table(-1), table(0)};
+  if (lengths) {
+    outputs.push_back(table(0));
+    outputs.push_back(table(0));
+  }
+  AffineMap perSequence = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
+  AffineMap perToken = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+  SmallVector<AffineMap> maps(inputs.size(), perSequence);
+  maps.append(outputs.size(), perToken);
+  SmallVector<Type> types(outputs.size(), RankedTensorType::get({tokens}, i64));
+  auto op = linalg::GenericOp::create(
+      b, loc, types, inputs, outputs, maps, iterators("pr"),
+      [&](OpBuilder &b, Location loc, ValueRange args) {
+        auto wide = [&](Value x) -> Value {
+          return arith::ExtSIOp::create(b, loc, i64, x);
+        };
+        auto index = [&](unsigned dim) -> Value {
+          return arith::IndexCastOp::create(
+              b, loc, i64, linalg::IndexOp::create(b, loc, dim));
+        };
+        Value token = index(0), n = index(1);
+        Value len = arith::SubIOp::create(b, loc, wide(args[1]), wide(args[0]));
+        Value start = wide(args[2]);
+        Value end = arith::AddIOp::create(b, loc, start, len);
+        Value inside = arith::AndIOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, start,
+                                  token),
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, token,
+                                  end));
+        unsigned acc = inputs.size();
+        auto pick = [&](Value mine, unsigned at) -> Value {
+          return arith::SelectOp::create(b, loc, inside, mine, args[at]);
+        };
+        SmallVector<Value> yields = {
+            pick(n, acc),
+            pick(arith::SubIOp::create(b, loc, token, start), acc + 1)};
+        if (lengths) {
+          yields.push_back(pick(len, acc + 2));
+          yields.push_back(
+              pick(arith::SubIOp::create(b, loc, wide(args[4]), wide(args[3])),
+                   acc + 3));
+        }
+        linalg::YieldOp::create(b, loc, yields);
+      });
+  TokenTable result{op.getResult(0), op.getResult(1), {}, {}};
+  if (lengths) {
+    result.lenQ = op.getResult(2);
+    result.lenKV = op.getResult(3);
+  }
+  return result;
+}
+
+/// S[n, h, i, j] = sum_d q[n, i, h, d] k[n, j, h / g, d] in f32.
+Value buildScores(OpBuilder &b, Location loc, const AttentionProblem &p) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr d0, d1, d2, d3, d4;
+  bindDims(ctx, d0, d1, d2, d3, d4);
+  AffineExpr kvHead = d1.floorDiv(p.group());
+  return generic(
+      b, loc, ValueRange{p.q, p.k}, filled(b, loc, p.scoreShape(), 0.0),
+      {AffineMap::get(5, 0, layoutExprs(p.layout, d0, d1, d2, d4), ctx),
+       AffineMap::get(5, 0, layoutExprs(p.layout, d0, kvHead, d3, d4), ctx),
+       AffineMap::get(5, 0, {d0, d1, d2, d3}, ctx)},
+      "ppppr", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+        Value product = arith::MulFOp::create(b, loc, toF32(b, loc, args[0]),
+                                              toF32(b, loc, args[1]));
+        return arith::AddFOp::create(b, loc, args[2], product);
+      });
+}
+
+/// The logits x[n, h, i, j] from the scores: scale, bias and ALiBi, and
+/// -inf where the mask, the window, the padding or (thd) the packing hides
+/// key j from query i.
+Value buildLogits(OpBuilder &b, Location loc, const AttentionProblem &p,
+                  Value scores) {
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type(), i64 = b.getI64Type();
+  AffineExpr d0, d1, d2, d3;
+  bindDims(ctx, d0, d1, d2, d3);
+  SmallVector<int64_t> scoreShape = p.scoreShape();
+  SmallVector<Value> inputs = {scores};
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(4, ctx)};
+  SmallVector<AffineExpr> logical = {d0, d1, d2, d3};
+  auto add = [&](Value input, AffineMap map) {
+    inputs.push_back(input);
+    maps.push_back(map);
+    return static_cast<int>(inputs.size() - 1);
+  };
+  int biasAt = -1, maskAt = -1, slopesAt = -1, lenAt = -1, tableAt = -1;
+  if (p.bias &&
+      (p.biasKind == BiasKind::pre_scale || p.biasKind == BiasKind::post_scale))
+    biasAt = add(p.bias, broadcastMap(ctx, 4, p.bias, logical));
+  if (p.mask)
+    maskAt = add(p.mask, broadcastMap(ctx, 4, p.mask, logical));
+  bool slopesPerSequence = false;
+  if (p.biasKind == BiasKind::alibi) {
+    slopesPerSequence =
+        cast<RankedTensorType>(p.slopes.getType()).getRank() == 2;
+    // thd reads a per-sequence slope by the query token's sequence, below.
+    if (!(slopesPerSequence && p.thd))
+      slopesAt =
+          add(p.slopes, slopesPerSequence ? AffineMap::get(4, 0, {d0, d1}, ctx)
+                                          : AffineMap::get(4, 0, {d1}, ctx));
+  }
+  if (p.thd) {
+    TokenTable qTable = buildTokenTable(b, loc, p.rows, p.cuQ, p.offQ, p.cuKV);
+    TokenTable kvTable =
+        buildTokenTable(b, loc, p.keys, p.cuKV, p.offKV, Value());
+    AffineMap byRow = AffineMap::get(4, 0, {d2}, ctx);
+    AffineMap byKey = AffineMap::get(4, 0, {d3}, ctx);
+    tableAt = add(qTable.sequence, byRow);
+    add(qTable.position, byRow);
+    add(qTable.lenQ, byRow);
+    add(qTable.lenKV, byRow);
+    add(kvTable.sequence, byKey);
+    add(kvTable.position, byKey);
+  } else if (p.padding) {
+    lenAt = add(p.seqlensQ, AffineMap::get(4, 0, {d0}, ctx));
+    add(p.seqlensKV, AffineMap::get(4, 0, {d0}, ctx));
+  }
+  maps.push_back(AffineMap::getMultiDimIdentityMap(4, ctx));
+
+  return generic(
+      b, loc, inputs, tensor::EmptyOp::create(b, loc, scoreShape, f32), maps,
+      "pppp", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+        auto index = [&](unsigned dim) -> Value {
+          return arith::IndexCastOp::create(
+              b, loc, i64, linalg::IndexOp::create(b, loc, dim));
+        };
+        auto c64 = [&](int64_t value) -> Value {
+          return arith::ConstantIntOp::create(b, loc, i64, value);
+        };
+        auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) -> Value {
+          return arith::CmpIOp::create(b, loc, pred, x, y);
+        };
+        auto both = [&](Value x, Value y) -> Value {
+          return arith::AndIOp::create(b, loc, x, y);
+        };
+        // Positions of the query and the key in their sequence, and the
+        // sequence's lengths.
+        Value i = index(2), j = index(3);
+        Value lenQ = c64(p.rows), lenKV = c64(p.keys);
+        Value visible = arith::ConstantIntOp::create(b, loc, 1, 1);
+        Value querySequence;
+        if (tableAt >= 0) {
+          querySequence = args[tableAt];
+          i = args[tableAt + 1];
+          lenQ = args[tableAt + 2];
+          lenKV = args[tableAt + 3];
+          j = args[tableAt + 5];
+          // Both tokens belong to the same sequence.
+          visible = both(
+              cmp(arith::CmpIPredicate::sge, querySequence, c64(0)),
+              cmp(arith::CmpIPredicate::eq, querySequence, args[tableAt + 4]));
+        } else if (lenAt >= 0) {
+          lenQ = arith::ExtSIOp::create(b, loc, i64, args[lenAt]);
+          lenKV = arith::ExtSIOp::create(b, loc, i64, args[lenAt + 1]);
+        }
+        // The diagonal key of row i: i + len_kv - len_q when aligned
+        // bottom-right (actual lengths with padding), i otherwise. The
+        // causal mask, the window and ALiBi are measured from it.
+        Value shift = arith::SubIOp::create(b, loc, lenKV, lenQ);
+        Value diagonal =
+            p.bottomRight ? arith::AddIOp::create(b, loc, i, shift) : i;
+
+        Value dot = args[0];
+        Value scaleValue = constantF32(b, loc, p.scale);
+        Value x;
+        if (p.biasKind == BiasKind::pre_scale)
+          x = arith::MulFOp::create(
+              b, loc,
+              arith::AddFOp::create(b, loc, dot, toF32(b, loc, args[biasAt])),
+              scaleValue);
+        else
+          x = arith::MulFOp::create(b, loc, dot, scaleValue);
+        if (p.biasKind == BiasKind::post_scale)
+          x = arith::AddFOp::create(b, loc, x, toF32(b, loc, args[biasAt]));
+        if (p.biasKind == BiasKind::alibi) {
+          Value slope;
+          if (slopesAt >= 0) {
+            slope = args[slopesAt];
+          } else {
+            // A token of no sequence reads sequence 0's slope; it sees no
+            // key, so the value is never used.
+            Value sequence =
+                arith::MaxSIOp::create(b, loc, querySequence, c64(0));
+            Type index = b.getIndexType();
+            slope = tensor::ExtractOp::create(
+                b, loc, p.slopes,
+                ValueRange{arith::IndexCastOp::create(b, loc, index, sequence),
+                           linalg::IndexOp::create(b, loc, 1)});
+          }
+          // -slope * |i + diag - j|.
+          Value distance = arith::SubIOp::create(b, loc, j, diagonal);
+          Value magnitude = arith::MaxSIOp::create(
+              b, loc, distance,
+              arith::SubIOp::create(b, loc, c64(0), distance));
+          Value penalty = arith::MulFOp::create(
+              b, loc, slope, arith::SIToFPOp::create(b, loc, f32, magnitude));
+          x = arith::SubFOp::create(b, loc, x, penalty);
+        }
+
+        if (p.padding)
+          visible = both(both(visible, cmp(arith::CmpIPredicate::slt, i, lenQ)),
+                         cmp(arith::CmpIPredicate::slt, j, lenKV));
+        if (p.causal)
+          visible = both(visible, cmp(arith::CmpIPredicate::sle, j, diagonal));
+        if (p.windowLeft >= 0)
+          visible = both(
+              visible,
+              cmp(arith::CmpIPredicate::sge, j,
+                  arith::SubIOp::create(b, loc, diagonal, c64(p.windowLeft))));
+        if (p.windowRight >= 0)
+          visible = both(
+              visible,
+              cmp(arith::CmpIPredicate::sle, j,
+                  arith::AddIOp::create(b, loc, diagonal, c64(p.windowRight))));
+        if (maskAt >= 0) // true excludes the key
+          visible =
+              both(visible, arith::XOrIOp::create(
+                                b, loc, args[maskAt],
+                                arith::ConstantIntOp::create(b, loc, 1, 1)));
+        return arith::SelectOp::create(b, loc, visible, x,
+                                       constantF32(b, loc, -INFINITY));
+      });
+}
+
+/// Dropout's dense keep factors F[n, h, i, j]: 0 for a dropped element,
+/// 1 / (1 - p) for a kept one, from the op's documented counter-based
+/// generator, evaluated here in its own terms: the element's counter is its
+/// linear index in the [n, h, i, j] space (n = 0 and token indices for thd),
+/// splitmix64 finalizes seed + golden * (offset + counter + 1) and the
+/// element is kept when the top 24 bits, read as u * 2^24, reach
+/// ceil(p * 2^24).
+Value buildDropoutFactors(OpBuilder &b, Location loc,
+                          const AttentionProblem &p) {
+  MLIRContext *ctx = b.getContext();
+  Type i64 = b.getI64Type();
+  auto c64 = [&](OpBuilder &b, uint64_t value) -> Value {
+    return arith::ConstantIntOp::create(b, loc, i64,
+                                        static_cast<int64_t>(value));
+  };
+  auto element = [&](int64_t at) -> Value {
+    return tensor::ExtractOp::create(
+        b, loc, p.rngState,
+        ValueRange{arith::ConstantIndexOp::create(b, loc, at)});
+  };
+  Value seed = element(0), offset = element(1);
+  // u >= p with u = top * 2^-24 and p an f32 (exact in double).
+  auto threshold = static_cast<uint64_t>(std::ceil(std::ldexp(p.dropout, 24)));
+  double kept = 1.0 / (1.0 - p.dropout);
+  SmallVector<int64_t> shape = p.scoreShape();
+  return generic(
+      b, loc, ValueRange{},
+      tensor::EmptyOp::create(b, loc, shape, b.getF32Type()),
+      {AffineMap::getMultiDimIdentityMap(4, ctx)}, "pppp",
+      [&](OpBuilder &b, Location loc, ValueRange) -> Value {
+        // Row-major linear index over [batches, heads, rows, keys].
+        Value counter = c64(b, 0);
+        for (unsigned dim = 0; dim < 4; ++dim) {
+          Value at = arith::IndexCastOp::create(
+              b, loc, i64, linalg::IndexOp::create(b, loc, dim));
+          counter = arith::AddIOp::create(
+              b, loc,
+              arith::MulIOp::create(b, loc, counter, c64(b, shape[dim])), at);
+        }
+        Value step = arith::AddIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, offset, counter), c64(b, 1));
+        Value z = arith::AddIOp::create(
+            b, loc, seed,
+            arith::MulIOp::create(b, loc, step, c64(b, 0x9E3779B97F4A7C15ull)));
+        // splitmix64's finalizer: (shift, multiplier) rounds, then a shift.
+        auto mix = [&](Value z, uint64_t shift) -> Value {
+          return arith::XOrIOp::create(
+              b, loc, z, arith::ShRUIOp::create(b, loc, z, c64(b, shift)));
+        };
+        z = arith::MulIOp::create(b, loc, mix(z, 30),
+                                  c64(b, 0xBF58476D1CE4E5B9ull));
+        z = arith::MulIOp::create(b, loc, mix(z, 27),
+                                  c64(b, 0x94D049BB133111EBull));
+        z = mix(z, 31);
+        Value top = arith::ShRUIOp::create(b, loc, z, c64(b, 40));
+        Value keep = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                           top, c64(b, threshold));
+        return arith::SelectOp::create(b, loc, keep, constantF32(b, loc, kept),
+                                       constantF32(b, loc, 0.0));
+      });
+}
+
+/// The log of the softmax's extra denominator term per row [n, h, i]
+/// (off_by_one: 0, learnable: alpha_h), or null for vanilla.
+Value buildExtraLogit(OpBuilder &b, Location loc, const AttentionProblem &p) {
+  MLIRContext *ctx = b.getContext();
+  if (p.softmax == SoftmaxKind::off_by_one)
+    return filled(b, loc, p.rowShape(), 0.0);
+  if (p.softmax != SoftmaxKind::learnable)
+    return Value();
+  AffineExpr d1 = getAffineDimExpr(1, ctx),
+             zero = getAffineConstantExpr(0, ctx);
+  return generic(b, loc, ValueRange{p.softmaxOffset},
+                 tensor::EmptyOp::create(b, loc, p.rowShape(), b.getF32Type()),
+                 {AffineMap::get(3, 0, {zero, d1, zero, zero}, ctx),
+                  AffineMap::getMultiDimIdentityMap(3, ctx)},
+                 "ppp", [&](OpBuilder &, Location, ValueRange args) -> Value {
+                   return args[0];
+                 });
+}
+
+/// The element-wise product of two [n, h, i, j] tensors.
+Value multiplyScores(OpBuilder &b, Location loc, const AttentionProblem &p,
+                     Value x, Value y) {
+  AffineMap id4 = AffineMap::getMultiDimIdentityMap(4, b.getContext());
+  return generic(
+      b, loc, ValueRange{x, y},
+      tensor::EmptyOp::create(b, loc, p.scoreShape(), b.getF32Type()),
+      {id4, id4, id4}, "pppp",
+      [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+        return arith::MulFOp::create(b, loc, args[0], args[1]);
+      });
+}
+
 struct AttentionOpReferenceDecomposition : OpRewritePattern<AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -114,373 +602,349 @@ struct AttentionOpReferenceDecomposition : OpRewritePattern<AttentionOp> {
     Location loc = op.getLoc();
     MLIRContext *ctx = op.getContext();
     OpBuilder &b = rewriter;
-    QKVLayout layout = op.getLayout();
-    auto qType = cast<RankedTensorType>(op.getQ().getType());
-    auto kType = cast<RankedTensorType>(op.getK().getType());
+    AttentionProblem p = AttentionProblem::get(op);
     RankedTensorType oType = op.getO().getType();
+    SmallVector<int64_t> scoreShape = p.scoreShape(), rowShape = p.rowShape();
 
-    // Sizes from the op's documented layouts.
-    auto sizes = [&](RankedTensorType type) -> std::array<int64_t, 4> {
-      ArrayRef<int64_t> s = type.getShape();
-      switch (layout) {
-      case QKVLayout::bshd:
-        return {s[0], s[2], s[1], s[3]};
-      case QKVLayout::sbhd:
-        return {s[1], s[2], s[0], s[3]};
-      default:
-        return {s[0], s[1], s[2], s[3]};
-      }
-    }; // (batch, heads, seq, head dim)
-    std::array<int64_t, 4> qSizes = sizes(qType), kSizes = sizes(kType);
-    int64_t batches = qSizes[0], headsQ = qSizes[1], seqQ = qSizes[2];
-    int64_t headsKV = kSizes[1], seqKV = kSizes[2];
-    int64_t dV = sizes(oType)[3];
-    int64_t group = headsQ / headsKV;
-
-    MaskKind maskKind = op.getMaskKind();
-    bool padding = maskKind == MaskKind::padding ||
-                   maskKind == MaskKind::padding_causal ||
-                   maskKind == MaskKind::padding_causal_bottom_right;
-    bool causal = maskKind == MaskKind::causal ||
-                  maskKind == MaskKind::causal_bottom_right ||
-                  maskKind == MaskKind::padding_causal ||
-                  maskKind == MaskKind::padding_causal_bottom_right;
-    // TE's resolution of the diagonal's alignment (DotProductAttention's
-    // bottom_right_diagonal): fixed by the causal masks, the attribute (true
-    // when absent) for the others.
-    bool bottomRight = op.getBottomRightDiagonal().value_or(true);
-    if (maskKind == MaskKind::causal || maskKind == MaskKind::padding_causal)
-      bottomRight = false;
-    if (maskKind == MaskKind::causal_bottom_right ||
-        maskKind == MaskKind::padding_causal_bottom_right)
-      bottomRight = true;
-    int64_t windowLeft, windowRight;
-    std::tie(windowLeft, windowRight) = op.getWindowBounds();
-    BiasKind biasKind = op.getBiasKind();
-    SoftmaxKind softmax = op.getSoftmaxKind();
-    double scale = *op.getEffectiveScale();
-
-    SmallVector<int64_t> scoreShape = {batches, headsQ, seqQ, seqKV};
-    SmallVector<int64_t> rowShape = {batches, headsQ, seqQ};
-
-    // Loops (b, h, i, j, d) / (b, h, i, j, x): d0..d4.
     AffineExpr d0, d1, d2, d3, d4;
     bindDims(ctx, d0, d1, d2, d3, d4);
-    AffineExpr kvHead = d1.floorDiv(group);
-    AffineMap scores5 = AffineMap::get(5, 0, {d0, d1, d2, d3}, ctx);
+    AffineExpr kvHead = d1.floorDiv(p.group());
     AffineMap rows4 = AffineMap::get(4, 0, {d0, d1, d2}, ctx);
     AffineMap id4 = AffineMap::getMultiDimIdentityMap(4, ctx);
     AffineMap id3 = AffineMap::getMultiDimIdentityMap(3, ctx);
-    SmallVector<IteratorType> parallel4(4, IteratorType::parallel);
-    SmallVector<IteratorType> parallel3(3, IteratorType::parallel);
-    SmallVector<IteratorType> reduceLast4 = {
-        IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
-        IteratorType::reduction};
     Type f32 = b.getF32Type();
 
-    // 1. Dense scores S[b, h, i, j] = sum_d q[b, i, h, d] k[b, j, h/g, d].
-    Value scores =
-        linalg::GenericOp::create(
-            b, loc, TypeRange{RankedTensorType::get(scoreShape, f32)},
-            ValueRange{op.getQ(), op.getK()},
-            ValueRange{filled(b, loc, scoreShape, 0.0)},
-            ArrayRef<AffineMap>{
-                AffineMap::get(5, 0, layoutExprs(layout, d0, d1, d2, d4), ctx),
-                AffineMap::get(5, 0, layoutExprs(layout, d0, kvHead, d3, d4),
-                               ctx),
-                scores5},
-            ArrayRef<IteratorType>{
-                IteratorType::parallel, IteratorType::parallel,
-                IteratorType::parallel, IteratorType::parallel,
-                IteratorType::reduction},
-            [&](OpBuilder &b, Location loc, ValueRange args) {
-              Value product = arith::MulFOp::create(
-                  b, loc, toF32(b, loc, args[0]), toF32(b, loc, args[1]));
-              linalg::YieldOp::create(
-                  b, loc,
-                  ValueRange{arith::AddFOp::create(b, loc, args[2], product)});
-            })
-            .getResult(0);
-
-    // 2. Logits with bias and alibi; -inf where the key is not visible.
-    SmallVector<Value> inputs = {scores};
-    SmallVector<AffineMap> maps = {id4};
-    SmallVector<AffineExpr> logical = {d0, d1, d2, d3};
-    int biasAt = -1, maskAt = -1, slopesAt = -1, lenAt = -1;
-    if (Value bias = op.getBias(); bias && (biasKind == BiasKind::pre_scale ||
-                                            biasKind == BiasKind::post_scale)) {
-      biasAt = inputs.size();
-      inputs.push_back(bias);
-      maps.push_back(broadcastMap(ctx, 4, bias, logical));
-    }
-    if (Value mask = op.getMask()) {
-      maskAt = inputs.size();
-      inputs.push_back(mask);
-      maps.push_back(broadcastMap(ctx, 4, mask, logical));
-    }
-    if (biasKind == BiasKind::alibi) {
-      Value slopes = op.getAlibiSlopes();
-      slopesAt = inputs.size();
-      inputs.push_back(slopes);
-      bool perBatch = cast<RankedTensorType>(slopes.getType()).getRank() == 2;
-      maps.push_back(perBatch ? AffineMap::get(4, 0, {d0, d1}, ctx)
-                              : AffineMap::get(4, 0, {d1}, ctx));
-    }
-    if (padding) {
-      lenAt = inputs.size();
-      inputs.push_back(op.getSeqlensQ());
-      inputs.push_back(op.getSeqlensKv());
-      maps.push_back(AffineMap::get(4, 0, {d0}, ctx));
-      maps.push_back(AffineMap::get(4, 0, {d0}, ctx));
-    }
-    maps.push_back(id4);
-    Value logits =
-        linalg::GenericOp::create(
-            b, loc, TypeRange{RankedTensorType::get(scoreShape, f32)}, inputs,
-            ValueRange{tensor::EmptyOp::create(b, loc, scoreShape, f32)}, maps,
-            parallel4,
-            [&](OpBuilder &b, Location loc, ValueRange args) {
-              Type i64 = b.getI64Type();
-              auto index = [&](unsigned dim) -> Value {
-                return arith::IndexCastOp::create(
-                    b, loc, i64, linalg::IndexOp::create(b, loc, dim));
-              };
-              auto c64 = [&](int64_t value) -> Value {
-                return arith::ConstantIntOp::create(b, loc, i64, value);
-              };
-              auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) {
-                return arith::CmpIOp::create(b, loc, pred, x, y).getResult();
-              };
-              auto both = [&](Value x, Value y) -> Value {
-                return arith::AndIOp::create(b, loc, x, y);
-              };
-              Value i = index(2), j = index(3);
-              Value lenQ = c64(seqQ), lenKV = c64(seqKV);
-              if (lenAt >= 0) {
-                lenQ = arith::ExtSIOp::create(b, loc, i64, args[lenAt]);
-                lenKV = arith::ExtSIOp::create(b, loc, i64, args[lenAt + 1]);
-              }
-              // The diagonal key of row i: i + len_kv - len_q when aligned
-              // bottom-right (actual lengths with padding), i otherwise. The
-              // causal mask, the window and ALiBi are measured from it.
-              Value shift = arith::SubIOp::create(b, loc, lenKV, lenQ);
-              Value diagonal =
-                  bottomRight ? arith::AddIOp::create(b, loc, i, shift) : i;
-
-              Value dot = args[0];
-              Value scaleValue = constantF32(b, loc, scale);
-              Value x;
-              if (biasKind == BiasKind::pre_scale)
-                x = arith::MulFOp::create(
-                    b, loc,
-                    arith::AddFOp::create(b, loc, dot,
-                                          toF32(b, loc, args[biasAt])),
-                    scaleValue);
-              else
-                x = arith::MulFOp::create(b, loc, dot, scaleValue);
-              if (biasKind == BiasKind::post_scale)
-                x = arith::AddFOp::create(b, loc, x,
-                                          toF32(b, loc, args[biasAt]));
-              if (slopesAt >= 0) {
-                // -slope * |i + diag - j|.
-                Value distance = arith::SubIOp::create(b, loc, j, diagonal);
-                Value magnitude = arith::MaxSIOp::create(
-                    b, loc, distance,
-                    arith::SubIOp::create(b, loc, c64(0), distance));
-                Value penalty = arith::MulFOp::create(
-                    b, loc, args[slopesAt],
-                    arith::SIToFPOp::create(b, loc, f32, magnitude));
-                x = arith::SubFOp::create(b, loc, x, penalty);
-              }
-
-              Value visible = arith::ConstantIntOp::create(b, loc, 1, 1);
-              if (padding)
-                visible =
-                    both(both(visible, cmp(arith::CmpIPredicate::slt, i, lenQ)),
-                         cmp(arith::CmpIPredicate::slt, j, lenKV));
-              if (causal)
-                visible =
-                    both(visible, cmp(arith::CmpIPredicate::sle, j, diagonal));
-              if (windowLeft >= 0)
-                visible =
-                    both(visible, cmp(arith::CmpIPredicate::sge, j,
-                                      arith::SubIOp::create(b, loc, diagonal,
-                                                            c64(windowLeft))));
-              if (windowRight >= 0)
-                visible =
-                    both(visible, cmp(arith::CmpIPredicate::sle, j,
-                                      arith::AddIOp::create(b, loc, diagonal,
-                                                            c64(windowRight))));
-              if (maskAt >= 0) // true excludes the key
-                visible = both(visible,
-                               arith::XOrIOp::create(
-                                   b, loc, args[maskAt],
-                                   arith::ConstantIntOp::create(b, loc, 1, 1)));
-              linalg::YieldOp::create(
-                  b, loc,
-                  ValueRange{arith::SelectOp::create(
-                      b, loc, visible, x, constantF32(b, loc, -INFINITY))});
-            })
-            .getResult(0);
-
-    // The extra denominator term's logit e (off_by_one: 0, learnable:
-    // alpha_h), per row; it starts both the row max and the row sum.
-    Value extra;
-    if (softmax == SoftmaxKind::off_by_one) {
-      extra = filled(b, loc, rowShape, 0.0);
-    } else if (softmax == SoftmaxKind::learnable) {
-      AffineExpr zero = getAffineConstantExpr(0, ctx);
-      extra = linalg::GenericOp::create(
-                  b, loc, TypeRange{RankedTensorType::get(rowShape, f32)},
-                  ValueRange{op.getSoftmaxOffset()},
-                  ValueRange{tensor::EmptyOp::create(b, loc, rowShape, f32)},
-                  ArrayRef<AffineMap>{
-                      AffineMap::get(3, 0, {zero, d1, zero, zero}, ctx), id3},
-                  parallel3,
-                  [&](OpBuilder &b, Location loc, ValueRange args) {
-                    linalg::YieldOp::create(b, loc, ValueRange{args[0]});
-                  })
-                  .getResult(0);
-    }
+    // 1-2. Dense scores, then logits with -inf where the key is not visible.
+    Value logits = buildLogits(b, loc, p, buildScores(b, loc, p));
+    // The extra denominator term's logit e per row; it starts both the row
+    // max and the row sum.
+    Value extra = buildExtraLogit(b, loc, p);
 
     // 3. Row max m = max(e, max_j x).
-    Value rowMax =
-        linalg::GenericOp::create(
-            b, loc, TypeRange{RankedTensorType::get(rowShape, f32)},
-            ValueRange{logits},
-            ValueRange{extra ? extra : filled(b, loc, rowShape, -INFINITY)},
-            ArrayRef<AffineMap>{id4, rows4}, reduceLast4,
-            [&](OpBuilder &b, Location loc, ValueRange args) {
-              linalg::YieldOp::create(b, loc,
-                                      ValueRange{arith::MaximumFOp::create(
-                                          b, loc, args[0], args[1])});
-            })
-            .getResult(0);
+    Value rowMax = generic(
+        b, loc, ValueRange{logits},
+        extra ? extra : filled(b, loc, rowShape, -INFINITY), {id4, rows4},
+        "pppr", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          return arith::MaximumFOp::create(b, loc, args[0], args[1]);
+        });
 
     // 4. p = exp(x - m); an invisible key (x = -inf) contributes 0 even
     // when the whole row is invisible (m = -inf).
-    Value probs =
-        linalg::GenericOp::create(
-            b, loc, TypeRange{RankedTensorType::get(scoreShape, f32)},
-            ValueRange{logits, rowMax},
-            ValueRange{tensor::EmptyOp::create(b, loc, scoreShape, f32)},
-            ArrayRef<AffineMap>{id4, rows4, id4}, parallel4,
-            [&](OpBuilder &b, Location loc, ValueRange args) {
-              Value invisible = arith::CmpFOp::create(
-                  b, loc, arith::CmpFPredicate::OEQ, args[0],
-                  constantF32(b, loc, -INFINITY));
-              Value p = math::ExpOp::create(
-                  b, loc, arith::SubFOp::create(b, loc, args[0], args[1]));
-              linalg::YieldOp::create(
-                  b, loc,
-                  ValueRange{arith::SelectOp::create(
-                      b, loc, invisible, constantF32(b, loc, 0.0), p)});
-            })
-            .getResult(0);
+    Value probs = generic(
+        b, loc, ValueRange{logits, rowMax},
+        tensor::EmptyOp::create(b, loc, scoreShape, f32), {id4, rows4, id4},
+        "pppp", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          Value invisible =
+              arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, args[0],
+                                    constantF32(b, loc, -INFINITY));
+          Value e = math::ExpOp::create(
+              b, loc, arith::SubFOp::create(b, loc, args[0], args[1]));
+          return arith::SelectOp::create(b, loc, invisible,
+                                         constantF32(b, loc, 0.0), e);
+        });
 
-    // 5. Row sum l = exp(e - m) + sum_j p.
+    // 5. Row sum l = exp(e - m) + sum_j p (before dropout: the softmax
+    // statistics are those of the undropped weights).
     Value sumInit = filled(b, loc, rowShape, 0.0);
     if (extra)
-      sumInit =
-          linalg::GenericOp::create(
-              b, loc, TypeRange{RankedTensorType::get(rowShape, f32)},
-              ValueRange{extra, rowMax},
-              ValueRange{tensor::EmptyOp::create(b, loc, rowShape, f32)},
-              ArrayRef<AffineMap>{id3, id3, id3}, parallel3,
-              [&](OpBuilder &b, Location loc, ValueRange args) {
-                linalg::YieldOp::create(
-                    b, loc,
-                    ValueRange{math::ExpOp::create(
-                        b, loc,
-                        arith::SubFOp::create(b, loc, args[0], args[1]))});
-              })
-              .getResult(0);
+      sumInit = generic(
+          b, loc, ValueRange{extra, rowMax},
+          tensor::EmptyOp::create(b, loc, rowShape, f32), {id3, id3, id3},
+          "ppp", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+            return math::ExpOp::create(
+                b, loc, arith::SubFOp::create(b, loc, args[0], args[1]));
+          });
     Value rowSum =
-        linalg::GenericOp::create(
-            b, loc, TypeRange{RankedTensorType::get(rowShape, f32)},
-            ValueRange{probs}, ValueRange{sumInit},
-            ArrayRef<AffineMap>{id4, rows4}, reduceLast4,
-            [&](OpBuilder &b, Location loc, ValueRange args) {
-              linalg::YieldOp::create(
-                  b, loc,
-                  ValueRange{arith::AddFOp::create(b, loc, args[0], args[1])});
-            })
-            .getResult(0);
+        generic(b, loc, ValueRange{probs}, sumInit, {id4, rows4}, "pppr",
+                [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                  return arith::AddFOp::create(b, loc, args[0], args[1]);
+                });
 
-    // 6. Unnormalized P V: acc[b, h, i, x] = sum_j p[b, h, i, j] v[b, j,
-    // h/g, x]. Loops (b, h, i, x, j).
-    SmallVector<int64_t> accShape = {batches, headsQ, seqQ, dV};
-    Value acc =
-        linalg::GenericOp::create(
-            b, loc, TypeRange{RankedTensorType::get(accShape, f32)},
-            ValueRange{probs, op.getV()},
-            ValueRange{filled(b, loc, accShape, 0.0)},
-            ArrayRef<AffineMap>{
-                AffineMap::get(5, 0, {d0, d1, d2, d4}, ctx),
-                AffineMap::get(5, 0, layoutExprs(layout, d0, kvHead, d4, d3),
-                               ctx),
-                AffineMap::get(5, 0, {d0, d1, d2, d3}, ctx)},
-            ArrayRef<IteratorType>{
-                IteratorType::parallel, IteratorType::parallel,
-                IteratorType::parallel, IteratorType::parallel,
-                IteratorType::reduction},
-            [&](OpBuilder &b, Location loc, ValueRange args) {
-              Value product = arith::MulFOp::create(b, loc, args[0],
-                                                    toF32(b, loc, args[1]));
-              linalg::YieldOp::create(
-                  b, loc,
-                  ValueRange{arith::AddFOp::create(b, loc, args[2], product)});
-            })
-            .getResult(0);
+    // 6. Unnormalized (P o F) V: acc[n, h, i, x] = sum_j p[n, h, i, j]
+    // f[n, h, i, j] v[n, j, h/g, x]. Loops (n, h, i, x, j).
+    Value weights = probs;
+    if (p.dropout > 0.0)
+      weights =
+          multiplyScores(b, loc, p, probs, buildDropoutFactors(b, loc, p));
+    SmallVector<int64_t> accShape = {p.batches, p.headsQ, p.rows, p.dV};
+    Value acc = generic(
+        b, loc, ValueRange{weights, op.getV()}, filled(b, loc, accShape, 0.0),
+        {AffineMap::get(5, 0, {d0, d1, d2, d4}, ctx),
+         AffineMap::get(5, 0, layoutExprs(p.layout, d0, kvHead, d4, d3), ctx),
+         AffineMap::get(5, 0, {d0, d1, d2, d3}, ctx)},
+        "ppppr", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          Value product =
+              arith::MulFOp::create(b, loc, args[0], toF32(b, loc, args[1]));
+          return arith::AddFOp::create(b, loc, args[2], product);
+        });
 
     // 7. O = acc / l in q's layout and element type; a row that sees
     // nothing (l = 0, or only the extra term: acc = 0) is 0.
     Type oElement = oType.getElementType();
-    Value o =
-        linalg::GenericOp::create(
-            b, loc, TypeRange{oType}, ValueRange{acc, rowSum},
-            ValueRange{
-                tensor::EmptyOp::create(b, loc, oType.getShape(), oElement)},
-            ArrayRef<AffineMap>{
-                id4, rows4,
-                AffineMap::get(4, 0, layoutExprs(layout, d0, d1, d2, d3), ctx)},
-            parallel4,
-            [&](OpBuilder &b, Location loc, ValueRange args) {
-              Value seen =
-                  arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                        args[1], constantF32(b, loc, 0.0));
-              Value value = arith::SelectOp::create(
-                  b, loc, seen, arith::DivFOp::create(b, loc, args[0], args[1]),
-                  constantF32(b, loc, 0.0));
-              if (!oElement.isF32())
-                value = arith::TruncFOp::create(b, loc, oElement, value);
-              linalg::YieldOp::create(b, loc, ValueRange{value});
-            })
-            .getResult(0);
+    Value o = generic(
+        b, loc, ValueRange{acc, rowSum},
+        tensor::EmptyOp::create(b, loc, oType.getShape(), oElement),
+        {id4, rows4,
+         AffineMap::get(4, 0, layoutExprs(p.layout, d0, d1, d2, d3), ctx)},
+        "pppp", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                             args[1], constantF32(b, loc, 0.0));
+          Value value = arith::SelectOp::create(
+              b, loc, seen, arith::DivFOp::create(b, loc, args[0], args[1]),
+              constantF32(b, loc, 0.0));
+          return fromF32(b, loc, value, oElement);
+        });
 
     SmallVector<Value> results = {o};
     if (Value lseResult = op.getLse()) {
       // 8. LSE = m + log(l); l = 0 only when there is no extra term and the
-      // row sees nothing: log E = log 0 = -inf.
+      // row sees nothing: log E = log 0 = -inf. Loops (n, h, i, 0).
       auto lseType = cast<RankedTensorType>(lseResult.getType());
+      AffineMap lseOut = p.thd ? AffineMap::get(4, 0, {d2, d1, d3}, ctx) : id4;
+      results.push_back(generic(
+          b, loc, ValueRange{rowMax, rowSum},
+          tensor::EmptyOp::create(b, loc, lseType.getShape(), f32),
+          {rows4, rows4, lseOut}, "pppp",
+          [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+            Value seen =
+                arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                      args[1], constantF32(b, loc, 0.0));
+            Value lse = arith::AddFOp::create(
+                b, loc, args[0], math::LogOp::create(b, loc, args[1]));
+            return arith::SelectOp::create(b, loc, seen, lse,
+                                           constantF32(b, loc, -INFINITY));
+          }));
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+/// The backward pass as the dense chain rule, from the given o, d_o and lse
+/// (as the kernel receives them):
+///   P = exp(x - LSE) on visible keys,  D_i = dO_i . O_i,
+///   dP = (dO V^T) o F,  dS = P o (dP - D),
+///   dQ = scale dS K,  dK = scale dS^T Q,  dV = (P o F)^T dO
+/// (dK and dV summed over the query heads of each kv head), dbias = dS
+/// (post_scale) or scale dS (pre_scale) summed over the dimensions the
+/// bias broadcasts, d alpha_h = -sum exp(alpha_h - LSE_i) D_i.
+struct AttentionBackwardOpReferenceDecomposition
+    : OpRewritePattern<AttentionBackwardOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AttentionBackwardOp op,
+                                PatternRewriter &rewriter) const override {
+    if (std::optional<std::string> gap = getReferenceDecompositionGap(op))
+      return rewriter.notifyMatchFailure(op, *gap);
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    OpBuilder &b = rewriter;
+    AttentionProblem p = AttentionProblem::get(op);
+    SmallVector<int64_t> scoreShape = p.scoreShape(), rowShape = p.rowShape();
+    Type f32 = b.getF32Type();
+    int64_t group = p.group();
+
+    AffineExpr d0, d1, d2, d3, d4, d5;
+    bindDims(ctx, d0, d1, d2, d3, d4, d5);
+    AffineExpr zero = getAffineConstantExpr(0, ctx);
+    AffineMap id4 = AffineMap::getMultiDimIdentityMap(4, ctx);
+    AffineMap id3 = AffineMap::getMultiDimIdentityMap(3, ctx);
+    AffineMap rows4 = AffineMap::get(4, 0, {d0, d1, d2}, ctx);
+
+    Value logits = buildLogits(b, loc, p, buildScores(b, loc, p));
+
+    // P = exp(x - LSE) from the given LSE; 0 on invisible keys.
+    Value probs =
+        generic(b, loc, ValueRange{logits, op.getLse()},
+                tensor::EmptyOp::create(b, loc, scoreShape, f32),
+                {id4, p.lseMap(ctx, 4), id4}, "pppp",
+                [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                  Value invisible = arith::CmpFOp::create(
+                      b, loc, arith::CmpFPredicate::OEQ, args[0],
+                      constantF32(b, loc, -INFINITY));
+                  Value e = math::ExpOp::create(
+                      b, loc, arith::SubFOp::create(b, loc, args[0], args[1]));
+                  return arith::SelectOp::create(b, loc, invisible,
+                                                 constantF32(b, loc, 0.0), e);
+                });
+
+    // D[n, h, i] = sum_x dO[n, i, h, x] O[n, i, h, x]. Loops (n, h, i, x).
+    AffineMap rowOf4 =
+        AffineMap::get(4, 0, layoutExprs(p.layout, d0, d1, d2, d3), ctx);
+    Value delta =
+        generic(b, loc, ValueRange{op.getDO(), op.getO()},
+                filled(b, loc, rowShape, 0.0), {rowOf4, rowOf4, rows4}, "pppr",
+                [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                  Value product = arith::MulFOp::create(
+                      b, loc, toF32(b, loc, args[0]), toF32(b, loc, args[1]));
+                  return arith::AddFOp::create(b, loc, args[2], product);
+                });
+
+    // dP[n, h, i, j] = sum_x dO[n, i, h, x] v[n, j, h/g, x]. Loops
+    // (n, h, i, j, x).
+    AffineExpr kvHead = d1.floorDiv(group);
+    Value dP = generic(
+        b, loc, ValueRange{op.getDO(), p.v}, filled(b, loc, scoreShape, 0.0),
+        {AffineMap::get(5, 0, layoutExprs(p.layout, d0, d1, d2, d4), ctx),
+         AffineMap::get(5, 0, layoutExprs(p.layout, d0, kvHead, d3, d4), ctx),
+         AffineMap::get(5, 0, {d0, d1, d2, d3}, ctx)},
+        "ppppr", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          Value product = arith::MulFOp::create(b, loc, toF32(b, loc, args[0]),
+                                                toF32(b, loc, args[1]));
+          return arith::AddFOp::create(b, loc, args[2], product);
+        });
+
+    // With dropout O = (P o F) V: V's weights are P o F and P's gradient
+    // is dP o F.
+    Value weights = probs;
+    if (p.dropout > 0.0) {
+      Value factors = buildDropoutFactors(b, loc, p);
+      weights = multiplyScores(b, loc, p, probs, factors);
+      dP = multiplyScores(b, loc, p, dP, factors);
+    }
+
+    // dS = P o (dP - D).
+    Value dS = generic(
+        b, loc, ValueRange{probs, dP, delta},
+        tensor::EmptyOp::create(b, loc, scoreShape, f32),
+        {id4, id4, rows4, id4}, "pppp",
+        [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          return arith::MulFOp::create(
+              b, loc, args[0], arith::SubFOp::create(b, loc, args[1], args[2]));
+        });
+
+    // scale * acc written in `type` (a Q/K/V-like tensor in the layout),
+    // from the canonical f32 [n, heads, rows, d] accumulator.
+    auto finish = [&](Value acc, RankedTensorType type, double factor) {
+      Type element = type.getElementType();
+      return generic(
+          b, loc, ValueRange{acc},
+          tensor::EmptyOp::create(b, loc, type.getShape(), element),
+          {id4,
+           AffineMap::get(4, 0, layoutExprs(p.layout, d0, d1, d2, d3), ctx)},
+          "pppp", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+            Value value = args[0];
+            if (factor != 1.0)
+              value = arith::MulFOp::create(b, loc, value,
+                                            constantF32(b, loc, factor));
+            return fromF32(b, loc, value, element);
+          });
+    };
+
+    // dQ[n, h, i, x] = scale sum_j dS[n, h, i, j] k[n, j, h/g, x]. Loops
+    // (n, h, i, x, j).
+    Value dqAcc = generic(
+        b, loc, ValueRange{dS, p.k},
+        filled(b, loc, {p.batches, p.headsQ, p.rows, p.dQK}, 0.0),
+        {AffineMap::get(5, 0, {d0, d1, d2, d4}, ctx),
+         AffineMap::get(5, 0, layoutExprs(p.layout, d0, kvHead, d4, d3), ctx),
+         AffineMap::get(5, 0, {d0, d1, d2, d3}, ctx)},
+        "ppppr", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          Value product =
+              arith::MulFOp::create(b, loc, args[0], toF32(b, loc, args[1]));
+          return arith::AddFOp::create(b, loc, args[2], product);
+        });
+
+    // dK and dV sum over the query heads h = hk * g + r of each kv head hk
+    // and over the rows: the score-space tensors are viewed as
+    // [n, h_kv, g, i, j]. Loops (n, hk, r, j, x, i).
+    auto byKVHead = [&](Value scores) -> Value {
+      return tensor::ExpandShapeOp::create(
+          b, loc,
+          RankedTensorType::get({p.batches, p.headsKV, group, p.rows, p.keys},
+                                f32),
+          scores, ArrayRef<ReassociationIndices>{{0}, {1, 2}, {3}, {4}});
+    };
+    AffineExpr queryHead = d1 * group + d2;
+    auto kvGradient = [&](Value scores, Value rowsOperand, int64_t d) {
+      return generic(
+          b, loc, ValueRange{byKVHead(scores), rowsOperand},
+          filled(b, loc, {p.batches, p.headsKV, p.keys, d}, 0.0),
+          {AffineMap::get(6, 0, {d0, d1, d2, d5, d3}, ctx),
+           AffineMap::get(6, 0, layoutExprs(p.layout, d0, queryHead, d5, d4),
+                          ctx),
+           AffineMap::get(6, 0, {d0, d1, d3, d4}, ctx)},
+          "pprppr", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+            Value product =
+                arith::MulFOp::create(b, loc, args[0], toF32(b, loc, args[1]));
+            return arith::AddFOp::create(b, loc, args[2], product);
+          });
+    };
+    SmallVector<Value> results = {
+        finish(dqAcc, cast<RankedTensorType>(op.getDq().getType()), p.scale),
+        finish(kvGradient(dS, p.q, p.dQK),
+               cast<RankedTensorType>(op.getDk().getType()), p.scale),
+        finish(kvGradient(weights, op.getDO(), p.dV),
+               cast<RankedTensorType>(op.getDv().getType()), 1.0)};
+
+    if (Value dbias = op.getDBias()) {
+      // Sum (scale) dS over the dimensions in which the bias is 1, into the
+      // tensor of the others; then written in the bias's shape and type.
+      auto biasType = cast<RankedTensorType>(dbias.getType());
+      SmallVector<AffineExpr> kept, keptOfBias;
+      SmallVector<int64_t> keptShape;
+      std::string kinds;
+      AffineExpr loops[] = {d0, d1, d2, d3};
+      for (auto [dim, size] : llvm::enumerate(biasType.getShape())) {
+        if (size == 1) {
+          kinds += 'r';
+          continue;
+        }
+        kinds += 'p';
+        kept.push_back(loops[dim]);
+        keptOfBias.push_back(loops[dim]);
+        keptShape.push_back(size);
+      }
+      double factor = p.biasKind == BiasKind::pre_scale ? p.scale : 1.0;
+      Value sum =
+          generic(b, loc, ValueRange{dS}, filled(b, loc, keptShape, 0.0),
+                  {id4, AffineMap::get(4, 0, kept, ctx)}, kinds,
+                  [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                    return arith::AddFOp::create(b, loc, args[0], args[1]);
+                  });
+      Type element = biasType.getElementType();
       results.push_back(
-          linalg::GenericOp::create(
-              b, loc, TypeRange{lseType}, ValueRange{rowMax, rowSum},
-              ValueRange{
-                  tensor::EmptyOp::create(b, loc, lseType.getShape(), f32)},
-              ArrayRef<AffineMap>{rows4, rows4, id4}, parallel4,
-              [&](OpBuilder &b, Location loc, ValueRange args) {
-                Value seen =
-                    arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                          args[1], constantF32(b, loc, 0.0));
-                Value lse = arith::AddFOp::create(
-                    b, loc, args[0], math::LogOp::create(b, loc, args[1]));
-                linalg::YieldOp::create(
-                    b, loc,
-                    ValueRange{arith::SelectOp::create(
-                        b, loc, seen, lse, constantF32(b, loc, -INFINITY))});
-              })
-              .getResult(0));
+          generic(b, loc, ValueRange{sum},
+                  tensor::EmptyOp::create(b, loc, biasType.getShape(), element),
+                  {AffineMap::get(4, 0, keptOfBias, ctx), id4}, "pppp",
+                  [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                    Value value = args[0];
+                    if (factor != 1.0)
+                      value = arith::MulFOp::create(
+                          b, loc, value, constantF32(b, loc, factor));
+                    return fromF32(b, loc, value, element);
+                  }));
+    }
+
+    if (Value dOffset = op.getDSoftmaxOffset()) {
+      // d alpha_h = -sum_{n, i} exp(alpha_h - LSE_i) D_i; a row with
+      // LSE = -inf saw nothing and adds nothing. Loops (n, h, i).
+      Value sum = generic(
+          b, loc, ValueRange{p.softmaxOffset, op.getLse(), delta},
+          filled(b, loc, {p.headsQ}, 0.0),
+          {AffineMap::get(3, 0, {zero, d1, zero, zero}, ctx), p.lseMap(ctx, 3),
+           id3, AffineMap::get(3, 0, {d1}, ctx)},
+          "rpr", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+            Value lse = args[1];
+            Value finite =
+                arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, lse,
+                                      constantF32(b, loc, -INFINITY));
+            Value weight = math::ExpOp::create(
+                b, loc, arith::SubFOp::create(b, loc, args[0], lse));
+            Value term = arith::MulFOp::create(b, loc, weight, args[2]);
+            return arith::SelectOp::create(
+                b, loc, finite, arith::SubFOp::create(b, loc, args[3], term),
+                args[3]);
+          });
+      auto offsetType = cast<RankedTensorType>(dOffset.getType());
+      Type element = offsetType.getElementType();
+      results.push_back(generic(
+          b, loc, ValueRange{sum},
+          tensor::EmptyOp::create(b, loc, offsetType.getShape(), element),
+          {AffineMap::get(4, 0, {d1}, ctx), id4}, "pppp",
+          [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+            return fromF32(b, loc, args[0], element);
+          }));
     }
     rewriter.replaceOp(op, results);
     return success();
@@ -514,5 +978,7 @@ struct TEDecomposeReferencePass
 
 void mlir::te::populateTEReferenceDecompositionPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<AttentionOpReferenceDecomposition>(patterns.getContext());
+  patterns.add<AttentionOpReferenceDecomposition,
+               AttentionBackwardOpReferenceDecomposition>(
+      patterns.getContext());
 }

@@ -29,14 +29,15 @@ LogicalResult applyTEToLinalgConversion(ArrayRef<Operation *> ops);
 /// and what `te-run --explain` shows.
 std::optional<std::string> getCPUUnsupportedReason(Operation *op);
 
-/// Adds the patterns of te-decompose-reference: te.attention (forward) as
-/// dense linalg math on the materialized [b, h_q, s_q, s_kv] score tensor,
-/// independent of the production lowering, for differential checks.
+/// Adds the patterns of te-decompose-reference: te.attention and
+/// te.attention_backward as dense linalg math on the materialized
+/// [b, h_q, s_q, s_kv] score tensor, independent of the production lowering,
+/// for differential checks.
 void populateTEReferenceDecompositionPatterns(RewritePatternSet &patterns);
 
-/// Why te-decompose-reference has no reference for `op` (thd, dropout,
-/// te.attention_backward, dynamic shapes), or nullopt when it has one or
-/// `op` needs none (ops whose host lowering is bit-exact).
+/// Why te-decompose-reference has no reference for `op` (attention with
+/// dynamic shapes), or nullopt when it has one or `op` needs none (ops whose
+/// host lowering is bit-exact).
 std::optional<std::string> getReferenceDecompositionGap(Operation *op);
 
 } // namespace mlir::te
