@@ -21,12 +21,15 @@
 #include "mlir/Dialect/ControlFlow/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/ControlFlow/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
@@ -39,13 +42,14 @@
 namespace mlir::te {
 
 /// Registers the te dialect, the upstream dialects its lowerings pass
-/// through, and the external interface models bufferization and the LLVM
-/// conversion need.
+/// through, those of the NVIDIA GPU backend to come (gpu, nvgpu, nvvm), and
+/// the external interface models bufferization and the LLVM conversion need.
 inline void registerAllDialects(DialectRegistry &registry) {
   registry.insert<TEDialect, affine::AffineDialect, arith::ArithDialect,
                   bufferization::BufferizationDialect, cf::ControlFlowDialect,
-                  func::FuncDialect, linalg::LinalgDialect, LLVM::LLVMDialect,
-                  math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
+                  func::FuncDialect, gpu::GPUDialect, linalg::LinalgDialect,
+                  LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,
+                  NVVM::NVVMDialect, nvgpu::NVGPUDialect, scf::SCFDialect,
                   tensor::TensorDialect, vector::VectorDialect>();
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   arith::registerBufferDeallocationOpInterfaceExternalModels(registry);

@@ -7,18 +7,87 @@
 #include "te/Pipelines/Pipelines.h"
 #include "te/Plugin/Passes.h"
 
-#include "mlir/InitAllPasses.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringRef.h"
 
 namespace mlir::te {
 
-/// Registers te's passes and pipelines and the upstream passes its
-/// pipelines are made of, so each stage can be run on its own in te-opt.
-inline void registerAllPasses() {
-  mlir::registerAllPasses();
+/// te's own pipelines, then its passes in the order the pipelines run them.
+/// te-opt lists them at the top of --help (MLIR sorts its pass list by name,
+/// which scatters them). Each is registered by registerTEPasses; the
+/// te-opt/help.test lit test fails when one is missing here.
+inline constexpr llvm::StringLiteral kTEPassArguments[] = {
+    "te-lower-cpu",          "te-lower-cpu-reference",
+    "te-lower-target",       "te-insert-checks",
+    "te-dispatch",           "te-explain-dispatch",
+    "te-materialize-checks", "te-decompose-reference",
+    "convert-te-to-linalg",  "te-approximate-math"};
+
+/// Registers te's passes and pipelines.
+inline void registerTEPasses() {
   registerTETransformsPasses();
   registerTEConversionPasses();
   registerTEPluginPasses();
   registerPipelines();
+}
+
+/// Registers the upstream passes te's CPU pipeline is made of
+/// (lib/Pipelines/CPUPipeline.cpp, in its order, with the stages of the
+/// buffer deallocation pipeline), so that each stage can be run on its own.
+/// canonicalize and cse, which it also runs, are among the general passes.
+inline void registerCPUPipelineStagePasses() {
+  bufferization::registerOneShotBufferizePass();
+  bufferization::registerBufferResultsToOutParamsPass();
+  bufferization::registerBufferizationPipelines();
+  memref::registerExpandReallocPass();
+  bufferization::registerOwnershipBasedBufferDeallocationPass();
+  bufferization::registerBufferDeallocationSimplificationPass();
+  bufferization::registerLowerDeallocationsPass();
+  registerConvertLinalgToLoopsPass();
+  registerLowerAffinePass();
+  registerConvertVectorToSCF();
+  registerSCFToControlFlowPass();
+  arith::registerArithExpandOpsPass();
+  memref::registerExpandStridedMetadataPass();
+  registerConvertVectorToLLVMPass();
+  registerFinalizeMemRefToLLVMConversionPass();
+  registerConvertMathToLLVMPass();
+  registerArithToLLVMConversionPass();
+  registerConvertFuncToLLVMPass();
+  registerConvertControlFlowToLLVMPass();
+  registerReconcileUnrealizedCastsPass();
+}
+
+/// Registers the general-purpose upstream passes one expects of an mlir-opt:
+/// cleanups and the printing / viewing passes.
+inline void registerGeneralPasses() {
+  registerCanonicalizer();
+  registerCSE();
+  registerInliner();
+  registerSymbolDCE();
+  registerSymbolPrivatize();
+  registerLoopInvariantCodeMotion();
+  registerSCCP();
+  registerStripDebugInfo();
+  registerPrintIRPass();
+  registerPrintOpStats();
+  registerViewOpGraph();
+}
+
+/// Registers what te tools offer: te's passes and pipelines, the upstream
+/// passes its pipelines are made of, and a few general ones. Not every
+/// upstream pass: those for other targets (GPU backends, SPIR-V, ...)
+/// would bury te's in te-opt --help.
+inline void registerAllPasses() {
+  registerTEPasses();
+  registerCPUPipelineStagePasses();
+  registerGeneralPasses();
 }
 
 } // namespace mlir::te

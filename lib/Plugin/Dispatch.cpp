@@ -16,6 +16,7 @@
 #include "te/Dialect/TE/IR/TEDialect.h"
 #include "te/Dialect/TE/IR/TEOps.h"
 #include "te/Dialect/TE/Transforms/Passes.h"
+#include "te/Support/ExplainTable.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -300,6 +301,14 @@ std::vector<std::string> DispatchRecord::notes() const {
   return notes;
 }
 
+std::string DispatchRecord::describeBackend(StringRef targetName) const {
+  if (provider != "native")
+    return "plugin " + provider;
+  if (!nativeUnsupported.empty())
+    return "none: " + nativeUnsupported;
+  return targetName.str() + " (native)";
+}
+
 FailureOr<std::vector<DispatchRecord>>
 mlir::te::plugin::dispatchModule(ModuleOp module, const TargetInfo &target,
                                  const DispatchPolicy &policy) {
@@ -421,30 +430,14 @@ mlir::te::plugin::dispatchModule(ModuleOp module, const TargetInfo &target,
 }
 
 void mlir::te::plugin::printDispatchTable(llvm::raw_ostream &os,
-                                          ArrayRef<DispatchRecord> records) {
-  size_t opWidth = 2, locationWidth = 8, providerWidth = 8;
-  for (const DispatchRecord &record : records) {
-    opWidth = std::max(opWidth, record.opName.size());
-    locationWidth = std::max(locationWidth, record.location.size());
-    providerWidth = std::max(providerWidth, record.provider.size());
-  }
-  auto pad = [](StringRef text, size_t width) {
-    return text.str() + std::string(width - text.size() + 2, ' ');
-  };
-  auto row = [&](StringRef op, StringRef location, StringRef provider,
-                 StringRef notes) {
-    os << pad(op, opWidth) << pad(location, locationWidth)
-       << pad(provider, providerWidth) << notes << "\n";
-  };
-  row("op", "location", "provider", "declined / notes");
-  for (const DispatchRecord &record : records) {
-    std::vector<std::string> notes = record.notes();
-    if (notes.empty())
-      notes.push_back("-");
-    row(record.opName, record.location, record.provider, notes.front());
-    for (size_t i = 1; i < notes.size(); ++i)
-      row("", "", "", notes[i]);
-  }
+                                          ArrayRef<DispatchRecord> records,
+                                          StringRef targetName) {
+  std::vector<::te::support::ExplainRow> rows;
+  for (const DispatchRecord &record : records)
+    rows.push_back({record.opName, record.location,
+                    record.describeBackend(targetName),
+                    llvm::join(record.notes(), "; ")});
+  os << ::te::support::formatExplainTable(rows);
 }
 
 //===----------------------------------------------------------------------===//
@@ -464,7 +457,7 @@ FailureOr<DispatchSetup> prepare(ModuleOp module, StringRef policyOption,
   return setup;
 }
 
-struct TEDispatchPass : te::impl::TEDispatchBase<TEDispatchPass> {
+struct TEDispatchPass : mlir::te::impl::TEDispatchBase<TEDispatchPass> {
   using TEDispatchBase::TEDispatchBase;
 
   void getDependentDialects(DialectRegistry &registry) const override {
@@ -481,7 +474,7 @@ struct TEDispatchPass : te::impl::TEDispatchBase<TEDispatchPass> {
 };
 
 struct TEExplainDispatchPass
-    : te::impl::TEExplainDispatchBase<TEExplainDispatchPass> {
+    : mlir::te::impl::TEExplainDispatchBase<TEExplainDispatchPass> {
   using TEExplainDispatchBase::TEExplainDispatchBase;
 
   void getDependentDialects(DialectRegistry &registry) const override {
@@ -498,13 +491,14 @@ struct TEExplainDispatchPass
         dispatchModule(*copy, setup->target, setup->policy);
     if (failed(records))
       return signalPassFailure();
-    printDispatchTable(llvm::outs(), *records);
+    printDispatchTable(llvm::outs(), *records, setup->targetName);
     llvm::outs().flush();
     markAllAnalysesPreserved();
   }
 };
 
-struct TELowerTargetPass : te::impl::TELowerTargetBase<TELowerTargetPass> {
+struct TELowerTargetPass
+    : mlir::te::impl::TELowerTargetBase<TELowerTargetPass> {
   using TELowerTargetBase::TELowerTargetBase;
 
   /// The device's pipeline, or null with *error set. As in a compile, a

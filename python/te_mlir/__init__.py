@@ -60,7 +60,10 @@ def _default_compiler_library():
 
 
 def format_explain(rows):
-    """The rows of Jit.explain as te-run --explain prints them."""
+    """The rows of Jit.explain as te-run --explain and te-opt
+    --te-explain-dispatch print them (the format of
+    include/te/Support/ExplainTable.h, which test_te_mlir.py holds this
+    copy to)."""
     table = [("op", "location", "backend", "declined / notes")]
     table += [(r.op, r.location, r.backend, r.notes or "-") for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(3)]

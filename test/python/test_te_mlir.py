@@ -175,6 +175,27 @@ def test_load_plugins_from_python():
     ]
 
 
+def test_format_explain_prints_te_runs_table():
+    """format_explain is te-run --explain's table, byte for byte."""
+    te_run = os.path.join(os.path.dirname(te_mlir.__file__), os.pardir,
+                          os.pardir, "bin", "te-run")
+    plugins = ",".join(FIXTURES + f"/libte-fixture-{name}.so"
+                       for name in ("good", "second"))
+    run = subprocess.run([te_run, STEP, "--explain", "--random-inputs"],
+                         env=dict(os.environ, NVTE_PLUGIN=plugins,
+                                  TE_CACHE_DISABLE="1"),
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    proc = run_script(f"""
+        jit = te_mlir.Jit()
+        print(te_mlir.format_explain(jit.explain(SOURCE, name={STEP!r})))
+    """, NVTE_PLUGIN=plugins)
+    assert proc.returncode == 0, proc.stderr
+    table = proc.stdout.splitlines()
+    assert len(table) == 4 and "; second/amax: " in table[2]
+    assert run.stdout.splitlines()[:4] == table
+
+
 def test_broken_plugin_warns_or_raises_in_strict_mode():
     script = """
         jit = te_mlir.Jit()

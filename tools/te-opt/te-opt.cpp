@@ -3,7 +3,7 @@
 // mlir-opt for te programs: parses, verifies, runs passes and prints. Plugins
 // come from NVTE_PLUGIN and from --te-plugin=LIST (after those of
 // NVTE_PLUGIN); --te-print-plugin-info lists them and exits, with status 1
-// when one of them could not be loaded.
+// when one of them could not be loaded. --help lists te's passes first.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,11 +14,15 @@
 #include "te/Version.h"
 
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,8 +46,49 @@ static llvm::cl::opt<bool> printPluginInfoOption(
     llvm::cl::desc("List available, active and failed plugins and exit "
                    "(with status 1 if a listed plugin failed to load)"));
 
+/// libLLVM registers the options of its code generators (AMDGPU, X86,
+/// Polly, ...) as it is loaded, before main. te-opt generates no machine
+/// code, so --help leaves them out: they are still accepted, and
+/// --help-hidden lists them. MLIR's options are registered later, by
+/// MlirOptMain, and stay.
+static void hideCodeGeneratorOptions() {
+  auto isGeneric = [](const llvm::cl::OptionCategory *category) {
+    return category->getName() == "Generic Options"; // --help, --version
+  };
+  for (llvm::cl::Option *option :
+       llvm::make_second_range(llvm::cl::getRegisteredOptions())) {
+    if (option == std::addressof(pluginOption) ||
+        option == &printPluginInfoOption ||
+        llvm::any_of(option->Categories, isGeneric))
+      continue;
+    if (option->getOptionHiddenFlag() == llvm::cl::NotHidden)
+      option->setHiddenFlag(llvm::cl::Hidden);
+  }
+}
+
+/// The --help overview: te's pipelines and passes, which MLIR's pass list
+/// (sorted by name) would scatter among the upstream ones.
+static std::string helpOverview() {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "te-mlir optimizer driver\n\nte's pipelines and passes (with their "
+        "options among all passes below):\n";
+  for (llvm::StringRef argument : mlir::te::kTEPassArguments) {
+    llvm::StringRef description;
+    if (const mlir::PassPipelineInfo *pipeline =
+            mlir::PassPipelineInfo::lookup(argument))
+      description = pipeline->getPassDescription();
+    else if (const mlir::PassInfo *pass = mlir::PassInfo::lookup(argument))
+      description = pass->getPassDescription();
+    os << "  " << llvm::left_justify(("--" + argument).str(), 26) << "  "
+       << description << "\n";
+  }
+  return text;
+}
+
 int main(int argc, char **argv) {
   llvm::cl::AddExtraVersionPrinter(printVersion);
+  hideCodeGeneratorOptions();
 
   std::vector<std::string> plugins;
   bool printPluginInfo = false;
@@ -90,6 +135,7 @@ int main(int argc, char **argv) {
   manager.registerDialects(registry);
   mlir::te::registerAllPasses();
   int restCount = static_cast<int>(rest.size());
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      restCount, rest.data(), "te-mlir optimizer driver\n", registry));
+  std::string overview = helpOverview();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(restCount, rest.data(), overview, registry));
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """te-plugin-check: the conformance kit for te-mlir plugins.
 
-    te-plugin-check PLUGIN [--filter REGEX] [--list] [--te-run PATH] [--keep DIR]
-                    [--backend DEVICE --runtime-plugin LIB]
+    te-plugin-check PLUGIN [--filter REGEX] [--extra FILE]... [--te-run PATH]
+                    [--keep DIR] [--backend DEVICE --runtime-plugin LIB]
+    te-plugin-check --list [--filter REGEX] [--extra FILE]...
 
 Runs a corpus of te op configurations through PLUGIN (a path, or a name
 found like NVTE_PLUGIN's entries) and through the CPU reference, and prints
@@ -14,16 +15,39 @@ one line per configuration:
              or the plugin's lowering did not compile or run (the error shown)
     declined the plugin does not take it (its reason shown); the native
              backend would lower it
-    skipped  the plugin takes it, but there is no reference for it (in
-             this corpus: dropout)
+    skipped  the plugin takes it, but the reference pipeline has no
+             decomposition for it (te-run's reason shown)
+
+The corpus covers every compute op: te.attention and te.attention_backward
+(layouts, types, masks, windows, GQA, bias and softmax kinds, dropout),
+te.scaled_matmul, te.amax, te.compute_scale, te.update_delayed_scaling,
+te.quantize in every scaling mode and usage, and te.dequantize. --list
+prints it (no plugin needed).
+
+--extra FILE adds a vendor's own configurations: MLIR programs separated by
+lines `// -----` (as te-opt --split-input-file splits), each with one line
+`// name: NAME` naming it. NAME must be new (not a corpus name, not used
+twice); each program must parse and verify in te-opt and contain a te op;
+its te ops get random inputs as te-run --random-inputs makes them. A file
+that breaks a rule is an error (exit 2) naming the file, the entry and the
+line. For example:
+
+    // name: vendor attention bshd bf16 causal s=512
+    func.func @main(%q: tensor<1x512x8x64xbf16>, ...) -> ... {
+      ...
+    }
+    // -----
+    // name: vendor amax f32 1x4096
+    func.func @main(%x: tensor<1x4096xf32>) -> tensor<f32> { ... }
 
 The comparison is te-run --check: the program compiled with the plugin
 (NVTE_PLUGIN=PLUGIN, NVTE_PLUGIN_STRICT=1, so a fallback is a failure) and
-with te-lower-cpu-reference (no plugins: te.attention as a dense
-decomposition written independently of the native kernel, the other ops
-through their bit-exact host lowering), on the same random inputs. The
-tolerance per output type is te-run's: abs = 1e-5 * max(1, max |ref|) and
-rel = 0 (f32), 2^-7 (bf16), 2^-10 (f16); FP8 and integer outputs exact.
+with te-lower-cpu-reference (no plugins: te.attention and
+te.attention_backward as dense decompositions written independently of the
+native kernels, the other ops through their bit-exact host lowering), on the
+same random inputs. The tolerance per output type is te-run's:
+abs = 1e-5 * max(1, max |ref|) and rel = 0 (f32), 2^-7 (bf16), 2^-10 (f16);
+FP8 and integer outputs exact.
 
 A plugin that brings its own device (a target and a runtime plugin, see
 docs/PluginAPI.md) is checked on that device with --backend DEVICE and
@@ -34,8 +58,9 @@ reference; so there is nothing to decline, and a configuration the target
 cannot compile fails. The detail names who lowered the op.
 
 Exit status: 0 when nothing failed, 1 when a configuration failed, 2 for
-usage errors (unknown plugin, te-run missing). Needs only Python 3, te-run
-(looked up next to this script, then on PATH) and the te-opt beside it.
+usage errors (unknown plugin, te-run missing, a bad --extra file). Needs
+only Python 3, te-run (looked up next to this script, then on PATH) and the
+te-opt beside it.
 """
 import argparse
 import os
@@ -62,14 +87,20 @@ def qkv_shape(layout, b, s, h, d):
 def attention(name, layout="bshd", elem="bf16", mask="no_mask", b=2, s_q=48,
               s_kv=None, h_q=4, h_kv=None, d_qk=32, d_v=None, window=None,
               softmax=None, bias=None, lse=False, scale=None, dropout=None,
-              bottom_right=None):
-    """One te.attention program; returns (name, text)."""
+              bottom_right=None, backward=False):
+    """One te.attention program, or with `backward` one te.attention_backward
+    program of the same configuration; returns (name, text)."""
     s_kv = s_q if s_kv is None else s_kv
     h_kv = h_q if h_kv is None else h_kv
     d_v = d_qk if d_v is None else d_v
+    o_type = tensor(qkv_shape(layout, b, s_q, h_q, d_v), elem)
+    lse_type = tensor((b, h_q, s_q, 1), "f32")
     args = [("q", tensor(qkv_shape(layout, b, s_q, h_q, d_qk), elem)),
             ("k", tensor(qkv_shape(layout, b, s_kv, h_kv, d_qk), elem)),
             ("v", tensor(qkv_shape(layout, b, s_kv, h_kv, d_v), elem))]
+    if backward:
+        args += [("o", o_type), ("d_o", o_type), ("lse", lse_type)]
+    results = [t for _, t in args[:3]] if backward else [o_type]
     config = [f"layout {layout}", f"mask {mask}"]
     if window:
         config.append(f"window [{window[0]}, {window[1]}]")
@@ -81,6 +112,8 @@ def attention(name, layout="bshd", elem="bf16", mask="no_mask", b=2, s_q=48,
         config.append(f"bias {bias}")
     if softmax:
         config.append(f"softmax {softmax}")
+    if dropout:
+        config.append(f"dropout {dropout}")
     if mask.startswith("padding"):
         args += [("lq", tensor((b,), "i32")), ("lkv", tensor((b,), "i32"))]
         config.append("seqlens(%lq, %lkv)")
@@ -88,33 +121,42 @@ def attention(name, layout="bshd", elem="bf16", mask="no_mask", b=2, s_q=48,
         args.append(("m", tensor((1, 1, s_q, s_kv), "i1")))
         config.append("mask_tensor(%m)")
     if bias in ("pre_scale", "post_scale"):
-        args.append(("bias", tensor((1, h_q, s_q, s_kv), "f32")))
+        bias_type = tensor((1, h_q, s_q, s_kv), "f32")
+        args.append(("bias", bias_type))
         config.append("bias_tensor(%bias)")
+        if backward:
+            results.append(bias_type)
     if bias == "alibi":
         args.append(("slopes", tensor((h_q,), "f32")))
         config.append("alibi_slopes(%slopes)")
     if dropout:
-        config.append(f"dropout {dropout}")
         args.append(("rng", tensor((2,), "i64")))
         config.append("rng_state(%rng)")
     if softmax == "learnable":
-        args.append(("offset", tensor((1, h_q, 1, 1), "f32")))
+        offset_type = tensor((1, h_q, 1, 1), "f32")
+        args.append(("offset", offset_type))
         config.append("softmax_offset(%offset)")
-    o_type = tensor(qkv_shape(layout, b, s_q, h_q, d_v), elem)
-    results = [o_type]
+        if backward:
+            results.append(offset_type)
     if lse:
         config.append("{return_lse}")
-        results.append(tensor((b, h_q, s_q, 1), "f32"))
+        results.append(lse_type)
+    op = "te.attention_backward" if backward else "te.attention"
+    operands = ", ".join(f"%{n}" for n, _ in args[:6 if backward else 3])
     signature = ", ".join(f"%{n}: {t}" for n, t in args)
     values = ", ".join(f"%r{i}" for i in range(len(results)))
     result_list = ", ".join(results)
     text = f"""func.func @main({signature}) -> ({result_list}) {{
-  {values} = te.attention %q, %k, %v {" ".join(config)}
+  {values} = {op} {operands} {" ".join(config)}
       : ({", ".join(t for _, t in args)}) -> ({result_list})
   return {values} : {result_list}
 }}
 """
     return name, text
+
+
+def attention_backward(name, **config):
+    return attention(name, backward=True, **config)
 
 
 def scaled_matmul(name, out="bf16", m=64, n=48, k=96, fp8="f8E4M3FN",
@@ -150,6 +192,16 @@ def simple(name, body, args, results):
 }}
 """
     return name, text
+
+
+def op_case(name, op, operands, args, results):
+    """One te op whose assembly ends in `: operand types -> result types`
+    (amax, compute_scale, update_delayed_scaling, quantize, dequantize)."""
+    values = ", ".join(f"%r{i}" for i in range(len(results)))
+    body = (f"  {values} = te.{op} {operands}\n"
+            f"      : {', '.join(t for _, t in args)} -> {', '.join(results)}\n"
+            f"  return {values} : {', '.join(results)}")
+    return simple(name, body, args, results)
 
 
 def corpus():
@@ -211,9 +263,46 @@ def corpus():
         attention("attention bshd f32 causal return_lse", elem="f32",
                   mask="causal", lse=True),
         attention("attention bshd f32 s=1 d=8", elem="f32", s_q=1, d_qk=8),
-        # No reference covers dropout: a plugin taking it is "skipped".
         attention("attention bshd bf16 causal dropout 0.1", mask="causal",
                   dropout=0.1),
+    ]
+    # te.attention_backward: the layouts, the mask kinds, GQA, and each
+    # option with a gradient of its own (dbias, d_softmax_offset).
+    for layout, elem in (("bshd", "bf16"), ("sbhd", "f32"), ("bhsd", "f16")):
+        cases.append(attention_backward(
+            f"attention_backward {layout} {elem} causal", layout=layout,
+            elem=elem, mask="causal"))
+    cases += [
+        attention_backward("attention_backward bshd f32 no_mask", elem="f32"),
+        attention_backward("attention_backward bshd bf16 padding_causal",
+                           mask="padding_causal"),
+        attention_backward("attention_backward bshd bf16 arbitrary",
+                           mask="arbitrary"),
+        attention_backward("attention_backward bshd bf16 causal_bottom_right "
+                           "s_q<s_kv", mask="causal_bottom_right", s_q=32,
+                           s_kv=80),
+        attention_backward("attention_backward bshd bf16 causal gqa 8:2",
+                           mask="causal", h_q=8, h_kv=2),
+        attention_backward("attention_backward bshd bf16 causal mqa 4:1",
+                           mask="causal", h_q=4, h_kv=1),
+        attention_backward("attention_backward bshd bf16 causal "
+                           "d_qk=64 d_v=32", mask="causal", d_qk=64, d_v=32),
+        attention_backward("attention_backward bshd bf16 causal window "
+                           "[16, 0]", mask="causal", window=(16, 0)),
+        attention_backward("attention_backward bshd f32 causal bias "
+                           "post_scale", elem="f32", mask="causal",
+                           bias="post_scale"),
+        attention_backward("attention_backward bshd bf16 no_mask bias "
+                           "pre_scale", bias="pre_scale"),
+        attention_backward("attention_backward bshd bf16 causal bias alibi",
+                           mask="causal", bias="alibi"),
+        attention_backward("attention_backward bshd f32 causal softmax "
+                           "learnable", elem="f32", mask="causal",
+                           softmax="learnable"),
+        attention_backward("attention_backward bshd bf16 causal softmax "
+                           "off_by_one", mask="causal", softmax="off_by_one"),
+        attention_backward("attention_backward bshd bf16 causal dropout 0.1",
+                           mask="causal", dropout=0.1),
     ]
     # te.scaled_matmul: output types, transposes, bias, GELU.
     for out in ("f32", "bf16", "f16", "f8E4M3FN"):
@@ -253,6 +342,164 @@ def corpus():
                [("d", "tensor<64x128xf8E4M3FN>"), ("si", "tensor<f32>")],
                ["tensor<64x128xbf16>"]),
     ]
+    # Scaling factors: current scaling (per tensor and per block) and one
+    # delayed-scaling update.
+    cases += [
+        op_case("compute_scale e4m3", "compute_scale", "%a fp8_type f8E4M3FN",
+                [("a", "tensor<f32>")], ["tensor<f32>"]),
+        op_case("compute_scale e5m2 epsilon pow2_scales 4x8",
+                "compute_scale",
+                "%a fp8_type f8E5M2 epsilon 1.0e-06 pow2_scales",
+                [("a", "tensor<4x8xf32>")], ["tensor<4x8xf32>"]),
+        op_case("update_delayed_scaling e4m3 max", "update_delayed_scaling",
+                "%h, %a, %s fp8_type f8E4M3FN",
+                [("h", "tensor<16x3xf32>"), ("a", "tensor<3xf32>"),
+                 ("s", "tensor<3xf32>")],
+                ["tensor<16x3xf32>", "tensor<3xf32>"]),
+        op_case("update_delayed_scaling e5m2 most_recent margin 2",
+                "update_delayed_scaling",
+                "%h, %a, %s fp8_type f8E5M2 amax_algo most_recent margin 2",
+                [("h", "tensor<16x3xf32>"), ("a", "tensor<3xf32>"),
+                 ("s", "tensor<3xf32>")],
+                ["tensor<16x3xf32>", "tensor<3xf32>"]),
+    ]
+    # Quantization in every mode and usage: MXFP8 column-wise and both,
+    # Float8BlockScaling's 1x128 and 128x128 blocks (f32 scales; 96x200 has
+    # partial blocks at both edges), and the dequantization of each.
+    mx = "tensor<64x96xf16>"
+    blocks = "tensor<96x200xbf16>"
+    blocks32 = "tensor<96x200xf32>"
+    cases += [
+        op_case("quantize per_tensor bf16 -> e4m3 both", "quantize",
+                "%x scale(%s) mode per_tensor usage both",
+                [("x", x), ("s", "tensor<f32>")],
+                ["tensor<64x128xf8E4M3FN>", "tensor<128x64xf8E4M3FN>",
+                 "tensor<f32>", "tensor<f32>"]),
+        op_case("quantize mxfp8_1x32 bf16 -> e4m3 columnwise", "quantize",
+                "%x mode mxfp8_1x32 usage columnwise", [("x", x)],
+                ["tensor<64x128xf8E4M3FN>", "tensor<2x128xf8E8M0FNU>"]),
+        op_case("quantize mxfp8_1x32 f16 -> e5m2 both", "quantize",
+                "%x mode mxfp8_1x32 usage both", [("x", mx)],
+                ["tensor<64x96xf8E5M2>", "tensor<64x3xf8E8M0FNU>",
+                 "tensor<64x96xf8E5M2>", "tensor<2x96xf8E8M0FNU>"]),
+        op_case("quantize block_1x128 bf16 -> e4m3", "quantize",
+                "%x mode block_1x128", [("x", blocks)],
+                ["tensor<96x200xf8E4M3FN>", "tensor<96x2xf32>"]),
+        op_case("quantize block_1x128 bf16 -> e4m3 columnwise", "quantize",
+                "%x mode block_1x128 usage columnwise", [("x", blocks)],
+                ["tensor<200x96xf8E4M3FN>", "tensor<200x1xf32>"]),
+        op_case("quantize block_1x128 f32 -> e4m3 both pow2_scales false",
+                "quantize",
+                "%x mode block_1x128 usage both pow2_scales false",
+                [("x", blocks32)],
+                ["tensor<96x200xf8E4M3FN>", "tensor<96x2xf32>",
+                 "tensor<200x96xf8E4M3FN>", "tensor<200x1xf32>"]),
+        op_case("quantize block_128x128 bf16 -> e4m3", "quantize",
+                "%x mode block_128x128", [("x", blocks)],
+                ["tensor<96x200xf8E4M3FN>", "tensor<1x2xf32>"]),
+        op_case("quantize block_128x128 f32 -> e5m2 both epsilon",
+                "quantize", "%x mode block_128x128 usage both epsilon 1.0e-04",
+                [("x", blocks32)],
+                ["tensor<96x200xf8E5M2>", "tensor<1x2xf32>",
+                 "tensor<200x96xf8E5M2>", "tensor<2x1xf32>"]),
+        op_case("dequantize mxfp8_1x32 e4m3 -> bf16", "dequantize",
+                "%d, %si mode mxfp8_1x32",
+                [("d", "tensor<64x128xf8E4M3FN>"),
+                 ("si", "tensor<64x4xf8E8M0FNU>")],
+                ["tensor<64x128xbf16>"]),
+        op_case("dequantize mxfp8_1x32 columnwise e5m2 -> f32", "dequantize",
+                "%d, %si mode mxfp8_1x32 columnwise",
+                [("d", "tensor<64x96xf8E5M2>"),
+                 ("si", "tensor<2x96xf8E8M0FNU>")],
+                ["tensor<64x96xf32>"]),
+        op_case("dequantize block_1x128 e4m3 -> bf16", "dequantize",
+                "%d, %si mode block_1x128",
+                [("d", "tensor<96x200xf8E4M3FN>"), ("si", "tensor<96x2xf32>")],
+                ["tensor<96x200xbf16>"]),
+        op_case("dequantize block_128x128 e5m2 -> f32", "dequantize",
+                "%d, %si mode block_128x128",
+                [("d", "tensor<96x200xf8E5M2>"), ("si", "tensor<1x2xf32>")],
+                ["tensor<96x200xf32>"]),
+    ]
+    return cases
+
+
+# ---------------------------------------------------------------------------
+# A vendor's own configurations (--extra)
+# ---------------------------------------------------------------------------
+
+SPLIT_MARKER = re.compile(r"^// -----\s*$")
+NAME_LINE = re.compile(r"^\s*//\s*name:(.*)$")
+TE_OP = re.compile(r"(?<![\w.])te\.[a-z_]+\b")
+
+
+class ExtraError(Exception):
+    """A configuration file that breaks the --extra format."""
+
+
+def read_extra(path):
+    """[(name, text, first line)] of the entries of an --extra file."""
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise ExtraError(f"{path}: cannot read: {e.strerror}")
+    entries, chunk, start = [], [], 1
+    for number, line in enumerate(lines + ["// -----"], start=1):
+        if not SPLIT_MARKER.match(line):
+            chunk.append(line)
+            continue
+        index = len(entries) + 1
+        where = f"{path}: entry {index} (line {start})"
+        names = [(start + i, m.group(1).strip())
+                 for i, l in enumerate(chunk) if (m := NAME_LINE.match(l))]
+        code = [l for l in chunk if l.strip() and not l.strip().startswith("//")]
+        if not code:
+            raise ExtraError(f"{where}: has no program (a '// -----' with "
+                             "nothing after it, or an empty file?)")
+        if len(names) != 1 or not names[0][1]:
+            found = ("none" if not names else
+                     ", ".join(f"line {n}" for n, _ in names))
+            raise ExtraError(f"{where}: needs exactly one non-empty "
+                             f"'// name: NAME' line (found: {found})")
+        if not any(TE_OP.search(l) for l in code):
+            raise ExtraError(f"{where} '{names[0][1]}': has no te op, so "
+                             "there is nothing to check")
+        entries.append((names[0][1], "\n".join(chunk) + "\n", start))
+        chunk, start = [], number + 1
+    return entries
+
+
+def verify_extra(te_opt, path, entries):
+    """Parses and verifies each entry with te-opt; errors point into `path`."""
+    with tempfile.TemporaryDirectory(prefix="te-plugin-check-") as scratch:
+        program = os.path.join(scratch, "entry.mlir")
+        for index, (name, text, start) in enumerate(entries, start=1):
+            # Blank lines in front keep te-opt's line numbers those of FILE.
+            with open(program, "w") as f:
+                f.write("\n" * (start - 1) + text)
+            result = subprocess.run([te_opt, program, "-o", os.devnull],
+                                    capture_output=True, text=True)
+            if result.returncode != 0:
+                message = one_line(result.stderr).replace(program, path)
+                raise ExtraError(f"{path}: entry {index} (line {start}) "
+                                 f"'{name}': does not verify: {message}")
+
+
+def load_extras(paths, builtin, te_opt):
+    """The configurations of the --extra files, checked."""
+    cases, seen = [], {name for name, _ in builtin}
+    for path in paths:
+        entries = read_extra(path)
+        for index, (name, _, start) in enumerate(entries, start=1):
+            if name in seen:
+                raise ExtraError(f"{path}: entry {index} (line {start}): "
+                                 f"the name '{name}' is already taken (names "
+                                 "must differ from the corpus and each other)")
+            seen.add(name)
+        if te_opt:
+            verify_extra(te_opt, path, entries)
+        cases += [(name, text) for name, text, _ in entries]
     return cases
 
 
@@ -323,11 +570,17 @@ def run_case(te_run, env, plugin_name, path, seed, backend):
     return "passed", detail
 
 
+def te_opt_beside(te_run):
+    """The te-opt next to `te_run`, or None."""
+    te_opt = os.path.join(os.path.dirname(te_run), "te-opt")
+    return te_opt if os.access(te_opt, os.X_OK) else None
+
+
 def plugin_name_of(te_run, env):
     """(name, version, plugin table) of the plugin from te-opt's plugin
     table, or (None, why not, None)."""
-    te_opt = os.path.join(os.path.dirname(te_run), "te-opt")
-    if os.access(te_opt, os.X_OK):
+    te_opt = te_opt_beside(te_run)
+    if te_opt:
         info = subprocess.run([te_opt, "--te-print-plugin-info"],
                               capture_output=True, text=True, env=env)
         match = re.search(r"^\s+plugin: (\S+) (\S+)", info.stdout, re.M)
@@ -353,14 +606,19 @@ def target_of(info, device):
 
 def main():
     parser = argparse.ArgumentParser(
-        description="Conformance kit: run a corpus of te op configurations "
-        "through a plugin and the CPU reference.")
-    parser.add_argument("plugin", help="plugin library path or name")
+        description=__doc__.split("\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("plugin", nargs="?",
+                        help="plugin library path or name (not needed with "
+                        "--list)")
     parser.add_argument("--filter", default="", metavar="REGEX",
                         help="only configurations whose name REGEX matches "
                         "(re.search)")
     parser.add_argument("--list", action="store_true",
-                        help="list the corpus and exit")
+                        help="print the configurations' names and exit")
+    parser.add_argument("--extra", action="append", default=[],
+                        metavar="FILE",
+                        help="add the configurations of FILE (repeatable)")
     parser.add_argument("--te-run", help="te-run binary")
     parser.add_argument("--keep", help="keep programs and outputs in DIR")
     parser.add_argument("--seed", type=int, default=1)
@@ -371,17 +629,26 @@ def main():
     args = parser.parse_args()
     if args.runtime_plugin and not args.backend:
         parser.error("--runtime-plugin needs --backend DEVICE")
+    if not args.plugin and not args.list:
+        parser.error("a PLUGIN to check is needed (or --list)")
 
-    cases = [c for c in corpus() if re.search(args.filter, c[0])]
+    te_run = find_te_run(args.te_run)
+    if not te_run and not args.list:
+        print("te-plugin-check: error: te-run not found (give --te-run)",
+              file=sys.stderr)
+        return 2
+    builtin = corpus()
+    try:
+        extras = load_extras(args.extra, builtin,
+                             te_opt_beside(te_run) if te_run else None)
+    except ExtraError as e:
+        print(f"te-plugin-check: error: --extra {e}", file=sys.stderr)
+        return 2
+    cases = [c for c in builtin + extras if re.search(args.filter, c[0])]
     if args.list:
         for name, _ in cases:
             print(name)
         return 0
-    te_run = find_te_run(args.te_run)
-    if not te_run:
-        print("te-plugin-check: error: te-run not found (give --te-run)",
-              file=sys.stderr)
-        return 2
     env = dict(os.environ)
     for var in ("NVTE_PLUGIN_POLICY", "NVTE_PLUGIN_DENY", "TE_RUNTIME_PLUGIN"):
         env.pop(var, None)
@@ -410,7 +677,7 @@ def main():
         print(f"te-plugin-check: plugin {name} {version} ({args.plugin}){where}: "
               f"{len(cases)} configurations")
         counts = {"passed": 0, "failed": 0, "declined": 0, "skipped": 0}
-        width = max(len(n) for n, _ in cases)
+        width = max((len(n) for n, _ in cases), default=0)
         for index, (case, text) in enumerate(cases):
             path = os.path.join(work, f"case{index:03d}.mlir")
             with open(path, "w") as f:

@@ -62,6 +62,11 @@ struct DispatchRecord {
   /// The declines ("provider: reason") and the fallback ("fallback: ..."),
   /// one note each, as the explain tables print them.
   std::vector<std::string> notes() const;
+
+  /// The explain tables' backend column for a dispatch for the target
+  /// named `targetName`: "plugin P/provider", "<target> (native)", or
+  /// "none: <why>" when the native lowering cannot take the op either.
+  std::string describeBackend(llvm::StringRef targetName) const;
 };
 
 /// Dispatches every te op of `module` for `target`: plugin-lowered ops are
@@ -91,9 +96,11 @@ FailureOr<DispatchSetup> prepareDispatch(StringRef device,
 /// dispatch for that device, then the target's pipeline.
 void buildTargetPipeline(OpPassManager &pm, const TargetRef &target);
 
-/// The --te-explain-dispatch table.
-void printDispatchTable(llvm::raw_ostream &os,
-                        ArrayRef<DispatchRecord> records);
+/// The explain table of a dispatch for the target named `targetName`
+/// (te/Support/ExplainTable.h): what --te-explain-dispatch prints, in the
+/// format of te-run --explain.
+void printDispatchTable(llvm::raw_ostream &os, ArrayRef<DispatchRecord> records,
+                        StringRef targetName);
 
 } // namespace mlir::te::plugin
 

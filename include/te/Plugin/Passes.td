@@ -53,13 +53,20 @@ def TEDispatch : Pass<"te-dispatch", "ModuleOp"> {
 }
 
 def TEExplainDispatch : Pass<"te-explain-dispatch", "ModuleOp"> {
-  let summary = "Print which provider lowers each te op, and why others declined";
+  let summary = "Print which backend lowers each te op, and why others declined";
   let description = [{
-    Runs `te-dispatch` on a copy of the module and prints a table to
-    stdout: each te op, its location, the provider that lowers it (a
-    plugin's `plugin/provider` or `native`), and every provider that
-    declined it with its reason, or why an accepted lowering fell back to
-    native. The module itself is left unchanged.
+    Runs `te-dispatch` on a copy of the module and prints the table
+    `te-run --explain` prints, to stdout: each te op, its location, the
+    backend that lowers it (`plugin P/provider`, `<target> (native)`, or
+    `none: <why>`), and every provider that declined it with its reason, or
+    why an accepted lowering fell back to native. The module itself is left
+    unchanged.
+
+    ```
+    op           location          backend              declined / notes
+    te.amax      step.mlir:5:8     plugin fixture/amax  -
+    te.amax      step.mlir:6:8     cpu (native)         fixture/amax: only f32 inputs, got bf16
+    ```
   }];
   let options = [
     Option<"policy", "policy", "std::string", /*default=*/"",
