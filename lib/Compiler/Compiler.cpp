@@ -14,10 +14,13 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 using namespace mlir;
@@ -60,6 +63,9 @@ struct CompilerSession {
     sourceMgr->AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
     handler = std::make_unique<SourceMgrDiagnosticHandler>(*sourceMgr, &context,
                                                            diagnosticStream);
+    // Registered last, so asked first.
+    moduleLevelHandler = std::make_unique<ScopedDiagnosticHandler>(
+        &context, [this](Diagnostic &diag) { return emitModuleLevel(diag); });
     ParserConfig config(&context);
     OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, config);
     if (module && failed(verify(*module)))
@@ -69,11 +75,42 @@ struct CompilerSession {
     return module;
   }
 
+  /// The parser locates the module itself at file:0:0, which names no
+  /// line: diagnostics there (a device without a target, a plugin that
+  /// cannot start, a serializer that fails) are written "file: error: ...".
+  /// Others go to the source manager's handler.
+  LogicalResult emitModuleLevel(Diagnostic &diag) {
+    auto fileOnly = [](Location loc) -> std::optional<StringRef> {
+      auto file = dyn_cast<FileLineColLoc>(loc);
+      if (!file || file.getLine() != 0)
+        return std::nullopt;
+      return file.getFilename().getValue();
+    };
+    if (!fileOnly(diag.getLocation()))
+      return failure();
+    auto emit = [&](Location loc, const std::string &message,
+                    DiagnosticSeverity severity) {
+      std::optional<StringRef> file = fileOnly(loc);
+      if (!file)
+        return handler->emitDiagnostic(loc, message, severity);
+      const char *kind = severity == DiagnosticSeverity::Error     ? "error"
+                         : severity == DiagnosticSeverity::Warning ? "warning"
+                         : severity == DiagnosticSeverity::Note    ? "note"
+                                                                   : "remark";
+      diagnosticStream << *file << ": " << kind << ": " << message << "\n";
+    };
+    emit(diag.getLocation(), diag.str(), diag.getSeverity());
+    for (Diagnostic &note : diag.getNotes())
+      emit(note.getLocation(), note.str(), note.getSeverity());
+    return success();
+  }
+
   MLIRContext context;
   std::string diagnostics;
   llvm::raw_string_ostream diagnosticStream;
   std::shared_ptr<llvm::SourceMgr> sourceMgr;
   std::unique_ptr<SourceMgrDiagnosticHandler> handler;
+  std::unique_ptr<ScopedDiagnosticHandler> moduleLevelHandler;
 };
 
 /// The plugin manager with NVTE_PLUGIN loaded, or null with *error set (a
@@ -131,40 +168,91 @@ int te_compiler_source_locations(const char *source, size_t size,
   return 0;
 }
 
-static int compile(const char *device, const char *source, size_t size,
-                   const char *source_name, const char *output_path,
-                   bool reference, char **manifest, char **error) {
+namespace {
+
+/// Where a compile of `sourceName` for `device` writes its stages' IR:
+/// TE_DUMP_DIR/<program>, the program being the file's name without
+/// directory and `.mlir`, with `.<device>` for devices other than cpu and
+/// `.reference` for the reference pipeline. "" without TE_DUMP_DIR.
+std::string dumpDirectoryFor(const char *sourceName, llvm::StringRef device,
+                             bool reference) {
+  const char *root = std::getenv("TE_DUMP_DIR");
+  if (!root || !*root)
+    return "";
+  std::string program =
+      llvm::sys::path::filename(sourceName ? sourceName : "").str();
+  if (llvm::StringRef(program).ends_with(".mlir"))
+    program.resize(program.size() - 5);
+  for (char &c : program)
+    if (!llvm::isAlnum(c) && c != '-' && c != '_' && c != '.')
+      c = '_';
+  if (program.empty() || program == "." || program == "..")
+    program = "program";
+  if (device != "cpu")
+    program += "." + device.str();
+  if (reference)
+    program += ".reference";
+  llvm::SmallString<256> path(root);
+  llvm::sys::path::append(path, program);
+  return path.str().str();
+}
+
+/// The recorder's stages as te_compiler_compile_with_report's report.
+std::string formatReport(const te::CompileRecorder &recorder) {
+  std::string text;
+  for (const te::CompileRecorder::Stage &stage : recorder.getStages())
+    text += llvm::formatv("{0}\t{1:f3}\n", stage.name, stage.milliseconds);
+  return text;
+}
+
+/// A compile (or, with `artifact`, an emit) of `source` for `device`.
+int compile(const char *device, const char *source, size_t size,
+            const char *source_name, const char *output_path, bool reference,
+            std::optional<te::KernelArtifact> artifact, char **manifest,
+            char **report, char **error) {
   CompilerSession session;
-  OwningOpRef<ModuleOp> module = session.parse(source, size, source_name);
-  if (!module) {
-    *error = copyString(session.diagnostics);
-    return 1;
-  }
   te::KernelCompileOptions options;
   options.reference = reference;
   options.device = device ? device : "";
+  te::CompileRecorder recorder(
+      dumpDirectoryFor(source_name, options.device, reference));
+  options.recorder = &recorder;
+  // The report is set whatever the outcome: how far the compile got.
+  auto finish = [&](int status) {
+    if (report)
+      *report = copyString(formatReport(recorder));
+    if (status != 0)
+      *error = copyString(session.diagnostics);
+    return status;
+  };
+  OwningOpRef<ModuleOp> module = session.parse(source, size, source_name);
+  if (!module)
+    return finish(1);
+  if (artifact)
+    return finish(failed(
+        te::emitKernelArtifact(*module, options, *artifact, output_path)));
   FailureOr<std::string> result =
       te::compileKernelLibrary(*module, options, output_path);
-  if (failed(result)) {
-    *error = copyString(session.diagnostics);
-    return 1;
-  }
+  if (failed(result))
+    return finish(1);
   *manifest = copyString(*result);
-  return 0;
+  return finish(0);
 }
+
+} // namespace
 
 int te_compiler_compile(const char *source, size_t size,
                         const char *source_name, const char *output_path,
                         char **manifest, char **error) {
   return compile("cpu", source, size, source_name, output_path,
-                 /*reference=*/false, manifest, error);
+                 /*reference=*/false, std::nullopt, manifest, nullptr, error);
 }
 
 int te_compiler_compile_for(const char *device, const char *source, size_t size,
                             const char *source_name, const char *output_path,
                             char **manifest, char **error) {
   return compile(device, source, size, source_name, output_path,
-                 /*reference=*/false, manifest, error);
+                 /*reference=*/false, std::nullopt, manifest, nullptr, error);
 }
 
 int te_compiler_compile_reference(const char *source, size_t size,
@@ -172,7 +260,33 @@ int te_compiler_compile_reference(const char *source, size_t size,
                                   const char *output_path, char **manifest,
                                   char **error) {
   return compile("cpu", source, size, source_name, output_path,
-                 /*reference=*/true, manifest, error);
+                 /*reference=*/true, std::nullopt, manifest, nullptr, error);
+}
+
+int te_compiler_compile_with_report(const char *device, int reference,
+                                    const char *source, size_t size,
+                                    const char *source_name,
+                                    const char *output_path, char **manifest,
+                                    char **report, char **error) {
+  return compile(device, source, size, source_name, output_path, reference != 0,
+                 std::nullopt, manifest, report, error);
+}
+
+int te_compiler_emit(const char *device, const char *artifact,
+                     const char *source, size_t size, const char *source_name,
+                     const char *output_path, char **report, char **error) {
+  std::optional<te::KernelArtifact> parsed =
+      te::parseKernelArtifact(artifact ? artifact : "");
+  if (!parsed) {
+    if (report)
+      *report = copyString("");
+    *error = copyString(std::string("error: unknown artifact '") +
+                        (artifact ? artifact : "") +
+                        "'; expected mlir, llvm, asm or obj");
+    return 1;
+  }
+  return compile(device, source, size, source_name, output_path,
+                 /*reference=*/false, parsed, nullptr, report, error);
 }
 
 int te_compiler_explain(const char *source, size_t size,
@@ -207,16 +321,10 @@ int te_compiler_explain_for(const char *device, const char *source, size_t size,
   }
   std::string text;
   llvm::raw_string_ostream os(text);
-  for (const te::plugin::DispatchRecord &record : *records) {
-    os << record.opName << '\t' << record.location << '\t';
-    if (record.provider != "native")
-      os << "plugin " << record.provider;
-    else if (!record.nativeUnsupported.empty())
-      os << "none: " << record.nativeUnsupported;
-    else
-      os << setup->targetName << " (native)";
-    os << '\t' << llvm::join(record.notes(), "; ") << '\n';
-  }
+  for (const te::plugin::DispatchRecord &record : *records)
+    os << record.opName << '\t' << record.location << '\t'
+       << record.describeBackend(setup->targetName) << '\t'
+       << llvm::join(record.notes(), "; ") << '\n';
   *table = copyString(text);
   return 0;
 }

@@ -19,6 +19,7 @@ using namespace te;
 namespace {
 
 thread_local std::string lastError;
+thread_local std::string lastCompileReport;
 
 te_status failJit(te_status status, std::string message) {
   lastError = std::move(message);
@@ -119,6 +120,7 @@ te_status te_jit_load(te_jit *jit, te_device *device, const char *source,
         *outcome = TE_CACHE_HIT_MEMORY;
       if (compile_ms)
         *compile_ms = 0;
+      lastCompileReport = "outcome\thit (memory)\n";
       return true;
     };
     if (memoryHit())
@@ -153,11 +155,19 @@ te_status te_jit_load(te_jit *jit, te_device *device, const char *source,
                      : TE_CACHE_MISS;
     if (compile_ms)
       *compile_ms = provided->compileMilliseconds;
+    lastCompileReport = cache::formatCompileReport(
+        *provided, provided->outcome == cache::CacheOutcome::DiskHit
+                       ? "hit (disk)"
+                       : "miss");
     return TE_OK;
   });
 }
 
 const char *te_jit_last_error_message(void) { return lastError.c_str(); }
+
+const char *te_jit_last_compile_report(void) {
+  return lastCompileReport.c_str();
+}
 
 void te_jit_release(te_jit *jit) { delete jit; }
 

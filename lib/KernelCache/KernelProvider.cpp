@@ -159,8 +159,8 @@ struct KernelProvider::Compiler {
   decltype(&te_compiler_build_id) buildId = nullptr;
   decltype(&te_compiler_canonicalize) canonicalize = nullptr;
   decltype(&te_compiler_source_locations) sourceLocations = nullptr;
-  decltype(&te_compiler_compile_for) compile = nullptr;
-  decltype(&te_compiler_compile_reference) compileReference = nullptr;
+  decltype(&te_compiler_compile_with_report) compile = nullptr;
+  decltype(&te_compiler_emit) emit = nullptr;
   decltype(&te_compiler_explain_for) explain = nullptr;
   decltype(&te_compiler_plugins) plugins = nullptr;
   decltype(&te_compiler_load_plugins) loadPlugins = nullptr;
@@ -199,25 +199,31 @@ Status KernelProvider::loadCompiler() {
         dlsym(loaded->handle, name));
     return fn != nullptr;
   };
-  if (!resolve(loaded->buildId, "te_compiler_build_id") ||
-      !resolve(loaded->canonicalize, "te_compiler_canonicalize") ||
-      !resolve(loaded->sourceLocations, "te_compiler_source_locations") ||
-      !resolve(loaded->compile, "te_compiler_compile_for") ||
-      !resolve(loaded->compileReference, "te_compiler_compile_reference") ||
-      !resolve(loaded->explain, "te_compiler_explain_for") ||
-      !resolve(loaded->plugins, "te_compiler_plugins") ||
-      !resolve(loaded->loadPlugins, "te_compiler_load_plugins") ||
-      !resolve(loaded->targets, "te_compiler_targets") ||
-      !resolve(loaded->release, "te_compiler_free"))
+  auto notOurs = [&] {
     return Status::error(compilerLibrary +
                          " is not te-mlir's compiler (missing te_compiler_* "
                          "symbols)");
+  };
+  // The build first: another build's compiler may lack functions of this
+  // one's, and saying which build it is helps more than which symbol.
+  if (!resolve(loaded->buildId, "te_compiler_build_id"))
+    return notOurs();
   std::string theirs = loaded->buildId();
   std::string ours = TE_MLIR_BUILD_ID;
   if (theirs != ours)
     return Status::error(compilerLibrary + " is te-mlir " + theirs +
                          ", but this program is te-mlir " + ours +
                          "; use the compiler of the same build");
+  if (!resolve(loaded->canonicalize, "te_compiler_canonicalize") ||
+      !resolve(loaded->sourceLocations, "te_compiler_source_locations") ||
+      !resolve(loaded->compile, "te_compiler_compile_with_report") ||
+      !resolve(loaded->emit, "te_compiler_emit") ||
+      !resolve(loaded->explain, "te_compiler_explain_for") ||
+      !resolve(loaded->plugins, "te_compiler_plugins") ||
+      !resolve(loaded->loadPlugins, "te_compiler_load_plugins") ||
+      !resolve(loaded->targets, "te_compiler_targets") ||
+      !resolve(loaded->release, "te_compiler_free"))
+    return notOurs();
   compiler = std::move(loaded);
   return Status::success();
 }
@@ -326,7 +332,8 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
                          device + "'");
   const char *pipeline = reference ? kReferencePipeline : kPipeline;
   // Every environment variable that changes code generation joins the
-  // keys: today those of the plugins.
+  // keys: today those of the plugins. TE_DUMP_DIR only writes files beside
+  // a compile, so it stays out (a hit dumps nothing).
   std::string host = describeHostCPU();
   std::string pluginEnvironment =
       reference ? "" : describePluginEnvironment(compilerLibrary);
@@ -341,14 +348,28 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
                               .add("build", buildId)
                               .add("plugin-environment", pluginEnvironment)
                               .finish();
-  std::string locations;
-  if (std::string key = cache.resolveAlias(sourceKey, &locations); !key.empty())
-    if (std::string path = cache.lookup(key); !path.empty())
-      return ProvidedKernel{path, CacheOutcome::DiskHit, 0, locations};
+  ProvidedKernel provided;
+  provided.sourceKey = sourceKey;
+  std::string &locations = provided.sourceLocations;
+  if (std::string key = cache.resolveAlias(sourceKey, &locations);
+      !key.empty()) {
+    if (std::string path = cache.lookup(key); !path.empty()) {
+      provided.libraryPath = path;
+      provided.outcome = CacheOutcome::DiskHit;
+      provided.canonicalKey = key;
+      provided.canonicalKeyFromAlias = true;
+      return provided;
+    }
+  }
 
   if (Status status = loadCompiler(); !status.ok())
     return status;
   auto start = std::chrono::steady_clock::now();
+  auto millisecondsSince = [](std::chrono::steady_clock::time_point since) {
+    return std::chrono::duration<double, std::milli>(
+               std::chrono::steady_clock::now() - since)
+        .count();
+  };
   char *canonical = nullptr, *error = nullptr;
   if (compiler->canonicalize(source.data(), source.size(), sourceName.c_str(),
                              &canonical, &error) != 0) {
@@ -409,10 +430,14 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
            describePluginEnvironment(compilerLibrary) == pluginEnvironment;
   };
   std::string canonicalKey = canonicalKeyFor(plugins);
+  provided.canonicalKey = canonicalKey;
+  provided.stages.push_back({"canonicalize", millisecondsSince(start)});
   if (std::string path = cache.lookup(canonicalKey); !path.empty()) {
     if (sourceKeyHolds(plugins))
       cache.publishAlias(sourceKey, canonicalKey, locations);
-    return ProvidedKernel{path, CacheOutcome::DiskHit, 0, locations};
+    provided.libraryPath = path;
+    provided.outcome = CacheOutcome::DiskHit;
+    return provided;
   }
 
   if (scratchDirectory.empty()) {
@@ -422,22 +447,21 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
     scratchDirectory = pattern;
   }
   std::string output = scratchDirectory + "/" + canonicalKey + ".so";
-  char *manifest = nullptr;
-  int failed = reference ? compiler->compileReference(
-                               source.data(), source.size(), sourceName.c_str(),
-                               output.c_str(), &manifest, &error)
-                         : compiler->compile(device.c_str(), source.data(),
-                                             source.size(), sourceName.c_str(),
-                                             output.c_str(), &manifest, &error);
+  char *manifest = nullptr, *report = nullptr;
+  int failed = compiler->compile(
+      device.c_str(), reference ? 1 : 0, source.data(), source.size(),
+      sourceName.c_str(), output.c_str(), &manifest, &report, &error);
+  std::vector<CompileStage> stages = parseCompileStages(report ? report : "");
+  compiler->release(report);
   if (failed != 0) {
     std::string message = error ? error : "unknown compiler error";
     compiler->release(error);
     return Status::error(message);
   }
   compiler->release(manifest);
-  double milliseconds = std::chrono::duration<double, std::milli>(
-                            std::chrono::steady_clock::now() - start)
-                            .count();
+  provided.stages.insert(provided.stages.end(), stages.begin(), stages.end());
+  provided.compileMilliseconds = millisecondsSince(start);
+  provided.libraryPath = output;
   // The plugins changed during the compile (one failed at activation, or
   // another thread loaded some): no key says what this kernel was built
   // with, so it is used but not cached.
@@ -446,14 +470,66 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
     if (!after)
       return after.status();
     if (*after != plugins)
-      return ProvidedKernel{output, CacheOutcome::Miss, milliseconds,
-                            locations};
+      return provided;
   }
   std::string path = cache.publish(canonicalKey, output);
   if (path.empty())
-    return ProvidedKernel{output, CacheOutcome::Miss, milliseconds, locations};
+    return provided;
   if (sourceKeyHolds(plugins))
     cache.publishAlias(sourceKey, canonicalKey, locations);
   std::remove(output.c_str());
-  return ProvidedKernel{path, CacheOutcome::Miss, milliseconds, locations};
+  provided.libraryPath = path;
+  return provided;
+}
+
+Expected<std::vector<CompileStage>>
+KernelProvider::emit(const std::string &source, const std::string &sourceName,
+                     const std::string &device, const std::string &artifact,
+                     const std::string &outputPath) {
+  if (Status status = loadCompiler(); !status.ok())
+    return status;
+  char *report = nullptr, *error = nullptr;
+  int failed = compiler->emit(device.c_str(), artifact.c_str(), source.data(),
+                              source.size(), sourceName.c_str(),
+                              outputPath.c_str(), &report, &error);
+  std::vector<CompileStage> stages = parseCompileStages(report ? report : "");
+  compiler->release(report);
+  if (failed != 0) {
+    std::string message = error ? error : "unknown compiler error";
+    compiler->release(error);
+    return Status::error(message);
+  }
+  return stages;
+}
+
+std::vector<CompileStage>
+te::cache::parseCompileStages(const std::string &report) {
+  std::vector<CompileStage> stages;
+  std::istringstream lines(report);
+  std::string line;
+  while (std::getline(lines, line)) {
+    size_t tab = line.find('\t');
+    if (tab == std::string::npos)
+      continue;
+    stages.push_back(
+        {line.substr(0, tab), std::strtod(line.c_str() + tab + 1, nullptr)});
+  }
+  return stages;
+}
+
+std::string te::cache::formatCompileReport(const ProvidedKernel &kernel,
+                                           const std::string &outcome) {
+  std::string text = "outcome\t" + outcome + "\n";
+  if (!kernel.sourceKey.empty())
+    text += "source-key\t" + kernel.sourceKey + "\n";
+  if (!kernel.canonicalKey.empty())
+    text += "canonical-key\t" + kernel.canonicalKey + "\t" +
+            (kernel.canonicalKeyFromAlias ? "alias" : "computed") + "\n";
+  for (const CompileStage &stage : kernel.stages) {
+    char milliseconds[32];
+    std::snprintf(milliseconds, sizeof(milliseconds), "%.3f",
+                  stage.milliseconds);
+    text += "stage\t" + stage.name + "\t" + milliseconds + "\n";
+  }
+  return text;
 }

@@ -32,17 +32,19 @@ bool isKernelElementType(Type type) {
          type.isSignlessInteger(32) || type.isSignlessInteger(64);
 }
 
+/// Checks argument or result `index` of `func`, whose type is `type`;
+/// a refusal is located at `loc` (the argument, or the function).
 LogicalResult checkKernelType(func::FuncOp func, Type type, StringRef role,
-                              unsigned index) {
+                              unsigned index, Location loc) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (tensor && tensor.hasStaticShape() && tensor.getNumElements() == 0)
-    return func.emitError("kernel @")
+    return mlir::emitError(loc, "kernel @")
            << func.getSymName() << ": " << role << " " << index << " has type "
            << type << " with no elements; kernels take and return tensors "
            << "with at least one element";
   if (!tensor || !tensor.hasStaticShape() ||
       !isKernelElementType(tensor.getElementType()))
-    return func.emitError("kernel @")
+    return mlir::emitError(loc, "kernel @")
            << func.getSymName() << ": " << role << " " << index << " has type "
            << type
            << "; kernels take and return statically shaped tensors of f32, "
@@ -70,22 +72,31 @@ mlir::te::collectKernelEntries(ModuleOp module) {
       continue;
     KernelEntry entry{func.getSymName().str(), {}, {}};
     for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
-      if (failed(checkKernelType(func, type, "argument", i)))
+      if (failed(checkKernelType(func, type, "argument", i,
+                                 func.getArgument(i).getLoc())))
         return failure();
       entry.inputs.push_back(cast<RankedTensorType>(type));
     }
     for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
-      if (failed(checkKernelType(func, type, "result", i)))
+      if (failed(checkKernelType(func, type, "result", i, func.getLoc())))
         return failure();
       entry.outputs.push_back(cast<RankedTensorType>(type));
     }
     entries.push_back(std::move(entry));
   }
-  if (entries.empty())
+  if (!entries.empty())
+    return entries;
+  // At the first function there is, which is private or has no body.
+  auto functions = module.getOps<func::FuncOp>();
+  if (functions.empty())
     return mlir::emitError(module.getLoc(),
                            "the module has no public function to compile "
                            "as a kernel entry point");
-  return entries;
+  func::FuncOp first = *functions.begin();
+  return first.emitError("the module has no public function to compile as a "
+                         "kernel entry point: @")
+         << first.getSymName()
+         << (first.isPrivate() ? " is private" : " has no body");
 }
 
 FailureOr<KernelChecks>
@@ -102,14 +113,18 @@ mlir::te::takeKernelChecks(ModuleOp lowered,
       return entry.name == named.getName().getValue();
     });
     auto messages = dyn_cast<ArrayAttr>(named.getValue());
+    // At the function the checks were recorded for, where there is one.
+    Location loc = lowered.getLoc();
+    if (Operation *function = lowered.lookupSymbol(named.getName()))
+      loc = function->getLoc();
     if (it == entries.end() || !messages)
-      return mlir::emitError(lowered.getLoc(), "run-time checks recorded for ")
+      return mlir::emitError(loc, "run-time checks recorded for ")
              << named.getName() << ", which is not a kernel entry point";
     std::vector<std::string> &list = checks[it - entries.begin()];
     for (Attribute message : messages) {
       auto text = dyn_cast<StringAttr>(message);
       if (!text)
-        return mlir::emitError(lowered.getLoc(), "malformed ")
+        return mlir::emitError(loc, "malformed ")
                << kKernelChecksAttrName << " attribute";
       // Manifest tokens are separated by exactly one space.
       SmallVector<StringRef> words;

@@ -18,8 +18,8 @@ class TeRun:
         self.cache = tmp_path / "cache"
         self.env = dict(os.environ, TE_CACHE_DIR=str(self.cache))
         # The user's plugin settings would change what is compiled.
-        for var in ("TE_CACHE_DISABLE", "TE_CACHE_MAX_BYTES", "NVTE_PLUGIN",
-                    "NVTE_PLUGIN_STRICT", "NVTE_PLUGIN_POLICY",
+        for var in ("TE_CACHE_DISABLE", "TE_CACHE_MAX_BYTES", "TE_DUMP_DIR",
+                    "NVTE_PLUGIN", "NVTE_PLUGIN_STRICT", "NVTE_PLUGIN_POLICY",
                     "NVTE_PLUGIN_DENY", "TE_PLUGIN_PATH"):
             self.env.pop(var, None)
         self.count = 0

@@ -1,6 +1,13 @@
 """te-run's command line: outputs, summaries and one-line errors (exit 2)."""
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
 import numpy as np
 import pytest
+
+from conftest import TE_RUN
 
 PROGRAM = """
 func.func @scale_up(%x: tensor<8xf32>) -> tensor<f32> {
@@ -88,7 +95,22 @@ def test_wrong_input_shape(te_run):
     program = te_run.program(PROGRAM)
     x = te_run.array(np.zeros(9, np.float32))
     line = error_of(te_run(program, "--input", x, check=False))
-    assert "must be f32[8]" in line and "f32[9]" in line
+    assert line == f"te-run: error: {x}: argument 0 must be f32 8, got f32 9"
+
+
+def test_wrong_input_shape_names_the_files_own_dtype(te_run):
+    # The argument is bf16; the file is f32 (which would be rounded to bf16)
+    # or raw bits: the message describes the file as it is.
+    program = te_run.program(TWO_ENTRIES)
+    x = te_run.array(np.zeros((2, 2), np.float32))
+    line = error_of(te_run(program, "--entry", "other", "--input", x, check=False))
+    assert line == f"te-run: error: {x}: argument 0 must be bf16 4, got f32 2x2"
+    bits = te_run.array(np.zeros(3, np.uint16))
+    line = error_of(te_run(program, "--entry", "other", "--input", bits, check=False))
+    assert line.endswith("must be bf16 4, got ui16 3")
+    scalar = te_run.array(np.float64(1.0))
+    line = error_of(te_run(program, "--entry", "other", "--input", scalar, check=False))
+    assert line.endswith("must be bf16 4, got f64 scalar")
 
 
 def test_missing_input_file(te_run):
@@ -112,7 +134,7 @@ def test_input_count(te_run):
     (["--backend", ""], "--backend needs a device name"),
     (["--runtime-plugin="], "--runtime-plugin= needs a list of runtime plugins"),
     (["--frobnicate"], "unknown option --frobnicate"),
-    (["--seed"], "--seed needs a value"),
+    (["--seed"], "--seed needs a number"),
 ])
 def test_bad_options(te_run, args, needle):
     program = te_run.program(PROGRAM)
@@ -173,3 +195,290 @@ def test_signatures_that_cannot_be_kernels(te_run, text, needle):
     program = te_run.program(text)
     line = error_of(te_run(program, "--random-inputs", check=False))
     assert needle in line
+
+
+# --- Options: --opt VALUE and --opt=VALUE, one error line for misuse ------
+
+def both_forms(option, value):
+    return [[option, str(value)], [f"{option}={value}"]]
+
+
+@pytest.mark.parametrize("form", [0, 1])
+def test_value_options_take_both_forms(te_run, form):
+    program = te_run.program(TWO_ENTRIES)
+    x = te_run.array(np.zeros(4, np.float32))
+    out = te_run.tmp / f"out-{form}"
+    args = [program,
+            *both_forms("--entry", "other")[form],
+            *both_forms("--input", x)[form],
+            *both_forms("--backend", "cpu")[form],
+            *both_forms("--output-dir", out)[form],
+            *both_forms("--bench", 2)[form]]
+    proc = te_run(*args)
+    assert "@other: 1 inputs, 1 outputs" in proc.stdout
+    assert "bench: 2 runs" in proc.stdout
+    assert (out / "out0.npy").exists()
+
+
+def test_seed_takes_both_forms(te_run):
+    program = te_run.program(PROGRAM)
+    spaced = te_run(program, "--random-inputs", "--seed", "7").stdout
+    joined = te_run(program, "--random-inputs", "--seed=7").stdout
+    other = te_run(program, "--random-inputs", "--seed=8").stdout
+    assert spaced == joined != other
+
+
+@pytest.mark.parametrize("form", [0, 1])
+def test_plugin_options_take_both_forms(te_run, form):
+    # A plugin that does not exist is reported under either spelling: the
+    # value reached the loader.
+    program = te_run.program(PROGRAM)
+    missing = te_run.tmp / "libnope.so"
+    line = error_of(te_run(program, "--random-inputs",
+                           *both_forms("--te-plugin", missing)[form],
+                           env={"NVTE_PLUGIN_STRICT": "1"}, check=False))
+    assert str(missing) in line
+    line = error_of(te_run(program, "--random-inputs",
+                           *both_forms("--runtime-plugin", missing)[form],
+                           check=False))
+    assert "--runtime-plugin" in line and str(missing) in line
+
+
+@pytest.mark.parametrize("option", [
+    "--entry", "--backend", "--input", "--seed", "--output-dir", "--bench",
+    "--te-plugin", "--runtime-plugin", "--emit", "-o"])
+def test_missing_values(te_run, option):
+    program = te_run.program(PROGRAM)
+    # At the end of the command line, and followed by another option.
+    line = error_of(te_run(program, option, check=False))
+    assert line.startswith(f"te-run: error: {option} needs ")
+    line = error_of(te_run(program, option, "--check", check=False))
+    assert line.startswith(f"te-run: error: {option} needs ")
+    assert line.endswith("(got option --check)")
+    if option != "-o":
+        line = error_of(te_run(program, f"{option}=", check=False))
+        assert line.startswith(f"te-run: error: {option}= needs ")
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--seed=-1"], "--seed expects a non-negative integer, got '-1'"),
+    (["--seed", "1x"], "--seed expects a non-negative integer, got '1x'"),
+    (["--seed", "99999999999999999999"], "--seed expects a non-negative integer"),
+    (["--bench=3000000000"],
+     "--bench expects a non-negative integer up to 2147483647, got '3000000000'"),
+    (["--check=yes"], "--check takes no value, got '--check=yes'"),
+    (["--verbose=1"], "--verbose takes no value"),
+    (["--emit=exe", "-o", "x"], "--emit expects mlir, llvm, asm or obj, got 'exe'"),
+    (["--emit=mlir"], "--emit needs -o FILE"),
+    (["-o", "x.ll"], "-o names the file of --emit"),
+    (["--emit=mlir", "-o", "x", "--random-inputs"],
+     "--emit compiles without running the program: --random-inputs does not apply"),
+    (["--emit=mlir", "-o", "x", "--check"], "--check does not apply"),
+])
+def test_bad_option_values(te_run, args, needle):
+    program = te_run.program(PROGRAM)
+    assert needle in error_of(te_run(program, *args, check=False))
+
+
+# --- --version ---------------------------------------------------------------
+
+def test_version_is_te_mlirs(te_run):
+    proc = te_run("--version", env={"LD_DEBUG": "files"})
+    lines = [l for l in proc.stdout.splitlines()]
+    assert lines[0].startswith("te-mlir ") and "built with LLVM/MLIR" in lines[1]
+    # What te-opt --version says of te-mlir, word for word.
+    te_opt = Path(TE_RUN).parent / "te-opt"
+    if te_opt.exists():
+        opt = subprocess.run([str(te_opt), "--version"], capture_output=True,
+                             text=True).stdout.splitlines()
+        assert lines == opt[opt.index(lines[0]):][:2]
+    # No program needed, and no compiler loaded.
+    assert "libTECompiler" not in proc.stderr and "libMLIR" not in proc.stderr
+
+
+# --- -v: cache keys and compile stages ------------------------------------
+
+STAGES = ["mlir-passes", "llvm-translate", "llvm-optimize", "llvm-codegen", "link"]
+
+
+def verbose_lines(proc):
+    return [l for l in proc.stderr.splitlines()
+            if l.startswith(("cache key", "compile stage"))]
+
+
+def test_verbose_miss_then_hit(te_run):
+    program = te_run.program(PROGRAM)
+    miss = te_run(program, "--random-inputs", "-v")
+    lines = verbose_lines(miss)
+    assert lines[0].startswith("cache key (source): ")
+    source_key = lines[0].split(": ")[1]
+    assert re.fullmatch(r"[0-9a-f]{64}", source_key)
+    assert re.fullmatch(r"cache key \(canonical\): [0-9a-f]{64} \(computed in "
+                        r"[0-9.]+ ms\)", lines[1]), lines[1]
+    canonical_key = lines[1].split()[3]
+    stages = [re.fullmatch(r"compile stage (\S+): ([0-9.]+) ms", l).group(1)
+              for l in lines[2:]]
+    assert stages == STAGES
+    assert "cache: miss" in miss.stderr
+    # The canonical key is the name of the cache entry.
+    assert (te_run.cache / f"{canonical_key}.so").exists()
+
+    hit = te_run(program, "--random-inputs", "--verbose")
+    assert verbose_lines(hit) == [
+        f"cache key (source): {source_key}",
+        f"cache key (canonical): {canonical_key} (from the source key's alias)",
+        "compile stages: none, the kernel came from the cache"]
+    assert "cache: hit (disk)" in hit.stderr
+
+
+def test_verbose_canonical_hit_computes_only_the_key(te_run):
+    # Another spelling of the same program: the source key misses, the
+    # canonical key hits, nothing is lowered.
+    te_run(te_run.program(PROGRAM), "--random-inputs")
+    proc = te_run(te_run.program("// a comment\n" + PROGRAM), "--random-inputs", "-v")
+    lines = verbose_lines(proc)
+    assert "(computed in" in lines[1]
+    assert not [l for l in lines if l.startswith("compile stage ")]
+    assert "cache: hit (disk)" in proc.stderr
+
+
+def test_verbose_check_reports_the_reference_compile(te_run):
+    program = te_run.program(PROGRAM)
+    proc = te_run(program, "--random-inputs", "--check", "-v")
+    stages = re.findall(r"^reference compile stage (\S+):", proc.stderr, re.M)
+    assert stages == STAGES
+    assert "reference cache: miss" in proc.stderr
+
+
+# --- --emit ----------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["mlir", "llvm", "asm", "obj"])
+def test_emit_writes_one_stage_and_runs_nothing(te_run, kind):
+    program = te_run.program(PROGRAM)
+    out = te_run.tmp / f"kernel.{kind}"
+    proc = te_run(program, f"--emit={kind}", "-o", out, "-v")
+    assert proc.stdout == ""
+    data = out.read_bytes()
+    if kind == "mlir":
+        assert b"llvm.func @scale_up(" in data and b"te.amax" not in data
+    elif kind == "llvm":
+        assert b"define " in data and b"scale_up__te_packed" in data
+        assert b"target triple" in data
+    elif kind == "asm":
+        assert re.search(rb"^scale_up__te_packed:", data, re.M)
+    else:
+        # An ELF relocatable object (e_type 1), not the linked library.
+        assert data[:4] == b"\x7fELF" and data[16] == 1
+    stages = re.findall(r"^compile stage (\S+):", proc.stderr, re.M)
+    last = {"mlir": 1, "llvm": 3, "asm": 4, "obj": 4}[kind]
+    assert stages == STAGES[:last]
+    # Past the kernel cache: nothing read, nothing stored.
+    assert not list(te_run.cache.glob("*.so"))
+    assert "cache: not used by --emit" in proc.stderr
+
+
+def test_emit_to_stdout_and_both_forms(te_run):
+    program = te_run.program(PROGRAM)
+    proc = te_run(program, "--emit", "mlir", "-o", "-")
+    assert "llvm.func @scale_up(" in proc.stdout
+    for args in (["-o" + str(te_run.tmp / "a.mlir")],
+                 ["-o=" + str(te_run.tmp / "b.mlir")],
+                 ["-o", te_run.tmp / "c.mlir"]):
+        te_run(program, "--emit=mlir", *args)
+    texts = {(te_run.tmp / f"{n}.mlir").read_text() for n in "abc"}
+    assert len(texts) == 1
+
+
+def test_emit_compile_errors(te_run):
+    program = te_run.program("""
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = te.all_reduce %x group @tp : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+te.process_group @tp size 2
+""")
+    line = error_of(te_run(program, "--emit=llvm", "-o", te_run.tmp / "x.ll",
+                           check=False))
+    assert line == f"te-run: error: {program}:3:8: te.all_reduce has no CPU lowering yet"
+    line = error_of(te_run(te_run.program(PROGRAM), "--emit=mlir", "-o", "-",
+                           "--backend", "nope", check=False))
+    assert "no target produces kernel modules for device 'nope'" in line
+
+
+# --- TE_DUMP_DIR -------------------------------------------------------------
+
+def test_dump_dir_writes_every_stage_on_a_compile_only(te_run):
+    program = te_run.program(PROGRAM, name="amax_prog.mlir")
+    dump = te_run.tmp / "dump"
+    proc = te_run(program, "--random-inputs", env={"TE_DUMP_DIR": str(dump)})
+    assert "cache: miss" in proc.stderr
+    files = sorted(p.name for p in (dump / "amax_prog").iterdir())
+    # Numbered without gaps, in the order of the stages.
+    assert [int(f[:2]) for f in files] == list(range(len(files)))
+    names = [f[3:] for f in files]
+    assert names[0] == "input.mlir" and names[-3:] == [
+        "llvm.ll", "llvm-optimized.ll", "assembly.s"]
+    assert "te-dispatch.mlir" in names and "convert-te-to-linalg.mlir" in names
+    assert names.index("convert-te-to-linalg.mlir") < names.index(
+        "convert-func-to-llvm.mlir")
+    text = {n: (dump / "amax_prog" / f).read_text() for n, f in zip(names, files)}
+    assert "te.amax" in text["input.mlir"]
+    assert "te.amax" not in text["convert-te-to-linalg.mlir"]
+    assert "linalg." in text["convert-te-to-linalg.mlir"]
+    assert "define" in text["llvm.ll"] and "scale_up__te_packed:" in text["assembly.s"]
+
+    # TE_DUMP_DIR is not in the key: a hit, which compiles and dumps nothing.
+    shutil.rmtree(dump)
+    proc = te_run(program, "--random-inputs", env={"TE_DUMP_DIR": str(dump)})
+    assert "cache: hit (disk)" in proc.stderr and not dump.exists()
+    # TE_CACHE_DISABLE=1 forces the compile, and the dump.
+    te_run(program, "--random-inputs",
+           env={"TE_DUMP_DIR": str(dump), "TE_CACHE_DISABLE": "1"})
+    assert sorted(p.name for p in (dump / "amax_prog").iterdir()) == files
+
+
+def test_dump_dir_replaces_an_earlier_dump_and_reports_write_errors(te_run):
+    program = te_run.program(PROGRAM, name="p.mlir")
+    dump = te_run.tmp / "dump"
+    (dump / "p").mkdir(parents=True)
+    (dump / "p" / "99-stale.mlir").write_text("")
+    (dump / "p" / "notes.txt").write_text("mine")
+    te_run(program, "--emit=mlir", "-o", te_run.tmp / "x.mlir",
+           env={"TE_DUMP_DIR": str(dump)})
+    assert not (dump / "p" / "99-stale.mlir").exists()
+    assert (dump / "p" / "notes.txt").read_text() == "mine"
+    blocker = te_run.tmp / "file"
+    blocker.write_text("")
+    line = error_of(te_run(program, "--random-inputs", check=False,
+                           env={"TE_DUMP_DIR": str(blocker)}))
+    assert "TE_DUMP_DIR: cannot create" in line
+
+
+# --- Errors: one "error:", located where the problem is ---------------------
+
+def test_compile_errors_say_error_once(te_run):
+    program = te_run.program("""
+func.func @f(%x: tensor<8xf32>) -> tensor<f32> {
+  %s = te.compute_scale %x fp8_type f8E4M3FN : tensor<8xf32> -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}""")
+    line = error_of(te_run(program, check=False))
+    assert line.startswith(f"te-run: error: {program}:3:8: 'te.compute_scale' op ")
+    assert line.count("error:") == 1
+
+
+@pytest.mark.parametrize("text,location,needle", [
+    ("func.func private @f(%x: tensor<4xf32>) -> tensor<f32>\n", ":1:1: ",
+     "the module has no public function to compile as a kernel entry point: "
+     "@f is private"),
+    ("// nothing here\n", ": ",
+     "the module has no public function to compile as a kernel entry point"),
+    ("func.func @f(%x: tensor<4xf32>, %n: i32) -> tensor<4xf32> {\n"
+     "  return %x : tensor<4xf32>\n}\n", ":1:33: ",
+     "kernel @f: argument 1 has type 'i32'"),
+])
+def test_module_errors_are_located(te_run, text, location, needle):
+    program = te_run.program(text)
+    line = error_of(te_run(program, "--random-inputs", check=False))
+    assert line.startswith(f"te-run: error: {program}{location}{needle}"), line
+    assert ":0:0:" not in line and line.count("error:") == 1

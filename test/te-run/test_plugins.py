@@ -130,3 +130,46 @@ def test_empty_plugin_option_is_a_usage_error(te_run):
     proc = te_run(program, "--te-plugin=", check=False)
     assert proc.returncode == 2
     assert "te-run: error: --te-plugin= needs a list of plugins" in proc.stderr
+
+
+TARGET = FIXTURES / "libte-fixture-target.so"
+DEVICE = FIXTURES / "libte-fixture-device.so"
+SERIALIZE_FAILS = FIXTURES / "libte-fixture-target-serialize-fails.so"
+
+
+def test_plugin_target_stages_emit_and_dumps(te_run):
+    program = te_run.program(PROGRAM, name="step.mlir")
+    dump = te_run.tmp / "dump"
+    env = {"NVTE_PLUGIN": str(TARGET), "TE_DUMP_DIR": str(dump)}
+    # The fixture target builds on te-mlir's host library: its stages show.
+    proc = te_run(program, "--random-inputs", "--backend", "fixture",
+                  "--runtime-plugin", DEVICE, "-v", env=env)
+    assert [l.split()[2].rstrip(":") for l in proc.stderr.splitlines()
+            if l.startswith("compile stage ")] == [
+        "mlir-passes", "llvm-translate", "llvm-optimize", "llvm-codegen", "link"]
+    # Dumps of another device have their own directory.
+    assert (dump / "step.fixture" / "00-input.mlir").exists()
+    assert not (dump / "step").exists()
+    # --emit=mlir is the target pipeline's output; the LLVM stages are the
+    # cpu target's, refused for a plugin's.
+    out = te_run.tmp / "step.lowered.mlir"
+    te_run(program, "--backend=fixture", "--emit=mlir", "-o", out, env=env)
+    assert "llvm.func @step(" in out.read_text() and "te.amax" not in out.read_text()
+    proc = te_run(program, "--backend=fixture", "--emit=obj", "-o",
+                  te_run.tmp / "x.o", env=env, check=False)
+    assert proc.returncode == 2
+    assert (f"te-run: error: {program}: LLVM IR, assembly and object files are "
+            "stages of the built-in cpu target; device 'fixture' is compiled by "
+            "target fixture (plugin fixture_target") in proc.stderr
+
+
+def test_target_errors_name_the_file_not_line_zero(te_run):
+    program = te_run.program(PROGRAM)
+    proc = te_run(program, "--random-inputs", "--backend", "fixture",
+                  "--runtime-plugin", DEVICE, check=False,
+                  env={"NVTE_PLUGIN": str(SERIALIZE_FAILS)})
+    assert proc.returncode == 2
+    lines = proc.stderr.splitlines()
+    assert lines[0] == (f"te-run: error: {program}: fixture assembler: out of "
+                        "registers"), proc.stderr
+    assert ":0:0:" not in proc.stderr

@@ -3,7 +3,9 @@
 // te-run FILE.mlir [--entry NAME] [--backend DEVICE] [--input PATH.npy]...
 //        [--random-inputs] [--seed N] [--output-dir DIR] [--outputs-f32]
 //        [--bench N] [--explain] [--check] [--te-plugin=LIST]
-//        [--runtime-plugin=LIST]
+//        [--runtime-plugin=LIST] [-v]
+// te-run FILE.mlir --emit=mlir|llvm|asm|obj -o FILE
+// te-run --version
 //
 // Links the runtime, the kernel cache and .npy support only: on a cache hit
 // no MLIR or LLVM code is loaded; on a miss the compiler library is.
@@ -17,22 +19,26 @@
 #include "te/Runtime/Runtime.h"
 #include "te/Support/Compare.h"
 #include "te/Support/ConvertArray.h"
+#include "te/Support/ExplainTable.h"
 #include "te/Support/FloatConversion.h"
 #include "te/Support/Npy.h"
 #include "te/Support/RandomInputs.h"
+#include "te/Version.h"
 
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <random>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
@@ -53,7 +59,14 @@ const char *kUsage =
     "              [--random-inputs] [--seed N] [--output-dir DIR] "
     "[--outputs-f32] [--bench N]\n"
     "              [--explain] [--check] [--te-plugin=LIST] "
-    "[--runtime-plugin=LIST]\n"
+    "[--runtime-plugin=LIST] [-v]\n"
+    "       te-run FILE.mlir --emit=mlir|llvm|asm|obj -o FILE [--backend "
+    "DEVICE]\n"
+    "       te-run --version\n"
+    "\n"
+    "Options that take a value accept --opt VALUE and --opt=VALUE (-o FILE\n"
+    "and -oFILE). A missing value, an unknown option or a bad number is one\n"
+    "error line and exit status 2.\n"
     "\n"
     "Compiles the te program FILE (or takes it from the kernel cache), runs\n"
     "the entry function on the inputs and writes its results to\n"
@@ -94,16 +107,43 @@ const char *kUsage =
     "2^-10 for f16; fp8, integer and bool outputs must match exactly.\n"
     "Exit status: 0 when every output is within tolerance, 1 when one is\n"
     "not, 2 for usage and compile errors (including a program the\n"
-    "reference does not cover: thd, dropout, te.attention_backward).\n"
+    "reference does not cover: attention with dynamic shapes).\n"
     "\n"
     "A kernel that refuses its inputs (index operands such as cu_seqlens\n"
     "or seqlens that describe no valid sequences, a plugin library call\n"
     "that fails) stops te-run with one error line naming the op, its\n"
     "location and the operand, and exit status 2.\n"
     "\n"
+    "-v, --verbose prints on stderr the kernel cache keys (of the source\n"
+    "text, and of the canonical IR when known) and the time of each compile\n"
+    "stage: canonicalize (the canonical key), mlir-passes (the te pipeline),\n"
+    "llvm-translate, llvm-optimize, llvm-codegen, link. A cache hit compiles\n"
+    "nothing and says so. With --check, the reference kernel's lines start\n"
+    "with 'reference'.\n"
+    "\n"
+    "--emit=KIND -o FILE compiles the program for --backend (default cpu)\n"
+    "and writes one stage of it to FILE (- for stdout) instead of running\n"
+    "it: mlir, the module after the target's pipeline (the LLVM dialect for\n"
+    "cpu); llvm, the LLVM IR after optimization; asm, the assembly; obj,\n"
+    "the object file before linking. llvm, asm and obj exist for the cpu\n"
+    "target only. --emit always compiles: it neither reads nor writes the\n"
+    "kernel cache, and takes no run options (--input, --check, ...).\n"
+    "\n"
+    "TE_DUMP_DIR=DIR makes every compile write the IR of each stage to\n"
+    "DIR/<program>/ (FILE's name without .mlir; .DEVICE added for other\n"
+    "devices than cpu, .reference for --check's reference): 00-input.mlir,\n"
+    "NN-<pass>.mlir after each pass, NN-llvm.ll and NN-llvm-optimized.ll\n"
+    "(before and after LLVM's optimization) and NN-assembly.s, replacing\n"
+    "an earlier dump of the program. A cache hit compiles nothing and so\n"
+    "dumps nothing: add TE_CACHE_DISABLE=1 (or use --emit) to force a\n"
+    "compile. TE_DUMP_DIR does not change the code, so it is not part of\n"
+    "the cache key.\n"
+    "\n"
+    "--version prints te-mlir's version, revision and LLVM version.\n"
+    "\n"
     "Environment: TE_CACHE_DIR, TE_CACHE_DISABLE=1, TE_CACHE_MAX_BYTES,\n"
-    "TE_COMPILER_LIBRARY (path of libTECompiler.so), NVTE_PLUGIN,\n"
-    "TE_PLUGIN_PATH, NVTE_PLUGIN_POLICY, NVTE_PLUGIN_DENY,\n"
+    "TE_COMPILER_LIBRARY (path of libTECompiler.so), TE_DUMP_DIR,\n"
+    "NVTE_PLUGIN, TE_PLUGIN_PATH, NVTE_PLUGIN_POLICY, NVTE_PLUGIN_DENY,\n"
     "NVTE_PLUGIN_STRICT=1, TE_RUNTIME_PLUGIN.\n";
 
 struct Options {
@@ -119,6 +159,10 @@ struct Options {
   int bench = 0;
   bool explain = false;
   bool check = false;
+  bool verbose = false;
+  /// --emit's artifact and -o's file: compile to that stage, run nothing.
+  std::string emit;
+  std::string emitOutput;
 };
 
 /// A user error: one line on stderr, exit code 2.
@@ -133,77 +177,159 @@ void check(te_status status, const std::string &what) {
     fail(what + ": " + te_last_error_message());
 }
 
-uint64_t parseNumber(const std::string &flag, const char *text) {
+uint64_t parseNumber(const std::string &flag, const std::string &text,
+                     uint64_t max) {
   char *end = nullptr;
   errno = 0;
-  unsigned long long value = std::strtoull(text, &end, 10);
-  if (errno || !*text || *end || text[0] == '-')
-    fail(flag + " expects a non-negative integer, got '" + text + "'");
+  unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  if (errno || text.empty() || *end || text[0] == '-' || value > max)
+    fail(flag + " expects a non-negative integer" +
+         (max < UINT64_MAX ? " up to " + std::to_string(max) : "") + ", got '" +
+         text + "'");
   return value;
+}
+
+/// The compiler's diagnostics as one te-run error: the first line names the
+/// problem, the rest (source excerpt, notes) follows for context. MLIR
+/// writes "file:line:col: error: message"; te-run's own "error:" says it
+/// once, so the compiler's goes.
+std::string compilerMessage(std::string message) {
+  while (!message.empty() && message.back() == '\n')
+    message.pop_back();
+  const std::string marker = "error: ";
+  size_t at = message.find(marker);
+  if (at != std::string::npos && at < message.find('\n') &&
+      (at == 0 || message.compare(at - 2, 2, ": ") == 0))
+    message.erase(at, marker.size());
+  return message;
 }
 
 Options parseOptions(int argc, char **argv) {
   Options options;
+  // Options that only make sense when the program runs (not with --emit).
+  std::vector<std::string> runOptions;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    auto value = [&]() -> const char * {
-      if (i + 1 >= argc)
-        fail(arg + " needs a value");
-      return argv[++i];
+    // --name=VALUE is --name VALUE; -oFILE and -o=FILE are -o FILE.
+    std::string name = arg;
+    std::optional<std::string> attached;
+    if (size_t equals = arg.find('=');
+        arg.rfind("--", 0) == 0 && equals != std::string::npos) {
+      name = arg.substr(0, equals);
+      attached = arg.substr(equals + 1);
+    } else if (arg.rfind("-o", 0) == 0 && arg.size() > 2) {
+      name = "-o";
+      attached = arg.substr(arg[2] == '=' ? 3 : 2);
+    }
+    // The option as written, for messages: "--te-plugin=" or "--te-plugin".
+    std::string spelled = attached && name != "-o" ? name + "=" : name;
+    // The option's value, which must not be empty; `what` says what it is.
+    auto value = [&](const std::string &what) -> std::string {
+      std::string text;
+      if (attached) {
+        text = *attached;
+      } else if (i + 1 < argc && std::strncmp(argv[i + 1], "--", 2) != 0) {
+        text = argv[++i];
+      } else {
+        fail(name + " needs " + what +
+             (i + 1 < argc ? std::string(" (got option ") + argv[i + 1] + ")"
+                           : std::string()));
+      }
+      if (text.empty())
+        fail(spelled + " needs " + what);
+      return text;
     };
-    if (arg == "--help" || arg == "-h") {
+    auto flag = [&] {
+      if (attached)
+        fail(name + " takes no value, got '" + arg + "'");
+    };
+    bool isRunOption = true;
+    if (name == "--help" || name == "-h") {
+      flag();
       std::fputs(kUsage, stdout);
       std::exit(0);
-    } else if (arg == "--entry") {
-      options.entry = value();
-    } else if (arg == "--backend") {
-      options.backend = value();
-      if (options.backend.empty())
-        fail("--backend needs a device name");
-    } else if (arg.rfind("--runtime-plugin=", 0) == 0) {
-      std::string list = arg.substr(std::strlen("--runtime-plugin="));
-      if (list.empty())
-        fail("--runtime-plugin= needs a list of runtime plugins");
-      for (const std::string &spec : plugin::splitList(list, ','))
+    } else if (name == "--version") {
+      flag();
+      // What te-opt --version says of te-mlir.
+      std::printf("te-mlir %s (%s)\n  built with LLVM/MLIR %s\n",
+                  TE_MLIR_VERSION, TE_MLIR_GIT_REVISION, TE_MLIR_LLVM_VERSION);
+      std::exit(0);
+    } else if (name == "-v" || name == "--verbose") {
+      flag();
+      options.verbose = true;
+      isRunOption = false;
+    } else if (name == "--entry") {
+      options.entry = value("a function name");
+    } else if (name == "--backend") {
+      options.backend = value("a device name");
+      isRunOption = false;
+    } else if (name == "--runtime-plugin") {
+      for (const std::string &spec :
+           plugin::splitList(value("a list of runtime plugins"), ','))
         options.runtimePlugins.push_back(spec);
-    } else if (arg == "--input") {
-      options.inputs.push_back(value());
-    } else if (arg == "--random-inputs") {
+    } else if (name == "--input") {
+      options.inputs.push_back(value("a .npy file"));
+    } else if (name == "--random-inputs") {
+      flag();
       options.randomInputs = true;
-    } else if (arg == "--seed") {
-      options.seed = parseNumber(arg, value());
-    } else if (arg == "--output-dir") {
-      options.outputDir = value();
-    } else if (arg == "--outputs-f32") {
+    } else if (name == "--seed") {
+      options.seed = parseNumber(name, value("a number"), UINT64_MAX);
+    } else if (name == "--output-dir") {
+      options.outputDir = value("a directory");
+    } else if (name == "--outputs-f32") {
+      flag();
       options.outputsF32 = true;
-    } else if (arg == "--explain") {
+    } else if (name == "--explain") {
+      flag();
       options.explain = true;
-    } else if (arg == "--check") {
+      isRunOption = false;
+    } else if (name == "--check") {
+      flag();
       options.check = true;
-    } else if (arg.rfind("--te-plugin=", 0) == 0) {
+    } else if (name == "--te-plugin") {
       // Plugins reach the compiler through NVTE_PLUGIN, which also keys the
       // kernel cache.
-      std::string list = arg.substr(std::strlen("--te-plugin="));
-      if (list.empty())
-        fail("--te-plugin= needs a list of plugins");
+      std::string list = value("a list of plugins");
       const char *current = std::getenv("NVTE_PLUGIN");
       std::string combined =
           current && *current ? std::string(current) + "," + list : list;
       setenv("NVTE_PLUGIN", combined.c_str(), 1);
-    } else if (arg == "--bench") {
-      options.bench = static_cast<int>(parseNumber(arg, value()));
-    } else if (!arg.empty() && arg[0] == '-') {
+      isRunOption = false;
+    } else if (name == "--bench") {
+      options.bench =
+          static_cast<int>(parseNumber(name, value("a number"), INT_MAX));
+    } else if (name == "--emit") {
+      options.emit = value("mlir, llvm, asm or obj");
+      if (options.emit != "mlir" && options.emit != "llvm" &&
+          options.emit != "asm" && options.emit != "obj")
+        fail("--emit expects mlir, llvm, asm or obj, got '" + options.emit +
+             "'");
+      isRunOption = false;
+    } else if (name == "-o") {
+      options.emitOutput = value("a file name (- for stdout)");
+      isRunOption = false;
+    } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
       fail("unknown option " + arg + " (see te-run --help)");
     } else if (options.file.empty()) {
       options.file = arg;
+      isRunOption = false;
     } else {
       fail("more than one program given: " + options.file + " and " + arg);
     }
+    if (isRunOption)
+      runOptions.push_back(name);
   }
   if (options.file.empty())
     fail("no program given (see te-run --help)");
   if (!options.inputs.empty() && options.randomInputs)
     fail("--input and --random-inputs exclude each other");
+  if (!options.emit.empty() && options.emitOutput.empty())
+    fail("--emit needs -o FILE (- for stdout)");
+  if (options.emit.empty() && !options.emitOutput.empty())
+    fail("-o names the file of --emit; results go to --output-dir DIR");
+  if (!options.emit.empty() && !runOptions.empty())
+    fail("--emit compiles without running the program: " + runOptions[0] +
+         " does not apply");
   return options;
 }
 
@@ -272,6 +398,18 @@ std::string describe(te_dtype dtype, const std::vector<int64_t> &shape) {
   return text + "]";
 }
 
+/// An element type and a shape as the runtime's messages write them:
+/// "bf16 256x512", "f32 scalar".
+std::string describeType(std::string_view dtype,
+                         const std::vector<int64_t> &shape) {
+  std::string text = std::string(dtype) + " ";
+  if (shape.empty())
+    return text + "scalar";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? "x" : "") + std::to_string(shape[i]);
+  return text;
+}
+
 struct Argument {
   te_dtype dtype;
   std::vector<int64_t> shape;
@@ -299,15 +437,17 @@ NpyArray loadInput(const std::string &path, const Argument &arg, int index) {
   support::Expected<NpyArray> array = support::readNpy(path);
   if (!array)
     fail(array.message());
+  // The file as it is, not as it would be converted.
+  std::string expected = describeType(te_dtype_name(arg.dtype), arg.shape);
+  if (array->shape != arg.shape)
+    fail(path + ": argument " + std::to_string(index) + " must be " + expected +
+         ", got " +
+         describeType(support::dtypeName(array->dtype), array->shape));
   support::Expected<NpyArray> converted =
       support::convertArray(*array, toSupportDType(arg.dtype), path);
   if (!converted)
     fail(converted.message() + " (argument " + std::to_string(index) + " is " +
-         describe(arg.dtype, arg.shape) + ")");
-  if (converted->shape != arg.shape)
-    fail(path + ": argument " + std::to_string(index) + " must be " +
-         describe(arg.dtype, arg.shape) + ", got shape " +
-         describe(arg.dtype, converted->shape));
+         expected + ")");
   return std::move(*converted);
 }
 
@@ -384,6 +524,47 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
+/// -v: what a load did (te_jit_last_compile_report's text), on stderr, each
+/// line after `prefix`; the outcome line too for a prefixed (reference)
+/// load, whose outcome te-run does not print otherwise.
+void printCompileReport(const std::string &report, const std::string &prefix) {
+  std::string outcome, canonicalize;
+  std::vector<std::vector<std::string>> lines;
+  std::istringstream text(report);
+  for (std::string line; std::getline(text, line);) {
+    std::vector<std::string> fields;
+    std::istringstream split(line);
+    for (std::string field; std::getline(split, field, '\t');)
+      fields.push_back(field);
+    if (fields.size() >= 2 && fields[0] == "outcome")
+      outcome = fields[1];
+    else if (fields.size() >= 3 && fields[0] == "stage" &&
+             fields[1] == "canonicalize")
+      canonicalize = fields[2];
+    else if (!fields.empty())
+      lines.push_back(fields);
+  }
+  const char *p = prefix.c_str();
+  for (const std::vector<std::string> &fields : lines) {
+    if (fields[0] == "source-key" && fields.size() >= 2)
+      std::fprintf(stderr, "%scache key (source): %s\n", p, fields[1].c_str());
+    else if (fields[0] == "canonical-key" && fields.size() >= 3)
+      std::fprintf(stderr, "%scache key (canonical): %s (%s)\n", p,
+                   fields[1].c_str(),
+                   fields[2] == "alias"
+                       ? "from the source key's alias"
+                       : ("computed in " + canonicalize + " ms").c_str());
+    else if (fields[0] == "stage" && fields.size() >= 3)
+      std::fprintf(stderr, "%scompile stage %s: %s ms\n", p, fields[1].c_str(),
+                   fields[2].c_str());
+  }
+  if (outcome != "miss")
+    std::fprintf(stderr,
+                 "%scompile stages: none, the kernel came from the cache\n", p);
+  if (!prefix.empty())
+    std::fprintf(stderr, "%scache: %s\n", p, outcome.c_str());
+}
+
 /// --check: runs the reference kernel of `program` on the cpu device, on
 /// copies of the input buffers of `buffers` (the first `numInputs`),
 /// compares its outputs with those in the rest of `buffers` and prints one
@@ -400,12 +581,16 @@ int checkAgainstReference(const std::string &compilerLib,
   });
   support::Expected<cache::ProvidedKernel> provided =
       provider.provide(program, options.file, /*reference=*/true);
-  if (!provided) {
-    std::string message = provided.message();
-    while (!message.empty() && message.back() == '\n')
-      message.pop_back();
-    fail("--check: cannot build the reference kernel: " + message);
-  }
+  if (!provided)
+    fail("--check: cannot build the reference kernel: " +
+         compilerMessage(provided.message()));
+  if (options.verbose)
+    printCompileReport(
+        cache::formatCompileReport(*provided, provided->outcome ==
+                                                      cache::CacheOutcome::Miss
+                                                  ? "miss"
+                                                  : "hit (disk)"),
+        "reference ");
   te_device *device = nullptr;
   check(te_device_open("cpu", 0, &device), "--check: cannot open the cpu "
                                            "device");
@@ -488,22 +673,29 @@ int main(int argc, char **argv) {
     cache::KernelProvider provider(compilerLibrary, [](const std::string &) {});
     auto rows = provider.explain(program, options.file, options.backend);
     if (!rows)
-      fail(rows.message());
-    std::vector<std::array<std::string, 4>> table = {
-        {"op", "location", "backend", "declined / notes"}};
-    for (auto row : *rows) {
-      if (row[3].empty())
-        row[3] = "-";
-      table.push_back(row);
+      fail(compilerMessage(rows.message()));
+    std::fputs(support::formatExplainTable(*rows).c_str(), stdout);
+  }
+
+  if (!options.emit.empty()) {
+    // A compile up to the requested stage, past the kernel cache: nothing
+    // runs, so no device is opened.
+    cache::KernelProvider provider(
+        compilerLibrary, [](const std::string &warning) {
+          std::fprintf(stderr, "%s\n", warning.c_str());
+        });
+    support::Expected<std::vector<cache::CompileStage>> stages =
+        provider.emit(program, options.file, options.backend, options.emit,
+                      options.emitOutput);
+    if (!stages)
+      fail(compilerMessage(stages.message()));
+    if (options.verbose) {
+      for (const cache::CompileStage &stage : *stages)
+        std::fprintf(stderr, "compile stage %s: %.3f ms\n", stage.name.c_str(),
+                     stage.milliseconds);
+      std::fprintf(stderr, "cache: not used by --emit\n");
     }
-    size_t width[3] = {0, 0, 0};
-    for (const auto &row : table)
-      for (int i = 0; i < 3; ++i)
-        width[i] = std::max(width[i], row[i].size());
-    for (const auto &row : table)
-      std::printf("%-*s  %-*s  %-*s  %s\n", int(width[0]), row[0].c_str(),
-                  int(width[1]), row[1].c_str(), int(width[2]), row[2].c_str(),
-                  row[3].c_str());
+    return 0;
   }
 
   loadRuntimePlugins(options, compilerLibrary);
@@ -522,15 +714,10 @@ int main(int argc, char **argv) {
   te_cache_outcome outcome;
   double compileMs = 0;
   if (te_jit_load(jit, device, program.data(), program.size(),
-                  options.file.c_str(), &module, &outcome,
-                  &compileMs) != TE_OK) {
-    // The compiler's diagnostics: the first line names the problem; the
-    // rest (source excerpt, notes) follows for context.
-    std::string message = te_jit_last_error_message();
-    while (!message.empty() && message.back() == '\n')
-      message.pop_back();
-    fail(message);
-  }
+                  options.file.c_str(), &module, &outcome, &compileMs) != TE_OK)
+    fail(compilerMessage(te_jit_last_error_message()));
+  if (options.verbose)
+    printCompileReport(te_jit_last_compile_report(), "");
   static const char *outcomes[] = {"hit (memory)", "hit (disk)", "miss"};
   std::fprintf(stderr, "compile: %.1f ms\ncache: %s\n", compileMs,
                outcomes[outcome]);

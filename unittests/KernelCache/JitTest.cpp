@@ -97,6 +97,60 @@ TEST_F(JitTest, MissThenMemoryHitThenDiskHitInANewContext) {
   te_jit_release(fresh);
 }
 
+/// The lines of te_jit_last_compile_report that start with `field`.
+std::vector<std::string> reportLines(const std::string &field) {
+  std::vector<std::string> lines;
+  std::string report = te_jit_last_compile_report();
+  size_t start = 0;
+  while (start < report.size()) {
+    size_t end = report.find('\n', start);
+    std::string line = report.substr(start, end - start);
+    if (line.rfind(field + "\t", 0) == 0)
+      lines.push_back(line.substr(field.size() + 1));
+    start = end == std::string::npos ? report.size() : end + 1;
+  }
+  return lines;
+}
+
+TEST_F(JitTest, CompileReportSaysWhatEachLoadDid) {
+  te_jit *jit = makeJit();
+  te_module *first = nullptr, *second = nullptr, *third = nullptr;
+  ASSERT_EQ(load(jit, kProgram, &first, nullptr), TE_OK)
+      << te_jit_last_error_message();
+  EXPECT_EQ(reportLines("outcome"), std::vector<std::string>{"miss"});
+  std::vector<std::string> sourceKey = reportLines("source-key");
+  std::vector<std::string> canonicalKey = reportLines("canonical-key");
+  ASSERT_EQ(sourceKey.size(), 1u);
+  ASSERT_EQ(canonicalKey.size(), 1u);
+  EXPECT_EQ(sourceKey[0].size(), 64u);
+  EXPECT_EQ(canonicalKey[0].substr(64), "\tcomputed");
+  std::vector<std::string> stages;
+  for (const std::string &stage : reportLines("stage"))
+    stages.push_back(stage.substr(0, stage.find('\t')));
+  EXPECT_EQ(stages, (std::vector<std::string>{"canonicalize", "mlir-passes",
+                                              "llvm-translate", "llvm-optimize",
+                                              "llvm-codegen", "link"}));
+
+  ASSERT_EQ(load(jit, kProgram, &second, nullptr), TE_OK);
+  EXPECT_EQ(std::string(te_jit_last_compile_report()),
+            "outcome\thit (memory)\n");
+
+  te_jit *fresh = makeJit();
+  ASSERT_EQ(load(fresh, kProgram, &third, nullptr), TE_OK);
+  EXPECT_EQ(reportLines("outcome"), std::vector<std::string>{"hit (disk)"});
+  EXPECT_EQ(reportLines("source-key"), sourceKey);
+  EXPECT_EQ(
+      reportLines("canonical-key"),
+      std::vector<std::string>{canonicalKey[0].substr(0, 64) + "\talias"});
+  EXPECT_TRUE(reportLines("stage").empty());
+
+  te_module_release(first);
+  te_module_release(second);
+  te_module_release(third);
+  te_jit_release(jit);
+  te_jit_release(fresh);
+}
+
 TEST_F(JitTest, ModulesOutliveTheContext) {
   te_jit *jit = makeJit();
   te_module *module = nullptr;

@@ -67,14 +67,51 @@ TE_COMPILER_EXPORT int te_compiler_compile_for(const char *device,
                                                char **manifest, char **error);
 
 /// te_compiler_compile with the reference pipeline (te-lower-cpu-reference):
-/// te.attention becomes the dense reference decomposition that differential
-/// checks (te-run --check) compare the production kernels against; other
-/// ops lower as usual. Fails with a diagnostic naming what has no reference
-/// (e.g. te.attention_backward, thd, dropout).
+/// te.attention and te.attention_backward become the dense reference
+/// decomposition that differential checks (te-run --check) compare the
+/// production kernels against; other ops lower as usual. Fails with a
+/// diagnostic naming what has no reference (attention with dynamic shapes).
 TE_COMPILER_EXPORT int
 te_compiler_compile_reference(const char *source, size_t size,
                               const char *source_name, const char *output_path,
                               char **manifest, char **error);
+
+/// te_compiler_compile_for (with `reference` non-zero, the reference pipeline
+/// of te_compiler_compile_reference, for "cpu" only) that also says how long
+/// each stage took: when `report` is not NULL, `*report` is set, on success
+/// and on failure, to one line per stage run, in order,
+/// "<stage>\t<milliseconds>": mlir-passes (the target's pipeline), then for
+/// the cpu target llvm-translate, llvm-optimize, llvm-codegen and link; a
+/// plugin target's serializer that does not build on te-mlir's host library
+/// is one stage, serialize. Free strings with te_compiler_free.
+///
+/// Every compile (this and the functions above) writes, when TE_DUMP_DIR is
+/// set, the IR of each stage to TE_DUMP_DIR/<program> (the source name
+/// without directory and `.mlir`; `.<device>` added for devices other than
+/// cpu, `.reference` for the reference pipeline), replacing the numbered
+/// files of an earlier compile: 00-input.mlir (the te module), one
+/// NN-<pass>.mlir after each pass of the pipeline, and for the cpu target
+/// NN-llvm.ll and NN-llvm-optimized.ll (before and after LLVM's
+/// optimization) and NN-assembly.s. A directory that cannot be written
+/// fails the compile.
+TE_COMPILER_EXPORT int te_compiler_compile_with_report(
+    const char *device, int reference, const char *source, size_t size,
+    const char *source_name, const char *output_path, char **manifest,
+    char **report, char **error);
+
+/// Compiles `source` for the runtime device `device` like
+/// te_compiler_compile_for, but stops at `artifact` and writes it to
+/// `output_path` ("-": stdout) instead of a kernel module: "mlir", the module
+/// the target's pipeline produced (for cpu, the LLVM dialect); "llvm", the
+/// LLVM IR after optimization; "asm", the host assembly; "obj", the object
+/// file before linking. The last three exist for the built-in cpu target
+/// only; for a plugin's device they fail with a diagnostic saying so.
+/// `report` (may be NULL) and dumps as in te_compiler_compile_with_report.
+/// Returns 0 on success; on failure non-zero with `*error` set.
+TE_COMPILER_EXPORT int
+te_compiler_emit(const char *device, const char *artifact, const char *source,
+                 size_t size, const char *source_name, const char *output_path,
+                 char **report, char **error);
 
 /// Parses and verifies `source` and sets `*table` to one line per te op:
 /// "<op>\t<file:line:col>\t<backend>\t<notes>", where backend is

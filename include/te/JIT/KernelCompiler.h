@@ -20,7 +20,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace mlir::te {
 
@@ -29,6 +31,62 @@ namespace mlir::te {
 /// taken to the LLVM dialect.
 LogicalResult emitKernelABI(ModuleOp llvmModule, ArrayRef<KernelEntry> entries,
                             StringRef manifest);
+
+/// What one compile records besides its output: how long each stage took
+/// and, with a dump directory (TE_DUMP_DIR), the IR after each stage in
+/// numbered files, `NN-<stage>.<ext>`. A compile makes its recorder the
+/// current one of its thread while it runs (Scope), so that what a target's
+/// serializer calls, writeHostKernelLibrary, records into it too without the
+/// plugin interface having to carry it.
+class CompileRecorder {
+public:
+  struct Stage {
+    std::string name;
+    double milliseconds;
+  };
+
+  /// `dumpDirectory`: where the stages' IR goes; "" for nowhere.
+  explicit CompileRecorder(std::string dumpDirectory = "")
+      : dumpDirectory(std::move(dumpDirectory)) {}
+
+  /// The recorder of the compile running on this thread, or null.
+  static CompileRecorder *getCurrent();
+
+  /// Makes a recorder (or none) the current one of this thread for its
+  /// lifetime.
+  class Scope {
+  public:
+    explicit Scope(CompileRecorder *recorder);
+    ~Scope();
+    Scope(const Scope &) = delete;
+    Scope &operator=(const Scope &) = delete;
+
+  private:
+    CompileRecorder *previous;
+  };
+
+  const std::vector<Stage> &getStages() const { return stages; }
+  void addStage(StringRef name, double milliseconds);
+
+  bool isDumping() const { return !dumpDirectory.empty(); }
+  const std::string &getDumpDirectory() const { return dumpDirectory; }
+  /// Creates the dump directory and removes the numbered files an earlier
+  /// compile left there. Fails with *error set.
+  LogicalResult prepareDumpDirectory(std::string *error);
+  /// Writes the next numbered dump, `NN-<name>.<extension>`, with what
+  /// `print` writes; nothing when not dumping. The first failure is kept
+  /// (getDumpError) and ends dumping.
+  void dump(StringRef name, StringRef extension,
+            function_ref<void(raw_ostream &)> print);
+  /// The first dump that could not be written ("" if none).
+  const std::string &getDumpError() const { return dumpError; }
+
+private:
+  std::string dumpDirectory;
+  std::string dumpError;
+  unsigned nextDump = 0;
+  std::vector<Stage> stages;
+};
 
 struct HostLibraryOptions {
   /// LLVM optimization level of the generated code (0-3).
@@ -42,11 +100,34 @@ struct HostLibraryOptions {
 /// the kernel ABI with `manifest` (TargetBackend::serialize's arguments),
 /// code for the host CPU, linked with the module's
 /// `te.link_libraries`. What the cpu target serializes; plugin targets for
-/// host-like devices may wrap it. Diagnostics go to the module.
+/// host-like devices may wrap it. Diagnostics go to the module. Records its
+/// stages (llvm-translate, llvm-optimize, llvm-codegen, link) and dumps
+/// (the LLVM IR before and after optimization, the assembly) into the
+/// current CompileRecorder, if any.
 LogicalResult writeHostKernelLibrary(ModuleOp llvmModule,
                                      ArrayRef<KernelEntry> entries,
                                      StringRef manifest, StringRef outputPath,
                                      const HostLibraryOptions &options = {});
+
+/// Where writeHostArtifact stops.
+enum class HostArtifact {
+  /// The LLVM IR after optimization, as text.
+  LLVMIR,
+  /// The host assembly, as text.
+  Assembly,
+  /// The object file, before linking.
+  Object,
+  /// The linked shared library: writeHostKernelLibrary.
+  SharedLibrary,
+};
+
+/// writeHostKernelLibrary's stages up to `artifact`, which is written to
+/// `outputPath` ("-": stdout).
+LogicalResult writeHostArtifact(ModuleOp llvmModule,
+                                ArrayRef<KernelEntry> entries,
+                                StringRef manifest, HostArtifact artifact,
+                                StringRef outputPath,
+                                const HostLibraryOptions &options = {});
 
 struct KernelCompileOptions {
   /// LLVM optimization level of the generated code (0-3).
@@ -58,6 +139,8 @@ struct KernelCompileOptions {
   /// Lower with te-lower-cpu-reference (the dense reference decomposition
   /// of differential checks) instead of te-lower-cpu. Only for "cpu".
   bool reference = false;
+  /// Receives the compile's stage times and writes its dumps (may be null).
+  CompileRecorder *recorder = nullptr;
 };
 
 /// Lowers a verified te module (a clone; `module` is not changed) for the
@@ -67,6 +150,31 @@ struct KernelCompileOptions {
 FailureOr<std::string> compileKernelLibrary(ModuleOp module,
                                             const KernelCompileOptions &options,
                                             StringRef outputPath);
+
+/// What emitKernelArtifact writes: a compile's intermediate stages.
+enum class KernelArtifact {
+  /// The module the target's pipeline produced (for the cpu target, the
+  /// LLVM dialect).
+  MLIR,
+  /// The cpu target's LLVM IR after optimization.
+  LLVMIR,
+  /// The cpu target's host assembly.
+  Assembly,
+  /// The cpu target's object file, before linking.
+  Object,
+};
+
+/// "mlir", "llvm", "asm", "obj"; std::nullopt for anything else.
+std::optional<KernelArtifact> parseKernelArtifact(StringRef name);
+
+/// compileKernelLibrary stopped at `artifact`, which is written to
+/// `outputPath` ("-": stdout) instead of the kernel module. MLIR works for
+/// every target; the others are the built-in cpu target's stages (a plugin
+/// target's serializer is its own), and are refused with a diagnostic for
+/// other devices.
+LogicalResult emitKernelArtifact(ModuleOp module,
+                                 const KernelCompileOptions &options,
+                                 KernelArtifact artifact, StringRef outputPath);
 
 /// The host target this process compiles for: "<triple> <cpu> <features>",
 /// the part of a kernel's identity that depends on the machine.

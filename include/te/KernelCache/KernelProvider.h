@@ -22,6 +22,12 @@ namespace te::cache {
 
 enum class CacheOutcome { DiskHit, Miss };
 
+/// A stage of a compile and how long it took.
+struct CompileStage {
+  std::string name;
+  double milliseconds = 0;
+};
+
 struct ProvidedKernel {
   /// A kernel library the runtime can load (te_module_load).
   std::string libraryPath;
@@ -32,7 +38,26 @@ struct ProvidedKernel {
   /// te_module_set_source_locations: kernels are shared by every program
   /// with the same meaning, so their messages name ops by number.
   std::string sourceLocations;
+  /// The cache keys: of the source text, and of the canonical IR ("" when
+  /// not known: a miss of the source key before the compiler could say).
+  std::string sourceKey, canonicalKey;
+  /// True when the canonical key came from the source key's alias rather
+  /// than from canonicalizing the program.
+  bool canonicalKeyFromAlias = false;
+  /// What was computed, in order: `canonicalize` (the canonical key), then
+  /// the compiler's stages (te_compiler_compile_with_report). Empty on a
+  /// hit of the source key.
+  std::vector<CompileStage> stages;
 };
+
+/// `kernel` as te_jit_last_compile_report describes a load (see
+/// te/Runtime/Jit.h), `outcome` being "miss", "hit (disk)" or "hit
+/// (memory)".
+std::string formatCompileReport(const ProvidedKernel &kernel,
+                                const std::string &outcome);
+
+/// Parses te_compiler_compile_with_report's report ("<stage>\t<ms>" lines).
+std::vector<CompileStage> parseCompileStages(const std::string &report);
 
 /// The plugins loaded through KernelProvider::loadPlugins so far in this
 /// process, in order.
@@ -63,6 +88,15 @@ public:
                                             const std::string &sourceName,
                                             bool reference = false,
                                             const std::string &device = "cpu");
+
+  /// Compiles `source` for `device` up to `artifact` ("mlir", "llvm",
+  /// "asm" or "obj", see te_compiler_emit) and writes it to `outputPath`
+  /// ("-": stdout). Bypasses the cache: always compiles, stores nothing.
+  /// Returns the compile's stages. Loads the compiler.
+  support::Expected<std::vector<CompileStage>>
+  emit(const std::string &source, const std::string &sourceName,
+       const std::string &device, const std::string &artifact,
+       const std::string &outputPath);
 
   /// Which backend lowers each te op of `source` for the target of
   /// `device` (see te_compiler_explain_for): (op, location, backend, notes)

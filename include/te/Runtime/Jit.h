@@ -56,6 +56,22 @@ TE_RUNTIME_EXPORT te_status te_jit_load(te_jit *jit, te_device *device,
                                         te_cache_outcome *outcome,
                                         double *compile_ms);
 
+/// What this thread's last successful te_jit_load did, as text (static
+/// thread-local storage, valid until this thread's next te_jit_load; "" if
+/// none): one line per fact, fields separated by tabs,
+///   outcome        miss | hit (disk) | hit (memory)
+///   source-key     <the cache key of the source text>
+///   canonical-key  <the key of the canonical IR>  alias | computed
+///   stage          <name>  <milliseconds>
+/// The keys are absent on a memory hit; canonical-key says whether the key
+/// came from the source key's alias or from canonicalizing the program.
+/// Stages are what was computed, in order: `canonicalize` (the canonical
+/// key), then the compiler's (te_compiler_compile_with_report in
+/// te/Compiler/Compiler.h: mlir-passes, llvm-translate, llvm-optimize,
+/// llvm-codegen, link); a hit of the source key computes nothing, and a
+/// hit of the canonical key only `canonicalize`. te-run -v prints it.
+TE_RUNTIME_EXPORT const char *te_jit_last_compile_report(void);
+
 /// Loads te-mlir plugins (`specs`: comma-separated paths or names, searched
 /// like NVTE_PLUGIN's) into the compiler, after those of NVTE_PLUGIN, for
 /// every later compile of this process; list order is priority. Loads the
