@@ -138,7 +138,9 @@ defvar AttentionSemantics = [{
       [b, h_q, s_q, s_kv]; `true` excludes the key).
     * `window [left, right]`: query i sees keys
       j in [i + diag - left, i + diag + right]; -1 means unbounded on that
-      side. As in Transformer Engine (check_set_window_size), causal masks
+      side, as in TE's fused backends (TE's unfused PyTorch path substitutes
+      s_kv for an unbounded left bound and s_q for an unbounded right one,
+      which differs only with top-left alignment and s_q != s_kv). As in Transformer Engine (check_set_window_size), causal masks
       take `right` in {-1, 0} (both mean "no future keys") and the other
       masks take [-1, -1] (no window) or two bounds >= 0.
     * `bottom_right_diagonal true|false`: where sliding windows and ALiBi
