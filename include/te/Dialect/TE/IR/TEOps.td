@@ -167,7 +167,10 @@ defvar AttentionSemantics = [{
       z = splitmix64's finalizer of x (z ^= z >> 30; z *= 0xBF58476D1CE4E5B9;
       z ^= z >> 27; z *= 0x94D049BB133111EB; z ^= z >> 31), and
       u = (z >> 40) * 2^-24. Kept weights are scaled by 1 / (1 - p); the
-      softmax statistics (LSE) are those before dropout.
+      softmax statistics (LSE) are those before dropout. This hash is
+      te-mlir's own: TE's kernels draw from Philox with the same (seed,
+      offset), so the kept sets agree with TE's in distribution, not bit
+      for bit, and every te-mlir backend must reproduce this definition.
 }];
 
 defvar AttentionClassDeclaration = [{
