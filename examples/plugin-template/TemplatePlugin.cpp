@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "te/Conversion/TEToLinalg/FP8Codec.h"
+#include "te/Conversion/TECommon/FP8Codec.h"
 #include "te/Dialect/TE/IR/TEOps.h"
 #include "te/Plugin/Plugin.h"
 

@@ -4,8 +4,8 @@
 
 #include "te/Conversion/Passes.h"
 #include "te/Dialect/TE/Transforms/Passes.h"
-#include "te/Pipelines/Pipelines.h"
 #include "te/Plugin/Passes.h"
+#include "te/Target/CPU/CPUTarget.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -34,11 +34,11 @@ inline void registerTEPasses() {
   registerTETransformsPasses();
   registerTEConversionPasses();
   registerTEPluginPasses();
-  registerPipelines();
+  registerCPUPipelines();
 }
 
 /// Registers the upstream passes te's CPU pipeline is made of
-/// (lib/Pipelines/CPUPipeline.cpp, in its order, with the stages of the
+/// (lib/Target/CPU/CPUTarget.cpp, in its order, with the stages of the
 /// buffer deallocation pipeline), so that each stage can be run on its own.
 /// canonicalize and cse, which it also runs, are among the general passes.
 inline void registerCPUPipelineStagePasses() {

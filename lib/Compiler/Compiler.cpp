@@ -6,6 +6,7 @@
 #include "te/InitAllDialects.h"
 #include "te/JIT/KernelCompiler.h"
 #include "te/Plugin/Dispatch.h"
+#include "te/Target/InitAllTargets.h"
 #include "te/Version.h"
 
 #include "mlir/IR/AsmState.h"
@@ -116,6 +117,8 @@ struct CompilerSession {
 /// The plugin manager with NVTE_PLUGIN loaded, or null with *error set (a
 /// strict-mode load failure).
 te::plugin::PluginManager *loadedPlugins(char **error) {
+  // Built-in targets first: plugins may not claim their devices.
+  te::registerBuiltinTargets();
   te::plugin::PluginManager &plugins = te::plugin::PluginManager::get();
   std::string message;
   if (failed(plugins.loadFromEnvironment(&message))) {
@@ -208,8 +211,8 @@ std::string formatReport(const te::CompileRecorder &recorder) {
 /// A compile (or, with `artifact`, an emit) of `source` for `device`.
 int compile(const char *device, const char *source, size_t size,
             const char *source_name, const char *output_path, bool reference,
-            std::optional<te::KernelArtifact> artifact, char **manifest,
-            char **report, char **error) {
+            std::optional<std::string> artifact, char **manifest, char **report,
+            char **error) {
   CompilerSession session;
   te::KernelCompileOptions options;
   options.reference = reference;
@@ -275,18 +278,16 @@ int te_compiler_compile_with_report(const char *device, int reference,
 int te_compiler_emit(const char *device, const char *artifact,
                      const char *source, size_t size, const char *source_name,
                      const char *output_path, char **report, char **error) {
-  std::optional<te::KernelArtifact> parsed =
-      te::parseKernelArtifact(artifact ? artifact : "");
-  if (!parsed) {
+  if (!artifact || !*artifact) {
     if (report)
       *report = copyString("");
-    *error = copyString(std::string("error: unknown artifact '") +
-                        (artifact ? artifact : "") +
-                        "'; expected mlir, llvm, asm or obj");
+    *error = copyString("error: no artifact given; expected mlir or one of "
+                        "the target's (cpu: llvm, asm, obj)");
     return 1;
   }
   return compile(device, source, size, source_name, output_path,
-                 /*reference=*/false, parsed, nullptr, report, error);
+                 /*reference=*/false, std::string(artifact), nullptr, report,
+                 error);
 }
 
 int te_compiler_explain(const char *source, size_t size,
@@ -314,7 +315,8 @@ int te_compiler_explain_for(const char *device, const char *source, size_t size,
   }
   OwningOpRef<ModuleOp> copy = module->clone();
   FailureOr<std::vector<te::plugin::DispatchRecord>> records =
-      te::plugin::dispatchModule(*copy, setup->target, setup->policy);
+      te::plugin::dispatchModule(*copy, setup->target, setup->native,
+                                 setup->policy);
   if (failed(records)) {
     *error = copyString(session.diagnostics);
     return 1;
@@ -334,13 +336,11 @@ int te_compiler_targets(char **list, char **error) {
   if (!plugins)
     return 1;
   std::string text;
-  for (const te::plugin::TargetRef &ref : plugins->getTargets()) {
+  for (const te::TargetRef &ref : plugins->getTargets()) {
     te::plugin::TargetInfo info = ref.target->getTargetInfo();
-    text +=
-        ref.target->getDeviceName() + "\t" + ref.target->getName() + "\t" +
-        (ref.plugin ? "plugin " + ref.plugin->name + " " + ref.plugin->version
-                    : std::string("built-in")) +
-        "\t" + info.triple + " " + info.cpu + " " + info.features + "\n";
+    text += ref.target->getDeviceName() + "\t" + ref.target->getName() + "\t" +
+            ref.origin + "\t" + ref.getPipelineIdentity() + "\t" + info.triple +
+            " " + info.cpu + " " + info.features + "\n";
   }
   *list = copyString(text);
   return 0;

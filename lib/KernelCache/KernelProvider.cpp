@@ -34,10 +34,12 @@ using te::support::Status;
 
 namespace {
 
-/// What the pipeline is; part of every key, so that a reference build never
-/// answers for a production one or the other way round.
-constexpr const char *kPipeline = "te-lower-cpu opt=3 abi=1";
-constexpr const char *kReferencePipeline = "te-lower-cpu-reference opt=3 abi=1";
+/// Which of a target's builds a kernel is; part of every key, so that a
+/// reference build never answers for a production one or the other way
+/// round. The target's own pipeline identity joins the canonical key
+/// (te_compiler_targets), and the te-mlir build the source key.
+constexpr const char *kPipeline = "production opt=3 abi=1";
+constexpr const char *kReferencePipeline = "reference opt=3 abi=1";
 
 /// The te-mlir build: version, revision, LLVM, and the size and time of the
 /// compiler libraries, so that a rebuilt compiler never reuses entries.
@@ -326,10 +328,8 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
                                                  const std::string &sourceName,
                                                  bool reference,
                                                  const std::string &device) {
-  if (reference && device != "cpu")
-    return Status::error("reference kernels are built for the cpu device "
-                         "only, not '" +
-                         device + "'");
+  // Whether the device's target has a reference build is the compiler's to
+  // say (TargetBackend::buildReferencePipeline).
   const char *pipeline = reference ? kReferencePipeline : kPipeline;
   // Every environment variable that changes code generation joins the
   // keys: today those of the plugins. TE_DUMP_DIR only writes files beside
@@ -396,11 +396,11 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
     if (!fingerprint)
       return fingerprint.status();
     plugins = *fingerprint;
-    Expected<std::string> described = describeTarget(device);
-    if (!described)
-      return described.status();
-    target = *described;
   }
+  Expected<std::string> described = describeTarget(device);
+  if (!described)
+    return described.status();
+  target = *described;
   auto canonicalKeyFor = [&](const std::string &plugins) {
     return KeyBuilder()
         .add("canonical-ir", canonicalText)

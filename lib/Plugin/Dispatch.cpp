@@ -11,8 +11,6 @@
 #include "te/Plugin/Dispatch.h"
 #include "te/Plugin/Passes.h"
 
-#include "te/Conversion/Passes.h"
-#include "te/Conversion/TEToLinalg/TEToLinalg.h"
 #include "te/Dialect/TE/IR/TEDialect.h"
 #include "te/Dialect/TE/IR/TEOps.h"
 #include "te/Dialect/TE/Transforms/Passes.h"
@@ -127,18 +125,24 @@ bool DispatchPolicy::isDenied(StringRef plugin, StringRef opKey) const {
 
 namespace {
 
-/// The native host lowering, offered to providers that wrap it.
-class HostNativeLowering : public NativeLowering {
+/// What the dispatch leaves ops to on a target without a native lowering:
+/// nothing, said in the target's name.
+class NoNativeLowering : public NativeLowering {
 public:
+  explicit NoNativeLowering(std::string targetName)
+      : targetName(std::move(targetName)) {}
   std::optional<std::string>
   getUnsupportedReason(Operation *op) const override {
-    return getCPUUnsupportedReason(op);
+    return "target " + targetName +
+           " has no native lowering: " + op->getName().getStringRef().str() +
+           " needs a plugin provider that lowers it for this target";
   }
   LogicalResult lower(Operation *op) const override {
-    if (std::optional<std::string> reason = getCPUUnsupportedReason(op))
-      return op->emitError(*reason);
-    return applyTEToLinalgConversion(op);
+    return op->emitError(*getUnsupportedReason(op));
   }
+
+private:
+  std::string targetName;
 };
 
 constexpr StringLiteral kScratchName = "te_plugin_scratch";
@@ -271,12 +275,12 @@ LogicalResult lowerWithProvider(Operation *op, const ProviderRef &ref,
 //===----------------------------------------------------------------------===//
 
 /// What a dispatch may create: the dialects of the loaded plugins, those of
-/// the native lowering (which providers may wrap), and the scratch modules'
-/// functions.
+/// the targets' native lowerings (which providers may wrap), and the
+/// scratch modules' functions.
 static void addDispatchDialects(DialectRegistry &registry) {
   (void)PluginManager::get().loadFromEnvironment();
   PluginManager::get().registerDialects(registry);
-  createConvertTEToLinalg()->getDependentDialects(registry);
+  TargetRegistry::get().getDependentDialects(registry);
   registry.insert<func::FuncDialect>();
 }
 
@@ -311,6 +315,7 @@ std::string DispatchRecord::describeBackend(StringRef targetName) const {
 
 FailureOr<std::vector<DispatchRecord>>
 mlir::te::plugin::dispatchModule(ModuleOp module, const TargetInfo &target,
+                                 const NativeLowering *targetNative,
                                  const DispatchPolicy &policy) {
   PluginManager &manager = PluginManager::get();
   SmallVector<Operation *> ops;
@@ -329,7 +334,8 @@ mlir::te::plugin::dispatchModule(ModuleOp module, const TargetInfo &target,
 
   std::vector<DispatchRecord> records;
   bool failedStrict = false, dialectsLoaded = false;
-  HostNativeLowering native;
+  NoNativeLowering none(target.backend);
+  const NativeLowering &native = targetNative ? *targetNative : none;
   for (Operation *op : ops) {
     DispatchRecord record;
     record.opName = op->getName().getStringRef().str();
@@ -467,8 +473,21 @@ struct TEDispatchPass : mlir::te::impl::TEDispatchBase<TEDispatchPass> {
   void runOnOperation() override {
     FailureOr<DispatchSetup> setup =
         prepare(getOperation(), policy, deny, device);
-    if (failed(setup) ||
-        failed(dispatchModule(getOperation(), setup->target, setup->policy)))
+    if (failed(setup) || failed(dispatchModule(getOperation(), setup->target,
+                                               setup->native, setup->policy)))
+      return signalPassFailure();
+    // Without a native lowering nothing after the dispatch lowers what the
+    // providers left.
+    if (setup->native)
+      return;
+    NoNativeLowering none(setup->targetName);
+    WalkResult walk = getOperation().walk([&](Operation *op) {
+      if (!isa<TEDialect>(op->getDialect()) || isa<ProcessGroupOp, CheckOp>(op))
+        return WalkResult::advance();
+      op->emitError(*none.getUnsupportedReason(op));
+      return WalkResult::interrupt();
+    });
+    if (walk.wasInterrupted())
       signalPassFailure();
   }
 };
@@ -488,7 +507,7 @@ struct TEExplainDispatchPass
       return signalPassFailure();
     OwningOpRef<ModuleOp> copy = getOperation().clone();
     FailureOr<std::vector<DispatchRecord>> records =
-        dispatchModule(*copy, setup->target, setup->policy);
+        dispatchModule(*copy, setup->target, setup->native, setup->policy);
     if (failed(records))
       return signalPassFailure();
     printDispatchTable(llvm::outs(), *records, setup->targetName);
@@ -548,16 +567,13 @@ mlir::te::plugin::prepareDispatch(StringRef device, StringRef policyOverride,
       failed(DispatchPolicy::fromEnvironment(policyOverride, denyOverride,
                                              setup.policy, error)))
     return failure();
-  if (device.empty()) {
-    setup.target = getHostTarget();
-    setup.targetName = setup.target.backend;
-    return setup;
-  }
-  FailureOr<TargetRef> target = manager.startTarget(device, error);
+  FailureOr<TargetRef> target =
+      manager.startTarget(device.empty() ? StringRef("cpu") : device, error);
   if (failed(target))
     return failure();
   setup.target = target->target->getTargetInfo();
   setup.targetName = target->target->getName();
+  setup.native = target->getNativeLowering();
   return setup;
 }
 

@@ -11,6 +11,7 @@
 #include "te/Plugin/PluginManager.h"
 #include "te/Plugin/PluginSearch.h"
 #include "te/Support/FileTrust.h"
+#include "te/Target/TargetRegistry.h"
 
 #include "te/Dialect/TE/IR/TEDialect.h"
 #include "te/Version.h"
@@ -27,6 +28,8 @@
 
 using namespace mlir;
 using namespace mlir::te::plugin;
+using mlir::te::TargetRef;
+using mlir::te::TargetRegistry;
 
 namespace {
 
@@ -54,9 +57,7 @@ bool isTEOp(StringRef name) {
 /// What a plugin's register callback registers into: its own record.
 class RecordRegistrar : public Registrar {
 public:
-  RecordRegistrar(PluginRecord &record,
-                  const std::vector<std::unique_ptr<TargetBackend>> &builtins)
-      : record(record), builtins(builtins) {}
+  explicit RecordRegistrar(PluginRecord &record) : record(record) {}
 
   /// What is wrong with registering `provider`, or "" when nothing is.
   std::string validate(const LoweringProvider *provider) const {
@@ -79,19 +80,11 @@ public:
 
   /// What is wrong with registering `target`, or "" when nothing is.
   std::string validate(const TargetBackend *target) const {
-    if (!target)
-      return "a null target";
+    std::string problem = TargetRegistry::get().validate(target);
+    if (!problem.empty())
+      return problem;
     const std::string &name = target->getName();
     const std::string &device = target->getDeviceName();
-    if (!isValidName(name) || !isValidName(device))
-      return "a target named '" + name + "' for device '" + device +
-             "' (names are 1 to 63 characters from [A-Za-z0-9_.-])";
-    for (const auto &builtin : builtins)
-      if (builtin->getName() == name || builtin->getDeviceName() == device)
-        return "target '" + name + "' for device '" + device +
-               "', which clashes with the built-in target '" +
-               builtin->getName() + "' for device '" +
-               builtin->getDeviceName() + "'";
     for (const auto &existing : record.targets)
       if (existing->getName() == name || existing->getDeviceName() == device)
         return "a second target named '" + name + "' or for device '" + device +
@@ -133,7 +126,6 @@ public:
   }
 
   PluginRecord &record;
-  const std::vector<std::unique_ptr<TargetBackend>> &builtins;
   std::string invalid;
 };
 
@@ -230,8 +222,10 @@ void PluginManager::fail(PluginRecord &record, StringRef step,
   // destroyed: the library stays mapped from registration on anyway.
   for (auto &provider : record.providers)
     record.retiredProviders.push_back(std::move(provider));
+  // Targets not yet handed to the registry die with the record's others.
   for (auto &target : record.targets)
     record.retiredTargets.push_back(std::move(target));
+  TargetRegistry::get().withdraw(&record);
   record.providers.clear();
   record.targets.clear();
   record.dialects.clear();
@@ -417,7 +411,7 @@ void PluginManager::loadOne(StringRef spec, StringRef source) {
   record.activate = info->activate;
 
   // Registration, into this record only.
-  RecordRegistrar registrar(record, builtinTargets);
+  RecordRegistrar registrar(record);
   char error[1024] = {0};
   te_plugin_status status = TE_PLUGIN_ERROR;
   try {
@@ -438,6 +432,13 @@ void PluginManager::loadOne(StringRef spec, StringRef source) {
                                      "without a message"));
   if (!registrar.invalid.empty())
     return fail(record, "register", registrar.invalid);
+  // The targets enter the registry only once registration succeeded, in
+  // plugin list order: registration order is their priority.
+  for (auto &target : record.targets)
+    TargetRegistry::get().add(std::move(target), &record,
+                              "plugin " + record.name + " " + record.version,
+                              record.abiMinor);
+  record.targets.clear();
   record.state = PluginState::Available;
 }
 
@@ -516,30 +517,12 @@ PluginRecord *PluginManager::lookup(StringRef name) const {
   return nullptr;
 }
 
-void mlir::te::plugin::registerBuiltinTarget(
-    std::unique_ptr<TargetBackend> target) {
-  PluginManager &manager = PluginManager::get();
-  std::lock_guard<std::recursive_mutex> lock(manager.mutex);
-  manager.builtinTargets.push_back(std::move(target));
-}
-
 std::vector<TargetRef> PluginManager::getTargets() const {
-  std::lock_guard<std::recursive_mutex> lock(mutex);
-  std::vector<TargetRef> targets;
-  for (const auto &target : builtinTargets)
-    targets.push_back({target.get(), nullptr});
-  for (const auto &record : records)
-    if (record->state != PluginState::Failed)
-      for (const auto &target : record->targets)
-        targets.push_back({target.get(), record.get()});
-  return targets;
+  return TargetRegistry::get().getTargets();
 }
 
 TargetRef PluginManager::findTarget(StringRef deviceName) const {
-  for (const TargetRef &ref : getTargets())
-    if (ref.target->getDeviceName() == deviceName)
-      return ref;
-  return {};
+  return TargetRegistry::get().find(deviceName);
 }
 
 FailureOr<TargetRef> PluginManager::startTarget(StringRef deviceName,
@@ -553,11 +536,10 @@ FailureOr<TargetRef> PluginManager::startTarget(StringRef deviceName,
   TargetRef ref = findTarget(deviceName);
   if (!ref) {
     // A plugin that failed may have been the one serving the device.
-    for (const auto &record : records)
-      for (const auto &target : record->retiredTargets)
-        if (target->getDeviceName() == deviceName)
-          return fail("target " + target->getName() + " (plugin " +
-                      record->name + " " + record->version + ") for device '" +
+    if (TargetRef withdrawn = TargetRegistry::get().findWithdrawn(deviceName))
+      for (const auto &record : records)
+        if (record.get() == withdrawn.owner)
+          return fail("target " + withdrawn.describe() + " for device '" +
                       deviceName.str() +
                       "' is unavailable: " + describeFailure(*record));
     return fail("no target produces kernel modules for device '" +
@@ -567,18 +549,23 @@ FailureOr<TargetRef> PluginManager::startTarget(StringRef deviceName,
                 "--te-plugin");
   }
   std::string description = ref.describe(), reason;
-  if (ref.plugin && failed(activate(*ref.plugin, &reason)))
+  if (PluginRecord *owner = ownerOf(ref);
+      owner && failed(activate(*owner, &reason)))
     return fail("target " + description + " for device '" + deviceName.str() +
                 "' is unavailable: " + reason);
   return ref;
 }
 
+PluginRecord *PluginManager::ownerOf(const TargetRef &ref) const {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  for (const auto &record : records)
+    if (record.get() == ref.owner)
+      return record.get();
+  return nullptr;
+}
+
 std::string PluginManager::describeTargets() const {
-  std::vector<std::string> names;
-  for (const TargetRef &ref : getTargets())
-    if (!llvm::is_contained(names, ref.target->getDeviceName()))
-      names.push_back(ref.target->getDeviceName());
-  return names.empty() ? std::string("none") : llvm::join(names, ", ");
+  return TargetRegistry::get().describeDevices();
 }
 
 void PluginManager::registerDialects(DialectRegistry &registry) const {
@@ -650,10 +637,12 @@ void PluginManager::printInfo(llvm::raw_ostream &os) const {
     for (const auto &provider : record->providers)
       os << "     provider " << record->name << "/" << provider->getName()
          << ": " << llvm::join(provider->getOpNames(), ", ") << "\n";
-    for (const auto &target : record->targets) {
+    for (const TargetRef &ref :
+         TargetRegistry::get().getTargetsOf(record.get())) {
+      const TargetBackend *target = ref.target;
       os << "     target " << target->getName() << ": modules for device '"
          << target->getDeviceName() << "'";
-      if (findTarget(target->getDeviceName()).target != target.get())
+      if (findTarget(target->getDeviceName()).target != target)
         os << " (unused: " << findTarget(target->getDeviceName()).describe()
            << " serves that device)";
       os << "\n";

@@ -13,7 +13,7 @@
 
 #include "OneDNNRuntime.h"
 
-#include "te/Conversion/TEToLinalg/FP8Codec.h"
+#include "te/Conversion/TECommon/FP8Codec.h"
 #include "te/Dialect/TE/IR/TEOps.h"
 #include "te/Plugin/Plugin.h"
 

@@ -151,16 +151,17 @@ def test_plugin_target_stages_emit_and_dumps(te_run):
     assert (dump / "step.fixture" / "00-input.mlir").exists()
     assert not (dump / "step").exists()
     # --emit=mlir is the target pipeline's output; the LLVM stages are the
-    # cpu target's, refused for a plugin's.
+    # cpu target's, refused for a target whose serializer names none.
     out = te_run.tmp / "step.lowered.mlir"
     te_run(program, "--backend=fixture", "--emit=mlir", "-o", out, env=env)
     assert "llvm.func @step(" in out.read_text() and "te.amax" not in out.read_text()
     proc = te_run(program, "--backend=fixture", "--emit=obj", "-o",
                   te_run.tmp / "x.o", env=env, check=False)
     assert proc.returncode == 2
-    assert (f"te-run: error: {program}: LLVM IR, assembly and object files are "
-            "stages of the built-in cpu target; device 'fixture' is compiled by "
-            "target fixture (plugin fixture_target") in proc.stderr
+    assert proc.stderr == (
+        f"te-run: error: {program}: device 'fixture' is compiled by target "
+        "fixture (plugin fixture_target 2.1), which cannot stop at 'obj'; it "
+        "can emit mlir\n")
 
 
 def test_target_errors_name_the_file_not_line_zero(te_run):

@@ -9,8 +9,8 @@
 
 #include "te/InitAllDialects.h"
 #include "te/InitAllPasses.h"
-#include "te/JIT/KernelCompiler.h"
 #include "te/Plugin/PluginManager.h"
+#include "te/Target/InitAllTargets.h"
 #include "te/Version.h"
 
 #include "mlir/IR/DialectRegistry.h"

@@ -139,10 +139,10 @@ TEST(CompilerPlugins, TargetsOfPluginsCompileForTheirDevice) {
       te_compiler_load_plugins(TE_FIXTURES "/libte-fixture-target.so", &error),
       0);
   take(error);
-  EXPECT_EQ(targets(),
-            "cpu\tcpu\tbuilt-in\t<host>\n"
-            "fixture\tfixture\tplugin fixture_target 2.1\tx86_64-fixture-none "
-            "fixture-1 \n");
+  EXPECT_EQ(targets(), "cpu\tcpu\tbuilt-in\t<host>\n"
+                       "fixture\tfixture\tplugin fixture_target "
+                       "2.1\tfixture\tx86_64-fixture-none "
+                       "fixture-1 \n");
 
   // The provider sees the target it lowers for.
   char *table = nullptr;

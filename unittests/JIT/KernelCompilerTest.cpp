@@ -7,6 +7,8 @@
 
 #include "te/JIT/KernelCompiler.h"
 #include "te/InitAllDialects.h"
+#include "te/Plugin/PluginABI.h"
+#include "te/Target/TargetRegistry.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -49,12 +51,46 @@ std::string refusal(const te::KernelCompileOptions &options) {
   return diagnostics;
 }
 
-TEST(KernelCompiler, ReferenceIsForTheHostOnly) {
+/// A target with nothing but the required members: no reference pipeline,
+/// no intermediate files, no native lowering.
+class BareTarget : public te::plugin::TargetBackend {
+public:
+  BareTarget() : TargetBackend("bare", "bare") {}
+  te::plugin::TargetInfo getTargetInfo() const override {
+    return {"bare", "bare-none-none", "bare-1", ""};
+  }
+  void buildPipeline(OpPassManager &) const override {}
+  LogicalResult serialize(ModuleOp lowered, ArrayRef<te::KernelEntry>,
+                          StringRef, StringRef, unsigned) const override {
+    return lowered.emitError("bare: nothing to serialize");
+  }
+};
+
+void registerBareTarget() {
+  static const int owner = 0;
+  if (!te::TargetRegistry::get().find("bare"))
+    te::TargetRegistry::get().add(std::make_unique<BareTarget>(), &owner,
+                                  "test", TE_PLUGIN_ABI_MINOR);
+}
+
+TEST(KernelCompiler, ReferenceNeedsATargetWithOne) {
+  registerBareTarget();
   te::KernelCompileOptions options;
   options.reference = true;
-  options.device = "fixture";
-  EXPECT_NE(refusal(options).find("the reference pipeline builds for the cpu "
-                                  "device only, not 'fixture'"),
+  options.device = "bare";
+  EXPECT_NE(refusal(options).find("target bare (test) for device 'bare' has "
+                                  "no reference pipeline; reference kernels "
+                                  "are built for the cpu device"),
+            std::string::npos);
+}
+
+TEST(KernelCompiler, TargetWithoutNativeLoweringSaysSo) {
+  registerBareTarget();
+  te::KernelCompileOptions options;
+  options.device = "bare";
+  EXPECT_NE(refusal(options).find("target bare has no native lowering: "
+                                  "te.amax needs a plugin provider that "
+                                  "lowers it for this target"),
             std::string::npos);
 }
 
@@ -62,7 +98,7 @@ TEST(KernelCompiler, DeviceWithoutTarget) {
   te::KernelCompileOptions options;
   options.device = "nope";
   EXPECT_NE(refusal(options).find("no target produces kernel modules for "
-                                  "device 'nope' (targets exist for: cpu)"),
+                                  "device 'nope' (targets exist for: cpu"),
             std::string::npos);
 }
 
@@ -92,15 +128,12 @@ TEST(KernelCompiler, EmitStopsAtEachStageAndRecordsIt) {
        {"mlir-passes", "llvm-translate", "llvm-optimize", "llvm-codegen"}},
   };
   for (const Case &c : cases) {
-    std::optional<te::KernelArtifact> artifact =
-        te::parseKernelArtifact(c.kind);
-    ASSERT_TRUE(artifact) << c.kind;
     te::CompileRecorder recorder;
     te::KernelCompileOptions options;
     options.recorder = &recorder;
     std::string path = (directory + "/out." + c.kind).str();
     ASSERT_TRUE(
-        succeeded(te::emitKernelArtifact(*module, options, *artifact, path)))
+        succeeded(te::emitKernelArtifact(*module, options, c.kind, path)))
         << c.kind;
     auto buffer = llvm::MemoryBuffer::getFile(path);
     ASSERT_TRUE(bool(buffer)) << c.kind;
@@ -110,8 +143,20 @@ TEST(KernelCompiler, EmitStopsAtEachStageAndRecordsIt) {
       stages.push_back(stage.name);
     EXPECT_EQ(stages, c.stages) << c.kind;
   }
-  EXPECT_FALSE(te::parseKernelArtifact("exe"));
   llvm::sys::fs::remove_directories(directory);
+
+  // What the target cannot stop at is refused with what it can.
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
+    diagnostics += diag.str();
+    return success();
+  });
+  te::KernelCompileOptions options;
+  EXPECT_TRUE(
+      failed(te::emitKernelArtifact(*module, options, "exe", "/nonexistent")));
+  EXPECT_EQ(diagnostics, "device 'cpu' is compiled by target cpu (built-in), "
+                         "which cannot stop at 'exe'; it can emit mlir, llvm, "
+                         "asm, obj");
 }
 
 } // namespace

@@ -102,10 +102,11 @@ TE_COMPILER_EXPORT int te_compiler_compile_with_report(
 /// Compiles `source` for the runtime device `device` like
 /// te_compiler_compile_for, but stops at `artifact` and writes it to
 /// `output_path` ("-": stdout) instead of a kernel module: "mlir", the module
-/// the target's pipeline produced (for cpu, the LLVM dialect); "llvm", the
-/// LLVM IR after optimization; "asm", the host assembly; "obj", the object
-/// file before linking. The last three exist for the built-in cpu target
-/// only; for a plugin's device they fail with a diagnostic saying so.
+/// the target's pipeline produced (for cpu, the LLVM dialect), for every
+/// target; or one of the target's intermediate files, for cpu "llvm" (the
+/// LLVM IR after optimization), "asm" (the host assembly) and "obj" (the
+/// object file before linking). Anything else fails with a diagnostic
+/// naming what the device's target can emit.
 /// `report` (may be NULL) and dumps as in te_compiler_compile_with_report.
 /// Returns 0 on success; on failure non-zero with `*error` set.
 TE_COMPILER_EXPORT int
@@ -135,9 +136,11 @@ TE_COMPILER_EXPORT int te_compiler_explain_for(const char *device,
                                                char **table, char **error);
 
 /// Loads the plugins of NVTE_PLUGIN and sets `*list` to one line per
-/// target: "<device>\t<target>\t<origin>\t<triple> <cpu> <features>",
-/// origin being "built-in" or "plugin <name> <version>", the last column
-/// what the target compiles for (its TargetInfo); built-in targets first,
+/// target: "<device>\t<target>\t<origin>\t<pipeline>\t<triple> <cpu>
+/// <features>", origin being "built-in" or "plugin <name> <version>",
+/// pipeline what identifies the target's code generation beyond the build
+/// (TargetBackend::getPipelineIdentity), the last column what the target
+/// compiles for (its TargetInfo); built-in targets first,
 /// then plugins' in priority order. The first line for a device is the target
 /// compiles for it use. Returns non-zero with `*error` set only where
 /// te_compiler_plugins would.

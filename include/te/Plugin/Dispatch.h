@@ -70,22 +70,27 @@ struct DispatchRecord {
 };
 
 /// Dispatches every te op of `module` for `target`: plugin-lowered ops are
-/// replaced in place, the rest are left for the native lowering. Warnings
-/// go through the PluginManager. Fails (with diagnostics) only in strict
-/// mode, when a plugin lowering had to fall back.
+/// replaced in place, the rest are left for the target's native lowering
+/// `native` (null: the target has none), whose reasons fill
+/// DispatchRecord::nativeUnsupported and which providers may wrap.
+/// Warnings go through the PluginManager. Fails (with diagnostics) only in
+/// strict mode, when a plugin lowering had to fall back.
 FailureOr<std::vector<DispatchRecord>>
 dispatchModule(ModuleOp module, const TargetInfo &target,
-               const DispatchPolicy &policy);
+               const NativeLowering *native, const DispatchPolicy &policy);
 
 /// What a dispatch for runtime device `device` needs: NVTE_PLUGIN loaded,
 /// the policy (`policyOverride` / `denyOverride` where not empty, else the
 /// environment) and the device's target with its plugin started. An empty
-/// device is the host CPU.
+/// device is the host CPU ("cpu").
 struct DispatchSetup {
   DispatchPolicy policy;
   TargetInfo target;
   /// The target's name ("cpu" for the host).
   std::string targetName;
+  /// The target's native lowering (TargetRef::getNativeLowering); null
+  /// when it has none.
+  const NativeLowering *native = nullptr;
 };
 FailureOr<DispatchSetup> prepareDispatch(StringRef device,
                                          StringRef policyOverride,

@@ -20,6 +20,7 @@
 #define TE_PLUGIN_PLUGIN_H
 
 #include "te/Plugin/PluginABI.h"
+#include "te/Target/Target.h"
 #include "te/Version.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -34,24 +35,6 @@
 #include <vector>
 
 namespace mlir::te::plugin {
-
-class TargetBackend;
-
-/// The target an op is being lowered for.
-struct TargetInfo {
-  /// The name of the target (Target.h): "cpu" for the host, or the name a
-  /// plugin registered its target under ("rocm").
-  std::string backend;
-  /// LLVM target triple, e.g. "x86_64-unknown-linux-gnu".
-  std::string triple;
-  /// Processor name, e.g. "sapphirerapids" (or "sm_90a" for a GPU).
-  std::string cpu;
-  /// LLVM feature string, e.g. "+avx2,+avx512f,...".
-  std::string features;
-
-  /// Whether `feature` (without the sign, e.g. "avx512f") is enabled.
-  bool hasFeature(llvm::StringRef feature) const;
-};
 
 /// A provider's answer for one op: accepted, or declined with a reason that
 /// --explain shows to the user ("sliding window not supported").
@@ -69,19 +52,6 @@ private:
       : accepted(accepted), reason(std::move(reason)) {}
   bool accepted;
   std::string reason;
-};
-
-/// The native backend's lowering of single ops, for providers that extend
-/// or wrap it (what TE's `_nv` alias gives its Python plugins).
-class NativeLowering {
-public:
-  virtual ~NativeLowering();
-  /// Why the native backend cannot lower `op`, or nullopt if it can.
-  virtual std::optional<std::string>
-  getUnsupportedReason(Operation *op) const = 0;
-  /// Lowers `op` in place exactly as the native backend does; the op is
-  /// replaced. Fails (with a diagnostic on the op) if native cannot.
-  virtual LogicalResult lower(Operation *op) const = 0;
 };
 
 /// Lowers some te ops for some targets.
@@ -146,11 +116,11 @@ public:
   virtual void addDialects(std::function<void(DialectRegistry &)> add) = 0;
 
   /// Since plugin ABI 1.1 (appended, so 1.0 plugins keep their vtable
-  /// layout). Adds a target (Target.h): how te modules become kernel modules
-  /// for the runtime device target->getDeviceName(). Fails (returns false, with
-  /// a reason in `error`) if a name is malformed, the name or the device is
-  /// a built-in target's, or this plugin already has a target of that name
-  /// or for that device. A target of a lower-priority plugin for a device
+  /// layout). Adds a target (te/Target/Target.h): how te modules become kernel
+  /// modules for the runtime device target->getDeviceName(). Fails (returns
+  /// false, with a reason in `error`) if a name is malformed, the name or the
+  /// device is a built-in target's, or this plugin already has a target of that
+  /// name or for that device. A target of a lower-priority plugin for a device
   /// that another plugin serves too stays registered, unused until that
   /// plugin fails (with its warning).
   virtual bool addTarget(std::unique_ptr<TargetBackend> target,

@@ -34,9 +34,13 @@ extern "C" {
 /// only append fields to te_plugin_info (found through struct_size) and add
 /// registrar functions, so a plugin built for 1.0 runs on a 1.3 host but
 /// not the other way round. History: 1.0 the handshake, lowering
-/// providers and dialects; 1.1 added Registrar::addTarget (Target.h).
+/// providers and dialects; 1.1 added Registrar::addTarget (Target.h); 1.2
+/// appended TargetBackend's getNativeLowering, getPipelineIdentity,
+/// getDependentDialects, buildReferencePipeline, getArtifactNames and
+/// emitArtifact (te/Target/Target.h), which the host calls only on targets
+/// of plugins built for 1.2 or later.
 #define TE_PLUGIN_ABI_MAJOR 1
-#define TE_PLUGIN_ABI_MINOR 1
+#define TE_PLUGIN_ABI_MINOR 2
 
 /// The name of the one symbol a plugin exports.
 #define TE_PLUGIN_QUERY_SYMBOL "te_plugin_query"

@@ -17,7 +17,7 @@
 #define TE_PLUGIN_PLUGINMANAGER_H
 
 #include "te/Plugin/Plugin.h"
-#include "te/Plugin/Target.h"
+#include "te/Target/TargetRegistry.h"
 
 #include "mlir/Support/LLVM.h"
 #include "llvm/Support/raw_ostream.h"
@@ -32,9 +32,6 @@ namespace mlir::te::plugin {
 
 /// The host's plugin ABI version, "1.0".
 std::string getHostABIVersion();
-
-/// The host CPU as a lowering target.
-const TargetInfo &getHostTarget();
 
 enum class PluginState { Available, Active, Failed };
 
@@ -54,6 +51,9 @@ struct PluginRecord {
   /// "handshake", "register", "activate") and the error.
   std::string failedStep, error;
   std::vector<std::unique_ptr<LoweringProvider>> providers;
+  /// The targets registered during the register callback, until it
+  /// succeeded and they moved to the TargetRegistry (with this record as
+  /// their owner).
   std::vector<std::unique_ptr<TargetBackend>> targets;
   /// What the plugin registered before it failed: withdrawn, but kept
   /// alive for threads that looked them up before the failure.
@@ -114,9 +114,13 @@ public:
   PluginRecord *lookup(StringRef name) const;
 
   /// The target that produces kernel modules for the runtime device
-  /// `deviceName`: a built-in one, else that of the first available or
-  /// active plugin (in priority order) that registered one. Empty if none.
+  /// `deviceName` (TargetRegistry::find): a built-in one, else that of the
+  /// first available or active plugin (in priority order) that registered
+  /// one. Empty if none.
   TargetRef findTarget(StringRef deviceName) const;
+
+  /// The plugin that registered `ref`, or null for a built-in target.
+  PluginRecord *ownerOf(const TargetRef &ref) const;
 
   /// The target of `deviceName`, with its plugin started (activated), as a
   /// compile for that device needs it. Fails with *error saying why there
@@ -125,7 +129,7 @@ public:
   FailureOr<TargetRef> startTarget(StringRef deviceName, std::string *error);
 
   /// Built-in targets, then those of available and active plugins in
-  /// priority order.
+  /// priority order (TargetRegistry::getTargets).
   std::vector<TargetRef> getTargets() const;
 
   /// The device names of getTargets(), for "available: ..." messages.
@@ -159,12 +163,10 @@ private:
   PluginManager();
   ~PluginManager();
   void loadOne(StringRef spec, StringRef source);
-  friend void registerBuiltinTarget(std::unique_ptr<TargetBackend> target);
   void fail(PluginRecord &record, StringRef step, StringRef error);
 
   mutable std::recursive_mutex mutex;
   std::vector<std::unique_ptr<PluginRecord>> records;
-  std::vector<std::unique_ptr<TargetBackend>> builtinTargets;
   bool strict = false;
   bool environmentLoaded = false;
   /// Why loading NVTE_PLUGIN failed in strict mode ("" if it did not).

@@ -14,7 +14,7 @@
 
 #include "TEToLinalgInternal.h"
 
-#include "te/Conversion/TEToLinalg/FP8Codec.h"
+#include "te/Conversion/TECommon/FP8Codec.h"
 #include "te/Dialect/TE/IR/TEOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

@@ -10,7 +10,7 @@
 #include "te/Conversion/TEToLinalg/TEToLinalg.h"
 
 #include "TEToLinalgInternal.h"
-#include "te/Conversion/TEToLinalg/FP8Codec.h"
+#include "te/Conversion/TECommon/FP8Codec.h"
 #include "te/Dialect/TE/IR/TEOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

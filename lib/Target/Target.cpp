@@ -1,26 +1,73 @@
-//===- Target.cpp - Kernel entry points and target references -------------===//
+//===- Target.cpp - The target interface and the kernel entry points -----===//
 
-#include "te/Plugin/Target.h"
+#include "te/Target/Target.h"
 #include "te/Dialect/TE/IR/TEOps.h"
 #include "te/Dialect/TE/Transforms/Passes.h"
-#include "te/Plugin/PluginManager.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
 
 using namespace mlir;
 using namespace mlir::te;
+using namespace mlir::te::plugin;
 
-plugin::TargetBackend::~TargetBackend() = default;
+//===----------------------------------------------------------------------===//
+// TargetInfo, NativeLowering, TargetBackend
+//===----------------------------------------------------------------------===//
 
-std::string plugin::TargetRef::describe() const {
-  if (!target)
-    return "no target";
-  if (!plugin)
-    return target->getName() + " (built-in)";
-  return target->getName() + " (plugin " + plugin->name + " " +
-         plugin->version + ")";
+bool TargetInfo::hasFeature(llvm::StringRef feature) const {
+  llvm::SmallVector<llvm::StringRef> enabled;
+  llvm::StringRef(features).split(enabled, ',', -1, false);
+  for (llvm::StringRef entry : enabled)
+    if (entry.consume_front("+") && entry == feature)
+      return true;
+  return false;
 }
+
+const TargetInfo &mlir::te::plugin::getHostTarget() {
+  static const TargetInfo host = [] {
+    llvm::SubtargetFeatures features;
+    for (const llvm::StringMapEntry<bool> &feature :
+         llvm::sys::getHostCPUFeatures())
+      features.AddFeature(feature.first(), feature.second);
+    return TargetInfo{"cpu", llvm::sys::getProcessTriple(),
+                      llvm::sys::getHostCPUName().str(), features.getString()};
+  }();
+  return host;
+}
+
+NativeLowering::~NativeLowering() = default;
+TargetBackend::~TargetBackend() = default;
+
+const NativeLowering *TargetBackend::getNativeLowering() const {
+  return nullptr;
+}
+
+std::string TargetBackend::getPipelineIdentity() const { return name; }
+
+void TargetBackend::getDependentDialects(DialectRegistry &) const {}
+
+bool TargetBackend::buildReferencePipeline(OpPassManager &) const {
+  return false;
+}
+
+std::vector<std::string> TargetBackend::getArtifactNames() const { return {}; }
+
+LogicalResult TargetBackend::emitArtifact(ModuleOp lowered,
+                                          ArrayRef<KernelEntry>, StringRef,
+                                          StringRef artifact, StringRef,
+                                          unsigned) const {
+  return lowered.emitError("target ")
+         << name << " cannot stop at '" << artifact
+         << "': its serializer has no intermediate files";
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel entry points
+//===----------------------------------------------------------------------===//
 
 namespace {
 

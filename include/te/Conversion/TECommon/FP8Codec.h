@@ -1,14 +1,17 @@
 //===- FP8Codec.h - Bit-exact float conversions as arith ops ----*- C++ -*-===//
 //
-// Neither arith.truncf/extf nor LLVM can convert between f32 and the FP8
-// formats on the host, so the lowering spells the conversions out in integer
-// arithmetic. Every helper works on scalars (the bodies of linalg ops) and
-// emits only selects and bit operations, so the vectorizer can widen them.
+// The portable part of every te lowering: neither arith.truncf/extf nor LLVM
+// can convert between f32 and the FP8 formats on the host, and a GPU
+// without FP8 conversion instructions needs the same bit-exact routine, so
+// the conversions are spelled out in integer arithmetic. Every helper works
+// on scalars (the bodies of linalg ops, or a GPU thread's values) and emits
+// only arith selects and bit operations, so the vectorizer can widen them
+// and every target computes bit-identical results.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TE_CONVERSION_TETOLINALG_FP8CODEC_H
-#define TE_CONVERSION_TETOLINALG_FP8CODEC_H
+#ifndef TE_CONVERSION_TECOMMON_FP8CODEC_H
+#define TE_CONVERSION_TECOMMON_FP8CODEC_H
 
 #include "mlir/IR/Builders.h"
 
@@ -42,4 +45,4 @@ Value emitAmaxBits(OpBuilder &b, Location loc, Value f32Value);
 
 } // namespace mlir::te
 
-#endif // TE_CONVERSION_TETOLINALG_FP8CODEC_H
+#endif // TE_CONVERSION_TECOMMON_FP8CODEC_H

@@ -1,6 +1,6 @@
 //===- FP8Codec.cpp - Bit-exact float conversions as arith ops ------------===//
 
-#include "te/Conversion/TEToLinalg/FP8Codec.h"
+#include "te/Conversion/TECommon/FP8Codec.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"

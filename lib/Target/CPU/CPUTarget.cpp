@@ -1,0 +1,197 @@
+//===- CPUTarget.cpp - The built-in cpu target ----------------------------===//
+//
+// The pipelines are built from pass constructors rather than a pipeline
+// string so that they work in any process that links te-mlir, registered
+// passes or not.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/Target/CPU/CPUTarget.h"
+#include "te/Target/TargetRegistry.h"
+
+#include "te/Conversion/Passes.h"
+#include "te/Conversion/TEToLinalg/TEToLinalg.h"
+#include "te/Dialect/TE/Transforms/Passes.h"
+#include "te/Plugin/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+#include <mutex>
+
+using namespace mlir;
+using namespace mlir::te;
+
+void mlir::te::buildCPUTargetPipeline(OpPassManager &pm) {
+  pm.addPass(te::createConvertTEToLinalg());
+  pm.addPass(createCanonicalizerPass());
+
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Kernels write their results into caller-provided buffers.
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  bufferization::BufferDeallocationPipelineOptions deallocation;
+  bufferization::buildBufferDeallocationPipeline(pm, deallocation);
+
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // exp and log as arith code: no libm calls in the kernels.
+  pm.addPass(createApproximateMathForCPU());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertVectorToSCFPass());
+  pm.addPass(createSCFToControlFlowPass());
+  // bf16 <-> f32 as integer arithmetic (round-to-nearest-even), which every
+  // host handles.
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createConvertVectorToLLVMPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  // Static shapes: kernel arguments are bare data pointers.
+  ConvertFuncToLLVMPassOptions funcToLLVM;
+  funcToLLVM.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(funcToLLVM));
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void mlir::te::buildLowerToCPUPipeline(OpPassManager &pm) {
+  // Plugins first: the ops they lower are gone before the native lowering.
+  pm.addPass(createTEInsertChecks());
+  pm.addPass(createTEDispatch());
+  pm.addPass(createTEMaterializeChecks());
+  buildCPUTargetPipeline(pm);
+}
+
+void mlir::te::buildLowerToCPUReferencePipeline(OpPassManager &pm) {
+  // The reference refuses bad index operands exactly as the kernels do.
+  pm.addPass(createTEInsertChecks());
+  pm.addPass(createTEDecomposeReference());
+  pm.addPass(createTEMaterializeChecks());
+  buildCPUTargetPipeline(pm);
+}
+
+void mlir::te::registerCPUPipelines() {
+  PassPipelineRegistration<>(
+      "te-lower-cpu",
+      "Lower te ops to the LLVM dialect for the host CPU (te -> linalg -> "
+      "bufferized loops -> llvm)",
+      buildLowerToCPUPipeline);
+  PassPipelineRegistration<>(
+      "te-lower-cpu-reference",
+      "te-lower-cpu with te-decompose-reference first: the dense reference "
+      "formulation that te-run --check compares against",
+      buildLowerToCPUReferencePipeline);
+}
+
+//===----------------------------------------------------------------------===//
+// The target
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// convert-te-to-linalg's patterns applied to one op.
+class CPUNativeLowering : public plugin::NativeLowering {
+public:
+  std::optional<std::string>
+  getUnsupportedReason(Operation *op) const override {
+    return getCPUUnsupportedReason(op);
+  }
+  LogicalResult lower(Operation *op) const override {
+    if (std::optional<std::string> reason = getCPUUnsupportedReason(op))
+      return op->emitError(*reason);
+    return applyTEToLinalgConversion(op);
+  }
+};
+
+/// The host CPU, through LLVM, as shared libraries.
+class CPUTarget : public plugin::TargetBackend {
+public:
+  CPUTarget() : TargetBackend("cpu", "cpu") {}
+
+  plugin::TargetInfo getTargetInfo() const override {
+    return plugin::getHostTarget();
+  }
+
+  void buildPipeline(OpPassManager &pm) const override {
+    buildCPUTargetPipeline(pm);
+  }
+
+  LogicalResult serialize(ModuleOp lowered, ArrayRef<KernelEntry> entries,
+                          StringRef manifest, StringRef outputPath,
+                          unsigned optLevel) const override {
+    HostLibraryOptions options;
+    options.optLevel = optLevel;
+    return writeHostKernelLibrary(lowered, entries, manifest, outputPath,
+                                  options);
+  }
+
+  const plugin::NativeLowering *getNativeLowering() const override {
+    return &getCPUNativeLowering();
+  }
+
+  /// The pipeline is part of the te-mlir build (its build id covers it);
+  /// the ABI version names the kernel calling convention.
+  std::string getPipelineIdentity() const override {
+    return "te-lower-cpu abi=1";
+  }
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    createConvertTEToLinalg()->getDependentDialects(registry);
+  }
+
+  bool buildReferencePipeline(OpPassManager &pm) const override {
+    buildLowerToCPUReferencePipeline(pm);
+    return true;
+  }
+
+  std::vector<std::string> getArtifactNames() const override {
+    return {"llvm", "asm", "obj"};
+  }
+
+  LogicalResult emitArtifact(ModuleOp lowered, ArrayRef<KernelEntry> entries,
+                             StringRef manifest, StringRef artifact,
+                             StringRef outputPath,
+                             unsigned optLevel) const override {
+    HostLibraryOptions options;
+    options.optLevel = optLevel;
+    HostArtifact stop = artifact == "llvm"  ? HostArtifact::LLVMIR
+                        : artifact == "asm" ? HostArtifact::Assembly
+                                            : HostArtifact::Object;
+    return writeHostArtifact(lowered, entries, manifest, stop, outputPath,
+                             options);
+  }
+};
+
+/// Registered when the library loads, before any plugin can claim the
+/// name.
+[[maybe_unused]] const bool cpuTargetRegistered = (registerCPUTarget(), true);
+
+} // namespace
+
+const plugin::NativeLowering &mlir::te::getCPUNativeLowering() {
+  static const CPUNativeLowering lowering;
+  return lowering;
+}
+
+void mlir::te::registerCPUTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    TargetRegistry::get().addBuiltin(std::make_unique<CPUTarget>());
+  });
+}
