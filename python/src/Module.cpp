@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "te/Runtime/Jit.h"
+#include "te/JIT/Jit.h"
 #include "te/Runtime/Plugin.h"
 #include "te/Runtime/Runtime.h"
 

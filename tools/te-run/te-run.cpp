@@ -12,9 +12,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "te/KernelCache/KernelProvider.h"
+#include "te/JIT/Jit.h"
+#include "te/JIT/KernelProvider.h"
 #include "te/Plugin/PluginSearch.h"
-#include "te/Runtime/Jit.h"
 #include "te/Runtime/Plugin.h"
 #include "te/Runtime/Runtime.h"
 #include "te/Support/Compare.h"

@@ -1,6 +1,6 @@
 //===- Sha256.h - SHA-256 digests for cache keys ----------------*- C++ -*-===//
-#ifndef TE_KERNELCACHE_SHA256_H
-#define TE_KERNELCACHE_SHA256_H
+#ifndef TE_JIT_SHA256_H
+#define TE_JIT_SHA256_H
 
 #include <cstddef>
 #include <cstdint>
@@ -31,4 +31,4 @@ std::string sha256Hex(const void *data, size_t size);
 
 } // namespace te::cache
 
-#endif // TE_KERNELCACHE_SHA256_H
+#endif // TE_JIT_SHA256_H

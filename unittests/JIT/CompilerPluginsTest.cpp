@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "te/Compiler/Compiler.h"
+#include "te/JIT/Compiler.h"
 
 #include "gtest/gtest.h"
 

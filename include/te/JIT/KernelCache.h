@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TE_KERNELCACHE_KERNELCACHE_H
-#define TE_KERNELCACHE_KERNELCACHE_H
+#ifndef TE_JIT_KERNELCACHE_H
+#define TE_JIT_KERNELCACHE_H
 
 #include <cstdint>
 #include <functional>
@@ -93,4 +93,4 @@ private:
 
 } // namespace te::cache
 
-#endif // TE_KERNELCACHE_KERNELCACHE_H
+#endif // TE_JIT_KERNELCACHE_H

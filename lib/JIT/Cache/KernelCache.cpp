@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "te/KernelCache/KernelCache.h"
-#include "te/KernelCache/Sha256.h"
+#include "te/JIT/KernelCache.h"
+#include "te/JIT/Sha256.h"
 #include "te/Support/FileTrust.h"
 
 #include <algorithm>

@@ -7,8 +7,8 @@
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
-#ifndef TE_COMPILER_COMPILER_H
-#define TE_COMPILER_COMPILER_H
+#ifndef TE_JIT_COMPILER_H
+#define TE_JIT_COMPILER_H
 
 #include <stddef.h>
 
@@ -174,4 +174,4 @@ TE_COMPILER_EXPORT void te_compiler_free(char *text);
 }
 #endif
 
-#endif /* TE_COMPILER_COMPILER_H */
+#endif /* TE_JIT_COMPILER_H */

@@ -1,7 +1,7 @@
 //===- JitTest.cpp - The compile-cache-load C API -------------------------===//
 
-#include "te/Runtime/Jit.h"
-#include "te/KernelCache/KernelProvider.h"
+#include "te/JIT/Jit.h"
+#include "te/JIT/KernelProvider.h"
 #include "te/Runtime/Runtime.h"
 
 #include <gtest/gtest.h>

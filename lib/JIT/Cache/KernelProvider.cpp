@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "te/KernelCache/KernelProvider.h"
+#include "te/JIT/KernelProvider.h"
 
-#include "te/Compiler/Compiler.h"
-#include "te/KernelCache/Sha256.h"
+#include "te/JIT/Compiler.h"
+#include "te/JIT/Sha256.h"
 #include "te/Plugin/PluginSearch.h"
 #include "te/Version.h"
 

@@ -8,8 +8,8 @@
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
-#ifndef TE_RUNTIME_JIT_H
-#define TE_RUNTIME_JIT_H
+#ifndef TE_JIT_JIT_H
+#define TE_JIT_JIT_H
 
 #include "te/Runtime/Device.h"
 #include "te/Runtime/Module.h"
@@ -67,7 +67,7 @@ TE_RUNTIME_EXPORT te_status te_jit_load(te_jit *jit, te_device *device,
 /// came from the source key's alias or from canonicalizing the program.
 /// Stages are what was computed, in order: `canonicalize` (the canonical
 /// key), then the compiler's (te_compiler_compile_with_report in
-/// te/Compiler/Compiler.h: mlir-passes, llvm-translate, llvm-optimize,
+/// te/JIT/Compiler.h: mlir-passes, llvm-translate, llvm-optimize,
 /// llvm-codegen, link); a hit of the source key computes nothing, and a
 /// hit of the canonical key only `canonicalize`. te-run -v prints it.
 TE_RUNTIME_EXPORT const char *te_jit_last_compile_report(void);
@@ -85,7 +85,7 @@ TE_RUNTIME_EXPORT te_status te_jit_load_plugins(te_jit *jit, const char *specs);
 /// Which backend lowers each te op of `source` when it is compiled for the
 /// device named `device_name` ("cpu", or a plugin's device): sets `*table`
 /// to one line per op, "<op>\t<file:line:col>\t<backend>\t<notes>" (see
-/// te_compiler_explain in te/Compiler/Compiler.h). Loads the compiler. Free
+/// te_compiler_explain in te/JIT/Compiler.h). Loads the compiler. Free
 /// the table with te_jit_free. Errors: TE_ERROR_INVALID_ARGUMENT for NULL
 /// arguments, TE_ERROR_COMPILE_FAILED with the diagnostics,
 /// TE_ERROR_LOAD_FAILED when the compiler cannot be loaded.
@@ -108,4 +108,4 @@ TE_RUNTIME_EXPORT void te_jit_release(te_jit *jit);
 } // extern "C"
 #endif
 
-#endif /* TE_RUNTIME_JIT_H */
+#endif /* TE_JIT_JIT_H */

@@ -1,6 +1,6 @@
 //===- Sha256.cpp - SHA-256 digests for cache keys ------------------------===//
 
-#include "te/KernelCache/Sha256.h"
+#include "te/JIT/Sha256.h"
 
 #include <cstring>
 

@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TE_KERNELCACHE_KERNELPROVIDER_H
-#define TE_KERNELCACHE_KERNELPROVIDER_H
+#ifndef TE_JIT_KERNELPROVIDER_H
+#define TE_JIT_KERNELPROVIDER_H
 
-#include "te/KernelCache/KernelCache.h"
+#include "te/JIT/KernelCache.h"
 #include "te/Support/Expected.h"
 
 #include <array>
@@ -51,7 +51,7 @@ struct ProvidedKernel {
 };
 
 /// `kernel` as te_jit_last_compile_report describes a load (see
-/// te/Runtime/Jit.h), `outcome` being "miss", "hit (disk)" or "hit
+/// te/JIT/Jit.h), `outcome` being "miss", "hit (disk)" or "hit
 /// (memory)".
 std::string formatCompileReport(const ProvidedKernel &kernel,
                                 const std::string &outcome);
@@ -139,4 +139,4 @@ private:
 
 } // namespace te::cache
 
-#endif // TE_KERNELCACHE_KERNELPROVIDER_H
+#endif // TE_JIT_KERNELPROVIDER_H

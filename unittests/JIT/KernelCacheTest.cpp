@@ -1,7 +1,7 @@
 //===- KernelCacheTest.cpp - The on-disk kernel cache ---------------------===//
 
-#include "te/KernelCache/KernelCache.h"
-#include "te/KernelCache/Sha256.h"
+#include "te/JIT/KernelCache.h"
+#include "te/JIT/Sha256.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 //===- Compiler.cpp - C API of te-mlir's kernel compiler ------------------===//
 
-#include "te/Compiler/Compiler.h"
+#include "te/JIT/Compiler.h"
 #include "te/Dialect/TE/IR/TEDialect.h"
 
 #include "te/InitAllDialects.h"

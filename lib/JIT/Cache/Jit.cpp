@@ -1,9 +1,9 @@
 //===- Jit.cpp - Compile, cache and load te programs (C API) --------------===//
 
-#include "te/Runtime/Jit.h"
+#include "te/JIT/Jit.h"
 
-#include "te/KernelCache/KernelProvider.h"
-#include "te/KernelCache/Sha256.h"
+#include "te/JIT/KernelProvider.h"
+#include "te/JIT/Sha256.h"
 
 #include <cstdio>
 #include <cstdlib>
