@@ -10,6 +10,7 @@
 #include "Error.h"
 #include "HostDevice.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cstring>
 #include <map>
@@ -101,12 +102,17 @@ te_status Registry::validate(const te_device_ops *ops, const char *fn,
                              const std::vector<std::string> &pending) {
   if (!ops)
     return fail(TE_ERROR_INVALID_ARGUMENT, "%s: ops must not be NULL", fn);
-  if (ops->struct_size < sizeof(te_device_ops))
+  if (ops->struct_size < TE_DEVICE_OPS_V1_SIZE)
     return fail(TE_ERROR_INVALID_ARGUMENT,
-                "%s: te_device_ops.struct_size is %zu but this runtime needs "
-                "at least %zu; set it to sizeof(te_device_ops) and build the "
-                "plugin against this runtime's te/Runtime/Device.h",
-                fn, ops->struct_size, sizeof(te_device_ops));
+                "%s: te_device_ops.struct_size is %zu but even the first "
+                "version of the table has %zu bytes; set it to "
+                "sizeof(te_device_ops) as te/Runtime/Device.h defines it",
+                fn, ops->struct_size,
+                static_cast<size_t>(TE_DEVICE_OPS_V1_SIZE));
+  // What the plugin's table has; the fields after it are not read.
+  te_device_ops table = {};
+  std::memcpy(&table, ops, std::min(ops->struct_size, sizeof(te_device_ops)));
+  ops = &table;
   if (!ops->name)
     return fail(TE_ERROR_INVALID_ARGUMENT,
                 "%s: te_device_ops.name must not be NULL", fn);
@@ -155,6 +161,38 @@ te_status Registry::validate(const te_device_ops *ops, const char *fn,
                 "only stores buffers none of them",
                 fn, ops->name, present.c_str(), missing.c_str());
 
+  const Entry streamGroup[] = {
+      {"stream_create", ops->stream_create != nullptr},
+      {"stream_destroy", ops->stream_destroy != nullptr},
+      {"stream_synchronize", ops->stream_synchronize != nullptr},
+      {"event_create", ops->event_create != nullptr},
+      {"event_destroy", ops->event_destroy != nullptr},
+      {"event_record", ops->event_record != nullptr},
+      {"stream_wait_event", ops->stream_wait_event != nullptr},
+      {"event_synchronize", ops->event_synchronize != nullptr},
+      {"event_elapsed_ms", ops->event_elapsed_ms != nullptr},
+  };
+  present.clear();
+  missing.clear();
+  for (const Entry &entry : streamGroup) {
+    std::string &list = entry.present ? present : missing;
+    list += list.empty() ? "" : ", ";
+    list += entry.field;
+  }
+  if (!present.empty() && !missing.empty())
+    return fail(TE_ERROR_INVALID_ARGUMENT,
+                "%s: device '%s' implements %s but not %s; a device with "
+                "streams needs all nine stream and event entries, a device "
+                "without them none (the runtime then orders all work on the "
+                "default stream)",
+                fn, ops->name, present.c_str(), missing.c_str());
+  if ((ops->exec_context_create != nullptr) !=
+      (ops->exec_context_destroy != nullptr))
+    return fail(TE_ERROR_INVALID_ARGUMENT,
+                "%s: device '%s' implements only one of exec_context_create "
+                "and exec_context_destroy; implement both or neither",
+                fn, ops->name);
+
   bool pendingDuplicate = false;
   for (const std::string &name : pending)
     pendingDuplicate = pendingDuplicate || name == ops->name;
@@ -170,16 +208,23 @@ void Registry::insert(const te_device_ops *ops, void *context) {
 
   auto device = std::make_unique<RegisteredDevice>();
   device->name = ops->name;
-  // A newer plugin's table may be larger; the fields this runtime does not
-  // know are not copied.
-  std::memcpy(&device->ops, ops, sizeof(te_device_ops));
-  device->ops.struct_size = sizeof(te_device_ops);
+  // A newer plugin's table may be larger: the fields this runtime does not
+  // know are not copied. An older one's is smaller: the fields it lacks stay
+  // NULL, and struct_size keeps its size (isVersion2 reads it).
+  device->ops = {};
+  size_t size = std::min(ops->struct_size, sizeof(te_device_ops));
+  std::memcpy(&device->ops, ops, size);
+  device->ops.struct_size = size;
   device->context = context;
   devices.push_back(std::move(device));
   devices.back()->ops.name = devices.back()->name.c_str();
 }
 
 } // namespace
+
+bool te::runtime::isVersion2(const te_device_ops &ops) {
+  return ops.struct_size > offsetof(te_device_ops, stream_create);
+}
 
 bool te::runtime::supportsModules(const te_device_ops &ops) {
   // Registration guarantees the group is all present or all absent.
@@ -199,6 +244,9 @@ void te::runtime::releaseDevice(te_device *device) {
       return;
     registry.lookup(device->name)->openInstances.erase(device->index);
   }
+  if (device->defaultExecContext)
+    device->ops->exec_context_destroy(device->instance,
+                                      device->defaultExecContext);
   if (device->ops->close)
     device->ops->close(device->instance);
   delete device;

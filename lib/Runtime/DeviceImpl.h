@@ -11,6 +11,8 @@
 
 #include "te/Runtime/Device.h"
 
+#include <mutex>
+
 struct te_device {
   /// The registry's copy of the table; registry entries are never removed, so
   /// both the table and `name` outlive every device.
@@ -22,6 +24,10 @@ struct te_device {
   /// Guarded by the registry mutex, because opening looks devices up by name
   /// and must not hand out one whose last reference is being dropped.
   int refCount;
+  /// The default stream's execution context (exec_context_create with a
+  /// NULL stream), created at the first launch that needs it.
+  std::mutex execContextMutex;
+  void *defaultExecContext = nullptr;
 };
 
 namespace te::runtime {
@@ -39,6 +45,16 @@ te_status registerDeviceGroup(const te_device_ops *const *ops,
 
 /// Whether the table implements kernel modules (the optional entry group).
 bool supportsModules(const te_device_ops &ops);
+
+/// Whether the table is of version 2 or later: its launch takes a
+/// te_launch_config, and it may have streams and execution contexts.
+bool isVersion2(const te_device_ops &ops);
+
+/// The execution context of `stream` (NULL: the default stream) for a
+/// launch: created once per stream through exec_context_create and kept in
+/// *slot; NULL without error when the device has none.
+te_status getExecContext(te_device *device, void *stream, void **slot,
+                         std::mutex &slotMutex, void **out);
 
 } // namespace te::runtime
 

@@ -11,6 +11,7 @@
 #include "Error.h"
 #include "Manifest.h"
 #include "Shape.h"
+#include "StreamImpl.h"
 
 #include "te/Runtime/Module.h"
 
@@ -373,15 +374,35 @@ extern "C" const char *te_kernel_arg_role(const te_kernel *kernel, int index) {
   return kernel->entry.args[index].role.c_str();
 }
 
-extern "C" te_status te_kernel_launch(te_kernel *kernel, te_buffer *const *args,
-                                      int nargs) {
-  const char *fn = "te_kernel_launch";
+/// A launch on `stream` (null: the default stream), as te_kernel_launch_on
+/// documents it.
+static te_status launchKernel(const char *fn, te_kernel *kernel,
+                              te_buffer *const *args, int nargs,
+                              te_stream *stream) {
   if (!kernel)
     return fail(TE_ERROR_INVALID_ARGUMENT, "%s: kernel must not be NULL", fn);
   return guard(fn, [&] {
     if (te_status status = checkLaunchArgs(fn, *kernel, args, nargs))
       return status;
     te_device *device = kernel->module->device;
+    if (stream && stream->device != device)
+      return fail(TE_ERROR_INVALID_ARGUMENT,
+                  "%s: kernel '%s' belongs to device '%s' %d, the stream to "
+                  "device '%s' %d",
+                  fn, kernel->entry.name.c_str(), device->name, device->index,
+                  stream->device->name, stream->device->index);
+    // Version 1 tables take no configuration.
+    te_launch_config config = {};
+    config.struct_size = sizeof(te_launch_config);
+    config.stream = stream ? stream->handle : nullptr;
+    if (te_status failed = getExecContext(
+            device, config.stream,
+            stream ? &stream->execContext : &device->defaultExecContext,
+            stream ? stream->execContextMutex : device->execContextMutex,
+            &config.exec_context))
+      return failed;
+    const te_launch_config *passed =
+        isVersion2(*device->ops) ? &config : nullptr;
     // A kernel with run-time checks reports them through one more argument,
     // a status buffer on its device.
     std::unique_ptr<te_buffer, decltype(&te_buffer_release)> status(
@@ -408,12 +429,32 @@ extern "C" te_status te_kernel_launch(te_kernel *kernel, te_buffer *const *args,
       data[i] = args[i]->data;
     if (status)
       data[nargs] = status->data;
-    if (te_status failed =
-            device->ops->launch(device->instance, kernel->function, data, count,
-                                /*config=*/nullptr))
+    if (te_status failed = device->ops->launch(
+            device->instance, kernel->function, data, count, passed))
       return fail(failed, "%s: kernel '%s' failed on device '%s' %d: %s", fn,
                   kernel->entry.name.c_str(), device->name, device->index,
                   te_status_string(failed));
-    return status ? checkKernelStatus(fn, *kernel, *status) : TE_OK;
+    if (!status)
+      return TE_OK;
+    // Reading the status copies on the default stream: the kernel's stream
+    // must have completed it first.
+    if (stream && stream->handle)
+      if (te_status failed =
+              device->ops->stream_synchronize(device->instance, stream->handle))
+        return fail(failed, "%s: kernel '%s' failed on device '%s' %d: %s", fn,
+                    kernel->entry.name.c_str(), device->name, device->index,
+                    te_status_string(failed));
+    return checkKernelStatus(fn, *kernel, *status);
   });
+}
+
+extern "C" te_status te_kernel_launch(te_kernel *kernel, te_buffer *const *args,
+                                      int nargs) {
+  return launchKernel("te_kernel_launch", kernel, args, nargs, nullptr);
+}
+
+extern "C" te_status te_kernel_launch_on(te_kernel *kernel,
+                                         te_buffer *const *args, int nargs,
+                                         te_stream *stream) {
+  return launchKernel("te_kernel_launch_on", kernel, args, nargs, stream);
 }

@@ -11,7 +11,8 @@
 using namespace te::runtime::testing;
 
 FakeDevice &te::runtime::testing::registerFakeDevice(const std::string &name,
-                                                     bool withModules) {
+                                                     bool withModules,
+                                                     bool withStreams) {
   static std::mutex mutex;
   // Leaked like the registry: registered contexts must outlive the process.
   static auto *devices = new std::map<std::string, std::unique_ptr<FakeDevice>>;
@@ -20,7 +21,7 @@ FakeDevice &te::runtime::testing::registerFakeDevice(const std::string &name,
   if (!device) {
     device = std::make_unique<FakeDevice>();
     device->name = name;
-    te_device_ops table = device->ops(withModules);
+    te_device_ops table = device->ops(withModules, withStreams);
     EXPECT_EQ(te_device_register(&table, device.get()), TE_OK)
         << te_last_error_message();
   }

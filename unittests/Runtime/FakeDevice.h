@@ -34,6 +34,16 @@ struct FakeDevice {
   std::atomic<int> launches{0};
   std::atomic<int> synchronizations{0};
   std::atomic<int> loadedModules{0};
+  // With streams (ops(withModules, /*withStreams=*/true)): live objects and
+  // what the last launch was given.
+  std::atomic<int> liveStreams{0};
+  std::atomic<int> liveEvents{0};
+  std::atomic<int> liveExecContexts{0};
+  std::atomic<int> streamSynchronizations{0};
+  std::atomic<int> waits{0};
+  std::atomic<const void *> lastConfig{nullptr};
+  std::atomic<void *> lastStream{nullptr};
+  std::atomic<void *> lastExecContext{nullptr};
 
   /// A manifest served by the fake module loader (see withModules).
   static constexpr const char *kManifest = "te-kernel-abi 1\n"
@@ -43,7 +53,7 @@ struct FakeDevice {
                                            "end\n";
 
   /// Registers nothing; returns a complete table for this device.
-  te_device_ops ops(bool withModules = false) {
+  te_device_ops ops(bool withModules = false, bool withStreams = false) {
     te_device_ops table = {};
     table.struct_size = sizeof(te_device_ops);
     table.name = name.c_str();
@@ -115,12 +125,71 @@ struct FakeDevice {
         return TE_OK;
       };
       table.launch = [](void *instance, void *function, void **args, int nargs,
-                        const void *) {
+                        const void *config) {
         ++self(instance)->launches;
+        self(instance)->lastConfig = config;
+        if (config) {
+          const auto *launch = static_cast<const te_launch_config *>(config);
+          self(instance)->lastStream = launch->stream;
+          self(instance)->lastExecContext = launch->exec_context;
+        }
         if (function != reinterpret_cast<void *>(&doubleKernel) || nargs != 2)
           return TE_ERROR_INTERNAL;
         doubleKernel(args);
         return TE_OK;
+      };
+    }
+    if (withStreams) {
+      // Streams and events are heap tokens; the fake runs everything at once,
+      // so waiting is counting. An event's "time" is a counter in ms.
+      table.stream_create = [](void *instance, void **stream) {
+        ++self(instance)->liveStreams;
+        *stream = new int(0);
+        return TE_OK;
+      };
+      table.stream_destroy = [](void *instance, void *stream) {
+        --self(instance)->liveStreams;
+        delete static_cast<int *>(stream);
+      };
+      table.stream_synchronize = [](void *instance, void *) {
+        ++self(instance)->streamSynchronizations;
+        return TE_OK;
+      };
+      table.event_create = [](void *instance, void **event) {
+        ++self(instance)->liveEvents;
+        *event = new float(0);
+        return TE_OK;
+      };
+      table.event_destroy = [](void *instance, void *event) {
+        --self(instance)->liveEvents;
+        delete static_cast<float *>(event);
+      };
+      table.event_record = [](void *instance, void *event, void *) {
+        *static_cast<float *>(event) =
+            static_cast<float>(self(instance)->launches.load());
+        return TE_OK;
+      };
+      table.stream_wait_event = [](void *instance, void *, void *) {
+        ++self(instance)->waits;
+        return TE_OK;
+      };
+      table.event_synchronize = [](void *, void *) { return TE_OK; };
+      table.event_elapsed_ms = [](void *, void *start, void *end,
+                                  float *milliseconds) {
+        *milliseconds =
+            *static_cast<float *>(end) - *static_cast<float *>(start);
+        return TE_OK;
+      };
+      table.exec_context_create = [](void *instance, void *stream,
+                                     void **context) {
+        ++self(instance)->liveExecContexts;
+        // Remembers its stream, so tests can see which one it belongs to.
+        *context = new void *(stream);
+        return TE_OK;
+      };
+      table.exec_context_destroy = [](void *instance, void *context) {
+        --self(instance)->liveExecContexts;
+        delete static_cast<void **>(context);
       };
     }
     return table;
@@ -141,7 +210,8 @@ private:
 /// Registers a fake device named `name` once per process and returns it, so
 /// tests can run in any order and in one process or many.
 FakeDevice &registerFakeDevice(const std::string &name,
-                               bool withModules = false);
+                               bool withModules = false,
+                               bool withStreams = false);
 
 } // namespace te::runtime::testing
 

@@ -55,7 +55,19 @@ static void *hostPointer(void *instance, void *ptr) {
    NULL,                                                                       \
    NULL,                                                                       \
    NULL,                                                                       \
-   SYNCHRONIZE}
+   SYNCHRONIZE,                                                                \
+   /* Version 2: no streams (the runtime emulates them), no contexts. */       \
+   NULL,                                                                       \
+   NULL,                                                                       \
+   NULL,                                                                       \
+   NULL,                                                                       \
+   NULL,                                                                       \
+   NULL,                                                                       \
+   NULL,                                                                       \
+   NULL,                                                                       \
+   NULL,                                                                       \
+   NULL,                                                                       \
+   NULL}
 
 static const te_device_ops deviceA = DEVICE("fixture_mem_a", synchronize);
 #if defined(RUNTIME_FIXTURE_INVALID_SECOND)

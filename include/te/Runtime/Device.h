@@ -24,9 +24,12 @@ extern "C" {
 /// te_device_register.
 ///
 /// Versioning: struct_size must be set to sizeof(te_device_ops) as the plugin
-/// saw it. Future versions only append fields, so a table from a newer plugin
-/// is accepted (the runtime ignores what it does not know) and a table smaller
-/// than this version's is rejected.
+/// saw it. Versions only append fields: a table from a newer plugin is
+/// accepted (the runtime ignores what it does not know), and so is one from
+/// an older plugin, down to the first version's (TE_DEVICE_OPS_V1_SIZE,
+/// ending at `synchronize`): the fields it lacks read as NULL. Version 2
+/// appended the stream group and the execution context pair, and gave
+/// `launch` its te_launch_config.
 ///
 /// Contexts: `context` is the pointer given to te_device_register. Each opened
 /// device instance has its own `instance` pointer: what `open` returned for it,
@@ -43,8 +46,9 @@ extern "C" {
 /// copy_device_to_device, synchronize. The module entries (load_module,
 /// unload_module, get_manifest, get_function, launch) are optional as a group:
 /// all present, or all NULL for a device that only stores buffers (loading a
-/// module then fails with TE_ERROR_UNSUPPORTED). The other entries are
-/// optional individually.
+/// module then fails with TE_ERROR_UNSUPPORTED). The stream group (the nine
+/// stream_* and event_* entries) and the exec_context pair are optional as
+/// groups too; the other entries are optional individually.
 typedef struct te_device_ops {
   /// sizeof(te_device_ops) as compiled into the plugin.
   size_t struct_size;
@@ -109,13 +113,76 @@ typedef struct te_device_ops {
                             void **function);
   /// Runs `function` with `nargs` arguments; args[i] is the device address of
   /// argument i's buffer (inputs first, then outputs, as in the manifest).
-  /// `config` is reserved for launch geometry and is NULL today. May return
-  /// before the kernel completes; copy_to_host and synchronize wait for it.
+  /// `config` is a `const te_launch_config *` (stream, execution context,
+  /// geometry) for a table of version 2 or later, and NULL for a version 1
+  /// table. May return before the kernel completes; copy_to_host and
+  /// synchronize wait for it.
   te_status (*launch)(void *instance, void *function, void **args, int nargs,
                       const void *config);
   /// Blocks until every launch and copy issued to the instance is complete.
   te_status (*synchronize)(void *instance);
+
+  /* ---- Version 2: streams, events and per-launch execution contexts. ---- */
+
+  /// Stream group (all nine or none). A stream is an ordered queue of
+  /// launches; work on different streams may overlap. NULL as a stream
+  /// argument is the device's default stream, which every version 1 entry
+  /// (copies, launches without a stream) uses. A device without the group
+  /// runs everything in order on its default stream, and the runtime
+  /// emulates streams and events on top of synchronize.
+  te_status (*stream_create)(void *instance, void **stream);
+  void (*stream_destroy)(void *instance, void *stream);
+  /// Blocks until everything issued to `stream` is complete.
+  te_status (*stream_synchronize)(void *instance, void *stream);
+  te_status (*event_create)(void *instance, void **event);
+  void (*event_destroy)(void *instance, void *event);
+  /// Marks the point in `stream` reached when everything issued to it so
+  /// far is complete.
+  te_status (*event_record)(void *instance, void *event, void *stream);
+  /// Makes later work on `stream` wait for `event` (without blocking the
+  /// host).
+  te_status (*stream_wait_event)(void *instance, void *stream, void *event);
+  /// Blocks until `event` is reached.
+  te_status (*event_synchronize)(void *instance, void *event);
+  /// The milliseconds between two reached events.
+  te_status (*event_elapsed_ms)(void *instance, void *start, void *end,
+                                float *milliseconds);
+
+  /// Execution context pair (both or none): what kernels of this device
+  /// need at launch besides their buffers -- library handles (cuDNN,
+  /// cuBLASLt) bound to a stream, workspace memory. The runtime creates one
+  /// per stream it launches on (NULL: the default stream) when it first
+  /// launches there, passes it in te_launch_config, and destroys it with
+  /// the stream (the default stream's with the instance, before close).
+  te_status (*exec_context_create)(void *instance, void *stream,
+                                   void **exec_context);
+  void (*exec_context_destroy)(void *instance, void *exec_context);
 } te_device_ops;
+
+/// The size of a version 1 table (everything up to `synchronize`): the
+/// smallest struct_size te_device_register accepts.
+#define TE_DEVICE_OPS_V1_SIZE                                                  \
+  (offsetof(te_device_ops, synchronize) + sizeof(void *))
+
+/// How one launch runs: what te_device_ops.launch receives as `config` on a
+/// version 2 table.
+typedef struct te_launch_config {
+  /// sizeof(te_launch_config) as the runtime was compiled; fields are only
+  /// appended.
+  size_t struct_size;
+  /// Blocks per grid and threads per block, from the kernel's manifest
+  /// (its `launch` line); all zero when the manifest gives none (host
+  /// kernels, or a device that chooses itself).
+  unsigned grid[3];
+  unsigned block[3];
+  /// Dynamic shared memory per block, in bytes.
+  size_t shared_memory_bytes;
+  /// The stream (from stream_create), or NULL for the default stream.
+  void *stream;
+  /// The stream's execution context (from exec_context_create), or NULL
+  /// when the device has none.
+  void *exec_context;
+} te_launch_config;
 
 /// An opened device instance. Opaque; reference counted.
 typedef struct te_device te_device;

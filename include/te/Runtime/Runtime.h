@@ -15,5 +15,6 @@
 #include "te/Runtime/Module.h"
 #include "te/Runtime/Plugin.h"
 #include "te/Runtime/Status.h"
+#include "te/Runtime/Stream.h"
 
 #endif // TE_RUNTIME_RUNTIME_H
