@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CUDADevice.h"
 #include "DeviceImpl.h"
 #include "Error.h"
 #include "HostDevice.h"
@@ -78,9 +79,11 @@ public:
 
 private:
   Registry() {
-    // The host CPU goes through the same validation as any plugin.
+    // The built-in devices go through the same validation as any plugin.
     [[maybe_unused]] te_status status = add(&getHostDeviceOps(), nullptr);
     assert(status == TE_OK && "the host device table is invalid");
+    status = add(&getCUDADeviceOps(), nullptr);
+    assert(status == TE_OK && "the cuda device table is invalid");
   }
 };
 
@@ -311,7 +314,11 @@ extern "C" te_status te_device_open(const char *name, int index,
     }
 
     const te_device_ops &ops = entry->ops;
+    takeDeviceDetail();
     int count = ops.device_count ? ops.device_count(entry->context) : 1;
+    if (const char *detail = takeDeviceDetail(); count <= 0 && *detail)
+      return fail(TE_ERROR_NOT_FOUND, "%s: device '%s' is not available: %s",
+                  fn, name, detail);
     if (count <= 0)
       return fail(TE_ERROR_NOT_FOUND,
                   "%s: device '%s' is registered but reports no instances "
@@ -328,9 +335,12 @@ extern "C" te_status te_device_open(const char *name, int index,
     void *instance = entry->context;
     if (ops.open) {
       instance = nullptr;
-      if (te_status status = ops.open(entry->context, index, &instance))
-        return fail(status, "%s: device '%s' failed to open instance %d: %s",
-                    fn, name, index, te_status_string(status));
+      if (te_status status = ops.open(entry->context, index, &instance)) {
+        const char *detail = takeDeviceDetail();
+        return fail(
+            status, "%s: device '%s' failed to open instance %d: %s%s%s", fn,
+            name, index, te_status_string(status), *detail ? ": " : "", detail);
+      }
     }
     device->ops = &ops;
     device->name = entry->name.c_str();

@@ -11,6 +11,8 @@ namespace {
 // must not itself need memory.
 constexpr size_t kMessageCapacity = 4096;
 thread_local char lastErrorMessage[kMessageCapacity] = "";
+thread_local char deviceDetail[kMessageCapacity] = "";
+thread_local char takenDeviceDetail[kMessageCapacity] = "";
 } // namespace
 
 te_status te::runtime::fail(te_status status, const char *format, ...) {
@@ -57,3 +59,16 @@ extern "C" const char *te_status_string(te_status status) {
 }
 
 extern "C" const char *te_last_error_message(void) { return lastErrorMessage; }
+
+void te::runtime::setDeviceDetail(const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(deviceDetail, sizeof(deviceDetail), format, args);
+  va_end(args);
+}
+
+const char *te::runtime::takeDeviceDetail() {
+  std::memcpy(takenDeviceDetail, deviceDetail, sizeof(deviceDetail));
+  deviceDetail[0] = 0;
+  return takenDeviceDetail;
+}

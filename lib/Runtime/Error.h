@@ -21,6 +21,14 @@ namespace te::runtime {
 te_status fail(te_status status, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
 
+/// What a built-in device says about its last failure on this thread (the
+/// driver's error string, why it is unavailable); the runtime adds it to the
+/// message of the call that failed. Plugin devices have no such channel.
+void setDeviceDetail(const char *format, ...)
+    __attribute__((format(printf, 1, 2)));
+/// Returns and clears this thread's device detail ("" if none).
+const char *takeDeviceDetail();
+
 /// Runs `body`, which returns a te_status, and turns any exception it throws
 /// into a status with a message naming `function`.
 template <typename Body>

@@ -128,6 +128,7 @@ private:
   bool parseLine(int line, const std::vector<std::string_view> &tokens);
   bool parseArg(int line, const std::vector<std::string_view> &tokens);
   bool parseStatus(int line, const std::vector<std::string_view> &tokens);
+  bool parseLaunch(int line, const std::vector<std::string_view> &tokens);
 
   std::vector<ManifestEntry> &entries;
   std::string &error;
@@ -246,6 +247,8 @@ bool ManifestParser::parseLine(int line,
     open->checks.push_back(std::move(message));
     return true;
   }
+  if (version >= 3 && directive == "launch")
+    return parseLaunch(line, tokens);
   if (directive == "end") {
     if (!open)
       return fail(line, "'end' without an open 'entry'");
@@ -258,10 +261,13 @@ bool ManifestParser::parseLine(int line,
     return true;
   }
   return fail(line, "unknown directive " + quote(directive) +
-                        (version >= 2 ? "; expected 'entry', 'in', 'out', "
-                                        "'status', 'check' or 'end'"
-                                      : "; expected 'entry', 'in', 'out' or "
-                                        "'end'"));
+                        (version >= 3   ? "; expected 'entry', 'in', 'out', "
+                                          "'status', 'check', 'launch' or "
+                                          "'end'"
+                         : version >= 2 ? "; expected 'entry', 'in', 'out', "
+                                          "'status', 'check' or 'end'"
+                                        : "; expected 'entry', 'in', 'out' or "
+                                          "'end'"));
 }
 
 bool ManifestParser::parseStatus(int line,
@@ -273,6 +279,64 @@ bool ManifestParser::parseStatus(int line,
   if (open->hasStatus)
     return fail(line, "second 'status' line in entry '" + open->name + "'");
   open->hasStatus = true;
+  return true;
+}
+
+/// Parses "AxBxC" (one to three positive dimensions below 2^31) into
+/// `out`, the missing ones 1.
+static bool parseGeometry(std::string_view text, unsigned out[3]) {
+  std::vector<std::string_view> parts = split(text, 'x');
+  if (parts.empty() || parts.size() > 3)
+    return false;
+  for (int i = 0; i < 3; ++i) {
+    out[i] = 1;
+    if (i >= static_cast<int>(parts.size()))
+      continue;
+    std::string_view part = parts[i];
+    if (part.empty() || part.size() > 10 || part[0] == '0')
+      return false;
+    uint64_t value = 0;
+    for (char c : part) {
+      if (c < '0' || c > '9')
+        return false;
+      value = value * 10 + (c - '0');
+    }
+    if (value >= (uint64_t(1) << 31))
+      return false;
+    out[i] = static_cast<unsigned>(value);
+  }
+  return true;
+}
+
+bool ManifestParser::parseLaunch(int line,
+                                 const std::vector<std::string_view> &tokens) {
+  if (!open)
+    return fail(line, "'launch' outside an entry block");
+  if (open->hasLaunch)
+    return fail(line, "second 'launch' line in entry '" + open->name + "'");
+  if (tokens.size() != 4)
+    return fail(line, "expected 'launch <grid> <block> <shared-bytes>', e.g. "
+                      "'launch 128x1x1 256x1x1 0'");
+  if (!parseGeometry(tokens[1], open->grid))
+    return fail(line, "invalid grid " + quote(tokens[1]) +
+                          "; expected one to three dimensions like 128x4x1, "
+                          "each from 1 to 2147483647");
+  if (!parseGeometry(tokens[2], open->block))
+    return fail(line, "invalid block " + quote(tokens[2]) +
+                          "; expected one to three dimensions like 256x1x1, "
+                          "each from 1 to 2147483647");
+  std::string_view bytes = tokens[3];
+  uint64_t value = 0;
+  bool digits = !bytes.empty() && bytes.size() <= 10;
+  for (char c : bytes) {
+    digits = digits && c >= '0' && c <= '9';
+    value = value * 10 + (c - '0');
+  }
+  if (!digits || value >= (uint64_t(1) << 31))
+    return fail(line, "invalid shared memory size " + quote(bytes) +
+                          "; expected a byte count below 2^31");
+  open->sharedMemoryBytes = static_cast<size_t>(value);
+  open->hasLaunch = true;
   return true;
 }
 

@@ -38,6 +38,11 @@ struct ManifestEntry {
   /// and the messages of its checks, in order.
   bool hasStatus = false;
   std::vector<std::string> checks;
+  /// The launch geometry (version 3); all zero when the entry gives none.
+  unsigned grid[3] = {0, 0, 0};
+  unsigned block[3] = {0, 0, 0};
+  size_t sharedMemoryBytes = 0;
+  bool hasLaunch = false;
 };
 
 /// Parses a NUL-terminated manifest. On failure returns false and sets

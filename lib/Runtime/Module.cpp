@@ -395,6 +395,11 @@ static te_status launchKernel(const char *fn, te_kernel *kernel,
     te_launch_config config = {};
     config.struct_size = sizeof(te_launch_config);
     config.stream = stream ? stream->handle : nullptr;
+    for (int i = 0; i < 3; ++i) {
+      config.grid[i] = kernel->entry.grid[i];
+      config.block[i] = kernel->entry.block[i];
+    }
+    config.shared_memory_bytes = kernel->entry.sharedMemoryBytes;
     if (te_status failed = getExecContext(
             device, config.stream,
             stream ? &stream->execContext : &device->defaultExecContext,
@@ -429,11 +434,14 @@ static te_status launchKernel(const char *fn, te_kernel *kernel,
       data[i] = args[i]->data;
     if (status)
       data[nargs] = status->data;
+    takeDeviceDetail();
     if (te_status failed = device->ops->launch(
-            device->instance, kernel->function, data, count, passed))
-      return fail(failed, "%s: kernel '%s' failed on device '%s' %d: %s", fn,
-                  kernel->entry.name.c_str(), device->name, device->index,
-                  te_status_string(failed));
+            device->instance, kernel->function, data, count, passed)) {
+      const char *detail = takeDeviceDetail();
+      return fail(failed, "%s: kernel '%s' failed on device '%s' %d: %s%s%s",
+                  fn, kernel->entry.name.c_str(), device->name, device->index,
+                  te_status_string(failed), *detail ? ": " : "", detail);
+    }
     if (!status)
       return TE_OK;
     // Reading the status copies on the default stream: the kernel's stream

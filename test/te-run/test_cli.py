@@ -482,3 +482,18 @@ def test_module_errors_are_located(te_run, text, location, needle):
     line = error_of(te_run(program, "--random-inputs", check=False))
     assert line.startswith(f"te-run: error: {program}{location}{needle}"), line
     assert ":0:0:" not in line and line.count("error:") == 1
+
+
+def test_cuda_without_a_driver_is_one_clear_error(te_run):
+    # The cuda device opens the driver at run time: without one, asking for
+    # the device is an error that says so, never a crash.
+    program = te_run.program(PROGRAM)
+    proc = te_run(program, "--random-inputs", "--backend", "cuda", check=False,
+                  env={"TE_CUDA_DRIVER": "/nonexistent/libcuda.so.1"})
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "te-run: error: cannot open the cuda device: te_device_open: device "
+        "'cuda' is not available: no CUDA driver found (/nonexistent/"
+        "libcuda.so.1: cannot open shared object file: No such file or "
+        "directory); install the NVIDIA driver, or set TE_CUDA_DRIVER to its "
+        "libcuda.so.1\n"), proc.stderr

@@ -703,7 +703,7 @@ int main(int argc, char **argv) {
   if (te_device_open(options.backend.c_str(), 0, &device) != TE_OK)
     fail("cannot open the " + options.backend +
          " device: " + te_last_error_message() +
-         (options.backend == "cpu"
+         (options.backend == "cpu" || options.backend == "cuda"
               ? std::string()
               : "; a plugin's device comes from its runtime plugin "
                 "(--runtime-plugin or TE_RUNTIME_PLUGIN)"));

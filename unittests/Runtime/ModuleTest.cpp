@@ -425,6 +425,26 @@ TEST_F(ManifestTest, RejectsAnEmptyManifest) {
   expectRejected("\n", {"line 1", "empty line"});
 }
 
+TEST_F(ManifestTest, LaunchGeometryIsVersion3AndChecked) {
+  const char *entry = "entry k te_test_echo_noop\n";
+  expectRejected(std::string("te-kernel-abi 2\n") + entry +
+                     "launch 1x1x1 1x1x1 0\nend\n",
+                 {"line 3", "unknown directive 'launch'"});
+  std::string v3 = std::string("te-kernel-abi 3\n") + entry;
+  expectRejected(v3 + "launch 0x1 32 0\nend\n",
+                 {"line 3", "invalid grid '0x1'"});
+  expectRejected(v3 + "launch 8 32x1x1x1 0\nend\n",
+                 {"line 3", "invalid block '32x1x1x1'"});
+  expectRejected(v3 + "launch 8 32 4294967296\nend\n",
+                 {"line 3", "invalid shared memory size"});
+  expectRejected(v3 + "launch 8 32\nend\n",
+                 {"line 3", "expected 'launch <grid> <block> <shared-bytes>'"});
+  expectRejected(v3 + "launch 8 32 0\nlaunch 8 32 0\nend\n",
+                 {"line 4", "second 'launch' line"});
+  expectRejected("te-kernel-abi 3\nlaunch 8 32 0\n",
+                 {"line 2", "'launch' outside an entry block"});
+}
+
 TEST_F(ManifestTest, RejectsANullManifest) {
   ModulePtr module;
   expectError([&] { return load(nullptr, module); }, TE_ERROR_LOAD_FAILED,
@@ -433,8 +453,8 @@ TEST_F(ManifestTest, RejectsANullManifest) {
 
 TEST_F(ManifestTest, RejectsOtherVersions) {
   expectRejected(
-      "te-kernel-abi 3\nentry k te_test_echo_noop\nend\n",
-      {"line 1", "unsupported manifest version '3'", "versions 1 to 2"});
+      "te-kernel-abi 4\nentry k te_test_echo_noop\nend\n",
+      {"line 1", "unsupported manifest version '4'", "versions 1 to 3"});
   expectRejected("te-kernel-abi 0\nentry k te_test_echo_noop\nend\n",
                  {"line 1", "unsupported manifest version '0'"});
   expectRejected("te-kernel-abi 01\nentry k te_test_echo_noop\nend\n",

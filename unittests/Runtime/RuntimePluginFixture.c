@@ -55,8 +55,8 @@ static void *hostPointer(void *instance, void *ptr) {
    NULL,                                                                       \
    NULL,                                                                       \
    NULL,                                                                       \
-   SYNCHRONIZE,                                                                \
-   /* Version 2: no streams (the runtime emulates them), no contexts. */       \
+   SYNCHRONIZE, /* Version 2: no streams (the runtime emulates them), no       \
+                   contexts. */                                                \
    NULL,                                                                       \
    NULL,                                                                       \
    NULL,                                                                       \

@@ -30,6 +30,16 @@
 // {1} and {2}. te_kernel_launch then fails with TE_ERROR_KERNEL_FAILED and
 // that message. Version 1 manifests (no checks) are read as before.
 //
+// Version 3 adds an optional launch geometry to an entry, for devices whose
+// kernels run on a grid (GPUs):
+//
+//   launch <grid> <block> <shared-bytes>
+//
+// anywhere inside the block, <grid> and <block> like 128x1x1 (one to three
+// dimensions, each from 1 to 2^31-1), <shared-bytes> the dynamic shared
+// memory per block. The runtime passes it in te_launch_config; without it
+// the geometry there is zero.
+//
 // Thread safety: a loaded module and its kernels are immutable, so getters and
 // te_kernel_launch may be called from any number of threads at once, also on
 // the same kernel (the kernel code itself must be reentrant, which te-mlir's
@@ -55,7 +65,7 @@ extern "C" {
 
 /// The newest manifest version this runtime reads; it reads every version
 /// from 1 up to this one.
-#define TE_KERNEL_ABI_VERSION 2
+#define TE_KERNEL_ABI_VERSION 3
 
 /// A loaded kernel module. Opaque; reference counted.
 typedef struct te_module te_module;

@@ -1,0 +1,173 @@
+//===- CUDADeviceTest.cpp - The cuda device over a stand-in driver --------===//
+//
+// The built-in cuda device's plumbing, against FakeCudaDriver.c (named by
+// TE_CUDA_DRIVER before the first use of the device): instances, memory,
+// copies, modules with their manifest global, launches with the manifest's
+// geometry, streams and events. CUDADeviceNoGPU runs only as its own ctest
+// test, with FAKE_CUDA_DEVICES=0. What a machine without any driver says is
+// tested through te-run (test/te-run).
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeTestUtils.h"
+
+#include "te/Runtime/Stream.h"
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <string>
+
+using namespace te::runtime::testing;
+
+namespace {
+
+/// Points the runtime at the stand-in driver before any test opens "cuda".
+[[maybe_unused]] const bool driverConfigured =
+    setenv("TE_CUDA_DRIVER", FAKE_CUDA_DRIVER_PATH, /*overwrite=*/1) == 0;
+
+/// A counter the stand-in driver exports.
+int fakeCounter(const char *name) {
+  void *library = dlopen(FAKE_CUDA_DRIVER_PATH, RTLD_NOW | RTLD_NOLOAD);
+  if (!library)
+    return -1;
+  auto counter = reinterpret_cast<int (*)()>(dlsym(library, name));
+  int value = counter ? counter() : -1;
+  dlclose(library);
+  return value;
+}
+
+bool noGPUConfigured() {
+  const char *count = std::getenv("FAKE_CUDA_DEVICES");
+  return count && std::string(count) == "0";
+}
+
+/// A module image of the stand-in driver: its magic, then the manifest.
+std::string fakeImage(const std::string &manifest) {
+  return "FAKECUBIN\n" + manifest;
+}
+
+TEST(CUDADevice, MovesDataThroughTheDriverInItsContext) {
+  if (noGPUConfigured())
+    GTEST_SKIP() << "FAKE_CUDA_DEVICES=0 is CUDADeviceNoGPU's setting";
+  {
+    DevicePtr cuda = openDevice("cuda");
+    ASSERT_NE(cuda, nullptr);
+    EXPECT_EQ(fakeCounter("fake_cuda_live_contexts"), 1);
+    BufferPtr buffer = createBuffer(cuda.get(), TE_DTYPE_F32, {4});
+    EXPECT_EQ(fakeCounter("fake_cuda_live_allocations"), 1);
+    float values[4] = {1, 2, 3, 4}, back[4] = {};
+    ASSERT_EQ(te_buffer_write(buffer.get(), values, sizeof(values)), TE_OK)
+        << te_last_error_message();
+    BufferPtr copy = createBuffer(cuda.get(), TE_DTYPE_F32, {4});
+    ASSERT_EQ(te_buffer_copy(copy.get(), buffer.get()), TE_OK)
+        << te_last_error_message();
+    ASSERT_EQ(te_buffer_read(copy.get(), back, sizeof(back)), TE_OK);
+    EXPECT_EQ(back[3], 4.0f);
+    ASSERT_EQ(te_device_synchronize(cuda.get()), TE_OK);
+  }
+  EXPECT_EQ(fakeCounter("fake_cuda_live_allocations"), 0);
+  EXPECT_EQ(fakeCounter("fake_cuda_live_contexts"), 0);
+}
+
+TEST(CUDADevice, LaunchesWithTheManifestsGeometry) {
+  if (noGPUConfigured())
+    GTEST_SKIP() << "FAKE_CUDA_DEVICES=0 is CUDADeviceNoGPU's setting";
+  DevicePtr cuda = openDevice("cuda");
+  std::string image = fakeImage("te-kernel-abi 3\n"
+                                "entry double fake_double\n"
+                                "in f32 4\n"
+                                "out f32 4\n"
+                                "launch 2x1x1 64 0\n"
+                                "end\n");
+  te_module *loaded = nullptr;
+  ASSERT_EQ(te_module_load_image(cuda.get(), image.data(), image.size(),
+                                 "fake.cubin", &loaded),
+            TE_OK)
+      << te_last_error_message();
+  ModulePtr module(loaded);
+  te_kernel *kernel = nullptr;
+  ASSERT_EQ(te_module_get_kernel(loaded, "double", &kernel), TE_OK);
+  BufferPtr input = createBuffer(cuda.get(), TE_DTYPE_F32, {4});
+  BufferPtr output = createBuffer(cuda.get(), TE_DTYPE_F32, {4});
+  float values[4] = {1, 2, 3, 4}, doubled[4] = {};
+  ASSERT_EQ(te_buffer_write(input.get(), values, sizeof(values)), TE_OK);
+
+  te_stream *raw = nullptr;
+  ASSERT_EQ(te_stream_create(cuda.get(), &raw), TE_OK);
+  te_event *start = nullptr, *end = nullptr;
+  ASSERT_EQ(te_event_create(cuda.get(), &start), TE_OK);
+  ASSERT_EQ(te_event_create(cuda.get(), &end), TE_OK);
+  ASSERT_EQ(te_event_record(start, raw), TE_OK);
+  te_buffer *args[] = {input.get(), output.get()};
+  ASSERT_EQ(te_kernel_launch_on(kernel, args, 2, raw), TE_OK)
+      << te_last_error_message();
+  ASSERT_EQ(te_event_record(end, raw), TE_OK);
+  ASSERT_EQ(te_event_synchronize(end), TE_OK);
+  float elapsed = -1;
+  ASSERT_EQ(te_event_elapsed_ms(start, end, &elapsed), TE_OK);
+  EXPECT_EQ(elapsed, 1.0f); // the stand-in's clock counts launches
+  EXPECT_EQ(fakeCounter("fake_cuda_last_grid_x"), 2);
+  EXPECT_EQ(fakeCounter("fake_cuda_last_block_x"), 64);
+  ASSERT_EQ(te_buffer_read(output.get(), doubled, sizeof(doubled)), TE_OK);
+  EXPECT_EQ(doubled[0], 2.0f);
+  EXPECT_EQ(doubled[3], 8.0f);
+  te_event_release(start);
+  te_event_release(end);
+  te_stream_release(raw);
+}
+
+TEST(CUDADevice, RefusesModulesAndLaunchesItCannotRun) {
+  if (noGPUConfigured())
+    GTEST_SKIP() << "FAKE_CUDA_DEVICES=0 is CUDADeviceNoGPU's setting";
+  DevicePtr cuda = openDevice("cuda");
+  te_module *loaded = nullptr;
+  std::string notACubin = "ELF? no";
+  expectError(
+      [&] {
+        return te_module_load_image(cuda.get(), notACubin.data(),
+                                    notACubin.size(), "x.cubin", &loaded);
+      },
+      TE_ERROR_LOAD_FAILED,
+      {"cuModuleLoadData", "fake driver error 200", "sm_90a"});
+  std::string noManifest = fakeImage("");
+  expectError(
+      [&] {
+        return te_module_load_image(cuda.get(), noManifest.data(),
+                                    noManifest.size(), "y.cubin", &loaded);
+      },
+      TE_ERROR_LOAD_FAILED, {"defines no te_kernel_manifest global"});
+
+  // Without geometry a grid kernel cannot run, and says so.
+  std::string image = fakeImage("te-kernel-abi 1\n"
+                                "entry double fake_double\n"
+                                "in f32 4\n"
+                                "out f32 4\n"
+                                "end\n");
+  ASSERT_EQ(te_module_load_image(cuda.get(), image.data(), image.size(),
+                                 "fake.cubin", &loaded),
+            TE_OK)
+      << te_last_error_message();
+  ModulePtr module(loaded);
+  te_kernel *kernel = nullptr;
+  ASSERT_EQ(te_module_get_kernel(loaded, "double", &kernel), TE_OK);
+  BufferPtr input = createBuffer(cuda.get(), TE_DTYPE_F32, {4});
+  BufferPtr output = createBuffer(cuda.get(), TE_DTYPE_F32, {4});
+  te_buffer *args[] = {input.get(), output.get()};
+  expectError([&] { return te_kernel_launch(kernel, args, 2); },
+              TE_ERROR_UNSUPPORTED,
+              {"kernel 'double' failed on device 'cuda' 0",
+               "the kernel has no launch geometry"});
+}
+
+TEST(CUDADeviceNoGPU, OpeningSaysWhy) {
+  if (!noGPUConfigured())
+    GTEST_SKIP() << "runs as the ctest test cuda-device-without-gpu "
+                    "(FAKE_CUDA_DEVICES=0)";
+  te_device *device = nullptr;
+  expectError([&] { return te_device_open("cuda", 0, &device); },
+              TE_ERROR_NOT_FOUND,
+              {"device 'cuda' is not available",
+               "the CUDA driver found no GPU (cuInit: fake driver error 100"});
+}
+
+} // namespace
