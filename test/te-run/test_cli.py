@@ -268,7 +268,10 @@ def test_missing_values(te_run, option):
      "--bench expects a non-negative integer up to 2147483647, got '3000000000'"),
     (["--check=yes"], "--check takes no value, got '--check=yes'"),
     (["--verbose=1"], "--verbose takes no value"),
-    (["--emit=exe", "-o", "x"], "--emit expects mlir, llvm, asm or obj, got 'exe'"),
+    (["--emit=ll.vm", "-o", "x"],
+     "--emit expects a stage name such as mlir, llvm, asm or obj, got 'll.vm'"),
+    (["--emit=exe", "-o", "x"], "device 'cpu' is compiled by target cpu "
+     "(built-in), which cannot stop at 'exe'; it can emit mlir, llvm, asm, obj"),
     (["--emit=mlir"], "--emit needs -o FILE"),
     (["-o", "x.ll"], "-o names the file of --emit"),
     (["--emit=mlir", "-o", "x", "--random-inputs"],

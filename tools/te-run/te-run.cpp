@@ -4,7 +4,7 @@
 //        [--random-inputs] [--seed N] [--output-dir DIR] [--outputs-f32]
 //        [--bench N] [--explain] [--check] [--te-plugin=LIST]
 //        [--runtime-plugin=LIST] [-v]
-// te-run FILE.mlir --emit=mlir|llvm|asm|obj -o FILE
+// te-run FILE.mlir --emit=STAGE -o FILE
 // te-run --version
 //
 // Links the runtime, the kernel cache and .npy support only: on a cache hit
@@ -60,7 +60,7 @@ const char *kUsage =
     "[--outputs-f32] [--bench N]\n"
     "              [--explain] [--check] [--te-plugin=LIST] "
     "[--runtime-plugin=LIST] [-v]\n"
-    "       te-run FILE.mlir --emit=mlir|llvm|asm|obj -o FILE [--backend "
+    "       te-run FILE.mlir --emit=STAGE -o FILE [--backend "
     "DEVICE]\n"
     "       te-run --version\n"
     "\n"
@@ -121,12 +121,13 @@ const char *kUsage =
     "nothing and says so. With --check, the reference kernel's lines start\n"
     "with 'reference'.\n"
     "\n"
-    "--emit=KIND -o FILE compiles the program for --backend (default cpu)\n"
+    "--emit=STAGE -o FILE compiles the program for --backend (default cpu)\n"
     "and writes one stage of it to FILE (- for stdout) instead of running\n"
     "it: mlir, the module after the target's pipeline (the LLVM dialect for\n"
-    "cpu); llvm, the LLVM IR after optimization; asm, the assembly; obj,\n"
-    "the object file before linking. llvm, asm and obj exist for the cpu\n"
-    "target only. --emit always compiles: it neither reads nor writes the\n"
+    "cpu), for every target; then the target's own stages, for cpu llvm\n"
+    "(the LLVM IR after optimization), asm (the assembly) and obj (the\n"
+    "object file before linking); an unknown stage is refused with the\n"
+    "target's list. --emit always compiles: it neither reads nor writes the\n"
     "kernel cache, and takes no run options (--input, --check, ...).\n"
     "\n"
     "TE_DUMP_DIR=DIR makes every compile write the IR of each stage to\n"
@@ -299,11 +300,15 @@ Options parseOptions(int argc, char **argv) {
       options.bench =
           static_cast<int>(parseNumber(name, value("a number"), INT_MAX));
     } else if (name == "--emit") {
-      options.emit = value("mlir, llvm, asm or obj");
-      if (options.emit != "mlir" && options.emit != "llvm" &&
-          options.emit != "asm" && options.emit != "obj")
-        fail("--emit expects mlir, llvm, asm or obj, got '" + options.emit +
-             "'");
+      // Which stages exist is the target's to say (the compiler names
+      // them when one does not).
+      options.emit = value("a stage: mlir, or one of the target's (cpu: "
+                           "llvm, asm, obj)");
+      if (options.emit.find_first_not_of(
+              "abcdefghijklmnopqrstuvwxyz0123456789") != std::string::npos)
+        fail("--emit expects a stage name such as mlir, llvm, asm or obj, "
+             "got '" +
+             options.emit + "'");
       isRunOption = false;
     } else if (name == "-o") {
       options.emitOutput = value("a file name (- for stdout)");
