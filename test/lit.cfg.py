@@ -14,6 +14,7 @@ config.test_exec_root = os.path.join(config.te_obj_root, "test")
 
 config.substitutions.append(("%PYTHON", config.python_executable))
 config.substitutions.append(("%te_src_root", config.te_src_root))
+config.substitutions.append(("%te_obj_root", config.te_obj_root))
 config.substitutions.append(("%fixtures", config.te_plugin_fixtures))
 config.substitutions.append(("%te_docs_generated", config.te_docs_generated))
 config.substitutions.append(
