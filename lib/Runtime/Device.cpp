@@ -101,6 +101,28 @@ bool isValidDeviceName(const char *name) {
   return true;
 }
 
+/// One entry of a table, for the checks of validate.
+struct Entry {
+  const char *field;
+  bool present;
+};
+
+/// Lists the present and the missing entries of an optional group (comma
+/// separated, replacing what `present` and `missing` held); true when the
+/// group is only partly there.
+template <size_t N>
+bool splitGroup(const Entry (&group)[N], std::string &present,
+                std::string &missing) {
+  present.clear();
+  missing.clear();
+  for (const Entry &entry : group) {
+    std::string &list = entry.present ? present : missing;
+    list += list.empty() ? "" : ", ";
+    list += entry.field;
+  }
+  return !present.empty() && !missing.empty();
+}
+
 te_status Registry::validate(const te_device_ops *ops, const char *fn,
                              const std::vector<std::string> &pending) {
   if (!ops)
@@ -125,10 +147,6 @@ te_status Registry::validate(const te_device_ops *ops, const char *fn,
                 "from [A-Za-z0-9_.-]",
                 fn, ops->name, kMaxDeviceNameLength);
 
-  struct Entry {
-    const char *field;
-    bool present;
-  };
   const Entry required[] = {
       {"allocate", ops->allocate != nullptr},
       {"free", ops->free != nullptr},
@@ -152,12 +170,7 @@ te_status Registry::validate(const te_device_ops *ops, const char *fn,
       {"launch", ops->launch != nullptr},
   };
   std::string present, missing;
-  for (const Entry &entry : moduleGroup) {
-    std::string &list = entry.present ? present : missing;
-    list += list.empty() ? "" : ", ";
-    list += entry.field;
-  }
-  if (!present.empty() && !missing.empty())
+  if (splitGroup(moduleGroup, present, missing))
     return fail(TE_ERROR_INVALID_ARGUMENT,
                 "%s: device '%s' implements %s but not %s; a device that "
                 "runs kernels needs all five module entries, a device that "
@@ -175,14 +188,7 @@ te_status Registry::validate(const te_device_ops *ops, const char *fn,
       {"event_synchronize", ops->event_synchronize != nullptr},
       {"event_elapsed_ms", ops->event_elapsed_ms != nullptr},
   };
-  present.clear();
-  missing.clear();
-  for (const Entry &entry : streamGroup) {
-    std::string &list = entry.present ? present : missing;
-    list += list.empty() ? "" : ", ";
-    list += entry.field;
-  }
-  if (!present.empty() && !missing.empty())
+  if (splitGroup(streamGroup, present, missing))
     return fail(TE_ERROR_INVALID_ARGUMENT,
                 "%s: device '%s' implements %s but not %s; a device with "
                 "streams needs all nine stream and event entries, a device "

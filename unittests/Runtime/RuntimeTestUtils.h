@@ -22,7 +22,15 @@ struct BufferReleaser {
 struct ModuleReleaser {
   void operator()(te_module *module) const { te_module_release(module); }
 };
+struct StreamReleaser {
+  void operator()(te_stream *stream) const { te_stream_release(stream); }
+};
+struct EventReleaser {
+  void operator()(te_event *event) const { te_event_release(event); }
+};
 using DevicePtr = std::unique_ptr<te_device, DeviceReleaser>;
+using StreamPtr = std::unique_ptr<te_stream, StreamReleaser>;
+using EventPtr = std::unique_ptr<te_event, EventReleaser>;
 using BufferPtr = std::unique_ptr<te_buffer, BufferReleaser>;
 using ModulePtr = std::unique_ptr<te_module, ModuleReleaser>;
 

@@ -19,15 +19,6 @@ using namespace te::runtime::testing;
 
 namespace {
 
-struct StreamReleaser {
-  void operator()(te_stream *stream) const { te_stream_release(stream); }
-};
-struct EventReleaser {
-  void operator()(te_event *event) const { te_event_release(event); }
-};
-using StreamPtr = std::unique_ptr<te_stream, StreamReleaser>;
-using EventPtr = std::unique_ptr<te_event, EventReleaser>;
-
 StreamPtr createStream(te_device *device) {
   te_stream *stream = nullptr;
   EXPECT_EQ(te_stream_create(device, &stream), TE_OK)
