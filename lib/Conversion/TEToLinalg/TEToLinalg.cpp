@@ -11,6 +11,7 @@
 
 #include "TEToLinalgInternal.h"
 #include "te/Conversion/TECommon/FP8Codec.h"
+#include "te/Conversion/TECommon/ScalingMath.h"
 #include "te/Dialect/TE/IR/TEOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -138,54 +139,9 @@ Value reduceMaxBits(OpBuilder &b, Location loc, Value bits) {
   return bitsToF32(b, loc, max);
 }
 
-/// `cond ? a : b` on f32, for readability of the scaling formulas.
-Value select(OpBuilder &b, Location loc, Value cond, Value a, Value c) {
-  return arith::SelectOp::create(b, loc, cond, a, c);
-}
-
-Value isInfOrNaN(OpBuilder &b, Location loc, Value x) {
-  Value magnitude = math::AbsFOp::create(b, loc, x);
-  // UGE: true for +inf and for NaN (unordered).
-  return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UGE, magnitude,
-                               f32Const(b, loc, INFINITY));
-}
-
-Value isInf(OpBuilder &b, Location loc, Value x) {
-  Value magnitude = math::AbsFOp::create(b, loc, x);
-  return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, magnitude,
-                               f32Const(b, loc, INFINITY));
-}
-
 //===----------------------------------------------------------------------===//
 // What the host lowering covers
 //===----------------------------------------------------------------------===//
-
-/// Float8CurrentScaling's scale from an amax (te.compute_scale, and the
-/// fp32 block scales): epsilon floor, fp8_max / amax, FLT_MAX on overflow,
-/// optionally rounded down to a power of two, 1 for a zero or non-finite
-/// amax.
-Value emitScaleFromAmax(OpBuilder &b, Location loc, Value amax, double fp8Max,
-                        float epsilon, bool pow2) {
-  Value eps = f32Const(b, loc, epsilon);
-  Value below =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, amax, eps);
-  Value a = select(b, loc, below, eps, amax);
-  Value isZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, a,
-                                       f32Const(b, loc, 0.0));
-  Value keepOne = arith::OrIOp::create(b, loc, isZero, isInfOrNaN(b, loc, a));
-  Value scale = arith::DivFOp::create(b, loc, f32Const(b, loc, fp8Max), a);
-  scale =
-      select(b, loc, isInf(b, loc, scale), f32Const(b, loc, FLT_MAX), scale);
-  if (pow2) {
-    // Clearing the mantissa rounds down to a power of two.
-    Type i32 = b.getI32Type();
-    Value bits = arith::BitcastOp::create(b, loc, i32, scale);
-    Value mask = arith::ConstantIntOp::create(b, loc, i32, int64_t(0xFF800000));
-    scale = arith::BitcastOp::create(b, loc, b.getF32Type(),
-                                     arith::AndIOp::create(b, loc, bits, mask));
-  }
-  return select(b, loc, keepOne, f32Const(b, loc, 1.0), scale);
-}
 
 } // namespace
 
@@ -323,20 +279,8 @@ struct UpdateDelayedScalingOpLowering
         rewriter, loc, init.getType(), ValueRange{chosen, adaptor.getScale()},
         init, maps, parallelLoops(scaleRank),
         [&](OpBuilder &b, Location loc, ValueRange args) {
-          Value a = args[0], previous = args[1];
-          Value positive = arith::CmpFOp::create(
-              b, loc, arith::CmpFPredicate::OGT, a, f32Const(b, loc, 0.0));
-          Value usable = arith::AndIOp::create(
-              b, loc, positive,
-              arith::XOrIOp::create(
-                  b, loc, isInfOrNaN(b, loc, a),
-                  arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)));
-          Value scale =
-              arith::DivFOp::create(b, loc, f32Const(b, loc, scaledMax), a);
-          scale = select(b, loc, usable, scale, previous);
-          scale = select(b, loc, isInf(b, loc, scale),
-                         f32Const(b, loc, FLT_MAX), scale);
-          linalg::YieldOp::create(b, loc, scale);
+          linalg::YieldOp::create(
+              b, loc, emitDelayedScale(b, loc, args[0], args[1], scaledMax));
         });
     rewriter.replaceOp(op, {newHistory, newScale.getResult(0)});
     return success();
@@ -769,69 +713,6 @@ AffineMap blockOfElementMap(MLIRContext *ctx, BlockShape block) {
                         {getAffineDimExpr(0, ctx).floorDiv(block.rows),
                          getAffineDimExpr(1, ctx).floorDiv(block.cols)},
                         ctx);
-}
-
-/// MXFP8's E8M0 scale of a block: the smallest power of two 2^(e - 127) that
-/// is >= amax / fp8_max (amax times TE's f32 reciprocal of fp8_max),
-/// e clamped to 254; NaN gives e = 255. Returns (e as i32, 2^(127 - e)).
-std::pair<Value, Value> emitE8M0Scale(OpBuilder &b, Location loc, Value amax,
-                                      double fp8Max) {
-  Type i32 = b.getI32Type();
-  auto c = [&](int64_t v) {
-    return arith::ConstantIntOp::create(b, loc, i32, v);
-  };
-  Value ratio = arith::MulFOp::create(
-      b, loc, amax, f32Const(b, loc, static_cast<float>(1.0 / fp8Max)));
-  Value bits = arith::BitcastOp::create(b, loc, i32, ratio);
-  Value exponent = arith::ShRUIOp::create(b, loc, bits, c(23));
-  Value mantissa = arith::AndIOp::create(b, loc, bits, c(0x7FFFFF));
-  auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, p, x, y);
-  };
-  // Round up unless the ratio is a power of two, or a subnormal at most
-  // 2^-127 (which e = 0 already covers).
-  Value inexact = cmp(arith::CmpIPredicate::ne, mantissa, c(0));
-  Value subnormalCovered = arith::AndIOp::create(
-      b, loc, cmp(arith::CmpIPredicate::eq, exponent, c(0)),
-      cmp(arith::CmpIPredicate::ule, mantissa, c(0x400000)));
-  Value roundUp = arith::AndIOp::create(
-      b, loc, inexact,
-      arith::XOrIOp::create(
-          b, loc, subnormalCovered,
-          arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)));
-  Value e = arith::AddIOp::create(b, loc, exponent,
-                                  arith::ExtUIOp::create(b, loc, i32, roundUp));
-  e = arith::MinUIOp::create(b, loc, e, c(254));
-  Value isNaN =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, ratio, ratio);
-  e = arith::SelectOp::create(b, loc, isNaN, c(255), e);
-  // 2^(127 - e): a normal f32 for e <= 253, the subnormal 2^-127 for 254.
-  Value normal = arith::ShLIOp::create(
-      b, loc, arith::SubIOp::create(b, loc, c(254), e), c(23));
-  Value multiplierBits = arith::SelectOp::create(
-      b, loc, cmp(arith::CmpIPredicate::eq, e, c(254)), c(0x00400000), normal);
-  multiplierBits =
-      arith::SelectOp::create(b, loc, isNaN, c(0x7FC00000), multiplierBits);
-  return {e, arith::BitcastOp::create(b, loc, b.getF32Type(), multiplierBits)};
-}
-
-/// The value 2^(e - 127) of an E8M0 scale (NaN for e = 255), exact.
-Value emitE8M0ToF32(OpBuilder &b, Location loc, Value code) {
-  Type i32 = b.getI32Type();
-  auto c = [&](int64_t v) {
-    return arith::ConstantIntOp::create(b, loc, i32, v);
-  };
-  Value e = arith::ExtUIOp::create(
-      b, loc, i32, arith::BitcastOp::create(b, loc, b.getI8Type(), code));
-  Value bits = arith::ShLIOp::create(b, loc, e, c(23));
-  bits = arith::SelectOp::create(
-      b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, e, c(0)),
-      c(0x00400000), bits);
-  bits = arith::SelectOp::create(
-      b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, e, c(255)),
-      c(0x7FC00000), bits);
-  return arith::BitcastOp::create(b, loc, b.getF32Type(), bits);
 }
 
 /// Quantizes the 2-D `matrix` in `block`s; returns (data [rows, cols] of

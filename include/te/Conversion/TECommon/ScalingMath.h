@@ -1,0 +1,44 @@
+//===- ScalingMath.h - TE's FP8 scaling formulas as arith ops ---*- C++ -*-===//
+//
+// The scale computations of TE's recipes, on f32 scalars, shared by every
+// target's lowering so that each computes bit-identical scales: current
+// scaling (te.compute_scale and the fp32 block scales), the delayed-scaling
+// update, and MXFP8's E8M0 block scales. Like the FP8 codec, every helper
+// emits only arith (and math.absf) ops on scalars.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_CONVERSION_TECOMMON_SCALINGMATH_H
+#define TE_CONVERSION_TECOMMON_SCALINGMATH_H
+
+#include "mlir/IR/Builders.h"
+
+#include <utility>
+
+namespace mlir::te {
+
+/// Float8CurrentScaling's scale from an amax (te.compute_scale, and the
+/// fp32 block scales): epsilon floor, fp8_max / amax, FLT_MAX on overflow,
+/// optionally rounded down to a power of two, 1 for a zero or non-finite
+/// amax.
+Value emitScaleFromAmax(OpBuilder &b, Location loc, Value amax, double fp8Max,
+                        float epsilon, bool pow2);
+
+/// TE's delayed-scaling update of one scale (delayed_scaling.cu):
+/// scaledMax / amax, the `previous` scale when amax is 0 or not finite,
+/// FLT_MAX when the division overflows. `scaledMax` is fp8_max * 2^-margin.
+Value emitDelayedScale(OpBuilder &b, Location loc, Value amax, Value previous,
+                       double scaledMax);
+
+/// MXFP8's E8M0 scale of a block: the smallest power of two 2^(e - 127) that
+/// is >= amax / fp8_max (amax times TE's f32 reciprocal of fp8_max),
+/// e clamped to 254; NaN gives e = 255. Returns (e as i32, 2^(127 - e)).
+std::pair<Value, Value> emitE8M0Scale(OpBuilder &b, Location loc, Value amax,
+                                      double fp8Max);
+
+/// The value 2^(e - 127) of an E8M0 scale (NaN for e = 255), exact.
+Value emitE8M0ToF32(OpBuilder &b, Location loc, Value code);
+
+} // namespace mlir::te
+
+#endif // TE_CONVERSION_TECOMMON_SCALINGMATH_H
