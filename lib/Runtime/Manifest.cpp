@@ -129,6 +129,13 @@ private:
   bool parseArg(int line, const std::vector<std::string_view> &tokens);
   bool parseStatus(int line, const std::vector<std::string_view> &tokens);
   bool parseLaunch(int line, const std::vector<std::string_view> &tokens);
+  bool parseTemp(int line, const std::vector<std::string_view> &tokens);
+  bool parseStep(int line, const std::vector<std::string_view> &tokens);
+  bool closeEntry(int line);
+  bool parseGeometryTokens(int line,
+                           const std::vector<std::string_view> &tokens,
+                           size_t first, unsigned grid[3], unsigned block[3],
+                           size_t &sharedMemoryBytes);
 
   std::vector<ManifestEntry> &entries;
   std::string &error;
@@ -249,25 +256,65 @@ bool ManifestParser::parseLine(int line,
   }
   if (version >= 3 && directive == "launch")
     return parseLaunch(line, tokens);
+  if (version >= 4 && directive == "temp")
+    return parseTemp(line, tokens);
+  if (version >= 4 && directive == "step")
+    return parseStep(line, tokens);
   if (directive == "end") {
     if (!open)
       return fail(line, "'end' without an open 'entry'");
     if (tokens.size() != 1)
       return fail(line, "expected 'end' alone on its line");
-    if (open->hasStatus && open->checks.empty())
-      return fail(line, "entry '" + open->name +
-                            "' has a 'status' line but no 'check' lines");
-    open = nullptr;
-    return true;
+    return closeEntry(line);
   }
   return fail(line, "unknown directive " + quote(directive) +
-                        (version >= 3   ? "; expected 'entry', 'in', 'out', "
+                        (version >= 4   ? "; expected 'entry', 'in', 'out', "
+                                          "'status', 'check', 'launch', "
+                                          "'temp', 'step' or 'end'"
+                         : version >= 3 ? "; expected 'entry', 'in', 'out', "
                                           "'status', 'check', 'launch' or "
                                           "'end'"
                          : version >= 2 ? "; expected 'entry', 'in', 'out', "
                                           "'status', 'check' or 'end'"
                                         : "; expected 'entry', 'in', 'out' or "
                                           "'end'"));
+}
+
+bool ManifestParser::closeEntry(int line) {
+  if (open->hasStatus && open->checks.empty())
+    return fail(line, "entry '" + open->name +
+                          "' has a 'status' line but no 'check' lines");
+  if (!open->temporaries.empty() && open->steps.empty())
+    return fail(line, "entry '" + open->name +
+                          "' has 'temp' lines but no 'step' lines to use "
+                          "them");
+  // Operands may name arguments declared after the step; check them now.
+  for (const ManifestStep &step : open->steps) {
+    for (const ManifestStep::Operand &operand : step.operands) {
+      using Kind = ManifestStep::OperandKind;
+      if (operand.kind == Kind::Argument &&
+          operand.index >= static_cast<int>(open->args.size()))
+        return fail(step.line,
+                    "operand a" + std::to_string(operand.index) +
+                        " names argument " + std::to_string(operand.index) +
+                        ", but entry '" + open->name + "' has " +
+                        std::to_string(open->args.size()) + " arguments");
+      if (operand.kind == Kind::Temporary &&
+          operand.index >= static_cast<int>(open->temporaries.size()))
+        return fail(step.line, "operand t" + std::to_string(operand.index) +
+                                   " names temporary " +
+                                   std::to_string(operand.index) +
+                                   ", but entry '" + open->name + "' has " +
+                                   std::to_string(open->temporaries.size()) +
+                                   " 'temp' lines");
+      if (operand.kind == Kind::Status && !open->hasStatus)
+        return fail(step.line, "operand 's' names the status buffer, but "
+                               "entry '" +
+                                   open->name + "' has no 'status' line");
+    }
+  }
+  open = nullptr;
+  return true;
 }
 
 bool ManifestParser::parseStatus(int line,
@@ -282,6 +329,24 @@ bool ManifestParser::parseStatus(int line,
   return true;
 }
 
+/// Parses a decimal count of at most `maxDigits` digits below `limit`.
+static bool parseCount(std::string_view text, size_t maxDigits, uint64_t limit,
+                       uint64_t &out) {
+  if (text.empty() || text.size() > maxDigits ||
+      (text.size() > 1 && text[0] == '0'))
+    return false;
+  uint64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9')
+      return false;
+    value = value * 10 + (c - '0');
+  }
+  if (value >= limit)
+    return false;
+  out = value;
+  return true;
+}
+
 /// Parses "AxBxC" (one to three positive dimensions below 2^31) into
 /// `out`, the missing ones 1.
 static bool parseGeometry(std::string_view text, unsigned out[3]) {
@@ -290,21 +355,34 @@ static bool parseGeometry(std::string_view text, unsigned out[3]) {
     return false;
   for (int i = 0; i < 3; ++i) {
     out[i] = 1;
+    uint64_t value = 0;
     if (i >= static_cast<int>(parts.size()))
       continue;
-    std::string_view part = parts[i];
-    if (part.empty() || part.size() > 10 || part[0] == '0')
-      return false;
-    uint64_t value = 0;
-    for (char c : part) {
-      if (c < '0' || c > '9')
-        return false;
-      value = value * 10 + (c - '0');
-    }
-    if (value >= (uint64_t(1) << 31))
+    if (!parseCount(parts[i], 10, uint64_t(1) << 31, value) || value == 0)
       return false;
     out[i] = static_cast<unsigned>(value);
   }
+  return true;
+}
+
+/// Parses the `<grid> <block> <shared-bytes>` of a launch or step line
+/// starting at tokens[first].
+bool ManifestParser::parseGeometryTokens(
+    int line, const std::vector<std::string_view> &tokens, size_t first,
+    unsigned grid[3], unsigned block[3], size_t &sharedMemoryBytes) {
+  if (!parseGeometry(tokens[first], grid))
+    return fail(line, "invalid grid " + quote(tokens[first]) +
+                          "; expected one to three dimensions like 128x4x1, "
+                          "each from 1 to 2147483647");
+  if (!parseGeometry(tokens[first + 1], block))
+    return fail(line, "invalid block " + quote(tokens[first + 1]) +
+                          "; expected one to three dimensions like 256x1x1, "
+                          "each from 1 to 2147483647");
+  uint64_t value = 0;
+  if (!parseCount(tokens[first + 2], 10, uint64_t(1) << 31, value))
+    return fail(line, "invalid shared memory size " + quote(tokens[first + 2]) +
+                          "; expected a byte count below 2^31");
+  sharedMemoryBytes = static_cast<size_t>(value);
   return true;
 }
 
@@ -314,29 +392,72 @@ bool ManifestParser::parseLaunch(int line,
     return fail(line, "'launch' outside an entry block");
   if (open->hasLaunch)
     return fail(line, "second 'launch' line in entry '" + open->name + "'");
+  if (!open->steps.empty())
+    return fail(line, "'launch' in entry '" + open->name +
+                          "', which has 'step' lines; an entry is one kernel "
+                          "(launch) or several (steps), not both");
   if (tokens.size() != 4)
     return fail(line, "expected 'launch <grid> <block> <shared-bytes>', e.g. "
                       "'launch 128x1x1 256x1x1 0'");
-  if (!parseGeometry(tokens[1], open->grid))
-    return fail(line, "invalid grid " + quote(tokens[1]) +
-                          "; expected one to three dimensions like 128x4x1, "
-                          "each from 1 to 2147483647");
-  if (!parseGeometry(tokens[2], open->block))
-    return fail(line, "invalid block " + quote(tokens[2]) +
-                          "; expected one to three dimensions like 256x1x1, "
-                          "each from 1 to 2147483647");
-  std::string_view bytes = tokens[3];
-  uint64_t value = 0;
-  bool digits = !bytes.empty() && bytes.size() <= 10;
-  for (char c : bytes) {
-    digits = digits && c >= '0' && c <= '9';
-    value = value * 10 + (c - '0');
-  }
-  if (!digits || value >= (uint64_t(1) << 31))
-    return fail(line, "invalid shared memory size " + quote(bytes) +
-                          "; expected a byte count below 2^31");
-  open->sharedMemoryBytes = static_cast<size_t>(value);
+  if (!parseGeometryTokens(line, tokens, 1, open->grid, open->block,
+                           open->sharedMemoryBytes))
+    return false;
   open->hasLaunch = true;
+  return true;
+}
+
+bool ManifestParser::parseTemp(int line,
+                               const std::vector<std::string_view> &tokens) {
+  if (!open)
+    return fail(line, "'temp' outside an entry block");
+  uint64_t bytes = 0;
+  // Temporaries are device memory for one launch; 2^40 bytes is far beyond
+  // any device and keeps sums of sizes from overflowing.
+  if (tokens.size() != 2 ||
+      !parseCount(tokens[1], 13, uint64_t(1) << 40, bytes) || bytes == 0)
+    return fail(line, "expected 'temp <bytes>' with a byte count from 1 to "
+                      "2^40");
+  open->temporaries.push_back(static_cast<size_t>(bytes));
+  return true;
+}
+
+bool ManifestParser::parseStep(int line,
+                               const std::vector<std::string_view> &tokens) {
+  if (!open)
+    return fail(line, "'step' outside an entry block");
+  if (open->hasLaunch)
+    return fail(line, "'step' in entry '" + open->name +
+                          "', which has a 'launch' line; an entry is one "
+                          "kernel (launch) or several (steps), not both");
+  if (tokens.size() < 5)
+    return fail(line, "expected 'step <symbol> <grid> <block> <shared-bytes> "
+                      "<operand>...', e.g. 'step k0 64x1x1 256x1x1 0 a0 t0'");
+  ManifestStep step;
+  step.line = line;
+  if (!isValidSymbol(tokens[1]))
+    return fail(line, "invalid symbol " + quote(tokens[1]) +
+                          "; expected a C identifier");
+  step.symbol = std::string(tokens[1]);
+  if (!parseGeometryTokens(line, tokens, 2, step.grid, step.block,
+                           step.sharedMemoryBytes))
+    return false;
+  for (size_t i = 5; i < tokens.size(); ++i) {
+    std::string_view token = tokens[i];
+    using Kind = ManifestStep::OperandKind;
+    if (token == "s") {
+      step.operands.push_back({Kind::Status, 0});
+      continue;
+    }
+    uint64_t index = 0;
+    if (token.size() < 2 || (token[0] != 'a' && token[0] != 't') ||
+        !parseCount(token.substr(1), 6, 1u << 20, index))
+      return fail(line, "invalid operand " + quote(token) +
+                            "; expected a<N> (argument N), t<N> (temporary "
+                            "N) or s (the status buffer)");
+    step.operands.push_back({token[0] == 'a' ? Kind::Argument : Kind::Temporary,
+                             static_cast<int>(index)});
+  }
+  open->steps.push_back(std::move(step));
   return true;
 }
 

@@ -28,6 +28,22 @@ struct ManifestArg {
   std::string role;
 };
 
+/// One kernel launch of an entry that runs as several (version 4).
+struct ManifestStep {
+  enum class OperandKind { Argument, Temporary, Status };
+  struct Operand {
+    OperandKind kind;
+    int index;
+  };
+  std::string symbol;
+  /// Line of the `step` directive, for messages.
+  int line;
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  size_t sharedMemoryBytes = 0;
+  std::vector<Operand> operands;
+};
+
 struct ManifestEntry {
   std::string name;
   std::string symbol;
@@ -43,6 +59,10 @@ struct ManifestEntry {
   unsigned block[3] = {0, 0, 0};
   size_t sharedMemoryBytes = 0;
   bool hasLaunch = false;
+  /// The byte sizes of the entry's temporary buffers and the kernels it
+  /// launches in order (version 4); empty for a single-kernel entry.
+  std::vector<size_t> temporaries;
+  std::vector<ManifestStep> steps;
 };
 
 /// Parses a NUL-terminated manifest. On failure returns false and sets

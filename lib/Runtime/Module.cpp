@@ -26,8 +26,11 @@ using namespace te::runtime;
 struct te_kernel {
   te_module *module;
   ManifestEntry entry;
-  /// Opaque handle from te_device_ops::get_function.
+  /// Opaque handle from te_device_ops::get_function; null for an entry
+  /// that runs as steps.
   void *function;
+  /// The function of each of the entry's steps, in order.
+  std::vector<void *> stepFunctions;
 };
 
 struct te_module {
@@ -100,22 +103,39 @@ te_status loadModule(const char *fn, te_device *device, const char *path,
     return fail(TE_ERROR_LOAD_FAILED, "%s: '%s': invalid kernel manifest: %s",
                 fn, origin.c_str(), parseError.c_str());
 
-  module->kernels.reserve(entries.size());
-  for (ManifestEntry &entry : entries) {
-    void *function = nullptr;
-    status = ops.get_function(device->instance, module->handle,
-                              entry.symbol.c_str(), &function);
+  auto resolve = [&](const std::string &symbol, int line,
+                     const std::string &entryName, void **function) {
+    te_status status = ops.get_function(device->instance, module->handle,
+                                        symbol.c_str(), function);
     if (status == TE_ERROR_NOT_FOUND)
       return fail(TE_ERROR_LOAD_FAILED,
                   "%s: '%s': manifest line %d: entry '%s' names symbol '%s', "
                   "which the module does not define as a function",
-                  fn, origin.c_str(), entry.line, entry.name.c_str(),
-                  entry.symbol.c_str());
+                  fn, origin.c_str(), line, entryName.c_str(), symbol.c_str());
     if (status != TE_OK)
       return fail(status, "%s: '%s': looking up symbol '%s' failed: %s", fn,
-                  origin.c_str(), entry.symbol.c_str(),
-                  te_status_string(status));
-    module->kernels.push_back({module.get(), std::move(entry), function});
+                  origin.c_str(), symbol.c_str(), te_status_string(status));
+    return TE_OK;
+  };
+  module->kernels.reserve(entries.size());
+  for (ManifestEntry &entry : entries) {
+    te_kernel kernel{module.get(), {}, nullptr, {}};
+    // An entry that runs as steps names the program function its plan was
+    // made from; only the steps' kernels exist in the module.
+    if (entry.steps.empty()) {
+      if (te_status failed =
+              resolve(entry.symbol, entry.line, entry.name, &kernel.function))
+        return failed;
+    }
+    for (const ManifestStep &step : entry.steps) {
+      void *function = nullptr;
+      if (te_status failed =
+              resolve(step.symbol, step.line, entry.name, &function))
+        return failed;
+      kernel.stepFunctions.push_back(function);
+    }
+    kernel.entry = std::move(entry);
+    module->kernels.push_back(std::move(kernel));
   }
   *out = module.release();
   return TE_OK;
@@ -374,6 +394,106 @@ extern "C" const char *te_kernel_arg_role(const te_kernel *kernel, int index) {
   return kernel->entry.args[index].role.c_str();
 }
 
+/// "kernel 'k' failed on device 'cuda' 0: <status>: <detail>".
+static te_status failLaunch(const char *fn, const te_kernel &kernel,
+                            te_status failed) {
+  const char *detail = takeDeviceDetail();
+  const te_device *device = kernel.module->device;
+  return fail(failed, "%s: kernel '%s' failed on device '%s' %d: %s%s%s", fn,
+              kernel.entry.name.c_str(), device->name, device->index,
+              te_status_string(failed), *detail ? ": " : "", detail);
+}
+
+/// Launches a single-kernel entry: its arguments, then the status buffer.
+static te_status launchSingle(const char *fn, te_kernel &kernel,
+                              te_buffer *const *args, int nargs,
+                              te_buffer *status,
+                              const te_launch_config *config) {
+  int count = nargs + (status ? 1 : 0);
+  // Kernels have few arguments; avoid a heap allocation per launch.
+  constexpr int kInlineArgs = 16;
+  void *inlineData[kInlineArgs];
+  std::vector<void *> heapData;
+  void **data = inlineData;
+  if (count > kInlineArgs) {
+    heapData.resize(count);
+    data = heapData.data();
+  }
+  for (int i = 0; i < nargs; ++i)
+    data[i] = args[i]->data;
+  if (status)
+    data[nargs] = status->data;
+  te_device *device = kernel.module->device;
+  takeDeviceDetail();
+  if (te_status failed = device->ops->launch(device->instance, kernel.function,
+                                             data, count, config))
+    return failLaunch(fn, kernel, failed);
+  return TE_OK;
+}
+
+/// Launches the steps of an entry in order on the configuration's stream,
+/// with its temporaries allocated for this launch and released once the
+/// stream has finished with them.
+static te_status launchSteps(const char *fn, te_kernel &kernel,
+                             te_buffer *const *args, te_buffer *status,
+                             te_launch_config config, bool passConfig) {
+  te_device *device = kernel.module->device;
+  const ManifestEntry &entry = kernel.entry;
+  using BufferPtr = std::unique_ptr<te_buffer, decltype(&te_buffer_release)>;
+  std::vector<BufferPtr> temporaries;
+  for (size_t bytes : entry.temporaries) {
+    const int64_t dims[] = {static_cast<int64_t>(bytes)};
+    te_buffer *created = nullptr;
+    if (te_status failed =
+            te_buffer_create(device, TE_DTYPE_I8, 1, dims, &created))
+      return failed;
+    temporaries.emplace_back(created, te_buffer_release);
+  }
+  te_status result = TE_OK;
+  std::vector<void *> data;
+  for (size_t i = 0; i < entry.steps.size() && result == TE_OK; ++i) {
+    const ManifestStep &step = entry.steps[i];
+    data.clear();
+    for (const ManifestStep::Operand &operand : step.operands) {
+      switch (operand.kind) {
+      case ManifestStep::OperandKind::Argument:
+        data.push_back(args[operand.index]->data);
+        break;
+      case ManifestStep::OperandKind::Temporary:
+        data.push_back(temporaries[operand.index]->data);
+        break;
+      case ManifestStep::OperandKind::Status:
+        data.push_back(status->data);
+        break;
+      }
+    }
+    for (int d = 0; d < 3; ++d) {
+      config.grid[d] = step.grid[d];
+      config.block[d] = step.block[d];
+    }
+    config.shared_memory_bytes = step.sharedMemoryBytes;
+    takeDeviceDetail();
+    if (te_status failed = device->ops->launch(
+            device->instance, kernel.stepFunctions[i], data.data(),
+            static_cast<int>(data.size()), passConfig ? &config : nullptr))
+      result = failLaunch(fn, kernel, failed);
+  }
+  // The temporaries may still be in use by the stream's kernels.
+  if (!temporaries.empty()) {
+    te_status synced =
+        config.stream
+            ? device->ops->stream_synchronize(device->instance, config.stream)
+            : device->ops->synchronize(device->instance);
+    if (synced != TE_OK && result == TE_OK)
+      result = fail(synced,
+                    "%s: kernel '%s': waiting for its steps on device '%s' "
+                    "%d failed: %s",
+                    fn, entry.name.c_str(), device->name, device->index,
+                    te_status_string(synced));
+  }
+  return result;
+}
+
 /// A launch on `stream` (null: the default stream), as te_kernel_launch_on
 /// documents it.
 static te_status launchKernel(const char *fn, te_kernel *kernel,
@@ -420,28 +540,12 @@ static te_status launchKernel(const char *fn, te_kernel *kernel,
         return failed;
       status.reset(created);
     }
-    int count = nargs + (status ? 1 : 0);
-    // Kernels have few arguments; avoid a heap allocation per launch.
-    constexpr int kInlineArgs = 16;
-    void *inlineData[kInlineArgs];
-    std::vector<void *> heapData;
-    void **data = inlineData;
-    if (count > kInlineArgs) {
-      heapData.resize(count);
-      data = heapData.data();
-    }
-    for (int i = 0; i < nargs; ++i)
-      data[i] = args[i]->data;
-    if (status)
-      data[nargs] = status->data;
-    takeDeviceDetail();
-    if (te_status failed = device->ops->launch(
-            device->instance, kernel->function, data, count, passed)) {
-      const char *detail = takeDeviceDetail();
-      return fail(failed, "%s: kernel '%s' failed on device '%s' %d: %s%s%s",
-                  fn, kernel->entry.name.c_str(), device->name, device->index,
-                  te_status_string(failed), *detail ? ": " : "", detail);
-    }
+    if (te_status failed =
+            kernel->entry.steps.empty()
+                ? launchSingle(fn, *kernel, args, nargs, status.get(), passed)
+                : launchSteps(fn, *kernel, args, status.get(), config,
+                              isVersion2(*device->ops)))
+      return failed;
     if (!status)
       return TE_OK;
     // Reading the status copies on the default stream: the kernel's stream

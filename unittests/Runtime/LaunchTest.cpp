@@ -77,6 +77,25 @@ TEST_F(LaunchTest, AddComputesTheSum) {
   EXPECT_EQ(readF32(out.get()), (std::vector<float>{11, 22, 33, 44}));
 }
 
+// An entry of several kernels runs its steps in order, passing its
+// temporaries between them.
+TEST_F(LaunchTest, StepsRunInOrderThroughTheirTemporaries) {
+  BufferPtr input = f32Vector({1, 2, 3, 4});
+  BufferPtr out = f32Vector({0, 0, 0, 0});
+  BufferPtr sum = createBuffer(cpu.get(), TE_DTYPE_F32, {});
+  te_buffer *args[] = {input.get(), out.get(), sum.get()};
+  te_kernel *plan = kernel("square_plus_one");
+  ASSERT_EQ(te_kernel_num_args(plan), 3);
+  ASSERT_EQ(te_kernel_launch(plan, args, 3), TE_OK) << te_last_error_message();
+  ASSERT_EQ(te_device_synchronize(cpu.get()), TE_OK);
+  EXPECT_EQ(readF32(out.get()), (std::vector<float>{2, 5, 10, 17}));
+  EXPECT_EQ(readF32(sum.get()), (std::vector<float>{30}));
+  // Arguments are checked against the entry as for one kernel.
+  expectRejected(plan, {input.get(), input.get(), sum.get()}, sum.get(),
+                 TE_ERROR_INVALID_ARGUMENT,
+                 {"square_plus_one", "argument 1 (output) is the same buffer"});
+}
+
 // A kernel with checks gets a status buffer after its outputs; a failing
 // check fails the launch with its message, the values filled in (text that
 // only looks like a placeholder stays as it is).

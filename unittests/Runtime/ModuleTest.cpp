@@ -29,12 +29,13 @@ TEST_F(ModuleTest, LoadsTheTestKernels) {
   ModulePtr module = loadModule(cpu.get(), TE_TEST_KERNELS_PATH);
   ASSERT_NE(module, nullptr);
   EXPECT_EQ(te_module_device(module.get()), cpu.get());
-  ASSERT_EQ(te_module_num_kernels(module.get()), 6);
-  const char *names[] = {"add",   "sum",    "split", "attention_identity",
-                         "sum16", "checked"};
-  for (int i = 0; i < 6; ++i)
+  ASSERT_EQ(te_module_num_kernels(module.get()), 7);
+  const char *names[] = {
+      "add",   "sum",     "split",          "attention_identity",
+      "sum16", "checked", "square_plus_one"};
+  for (int i = 0; i < 7; ++i)
     EXPECT_STREQ(te_module_kernel_name(module.get(), i), names[i]);
-  EXPECT_EQ(te_module_kernel_name(module.get(), 6), nullptr);
+  EXPECT_EQ(te_module_kernel_name(module.get(), 7), nullptr);
   EXPECT_EQ(te_module_kernel_name(module.get(), -1), nullptr);
 }
 
@@ -181,7 +182,7 @@ TEST_F(ModuleTest, LoadsFromAnImageInMemory) {
       << te_last_error_message();
   ModulePtr module(raw);
   image.assign(image.size(), 0); // The runtime must not need it any more.
-  EXPECT_EQ(te_module_num_kernels(module.get()), 6);
+  EXPECT_EQ(te_module_num_kernels(module.get()), 7);
   te_kernel *sum = nullptr;
   ASSERT_EQ(te_module_get_kernel(module.get(), "sum", &sum), TE_OK);
   BufferPtr input = createBuffer(cpu.get(), TE_DTYPE_F32, {4});
@@ -445,6 +446,45 @@ TEST_F(ManifestTest, LaunchGeometryIsVersion3AndChecked) {
                  {"line 2", "'launch' outside an entry block"});
 }
 
+TEST_F(ManifestTest, StepsAreVersion4AndChecked) {
+  const char *entry = "entry k program\nin f32 4\nout f32 4\n";
+  expectRejected(std::string("te-kernel-abi 3\n") + entry +
+                     "step te_test_echo_noop 1 1 0 a0\nend\n",
+                 {"line 5", "unknown directive 'step'"});
+  std::string v4 = std::string("te-kernel-abi 4\n") + entry;
+  expectRejected(v4 + "step te_test_echo_noop 1 1 0 a2\nend\n",
+                 {"line 5", "operand a2 names argument 2", "has 2 arguments"});
+  expectRejected(v4 + "temp 8\nstep te_test_echo_noop 1 1 0 t1\nend\n",
+                 {"line 6", "operand t1", "has 1 'temp' lines"});
+  expectRejected(v4 + "step te_test_echo_noop 1 1 0 s\nend\n",
+                 {"line 5", "has no 'status' line"});
+  expectRejected(v4 + "step te_test_echo_noop 1 1 0 x0\nend\n",
+                 {"line 5", "invalid operand 'x0'"});
+  expectRejected(v4 + "step te_test_echo_noop 1 1 a0\nend\n",
+                 {"line 5", "invalid shared memory size 'a0'"});
+  expectRejected(v4 + "step 1bad 1 1 0\nend\n",
+                 {"line 5", "invalid symbol '1bad'"});
+  expectRejected(v4 + "step te_test_echo_noop 1 1\nend\n",
+                 {"line 5", "expected 'step <symbol>"});
+  expectRejected(v4 + "temp 0\nend\n", {"line 5", "expected 'temp <bytes>'"});
+  expectRejected(v4 + "temp 8\nend\n",
+                 {"line 6", "has 'temp' lines but no 'step' lines"});
+  expectRejected(v4 + "launch 1 1 0\nstep te_test_echo_noop 1 1 0\nend\n",
+                 {"line 6", "not both"});
+  expectRejected(v4 + "step te_test_echo_noop 1 1 0\nlaunch 1 1 0\nend\n",
+                 {"line 6", "not both"});
+  expectRejected(v4 + "step te_test_missing 1 1 0 a0 a1\nend\n",
+                 {"line 5", "symbol 'te_test_missing'", "does not define"});
+  // The entry's own symbol is not resolved when it has steps.
+  ModulePtr module;
+  ASSERT_EQ(load((v4 + "temp 8\nstep te_test_echo_noop 2x2 64 128 a0 t0 a1\n"
+                       "end\n")
+                     .c_str(),
+                 module),
+            TE_OK)
+      << te_last_error_message();
+}
+
 TEST_F(ManifestTest, RejectsANullManifest) {
   ModulePtr module;
   expectError([&] { return load(nullptr, module); }, TE_ERROR_LOAD_FAILED,
@@ -453,8 +493,8 @@ TEST_F(ManifestTest, RejectsANullManifest) {
 
 TEST_F(ManifestTest, RejectsOtherVersions) {
   expectRejected(
-      "te-kernel-abi 4\nentry k te_test_echo_noop\nend\n",
-      {"line 1", "unsupported manifest version '4'", "versions 1 to 3"});
+      "te-kernel-abi 5\nentry k te_test_echo_noop\nend\n",
+      {"line 1", "unsupported manifest version '5'", "versions 1 to 4"});
   expectRejected("te-kernel-abi 0\nentry k te_test_echo_noop\nend\n",
                  {"line 1", "unsupported manifest version '0'"});
   expectRejected("te-kernel-abi 01\nentry k te_test_echo_noop\nend\n",

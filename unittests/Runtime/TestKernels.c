@@ -8,14 +8,14 @@
 
 #include "te/Runtime/Runtime.h"
 
-#if TE_KERNEL_ABI_VERSION < 2
-#error "this manifest is written for kernel ABI version 2"
+#if TE_KERNEL_ABI_VERSION < 4
+#error "this manifest is written for kernel ABI version 4"
 #endif
 
 #define EXPORT __attribute__((visibility("default")))
 
 EXPORT const char *te_kernel_manifest(void) {
-  return "te-kernel-abi 2\n"
+  return "te-kernel-abi 4\n"
          "entry add te_test_add\n"
          "in f32 4\n"
          "in f32 4\n"
@@ -47,6 +47,17 @@ EXPORT const char *te_kernel_manifest(void) {
          "status i64 4\n"
          "check first: element {0} is {1}\n"
          "check element {0} is negative ({1}, {2} of them); 100% wrong {x}\n"
+         "end\n"
+         "entry square_plus_one program_function\n"
+         "in f32 4\n"
+         "out f32 4\n"
+         "out f32 scalar\n"
+         "temp 16\n"
+         "temp 4\n"
+         "step te_test_square 1 1 0 a0 t0\n"
+         "step te_test_plus_one 4 32 0 t0 a1\n"
+         "step te_test_sum 1 1 0 t0 t1\n"
+         "step te_test_copy_scalar 1 1 0 t1 a2\n"
          "end";
 }
 
@@ -113,4 +124,24 @@ EXPORT void te_test_checked(void **args) {
     status[2] = (long long)input[first];
     status[3] = negatives;
   }
+}
+
+// The steps of square_plus_one: out = in * in + 1 through a temporary, and
+// the sum of the squares through a second one.
+EXPORT void te_test_square(void **args) {
+  const float *input = (const float *)args[0];
+  float *squares = (float *)args[1];
+  for (int i = 0; i < 4; ++i)
+    squares[i] = input[i] * input[i];
+}
+
+EXPORT void te_test_plus_one(void **args) {
+  const float *input = (const float *)args[0];
+  float *result = (float *)args[1];
+  for (int i = 0; i < 4; ++i)
+    result[i] = input[i] + 1.0f;
+}
+
+EXPORT void te_test_copy_scalar(void **args) {
+  *(float *)args[1] = *(const float *)args[0];
 }

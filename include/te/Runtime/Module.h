@@ -40,6 +40,22 @@
 // memory per block. The runtime passes it in te_launch_config; without it
 // the geometry there is zero.
 //
+// Version 4 lets an entry run as several kernels (a reduction and the pass
+// that uses it, say) with temporary device buffers between them:
+//
+//   temp <bytes>
+//   step <symbol> <grid> <block> <shared-bytes> <operand>...
+//
+// anywhere inside the block, instead of `launch`. Each `temp` line declares
+// a temporary (t0, t1, ... in order) of that many bytes, allocated on the
+// device for one launch, uninitialized, and released when its steps have
+// finished. The steps run in order on the launch's stream, each a kernel
+// with its own geometry, taking the listed operands as its arguments: a<N>
+// is the entry's argument N (inputs then outputs), t<N> temporary N, and s
+// the status buffer. An entry with steps does not launch its own symbol
+// (it names the program function the steps were made from), and only the
+// steps' symbols must be defined by the module.
+//
 // Thread safety: a loaded module and its kernels are immutable, so getters and
 // te_kernel_launch may be called from any number of threads at once, also on
 // the same kernel (the kernel code itself must be reentrant, which te-mlir's
@@ -65,7 +81,7 @@ extern "C" {
 
 /// The newest manifest version this runtime reads; it reads every version
 /// from 1 up to this one.
-#define TE_KERNEL_ABI_VERSION 3
+#define TE_KERNEL_ABI_VERSION 4
 
 /// A loaded kernel module. Opaque; reference counted.
 typedef struct te_module te_module;
