@@ -2,6 +2,7 @@
 #ifndef TE_CONVERSION_PASSES_H
 #define TE_CONVERSION_PASSES_H
 
+#include "te/Conversion/TEToGPU/TEToGPU.h"
 #include "te/Conversion/TEToLinalg/TEToLinalg.h"
 
 #include "mlir/Pass/Pass.h"

@@ -48,6 +48,52 @@ def ConvertTEToLinalg : Pass<"convert-te-to-linalg", "ModuleOp"> {
   ];
 }
 
+def ConvertTEToGPU : Pass<"convert-te-to-gpu", "ModuleOp"> {
+  let summary = "Lower te ops to GPU kernel launches and gpu.func kernels";
+  let description = [{
+    The GPU targets' lowering of te ops, op by op on tensors: each op
+    becomes `gpu.launch_func` ops on buffers (its inputs through
+    `bufferization.to_buffer read_only`, its outputs fresh `memref.alloc`s
+    returned by `bufferization.to_tensor restrict`), and its kernels are
+    `gpu.func`s in a `gpu.module` named after their contents (identical
+    kernels share one module). The enclosing module becomes a
+    `gpu.container_module`. Kernels use only gpu, arith, math, vector,
+    memref, scf and llvm ops, with te's codec and scaling math, so that
+    every GPU target computes the CPU backend's bits.
+
+    Before:
+
+    ```mlir
+    %a = te.amax %x : tensor<256x512xbf16> -> tensor<f32>
+    ```
+
+    After:
+
+    ```mlir
+    %xb = bufferization.to_buffer %x read_only : tensor<256x512xbf16> to memref<256x512xbf16>
+    %ab = memref.alloc() {alignment = 256 : i64} : memref<f32>
+    gpu.launch_func @te_amax_<hash>::@te_amax_<hash>_amax_init blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%ab : memref<f32>)
+    gpu.launch_func @te_amax_<hash>::@te_amax_<hash>_amax blocks in (%c64, %c1, %c1) threads in (%c256, %c1, %c1) args(%xb : memref<256x512xbf16>, %ab : memref<f32>)
+    %a = bufferization.to_tensor %ab restrict writable : memref<f32> to tensor<f32>
+    ```
+
+    Run from the command line it generates code for a generic GPU with
+    `warp-size` lanes; a target (the cuda target) runs it with its own
+    GPUTargetInfo. An op it cannot take is an error with the reason.
+  }];
+  let options = [
+    Option<"warpSize", "warp-size", "unsigned", /*default=*/"32",
+           "Threads of a warp of the GPU kernels are generated for">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
 def TEDecomposeReference : Pass<"te-decompose-reference", "ModuleOp"> {
   let summary = "Rewrite te ops into a dense reference formulation";
   let description = [{

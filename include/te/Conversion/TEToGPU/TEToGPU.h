@@ -1,0 +1,76 @@
+//===- TEToGPU.h - Lowering te ops to GPU kernels ---------------*- C++ -*-===//
+//
+// The GPU targets' lowering of te ops: each op becomes the launches of
+// kernels (gpu.launch_func on buffers) and the kernels themselves, in a
+// gpu.module of their own (gpu.func with gpu, arith, vector, memref and
+// scf ops). What differs between GPU vendors (the warp size, conversion
+// instructions, the target attribute of the modules) comes from a
+// GPUTargetInfo, so CUDA and ROCm share this code the way MLIR's GPUToNVVM
+// and GPUToROCDL share GPUCommon.
+//
+// The lowering works on tensors, op by op, as the dispatch asks for it:
+// inputs become buffers (bufferization.to_buffer read_only), outputs fresh
+// allocations that the kernels write (bufferization.to_tensor restrict), so
+// that one-shot bufferization then turns the function's tensors into
+// arguments, outputs and temporaries.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_CONVERSION_TETOGPU_TETOGPU_H
+#define TE_CONVERSION_TETOGPU_TETOGPU_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Pass/Pass.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace mlir::te {
+
+#define GEN_PASS_DECL_CONVERTTETOGPU
+#include "te/Conversion/Passes.h.inc"
+
+/// What the GPU lowering asks of the GPU it generates code for.
+class GPUTargetInfo {
+public:
+  virtual ~GPUTargetInfo();
+
+  /// Threads of a warp (32 on NVIDIA GPUs, 64 on most AMD ones).
+  virtual unsigned getWarpSize() const = 0;
+
+  /// The target in messages, e.g. "cuda sm_80".
+  virtual std::string getDescription() const = 0;
+
+  /// Why code cannot be generated for this target at all (an unsupported
+  /// arch, say), or nullopt. convert-te-to-gpu fails with it.
+  virtual std::optional<std::string> getConfigurationError() const {
+    return std::nullopt;
+  }
+
+  /// f32 -> FP8 exactly as te's codec (te/Conversion/TECommon/FP8Codec.h):
+  /// round to nearest even, saturation to the largest finite value, NaN to
+  /// the canonical NaN. The default is the codec's integer routine; a
+  /// target with conversion instructions that give the same bits may use
+  /// them.
+  virtual Value emitF32ToFP8(OpBuilder &b, Location loc, Value f32Value,
+                             FloatType fp8Type) const;
+};
+
+/// Why the GPU lowering cannot take `op`, or nullopt if it can.
+std::optional<std::string> getGPUUnsupportedReason(Operation *op,
+                                                   const GPUTargetInfo &target);
+
+/// Replaces `op` by the launches of its kernels and adds the kernels to the
+/// enclosing module (which becomes a gpu.container_module). Fails with a
+/// diagnostic on `op` when getGPUUnsupportedReason has a reason.
+LogicalResult lowerTEOpToGPU(Operation *op, const GPUTargetInfo &target);
+
+/// convert-te-to-gpu for `target` (what a GPU target's pipeline runs).
+std::unique_ptr<Pass>
+createConvertTEToGPUPass(std::shared_ptr<const GPUTargetInfo> target);
+
+} // namespace mlir::te
+
+#endif // TE_CONVERSION_TETOGPU_TETOGPU_H

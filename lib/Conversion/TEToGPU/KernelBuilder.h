@@ -1,0 +1,132 @@
+//===- KernelBuilder.h - Building one te op's GPU kernels -------*- C++ -*-===//
+//
+// Shared by the op families of the GPU lowering: the gpu.module that holds
+// one op's kernels, their launches on the host side, and the loops and
+// reductions every elementwise or reducing kernel is made of.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_LIB_CONVERSION_TETOGPU_KERNELBUILDER_H
+#define TE_LIB_CONVERSION_TETOGPU_KERNELBUILDER_H
+
+#include "te/Conversion/TEToGPU/TEToGPU.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <functional>
+
+namespace mlir::te::gpu_lowering {
+
+/// Threads per block of the elementwise and reducing kernels.
+constexpr int64_t kBlockSize = 256;
+
+/// The kernels of one te op and their launches. Kernels are added first;
+/// finish() names the module after its contents (identical kernels of two
+/// ops share one module) and places it in the op's module; launches come
+/// after that, on the host side, before the op.
+class KernelSet {
+public:
+  /// `family` prefixes the module's name ("amax", "quantize").
+  KernelSet(Operation *op, StringRef family, const GPUTargetInfo &target);
+
+  /// A kernel taking `arguments`, with workgroup (shared) memory buffers of
+  /// `workgroup` types; the builder is left at the start of its body, whose
+  /// gpu.return is already there.
+  gpu::GPUFuncOp addKernel(OpBuilder &b, StringRef name, TypeRange arguments,
+                           TypeRange workgroup = {});
+
+  void finish();
+
+  /// Launches `kernel` (added to this set, after finish()) on a 1-D grid.
+  void launch(OpBuilder &host, gpu::GPUFuncOp kernel, int64_t gridX,
+              int64_t blockX, ValueRange operands);
+  /// Launches `kernel` on a 2-D grid of 2-D blocks.
+  void launch(OpBuilder &host, gpu::GPUFuncOp kernel,
+              std::array<int64_t, 2> grid, std::array<int64_t, 2> block,
+              ValueRange operands);
+
+  const GPUTargetInfo &getTarget() const { return target; }
+
+private:
+  Operation *op;
+  std::string family;
+  const GPUTargetInfo &target;
+  OwningOpRef<gpu::GPUModuleOp> owned;
+  gpu::GPUModuleOp module;
+};
+
+/// A buffer of the tensor `value` for the kernels to read.
+Value readBuffer(OpBuilder &host, Location loc, Value value);
+/// A fresh buffer for an output of `type`.
+Value allocateOutput(OpBuilder &host, Location loc, RankedTensorType type);
+/// The tensor of an output buffer the kernels have written.
+Value outputTensor(OpBuilder &host, Location loc, Value buffer,
+                   RankedTensorType type);
+/// The memref type a kernel argument of tensor `type` has.
+MemRefType bufferType(RankedTensorType type);
+
+Value indexConstant(OpBuilder &b, Location loc, int64_t value);
+Value i32Constant(OpBuilder &b, Location loc, int64_t value);
+Value f32Constant(OpBuilder &b, Location loc, double value);
+
+/// `buffer` (static shape, rank >= 1) as a 1-D memref.
+Value flatten(OpBuilder &b, Location loc, Value buffer);
+
+/// blockIdx.x * blockDim.x + threadIdx.x and gridDim.x * blockDim.x.
+Value globalThreadIndex(OpBuilder &b, Location loc);
+Value globalThreadCount(OpBuilder &b, Location loc);
+
+/// for (i = global thread; i < count; i += all threads) body(i, acc),
+/// carrying `init` through the iterations (may be null for none). Returns
+/// the carried value, or null.
+Value gridStrideLoop(
+    OpBuilder &b, Location loc, int64_t count, Value init,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> body);
+
+/// Runs `body` in thread 0 of the block only.
+void ifFirstThread(OpBuilder &b, Location loc,
+                   function_ref<void(OpBuilder &, Location)> body);
+
+/// The workgroup memory type for the block reduction: one i32 per warp.
+MemRefType reductionScratchType(MLIRContext *context, unsigned warpSize);
+
+/// The unsigned maximum of `bits` over the block's threads: a butterfly
+/// over each warp's lanes, then over the warps' results through `scratch`
+/// (reductionScratchType). Every thread of the block must call it; thread 0
+/// gets the block's maximum.
+Value blockMaxBits(OpBuilder &b, Location loc, Value bits, Value scratch,
+                   unsigned warpSize);
+
+/// Atomically raises the f32 at `amax` (a rank-0 f32 memref holding a
+/// non-negative value) to the amax bit pattern `bits` (see emitAmaxBits):
+/// for non-negative floats the unsigned order of the bits is their order.
+void atomicMaxBits(OpBuilder &b, Location loc, Value amax, Value bits);
+
+/// Number of elements of one 16-byte vector access of `elementType` when
+/// `count` elements split into them evenly, else 1.
+int64_t vectorWidth(Type elementType, int64_t count);
+
+/// Loads `width` consecutive elements from the 1-D `buffer` at element
+/// `index` (a vector.load, or a scalar load for width 1) and returns them
+/// as scalars.
+SmallVector<Value> loadElements(OpBuilder &b, Location loc, Value buffer,
+                                Value index, int64_t width);
+/// Stores `values` at element `index` of the 1-D `buffer`.
+void storeElements(OpBuilder &b, Location loc, Value buffer, Value index,
+                   ArrayRef<Value> values);
+
+//===----------------------------------------------------------------------===//
+// Op families
+//===----------------------------------------------------------------------===//
+
+/// FP8 scaling and quantization: amax, compute_scale,
+/// update_delayed_scaling, quantize and dequantize.
+bool isFP8Op(Operation *op);
+std::optional<std::string> getFP8UnsupportedReason(Operation *op);
+LogicalResult lowerFP8Op(Operation *op, const GPUTargetInfo &target);
+
+} // namespace mlir::te::gpu_lowering
+
+#endif // TE_LIB_CONVERSION_TETOGPU_KERNELBUILDER_H

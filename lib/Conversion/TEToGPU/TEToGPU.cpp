@@ -1,0 +1,411 @@
+//===- TEToGPU.cpp - Lowering te ops to GPU kernels -----------------------===//
+
+#include "te/Conversion/TEToGPU/TEToGPU.h"
+
+#include "KernelBuilder.h"
+#include "te/Conversion/TECommon/FP8Codec.h"
+#include "te/Dialect/TE/IR/TEOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/xxhash.h"
+
+namespace mlir::te {
+#define GEN_PASS_DEF_CONVERTTETOGPU
+#include "te/Conversion/Passes.h.inc"
+} // namespace mlir::te
+
+using namespace mlir;
+using namespace mlir::te;
+using namespace mlir::te::gpu_lowering;
+
+GPUTargetInfo::~GPUTargetInfo() = default;
+
+Value GPUTargetInfo::emitF32ToFP8(OpBuilder &b, Location loc, Value f32Value,
+                                  FloatType fp8Type) const {
+  return te::emitF32ToFP8(b, loc, f32Value, fp8Type);
+}
+
+//===----------------------------------------------------------------------===//
+// KernelSet
+//===----------------------------------------------------------------------===//
+
+KernelSet::KernelSet(Operation *op, StringRef family,
+                     const GPUTargetInfo &target)
+    : op(op), family(family.str()), target(target) {
+  OpBuilder b(op->getContext());
+  owned = gpu::GPUModuleOp::create(b, op->getLoc(), "te_" + family.str());
+  module = *owned;
+}
+
+gpu::GPUFuncOp KernelSet::addKernel(OpBuilder &b, StringRef name,
+                                    TypeRange arguments, TypeRange workgroup) {
+  b.setInsertionPointToEnd(module.getBody());
+  auto type = b.getFunctionType(arguments, {});
+  auto kernel =
+      gpu::GPUFuncOp::create(b, op->getLoc(), name, type, workgroup, {});
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  b.setInsertionPointToEnd(&kernel.getBody().front());
+  gpu::ReturnOp::create(b, op->getLoc());
+  b.setInsertionPointToStart(&kernel.getBody().front());
+  return kernel;
+}
+
+void KernelSet::finish() {
+  // Name the module and its kernels after what they compute, so that equal
+  // kernels from different ops (or programs) are one module, and names
+  // stay unique when a target puts every module's kernels into one.
+  std::string text;
+  {
+    llvm::raw_string_ostream os(text);
+    module->print(os, OpPrintingFlags().elideLargeElementsAttrs());
+  }
+  std::string suffix;
+  llvm::raw_string_ostream(suffix)
+      << llvm::format_hex_no_prefix(llvm::xxh3_64bits(text), 16);
+  std::string name = "te_" + family + "_" + suffix;
+  for (auto kernel : module.getOps<gpu::GPUFuncOp>())
+    kernel.setName(name + "_" + kernel.getName().str());
+  module.setName(name);
+
+  auto parent = op->getParentOfType<ModuleOp>();
+  parent->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  UnitAttr::get(op->getContext()));
+  if (auto existing = SymbolTable::lookupSymbolIn(parent, name)) {
+    module = cast<gpu::GPUModuleOp>(existing);
+    owned.release()->erase();
+    return;
+  }
+  parent.getBody()->push_back(owned.release());
+}
+
+void KernelSet::launch(OpBuilder &host, gpu::GPUFuncOp kernel, int64_t gridX,
+                       int64_t blockX, ValueRange operands) {
+  launch(host, kernel, {gridX, 1}, {blockX, 1}, operands);
+}
+
+void KernelSet::launch(OpBuilder &host, gpu::GPUFuncOp kernel,
+                       std::array<int64_t, 2> grid,
+                       std::array<int64_t, 2> block, ValueRange operands) {
+  Location loc = op->getLoc();
+  Value one = indexConstant(host, loc, 1);
+  gpu::KernelDim3 gridSize{indexConstant(host, loc, grid[0]),
+                           indexConstant(host, loc, grid[1]), one};
+  gpu::KernelDim3 blockSize{indexConstant(host, loc, block[0]),
+                            indexConstant(host, loc, block[1]), one};
+  // The kernel may be an identical one of an earlier op: refer to it by the
+  // module finish() settled on.
+  auto symbol = SymbolRefAttr::get(
+      module.getNameAttr(),
+      {FlatSymbolRefAttr::get(host.getContext(), kernel.getName())});
+  gpu::LaunchFuncOp::create(host, loc, symbol, gridSize, blockSize,
+                            /*dynamicSharedMemorySize=*/Value(), operands,
+                            /*asyncObject=*/Value());
+}
+
+//===----------------------------------------------------------------------===//
+// Host side
+//===----------------------------------------------------------------------===//
+
+MemRefType gpu_lowering::bufferType(RankedTensorType type) {
+  return MemRefType::get(type.getShape(), type.getElementType());
+}
+
+Value gpu_lowering::readBuffer(OpBuilder &host, Location loc, Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  auto op =
+      bufferization::ToBufferOp::create(host, loc, bufferType(type), value);
+  op.setReadOnly(true);
+  return op;
+}
+
+Value gpu_lowering::allocateOutput(OpBuilder &host, Location loc,
+                                   RankedTensorType type) {
+  // 256-byte alignment: what the vector accesses need, and what the
+  // runtime's device allocations give.
+  return memref::AllocOp::create(host, loc, bufferType(type),
+                                 host.getI64IntegerAttr(256));
+}
+
+Value gpu_lowering::outputTensor(OpBuilder &host, Location loc, Value buffer,
+                                 RankedTensorType type) {
+  return bufferization::ToTensorOp::create(host, loc, type, buffer,
+                                           /*restrict=*/true,
+                                           /*writable=*/true);
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel pieces
+//===----------------------------------------------------------------------===//
+
+Value gpu_lowering::indexConstant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+Value gpu_lowering::i32Constant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIntOp::create(b, loc, b.getI32Type(), value);
+}
+
+Value gpu_lowering::f32Constant(OpBuilder &b, Location loc, double value) {
+  return arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
+                                        APFloat(static_cast<float>(value)));
+}
+
+Value gpu_lowering::flatten(OpBuilder &b, Location loc, Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  if (type.getRank() == 1)
+    return buffer;
+  ReassociationIndices all;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    all.push_back(i);
+  return memref::CollapseShapeOp::create(b, loc, buffer,
+                                         ArrayRef<ReassociationIndices>{all});
+}
+
+Value gpu_lowering::globalThreadIndex(OpBuilder &b, Location loc) {
+  Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value size = gpu::BlockDimOp::create(b, loc, gpu::Dimension::x);
+  Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  return arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, block, size), thread);
+}
+
+Value gpu_lowering::globalThreadCount(OpBuilder &b, Location loc) {
+  Value grid = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+  Value size = gpu::BlockDimOp::create(b, loc, gpu::Dimension::x);
+  return arith::MulIOp::create(b, loc, grid, size);
+}
+
+Value gpu_lowering::gridStrideLoop(
+    OpBuilder &b, Location loc, int64_t count, Value init,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> body) {
+  Value start = globalThreadIndex(b, loc);
+  Value step = globalThreadCount(b, loc);
+  SmallVector<Value> inits;
+  if (init)
+    inits.push_back(init);
+  auto loop = scf::ForOp::create(
+      b, loc, start, indexConstant(b, loc, count), step, inits,
+      [&](OpBuilder &nested, Location loc, Value i, ValueRange carried) {
+        Value next = body(nested, loc, i, init ? carried[0] : Value());
+        scf::YieldOp::create(nested, loc,
+                             init ? ValueRange{next} : ValueRange{});
+      });
+  return init ? loop.getResult(0) : Value();
+}
+
+void gpu_lowering::ifFirstThread(
+    OpBuilder &b, Location loc,
+    function_ref<void(OpBuilder &, Location)> body) {
+  Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread,
+                                      indexConstant(b, loc, 0));
+  auto branch = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(branch.thenBlock());
+  body(b, loc);
+}
+
+MemRefType gpu_lowering::reductionScratchType(MLIRContext *context,
+                                              unsigned warpSize) {
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup);
+  return MemRefType::get({kBlockSize / warpSize}, IntegerType::get(context, 32),
+                         MemRefLayoutAttrInterface(), workgroup);
+}
+
+/// The unsigned maximum of `bits` over the lanes of each warp (every lane
+/// gets it).
+static Value warpMaxBits(OpBuilder &b, Location loc, Value bits,
+                         unsigned warpSize) {
+  for (unsigned offset = warpSize / 2; offset > 0; offset /= 2) {
+    Value other = gpu::ShuffleOp::create(b, loc, bits, offset, warpSize,
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    bits = arith::MaxUIOp::create(b, loc, bits, other);
+  }
+  return bits;
+}
+
+Value gpu_lowering::blockMaxBits(OpBuilder &b, Location loc, Value bits,
+                                 Value scratch, unsigned warpSize) {
+  bits = warpMaxBits(b, loc, bits, warpSize);
+  Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value warps = indexConstant(b, loc, kBlockSize / warpSize);
+  Value size = indexConstant(b, loc, warpSize);
+  Value lane = arith::RemUIOp::create(b, loc, thread, size);
+  Value warp = arith::DivUIOp::create(b, loc, thread, size);
+  Value zero = indexConstant(b, loc, 0);
+  Value firstLane =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero);
+  auto store = scf::IfOp::create(b, loc, firstLane, /*withElseRegion=*/false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(store.thenBlock());
+    memref::StoreOp::create(b, loc, bits, scratch, warp);
+  }
+  gpu::BarrierOp::create(b, loc);
+  // Every warp reduces the warps' values (only warp 0's result is used):
+  // the shuffles stay in uniform control flow.
+  Value inRange =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lane, warps);
+  Value clamped = arith::SelectOp::create(b, loc, inRange, lane, zero);
+  Value partial = memref::LoadOp::create(b, loc, scratch, clamped);
+  partial =
+      arith::SelectOp::create(b, loc, inRange, partial, i32Constant(b, loc, 0));
+  return warpMaxBits(b, loc, partial, warpSize);
+}
+
+void gpu_lowering::atomicMaxBits(OpBuilder &b, Location loc, Value amax,
+                                 Value bits) {
+  // The buffer holds an f32; the maximum is taken on its bits as an
+  // unsigned integer, which LLVM's atomicrmw does on a plain pointer.
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, amax);
+  Value integer = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+  Value pointer = LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), integer);
+  LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::umax, pointer, bits,
+                            LLVM::AtomicOrdering::monotonic);
+}
+
+int64_t gpu_lowering::vectorWidth(Type elementType, int64_t count) {
+  int64_t bytes = std::max<int64_t>(elementType.getIntOrFloatBitWidth() / 8, 1);
+  int64_t width = 16 / bytes;
+  return count % width == 0 ? width : 1;
+}
+
+/// The bytes of one access of `type`: its elements' bytes (FP8: 1).
+static uint64_t accessBytes(VectorType type) {
+  return type.getNumElements() *
+         std::max<uint64_t>(type.getElementTypeBitWidth() / 8, 1);
+}
+
+SmallVector<Value> gpu_lowering::loadElements(OpBuilder &b, Location loc,
+                                              Value buffer, Value index,
+                                              int64_t width) {
+  Type elementType = cast<MemRefType>(buffer.getType()).getElementType();
+  if (width == 1)
+    return {memref::LoadOp::create(b, loc, buffer, index)};
+  auto vectorType = VectorType::get({width}, elementType);
+  // The index is a multiple of the width and buffers are 256-byte aligned:
+  // one wide access, not one per element.
+  Value vector = vector::LoadOp::create(
+      b, loc, vectorType, buffer, index,
+      /*nontemporal=*/false, llvm::MaybeAlign(accessBytes(vectorType)));
+  SmallVector<Value> elements;
+  for (int64_t i = 0; i < width; ++i)
+    elements.push_back(vector::ExtractOp::create(b, loc, vector, i));
+  return elements;
+}
+
+void gpu_lowering::storeElements(OpBuilder &b, Location loc, Value buffer,
+                                 Value index, ArrayRef<Value> values) {
+  if (values.size() == 1) {
+    memref::StoreOp::create(b, loc, values[0], buffer, index);
+    return;
+  }
+  auto vectorType = VectorType::get({static_cast<int64_t>(values.size())},
+                                    values[0].getType());
+  Value vector = vector::FromElementsOp::create(b, loc, vectorType, values);
+  vector::StoreOp::create(b, loc, vector, buffer, index, /*nontemporal=*/false,
+                          llvm::MaybeAlign(accessBytes(vectorType)));
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+std::optional<std::string>
+mlir::te::getGPUUnsupportedReason(Operation *op, const GPUTargetInfo &target) {
+  if (isa<ProcessGroupOp>(op))
+    return std::nullopt;
+  for (Type type :
+       llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()))
+    if (auto shaped = dyn_cast<ShapedType>(type);
+        shaped && !shaped.hasStaticShape())
+      return op->getName().getStringRef().str() + " with dynamic shapes has " +
+             "no GPU lowering (" + target.getDescription() +
+             "): kernels are generated for static shapes";
+  if (gpu_lowering::isFP8Op(op))
+    return gpu_lowering::getFP8UnsupportedReason(op);
+  return op->getName().getStringRef().str() +
+         " has no GPU code generation yet (" + target.getDescription() + ")";
+}
+
+LogicalResult mlir::te::lowerTEOpToGPU(Operation *op,
+                                       const GPUTargetInfo &target) {
+  if (std::optional<std::string> reason = getGPUUnsupportedReason(op, target))
+    return op->emitError(*reason);
+  if (isa<ProcessGroupOp>(op))
+    return success();
+  return gpu_lowering::lowerFP8Op(op, target);
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A GPU known only by its warp size: what convert-te-to-gpu generates
+/// for when run from the command line.
+class GenericGPUTargetInfo : public GPUTargetInfo {
+public:
+  explicit GenericGPUTargetInfo(unsigned warpSize) : warpSize(warpSize) {}
+  unsigned getWarpSize() const override { return warpSize; }
+  std::string getDescription() const override {
+    return "a GPU with " + std::to_string(warpSize) + "-lane warps";
+  }
+
+private:
+  unsigned warpSize;
+};
+
+struct ConvertTEToGPUPass : te::impl::ConvertTEToGPUBase<ConvertTEToGPUPass> {
+  using ConvertTEToGPUBase::ConvertTEToGPUBase;
+  explicit ConvertTEToGPUPass(std::shared_ptr<const GPUTargetInfo> target)
+      : target(std::move(target)) {}
+
+  void runOnOperation() override {
+    std::shared_ptr<const GPUTargetInfo> info = target;
+    if (!info) {
+      if (warpSize == 0 || (warpSize & (warpSize - 1)) || warpSize > 64) {
+        getOperation().emitError("convert-te-to-gpu: warp-size must be a "
+                                 "power of two up to 64, not ")
+            << static_cast<unsigned>(warpSize);
+        return signalPassFailure();
+      }
+      info = std::make_shared<GenericGPUTargetInfo>(warpSize);
+    }
+    if (std::optional<std::string> error = info->getConfigurationError()) {
+      getOperation().emitError(*error);
+      return signalPassFailure();
+    }
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) {
+      if (isa_and_nonnull<TEDialect>(op->getDialect()))
+        ops.push_back(op);
+    });
+    bool failedAny = false;
+    for (Operation *op : ops)
+      failedAny |= failed(lowerTEOpToGPU(op, *info));
+    if (failedAny)
+      signalPassFailure();
+  }
+
+  std::shared_ptr<const GPUTargetInfo> target;
+};
+
+} // namespace
+
+std::unique_ptr<Pass> mlir::te::createConvertTEToGPUPass(
+    std::shared_ptr<const GPUTargetInfo> target) {
+  return std::make_unique<ConvertTEToGPUPass>(std::move(target));
+}
