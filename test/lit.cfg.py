@@ -37,3 +37,16 @@ llvm_config.add_tool_substitutions(
 if os.path.exists(os.path.join(config.te_obj_root, "lib", "te-mlir", "plugins",
                                "libte-plugin-onednn.so")):
     config.available_features.add("onednn")
+
+# The cuda target compiles with the CUDA toolkit's ptxas (TE_CUDA_PATH,
+# CUDA_HOME or /usr/local/cuda, as the target looks for it); without one,
+# the tests that make binaries are reported as unsupported.
+cuda_toolkit = (os.environ.get("TE_CUDA_PATH") or os.environ.get("CUDA_HOME")
+                or "/usr/local/cuda")
+if os.access(os.path.join(cuda_toolkit, "bin", "ptxas"), os.X_OK):
+    config.available_features.add("ptxas")
+    config.substitutions.append(
+        ("%ptxas", os.path.join(cuda_toolkit, "bin", "ptxas")))
+for variable in ("TE_CUDA_PATH", "CUDA_HOME"):
+    if variable in os.environ:
+        config.environment[variable] = os.environ[variable]

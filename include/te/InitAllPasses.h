@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
@@ -27,7 +28,8 @@ inline constexpr llvm::StringLiteral kTEPassArguments[] = {
     "te-lower-target",       "te-insert-checks",
     "te-dispatch",           "te-explain-dispatch",
     "te-materialize-checks", "te-decompose-reference",
-    "convert-te-to-linalg",  "te-approximate-math"};
+    "convert-te-to-linalg",  "te-approximate-math",
+    "convert-te-to-gpu"};
 
 /// Registers te's passes and pipelines.
 inline void registerTEPasses() {
@@ -64,6 +66,15 @@ inline void registerCPUPipelineStagePasses() {
   registerReconcileUnrealizedCastsPass();
 }
 
+/// The upstream passes of the cuda target's pipeline
+/// (te/Target/CUDA/CUDATarget.h), so that its stages can be run one by one.
+inline void registerCUDAPipelineStagePasses() {
+  registerGpuNVVMAttachTarget();
+  registerConvertGpuOpsToNVVMOps();
+  registerConvertNVVMToLLVMPass();
+  registerGpuModuleToBinaryPass();
+}
+
 /// Registers the general-purpose upstream passes one expects of an mlir-opt:
 /// cleanups and the printing / viewing passes.
 inline void registerGeneralPasses() {
@@ -82,11 +93,12 @@ inline void registerGeneralPasses() {
 
 /// Registers what te tools offer: te's passes and pipelines, the upstream
 /// passes its pipelines are made of, and a few general ones. Not every
-/// upstream pass: those for other targets (GPU backends, SPIR-V, ...)
+/// upstream pass: those for other targets (other GPU backends, SPIR-V, ...)
 /// would bury te's in te-opt --help.
 inline void registerAllPasses() {
   registerTEPasses();
   registerCPUPipelineStagePasses();
+  registerCUDAPipelineStagePasses();
   registerGeneralPasses();
 }
 

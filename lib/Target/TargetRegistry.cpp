@@ -91,10 +91,13 @@ void TargetRegistry::addBuiltin(std::unique_ptr<TargetBackend> target) {
   entry->ref.origin = "built-in";
   entry->ref.abiMinor = TE_PLUGIN_ABI_MINOR;
   entry->target = std::move(target);
-  // Built-in targets come first whenever they registered.
-  auto firstPlugin = llvm::find_if(
-      entries, [](const auto &other) { return !other->ref.isBuiltin(); });
-  entries.insert(firstPlugin, std::move(entry));
+  // Built-in targets come first whenever they registered, by name: the
+  // libraries' load order must not change listings.
+  auto position = llvm::find_if(entries, [&](const auto &other) {
+    return !other->ref.isBuiltin() ||
+           other->target->getName() > entry->target->getName();
+  });
+  entries.insert(position, std::move(entry));
 }
 
 std::string TargetRegistry::validate(const TargetBackend *target) const {

@@ -242,7 +242,7 @@ def test_plugin_device_from_python():
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [
         "raised: no target produces kernel modules for device 'fixture' "
-        "(targets exist for: cpu); load the plugin that registers it with "
+        "(targets exist for: cpu, cuda); load the plugin that registers it with "
         "NVTE_PLUGIN or --te-plugin",
         "['plugin fixture_target/amax', 'fixture (native)', "
         "'fixture (native)']",

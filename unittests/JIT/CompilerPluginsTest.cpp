@@ -101,7 +101,8 @@ TEST(CompilerPlugins, LoadExplainAndFingerprint) {
 }
 
 /// te_compiler_targets without the host's target description (the last
-/// column of the cpu line), which depends on the machine.
+/// column of the cpu line) and the toolkit in the cuda line's pipeline
+/// identity, which depend on the machine.
 std::string targets() {
   char *list = nullptr, *error = nullptr;
   EXPECT_EQ(te_compiler_targets(&list, &error), 0);
@@ -112,6 +113,8 @@ std::string targets() {
   while (std::getline(lines, line)) {
     if (line.rfind("cpu\tcpu\tbuilt-in\t", 0) == 0)
       line = "cpu\tcpu\tbuilt-in\t<host>";
+    if (line.rfind("cuda\tcuda\tbuilt-in\tte-lower-cuda abi=1 ptxas=", 0) == 0)
+      line = "cuda\tcuda\tbuilt-in\t<toolkit>";
     result += line + "\n";
   }
   return result;
@@ -120,7 +123,8 @@ std::string targets() {
 TEST(CompilerPlugins, TargetsOfPluginsCompileForTheirDevice) {
   unsetenv("NVTE_PLUGIN");
   unsetenv("NVTE_PLUGIN_STRICT");
-  EXPECT_EQ(targets(), "cpu\tcpu\tbuilt-in\t<host>\n");
+  EXPECT_EQ(targets(), "cpu\tcpu\tbuilt-in\t<host>\n"
+                       "cuda\tcuda\tbuilt-in\t<toolkit>\n");
 
   char path[] = "/tmp/te-compile-for-XXXXXX";
   int fd = mkstemp(path);
@@ -131,7 +135,7 @@ TEST(CompilerPlugins, TargetsOfPluginsCompileForTheirDevice) {
                                     "f.mlir", path, &manifest, &error),
             0);
   EXPECT_NE(take(error).find("no target produces kernel modules for device "
-                             "'fixture' (targets exist for: cpu)"),
+                             "'fixture' (targets exist for: cpu, cuda)"),
             std::string::npos);
   error = nullptr;
 
@@ -140,6 +144,7 @@ TEST(CompilerPlugins, TargetsOfPluginsCompileForTheirDevice) {
       0);
   take(error);
   EXPECT_EQ(targets(), "cpu\tcpu\tbuilt-in\t<host>\n"
+                       "cuda\tcuda\tbuilt-in\t<toolkit>\n"
                        "fixture\tfixture\tplugin fixture_target "
                        "2.1\tfixture\tx86_64-fixture-none "
                        "fixture-1 \n");

@@ -11,11 +11,15 @@
 #define TE_TARGET_INITALLTARGETS_H
 
 #include "te/Target/CPU/CPUTarget.h"
+#include "te/Target/CUDA/CUDATarget.h"
 
 namespace mlir::te {
 
 /// Registers every built-in target. Safe to call more than once.
-inline void registerBuiltinTargets() { registerCPUTarget(); }
+inline void registerBuiltinTargets() {
+  registerCPUTarget();
+  registerCUDATarget();
+}
 
 } // namespace mlir::te
 

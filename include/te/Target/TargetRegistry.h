@@ -74,7 +74,7 @@ public:
   /// another thread may hold one) and findWithdrawn still sees them.
   void withdraw(const void *owner);
 
-  /// Built-in targets, then the others in registration order.
+  /// Built-in targets by name, then the others in registration order.
   std::vector<TargetRef> getTargets() const;
   /// The registered targets of `owner`.
   std::vector<TargetRef> getTargetsOf(const void *owner) const;

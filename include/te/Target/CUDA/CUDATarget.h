@@ -1,0 +1,50 @@
+//===- CUDATarget.h - The built-in cuda target ------------------*- C++ -*-===//
+//
+// NVIDIA GPUs through MLIR's NVVM target: te ops become gpu kernels
+// (te/Conversion/TEToGPU), the kernels NVVM and PTX, ptxas from the CUDA
+// toolkit makes cubins, and the kernel module is a fatbin (the cubin for
+// the arch plus its PTX, which newer GPUs compile when they load it) with
+// the manifest as the global `te_kernel_manifest`. The host side of each
+// entry point becomes the manifest's steps (manifest version 4): the
+// kernels it launches, in order, with their geometry and the temporaries
+// between them. Nothing CUDA is linked: the toolkit is used as files, the
+// driver by the runtime's cuda device.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_TARGET_CUDA_CUDATARGET_H
+#define TE_TARGET_CUDA_CUDATARGET_H
+
+#include "te/Target/Target.h"
+
+#include "mlir/Pass/PassManager.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::te {
+
+/// Registers the cuda target (idempotent; also done when the library
+/// loads).
+void registerCUDATarget();
+
+/// The archs code is generated for: sm_80, sm_86, sm_89, sm_90 and sm_90a.
+const std::vector<std::string> &getSupportedCUDAArchs();
+
+/// The arch compiles are for: TE_CUDA_ARCH when set (an error names the
+/// supported ones if it is not one of them), else sm_80, whose PTX every
+/// newer GPU compiles at load.
+FailureOr<std::string> getCUDAArch(std::string *error = nullptr);
+
+/// The CUDA toolkit whose ptxas and fatbinary make the binaries:
+/// TE_CUDA_PATH, else CUDA_HOME, else /usr/local/cuda.
+std::string getCUDAToolkitPath();
+
+/// The passes from a dispatched te module (GPU launches on tensors) to
+/// what the serializer takes: bufferization, then the kernels' gpu.modules
+/// lowered to NVVM for `arch`.
+void buildCUDATargetPipeline(OpPassManager &pm, StringRef arch);
+
+} // namespace mlir::te
+
+#endif // TE_TARGET_CUDA_CUDATARGET_H

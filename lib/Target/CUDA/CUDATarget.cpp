@@ -1,0 +1,468 @@
+//===- CUDATarget.cpp - The built-in cuda target --------------------------===//
+//
+// The pipeline is built from pass constructors, like the cpu target's, so
+// that it works in any process that links te-mlir. The serializer turns
+// each entry's host function (allocations and gpu.launch_func, nothing
+// else) into manifest steps and the kernels into one fatbin.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/Target/CUDA/CUDATarget.h"
+#include "te/Target/CompileRecorder.h"
+#include "te/Target/TargetRegistry.h"
+
+#include "te/Conversion/TEToGPU/TEToGPU.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+
+#include <cstdlib>
+#include <mutex>
+
+using namespace mlir;
+using namespace mlir::te;
+
+//===----------------------------------------------------------------------===//
+// Archs and the toolkit
+//===----------------------------------------------------------------------===//
+
+const std::vector<std::string> &mlir::te::getSupportedCUDAArchs() {
+  static const std::vector<std::string> archs = {"sm_80", "sm_86", "sm_89",
+                                                 "sm_90", "sm_90a"};
+  return archs;
+}
+
+FailureOr<std::string> mlir::te::getCUDAArch(std::string *error) {
+  const char *requested = std::getenv("TE_CUDA_ARCH");
+  if (!requested || !*requested)
+    return std::string("sm_80");
+  for (const std::string &arch : getSupportedCUDAArchs())
+    if (arch == requested)
+      return arch;
+  if (error)
+    *error = "TE_CUDA_ARCH=" + std::string(requested) +
+             " is not an arch the cuda target generates code for; use one "
+             "of " +
+             llvm::join(getSupportedCUDAArchs(), ", ");
+  return failure();
+}
+
+std::string mlir::te::getCUDAToolkitPath() {
+  for (const char *variable : {"TE_CUDA_PATH", "CUDA_HOME"})
+    if (const char *path = std::getenv(variable); path && *path)
+      return path;
+  return "/usr/local/cuda";
+}
+
+/// `ptxas --version`'s last line, which names the toolkit release: code
+/// from another ptxas is another kernel cache entry. "none" without one.
+static std::string getPtxasVersion(StringRef toolkit) {
+  static std::mutex mutex;
+  static llvm::StringMap<std::string> versions;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, inserted] = versions.try_emplace(toolkit, "none");
+  if (!inserted)
+    return it->second;
+  std::string ptxas = (toolkit + "/bin/ptxas").str();
+  SmallString<128> output;
+  if (!llvm::sys::fs::can_execute(ptxas) ||
+      llvm::sys::fs::createTemporaryFile("te-ptxas-version", "txt", output))
+    return it->second;
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(output),
+                                          StringRef(output)};
+  int status = llvm::sys::ExecuteAndWait(ptxas, {ptxas, "--version"},
+                                         std::nullopt, redirects, 30);
+  auto text = llvm::MemoryBuffer::getFile(output);
+  llvm::sys::fs::remove(output);
+  if (status == 0 && text) {
+    SmallVector<StringRef> lines;
+    (*text)->getBuffer().trim().split(lines, '\n');
+    if (!lines.empty())
+      it->second = lines.back().trim().str();
+  }
+  return it->second;
+}
+
+//===----------------------------------------------------------------------===//
+// The pipeline
+//===----------------------------------------------------------------------===//
+
+namespace {
+class CUDAGPUTargetInfo : public GPUTargetInfo {
+public:
+  explicit CUDAGPUTargetInfo(std::string arch) : arch(std::move(arch)) {}
+  unsigned getWarpSize() const override { return 32; }
+  std::string getDescription() const override { return "cuda " + arch; }
+  std::optional<std::string> getConfigurationError() const override {
+    std::string error;
+    if (failed(getCUDAArch(&error)))
+      return error;
+    return std::nullopt;
+  }
+
+private:
+  std::string arch;
+};
+} // namespace
+
+void mlir::te::buildCUDATargetPipeline(OpPassManager &pm, StringRef arch) {
+  pm.addPass(createConvertTEToGPUPass(
+      std::make_shared<CUDAGPUTargetInfo>(arch.str())));
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Entry points write their results into the caller's buffers; the other
+  // allocations are the temporaries of the manifest's steps.
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  GpuNVVMAttachTargetOptions attach;
+  attach.chip = arch.str();
+  attach.features = "+ptx80";
+  attach.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(attach));
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createConvertVectorToSCFPass());
+  kernels.addPass(createSCFToControlFlowPass());
+  kernels.addPass(createConvertNVVMToLLVMPass());
+  kernels.addPass(memref::createExpandStridedMetadataPass());
+  kernels.addPass(createLowerAffinePass());
+  // Static shapes: kernel arguments are bare pointers, what the runtime's
+  // cuda device passes.
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.useBarePtrCallConv = true;
+  nvvm.indexBitwidth = 64;
+  kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+}
+
+//===----------------------------------------------------------------------===//
+// The serializer
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The manifest lines of one entry's steps.
+struct EntryPlan {
+  std::vector<std::string> lines;
+};
+
+/// Reads the host function of `entry`: its allocations become temporaries
+/// and its launches steps.
+FailureOr<EntryPlan> planEntry(func::FuncOp function, const KernelEntry &entry,
+                               bool hasStatus) {
+  EntryPlan plan;
+  llvm::DenseMap<Value, std::string> operands;
+  size_t arguments = entry.inputs.size() + entry.outputs.size();
+  for (BlockArgument argument : function.getArguments()) {
+    if (argument.getArgNumber() < arguments)
+      operands[argument] = "a" + std::to_string(argument.getArgNumber());
+    else if (hasStatus && argument.getArgNumber() == arguments)
+      operands[argument] = "s";
+  }
+  if (!function.getBody().hasOneBlock())
+    return function.emitError("the cuda target runs entry points as a list of "
+                              "kernel launches; '")
+           << function.getName() << "' has control flow on the host";
+  int temporaries = 0;
+  for (Operation &op : function.getBody().front()) {
+    if (isa<arith::ConstantOp, memref::DeallocOp>(op))
+      continue;
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      if (ret.getNumOperands())
+        return ret.emitError("an entry point returns values after "
+                             "bufferization; the cuda target needs them "
+                             "written into output arguments");
+      continue;
+    }
+    if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+      MemRefType type = alloc.getType();
+      if (!type.hasStaticShape())
+        return alloc.emitError("a temporary of dynamic size on the host");
+      int64_t bytes =
+          type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+      plan.lines.push_back("temp " +
+                           std::to_string(std::max<int64_t>(bytes, 1)));
+      operands[alloc] = "t" + std::to_string(temporaries++);
+      continue;
+    }
+    if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
+      auto constant = [&](Value value) -> std::optional<int64_t> {
+        return value ? getConstantIntValue(value) : std::optional<int64_t>(0);
+      };
+      std::string geometry[2];
+      Value sizes[2][3] = {
+          {launch.getGridSizeX(), launch.getGridSizeY(), launch.getGridSizeZ()},
+          {launch.getBlockSizeX(), launch.getBlockSizeY(),
+           launch.getBlockSizeZ()}};
+      for (int kind = 0; kind < 2; ++kind) {
+        for (int d = 0; d < 3; ++d) {
+          std::optional<int64_t> size = constant(sizes[kind][d]);
+          if (!size || *size < 1)
+            return launch.emitError("the cuda target needs launch sizes that "
+                                    "are positive constants");
+          geometry[kind] += (d ? "x" : "") + std::to_string(*size);
+        }
+      }
+      std::optional<int64_t> shared =
+          constant(launch.getDynamicSharedMemorySize());
+      if (!shared)
+        return launch.emitError("dynamic shared memory of unknown size");
+      std::string line = "step " + launch.getKernelName().str() + " " +
+                         geometry[0] + " " + geometry[1] + " " +
+                         std::to_string(*shared);
+      for (Value operand : launch.getKernelOperands()) {
+        auto it = operands.find(operand);
+        if (it == operands.end())
+          return launch.emitError("a kernel operand that is neither an "
+                                  "argument of the entry point nor one of "
+                                  "its temporaries");
+        line += " " + it->second;
+      }
+      plan.lines.push_back(std::move(line));
+      continue;
+    }
+    return op.emitError("the cuda target cannot run '")
+           << op.getName() << "' on the host; entry points may only "
+           << "allocate temporaries and launch kernels";
+  }
+  return plan;
+}
+
+/// `manifest` (as formatKernelManifest wrote it) with each entry's plan
+/// inserted before its `end`, as version 4.
+std::string insertPlans(StringRef manifest, ArrayRef<EntryPlan> plans) {
+  SmallVector<StringRef> lines;
+  manifest.split(lines, '\n', -1, /*KeepEmpty=*/false);
+  std::string text = "te-kernel-abi 4\n";
+  size_t entry = 0;
+  for (StringRef line : llvm::drop_begin(lines)) {
+    if (line == "end" && entry < plans.size())
+      for (const std::string &planned : plans[entry++].lines)
+        text += planned + "\n";
+    text += line.str() + "\n";
+  }
+  return text;
+}
+
+/// The kernels of every gpu.module in one (their names are unique: each
+/// module's are prefixed by its contents' hash), with the manifest as the
+/// global te_kernel_manifest.
+LogicalResult mergeKernelModules(ModuleOp module, StringRef manifest) {
+  gpu::GPUModuleOp merged;
+  for (auto kernels :
+       llvm::make_early_inc_range(module.getOps<gpu::GPUModuleOp>())) {
+    if (!merged) {
+      merged = kernels;
+      continue;
+    }
+    SymbolTable symbols(merged);
+    for (Operation &op :
+         llvm::make_early_inc_range(kernels.getBody()->getOperations())) {
+      auto symbol = dyn_cast<SymbolOpInterface>(op);
+      // Declarations (of intrinsics' library functions) repeat.
+      if (symbol && symbols.lookup(symbol.getNameAttr()))
+        continue;
+      op.moveBefore(merged.getBody(), merged.getBody()->end());
+    }
+    kernels.erase();
+  }
+  if (!merged)
+    return module.emitError("the module has no kernels for the cuda target");
+  OpBuilder b = OpBuilder::atBlockBegin(merged.getBody());
+  std::string text = manifest.str();
+  text.push_back('\0');
+  auto type = LLVM::LLVMArrayType::get(b.getI8Type(), text.size());
+  // In global memory (address space 1), where cuModuleGetGlobal finds it.
+  LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true,
+                         LLVM::Linkage::External, "te_kernel_manifest",
+                         b.getStringAttr(text), /*alignment=*/1,
+                         /*addrSpace=*/1);
+  return success();
+}
+
+/// Compiles the merged kernels to `format` and returns the bytes.
+FailureOr<std::string> compileKernels(ModuleOp lowered, StringRef manifest,
+                                      gpu::CompilationTarget format) {
+  OwningOpRef<ModuleOp> module = lowered.clone();
+  if (failed(mergeKernelModules(*module, manifest)))
+    return failure();
+  // The host functions are the manifest's now.
+  for (auto function :
+       llvm::make_early_inc_range(module->getOps<func::FuncOp>()))
+    function.erase();
+  std::string toolkit = getCUDAToolkitPath();
+  if (!llvm::sys::fs::can_execute(toolkit + "/bin/ptxas"))
+    return lowered.emitError("no ptxas at ")
+           << toolkit
+           << "/bin/ptxas: the cuda target needs the CUDA toolkit; set "
+              "TE_CUDA_PATH to its directory";
+  gpu::TargetOptions options(toolkit, {}, "", "", format);
+  if (failed(gpu::transformGpuModulesToBinaries(*module, nullptr, options)))
+    return lowered.emitError("compiling the kernels for the cuda target "
+                             "failed");
+  for (auto binary : module->getOps<gpu::BinaryOp>())
+    for (Attribute object : binary.getObjects())
+      return cast<gpu::ObjectAttr>(object).getObject().getValue().str();
+  return lowered.emitError("the NVVM target produced no binary");
+}
+
+FailureOr<std::string> formatPlannedManifest(ModuleOp lowered,
+                                             ArrayRef<KernelEntry> entries,
+                                             StringRef manifest) {
+  std::vector<EntryPlan> plans;
+  for (const KernelEntry &entry : entries) {
+    auto function = lowered.lookupSymbol<func::FuncOp>(entry.name);
+    if (!function)
+      return lowered.emitError("entry point '")
+             << entry.name << "' is missing from the lowered module";
+    size_t arguments = entry.inputs.size() + entry.outputs.size();
+    bool hasStatus = function.getNumArguments() == arguments + 1;
+    FailureOr<EntryPlan> plan = planEntry(function, entry, hasStatus);
+    if (failed(plan))
+      return failure();
+    plans.push_back(std::move(*plan));
+  }
+  return insertPlans(manifest, plans);
+}
+
+//===----------------------------------------------------------------------===//
+// The target
+//===----------------------------------------------------------------------===//
+
+class CUDANativeLowering : public plugin::NativeLowering {
+public:
+  std::optional<std::string>
+  getUnsupportedReason(Operation *op) const override {
+    std::string error;
+    FailureOr<std::string> arch = getCUDAArch(&error);
+    if (failed(arch))
+      return error;
+    return getGPUUnsupportedReason(op, CUDAGPUTargetInfo(*arch));
+  }
+  LogicalResult lower(Operation *op) const override {
+    std::string error;
+    FailureOr<std::string> arch = getCUDAArch(&error);
+    if (failed(arch))
+      return op->emitError(error);
+    return lowerTEOpToGPU(op, CUDAGPUTargetInfo(*arch));
+  }
+};
+
+class CUDATarget : public plugin::TargetBackend {
+public:
+  CUDATarget() : TargetBackend("cuda", "cuda") {}
+
+  plugin::TargetInfo getTargetInfo() const override {
+    plugin::TargetInfo info;
+    info.backend = "cuda";
+    info.triple = "nvptx64-nvidia-cuda";
+    info.cpu = getCUDAArch().value_or("invalid");
+    info.features = "+ptx80";
+    return info;
+  }
+
+  void buildPipeline(OpPassManager &pm) const override {
+    // An unsupported TE_CUDA_ARCH fails the pipeline's first pass with
+    // the list of supported archs.
+    buildCUDATargetPipeline(pm, getCUDAArch().value_or("sm_80"));
+  }
+
+  LogicalResult serialize(ModuleOp lowered, ArrayRef<KernelEntry> entries,
+                          StringRef manifest, StringRef outputPath,
+                          unsigned optLevel) const override {
+    return emitArtifact(lowered, entries, manifest, "fatbin", outputPath,
+                        optLevel);
+  }
+
+  const plugin::NativeLowering *getNativeLowering() const override {
+    return &native;
+  }
+
+  /// The kernels depend on the te-mlir build (its build id covers the
+  /// lowering) and on the toolkit's ptxas, which is read at run time.
+  std::string getPipelineIdentity() const override {
+    return "te-lower-cuda abi=1 ptxas=" + getPtxasVersion(getCUDAToolkitPath());
+  }
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<arith::ArithDialect, bufferization::BufferizationDialect,
+                    gpu::GPUDialect, LLVM::LLVMDialect, math::MathDialect,
+                    memref::MemRefDialect, NVVM::NVVMDialect, scf::SCFDialect,
+                    vector::VectorDialect>();
+    NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+    registerBuiltinDialectTranslation(registry);
+    registerGPUDialectTranslation(registry);
+    registerLLVMDialectTranslation(registry);
+    registerNVVMDialectTranslation(registry);
+  }
+
+  std::vector<std::string> getArtifactNames() const override {
+    return {"ptx", "cubin", "fatbin"};
+  }
+
+  LogicalResult emitArtifact(ModuleOp lowered, ArrayRef<KernelEntry> entries,
+                             StringRef manifest, StringRef artifact,
+                             StringRef outputPath,
+                             unsigned optLevel) const override {
+    FailureOr<std::string> planned =
+        formatPlannedManifest(lowered, entries, manifest);
+    if (failed(planned))
+      return failure();
+    gpu::CompilationTarget format =
+        artifact == "ptx"     ? gpu::CompilationTarget::Assembly
+        : artifact == "cubin" ? gpu::CompilationTarget::Binary
+                              : gpu::CompilationTarget::Fatbin;
+    FailureOr<std::string> bytes = compileKernels(lowered, *planned, format);
+    if (failed(bytes))
+      return failure();
+    return writeOutputFile(lowered.getLoc(), outputPath, *bytes);
+  }
+
+private:
+  CUDANativeLowering native;
+};
+
+/// Registered when the library loads, before any plugin can claim the
+/// name.
+[[maybe_unused]] const bool cudaTargetRegistered = (registerCUDATarget(), true);
+
+} // namespace
+
+void mlir::te::registerCUDATarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    TargetRegistry::get().addBuiltin(std::make_unique<CUDATarget>());
+  });
+}
