@@ -271,7 +271,7 @@ def test_missing_values(te_run, option):
     (["--emit=ll.vm", "-o", "x"],
      "--emit expects a stage name such as mlir, llvm, asm or obj, got 'll.vm'"),
     (["--emit=exe", "-o", "x"], "device 'cpu' is compiled by target cpu "
-     "(built-in), which cannot stop at 'exe'; it can emit mlir, llvm, asm, obj"),
+     "(built-in), which cannot stop at 'exe'; it can emit mlir, module, llvm, asm, obj"),
     (["--emit=mlir"], "--emit needs -o FILE"),
     (["-o", "x.ll"], "-o names the file of --emit"),
     (["--emit=mlir", "-o", "x", "--random-inputs"],
@@ -355,7 +355,7 @@ def test_verbose_check_reports_the_reference_compile(te_run):
 
 # --- --emit ----------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", ["mlir", "llvm", "asm", "obj"])
+@pytest.mark.parametrize("kind", ["mlir", "llvm", "asm", "obj", "module"])
 def test_emit_writes_one_stage_and_runs_nothing(te_run, kind):
     program = te_run.program(PROGRAM)
     out = te_run.tmp / f"kernel.{kind}"
@@ -369,11 +369,16 @@ def test_emit_writes_one_stage_and_runs_nothing(te_run, kind):
         assert b"target triple" in data
     elif kind == "asm":
         assert re.search(rb"^scale_up__te_packed:", data, re.M)
-    else:
+    elif kind == "obj":
         # An ELF relocatable object (e_type 1), not the linked library.
         assert data[:4] == b"\x7fELF" and data[16] == 1
+    else:
+        # The kernel library the cpu device loads: a shared object (e_type
+        # 3) with the manifest.
+        assert data[:4] == b"\x7fELF" and data[16] == 3
+        assert b"te-kernel-abi 1\nentry scale_up scale_up__te_packed" in data
     stages = re.findall(r"^compile stage (\S+):", proc.stderr, re.M)
-    last = {"mlir": 1, "llvm": 3, "asm": 4, "obj": 4}[kind]
+    last = {"mlir": 1, "llvm": 3, "asm": 4, "obj": 4, "module": len(STAGES)}[kind]
     assert stages == STAGES[:last]
     # Past the kernel cache: nothing read, nothing stored.
     assert not list(te_run.cache.glob("*.so"))

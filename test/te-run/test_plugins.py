@@ -161,7 +161,7 @@ def test_plugin_target_stages_emit_and_dumps(te_run):
     assert proc.stderr == (
         f"te-run: error: {program}: device 'fixture' is compiled by target "
         "fixture (plugin fixture_target 2.1), which cannot stop at 'obj'; it "
-        "can emit mlir\n")
+        "can emit mlir, module\n")
 
 
 def test_target_errors_name_the_file_not_line_zero(te_run):

@@ -124,10 +124,12 @@ const char *kUsage =
     "--emit=STAGE -o FILE compiles the program for --backend (default cpu)\n"
     "and writes one stage of it to FILE (- for stdout) instead of running\n"
     "it: mlir, the module after the target's pipeline (the LLVM dialect for\n"
-    "cpu), for every target; then the target's own stages, for cpu llvm\n"
-    "(the LLVM IR after optimization), asm (the assembly) and obj (the\n"
-    "object file before linking); an unknown stage is refused with the\n"
-    "target's list. --emit always compiles: it neither reads nor writes the\n"
+    "cpu), and module, the kernel module the device loads (cpu: a shared\n"
+    "library, cuda: a fatbin), for every target; then the target's own\n"
+    "stages, for cpu llvm (the LLVM IR after optimization), asm (the\n"
+    "assembly) and obj (the object file before linking), for cuda ptx,\n"
+    "cubin and fatbin; an unknown stage is refused with the target's list. "
+    "--emit always compiles: it neither reads nor writes the\n"
     "kernel cache, and takes no run options (--input, --check, ...).\n"
     "\n"
     "TE_DUMP_DIR=DIR makes every compile write the IR of each stage to\n"
@@ -302,8 +304,8 @@ Options parseOptions(int argc, char **argv) {
     } else if (name == "--emit") {
       // Which stages exist is the target's to say (the compiler names
       // them when one does not).
-      options.emit = value("a stage: mlir, or one of the target's (cpu: "
-                           "llvm, asm, obj)");
+      options.emit = value("a stage: mlir, module, or one of the target's "
+                           "(cpu: llvm, asm, obj)");
       if (options.emit.find_first_not_of(
               "abcdefghijklmnopqrstuvwxyz0123456789") != std::string::npos)
         fail("--emit expects a stage name such as mlir, llvm, asm or obj, "

@@ -199,10 +199,19 @@ LogicalResult mlir::te::emitKernelArtifact(ModuleOp module,
       return failure();
     return checkDumps(module, options.recorder);
   }
+  // The kernel module itself, as the device loads it: what ahead-of-time
+  // compiles ship (to a machine without MLIR, say).
+  if (artifact == "module") {
+    if (failed(lowered->target.target->serialize(
+            *lowered->module, lowered->entries, lowered->manifest, outputPath,
+            options.optLevel)))
+      return failure();
+    return checkDumps(module, options.recorder);
+  }
   // Every other stage is the target's serializer's own.
   std::vector<std::string> names = lowered->target.getArtifactNames();
   if (!llvm::is_contained(names, artifact)) {
-    names.insert(names.begin(), "mlir");
+    names.insert(names.begin(), {"mlir", "module"});
     return mlir::emitError(module.getLoc(), "device '")
            << options.device << "' is compiled by target "
            << lowered->target.describe() << ", which cannot stop at '"
