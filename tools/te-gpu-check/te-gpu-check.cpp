@@ -1,23 +1,35 @@
 //===- te-gpu-check.cpp - Checks and timings of the cuda device -----------===//
 //
-// te-gpu-check [--json FILE] [--megabytes N]
+// te-gpu-check [--json FILE] [--megabytes N] [--kernels DIR] [--device D]
 //
 // What scripts/gpu-check.sh runs where a GPU is lent: opens te-mlir's cuda
 // device and checks that data survives host -> device -> device -> host
 // copies bit for bit, then times device-to-device copies (the bandwidth
 // quantize kernels are measured against) and host <-> device copies with
-// the device's events. Writes the figures as JSON. Without a usable driver
-// it prints one "SKIPPED: <why>" line, writes {"status": "skipped", ...}
-// and exits 0; a failed check exits 1.
+// the device's events. With --kernels, every program compiled ahead of
+// time into DIR (NAME.fatbin for the cuda device, NAME.so for the cpu,
+// by scripts/gpu-check.sh --prepare) runs on both devices on the same
+// generated inputs: each output must be bit-identical to the CPU's, and
+// each GPU launch is timed. Writes the figures as JSON. Without a usable
+// driver it prints one "SKIPPED: <why>" line, writes {"status":
+// "skipped", ...} and exits 0; a failed check exits 1. --device runs all
+// of it on another device (cpu: the CPU checked against itself, which
+// tests the checks themselves where there is no GPU; its kernel files are
+// NAME.so).
 //
 //===----------------------------------------------------------------------===//
 
 #include "te/Runtime/Runtime.h"
+#include "te/Support/RandomInputs.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -103,11 +115,168 @@ float timed(Report &report, te_device *device, int repeats, Body &&body) {
   return milliseconds / repeats;
 }
 
+using ModulePtr = std::unique_ptr<te_module, decltype(&te_module_release)>;
+using BufferPtr = std::unique_ptr<te_buffer, decltype(&te_buffer_release)>;
+
+struct Argument {
+  te_dtype dtype;
+  std::vector<int64_t> dims;
+  bool isOutput;
+  std::string role;
+};
+
+std::vector<Argument> describeArguments(te_kernel *kernel) {
+  std::vector<Argument> args;
+  for (int i = 0; i < te_kernel_num_args(kernel); ++i) {
+    te_arg_info info;
+    te_kernel_arg(kernel, i, &info);
+    args.push_back({info.dtype,
+                    std::vector<int64_t>(info.dims, info.dims + info.rank),
+                    info.is_output != 0, te_kernel_arg_role(kernel, i)});
+  }
+  return args;
+}
+
+/// Creates one device's buffers of `args`, the inputs holding `inputs`.
+bool createBuffers(te_device *device, const std::vector<Argument> &args,
+                   const std::vector<te::support::NpyArray> &inputs,
+                   std::vector<BufferPtr> &buffers) {
+  size_t input = 0;
+  for (const Argument &arg : args) {
+    te_buffer *buffer = nullptr;
+    if (te_buffer_create(device, arg.dtype, static_cast<int>(arg.dims.size()),
+                         arg.dims.data(), &buffer))
+      return false;
+    buffers.emplace_back(buffer, te_buffer_release);
+    if (!arg.isOutput) {
+      const std::vector<uint8_t> &data = inputs[input++].data;
+      if (te_buffer_write(buffer, data.data(), data.size()))
+        return false;
+    }
+  }
+  return true;
+}
+
+std::vector<te_buffer *> raw(const std::vector<BufferPtr> &buffers) {
+  std::vector<te_buffer *> pointers;
+  for (const BufferPtr &buffer : buffers)
+    pointers.push_back(buffer.get());
+  return pointers;
+}
+
+/// Runs every entry of DIR/NAME<suffix> on the GPU and of DIR/NAME.so on
+/// the CPU on the same inputs, compares the outputs byte for byte and times
+/// the GPU launches. Returns a JSON array; clears `allExact` on a mismatch.
+std::string checkKernels(Report &report, te_device *gpu, const std::string &dir,
+                         const std::string &suffix, bool &allExact) {
+  te_device *cpu = nullptr;
+  if (te_device_open("cpu", 0, &cpu))
+    fail(report, "te_device_open(cpu)");
+  std::vector<std::string> names;
+  if (DIR *listing = opendir(dir.c_str())) {
+    while (dirent *entry = readdir(listing)) {
+      std::string file = entry->d_name;
+      size_t length = suffix.size();
+      if (file.size() > length &&
+          file.compare(file.size() - length, length, suffix) == 0)
+        names.push_back(file.substr(0, file.size() - length));
+    }
+    closedir(listing);
+  } else {
+    std::fprintf(stderr, "te-gpu-check: cannot list %s\n", dir.c_str());
+    report.add("status", jsonString("failed"));
+    report.add("error", jsonString("--kernels: cannot list " + dir));
+    report.write();
+    std::exit(1);
+  }
+  std::sort(names.begin(), names.end());
+  std::string results = "[";
+  for (const std::string &name : names) {
+    te_module *gpuModule = nullptr, *cpuModule = nullptr;
+    if (te_module_load(gpu, (dir + "/" + name + suffix).c_str(), &gpuModule))
+      fail(report, "loading " + name + suffix);
+    ModulePtr gpuOwner(gpuModule, te_module_release);
+    if (te_module_load(cpu, (dir + "/" + name + ".so").c_str(), &cpuModule))
+      fail(report, "loading " + name + ".so");
+    ModulePtr cpuOwner(cpuModule, te_module_release);
+    for (int k = 0; k < te_module_num_kernels(gpuModule); ++k) {
+      std::string entry = te_module_kernel_name(gpuModule, k);
+      te_kernel *gpuKernel = nullptr, *cpuKernel = nullptr;
+      if (te_module_get_kernel(gpuModule, entry.c_str(), &gpuKernel) ||
+          te_module_get_kernel(cpuModule, entry.c_str(), &cpuKernel))
+        fail(report, name + ": entry " + entry);
+      std::vector<Argument> args = describeArguments(gpuKernel);
+      std::vector<te::support::NpyArray> inputs;
+      size_t bytesMoved = 0;
+      for (const Argument &arg : args) {
+        size_t elements = 1;
+        for (int64_t dim : arg.dims)
+          elements *= static_cast<size_t>(dim);
+        bytesMoved += elements * te_dtype_size(arg.dtype);
+        if (arg.isOutput)
+          continue;
+        std::optional<te::support::DType> dtype =
+            te::support::parseDType(te_dtype_name(arg.dtype));
+        auto generated = te::support::generateInput(*dtype, arg.dims, arg.role,
+                                                    /*seed=*/1, inputs.size());
+        if (!generated)
+          fail(report,
+               name + ": inputs of " + entry + ": " + generated.message());
+        inputs.push_back(std::move(*generated));
+      }
+      std::vector<BufferPtr> onGpu, onCpu;
+      if (!createBuffers(gpu, args, inputs, onGpu) ||
+          !createBuffers(cpu, args, inputs, onCpu))
+        fail(report, name + ": buffers of " + entry);
+      std::vector<te_buffer *> gpuArgs = raw(onGpu), cpuArgs = raw(onCpu);
+      int nargs = static_cast<int>(args.size());
+      if (te_kernel_launch(cpuKernel, cpuArgs.data(), nargs) ||
+          te_device_synchronize(cpu))
+        fail(report, name + ": " + entry + " on the cpu");
+      float milliseconds = timed(report, gpu, 10, [&] {
+        if (te_kernel_launch(gpuKernel, gpuArgs.data(), nargs))
+          fail(report, name + ": " + entry + " on the gpu");
+      });
+      size_t mismatched = 0, compared = 0;
+      for (size_t i = 0; i < args.size(); ++i) {
+        if (!args[i].isOutput)
+          continue;
+        size_t bytes = te_buffer_size_bytes(onGpu[i].get());
+        std::vector<uint8_t> fromGpu(bytes), fromCpu(bytes);
+        if (te_buffer_read(onGpu[i].get(), fromGpu.data(), bytes) ||
+            te_buffer_read(onCpu[i].get(), fromCpu.data(), bytes))
+          fail(report, name + ": reading the outputs of " + entry);
+        for (size_t b = 0; b < bytes; ++b)
+          mismatched += fromGpu[b] != fromCpu[b];
+        compared += bytes;
+      }
+      allExact = allExact && mismatched == 0;
+      std::printf("%s.%s: %s (%zu of %zu output bytes differ), %.3f ms, "
+                  "%.1f GB/s\n",
+                  name.c_str(), entry.c_str(),
+                  mismatched ? "DIFFERS from the cpu" : "bit-exact", mismatched,
+                  compared, milliseconds, bytesMoved / (milliseconds * 1e6));
+      char row[512];
+      std::snprintf(row, sizeof(row),
+                    "{\"program\": %s, \"entry\": %s, \"bit_exact\": %s, "
+                    "\"mismatched_bytes\": %zu, \"output_bytes\": %zu, "
+                    "\"gpu_ms\": %.4f, \"gb_per_s\": %.1f}",
+                    jsonString(name).c_str(), jsonString(entry).c_str(),
+                    mismatched ? "false" : "true", mismatched, compared,
+                    milliseconds, bytesMoved / (milliseconds * 1e6));
+      results += std::string(results.size() > 1 ? ", " : "") + row;
+    }
+  }
+  te_device_release(cpu);
+  return results + "]";
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   Report report;
   long megabytes = 256;
+  std::string kernels, deviceName = "cuda";
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--json" && i + 1 < argc) {
@@ -118,15 +287,19 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "te-gpu-check: --megabytes expects 1 to 65536\n");
         return 2;
       }
+    } else if (arg == "--kernels" && i + 1 < argc) {
+      kernels = argv[++i];
+    } else if (arg == "--device" && i + 1 < argc) {
+      deviceName = argv[++i];
     } else {
-      std::fprintf(stderr,
-                   "usage: te-gpu-check [--json FILE] [--megabytes N]\n");
+      std::fprintf(stderr, "usage: te-gpu-check [--json FILE] [--megabytes N] "
+                           "[--kernels DIR] [--device D]\n");
       return 2;
     }
   }
 
   te_device *device = nullptr;
-  if (te_device_open("cuda", 0, &device) != TE_OK) {
+  if (te_device_open(deviceName.c_str(), 0, &device) != TE_OK) {
     std::string why = te_last_error_message();
     std::printf("SKIPPED: %s\n", why.c_str());
     report.add("status", jsonString("skipped"));
@@ -175,7 +348,13 @@ int main(int argc, char **argv) {
 
   te_buffer_release(a);
   te_buffer_release(b);
+  bool exact = true;
+  if (!kernels.empty()) {
+    std::string suffix = deviceName == "cuda" ? ".fatbin" : ".so";
+    report.add("kernels", checkKernels(report, device, kernels, suffix, exact));
+    report.add("kernels_bit_exact", exact ? "true" : "false");
+  }
   te_device_release(device);
   report.write();
-  return same ? 0 : 1;
+  return same && exact ? 0 : 1;
 }
