@@ -47,3 +47,38 @@ func.func @compute_scale(%amax: tensor<64xf32>) -> tensor<64xf32> {
   %s = te.compute_scale %amax fp8_type f8E5M2 pow2_scales : tensor<64xf32> -> tensor<64xf32>
   return %s : tensor<64xf32>
 }
+
+func.func @mxfp8_both(%x: tensor<8192x4096xbf16>)
+    -> (tensor<8192x4096xf8E4M3FN>, tensor<8192x128xf8E8M0FNU>,
+        tensor<8192x4096xf8E4M3FN>, tensor<256x4096xf8E8M0FNU>) {
+  %d, %s, %dc, %sc = te.quantize %x mode mxfp8_1x32 usage both
+      : tensor<8192x4096xbf16>
+      -> tensor<8192x4096xf8E4M3FN>, tensor<8192x128xf8E8M0FNU>,
+         tensor<8192x4096xf8E4M3FN>, tensor<256x4096xf8E8M0FNU>
+  return %d, %s, %dc, %sc : tensor<8192x4096xf8E4M3FN>, tensor<8192x128xf8E8M0FNU>,
+      tensor<8192x4096xf8E4M3FN>, tensor<256x4096xf8E8M0FNU>
+}
+
+func.func @mxfp8_dequantize(%d: tensor<8192x4096xf8E4M3FN>, %s: tensor<8192x128xf8E8M0FNU>)
+    -> tensor<8192x4096xbf16> {
+  %x = te.dequantize %d, %s mode mxfp8_1x32
+      : tensor<8192x4096xf8E4M3FN>, tensor<8192x128xf8E8M0FNU> -> tensor<8192x4096xbf16>
+  return %x : tensor<8192x4096xbf16>
+}
+
+// Partial blocks at both edges, f32 input, E5M2, no power-of-two rounding.
+func.func @block_1x128_both(%x: tensor<1000x999xf32>)
+    -> (tensor<1000x999xf8E5M2>, tensor<1000x8xf32>, tensor<999x1000xf8E5M2>, tensor<999x8xf32>) {
+  %d, %s, %dt, %st = te.quantize %x mode block_1x128 usage both pow2_scales false
+      : tensor<1000x999xf32>
+      -> tensor<1000x999xf8E5M2>, tensor<1000x8xf32>, tensor<999x1000xf8E5M2>, tensor<999x8xf32>
+  return %d, %s, %dt, %st : tensor<1000x999xf8E5M2>, tensor<1000x8xf32>, tensor<999x1000xf8E5M2>, tensor<999x8xf32>
+}
+
+func.func @block_128x128_both(%x: tensor<4096x4000xbf16>)
+    -> (tensor<4096x4000xf8E4M3FN>, tensor<32x32xf32>, tensor<4000x4096xf8E4M3FN>, tensor<32x32xf32>) {
+  %d, %s, %dt, %st = te.quantize %x mode block_128x128 usage both
+      : tensor<4096x4000xbf16>
+      -> tensor<4096x4000xf8E4M3FN>, tensor<32x32xf32>, tensor<4000x4096xf8E4M3FN>, tensor<32x32xf32>
+  return %d, %s, %dt, %st : tensor<4096x4000xf8E4M3FN>, tensor<32x32xf32>, tensor<4000x4096xf8E4M3FN>, tensor<32x32xf32>
+}

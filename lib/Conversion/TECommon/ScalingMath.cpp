@@ -38,6 +38,21 @@ Value isInf(OpBuilder &b, Location loc, Value x) {
 
 } // namespace
 
+BlockShape mlir::te::getScalingBlockShape(ScalingMode mode,
+                                          bool mxfp8Columnwise) {
+  switch (mode) {
+  case ScalingMode::mxfp8_1x32:
+    return mxfp8Columnwise ? BlockShape{32, 1} : BlockShape{1, 32};
+  case ScalingMode::block_1x128:
+    return {1, 128};
+  case ScalingMode::block_128x128:
+    return {128, 128};
+  case ScalingMode::per_tensor:
+    break;
+  }
+  llvm_unreachable("not a block mode");
+}
+
 Value mlir::te::emitScaleFromAmax(OpBuilder &b, Location loc, Value amax,
                                   double fp8Max, float epsilon, bool pow2) {
   Value eps = f32Const(b, loc, epsilon);

@@ -1,7 +1,8 @@
 //===- FP8Kernels.cpp - GPU kernels of te's FP8 ops -----------------------===//
 //
 // te.amax, te.compute_scale, te.update_delayed_scaling and te.quantize /
-// te.dequantize (per-tensor scaling) as GPU kernels. Elementwise kernels
+// te.dequantize with per-tensor scaling as GPU kernels (the block modes are
+// BlockScalingKernels.cpp's). Elementwise kernels
 // move 16 bytes per thread and access (vector loads and stores) and loop
 // over the tensor with the whole grid; amaxes reduce a warp with shuffles,
 // the block through shared memory, and take one atomic per block into an
@@ -29,15 +30,6 @@ using namespace mlir::te;
 using namespace mlir::te::gpu_lowering;
 
 namespace {
-
-/// Enough blocks to fill any current GPU several times over; the kernels
-/// loop over the rest, and fewer blocks mean fewer atomics.
-constexpr int64_t kMaxBlocks = 1024;
-
-int64_t blocksFor(int64_t items) {
-  return std::clamp<int64_t>((items + kBlockSize - 1) / kBlockSize, 1,
-                             kMaxBlocks);
-}
 
 /// A kernel argument's memref type for a tensor value.
 MemRefType argType(Value value) {
@@ -378,6 +370,8 @@ gpu::GPUFuncOp addTransposedCast(KernelSet &set, OpBuilder &b, Location loc,
 }
 
 LogicalResult lowerQuantize(QuantizeOp op, const GPUTargetInfo &target) {
+  if (op.getMode() != ScalingMode::per_tensor)
+    return lowerBlockQuantize(op, target);
   Location loc = op.getLoc();
   MLIRContext *context = op.getContext();
   KernelSet set(op, "quantize", target);
@@ -444,6 +438,8 @@ LogicalResult lowerQuantize(QuantizeOp op, const GPUTargetInfo &target) {
 }
 
 LogicalResult lowerDequantize(DequantizeOp op, const GPUTargetInfo &target) {
+  if (op.getMode() != ScalingMode::per_tensor)
+    return lowerBlockDequantize(op, target);
   Location loc = op.getLoc();
   KernelSet set(op, "dequantize", target);
   OpBuilder b(op.getContext());
@@ -494,22 +490,12 @@ bool gpu_lowering::isFP8Op(Operation *op) {
 
 std::optional<std::string>
 gpu_lowering::getFP8UnsupportedReason(Operation *op) {
-  if (auto quantize = dyn_cast<QuantizeOp>(op)) {
-    if (quantize.getMode() != ScalingMode::per_tensor)
-      return "te.quantize mode " +
-             stringifyScalingMode(quantize.getMode()).str() +
-             " has no GPU kernel yet; per_tensor has";
+  if (auto quantize = dyn_cast<QuantizeOp>(op))
     if (cast<RankedTensorType>(quantize.getInput().getType()).getRank() == 0)
       return std::string("te.quantize of a rank-0 tensor has no GPU kernel");
-  }
-  if (auto dequantize = dyn_cast<DequantizeOp>(op)) {
-    if (dequantize.getMode() != ScalingMode::per_tensor)
-      return "te.dequantize mode " +
-             stringifyScalingMode(dequantize.getMode()).str() +
-             " has no GPU kernel yet; per_tensor has";
+  if (auto dequantize = dyn_cast<DequantizeOp>(op))
     if (dequantize.getData().getType().getRank() == 0)
       return std::string("te.dequantize of a rank-0 tensor has no GPU kernel");
-  }
   if (auto amax = dyn_cast<AmaxOp>(op))
     if (amax.getInput().getType().getRank() == 0)
       return std::string("te.amax of a rank-0 tensor has no GPU kernel");

@@ -10,6 +10,7 @@
 #define TE_LIB_CONVERSION_TETOGPU_KERNELBUILDER_H
 
 #include "te/Conversion/TEToGPU/TEToGPU.h"
+#include "te/Dialect/TE/IR/TEOps.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
@@ -21,6 +22,11 @@ namespace mlir::te::gpu_lowering {
 
 /// Threads per block of the elementwise and reducing kernels.
 constexpr int64_t kBlockSize = 256;
+
+/// Blocks of kBlockSize threads for `items` work items, at most enough to
+/// fill any current GPU several times over (1024): the kernels loop over
+/// the rest with the whole grid, and fewer blocks mean fewer atomics.
+int64_t blocksFor(int64_t items);
 
 /// The kernels of one te op and their launches. Kernels are added first;
 /// finish() names the module after its contents (identical kernels of two
@@ -89,20 +95,37 @@ Value gridStrideLoop(
 void ifFirstThread(OpBuilder &b, Location loc,
                    function_ref<void(OpBuilder &, Location)> body);
 
-/// The workgroup memory type for the block reduction: one i32 per warp.
-MemRefType reductionScratchType(MLIRContext *context, unsigned warpSize);
+/// The workgroup memory type for the block reduction: one i32 per warp of
+/// a block of `threads`.
+MemRefType reductionScratchType(MLIRContext *context, unsigned warpSize,
+                                int64_t threads = kBlockSize);
 
 /// The unsigned maximum of `bits` over the block's threads: a butterfly
 /// over each warp's lanes, then over the warps' results through `scratch`
 /// (reductionScratchType). Every thread of the block must call it; thread 0
 /// gets the block's maximum.
 Value blockMaxBits(OpBuilder &b, Location loc, Value bits, Value scratch,
-                   unsigned warpSize);
+                   unsigned warpSize, int64_t threads = kBlockSize);
 
 /// Atomically raises the f32 at `amax` (a rank-0 f32 memref holding a
 /// non-negative value) to the amax bit pattern `bits` (see emitAmaxBits):
 /// for non-negative floats the unsigned order of the bits is their order.
 void atomicMaxBits(OpBuilder &b, Location loc, Value amax, Value bits);
+
+/// An index value whose arithmetic emits arith ops, so that the plain C++
+/// index formulas of te/Conversion/TEToGPU/MMALayout.h build the IR that
+/// computes them.
+struct IndexExpr {
+  OpBuilder *b;
+  Location loc;
+  Value value;
+
+  IndexExpr operator+(const IndexExpr &other) const;
+  IndexExpr operator+(int64_t constant) const;
+  IndexExpr operator*(int64_t constant) const;
+  IndexExpr operator/(int64_t constant) const;
+  IndexExpr operator%(int64_t constant) const;
+};
 
 /// Number of elements of one 16-byte vector access of `elementType` when
 /// `count` elements split into them evenly, else 1.
@@ -126,6 +149,15 @@ void storeElements(OpBuilder &b, Location loc, Value buffer, Value index,
 bool isFP8Op(Operation *op);
 std::optional<std::string> getFP8UnsupportedReason(Operation *op);
 LogicalResult lowerFP8Op(Operation *op, const GPUTargetInfo &target);
+/// The block scaling modes of te.quantize and te.dequantize.
+LogicalResult lowerBlockQuantize(QuantizeOp op, const GPUTargetInfo &target);
+LogicalResult lowerBlockDequantize(DequantizeOp op,
+                                   const GPUTargetInfo &target);
+
+/// te.scaled_matmul on the matrix units.
+std::optional<std::string>
+getMatmulUnsupportedReason(ScaledMatmulOp op, const GPUTargetInfo &target);
+LogicalResult lowerScaledMatmul(ScaledMatmulOp op, const GPUTargetInfo &target);
 
 } // namespace mlir::te::gpu_lowering
 

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/xxhash.h"
 
@@ -31,6 +32,14 @@ GPUTargetInfo::~GPUTargetInfo() = default;
 Value GPUTargetInfo::emitF32ToFP8(OpBuilder &b, Location loc, Value f32Value,
                                   FloatType fp8Type) const {
   return te::emitF32ToFP8(b, loc, f32Value, fp8Type);
+}
+
+SmallVector<Value> GPUTargetInfo::emitMMA16x8x16(OpBuilder &, Location,
+                                                 ArrayRef<Value>,
+                                                 ArrayRef<Value>,
+                                                 ArrayRef<Value>) const {
+  llvm::report_fatal_error("emitMMA16x8x16 called on a GPU target without "
+                           "16x8x16 matrix units");
 }
 
 //===----------------------------------------------------------------------===//
@@ -145,6 +154,10 @@ Value gpu_lowering::outputTensor(OpBuilder &host, Location loc, Value buffer,
 // Kernel pieces
 //===----------------------------------------------------------------------===//
 
+int64_t gpu_lowering::blocksFor(int64_t items) {
+  return std::clamp<int64_t>((items + kBlockSize - 1) / kBlockSize, 1, 1024);
+}
+
 Value gpu_lowering::indexConstant(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
 }
@@ -214,10 +227,11 @@ void gpu_lowering::ifFirstThread(
 }
 
 MemRefType gpu_lowering::reductionScratchType(MLIRContext *context,
-                                              unsigned warpSize) {
+                                              unsigned warpSize,
+                                              int64_t threads) {
   auto workgroup =
       gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup);
-  return MemRefType::get({kBlockSize / warpSize}, IntegerType::get(context, 32),
+  return MemRefType::get({threads / warpSize}, IntegerType::get(context, 32),
                          MemRefLayoutAttrInterface(), workgroup);
 }
 
@@ -235,10 +249,11 @@ static Value warpMaxBits(OpBuilder &b, Location loc, Value bits,
 }
 
 Value gpu_lowering::blockMaxBits(OpBuilder &b, Location loc, Value bits,
-                                 Value scratch, unsigned warpSize) {
+                                 Value scratch, unsigned warpSize,
+                                 int64_t threads) {
   bits = warpMaxBits(b, loc, bits, warpSize);
   Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value warps = indexConstant(b, loc, kBlockSize / warpSize);
+  Value warps = indexConstant(b, loc, threads / warpSize);
   Value size = indexConstant(b, loc, warpSize);
   Value lane = arith::RemUIOp::create(b, loc, thread, size);
   Value warp = arith::DivUIOp::create(b, loc, thread, size);
@@ -273,6 +288,38 @@ void gpu_lowering::atomicMaxBits(OpBuilder &b, Location loc, Value amax,
       b, loc, LLVM::LLVMPointerType::get(b.getContext()), integer);
   LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::umax, pointer, bits,
                             LLVM::AtomicOrdering::monotonic);
+}
+
+IndexExpr IndexExpr::operator+(const IndexExpr &other) const {
+  return {b, loc, arith::AddIOp::create(*b, loc, value, other.value)};
+}
+
+IndexExpr IndexExpr::operator+(int64_t constant) const {
+  if (constant == 0)
+    return *this;
+  return {
+      b, loc,
+      arith::AddIOp::create(*b, loc, value, indexConstant(*b, loc, constant))};
+}
+
+IndexExpr IndexExpr::operator*(int64_t constant) const {
+  if (constant == 1)
+    return *this;
+  return {
+      b, loc,
+      arith::MulIOp::create(*b, loc, value, indexConstant(*b, loc, constant))};
+}
+
+IndexExpr IndexExpr::operator/(int64_t constant) const {
+  return {
+      b, loc,
+      arith::DivUIOp::create(*b, loc, value, indexConstant(*b, loc, constant))};
+}
+
+IndexExpr IndexExpr::operator%(int64_t constant) const {
+  return {
+      b, loc,
+      arith::RemUIOp::create(*b, loc, value, indexConstant(*b, loc, constant))};
 }
 
 int64_t gpu_lowering::vectorWidth(Type elementType, int64_t count) {
@@ -335,6 +382,8 @@ mlir::te::getGPUUnsupportedReason(Operation *op, const GPUTargetInfo &target) {
              "): kernels are generated for static shapes";
   if (gpu_lowering::isFP8Op(op))
     return gpu_lowering::getFP8UnsupportedReason(op);
+  if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
+    return gpu_lowering::getMatmulUnsupportedReason(matmul, target);
   return op->getName().getStringRef().str() +
          " has no GPU code generation yet (" + target.getDescription() + ")";
 }
@@ -345,6 +394,8 @@ LogicalResult mlir::te::lowerTEOpToGPU(Operation *op,
     return op->emitError(*reason);
   if (isa<ProcessGroupOp>(op))
     return success();
+  if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
+    return gpu_lowering::lowerScaledMatmul(matmul, target);
   return gpu_lowering::lowerFP8Op(op, target);
 }
 

@@ -10,6 +10,7 @@
 #include "te/Conversion/TEToLinalg/TEToLinalg.h"
 
 #include "TEToLinalgInternal.h"
+#include "te/Conversion/TECommon/Epilogue.h"
 #include "te/Conversion/TECommon/FP8Codec.h"
 #include "te/Conversion/TECommon/ScalingMath.h"
 #include "te/Dialect/TE/IR/TEOps.h"
@@ -437,29 +438,6 @@ struct DequantizeOpLowering : OpConversionPattern<DequantizeOp> {
   }
 };
 
-/// GELU with the tanh approximation (cuBLASLt's and TE's epilogue), with
-/// tanh(y) = 1 - 2 / (exp(2y) + 1), which needs no libm and saturates
-/// correctly at both ends.
-Value emitGelu(OpBuilder &b, Location loc, Value x) {
-  Value cube =
-      arith::MulFOp::create(b, loc, x, arith::MulFOp::create(b, loc, x, x));
-  Value inner = arith::MulFOp::create(
-      b, loc, f32Const(b, loc, 0.7978845608028654),
-      arith::AddFOp::create(
-          b, loc, x,
-          arith::MulFOp::create(b, loc, f32Const(b, loc, 0.044715), cube)));
-  Value e = math::ExpOp::create(
-      b, loc, arith::MulFOp::create(b, loc, f32Const(b, loc, 2.0), inner));
-  Value tanh = arith::SubFOp::create(
-      b, loc, f32Const(b, loc, 1.0),
-      arith::DivFOp::create(
-          b, loc, f32Const(b, loc, 2.0),
-          arith::AddFOp::create(b, loc, e, f32Const(b, loc, 1.0))));
-  Value half = arith::MulFOp::create(b, loc, f32Const(b, loc, 0.5), x);
-  return arith::MulFOp::create(
-      b, loc, half, arith::AddFOp::create(b, loc, f32Const(b, loc, 1.0), tanh));
-}
-
 struct ScaledMatmulOpLowering : OpConversionPattern<ScaledMatmulOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -554,29 +532,6 @@ struct ScaledMatmulOpLowering : OpConversionPattern<ScaledMatmulOp> {
 //===----------------------------------------------------------------------===//
 // Block scaling (MXFP8 1x32, fp32 1x128 and 128x128 blocks)
 //===----------------------------------------------------------------------===//
-
-/// Every block mode is quantization of a 2-D matrix [rows, cols] in blocks of
-/// [blockRows, blockCols] (partial blocks at the edges included): MXFP8
-/// row-wise is [1, 32] over the tensor with its leading dims collapsed,
-/// column-wise [32, 1]; the fp32 modes are 2-D, and their column-wise copy is
-/// the row-wise quantization of the transpose.
-struct BlockShape {
-  int64_t rows, cols;
-};
-
-BlockShape getBlockShape(ScalingMode mode, bool mxfp8Columnwise) {
-  switch (mode) {
-  case ScalingMode::mxfp8_1x32:
-    return mxfp8Columnwise ? BlockShape{32, 1} : BlockShape{1, 32};
-  case ScalingMode::block_1x128:
-    return {1, 128};
-  case ScalingMode::block_128x128:
-    return {128, 128};
-  case ScalingMode::per_tensor:
-    break;
-  }
-  llvm_unreachable("not a block mode");
-}
 
 /// The reassociation between a rank-n static shape and its 2-D view
 /// [prod(leading), last].
@@ -803,7 +758,7 @@ struct BlockQuantizeOpLowering : OpConversionPattern<QuantizeOp> {
                                              ArrayRef<int64_t>{1, 0})
                      .getResult()[0];
       }
-      BlockShape block = getBlockShape(mode, mxfp8 && columnwise);
+      BlockShape block = getScalingBlockShape(mode, mxfp8 && columnwise);
       auto [quantized, scales] =
           buildBlockQuantize(rewriter, loc, op, matrix, block, fp8Type,
                              scaleType.getElementType());
@@ -833,7 +788,7 @@ struct BlockDequantizeOpLowering : OpConversionPattern<DequantizeOp> {
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     bool mxfp8 = mode == ScalingMode::mxfp8_1x32;
-    BlockShape block = getBlockShape(mode, mxfp8 && op.getColumnwise());
+    BlockShape block = getScalingBlockShape(mode, mxfp8 && op.getColumnwise());
     Value data = viewAs2D(rewriter, loc, adaptor.getData());
     Value scales = viewAs2D(rewriter, loc, adaptor.getScaleInv());
     RankedTensorType resultType = op.getResult().getType();

@@ -116,6 +116,42 @@ public:
   explicit CUDAGPUTargetInfo(std::string arch) : arch(std::move(arch)) {}
   unsigned getWarpSize() const override { return 32; }
   std::string getDescription() const override { return "cuda " + arch; }
+
+  /// mma.sync.m16n8k16 with bf16 operands: every supported arch (sm_80+).
+  bool hasMMA16x8x16() const override { return true; }
+
+  SmallVector<Value> emitMMA16x8x16(OpBuilder &b, Location loc,
+                                    ArrayRef<Value> a, ArrayRef<Value> bValues,
+                                    ArrayRef<Value> c) const override {
+    // Registers of two consecutive bf16 elements, as 32-bit integers (MLIR
+    // 22's nvgpu.mma.sync cannot deduce bf16 operand types).
+    auto pack = [&](ArrayRef<Value> elements) {
+      SmallVector<Value> registers;
+      auto pair = VectorType::get({2}, b.getBF16Type());
+      for (size_t i = 0; i < elements.size(); i += 2) {
+        Value vector = vector::FromElementsOp::create(
+            b, loc, pair, ValueRange{elements[i], elements[i + 1]});
+        registers.push_back(
+            LLVM::BitcastOp::create(b, loc, b.getI32Type(), vector));
+      }
+      return registers;
+    };
+    Type f32 = b.getF32Type();
+    auto resultType =
+        LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+    auto mma =
+        NVVM::MmaOp::create(b, loc, resultType, pack(a), pack(bValues), c,
+                            {16, 8, 16}, std::nullopt, std::nullopt,
+                            std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                                          NVVM::MMATypes::bf16},
+                            std::array<NVVM::MMALayout, 2>{
+                                NVVM::MMALayout::row, NVVM::MMALayout::col});
+    SmallVector<Value> d;
+    for (int64_t i = 0; i < 4; ++i)
+      d.push_back(LLVM::ExtractValueOp::create(b, loc, mma, i));
+    return d;
+  }
+
   std::optional<std::string> getConfigurationError() const override {
     std::string error;
     if (failed(getCUDAArch(&error)))

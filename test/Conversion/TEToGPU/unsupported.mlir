@@ -2,20 +2,11 @@
 // by name, with the reason and the target, not lowered wrongly.
 // RUN: te-opt %s -split-input-file --convert-te-to-gpu -verify-diagnostics
 
-func.func @mxfp8(%x: tensor<64x64xbf16>) -> (tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU>) {
-  // expected-error @+1 {{te.quantize mode mxfp8_1x32 has no GPU kernel yet; per_tensor has}}
-  %d, %s = te.quantize %x mode mxfp8_1x32
-      : tensor<64x64xbf16> -> tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU>
-  return %d, %s : tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU>
-}
-
-// -----
-
-func.func @block_dequantize(%d: tensor<128x128xf8E4M3FN>, %s: tensor<1x1xf32>) -> tensor<128x128xf32> {
-  // expected-error @+1 {{te.dequantize mode block_128x128 has no GPU kernel yet; per_tensor has}}
-  %x = te.dequantize %d, %s mode block_128x128
-      : tensor<128x128xf8E4M3FN>, tensor<1x1xf32> -> tensor<128x128xf32>
-  return %x : tensor<128x128xf32>
+func.func @scaled_matmul(%a: tensor<16x32xf8E4M3FN>, %b: tensor<32x16xf8E4M3FN>, %s: tensor<f32>) -> tensor<16x16xbf16> {
+  // expected-error @+1 {{te.scaled_matmul needs 16x8x16 matrix multiply-accumulate units, which a GPU with 32-lane warps lacks}}
+  %y = te.scaled_matmul %a, %b scales(%s, %s)
+      : tensor<16x32xf8E4M3FN>, tensor<32x16xf8E4M3FN>, tensor<f32>, tensor<f32> -> tensor<16x16xbf16>
+  return %y : tensor<16x16xbf16>
 }
 
 // -----
@@ -41,4 +32,13 @@ func.func @scalar_amax(%x: tensor<f32>) -> tensor<f32> {
   // expected-error @+1 {{te.amax of a rank-0 tensor has no GPU kernel}}
   %a = te.amax %x : tensor<f32> -> tensor<f32>
   return %a : tensor<f32>
+}
+
+// -----
+
+func.func @scalar_quantize(%x: tensor<f32>, %s: tensor<f32>) -> tensor<f8E4M3FN> {
+  // expected-error @+1 {{te.quantize of a rank-0 tensor has no GPU kernel}}
+  %d, %si, %a = te.quantize %x scale(%s) mode per_tensor
+      : tensor<f32>, tensor<f32> -> tensor<f8E4M3FN>, tensor<f32>, tensor<f32>
+  return %d : tensor<f8E4M3FN>
 }

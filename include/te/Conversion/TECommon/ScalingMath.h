@@ -11,11 +11,26 @@
 #ifndef TE_CONVERSION_TECOMMON_SCALINGMATH_H
 #define TE_CONVERSION_TECOMMON_SCALINGMATH_H
 
+#include "te/Dialect/TE/IR/TEAttrs.h"
+
 #include "mlir/IR/Builders.h"
 
 #include <utility>
 
 namespace mlir::te {
+
+/// Every block scaling mode is quantization of a 2-D matrix [rows, cols] in
+/// blocks of [rows, cols] (partial blocks at the edges included): MXFP8
+/// row-wise is [1, 32] over the tensor with its leading dims collapsed,
+/// column-wise [32, 1]; the fp32 modes are 2-D, and their column-wise copy
+/// is the row-wise quantization of the transpose.
+struct BlockShape {
+  int64_t rows, cols;
+};
+
+/// The block of `mode` (not per_tensor); `mxfp8Columnwise` picks MXFP8's
+/// column-wise blocks.
+BlockShape getScalingBlockShape(ScalingMode mode, bool mxfp8Columnwise);
 
 /// Float8CurrentScaling's scale from an amax (te.compute_scale, and the
 /// fp32 block scales): epsilon floor, fp8_max / amax, FLT_MAX on overflow,

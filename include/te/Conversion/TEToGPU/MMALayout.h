@@ -1,0 +1,91 @@
+//===- MMALayout.h - Where the elements of MMA fragments live ---*- C++ -*-===//
+//
+// The lane-to-element maps of the 16x8x16 matrix multiply-accumulate with
+// 16-bit A and B and f32 accumulators (PTX's mma.sync.m16n8k16, "Matrix
+// Fragments for mma.m16n8k16"), and the tiling of te's GEMM kernel on top
+// of them. Plain C++ templated on the index type: the kernel builder
+// instantiates them with IR values (the code it emits computes exactly
+// these formulas), the unit tests with integers (to check that the maps
+// and the tiling cover every element exactly once and compute a matrix
+// product). No MLIR types here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_CONVERSION_TETOGPU_MMALAYOUT_H
+#define TE_CONVERSION_TETOGPU_MMALAYOUT_H
+
+#include <cstdint>
+
+namespace mlir::te::mma {
+
+/// One warp's shape: D[16x8] = A[16x16] * B[16x8] + C[16x8].
+constexpr int kM = 16, kN = 8, kK = 16, kWarpSize = 32;
+/// Elements per lane of each fragment.
+constexpr int kAElements = 8, kBElements = 4, kCElements = 4;
+
+template <typename Index> struct Coord {
+  Index row, col;
+};
+
+/// Lane `lane`'s A element `i` (0..7): pairs of consecutive columns, rows
+/// lane/4 and lane/4 + 8, columns 2*(lane%4) and 8 + 2*(lane%4). Elements
+/// 2j and 2j+1 form the lane's register j.
+template <typename Index> Coord<Index> aElement(Index lane, int i) {
+  return {lane / 4 + 8 * ((i / 2) % 2), (lane % 4) * 2 + (i % 2) + 8 * (i / 4)};
+}
+
+/// Lane `lane`'s B element `i` (0..3) as (k, n): column lane/4, rows
+/// 2*(lane%4) and 8 + 2*(lane%4), pairs of consecutive rows per register.
+template <typename Index> Coord<Index> bElement(Index lane, int i) {
+  return {(lane % 4) * 2 + (i % 2) + 8 * (i / 2), lane / 4};
+}
+
+/// Lane `lane`'s accumulator element `i` (0..3): rows lane/4 and
+/// lane/4 + 8, columns 2*(lane%4) and 2*(lane%4) + 1.
+template <typename Index> Coord<Index> cElement(Index lane, int i) {
+  return {lane / 4 + 8 * (i / 2), (lane % 4) * 2 + (i % 2)};
+}
+
+/// te's GEMM kernel: blocks of kBlockM x kBlockN outputs, four warps in a
+/// 2x2 grid, each warp kWarpM x kWarpN outputs as kTilesM x kTilesN MMA
+/// tiles, over K in steps of kBlockK staged through shared memory.
+struct GemmTiling {
+  static constexpr int kBlockM = 64, kBlockN = 64, kBlockK = 32;
+  static constexpr int kWarpsM = 2, kWarpsN = 2;
+  static constexpr int kThreads = kWarpsM * kWarpsN * kWarpSize;
+  static constexpr int kWarpM = kBlockM / kWarpsM, kWarpN = kBlockN / kWarpsN;
+  static constexpr int kTilesM = kWarpM / kM, kTilesN = kWarpN / kN;
+  /// Shared tiles are [rows][kBlockK + kPad] 16-bit elements: the padding
+  /// spreads a fragment's rows over the banks.
+  static constexpr int kPad = 8;
+
+  /// The output element of block (blockRow, blockCol), thread `thread`,
+  /// MMA tile (mi, ni) and accumulator element i.
+  template <typename Index>
+  static Coord<Index> outputElement(Index blockRow, Index blockCol,
+                                    Index thread, int mi, int ni, int i) {
+    Index warp = thread / kWarpSize, lane = thread % kWarpSize;
+    Coord<Index> c = cElement(lane, i);
+    return {blockRow * kBlockM + (warp / kWarpsN) * kWarpM + mi * kM + c.row,
+            blockCol * kBlockN + (warp % kWarpsN) * kWarpN + ni * kN + c.col};
+  }
+
+  /// Staging copies per thread and K step: thread t makes copies
+  /// t + j * kThreads for j in [0, kCopies).
+  static constexpr int kCopies = kBlockM * kBlockK / kThreads;
+
+  /// Where staging copy `e` goes in a [kBlockM][kBlockK] shared tile:
+  /// (row, k). Consecutive copies take consecutive k when the operand is
+  /// stored k-contiguous (`kContiguous`), else consecutive rows, so that
+  /// the global reads of consecutive threads are coalesced either way.
+  template <typename Index>
+  static Coord<Index> stagedElement(Index e, bool kContiguous) {
+    if (kContiguous)
+      return {e / kBlockK, e % kBlockK};
+    return {e % kBlockM, e / kBlockM};
+  }
+};
+
+} // namespace mlir::te::mma
+
+#endif // TE_CONVERSION_TETOGPU_MMALAYOUT_H
