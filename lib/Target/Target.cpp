@@ -1,9 +1,11 @@
 //===- Target.cpp - The target interface and the kernel entry points -----===//
 
 #include "te/Target/Target.h"
+
 #include "te/Dialect/TE/IR/TEOps.h"
 #include "te/Dialect/TE/Transforms/Passes.h"
 
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -330,4 +332,16 @@ std::string mlir::te::formatKernelManifest(ArrayRef<KernelEntry> entries,
     os << "end\n";
   }
   return text;
+}
+
+void mlir::te::addKernelBufferization(OpPassManager &pm) {
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
 }

@@ -112,6 +112,13 @@ using ArgumentRoles = std::vector<std::vector<std::string>>;
 ArgumentRoles describeArgumentRoles(ModuleOp module,
                                     ArrayRef<KernelEntry> entries);
 
+/// Adds the one-shot bufferization of a lowered module's entry points into
+/// the kernel ABI every target shares: tensor arguments become buffers with
+/// identity layouts and results become out-parameters (statically shaped
+/// allocations that are returned are hoisted into them), so that each
+/// entry takes its inputs, then its outputs.
+void addKernelBufferization(OpPassManager &pm);
+
 /// The text manifest the runtime parses (te/Runtime/Module.h), with each
 /// entry's symbol `<name>__te_packed`, the inputs' roles, and for an entry
 /// with checks its status argument and check messages. Every target's

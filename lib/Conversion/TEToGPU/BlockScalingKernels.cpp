@@ -44,6 +44,23 @@ struct MatrixView {
   }
 };
 
+/// (t % fastCount, t / fastCount): a flat thread index split so that
+/// consecutive threads take consecutive values of the fast index.
+std::pair<Value, Value> splitThread(OpBuilder &b, Location loc, Value t,
+                                    int64_t fastCount) {
+  Value count = indexConstant(b, loc, fastCount);
+  return {arith::RemUIOp::create(b, loc, t, count),
+          arith::DivUIOp::create(b, loc, t, count)};
+}
+
+/// The flat index of the scale of element (r, c) of a matrix in `block`s,
+/// `blockCols` blocks per row.
+Value blockIndex(OpBuilder &b, Location loc, Value r, Value c, BlockShape block,
+                 int64_t blockCols) {
+  IndexExpr row{&b, loc, r}, col{&b, loc, c};
+  return ((row / block.rows) * blockCols + col / block.cols).value;
+}
+
 /// [prod(leading dims), last dim] of a static shape (rank 1: [1, n]).
 std::pair<int64_t, int64_t> as2D(ArrayRef<int64_t> shape) {
   int64_t rows = 1;
@@ -146,10 +163,7 @@ gpu::GPUFuncOp addLineBlockKernel(KernelSet &set, OpBuilder &b, Location loc,
   gridStrideLoop(
       b, loc, threads, Value(),
       [&](OpBuilder &b, Location loc, Value t, Value) {
-        Value fast =
-            arith::RemUIOp::create(b, loc, t, indexConstant(b, loc, fastCount));
-        Value slow =
-            arith::DivUIOp::create(b, loc, t, indexConstant(b, loc, fastCount));
+        auto [fast, slow] = splitThread(b, loc, t, fastCount);
         Value blockRow = view.transposed ? fast : slow;
         Value blockCol = view.transposed ? slow : fast;
         Value firstRow = arith::MulIOp::create(
@@ -229,27 +243,24 @@ SquareBlockKernels addSquareBlockKernels(KernelSet &set, OpBuilder &b,
     Value input = flatten(b, loc, k.segmentAmax.getArgument(0));
     Value segments = k.segmentAmax.getArgument(1);
     int64_t fastCount = view.transposed ? view.rows : blockCols;
-    gridStrideLoop(
-        b, loc, k.segmentCount, Value(),
-        [&](OpBuilder &b, Location loc, Value t, Value) {
-          Value fast = arith::RemUIOp::create(b, loc, t,
-                                              indexConstant(b, loc, fastCount));
-          Value slow = arith::DivUIOp::create(b, loc, t,
-                                              indexConstant(b, loc, fastCount));
-          Value row = view.transposed ? fast : slow;
-          Value blockCol = view.transposed ? slow : fast;
-          Value firstCol = arith::MulIOp::create(
-              b, loc, blockCol, indexConstant(b, loc, block.cols));
-          Value bits = emitLineAmaxBits(b, loc, input, view, row, firstCol,
-                                        /*alongRows=*/true, block.cols);
-          Value at = arith::AddIOp::create(
-              b, loc,
-              arith::MulIOp::create(b, loc, row,
-                                    indexConstant(b, loc, blockCols)),
-              blockCol);
-          memref::StoreOp::create(b, loc, bits, segments, at);
-          return Value();
-        });
+    gridStrideLoop(b, loc, k.segmentCount, Value(),
+                   [&](OpBuilder &b, Location loc, Value t, Value) {
+                     auto [fast, slow] = splitThread(b, loc, t, fastCount);
+                     Value row = view.transposed ? fast : slow;
+                     Value blockCol = view.transposed ? slow : fast;
+                     Value firstCol = arith::MulIOp::create(
+                         b, loc, blockCol, indexConstant(b, loc, block.cols));
+                     Value bits =
+                         emitLineAmaxBits(b, loc, input, view, row, firstCol,
+                                          /*alongRows=*/true, block.cols);
+                     Value at = arith::AddIOp::create(
+                         b, loc,
+                         arith::MulIOp::create(
+                             b, loc, row, indexConstant(b, loc, blockCols)),
+                         blockCol);
+                     memref::StoreOp::create(b, loc, bits, segments, at);
+                     return Value();
+                   });
   }
 
   // block_scales(segments, scale_inv, multipliers): one thread per block.
@@ -309,21 +320,10 @@ SquareBlockKernels addSquareBlockKernels(KernelSet &set, OpBuilder &b,
     gridStrideLoop(
         b, loc, k.elementCount, Value(),
         [&](OpBuilder &b, Location loc, Value e, Value) {
-          Value fast = arith::RemUIOp::create(b, loc, e,
-                                              indexConstant(b, loc, fastCount));
-          Value slow = arith::DivUIOp::create(b, loc, e,
-                                              indexConstant(b, loc, fastCount));
+          auto [fast, slow] = splitThread(b, loc, e, fastCount);
           Value r = view.transposed ? fast : slow;
           Value c = view.transposed ? slow : fast;
-          Value blockAt = arith::AddIOp::create(
-              b, loc,
-              arith::MulIOp::create(
-                  b, loc,
-                  arith::DivUIOp::create(b, loc, r,
-                                         indexConstant(b, loc, block.rows)),
-                  indexConstant(b, loc, blockCols)),
-              arith::DivUIOp::create(b, loc, c,
-                                     indexConstant(b, loc, block.cols)));
+          Value blockAt = blockIndex(b, loc, r, c, block, blockCols);
           Value multiplier =
               memref::LoadOp::create(b, loc, multipliers, blockAt);
           Value x =
@@ -395,7 +395,7 @@ LogicalResult gpu_lowering::lowerBlockQuantize(QuantizeOp op,
 
   OpBuilder host(op);
   Value input = readBuffer(host, loc, op.getInput());
-  SmallVector<Value> results;
+  SmallVector<Value> outputs;
   for (Copy &copy : copies) {
     auto dataType = cast<RankedTensorType>(copy.data.getType());
     auto scaleType = cast<RankedTensorType>(copy.scaleInv.getType());
@@ -417,11 +417,10 @@ LogicalResult gpu_lowering::lowerBlockQuantize(QuantizeOp op,
       set.launch(host, k.cast, blocksFor(k.elementCount), kBlockSize,
                  {input, multipliers, data});
     }
-    results.push_back(outputTensor(host, loc, data, dataType));
-    results.push_back(outputTensor(host, loc, scales, scaleType));
+    outputs.push_back(data);
+    outputs.push_back(scales);
   }
-  op->replaceAllUsesWith(results);
-  op.erase();
+  replaceWithOutputs(host, op, outputs);
   return success();
 }
 
@@ -453,15 +452,7 @@ LogicalResult gpu_lowering::lowerBlockDequantize(DequantizeOp op,
             arith::DivUIOp::create(b, loc, e, indexConstant(b, loc, cols));
         Value c =
             arith::RemUIOp::create(b, loc, e, indexConstant(b, loc, cols));
-        Value blockAt = arith::AddIOp::create(
-            b, loc,
-            arith::MulIOp::create(
-                b, loc,
-                arith::DivUIOp::create(b, loc, r,
-                                       indexConstant(b, loc, block.rows)),
-                indexConstant(b, loc, blockCols)),
-            arith::DivUIOp::create(b, loc, c,
-                                   indexConstant(b, loc, block.cols)));
+        Value blockAt = blockIndex(b, loc, r, c, block, blockCols);
         Value scaleInv = memref::LoadOp::create(b, loc, scales, blockAt);
         if (mxfp8)
           scaleInv = emitE8M0ToF32(b, loc, scaleInv);
@@ -480,8 +471,6 @@ LogicalResult gpu_lowering::lowerBlockDequantize(DequantizeOp op,
   Value out = allocateOutput(host, loc, op.getResult().getType());
   set.launch(host, kernel, blocksFor(count), kBlockSize,
              {dataIn, scalesIn, out});
-  op.getResult().replaceAllUsesWith(
-      outputTensor(host, loc, out, op.getResult().getType()));
-  op.erase();
+  replaceWithOutputs(host, op, {out});
   return success();
 }

@@ -113,8 +113,7 @@ LogicalResult lowerAmax(AmaxOp op, const GPUTargetInfo &target) {
   Value amax = allocateOutput(host, loc, op.getType());
   set.launch(host, init, 1, 1, {amax});
   set.launch(host, reduce, blocks, kBlockSize, {input, amax});
-  op.replaceAllUsesWith(outputTensor(host, loc, amax, op.getType()));
-  op.erase();
+  replaceWithOutputs(host, op, {amax});
   return success();
 }
 
@@ -159,8 +158,7 @@ LogicalResult lowerComputeScale(ComputeScaleOp op,
   Value amax = readBuffer(host, loc, op.getAmax());
   Value scale = allocateOutput(host, loc, op.getType());
   set.launch(host, kernel, blocksFor(count), kBlockSize, {amax, scale});
-  op.replaceAllUsesWith(outputTensor(host, loc, scale, op.getType()));
-  op.erase();
+  replaceWithOutputs(host, op, {scale});
   return success();
 }
 
@@ -241,11 +239,7 @@ LogicalResult lowerUpdateDelayedScaling(UpdateDelayedScalingOp op,
   Value scaleOut = allocateOutput(host, loc, newScaleType);
   set.launch(host, kernel, blocksFor(entries), kBlockSize,
              {historyIn, amaxIn, scaleIn, historyOut, scaleOut});
-  op.getNewAmaxHistory().replaceAllUsesWith(
-      outputTensor(host, loc, historyOut, newHistoryType));
-  op.getNewScale().replaceAllUsesWith(
-      outputTensor(host, loc, scaleOut, newScaleType));
-  op.erase();
+  replaceWithOutputs(host, op, {historyOut, scaleOut});
   return success();
 }
 
@@ -424,16 +418,11 @@ LogicalResult lowerQuantize(QuantizeOp op, const GPUTargetInfo &target) {
                {(cols + kTile - 1) / kTile, (rows + kTile - 1) / kTile},
                {kTile, kTileRowsPerPass}, {input, scale, dataT});
   }
-  SmallVector<Value> results;
+  SmallVector<Value> outputs;
   for (Value buffer : {data, dataT, scaleInv, amaxOut})
     if (buffer)
-      results.push_back(outputTensor(
-          host, loc, buffer,
-          RankedTensorType::get(
-              cast<MemRefType>(buffer.getType()).getShape(),
-              cast<MemRefType>(buffer.getType()).getElementType())));
-  op->replaceAllUsesWith(results);
-  op.erase();
+      outputs.push_back(buffer);
+  replaceWithOutputs(host, op, outputs);
   return success();
 }
 
@@ -475,9 +464,7 @@ LogicalResult lowerDequantize(DequantizeOp op, const GPUTargetInfo &target) {
   Value out = allocateOutput(host, loc, op.getResult().getType());
   set.launch(host, kernel, blocksFor(count / width), kBlockSize,
              {dataIn, scaleInvIn, out});
-  op.getResult().replaceAllUsesWith(
-      outputTensor(host, loc, out, op.getResult().getType()));
-  op.erase();
+  replaceWithOutputs(host, op, {out});
   return success();
 }
 

@@ -70,6 +70,10 @@ Value allocateOutput(OpBuilder &host, Location loc, RankedTensorType type);
 /// The tensor of an output buffer the kernels have written.
 Value outputTensor(OpBuilder &host, Location loc, Value buffer,
                    RankedTensorType type);
+/// Replaces `op` by the tensors of `buffers`, the kernels' outputs in the
+/// order of its results, and erases it.
+void replaceWithOutputs(OpBuilder &host, Operation *op,
+                        ArrayRef<Value> buffers);
 /// The memref type a kernel argument of tensor `type` has.
 MemRefType bufferType(RankedTensorType type);
 

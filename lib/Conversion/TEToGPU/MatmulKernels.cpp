@@ -300,10 +300,9 @@ LogicalResult gpu_lowering::lowerScaledMatmul(ScaledMatmulOp op,
   set.launch(host, gemm,
              {ceilDiv(n, Tiling::kBlockN), ceilDiv(m, Tiling::kBlockM)},
              {Tiling::kThreads, 1}, operands);
-  op.getD().replaceAllUsesWith(outputTensor(host, loc, d, dTensor));
+  SmallVector<Value> outputs = {d};
   if (fp8Out)
-    op.getAmax().replaceAllUsesWith(outputTensor(
-        host, loc, amaxOut, RankedTensorType::get({}, host.getF32Type())));
-  op.erase();
+    outputs.push_back(amaxOut);
+  replaceWithOutputs(host, op, outputs);
   return success();
 }

@@ -150,6 +150,16 @@ Value gpu_lowering::outputTensor(OpBuilder &host, Location loc, Value buffer,
                                            /*writable=*/true);
 }
 
+void gpu_lowering::replaceWithOutputs(OpBuilder &host, Operation *op,
+                                      ArrayRef<Value> buffers) {
+  SmallVector<Value> tensors;
+  for (auto [result, buffer] : llvm::zip_equal(op->getResults(), buffers))
+    tensors.push_back(outputTensor(host, op->getLoc(), buffer,
+                                   cast<RankedTensorType>(result.getType())));
+  op->replaceAllUsesWith(tensors);
+  op->erase();
+}
+
 //===----------------------------------------------------------------------===//
 // Kernel pieces
 //===----------------------------------------------------------------------===//

@@ -33,16 +33,8 @@ void mlir::te::buildCPUTargetPipeline(OpPassManager &pm) {
   pm.addPass(te::createConvertTEToLinalg());
   pm.addPass(createCanonicalizerPass());
 
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   // Kernels write their results into caller-provided buffers.
-  bufferization::BufferResultsToOutParamsPassOptions outParams;
-  outParams.hoistStaticAllocs = true;
-  outParams.modifyPublicFunctions = true;
-  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  addKernelBufferization(pm);
   bufferization::BufferDeallocationPipelineOptions deallocation;
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
 

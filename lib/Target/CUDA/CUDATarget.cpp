@@ -167,17 +167,9 @@ private:
 void mlir::te::buildCUDATargetPipeline(OpPassManager &pm, StringRef arch) {
   pm.addPass(createConvertTEToGPUPass(
       std::make_shared<CUDAGPUTargetInfo>(arch.str())));
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   // Entry points write their results into the caller's buffers; the other
   // allocations are the temporaries of the manifest's steps.
-  bufferization::BufferResultsToOutParamsPassOptions outParams;
-  outParams.hoistStaticAllocs = true;
-  outParams.modifyPublicFunctions = true;
-  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  addKernelBufferization(pm);
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 
