@@ -50,3 +50,8 @@ if os.access(os.path.join(cuda_toolkit, "bin", "ptxas"), os.X_OK):
 for variable in ("TE_CUDA_PATH", "CUDA_HOME"):
     if variable in os.environ:
         config.environment[variable] = os.environ[variable]
+
+# Compiles for the cuda device target the GPU the driver reports when there
+# is one; the tests compile for the machine-independent default unless they
+# name a driver (the stand-in's GPU) or an arch themselves.
+config.environment["TE_CUDA_DRIVER"] = "/nonexistent/libcuda.so.1"

@@ -517,6 +517,9 @@ const te_device_ops &te::runtime::getCUDADeviceOps() {
     table.stream_wait_event = streamWaitEvent;
     table.event_synchronize = eventSynchronize;
     table.event_elapsed_ms = eventElapsed;
+    table.target_arch = [](void *instance) {
+      return self(instance).arch.c_str();
+    };
     return table;
   }();
   return ops;

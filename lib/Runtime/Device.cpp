@@ -369,6 +369,12 @@ extern "C" const char *te_device_name(const te_device *device) {
   return device ? device->name : nullptr;
 }
 
+extern "C" const char *te_device_target_arch(const te_device *device) {
+  if (!device || !device->ops->target_arch)
+    return nullptr;
+  return device->ops->target_arch(device->instance);
+}
+
 extern "C" int te_device_index(const te_device *device) {
   return device ? device->index : -1;
 }

@@ -69,6 +69,19 @@ TEST(CUDADevice, MovesDataThroughTheDriverInItsContext) {
   EXPECT_EQ(fakeCounter("fake_cuda_live_contexts"), 0);
 }
 
+// The GPU's arch, for compiles that target it: the stand-in is a Hopper
+// (compute capability 9.0), whose arch-specific features kernels may use.
+TEST(CUDADevice, SaysWhichArchItsKernelsAreFor) {
+  if (noGPUConfigured())
+    GTEST_SKIP() << "FAKE_CUDA_DEVICES=0 is CUDADeviceNoGPU's setting";
+  DevicePtr cuda = openDevice("cuda");
+  ASSERT_NE(cuda, nullptr);
+  EXPECT_STREQ(te_device_target_arch(cuda.get()), "sm_90a");
+  DevicePtr cpu = openDevice("cpu");
+  EXPECT_EQ(te_device_target_arch(cpu.get()), nullptr);
+  EXPECT_EQ(te_device_target_arch(nullptr), nullptr);
+}
+
 TEST(CUDADevice, LaunchesWithTheManifestsGeometry) {
   if (noGPUConfigured())
     GTEST_SKIP() << "FAKE_CUDA_DEVICES=0 is CUDADeviceNoGPU's setting";

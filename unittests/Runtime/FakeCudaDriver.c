@@ -6,7 +6,8 @@
 |* but the device queries fails unless a context is current, modules are     *|
 |* "FAKECUBIN\n" followed by a manifest, and the one kernel, fake_double,    *|
 |* doubles four floats. FAKE_CUDA_DEVICES (default 1) is how many GPUs it    *|
-|* has; 0 makes cuInit report none.                                          *|
+|* has; 0 makes cuInit report none. FAKE_CUDA_COMPUTE_CAPABILITY (default    *|
+|* 90) is their compute capability, major and minor digits.                 *|
 \*===----------------------------------------------------------------------===*/
 
 #include <stdint.h>
@@ -75,7 +76,9 @@ static CUresult cuDeviceGet(int *device, int ordinal) {
 }
 static CUresult cuDeviceGetAttribute(int *value, int attribute, int device) {
   (void)device;
-  *value = attribute == 75 ? 9 : attribute == 76 ? 0 : 0;
+  const char *capability = getenv("FAKE_CUDA_COMPUTE_CAPABILITY");
+  int digits = capability ? atoi(capability) : 90;
+  *value = attribute == 75 ? digits / 10 : attribute == 76 ? digits % 10 : 0;
   return kSuccess;
 }
 static CUresult cuDevicePrimaryCtxRetain(void **context, int device) {

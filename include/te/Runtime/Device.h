@@ -157,6 +157,13 @@ typedef struct te_device_ops {
   te_status (*exec_context_create)(void *instance, void *stream,
                                    void **exec_context);
   void (*exec_context_destroy)(void *instance, void *exec_context);
+
+  /* ---- Version 3. ---- */
+
+  /// The arch the instance's kernels are best compiled for, as its
+  /// target names archs (a GPU's "sm_90a"), or NULL when it has no single
+  /// one (may itself be NULL). The string lives as long as the instance.
+  const char *(*target_arch)(void *instance);
 } te_device_ops;
 
 /// The size of a version 1 table (everything up to `synchronize`): the
@@ -216,6 +223,12 @@ TE_RUNTIME_EXPORT const char *te_device_name(const te_device *device);
 /// Returns the instance index the device was opened with, or -1 for NULL.
 /// Thread safe.
 TE_RUNTIME_EXPORT int te_device_index(const te_device *device);
+
+/// Returns the arch the device's kernels are best compiled for (the cuda
+/// device's GPU: "sm_80", "sm_89", "sm_90a", ...), or NULL for NULL and for
+/// devices that do not say (the host, version 1 and 2 tables). The string
+/// lives as long as the device. Thread safe.
+TE_RUNTIME_EXPORT const char *te_device_target_arch(const te_device *device);
 
 /// Blocks until all work issued to the device is complete.
 /// Errors: TE_ERROR_INVALID_ARGUMENT for NULL; whatever the device's

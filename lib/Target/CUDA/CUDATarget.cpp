@@ -12,6 +12,7 @@
 #include "te/Target/TargetRegistry.h"
 
 #include "te/Conversion/TEToGPU/TEToGPU.h"
+#include "te/Runtime/Device.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -35,6 +36,7 @@
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
@@ -55,10 +57,53 @@ const std::vector<std::string> &mlir::te::getSupportedCUDAArchs() {
   return archs;
 }
 
+/// The arch to compile for the GPU the runtime's cuda device 0 is: its own
+/// where there is code for it, the closest older one within its major
+/// version (whose cubins it runs), the PTX-portable sm_90 beyond Hopper;
+/// nullopt without a usable driver and GPU; an error for a GPU older than
+/// sm_80.
+static FailureOr<std::optional<std::string>> detectGPUArch(std::string *error) {
+  static std::once_flag once;
+  static std::optional<std::string> detected;
+  std::call_once(once, [] {
+    te_device *device = nullptr;
+    if (te_device_open("cuda", 0, &device) != TE_OK)
+      return;
+    if (const char *arch = te_device_target_arch(device))
+      detected = arch;
+    te_device_release(device);
+  });
+  if (!detected)
+    return std::optional<std::string>();
+  StringRef arch = *detected;
+  unsigned version = 0;
+  if (!arch.consume_front("sm_") ||
+      arch.take_while(llvm::isDigit).getAsInteger(10, version))
+    return std::optional<std::string>();
+  unsigned major = version / 10, minor = version % 10;
+  if (major >= 10)
+    return std::optional<std::string>("sm_90");
+  if (major == 9)
+    return std::optional<std::string>("sm_90a");
+  if (major == 8)
+    return std::optional<std::string>(minor >= 9   ? "sm_89"
+                                      : minor >= 6 ? "sm_86"
+                                                   : "sm_80");
+  if (error)
+    *error = "the GPU of the cuda device is " + *detected +
+             "; the cuda target generates code for sm_80 and newer (set "
+             "TE_CUDA_ARCH to compile for another GPU)";
+  return failure();
+}
+
 FailureOr<std::string> mlir::te::getCUDAArch(std::string *error) {
   const char *requested = std::getenv("TE_CUDA_ARCH");
-  if (!requested || !*requested)
-    return std::string("sm_80");
+  if (!requested || !*requested) {
+    FailureOr<std::optional<std::string>> detected = detectGPUArch(error);
+    if (failed(detected))
+      return failure();
+    return detected->value_or("sm_80");
+  }
   for (const std::string &arch : getSupportedCUDAArchs())
     if (arch == requested)
       return arch;
@@ -110,12 +155,46 @@ static std::string getPtxasVersion(StringRef toolkit) {
 // The pipeline
 //===----------------------------------------------------------------------===//
 
+/// The PTX version of the generated code: 8.1, the first with which LLVM
+/// selects the FP8 conversion instructions of sm_89 and newer (older
+/// versions abort instruction selection), and which CUDA 12.1+ drivers
+/// compile.
+static constexpr const char *kPTXFeatures = "+ptx81";
+
 namespace {
 class CUDAGPUTargetInfo : public GPUTargetInfo {
 public:
   explicit CUDAGPUTargetInfo(std::string arch) : arch(std::move(arch)) {}
   unsigned getWarpSize() const override { return 32; }
   std::string getDescription() const override { return "cuda " + arch; }
+
+  /// sm_89 and newer convert f32 to FP8 in hardware (cvt.rn.satfinite):
+  /// round to nearest even, finite values and infinities beyond the
+  /// format saturating to its largest finite value, as te's codec does.
+  /// Only a NaN's sign could differ, so NaN is made the codec's canonical
+  /// 0x7F explicitly. Older archs use the codec's integer routine.
+  Value emitF32ToFP8(OpBuilder &b, Location loc, Value x,
+                     FloatType fp8Type) const override {
+    if (!hasFP8Conversion())
+      return GPUTargetInfo::emitF32ToFP8(b, loc, x, fp8Type);
+    Value zero =
+        arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(0.0f));
+    // The value converted from the second operand is the low byte.
+    Value packed = NVVM::ConvertF32x2ToF8x2Op::create(
+        b, loc, b.getI16Type(), zero, x, NVVM::FPRoundingMode::RN,
+        NVVM::SaturationMode::SATFINITE, /*relu=*/false, fp8Type);
+    Value code = arith::TruncIOp::create(b, loc, b.getI8Type(), packed);
+    Value isNaN =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
+    code = arith::SelectOp::create(
+        b, loc, isNaN,
+        arith::ConstantIntOp::create(b, loc, b.getI8Type(), 0x7F), code);
+    return arith::BitcastOp::create(b, loc, fp8Type, code);
+  }
+
+  bool hasFP8Conversion() const {
+    return arch == "sm_89" || StringRef(arch).starts_with("sm_90");
+  }
 
   /// mma.sync.m16n8k16 with bf16 operands: every supported arch (sm_80+).
   bool hasMMA16x8x16() const override { return true; }
@@ -175,7 +254,7 @@ void mlir::te::buildCUDATargetPipeline(OpPassManager &pm, StringRef arch) {
 
   GpuNVVMAttachTargetOptions attach;
   attach.chip = arch.str();
-  attach.features = "+ptx80";
+  attach.features = kPTXFeatures;
   attach.optLevel = 3;
   pm.addPass(createGpuNVVMAttachTarget(attach));
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
@@ -417,7 +496,7 @@ public:
     info.backend = "cuda";
     info.triple = "nvptx64-nvidia-cuda";
     info.cpu = getCUDAArch().value_or("invalid");
-    info.features = "+ptx80";
+    info.features = kPTXFeatures;
     return info;
   }
 

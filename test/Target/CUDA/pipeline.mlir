@@ -15,7 +15,7 @@
 // CHECK: gpu.launch_func @{{.*}}_init {{.*}} args(%[[SCALE]] : memref<f32>, %[[SI]] : memref<f32>, %{{.*}} : memref<f32>)
 // CHECK: gpu.launch_func @{{.*}}_cast {{.*}} args(%[[X]] : memref<128x64xf32>, %[[SCALE]] : memref<f32>, %[[D]] : memref<128x64xf8E5M2>, %{{.*}} : memref<f32>)
 // CHECK-NEXT: return
-// CHECK: gpu.module @[[A]] [#nvvm.target<O = 3, chip = "sm_80", features = "+ptx80">]
+// CHECK: gpu.module @[[A]] [#nvvm.target<O = 3, chip = "sm_80", features = "+ptx81">]
 // CHECK: llvm.func @{{.*}}_amax_init(%{{.*}}: !llvm.ptr) attributes {gpu.kernel, nvvm.kernel}
 // CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr -> vector<4xf32>
 // CHECK: nvvm.shfl.sync bfly
