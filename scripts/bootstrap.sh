@@ -24,7 +24,11 @@ APT_PACKAGES=(
   # only recommends it, and recommends are not installed.
   libdnnl-dev ocl-icd-opencl-dev
 )
-PIP_PACKAGES=(numpy ml_dtypes pytest nanobind matplotlib threadpoolctl)
+PIP_PACKAGES=(numpy ml_dtypes pytest nanobind matplotlib threadpoolctl
+  # cuobjdump and nvdisasm (4.8 MB in all), which disassemble the cuda
+  # target's cubins on a machine without a GPU: the SASS checks of
+  # test/Target/CUDA. The toolkit's own copies are not always installed.
+  "nvidia-cuda-cuobjdump==13.2.51" "nvidia-cuda-nvdisasm==13.2.51")
 
 if [ "${1:-}" = "--print-apt-packages" ]; then
   printf '%s\n' "${APT_PACKAGES[@]}"
@@ -50,7 +54,8 @@ if [ ! -x .venv/bin/python ]; then
   echo "bootstrap: creating the Python environment .venv"
   /usr/bin/python3 -m venv .venv
 fi
-if ! .venv/bin/python -c 'import numpy, ml_dtypes, pytest, nanobind, matplotlib, threadpoolctl' 2>/dev/null; then
+if ! .venv/bin/python -c 'import numpy, ml_dtypes, pytest, nanobind, matplotlib, threadpoolctl' 2>/dev/null ||
+   ! compgen -G '.venv/lib/python3*/site-packages/nvidia/cu13/bin/nvdisasm' > /dev/null; then
   echo "bootstrap: installing ${PIP_PACKAGES[*]} into .venv"
   .venv/bin/python -m pip install --quiet --disable-pip-version-check "${PIP_PACKAGES[@]}"
 fi

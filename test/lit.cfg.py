@@ -55,3 +55,14 @@ for variable in ("TE_CUDA_PATH", "CUDA_HOME"):
 # is one; the tests compile for the machine-independent default unless they
 # name a driver (the stand-in's GPU) or an arch themselves.
 config.environment["TE_CUDA_DRIVER"] = "/nonexistent/libcuda.so.1"
+
+# cuobjdump and nvdisasm from the PyPI wheels bootstrap installs into .venv
+# (the toolkit's own may be missing): the SASS checks of the cuda target.
+import glob
+venv = os.path.dirname(os.path.dirname(config.python_executable))
+disassemblers = glob.glob(os.path.join(
+    venv, "lib", "python3*", "site-packages", "nvidia", "cu13", "bin"))
+if disassemblers and os.access(os.path.join(disassemblers[0], "cuobjdump"),
+                               os.X_OK):
+    config.available_features.add("cuobjdump")
+    llvm_config.with_environment("PATH", disassemblers[0], append_path=True)
