@@ -18,7 +18,8 @@
 # bandwidths, then every prepared program run on the GPU and the CPU on the
 # same inputs, the GPU's outputs checked against the CPU's (within each
 # type's tolerance; bit-exactness, which the FP8 kernels promise, is
-# reported) and each GPU entry timed (te-gpu-check). Without a GPU it prints
+# reported), again with NaNs, infinities and out-of-range values in the
+# float inputs, and each GPU entry timed (te-gpu-check). Without a GPU it prints
 # "SKIPPED: <why>" and exits 0. Bounded to 8 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -21,9 +21,11 @@
 
 #include "te/Runtime/Runtime.h"
 #include "te/Support/Compare.h"
+#include "te/Support/FloatConversion.h"
 #include "te/Support/RandomInputs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -165,6 +167,73 @@ std::vector<te_buffer *> raw(const std::vector<BufferPtr> &buffers) {
   return pointers;
 }
 
+/// How a device's outputs compare with the CPU's.
+struct OutputComparison {
+  size_t mismatched = 0, compared = 0, outside = 0;
+  double maxAbsError = 0;
+};
+
+OutputComparison compareOutputBuffers(Report &report,
+                                      const std::vector<Argument> &args,
+                                      const std::vector<BufferPtr> &onGpu,
+                                      const std::vector<BufferPtr> &onCpu) {
+  OutputComparison result;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].isOutput)
+      continue;
+    size_t bytes = te_buffer_size_bytes(onGpu[i].get());
+    std::vector<uint8_t> fromGpu(bytes), fromCpu(bytes);
+    if (te_buffer_read(onGpu[i].get(), fromGpu.data(), bytes) ||
+        te_buffer_read(onCpu[i].get(), fromCpu.data(), bytes))
+      fail(report, "reading outputs");
+    for (size_t b = 0; b < bytes; ++b)
+      result.mismatched += fromGpu[b] != fromCpu[b];
+    result.compared += bytes;
+    te::support::Comparison comparison = te::support::compareOutputs(
+        fromGpu.data(), fromCpu.data(), bytes / te_dtype_size(args[i].dtype),
+        *te::support::parseDType(te_dtype_name(args[i].dtype)));
+    result.outside += comparison.mismatches;
+    result.maxAbsError = std::max(result.maxAbsError, comparison.maxAbsError);
+  }
+  return result;
+}
+
+/// Puts the values FP8 conversion treats specially into every 61st element
+/// of a float input without a role (inputs with roles, such as scales,
+/// keep their valid values): both NaNs, both infinities, both zeros, f32
+/// subnormals, the E4M3 and E5M2 maxima and values past them, and values
+/// beyond every FP8 range.
+void injectSpecialValues(te::support::NpyArray &array,
+                         const std::string &role) {
+  using te::support::DType;
+  if (!role.empty() ||
+      (array.dtype != DType::F32 && array.dtype != DType::BF16 &&
+       array.dtype != DType::F16))
+    return;
+  static const double kValues[] = {
+      NAN,   -NAN,   INFINITY, -INFINITY, 0.0,    -0.0,    1e-40,   -1e-40,
+      448.0, -448.0, 449.0,    464.0,     -465.0, 57344.0, 61440.0, -1e30};
+  constexpr size_t kCount = sizeof(kValues) / sizeof(kValues[0]);
+  size_t size = te::support::dtypeSize(array.dtype);
+  for (size_t i = 0; i * size < array.data.size(); i += 61) {
+    double value = kValues[(i / 61) % kCount];
+    uint32_t bits;
+    if (std::isnan(value)) {
+      // A NaN with its sign, which conversions must not keep.
+      bool negative = std::signbit(value);
+      bits = array.dtype == DType::F32 ? (negative ? 0xFFC00000u : 0x7FC00000u)
+             : array.dtype == DType::BF16 ? (negative ? 0xFFC0u : 0x7FC0u)
+                                          : (negative ? 0xFE00u : 0x7E00u);
+    } else if (array.dtype == DType::F32) {
+      float narrow = static_cast<float>(value);
+      std::memcpy(&bits, &narrow, sizeof(bits));
+    } else {
+      bits = te::support::roundToFloatBits(value, array.dtype);
+    }
+    std::memcpy(&array.data[i * size], &bits, size);
+  }
+}
+
 /// Runs every entry of DIR/NAME<suffix> on the GPU and of DIR/NAME.so on
 /// the CPU on the same inputs, compares the outputs byte for byte and times
 /// the GPU launches. Returns a JSON array; clears `allExact` when an output
@@ -243,44 +312,51 @@ std::string checkKernels(Report &report, te_device *gpu, const std::string &dir,
       // Bit-exactness is what the FP8 kernels promise; every output must
       // at least be within its type's tolerance of the CPU's (GEMMs sum in
       // another order), as te-run --check judges.
-      size_t mismatched = 0, compared = 0, outside = 0;
-      double maxAbsError = 0;
+      OutputComparison normal =
+          compareOutputBuffers(report, args, onGpu, onCpu);
+      // Again with the values FP8 casts treat specially in the float
+      // inputs (NaN, infinities, saturation, subnormals), untimed.
+      std::vector<te_buffer *> inputsGpu, inputsCpu;
+      size_t input = 0;
       for (size_t i = 0; i < args.size(); ++i) {
-        if (!args[i].isOutput)
+        if (args[i].isOutput)
           continue;
-        size_t bytes = te_buffer_size_bytes(onGpu[i].get());
-        std::vector<uint8_t> fromGpu(bytes), fromCpu(bytes);
-        if (te_buffer_read(onGpu[i].get(), fromGpu.data(), bytes) ||
-            te_buffer_read(onCpu[i].get(), fromCpu.data(), bytes))
-          fail(report, name + ": reading the outputs of " + entry);
-        for (size_t b = 0; b < bytes; ++b)
-          mismatched += fromGpu[b] != fromCpu[b];
-        compared += bytes;
-        te::support::Comparison comparison = te::support::compareOutputs(
-            fromGpu.data(), fromCpu.data(),
-            bytes / te_dtype_size(args[i].dtype),
-            *te::support::parseDType(te_dtype_name(args[i].dtype)));
-        outside += comparison.mismatches;
-        maxAbsError = std::max(maxAbsError, comparison.maxAbsError);
+        injectSpecialValues(inputs[input], args[i].role);
+        const std::vector<uint8_t> &data = inputs[input++].data;
+        if (te_buffer_write(onGpu[i].get(), data.data(), data.size()) ||
+            te_buffer_write(onCpu[i].get(), data.data(), data.size()))
+          fail(report, name + ": special inputs of " + entry);
       }
+      if (te_kernel_launch(cpuKernel, cpuArgs.data(), nargs) ||
+          te_device_synchronize(cpu) ||
+          te_kernel_launch(gpuKernel, gpuArgs.data(), nargs) ||
+          te_device_synchronize(gpu))
+        fail(report, name + ": " + entry + " on special values");
+      OutputComparison special =
+          compareOutputBuffers(report, args, onGpu, onCpu);
+      size_t mismatched = normal.mismatched + special.mismatched;
+      size_t compared = normal.compared;
+      size_t outside = normal.outside + special.outside;
+      double maxAbsError = std::max(normal.maxAbsError, special.maxAbsError);
       allExact = allExact && mismatched == 0;
       allWithin = allWithin && outside == 0;
-      std::printf("%s.%s: %s (%zu of %zu output bytes differ, %zu elements "
-                  "outside the tolerance, max abs error %g), %.3f ms, "
-                  "%.1f GB/s\n",
+      std::printf("%s.%s: %s (%zu of %zu output bytes differ, %zu with "
+                  "special input values; %zu elements outside the tolerance, "
+                  "max abs error %g), %.3f ms, %.1f GB/s\n",
                   name.c_str(), entry.c_str(),
-                  mismatched ? "DIFFERS from the cpu" : "bit-exact", mismatched,
-                  compared, outside, maxAbsError, milliseconds,
-                  bytesMoved / (milliseconds * 1e6));
-      char row[640];
+                  mismatched ? "DIFFERS from the cpu" : "bit-exact",
+                  normal.mismatched, compared, special.mismatched, outside,
+                  maxAbsError, milliseconds, bytesMoved / (milliseconds * 1e6));
+      char row[768];
       std::snprintf(row, sizeof(row),
                     "{\"program\": %s, \"entry\": %s, \"bit_exact\": %s, "
                     "\"mismatched_bytes\": %zu, \"output_bytes\": %zu, "
+                    "\"special_values_mismatched_bytes\": %zu, "
                     "\"outside_tolerance\": %zu, \"max_abs_error\": %g, "
                     "\"gpu_ms\": %.4f, \"gb_per_s\": %.1f}",
                     jsonString(name).c_str(), jsonString(entry).c_str(),
-                    mismatched ? "false" : "true", mismatched, compared,
-                    outside, maxAbsError, milliseconds,
+                    mismatched ? "false" : "true", normal.mismatched, compared,
+                    special.mismatched, outside, maxAbsError, milliseconds,
                     bytesMoved / (milliseconds * 1e6));
       results += std::string(results.size() > 1 ? ", " : "") + row;
     }
