@@ -35,12 +35,12 @@ Value i32Const(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIntOp::create(b, loc, b.getI32Type(), value);
 }
 
-Value f32Const(OpBuilder &b, Location loc, double value) {
+} // namespace
+
+Value mlir::te::emitF32Constant(OpBuilder &b, Location loc, double value) {
   return arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
                                         APFloat(static_cast<float>(value)));
 }
-
-} // namespace
 
 bool mlir::te::isFP8Type(Type type) {
   return isa<Float8E4M3FNType, Float8E5M2Type>(type);
@@ -77,22 +77,23 @@ Value mlir::te::emitF32ToFP8(OpBuilder &b, Location loc, Value x,
   // to an integer (ties to even); the scaling by a power of two is exact.
   // Rounding up to 2^mantissaBits yields the smallest normal's code.
   double subnormalUnit = std::ldexp(1.0, fmt.bias + fmt.mantissaBits - 1);
-  Value units =
-      arith::MulFOp::create(b, loc, abs, f32Const(b, loc, subnormalUnit));
+  Value units = arith::MulFOp::create(b, loc, abs,
+                                      emitF32Constant(b, loc, subnormalUnit));
   // Only subnormal inputs use this code; clamping keeps the integer
   // conversion in range (and defined) for every other input, NaN included.
-  units = arith::MinNumFOp::create(b, loc, units,
-                                   f32Const(b, loc, 2 << fmt.mantissaBits));
+  units = arith::MinNumFOp::create(
+      b, loc, units, emitF32Constant(b, loc, 2 << fmt.mantissaBits));
   Value subnormalCode = arith::FPToUIOp::create(
       b, loc, i32, math::RoundEvenOp::create(b, loc, units));
 
-  Value isSubnormal =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, abs,
-                            f32Const(b, loc, std::ldexp(1.0, 1 - fmt.bias)));
+  Value isSubnormal = arith::CmpFOp::create(
+      b, loc, arith::CmpFPredicate::OLT, abs,
+      emitF32Constant(b, loc, std::ldexp(1.0, 1 - fmt.bias)));
   Value code =
       arith::SelectOp::create(b, loc, isSubnormal, subnormalCode, normalCode);
-  Value saturates = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE,
-                                          abs, f32Const(b, loc, fmt.maxValue));
+  Value saturates =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, abs,
+                            emitF32Constant(b, loc, fmt.maxValue));
   code = arith::SelectOp::create(b, loc, saturates,
                                  i32Const(b, loc, fmt.maxCode), code);
   code = arith::OrIOp::create(b, loc, code, sign);
@@ -134,7 +135,8 @@ Value mlir::te::emitFP8ToF32(OpBuilder &b, Location loc, Value value) {
   // Subnormal (and zero): mantissa * 2^(1 - bias - mantissaBits), exact.
   Value subnormal = arith::MulFOp::create(
       b, loc, arith::UIToFPOp::create(b, loc, f32, mantissa),
-      f32Const(b, loc, std::ldexp(1.0, 1 - fmt.bias - int(fmt.mantissaBits))));
+      emitF32Constant(b, loc,
+                      std::ldexp(1.0, 1 - fmt.bias - int(fmt.mantissaBits))));
   Value subnormalBits = arith::BitcastOp::create(b, loc, i32, subnormal);
 
   Value isSubnormal = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,

@@ -2,6 +2,8 @@
 
 #include "te/Conversion/TECommon/ScalingMath.h"
 
+#include "te/Conversion/TECommon/FP8Codec.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 
@@ -13,11 +15,6 @@ using namespace mlir::te;
 
 namespace {
 
-Value f32Const(OpBuilder &b, Location loc, double value) {
-  return arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
-                                        APFloat(static_cast<float>(value)));
-}
-
 /// `cond ? a : b` on f32, for readability of the scaling formulas.
 Value select(OpBuilder &b, Location loc, Value cond, Value a, Value c) {
   return arith::SelectOp::create(b, loc, cond, a, c);
@@ -27,13 +24,13 @@ Value isInfOrNaN(OpBuilder &b, Location loc, Value x) {
   Value magnitude = math::AbsFOp::create(b, loc, x);
   // UGE: true for +inf and for NaN (unordered).
   return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UGE, magnitude,
-                               f32Const(b, loc, INFINITY));
+                               emitF32Constant(b, loc, INFINITY));
 }
 
 Value isInf(OpBuilder &b, Location loc, Value x) {
   Value magnitude = math::AbsFOp::create(b, loc, x);
   return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, magnitude,
-                               f32Const(b, loc, INFINITY));
+                               emitF32Constant(b, loc, INFINITY));
 }
 
 } // namespace
@@ -55,16 +52,17 @@ BlockShape mlir::te::getScalingBlockShape(ScalingMode mode,
 
 Value mlir::te::emitScaleFromAmax(OpBuilder &b, Location loc, Value amax,
                                   double fp8Max, float epsilon, bool pow2) {
-  Value eps = f32Const(b, loc, epsilon);
+  Value eps = emitF32Constant(b, loc, epsilon);
   Value below =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, amax, eps);
   Value a = select(b, loc, below, eps, amax);
   Value isZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, a,
-                                       f32Const(b, loc, 0.0));
+                                       emitF32Constant(b, loc, 0.0));
   Value keepOne = arith::OrIOp::create(b, loc, isZero, isInfOrNaN(b, loc, a));
-  Value scale = arith::DivFOp::create(b, loc, f32Const(b, loc, fp8Max), a);
-  scale =
-      select(b, loc, isInf(b, loc, scale), f32Const(b, loc, FLT_MAX), scale);
+  Value scale =
+      arith::DivFOp::create(b, loc, emitF32Constant(b, loc, fp8Max), a);
+  scale = select(b, loc, isInf(b, loc, scale), emitF32Constant(b, loc, FLT_MAX),
+                 scale);
   if (pow2) {
     // Clearing the mantissa rounds down to a power of two.
     Type i32 = b.getI32Type();
@@ -73,22 +71,23 @@ Value mlir::te::emitScaleFromAmax(OpBuilder &b, Location loc, Value amax,
     scale = arith::BitcastOp::create(b, loc, b.getF32Type(),
                                      arith::AndIOp::create(b, loc, bits, mask));
   }
-  return select(b, loc, keepOne, f32Const(b, loc, 1.0), scale);
+  return select(b, loc, keepOne, emitF32Constant(b, loc, 1.0), scale);
 }
 
 Value mlir::te::emitDelayedScale(OpBuilder &b, Location loc, Value a,
                                  Value previous, double scaledMax) {
   Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, a,
-                                         f32Const(b, loc, 0.0));
+                                         emitF32Constant(b, loc, 0.0));
   Value usable = arith::AndIOp::create(
       b, loc, positive,
       arith::XOrIOp::create(
           b, loc, isInfOrNaN(b, loc, a),
           arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)));
-  Value scale = arith::DivFOp::create(b, loc, f32Const(b, loc, scaledMax), a);
+  Value scale =
+      arith::DivFOp::create(b, loc, emitF32Constant(b, loc, scaledMax), a);
   scale = select(b, loc, usable, scale, previous);
-  scale =
-      select(b, loc, isInf(b, loc, scale), f32Const(b, loc, FLT_MAX), scale);
+  scale = select(b, loc, isInf(b, loc, scale), emitF32Constant(b, loc, FLT_MAX),
+                 scale);
   return scale;
 }
 
@@ -99,7 +98,7 @@ std::pair<Value, Value> mlir::te::emitE8M0Scale(OpBuilder &b, Location loc,
     return arith::ConstantIntOp::create(b, loc, i32, v);
   };
   Value ratio = arith::MulFOp::create(
-      b, loc, amax, f32Const(b, loc, static_cast<float>(1.0 / fp8Max)));
+      b, loc, amax, emitF32Constant(b, loc, static_cast<float>(1.0 / fp8Max)));
   Value bits = arith::BitcastOp::create(b, loc, i32, ratio);
   Value exponent = arith::ShRUIOp::create(b, loc, bits, c(23));
   Value mantissa = arith::AndIOp::create(b, loc, bits, c(0x7FFFFF));

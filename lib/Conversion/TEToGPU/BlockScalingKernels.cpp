@@ -92,7 +92,7 @@ BlockScale emitBlockScale(OpBuilder &b, Location loc, QuantizeOp op, Value amax,
       emitScaleFromAmax(b, loc, amax, fp8Max, op.getEpsilon().convertToFloat(),
                         op.getPow2Scales());
   Value scaleInv =
-      arith::DivFOp::create(b, loc, f32Constant(b, loc, 1.0), scale);
+      arith::DivFOp::create(b, loc, emitF32Constant(b, loc, 1.0), scale);
   return {scaleInv, scale};
 }
 
@@ -224,7 +224,6 @@ SquareBlockKernels addSquareBlockKernels(KernelSet &set, OpBuilder &b,
                                          MatrixView view, BlockShape block,
                                          MemRefType dataType,
                                          MemRefType scaleType) {
-  MLIRContext *context = b.getContext();
   auto fp8Type = cast<FloatType>(dataType.getElementType());
   int64_t blockRows = ceilDiv(view.rows, block.rows);
   int64_t blockCols = ceilDiv(view.cols, block.cols);
@@ -341,7 +340,6 @@ SquareBlockKernels addSquareBlockKernels(KernelSet &set, OpBuilder &b,
           return Value();
         });
   }
-  (void)context;
   return k;
 }
 

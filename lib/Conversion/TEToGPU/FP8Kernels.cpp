@@ -49,15 +49,6 @@ void storeScalar(OpBuilder &b, Location loc, Value value, Value buffer) {
   memref::StoreOp::create(b, loc, value, buffer, ValueRange{});
 }
 
-/// `init(amax)`: amax = 0, before amax kernels raise it.
-gpu::GPUFuncOp addAmaxInit(KernelSet &set, OpBuilder &b, Location loc) {
-  auto kernel = set.addKernel(b, "amax_init", {scalarF32(b.getContext())});
-  ifFirstThread(b, loc, [&](OpBuilder &b, Location loc) {
-    storeScalar(b, loc, f32Constant(b, loc, 0.0), kernel.getArgument(0));
-  });
-  return kernel;
-}
-
 /// Ends an amax kernel: the block's maximum of `bits` into `amax`.
 void finishAmax(KernelSet &set, OpBuilder &b, Location loc,
                 gpu::GPUFuncOp kernel, Value bits, Value amax) {
@@ -198,8 +189,8 @@ LogicalResult lowerUpdateDelayedScaling(UpdateDelayedScalingOp op,
         memref::StoreOp::create(b, loc, amax, newHistory, j);
         // history'[i] = history[i - 1], folding each into the maximum
         // (from 0, NaN skipped: maxnumf, as TE's fmaxf).
-        Value init =
-            arith::MaxNumFOp::create(b, loc, f32Constant(b, loc, 0.0), amax);
+        Value init = arith::MaxNumFOp::create(
+            b, loc, emitF32Constant(b, loc, 0.0), amax);
         auto roll = scf::ForOp::create(
             b, loc, indexConstant(b, loc, 1), indexConstant(b, loc, length),
             indexConstant(b, loc, 1), ValueRange{init},
@@ -378,10 +369,11 @@ LogicalResult lowerQuantize(QuantizeOp op, const GPUTargetInfo &target) {
       b, "init", {scalarF32(context), scalarF32(context), scalarF32(context)});
   ifFirstThread(b, loc, [&](OpBuilder &b, Location loc) {
     Value scale = loadScalar(b, loc, init.getArgument(0));
-    storeScalar(b, loc,
-                arith::DivFOp::create(b, loc, f32Constant(b, loc, 1.0), scale),
-                init.getArgument(1));
-    storeScalar(b, loc, f32Constant(b, loc, 0.0), init.getArgument(2));
+    storeScalar(
+        b, loc,
+        arith::DivFOp::create(b, loc, emitF32Constant(b, loc, 1.0), scale),
+        init.getArgument(1));
+    storeScalar(b, loc, emitF32Constant(b, loc, 0.0), init.getArgument(2));
   });
   int64_t castBlocks = 1, amaxBlocks = 1;
   gpu::GPUFuncOp castKernel, amaxKernel, transposeKernel;

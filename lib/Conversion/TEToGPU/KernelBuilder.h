@@ -79,7 +79,6 @@ MemRefType bufferType(RankedTensorType type);
 
 Value indexConstant(OpBuilder &b, Location loc, int64_t value);
 Value i32Constant(OpBuilder &b, Location loc, int64_t value);
-Value f32Constant(OpBuilder &b, Location loc, double value);
 
 /// `buffer` (static shape, rank >= 1) as a 1-D memref.
 Value flatten(OpBuilder &b, Location loc, Value buffer);
@@ -98,6 +97,10 @@ Value gridStrideLoop(
 /// Runs `body` in thread 0 of the block only.
 void ifFirstThread(OpBuilder &b, Location loc,
                    function_ref<void(OpBuilder &, Location)> body);
+
+/// `amax_init(amax)`: sets the rank-0 f32 `amax` to 0, the launch before
+/// kernels raise it with atomicMaxBits.
+gpu::GPUFuncOp addAmaxInit(KernelSet &set, OpBuilder &b, Location loc);
 
 /// The workgroup memory type for the block reduction: one i32 per warp of
 /// a block of `threads`.

@@ -73,7 +73,7 @@ void stageTile(OpBuilder &b, Location loc, Value operand, Value tile,
             b, loc, operand, kContiguous ? ValueRange{r, c} : ValueRange{c, r});
         Value value =
             arith::SelectOp::create(b, loc, inside, emitFP8ToF32(b, loc, code),
-                                    f32Constant(b, loc, 0.0));
+                                    emitF32Constant(b, loc, 0.0));
         Value narrow = arith::TruncFOp::create(b, loc, b.getBF16Type(), value);
         memref::StoreOp::create(b, loc, narrow, tile,
                                 ValueRange{at.row.value, at.col.value});
@@ -111,13 +111,8 @@ LogicalResult gpu_lowering::lowerScaledMatmul(ScaledMatmulOp op,
 
   // init(amax): zeroed before the blocks raise it (FP8 outputs only).
   gpu::GPUFuncOp init;
-  if (fp8Out) {
-    init = set.addKernel(b, "amax_init", {scalar});
-    ifFirstThread(b, loc, [&](OpBuilder &b, Location loc) {
-      memref::StoreOp::create(b, loc, f32Constant(b, loc, 0.0),
-                              init.getArgument(0), ValueRange{});
-    });
-  }
+  if (fp8Out)
+    init = addAmaxInit(set, b, loc);
 
   SmallVector<Type> arguments = {
       bufferType(aTensor),
@@ -168,7 +163,7 @@ LogicalResult gpu_lowering::lowerScaledMatmul(ScaledMatmulOp op,
   auto accIndex = [](int mi, int ni, int i) {
     return (mi * Tiling::kTilesN + ni) * mma::kCElements + i;
   };
-  SmallVector<Value> zeros(kAccumulators, f32Constant(b, loc, 0.0));
+  SmallVector<Value> zeros(kAccumulators, emitF32Constant(b, loc, 0.0));
   auto kLoop = scf::ForOp::create(
       b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, k),
       indexConstant(b, loc, Tiling::kBlockK), zeros,

@@ -176,11 +176,6 @@ Value gpu_lowering::i32Constant(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIntOp::create(b, loc, b.getI32Type(), value);
 }
 
-Value gpu_lowering::f32Constant(OpBuilder &b, Location loc, double value) {
-  return arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
-                                        APFloat(static_cast<float>(value)));
-}
-
 Value gpu_lowering::flatten(OpBuilder &b, Location loc, Value buffer) {
   auto type = cast<MemRefType>(buffer.getType());
   if (type.getRank() == 1)
@@ -234,6 +229,17 @@ void gpu_lowering::ifFirstThread(
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(branch.thenBlock());
   body(b, loc);
+}
+
+gpu::GPUFuncOp gpu_lowering::addAmaxInit(KernelSet &set, OpBuilder &b,
+                                         Location loc) {
+  auto kernel =
+      set.addKernel(b, "amax_init", {MemRefType::get({}, b.getF32Type())});
+  ifFirstThread(b, loc, [&](OpBuilder &b, Location loc) {
+    memref::StoreOp::create(b, loc, emitF32Constant(b, loc, 0.0),
+                            kernel.getArgument(0), ValueRange{});
+  });
+  return kernel;
 }
 
 MemRefType gpu_lowering::reductionScratchType(MLIRContext *context,

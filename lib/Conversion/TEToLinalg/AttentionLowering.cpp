@@ -62,11 +62,6 @@ struct IndexMath {
   }
 };
 
-Value f32Const(OpBuilder &b, Location loc, double value) {
-  return arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
-                                        APFloat(static_cast<float>(value)));
-}
-
 /// Indices of the first element of the row (batch, position, head) of a
 /// Q/K/V/O tensor in `layout`; for thd `position` is the token index.
 SmallVector<Value> rowIndices(QKVLayout layout, Value batch, Value position,
@@ -316,7 +311,7 @@ Value emitExtraLogit(OpBuilder &b, Location loc, const AttentionConfig &c,
   if (c.softmax == SoftmaxKind::vanilla)
     return {};
   if (c.softmax == SoftmaxKind::off_by_one)
-    return f32Const(b, loc, 0.0);
+    return emitF32Constant(b, loc, 0.0);
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   return tensor::ExtractOp::create(b, loc, c.softmaxOffset,
                                    ValueRange{zero, head, zero, zero});
@@ -367,12 +362,12 @@ Value emitDropoutFactor(OpBuilder &b, Location loc, const AttentionConfig &c,
   Value top = arith::ShRUIOp::create(b, loc, z, c64(40));
   Value u = arith::MulFOp::create(
       b, loc, arith::UIToFPOp::create(b, loc, b.getF32Type(), top),
-      f32Const(b, loc, std::ldexp(1.0, -24)));
+      emitF32Constant(b, loc, std::ldexp(1.0, -24)));
   Value keep = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, u,
-                                     f32Const(b, loc, c.dropout));
-  return arith::SelectOp::create(b, loc, keep,
-                                 f32Const(b, loc, 1.0 / (1.0 - c.dropout)),
-                                 f32Const(b, loc, 0.0));
+                                     emitF32Constant(b, loc, c.dropout));
+  return arith::SelectOp::create(
+      b, loc, keep, emitF32Constant(b, loc, 1.0 / (1.0 - c.dropout)),
+      emitF32Constant(b, loc, 0.0));
 }
 
 using KeyBody = function_ref<SmallVector<Value>(OpBuilder &, Location,
@@ -505,7 +500,7 @@ SmallVector<Value> finishForwardRow(OpBuilder &b, Location loc,
                                     Value acc, ValueRange results) {
   auto accType = cast<VectorType>(acc.getType());
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value negInf = f32Const(b, loc, -INFINITY);
+  Value negInf = emitF32Constant(b, loc, -INFINITY);
   // The extra denominator term, folded in like a key with a zero V row.
   if (Value extra = emitExtraLogit(b, loc, c, head)) {
     Value mNew = arith::MaximumFOp::create(b, loc, m, extra);
@@ -521,8 +516,9 @@ SmallVector<Value> finishForwardRow(OpBuilder &b, Location loc,
   }
 
   Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l,
-                                     f32Const(b, loc, 0.0));
-  Value safeL = arith::SelectOp::create(b, loc, seen, l, f32Const(b, loc, 1.0));
+                                     emitF32Constant(b, loc, 0.0));
+  Value safeL =
+      arith::SelectOp::create(b, loc, seen, l, emitF32Constant(b, loc, 1.0));
   Value rowOut =
       arith::DivFOp::create(b, loc, acc, splat(b, loc, safeL, accType));
   Value lseValue = arith::SelectOp::create(
@@ -623,7 +619,7 @@ Value readPaddedKV(OpBuilder &b, Location loc, const AttentionConfig &c,
   Value value = readElementF32(b, loc, c, tensor, batch, im.min(token, last),
                                head, column);
   return arith::SelectOp::create(b, loc, im.le(token, last), value,
-                                 f32Const(b, loc, 0.0));
+                                 emitF32Constant(b, loc, 0.0));
 }
 
 /// The blocked forward pass of one op: tiles of query rows of one (batch,
@@ -652,7 +648,7 @@ struct BlockedForward {
         [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
           return arith::MulFOp::create(
               b, loc, readElementF32(b, loc, c, c.q, i[0], i[2], i[1], i[3]),
-              f32Const(b, loc, c.scale));
+              emitF32Constant(b, loc, c.scale));
         });
     kt = generateF32(
         b, loc, {c.batches, c.headsKV, chunks, headDimQK, kKeyChunk},
@@ -738,7 +734,7 @@ struct BlockedForward {
                                               ValueRange{i});
           Value acc = vector::TransferReadOp::create(
               b, loc, accType, chunkLoop.getResult(2), ValueRange{i, im.c(0)},
-              f32Const(b, loc, 0.0), ArrayRef<bool>{true});
+              emitF32Constant(b, loc, 0.0), ArrayRef<bool>{true});
           scf::YieldOp::create(b, loc,
                                finishForwardRow(b, loc, c, oType, batch, head,
                                                 im.add(first, i), m, l, acc,
@@ -798,8 +794,8 @@ struct BlockedForward {
     int64_t pieceWidth = headDimV % 16 == 0 ? 16 : headDimV;
     int64_t pieces = headDimV / pieceWidth;
     auto pieceType = VectorType::get({pieceWidth}, f32);
-    Value negInf = f32Const(b, loc, -INFINITY);
-    Value zeroF = f32Const(b, loc, 0.0);
+    Value negInf = emitF32Constant(b, loc, -INFINITY);
+    Value zeroF = emitF32Constant(b, loc, 0.0);
 
     // scores[i] = sum over columns t of qs[row i, t] * K^T[t, chunk]: outer
     // products, one K^T load and `rows` broadcasts per column.
@@ -1003,13 +999,14 @@ struct AttentionOpLowering : OpConversionPattern<AttentionOp> {
     RowGeometry g = computeRowGeometry(b, loc, c, batch, row);
     SmallVector<Value> rowAt = rowIndices(c.layout, batch, row, head, zero);
     Value qRow = readRow(b, loc, c.q, rowAt);
-    Value negInf = f32Const(b, loc, -INFINITY);
+    Value negInf = emitF32Constant(b, loc, -INFINITY);
     Value accInit = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));
 
     // Online softmax: running max m, denominator l, weighted sum of V rows.
     auto keyLoop = forEachVisibleKey(
-        b, loc, c, g, head, ValueRange{negInf, f32Const(b, loc, 0.0), accInit},
+        b, loc, c, g, head,
+        ValueRange{negInf, emitF32Constant(b, loc, 0.0), accInit},
         [&](OpBuilder &b, Location loc, Value key, ValueRange state) {
           Value token = arith::AddIOp::create(b, loc, g.kvBase, key);
           SmallVector<Value> kvAt =

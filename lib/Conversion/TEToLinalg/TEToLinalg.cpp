@@ -40,11 +40,6 @@ namespace {
 // Helpers
 //===----------------------------------------------------------------------===//
 
-Value f32Const(OpBuilder &b, Location loc, double value) {
-  return arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
-                                        APFloat(static_cast<float>(value)));
-}
-
 /// An empty tensor shaped like `like` (dynamic sizes included) with another
 /// element type.
 Value emptyLike(OpBuilder &b, Location loc, Value like, Type elementType) {
@@ -254,8 +249,8 @@ struct UpdateDelayedScalingOpLowering
     Value chosen = amax;
     if (op.getAmaxAlgo() == AmaxComputeAlgo::max) {
       Value init = emptyLike(rewriter, loc, amax, rewriter.getF32Type());
-      init = linalg::FillOp::create(rewriter, loc, f32Const(rewriter, loc, 0.0),
-                                    init)
+      init = linalg::FillOp::create(rewriter, loc,
+                                    emitF32Constant(rewriter, loc, 0.0), init)
                  .getResult(0);
       chosen = linalg::ReduceOp::create(
                    rewriter, loc, newHistory, init, /*dimensions=*/{0},
@@ -398,7 +393,8 @@ struct QuantizeOpLowering : OpConversionPattern<QuantizeOp> {
         [](OpBuilder &b, Location loc, ValueRange args) {
           linalg::YieldOp::create(
               b, loc,
-              arith::DivFOp::create(b, loc, f32Const(b, loc, 1.0), args[0])
+              arith::DivFOp::create(b, loc, emitF32Constant(b, loc, 1.0),
+                                    args[0])
                   .getResult());
         });
     results.push_back(scaleInv.getResult(0));
@@ -454,8 +450,8 @@ struct ScaledMatmulOpLowering : OpConversionPattern<ScaledMatmulOp> {
     // acc[i, j] = sum_k A'[i, k] * B'[k, j] in f32; FP8 products are exact.
     Value accInit =
         tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{m, n}, f32);
-    accInit = linalg::FillOp::create(rewriter, loc,
-                                     f32Const(rewriter, loc, 0.0), accInit)
+    accInit = linalg::FillOp::create(
+                  rewriter, loc, emitF32Constant(rewriter, loc, 0.0), accInit)
                   .getResult(0);
     SmallVector<AffineMap> matmulMaps = {
         AffineMap::get(
@@ -704,7 +700,7 @@ std::pair<Value, Value> buildBlockQuantize(OpBuilder &b, Location loc,
         }
         Value scale = emitScaleFromAmax(b, loc, args[0], fp8Max, epsilon, pow2);
         Value scaleInv =
-            arith::DivFOp::create(b, loc, f32Const(b, loc, 1.0), scale);
+            arith::DivFOp::create(b, loc, emitF32Constant(b, loc, 1.0), scale);
         linalg::YieldOp::create(b, loc, ValueRange{scaleInv, scale});
       });
 

@@ -360,6 +360,11 @@ FailureOr<EntryPlan> planEntry(func::FuncOp function, const KernelEntry &entry,
       plan.lines.push_back(std::move(line));
       continue;
     }
+    if (isa<memref::CopyOp>(op))
+      return op.emitError("the cuda target cannot yet copy buffers on the "
+                          "host: an entry point returns one of its inputs, "
+                          "or one value twice; return only results of te "
+                          "ops, each once");
     return op.emitError("the cuda target cannot run '")
            << op.getName() << "' on the host; entry points may only "
            << "allocate temporaries and launch kernels";

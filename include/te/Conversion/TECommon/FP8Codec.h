@@ -17,6 +17,10 @@
 
 namespace mlir::te {
 
+/// An f32 constant (`value` rounded to f32), for the formulas here and in
+/// every lowering.
+Value emitF32Constant(OpBuilder &b, Location loc, double value);
+
 /// True for the FP8 element types the codec handles (f8E4M3FN, f8E5M2).
 bool isFP8Type(Type type);
 
