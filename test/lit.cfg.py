@@ -1,5 +1,6 @@
 # lit configuration for te-mlir's FileCheck tests.
 import os
+import platform
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -32,6 +33,10 @@ llvm_config.add_tool_substitutions(
      ToolSubst("te-plugin-check", unresolved="fatal")],
     [config.te_tools_dir]
 )
+
+# Tests that name x86 processors (TE_CPU_ARCH).
+if platform.machine() in ("x86_64", "AMD64"):
+    config.available_features.add("x86_64")
 
 # The in-tree oneDNN plugin is built when libdnnl-dev is installed.
 if os.path.exists(os.path.join(config.te_obj_root, "lib", "te-mlir", "plugins",

@@ -9,6 +9,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/TargetSelect.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 
@@ -29,14 +32,60 @@ bool TargetInfo::hasFeature(llvm::StringRef feature) const {
   return false;
 }
 
+namespace {
+/// The LLVM features of processor `cpu` on `triple`, or nullopt if LLVM
+/// does not know that processor there.
+std::optional<std::string> featuresOfProcessor(const std::string &triple,
+                                               const std::string &cpu) {
+  llvm::InitializeNativeTarget();
+  llvm::Triple parsed(triple);
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(parsed, error);
+  if (!target)
+    return std::nullopt;
+  // Asked of the generic processor first: LLVM warns on stderr when a
+  // subtarget is created for a processor it does not know.
+  std::unique_ptr<llvm::MCSubtargetInfo> generic(
+      target->createMCSubtargetInfo(parsed, "", ""));
+  if (!generic || !generic->isCPUStringValid(cpu))
+    return std::nullopt;
+  std::unique_ptr<llvm::MCSubtargetInfo> processor(
+      target->createMCSubtargetInfo(parsed, cpu, ""));
+  llvm::SubtargetFeatures features;
+  for (const llvm::SubtargetFeatureKV &feature :
+       processor->getAllProcessorFeatures())
+    features.AddFeature(feature.Key,
+                        processor->getFeatureBits().test(feature.Value));
+  return features.getString();
+}
+} // namespace
+
+std::optional<std::string> mlir::te::plugin::getHostTargetError() {
+  const char *requested = std::getenv("TE_CPU_ARCH");
+  if (!requested || !*requested)
+    return std::nullopt;
+  if (featuresOfProcessor(llvm::sys::getProcessTriple(), requested))
+    return std::nullopt;
+  return "TE_CPU_ARCH=" + std::string(requested) +
+         " is not a processor LLVM knows for " + llvm::sys::getProcessTriple() +
+         "; use one such as x86-64-v3, znver4 or sapphirerapids (`llc "
+         "-mcpu=help` lists them), or unset it to compile for this host";
+}
+
 const TargetInfo &mlir::te::plugin::getHostTarget() {
   static const TargetInfo host = [] {
+    std::string triple = llvm::sys::getProcessTriple();
+    if (const char *requested = std::getenv("TE_CPU_ARCH");
+        requested && *requested)
+      return TargetInfo{"cpu", triple, requested,
+                        featuresOfProcessor(triple, requested).value_or("")};
     llvm::SubtargetFeatures features;
     for (const llvm::StringMapEntry<bool> &feature :
          llvm::sys::getHostCPUFeatures())
       features.AddFeature(feature.first(), feature.second);
-    return TargetInfo{"cpu", llvm::sys::getProcessTriple(),
-                      llvm::sys::getHostCPUName().str(), features.getString()};
+    return TargetInfo{"cpu", triple, llvm::sys::getHostCPUName().str(),
+                      features.getString()};
   }();
   return host;
 }

@@ -1,6 +1,7 @@
 //===- KernelCacheTest.cpp - The on-disk kernel cache ---------------------===//
 
 #include "te/JIT/KernelCache.h"
+#include "te/JIT/KernelProvider.h"
 #include "te/JIT/Sha256.h"
 
 #include <gtest/gtest.h>
@@ -83,6 +84,25 @@ TEST(KeyBuilder, EveryPartAndItsBoundaryCounts) {
   EXPECT_NE(base, KeyBuilder().add("ir", "ab").add("target", "cx").finish());
   EXPECT_NE(base, KeyBuilder().add("target", "x").add("ir", "abc").finish());
   EXPECT_EQ(base.size(), 64u);
+}
+
+// The source key must change with every setting that changes the code a
+// compile makes, or a kernel for one processor or GPU arch would answer for
+// another.
+TEST(CodeGeneration, EveryTargetSettingChangesTheDescription) {
+  const char *names[] = {"TE_CPU_ARCH", "TE_CUDA_ARCH", "TE_CUDA_PATH",
+                         "CUDA_HOME"};
+  for (const char *name : names)
+    unsetenv(name);
+  std::string plain = te::cache::describeCodeGeneration("cpu");
+  for (const char *name : names) {
+    setenv(name, "x", 1);
+    EXPECT_NE(te::cache::describeCodeGeneration("cpu"), plain) << name;
+    unsetenv(name);
+  }
+  // Another device adds the arch its runtime reports (none here).
+  EXPECT_NE(te::cache::describeCodeGeneration("no-such-device"), plain);
+  EXPECT_EQ(te::cache::describeCodeGeneration("cpu"), plain);
 }
 
 TEST_F(DiskCacheTest, MissPublishHit) {

@@ -70,6 +70,15 @@ size_t getLoadedPluginCount();
 /// vendor, model and feature flags. Reads /proc/cpuinfo; no LLVM.
 std::string describeHostCPU();
 
+/// What else decides the code a compile for `device` makes, for the source
+/// key (the canonical key has it from the target itself): the settings
+/// that choose the processor or GPU arch or the toolkit (TE_CPU_ARCH,
+/// TE_CUDA_ARCH, TE_CUDA_PATH, CUDA_HOME), and for a device other than the
+/// CPU the arch the runtime reports for it (te_device_target_arch, asked
+/// once per device and process), which is what a compile without
+/// TE_CUDA_ARCH targets.
+std::string describeCodeGeneration(const std::string &device);
+
 class KernelProvider {
 public:
   /// `compilerLibrary`: path of libTECompiler.so; `warn` receives cache

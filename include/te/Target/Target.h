@@ -57,8 +57,15 @@ struct TargetInfo {
   bool hasFeature(llvm::StringRef feature) const;
 };
 
-/// The host CPU as a lowering target.
+/// The host CPU as a lowering target: this machine's processor and
+/// features, or the processor TE_CPU_ARCH names (an LLVM processor name such
+/// as x86-64-v3 or znver4, for ahead-of-time compiles for other machines and
+/// for testing the paths of hosts without this one's features).
 const TargetInfo &getHostTarget();
+
+/// Why TE_CPU_ARCH cannot be compiled for, or nullopt if it is unset or LLVM
+/// knows the processor it names.
+std::optional<std::string> getHostTargetError();
 
 /// A target's own lowering of single te ops: what the dispatch leaves ops
 /// to when no plugin provider takes them, and what providers may extend or

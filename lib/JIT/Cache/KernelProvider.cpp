@@ -12,6 +12,7 @@
 #include "te/JIT/Compiler.h"
 #include "te/JIT/Sha256.h"
 #include "te/Plugin/PluginSearch.h"
+#include "te/Runtime/Runtime.h"
 #include "te/Version.h"
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <sys/stat.h>
@@ -31,6 +33,40 @@
 using namespace te::cache;
 using te::support::Expected;
 using te::support::Status;
+
+namespace {
+/// te_device_target_arch of device 0 of `device`, or "" where it cannot be
+/// opened or names none; asked once per device and process.
+std::string deviceTargetArch(const std::string &device) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = known.find(device);
+  if (found != known.end())
+    return found->second;
+  std::string arch;
+  te_device *opened = nullptr;
+  if (te_device_open(device.c_str(), 0, &opened) == TE_OK) {
+    if (const char *name = te_device_target_arch(opened))
+      arch = name;
+    te_device_release(opened);
+  }
+  known.emplace(device, arch);
+  return arch;
+}
+} // namespace
+
+std::string te::cache::describeCodeGeneration(const std::string &device) {
+  std::string description;
+  for (const char *name :
+       {"TE_CPU_ARCH", "TE_CUDA_ARCH", "TE_CUDA_PATH", "CUDA_HOME"}) {
+    const char *value = std::getenv(name);
+    description += std::string(name) + "=" + (value ? value : "") + "\n";
+  }
+  if (device != "cpu")
+    description += "device-arch=" + deviceTargetArch(device) + "\n";
+  return description;
+}
 
 namespace {
 
@@ -332,22 +368,25 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
   // say (TargetBackend::buildReferencePipeline).
   const char *pipeline = reference ? kReferencePipeline : kPipeline;
   // Every environment variable that changes code generation joins the
-  // keys: today those of the plugins. TE_DUMP_DIR only writes files beside
-  // a compile, so it stays out (a hit dumps nothing).
+  // keys: the plugins' and the target settings (describeCodeGeneration).
+  // TE_DUMP_DIR only writes files beside a compile, so it stays out (a hit
+  // dumps nothing).
   std::string host = describeHostCPU();
   std::string pluginEnvironment =
       reference ? "" : describePluginEnvironment(compilerLibrary);
   // The name joins the source key because the alias keeps the program's
   // source locations, which name its file.
-  std::string sourceKey = KeyBuilder()
-                              .add("source", source)
-                              .add("source-name", sourceName)
-                              .add("pipeline", pipeline)
-                              .add("device", device)
-                              .add("host", host)
-                              .add("build", buildId)
-                              .add("plugin-environment", pluginEnvironment)
-                              .finish();
+  std::string sourceKey =
+      KeyBuilder()
+          .add("source", source)
+          .add("source-name", sourceName)
+          .add("pipeline", pipeline)
+          .add("device", device)
+          .add("host", host)
+          .add("code-generation", describeCodeGeneration(device))
+          .add("build", buildId)
+          .add("plugin-environment", pluginEnvironment)
+          .finish();
   ProvidedKernel provided;
   provided.sourceKey = sourceKey;
   std::string &locations = provided.sourceLocations;

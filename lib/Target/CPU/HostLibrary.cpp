@@ -234,6 +234,8 @@ LogicalResult mlir::te::writeHostArtifact(ModuleOp module,
     return mlir::emitError(loc, "translation to LLVM IR failed");
 
   initializeNativeTarget();
+  if (std::optional<std::string> error = plugin::getHostTargetError())
+    return mlir::emitError(loc, *error);
   const plugin::TargetInfo &host = plugin::getHostTarget();
   llvm::Triple triple(host.triple);
   std::string error;
