@@ -107,6 +107,26 @@ func.func @dequantize(%d: tensor<256x{fmt}>, %s: tensor<f32>) -> tensor<256x{out
     assert np.array_equal(result, want, equal_nan=True)
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("out,nan_bits", [("bf16", 0x7FC0), ("f16", 0x7E00)])
+def test_dequantize_nan_is_one_pattern(te_run, fmt, out, nan_bits):
+    # Every target writes the same NaN (the GPU's cvt would give 0x7FFF,
+    # x86 would keep the sign), so CPU and GPU outputs agree bit for bit.
+    program = te_run.program(f"""
+func.func @dequantize(%d: tensor<256x{fmt}>, %s: tensor<f32>) -> tensor<256x{out}> {{
+  %x = te.dequantize %d, %s mode per_tensor : tensor<256x{fmt}>, tensor<f32> -> tensor<256x{out}>
+  return %x : tensor<256x{out}>
+}}
+""")
+    codes = np.arange(256, dtype=np.uint8)
+    (result,) = te_run.run_kernel(program, [codes, np.array(np.float32(2))])
+    bits = result.view(np.uint16)
+    nan = np.isnan(codes.view(FORMATS[fmt][0]).astype(np.float32))
+    assert nan.sum() >= 2  # both signs
+    assert (bits[nan] == nan_bits).all(), [hex(v) for v in bits[nan]]
+    assert not np.isnan(bits[~nan].view(np.float16 if out == "f16" else ml_dtypes.bfloat16).astype(np.float32)).any()
+
+
 def test_amax(te_run):
     program = te_run.program("""
 func.func @amax(%x: tensor<3x1000xf16>) -> tensor<f32> {

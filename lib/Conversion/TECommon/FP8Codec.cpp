@@ -185,7 +185,21 @@ Value mlir::te::emitTruncFromF32(OpBuilder &b, Location loc, Value value,
     return value;
   if (isFP8Type(type))
     return emitF32ToFP8(b, loc, value, cast<FloatType>(type));
-  return arith::TruncFOp::create(b, loc, type, value);
+  Value narrow = arith::TruncFOp::create(b, loc, type, value);
+  // Conversion instructions disagree on the NaN they produce (PTX's cvt
+  // gives 0x7FFF, MLIR's bf16 expansion 0x7FC0, x86 keeps the sign), so
+  // NaN is chosen here, the same on every target.
+  auto floatType = cast<FloatType>(type);
+  unsigned width = floatType.getWidth();
+  APInt quietNaN =
+      APInt::getBitsSet(width, floatType.getFPMantissaWidth() - 2, width - 1);
+  Value nan = arith::ConstantOp::create(
+      b, loc,
+      b.getFloatAttr(floatType,
+                     APFloat(floatType.getFloatSemantics(), quietNaN)));
+  Value isNaN =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, value, value);
+  return arith::SelectOp::create(b, loc, isNaN, nan, narrow);
 }
 
 Value mlir::te::emitAmaxBits(OpBuilder &b, Location loc, Value f32Value) {
