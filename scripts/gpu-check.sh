@@ -8,19 +8,28 @@
 # (into $TE_GPU_KERNELS, else $TE_BUILD_DIR/gpu-kernels: bench/gpu/*.mlir
 # and the FP8 examples, each as NAME.fatbin for sm_90a, NAME-sm80.fatbin
 # for sm_80, whose PTX the driver compiles for newer GPUs, and NAME.so for
-# the CPU). Carry build/bin,
+# the CPU, for x86-64-v3 (AVX2) or TE_GPU_CHECK_CPU_ARCH). Carry build/bin,
 # build/lib and build/gpu-kernels to the GPU machine and run there:
 #
 #   scripts/gpu-check.sh [OUTPUT_DIR]
 #
-# It writes OUTPUT_DIR/gpu-check.json ($OUT, else build/gpu-check; the build
-# directory is $TE_BUILD_DIR, else build): the cuda device's checks and copy
-# bandwidths, then every prepared program run on the GPU and the CPU on the
-# same inputs, the GPU's outputs checked against the CPU's (within each
-# type's tolerance; bit-exactness, which the FP8 kernels promise, is
-# reported), again with NaNs, infinities and out-of-range values in the
-# float inputs, and each GPU entry timed (te-gpu-check). Without a GPU it prints
-# "SKIPPED: <why>" and exits 0. Bounded to 8 minutes.
+# It writes into OUTPUT_DIR ($OUT, else build/gpu-check; the build
+# directory is $TE_BUILD_DIR, else build):
+#   gpu-check.json   the cuda device's checks and copy bandwidths;
+#   kernels.json     every prepared program, each in its own process, run on
+#                    the GPU and the CPU on the same inputs, the GPU's outputs
+#                    checked against the CPU's (within each type's tolerance;
+#                    bit-exactness, which the FP8 kernels promise, is
+#                    reported), again with NaNs, infinities and out-of-range
+#                    values in the float inputs, each GPU entry timed
+#                    (te-gpu-check --only);
+#   torch-peers.json PyTorch on the same work, where it is
+#                    (bench/gpu/torch_peers.py), the peer for the timings;
+#   sanitizer.txt    compute-sanitizer memcheck and racecheck of every sm_90a
+#                    program, where compute-sanitizer is.
+# Exits 1 when a check fails. Without a GPU it prints "SKIPPED: <why>" and
+# exits 0. TE_GPU_CHECK_DEVICE=cpu runs the programs' checks on the CPU
+# against itself (how its steps are tested without a GPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,7 +44,10 @@ if [[ "${1:-}" == "--prepare" ]]; then
       --emit=module -o "$kernels/$name.fatbin"
     TE_CUDA_ARCH=sm_80 "$build/bin/te-run" "$program" --backend cuda \
       --emit=module -o "$kernels/$name-sm80.fatbin"
-    "$build/bin/te-run" "$program" --emit=module -o "$kernels/$name.so"
+    # For any x86-64 CPU of the last decade: the GPU machine's CPU is not
+    # this one.
+    TE_CPU_ARCH="${TE_GPU_CHECK_CPU_ARCH:-x86-64-v3}" "$build/bin/te-run" \
+      "$program" --emit=module -o "$kernels/$name.so"
     cp "$kernels/$name.so" "$kernels/$name-sm80.so"
   done
   echo "gpu-check: kernels compiled into $kernels"
@@ -43,6 +55,11 @@ if [[ "${1:-}" == "--prepare" ]]; then
 fi
 out="${1:-${OUT:-$build/gpu-check}}"
 runner="$build/bin/te-gpu-check"
+# The device the programs run on: cuda, or cpu (which checks the CPU
+# against itself, so this script's own steps are tested without a GPU).
+device="${TE_GPU_CHECK_DEVICE:-cuda}"
+suffix=.fatbin
+[[ "$device" == cuda ]] || suffix=.so
 if [[ ! -x "$runner" ]]; then
   echo "gpu-check: $runner is missing; run scripts/build.sh first (and carry build/bin and build/lib to the GPU machine)" >&2
   exit 1
@@ -52,10 +69,79 @@ if command -v nvidia-smi > /dev/null; then
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
     > "$out/nvidia-smi.txt" 2>&1 || true
 fi
-args=(--json "$out/gpu-check.json")
-if [[ -d "$kernels" ]]; then
-  args+=(--kernels "$kernels")
-else
-  echo "gpu-check: no $kernels (run scripts/gpu-check.sh --prepare where MLIR is); checking the device only" >&2
+# 1. The device itself: copies and their bandwidths (gpu-check.json).
+status=0
+timeout 120 "$runner" --device "$device" --json "$out/gpu-check.json" || status=$?
+if grep -q '"status": "skipped"' "$out/gpu-check.json" 2> /dev/null; then
+  exit 0
 fi
-timeout 480 "$runner" "${args[@]}"
+if [[ ! -d "$kernels" ]]; then
+  echo "gpu-check: no $kernels (run scripts/gpu-check.sh --prepare where MLIR is); checked the device only" >&2
+  exit "$status"
+fi
+# 2. Each prepared program in its own process (kernels.json: a list of
+# te-gpu-check reports, or what became of a program that crashed or ran
+# past its time), so a kernel that faults or hangs costs only its own
+# figures.
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+programs=()
+for file in "$kernels"/*"$suffix"; do
+  [[ -e "$file" ]] || continue
+  name="$(basename "$file" "$suffix")"
+  [[ "$suffix" == .so && "$name" == *-sm80 ]] && continue
+  programs+=("$name")
+done
+{
+  printf '['
+  separator=""
+  for name in "${programs[@]}"; do
+    code=0
+    timeout 120 "$runner" --device "$device" --megabytes 1 \
+      --kernels "$kernels" --only "$name" --json "$work/$name.json" \
+      > "$work/$name.log" 2>&1 || code=$?
+    cat "$work/$name.log" >&2
+    printf '%s\n' "$separator"
+    if [[ ( $code == 0 || $code == 1 ) && -s "$work/$name.json" ]]; then
+      cat "$work/$name.json"
+    else
+      printf '{"program": "%s", "status": "crashed", "exit_code": %d}' \
+        "$name" "$code"
+      echo "gpu-check: $name exited with $code" >&2
+    fi
+    [[ $code == 0 ]] || status=1
+    separator=","
+  done
+  printf ']\n'
+} > "$out/kernels.json"
+# 3. PyTorch on the same work, where it is (torch-peers.json).
+if [[ "$device" == cuda ]] && python3 -c "import torch" 2> /dev/null; then
+  timeout 150 python3 bench/gpu/torch_peers.py --json "$out/torch-peers.json" ||
+    echo "gpu-check: bench/gpu/torch_peers.py exited with $?" >&2
+fi
+# 4. Memory and shared-memory race checks of every program's launches
+# (sanitizer.txt), where NVIDIA's compute-sanitizer is, while the time
+# bound (TE_GPU_CHECK_SECONDS, 420 by default) lasts.
+sanitizer="$(command -v compute-sanitizer || true)"
+[[ -n "$sanitizer" || ! -x /usr/local/cuda/bin/compute-sanitizer ]] ||
+  sanitizer=/usr/local/cuda/bin/compute-sanitizer
+if [[ "$device" == cuda && -n "$sanitizer" ]]; then
+  for tool in memcheck racecheck; do
+    for name in "${programs[@]}"; do
+      [[ "$name" == *-sm80 ]] && continue
+      if ((SECONDS > ${TE_GPU_CHECK_SECONDS:-420})); then
+        echo "== $tool $name: not run, past the time bound" >> "$out/sanitizer.txt"
+        continue
+      fi
+      echo "== $tool $name" >> "$out/sanitizer.txt"
+      timeout 60 "$sanitizer" --tool "$tool" --error-exitcode 3 \
+        "$runner" --megabytes 1 --repeats 1 --kernels "$kernels" \
+        --only "$name" >> "$out/sanitizer.txt" 2>&1 || {
+        code=$?
+        echo "== $tool $name: exit $code" >> "$out/sanitizer.txt"
+        status=1
+      }
+    done
+  done
+fi
+exit "$status"

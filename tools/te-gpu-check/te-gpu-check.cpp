@@ -1,6 +1,7 @@
 //===- te-gpu-check.cpp - Checks and timings of the cuda device -----------===//
 //
-// te-gpu-check [--json FILE] [--megabytes N] [--kernels DIR] [--device D]
+// te-gpu-check [--json FILE] [--megabytes N] [--kernels DIR [--only NAME]]
+//              [--repeats N] [--device D]
 //
 // What scripts/gpu-check.sh runs where a GPU is lent: opens te-mlir's cuda
 // device and checks that data survives host -> device -> device -> host
@@ -11,7 +12,11 @@
 // by scripts/gpu-check.sh --prepare) runs on both devices on the same
 // generated inputs: each output must be within its type's tolerance of the
 // CPU's (te-run --check's), whether it is bit-identical is reported (the
-// FP8 kernels promise it), and each GPU launch is timed. Writes the figures as
+// FP8 kernels promise it), and each GPU launch is timed (the mean of
+// --repeats launches after a warm-up, 10 by default); --only NAME checks
+// DIR/NAME alone (scripts/gpu-check.sh runs each program in its own process,
+// so a kernel that faults or hangs costs only its program's figures). Writes
+// the figures as
 // JSON. Without a usable driver it prints one "SKIPPED: <why>" line, writes
 // {"status": "skipped", ...} and exits 0; a failed check exits 1. --device runs
 // all of it on another device (cpu: the CPU checked against itself, which tests
@@ -239,6 +244,7 @@ void injectSpecialValues(te::support::NpyArray &array,
 /// the GPU launches. Returns a JSON array; clears `allExact` when an output
 /// differs in a bit and `allWithin` when one is outside its tolerance.
 std::string checkKernels(Report &report, te_device *gpu, const std::string &dir,
+                         const std::string &only, int repeats,
                          const std::string &suffix, bool &allExact,
                          bool &allWithin) {
   te_device *cpu = nullptr;
@@ -250,7 +256,8 @@ std::string checkKernels(Report &report, te_device *gpu, const std::string &dir,
       std::string file = entry->d_name;
       size_t length = suffix.size();
       if (file.size() > length &&
-          file.compare(file.size() - length, length, suffix) == 0)
+          file.compare(file.size() - length, length, suffix) == 0 &&
+          (only.empty() || file == only + suffix))
         names.push_back(file.substr(0, file.size() - length));
     }
     closedir(listing);
@@ -261,6 +268,8 @@ std::string checkKernels(Report &report, te_device *gpu, const std::string &dir,
     report.write();
     std::exit(1);
   }
+  if (!only.empty() && names.empty())
+    fail(report, "--only: no " + dir + "/" + only + suffix);
   std::sort(names.begin(), names.end());
   std::string results = "[";
   for (const std::string &name : names) {
@@ -305,7 +314,7 @@ std::string checkKernels(Report &report, te_device *gpu, const std::string &dir,
       if (te_kernel_launch(cpuKernel, cpuArgs.data(), nargs) ||
           te_device_synchronize(cpu))
         fail(report, name + ": " + entry + " on the cpu");
-      float milliseconds = timed(report, gpu, 10, [&] {
+      float milliseconds = timed(report, gpu, repeats, [&] {
         if (te_kernel_launch(gpuKernel, gpuArgs.data(), nargs))
           fail(report, name + ": " + entry + " on the gpu");
       });
@@ -369,8 +378,8 @@ std::string checkKernels(Report &report, te_device *gpu, const std::string &dir,
 
 int main(int argc, char **argv) {
   Report report;
-  long megabytes = 256;
-  std::string kernels, deviceName = "cuda";
+  long megabytes = 256, repeats = 10;
+  std::string kernels, only, deviceName = "cuda";
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--json" && i + 1 < argc) {
@@ -383,11 +392,20 @@ int main(int argc, char **argv) {
       }
     } else if (arg == "--kernels" && i + 1 < argc) {
       kernels = argv[++i];
+    } else if (arg == "--repeats" && i + 1 < argc) {
+      repeats = std::strtol(argv[++i], nullptr, 10);
+      if (repeats <= 0 || repeats > 100000) {
+        std::fprintf(stderr, "te-gpu-check: --repeats expects 1 to 100000\n");
+        return 2;
+      }
+    } else if (arg == "--only" && i + 1 < argc) {
+      only = argv[++i];
     } else if (arg == "--device" && i + 1 < argc) {
       deviceName = argv[++i];
     } else {
       std::fprintf(stderr, "usage: te-gpu-check [--json FILE] [--megabytes N] "
-                           "[--kernels DIR] [--device D]\n");
+                           "[--kernels DIR [--only NAME]] [--repeats N] "
+                           "[--device D]\n");
       return 2;
     }
   }
@@ -446,7 +464,8 @@ int main(int argc, char **argv) {
   if (!kernels.empty()) {
     std::string suffix = deviceName == "cuda" ? ".fatbin" : ".so";
     report.add("kernels",
-               checkKernels(report, device, kernels, suffix, exact, within));
+               checkKernels(report, device, kernels, only,
+                            static_cast<int>(repeats), suffix, exact, within));
     report.add("kernels_bit_exact", exact ? "true" : "false");
     report.add("kernels_within_tolerance", within ? "true" : "false");
   }

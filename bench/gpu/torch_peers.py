@@ -1,0 +1,147 @@
+"""PyTorch on the same GPU work as bench/gpu/*.mlir: the peer te-gpu-check's
+timings are read against.
+
+    python3 bench/gpu/torch_peers.py [--json FILE] [--no-compile]
+
+Runs where a CUDA GPU and PyTorch are (scripts/gpu-check.sh calls it after
+te-gpu-check, so both are measured in one run on one GPU). Each peer does
+what the te entry of the same name does, on tensors of the same shapes and
+types, and is timed the way te-gpu-check times a launch: CUDA events around
+`repeats` calls after one warm-up, mean per call. GB/s counts the same
+bytes te-gpu-check counts (every input and output once), so the two can be
+divided. Two flavours: eager PyTorch, and torch.compile of the same
+function (what a user who wants fused kernels would pick; TE's own kernels
+are not installed there). The GEMM peers are torch._scaled_mm (cuBLASLt
+FP8) and a bf16 matmul of the same shape.
+"""
+
+import argparse
+import json
+import sys
+import time
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--no-compile", action="store_true",
+                        help="eager PyTorch only")
+    args = parser.parse_args()
+    try:
+        import torch
+    except ImportError as error:
+        print(f"SKIPPED: PyTorch is not importable ({error})")
+        return 0
+    if not torch.cuda.is_available():
+        print("SKIPPED: PyTorch sees no CUDA device")
+        return 0
+    dev = torch.device("cuda")
+    e4m3, e5m2 = torch.float8_e4m3fn, torch.float8_e5m2
+    fp8_max = torch.finfo(e4m3).max
+    gen = torch.Generator(device=dev).manual_seed(1)
+
+    def normal(shape, dtype):
+        return torch.randn(shape, generator=gen, device=dev).to(dtype)
+
+    def nbytes(*tensors):
+        return sum(t.numel() * t.element_size() for t in tensors)
+
+    def amax(x):
+        return x.abs().amax().float()
+
+    def quantize_rowwise(x, s):
+        a = x.abs().amax().float()
+        d = (x.float() * s).clamp(-fp8_max, fp8_max).to(e4m3)
+        return d, s.reciprocal(), a
+
+    def quantize_both(x, s):
+        d, si, a = quantize_rowwise(x, s)
+        return d, d.t().contiguous(), si, a
+
+    def dequantize(d, si):
+        return (d.float() * si).to(torch.bfloat16)
+
+    def mxfp8_rowwise(x):
+        # E8M0 scale per 1x32 block: 2^(floor(log2(amax)) - 8) for E4M3,
+        # as TE's MXFP8 recipe computes it.
+        rows, cols = x.shape
+        blocks = x.float().reshape(rows, cols // 32, 32)
+        block_amax = blocks.abs().amax(dim=-1, keepdim=True)
+        exponent = torch.floor(torch.log2(block_amax.clamp_min(2.0**-127))) - 8
+        d = (blocks * torch.exp2(-exponent)).clamp(-fp8_max, fp8_max).to(e4m3)
+        return d.reshape(rows, cols), (exponent + 127).to(torch.uint8)
+
+    def mxfp8_both(x):
+        d, s = mxfp8_rowwise(x)
+        dc, sc = mxfp8_rowwise(x.t().contiguous())
+        return d, s, dc.t().contiguous(), sc
+
+    x = normal((8192, 4096), torch.bfloat16)
+    s = torch.tensor(0.5, device=dev)
+    d8 = normal((8192, 4096), e4m3)
+    si = torch.tensor(2.0, device=dev)
+    a8 = normal((1024, 1024), e4m3)
+    b8 = normal((1024, 1024), e4m3)
+    a16, b16 = a8.to(torch.bfloat16), b8.to(torch.bfloat16)
+    one = torch.tensor(1.0, device=dev)
+    gemm_bytes = nbytes(a8, b8, one, one) + 1024 * 1024 * 2
+
+    cases = [
+        ("amax", amax, (x,), nbytes(x) + 4),
+        ("quantize_rowwise", quantize_rowwise, (x, s),
+         nbytes(x, s) + x.numel() + 8),
+        ("quantize_both", quantize_both, (x, s),
+         nbytes(x, s) + 2 * x.numel() + 8),
+        ("dequantize", dequantize, (d8, si), nbytes(d8, si) + 2 * d8.numel()),
+        ("mxfp8_both", mxfp8_both, (x,),
+         nbytes(x) + 2 * x.numel() + 2 * x.numel() // 32),
+        ("gemm_tn_bf16 (torch._scaled_mm, cuBLASLt FP8)",
+         lambda a, b: torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one,
+                                       out_dtype=torch.bfloat16),
+         (a8, b8), gemm_bytes),
+        ("gemm_tn_bf16 (bf16 matmul)", lambda a, b: a @ b.t(), (a16, b16),
+         gemm_bytes),
+    ]
+
+    def timed(fn, inputs):
+        fn(*inputs)  # warm-up (and compile)
+        torch.cuda.synchronize()
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(args.repeats):
+            fn(*inputs)
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / args.repeats
+
+    results = []
+    for name, fn, inputs, moved in cases:
+        flavours = [("eager", fn)]
+        if not args.no_compile and not name.startswith("gemm"):
+            flavours.append(("compiled", torch.compile(fn)))
+        for flavour, body in flavours:
+            row = {"entry": name, "flavour": flavour}
+            try:
+                began = time.monotonic()
+                ms = timed(body, inputs)
+                row.update(ms=round(ms, 4), gb_per_s=round(moved / (ms * 1e6), 1),
+                           wall_s=round(time.monotonic() - began, 1))
+                if name.startswith("gemm"):
+                    row["tflop_per_s"] = round(2 * 1024**3 / (ms * 1e9), 1)
+            except Exception as error:  # a peer that fails is reported, not fatal
+                row["error"] = f"{type(error).__name__}: {error}"[:300]
+            print(json.dumps(row), flush=True)
+            results.append(row)
+    report = {"torch": torch.__version__,
+              "device": torch.cuda.get_device_name(),
+              "repeats": args.repeats, "results": results}
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(report, out, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
