@@ -118,8 +118,11 @@ Comparison te::support::compareOutputs(const uint8_t *actual,
       within = std::memcmp(actual + i * size, reference + i * size, size) == 0;
     result.maxAbsError = std::max(result.maxAbsError, absError);
     result.maxRelError = std::max(result.maxRelError, relError);
-    if (!within)
-      ++result.mismatches;
+    if (!within && result.mismatches++ == 0) {
+      result.firstMismatch = i;
+      result.firstActual = a;
+      result.firstReference = r;
+    }
   }
   return result;
 }

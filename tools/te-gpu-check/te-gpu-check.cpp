@@ -59,6 +59,16 @@ std::string jsonString(const std::string &text) {
   return out + "\"";
 }
 
+/// `value` in `format`, or null where JSON has no number for it (NaN and
+/// the infinities).
+std::string jsonNumber(double value, const char *format) {
+  if (!std::isfinite(value))
+    return "null";
+  char text[64];
+  std::snprintf(text, sizeof(text), format, value);
+  return text;
+}
+
 struct Report {
   std::string path;
   std::vector<std::pair<std::string, std::string>> fields;
@@ -176,6 +186,8 @@ std::vector<te_buffer *> raw(const std::vector<BufferPtr> &buffers) {
 struct OutputComparison {
   size_t mismatched = 0, compared = 0, outside = 0;
   double maxAbsError = 0;
+  /// "out<k>[i]: gpu X, cpu Y" for the first element outside the tolerance.
+  std::string firstOutside;
 };
 
 OutputComparison compareOutputBuffers(Report &report,
@@ -183,6 +195,7 @@ OutputComparison compareOutputBuffers(Report &report,
                                       const std::vector<BufferPtr> &onGpu,
                                       const std::vector<BufferPtr> &onCpu) {
   OutputComparison result;
+  size_t output = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     if (!args[i].isOutput)
       continue;
@@ -197,6 +210,15 @@ OutputComparison compareOutputBuffers(Report &report,
     te::support::Comparison comparison = te::support::compareOutputs(
         fromGpu.data(), fromCpu.data(), bytes / te_dtype_size(args[i].dtype),
         *te::support::parseDType(te_dtype_name(args[i].dtype)));
+    if (comparison.mismatches && result.firstOutside.empty()) {
+      char text[160];
+      std::snprintf(text, sizeof(text),
+                    "output %zu element %zu: gpu %g, cpu %g", output,
+                    comparison.firstMismatch, comparison.firstActual,
+                    comparison.firstReference);
+      result.firstOutside = text;
+    }
+    ++output;
     result.outside += comparison.mismatches;
     result.maxAbsError = std::max(result.maxAbsError, comparison.maxAbsError);
   }
@@ -345,28 +367,46 @@ std::string checkKernels(Report &report, te_device *gpu, const std::string &dir,
           compareOutputBuffers(report, args, onGpu, onCpu);
       size_t mismatched = normal.mismatched + special.mismatched;
       size_t compared = normal.compared;
-      size_t outside = normal.outside + special.outside;
-      double maxAbsError = std::max(normal.maxAbsError, special.maxAbsError);
       allExact = allExact && mismatched == 0;
-      allWithin = allWithin && outside == 0;
-      std::printf("%s.%s: %s (%zu of %zu output bytes differ, %zu with "
-                  "special input values; %zu elements outside the tolerance, "
-                  "max abs error %g), %.3f ms, %.1f GB/s\n",
-                  name.c_str(), entry.c_str(),
-                  mismatched ? "DIFFERS from the cpu" : "bit-exact",
-                  normal.mismatched, compared, special.mismatched, outside,
-                  maxAbsError, milliseconds, bytesMoved / (milliseconds * 1e6));
-      char row[768];
-      std::snprintf(row, sizeof(row),
-                    "{\"program\": %s, \"entry\": %s, \"bit_exact\": %s, "
-                    "\"mismatched_bytes\": %zu, \"output_bytes\": %zu, "
-                    "\"special_values_mismatched_bytes\": %zu, "
-                    "\"outside_tolerance\": %zu, \"max_abs_error\": %g, "
-                    "\"gpu_ms\": %.4f, \"gb_per_s\": %.1f}",
-                    jsonString(name).c_str(), jsonString(entry).c_str(),
-                    mismatched ? "false" : "true", normal.mismatched, compared,
-                    special.mismatched, outside, maxAbsError, milliseconds,
-                    bytesMoved / (milliseconds * 1e6));
+      allWithin = allWithin && normal.outside == 0 && special.outside == 0;
+      std::printf(
+          "%s.%s: %s (%zu of %zu output bytes differ, %zu with special "
+          "input values; %zu elements outside the tolerance, max abs error "
+          "%g; with special input values %zu, max abs error %g), %.3f ms, "
+          "%.1f GB/s\n",
+          name.c_str(), entry.c_str(),
+          mismatched ? "DIFFERS from the cpu" : "bit-exact", normal.mismatched,
+          compared, special.mismatched, normal.outside, normal.maxAbsError,
+          special.outside, special.maxAbsError, milliseconds,
+          bytesMoved / (milliseconds * 1e6));
+      for (const OutputComparison *run : {&normal, &special})
+        if (!run->firstOutside.empty())
+          std::printf("  first outside the tolerance%s: %s\n",
+                      run == &special ? " (special input values)" : "",
+                      run->firstOutside.c_str());
+      auto orNull = [](const std::string &text) {
+        return text.empty() ? std::string("null") : jsonString(text);
+      };
+      std::string row =
+          "{\"program\": " + jsonString(name) +
+          ", \"entry\": " + jsonString(entry) +
+          ", \"bit_exact\": " + (mismatched ? "false" : "true") +
+          ", \"mismatched_bytes\": " + std::to_string(normal.mismatched) +
+          ", \"output_bytes\": " + std::to_string(compared) +
+          ", \"special_values_mismatched_bytes\": " +
+          std::to_string(special.mismatched) +
+          ", \"outside_tolerance\": " + std::to_string(normal.outside) +
+          ", \"max_abs_error\": " + jsonNumber(normal.maxAbsError, "%g") +
+          ", \"first_outside\": " + orNull(normal.firstOutside) +
+          ", \"special_values_outside_tolerance\": " +
+          std::to_string(special.outside) +
+          ", \"special_values_max_abs_error\": " +
+          jsonNumber(special.maxAbsError, "%g") +
+          ", \"special_values_first_outside\": " +
+          orNull(special.firstOutside) +
+          ", \"gpu_ms\": " + jsonNumber(milliseconds, "%.4f") +
+          ", \"gb_per_s\": " +
+          jsonNumber(bytesMoved / (milliseconds * 1e6), "%.1f") + "}";
       results += std::string(results.size() > 1 ? ", " : "") + row;
     }
   }

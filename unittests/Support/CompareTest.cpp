@@ -52,6 +52,15 @@ TEST(CompareTest, F32ToleranceScalesWithTheReference) {
   EXPECT_FALSE(compareF32({0.001f + 2e-5f}, {0.001f}).ok());
 }
 
+TEST(CompareTest, TheFirstElementOutsideIsNamed) {
+  Comparison result =
+      compareF32({1.0f, 2.5f, NAN, 4.0f}, {1.0f, 2.0f, 3.0f, 4.0f});
+  EXPECT_EQ(result.mismatches, 2u);
+  EXPECT_EQ(result.firstMismatch, 1u);
+  EXPECT_EQ(result.firstActual, 2.5);
+  EXPECT_EQ(result.firstReference, 2.0);
+}
+
 TEST(CompareTest, NaNAndInfinityMatchOnlyThemselves) {
   EXPECT_TRUE(compareF32({NAN, -INFINITY}, {NAN, -INFINITY}).ok());
   Comparison nan = compareF32({NAN}, {0.0f});

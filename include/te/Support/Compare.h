@@ -38,6 +38,9 @@ struct Comparison {
   Tolerance tolerance;
   /// Elements outside the tolerance.
   size_t mismatches = 0;
+  /// The first of them (its index, both values), when there is one.
+  size_t firstMismatch = 0;
+  double firstActual = 0, firstReference = 0;
   bool ok() const { return mismatches == 0; }
 };
 
