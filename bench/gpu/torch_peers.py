@@ -12,7 +12,8 @@ bytes te-gpu-check counts (every input and output once), so the two can be
 divided. Two flavours: eager PyTorch, and torch.compile of the same
 function (what a user who wants fused kernels would pick; TE's own kernels
 are not installed there). The GEMM peers are torch._scaled_mm (cuBLASLt
-FP8) and a bf16 matmul of the same shape.
+FP8) and a bf16 matmul of the same shape; the attention peer is
+scaled_dot_product_attention.
 """
 
 import argparse
@@ -103,6 +104,28 @@ def main():
         ("gemm_tn_bf16 (bf16 matmul)", lambda a, b: a @ b.t(), (a16, b16),
          gemm_bytes),
     ]
+    # Attention: PyTorch's scaled_dot_product_attention (its flash kernel)
+    # on [b, h, s, d] tensors, K and V already expanded to the query heads
+    # (GQA without a copy is not every backend's), against
+    # bench/gpu/attention.mlir's entries of the same shapes.
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    q = normal((2, 16, 1024, 64), torch.bfloat16)
+    k = normal((2, 16, 1024, 64), torch.bfloat16)
+    v = normal((2, 16, 1024, 64), torch.bfloat16)
+    q2 = normal((1, 8, 1000, 128), torch.float16)
+    k2 = normal((1, 8, 777, 128), torch.float16)
+    v2 = normal((1, 8, 777, 128), torch.float16)
+    cases += [
+        ("gqa_causal_bf16 (torch SDPA)",
+         lambda q, k, v: sdpa(q, k, v, is_causal=True), (q, k, v),
+         # te's entry reads K and V of 4 heads and writes the LSE too.
+         2 * nbytes(q) + nbytes(k, v) // 4 + 2 * 16 * 1024 * 4),
+        ("bhsd_f16_d128 (torch SDPA)", lambda q, k, v: sdpa(q, k, v),
+         (q2, k2, v2), nbytes(q2, k2, v2, q2) + 8 * 1000 * 4),
+    ]
+    flops = {"gqa_causal_bf16": 4 * 2 * 16 * 1024 * 1024 * 64 / 2,
+             "bhsd_f16_d128": 4 * 8 * 1000 * 777 * 128,
+             "gemm_tn_bf16": 2 * 1024**3}
 
     def timed(fn, inputs):
         fn(*inputs)  # warm-up (and compile)
@@ -119,7 +142,7 @@ def main():
     results = []
     for name, fn, inputs, moved in cases:
         flavours = [("eager", fn)]
-        if not args.no_compile and not name.startswith("gemm"):
+        if not args.no_compile and "(" not in name:
             flavours.append(("compiled", torch.compile(fn)))
         for flavour, body in flavours:
             row = {"entry": name, "flavour": flavour}
@@ -128,8 +151,9 @@ def main():
                 ms = timed(body, inputs)
                 row.update(ms=round(ms, 4), gb_per_s=round(moved / (ms * 1e6), 1),
                            wall_s=round(time.monotonic() - began, 1))
-                if name.startswith("gemm"):
-                    row["tflop_per_s"] = round(2 * 1024**3 / (ms * 1e9), 1)
+                if name.split(" ")[0] in flops:
+                    row["tflop_per_s"] = round(
+                        flops[name.split(" ")[0]] / (ms * 1e9), 1)
             except Exception as error:  # a peer that fails is reported, not fatal
                 row["error"] = f"{type(error).__name__}: {error}"[:300]
             print(json.dumps(row), flush=True)

@@ -234,3 +234,119 @@ TEST(GemmTiling, TheTiledGemmIsAMatrixProductWithPartialTiles) {
 }
 
 } // namespace
+
+namespace {
+
+using Lanes = std::vector<std::vector<float>>;
+
+/// One warp's MMA on per-lane fragments: D = A B + C, each lane's elements
+/// placed by the maps.
+Lanes laneMMA(const Lanes &a, const Lanes &b, const Lanes &c) {
+  std::vector<float> am(kM * kK), bm(kK * kN);
+  for (int lane = 0; lane < kWarpSize; ++lane) {
+    for (int i = 0; i < kAElements; ++i) {
+      Coord<int> e = aElement(lane, i);
+      am[e.row * kK + e.col] = a[lane][i];
+    }
+    for (int i = 0; i < kBElements; ++i) {
+      Coord<int> e = bElement(lane, i);
+      bm[e.row * kN + e.col] = b[lane][i];
+    }
+  }
+  Lanes d = c;
+  for (int lane = 0; lane < kWarpSize; ++lane) {
+    for (int i = 0; i < kCElements; ++i) {
+      Coord<int> e = cElement(lane, i);
+      for (int k = 0; k < kK; ++k)
+        d[lane][i] += am[e.row * kK + k] * bm[k * kN + e.col];
+    }
+  }
+  return d;
+}
+
+} // namespace
+
+TEST(FlashTiling, AccumulatorElementsAreTheAElementsOfTheNextProduct) {
+  for (int lane = 0; lane < kWarpSize; ++lane) {
+    for (int i = 0; i < kAElements; ++i) {
+      AccumulatorSource source = accumulatorForA(i);
+      Coord<int> a = aElement(lane, i);
+      Coord<int> c = cElement(lane, source.element);
+      EXPECT_EQ(a.row, c.row) << "lane " << lane << " element " << i;
+      EXPECT_EQ(a.col, c.col + kN * source.tile)
+          << "lane " << lane << " element " << i;
+    }
+  }
+}
+
+// One warp's share of the attention kernel, replayed on integers with the
+// kernel's own index formulas: S = Q K^T from Q fragments (rows of Q) and
+// K fragments (K stored [key][d], read as B), then S fed back as the A
+// operand through accumulatorForA against V fragments (V stored [key][d]):
+// the result is (Q K^T) V.
+TEST(FlashTiling, TwoChainedProductsAreQKTransposeV) {
+  constexpr int kD = 32, kDv = 24;
+  constexpr int kKeys = FlashTiling::kBlockKV;
+  std::mt19937 random(11);
+  std::uniform_int_distribution<int> small(-3, 3);
+  std::vector<float> q(kM * kD), k(kKeys * kD), v(kKeys * kDv);
+  for (std::vector<float> *m : {&q, &k, &v})
+    for (float &x : *m)
+      x = static_cast<float>(small(random));
+
+  Lanes zero(kWarpSize, std::vector<float>(kCElements, 0));
+  std::vector<Lanes> s(FlashTiling::kTilesKV, zero);
+  for (int ni = 0; ni < FlashTiling::kTilesKV; ++ni) {
+    for (int kk = 0; kk < kD; kk += kK) {
+      Lanes a(kWarpSize, std::vector<float>(kAElements));
+      Lanes b(kWarpSize, std::vector<float>(kBElements));
+      for (int lane = 0; lane < kWarpSize; ++lane) {
+        for (int i = 0; i < kAElements; ++i) {
+          Coord<int> e = aElement(lane, i);
+          a[lane][i] = q[e.row * kD + kk + e.col];
+        }
+        for (int i = 0; i < kBElements; ++i) {
+          Coord<int> e = bElement(lane, i);
+          b[lane][i] = k[(ni * kN + e.col) * kD + kk + e.row];
+        }
+      }
+      s[ni] = laneMMA(a, b, s[ni]);
+    }
+  }
+  std::vector<Lanes> o(kDv / kN, zero);
+  for (int t = 0; t < kKeys / kK; ++t) {
+    Lanes a(kWarpSize, std::vector<float>(kAElements));
+    for (int lane = 0; lane < kWarpSize; ++lane) {
+      for (int i = 0; i < kAElements; ++i) {
+        AccumulatorSource source = accumulatorForA(i);
+        a[lane][i] = s[2 * t + source.tile][lane][source.element];
+      }
+    }
+    for (int nd = 0; nd < kDv / kN; ++nd) {
+      Lanes b(kWarpSize, std::vector<float>(kBElements));
+      for (int lane = 0; lane < kWarpSize; ++lane) {
+        for (int i = 0; i < kBElements; ++i) {
+          Coord<int> e = bElement(lane, i);
+          b[lane][i] = v[(t * kK + e.row) * kDv + nd * kN + e.col];
+        }
+      }
+      o[nd] = laneMMA(a, b, o[nd]);
+    }
+  }
+  for (int nd = 0; nd < kDv / kN; ++nd) {
+    for (int lane = 0; lane < kWarpSize; ++lane) {
+      for (int i = 0; i < kCElements; ++i) {
+        Coord<int> e = cElement(lane, i);
+        float want = 0;
+        for (int key = 0; key < kKeys; ++key) {
+          float score = 0;
+          for (int d = 0; d < kD; ++d)
+            score += q[e.row * kD + d] * k[key * kD + d];
+          want += score * v[key * kDv + nd * kN + e.col];
+        }
+        EXPECT_EQ(o[nd][lane][i], want)
+            << "row " << e.row << " column " << nd * kN + e.col;
+      }
+    }
+  }
+}

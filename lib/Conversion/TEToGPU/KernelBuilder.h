@@ -161,6 +161,11 @@ LogicalResult lowerBlockQuantize(QuantizeOp op, const GPUTargetInfo &target);
 LogicalResult lowerBlockDequantize(DequantizeOp op,
                                    const GPUTargetInfo &target);
 
+/// te.attention (forward) as a flash-attention kernel on the matrix units.
+std::optional<std::string>
+getAttentionUnsupportedReason(AttentionOp op, const GPUTargetInfo &target);
+LogicalResult lowerAttention(AttentionOp op, const GPUTargetInfo &target);
+
 /// te.scaled_matmul on the matrix units.
 std::optional<std::string>
 getMatmulUnsupportedReason(ScaledMatmulOp op, const GPUTargetInfo &target);

@@ -61,6 +61,11 @@ gpu::GPUFuncOp KernelSet::addKernel(OpBuilder &b, StringRef name,
   auto kernel =
       gpu::GPUFuncOp::create(b, op->getLoc(), name, type, workgroup, {});
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  // 16-byte aligned shared buffers: what vector accesses to them need (the
+  // default is the element's alignment).
+  for (unsigned i = 0; i < workgroup.size(); ++i)
+    kernel.setWorkgroupAttributionAttr(i, "llvm.align",
+                                       b.getI64IntegerAttr(16));
   b.setInsertionPointToEnd(&kernel.getBody().front());
   gpu::ReturnOp::create(b, op->getLoc());
   b.setInsertionPointToStart(&kernel.getBody().front());
@@ -400,6 +405,8 @@ mlir::te::getGPUUnsupportedReason(Operation *op, const GPUTargetInfo &target) {
     return gpu_lowering::getFP8UnsupportedReason(op);
   if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
     return gpu_lowering::getMatmulUnsupportedReason(matmul, target);
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    return gpu_lowering::getAttentionUnsupportedReason(attention, target);
   return op->getName().getStringRef().str() +
          " has no GPU code generation yet (" + target.getDescription() + ")";
 }
@@ -412,6 +419,8 @@ LogicalResult mlir::te::lowerTEOpToGPU(Operation *op,
     return success();
   if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
     return gpu_lowering::lowerScaledMatmul(matmul, target);
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    return gpu_lowering::lowerAttention(attention, target);
   return gpu_lowering::lowerFP8Op(op, target);
 }
 

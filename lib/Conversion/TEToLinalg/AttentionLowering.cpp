@@ -14,6 +14,7 @@
 
 #include "TEToLinalgInternal.h"
 
+#include "te/Conversion/TECommon/AttentionMath.h"
 #include "te/Conversion/TECommon/FP8Codec.h"
 #include "te/Dialect/TE/IR/TEOps.h"
 
@@ -248,20 +249,10 @@ RowGeometry computeRowGeometry(OpBuilder &b, Location loc,
     lenKV = clamp(im, im.load(c.lenKV, batch), im.c(c.seqKV));
   }
 
-  Value diagonal =
-      c.bottomRight ? im.add(position, im.sub(lenKV, lenQ)) : position;
-  Value lo = zero;
-  Value hi = c.padding ? lenKV : im.c(c.seqKV);
-  if (c.causal)
-    hi = im.min(hi, im.add(diagonal, im.c(1)));
-  if (c.windowLeft >= 0)
-    lo = im.max(lo, im.sub(diagonal, im.c(c.windowLeft)));
-  if (c.windowRight >= 0)
-    hi = im.min(hi, im.add(diagonal, im.c(c.windowRight + 1)));
-  if (c.padding) // query rows past the sequence see nothing
-    hi = im.select(im.lt(position, lenQ), hi, lo);
-  hi = im.max(hi, lo);
-  return {sequence, position, diagonal, kvBase, lo, hi};
+  VisibleKeys keys = emitVisibleKeys(
+      b, loc, {c.padding, c.causal, c.bottomRight, c.windowLeft, c.windowRight},
+      position, lenQ, lenKV, im.c(c.seqKV));
+  return {sequence, position, keys.diagonal, kvBase, keys.lo, keys.hi};
 }
 
 /// The bias element of (row, key) as f32.

@@ -196,35 +196,40 @@ public:
     return arch == "sm_89" || StringRef(arch).starts_with("sm_90");
   }
 
-  /// mma.sync.m16n8k16 with bf16 operands: every supported arch (sm_80+).
+  /// mma.sync.m16n8k16 with bf16 or f16 operands: every supported arch
+  /// (sm_80+).
   bool hasMMA16x8x16() const override { return true; }
 
   SmallVector<Value> emitMMA16x8x16(OpBuilder &b, Location loc,
                                     ArrayRef<Value> a, ArrayRef<Value> bValues,
                                     ArrayRef<Value> c) const override {
-    // Registers of two consecutive bf16 elements, as 32-bit integers (MLIR
-    // 22's nvgpu.mma.sync cannot deduce bf16 operand types).
+    // Registers of two consecutive elements (MLIR 22's nvgpu.mma.sync
+    // cannot deduce bf16 operand types, so nvvm.mma.sync directly).
+    Type element = a.front().getType();
+    NVVM::MMATypes type =
+        element.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
     auto pack = [&](ArrayRef<Value> elements) {
       SmallVector<Value> registers;
-      auto pair = VectorType::get({2}, b.getBF16Type());
+      auto pair = VectorType::get({2}, element);
       for (size_t i = 0; i < elements.size(); i += 2) {
         Value vector = vector::FromElementsOp::create(
             b, loc, pair, ValueRange{elements[i], elements[i + 1]});
+        // NVVM's mma.sync takes f16 pairs as vectors, bf16 pairs as i32.
         registers.push_back(
-            LLVM::BitcastOp::create(b, loc, b.getI32Type(), vector));
+            element.isF16()
+                ? vector
+                : LLVM::BitcastOp::create(b, loc, b.getI32Type(), vector));
       }
       return registers;
     };
     Type f32 = b.getF32Type();
     auto resultType =
         LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
-    auto mma =
-        NVVM::MmaOp::create(b, loc, resultType, pack(a), pack(bValues), c,
-                            {16, 8, 16}, std::nullopt, std::nullopt,
-                            std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
-                                                          NVVM::MMATypes::bf16},
-                            std::array<NVVM::MMALayout, 2>{
-                                NVVM::MMALayout::row, NVVM::MMALayout::col});
+    auto mma = NVVM::MmaOp::create(
+        b, loc, resultType, pack(a), pack(bValues), c, {16, 8, 16},
+        std::nullopt, std::nullopt, std::array<NVVM::MMATypes, 2>{type, type},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
     SmallVector<Value> d;
     for (int64_t i = 0; i < 4; ++i)
       d.push_back(LLVM::ExtractValueOp::create(b, loc, mma, i));

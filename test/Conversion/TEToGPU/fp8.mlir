@@ -15,7 +15,7 @@
 // CHECK: return %[[R]]
 // CHECK: gpu.module @[[M]]
 // CHECK: gpu.func @[[M]]_amax_init(%{{.*}}: memref<f32>) kernel
-// CHECK: gpu.func @[[M]]_amax(%{{.*}}: memref<256x512xbf16>, %[[OUT:.*]]: memref<f32>) workgroup(%[[SCRATCH:.*]] : memref<8xi32, #gpu.address_space<workgroup>>) kernel
+// CHECK: gpu.func @[[M]]_amax(%{{.*}}: memref<256x512xbf16>, %[[OUT:.*]]: memref<f32>) workgroup(%[[SCRATCH:.*]] : memref<8xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (i32)
 // CHECK: vector.load {{.*}} {alignment = 16 : i64} : memref<131072xbf16>, vector<8xbf16>
 // CHECK-COUNT-8: arith.maxui
@@ -112,7 +112,7 @@ func.func @delayed(%h: tensor<16x3xf32>, %a: tensor<3xf32>, %s: tensor<3xf32>) -
 // CHECK: arith.bitcast %{{.*}} : i8 to f8E4M3FN
 // CHECK: vector.store {{.*}} {alignment = 8 : i64} : memref<6144xf8E4M3FN>, vector<8xf8E4M3FN>
 // CHECK: llvm.atomicrmw umax
-// CHECK: gpu.func @[[M]]_transpose({{.*}}) workgroup(%[[TILE:.*]] : memref<32x33xf8E4M3FN, #gpu.address_space<workgroup>>) kernel
+// CHECK: gpu.func @[[M]]_transpose({{.*}}) workgroup(%[[TILE:.*]] : memref<32x33xf8E4M3FN, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel
 // CHECK: memref.store %{{.*}}, %[[TILE]]
 // CHECK: gpu.barrier
 // CHECK: memref.load %[[TILE]]

@@ -12,7 +12,7 @@ func.func @scaled_matmul(%a: tensor<16x32xf8E4M3FN>, %b: tensor<32x16xf8E4M3FN>,
 // -----
 
 func.func @attention(%q: tensor<1x16x2x16xbf16>) -> tensor<1x16x2x16xbf16> {
-  // expected-error @+1 {{te.attention has no GPU code generation yet (a GPU with 32-lane warps)}}
+  // expected-error @+1 {{te.attention needs 16x8x16 matrix multiply-accumulate units, which a GPU with 32-lane warps lacks}}
   %o = te.attention %q, %q, %q layout bshd
       : (tensor<1x16x2x16xbf16>, tensor<1x16x2x16xbf16>, tensor<1x16x2x16xbf16>) -> tensor<1x16x2x16xbf16>
   return %o : tensor<1x16x2x16xbf16>

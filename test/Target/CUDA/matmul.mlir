@@ -7,7 +7,7 @@
 // CHECK-LABEL: func.func @bf16_out
 // CHECK: gpu.launch_func @[[M:te_scaled_matmul_[0-9a-f]+]]::@[[M]]_gemm blocks in (%c3, %c2, %c1) threads in (%c128, %c1, %c1)
 // CHECK: gpu.module @[[M]]
-// CHECK: llvm.mlir.global internal @__wg_[[M]]_gemm_0() {addr_space = 3 : i32} : !llvm.array<2560 x bf16>
+// CHECK: llvm.mlir.global internal @__wg_[[M]]_gemm_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<2560 x bf16>
 // CHECK: llvm.func @[[M]]_gemm(
 // CHECK: nvvm.barrier0
 // CHECK: llvm.bitcast %{{.*}} : vector<2xbf16> to i32

@@ -46,6 +46,32 @@ template <typename Index> Coord<Index> cElement(Index lane, int i) {
   return {lane / 4 + 8 * (i / 2), (lane % 4) * 2 + (i % 2)};
 }
 
+/// Where an A element comes from when A is the accumulator of an earlier
+/// MMA (attention's P = softmax(Q K^T) feeding P V): A's 16 columns of one
+/// k step are the 8 columns of accumulator tiles 2t and 2t + 1, and every
+/// lane already holds the A elements it needs. A element `i` of a lane is
+/// element `element` of the lane's accumulator tile 2t + `tile`.
+struct AccumulatorSource {
+  int tile, element;
+};
+constexpr AccumulatorSource accumulatorForA(int i) {
+  return {i / 4, 2 * ((i / 2) % 2) + i % 2};
+}
+
+/// te's flash-attention forward kernel: blocks of kBlockQ query rows, one
+/// warp per kM rows, over the keys in tiles of kBlockKV staged with their
+/// values through shared memory ([key][d + kPad] 16-bit elements).
+struct FlashTiling {
+  static constexpr int kWarps = 4;
+  static constexpr int kThreads = kWarps * kWarpSize;
+  static constexpr int kBlockQ = kWarps * kM, kBlockKV = 64;
+  static constexpr int kTilesKV = kBlockKV / kN;
+  static constexpr int kPad = 8;
+  /// Largest head dimension: two staged tiles stay within 48 KiB of static
+  /// shared memory and the accumulators within the register file.
+  static constexpr int kMaxHeadDim = 128;
+};
+
 /// te's GEMM kernel: blocks of kBlockM x kBlockN outputs, four warps in a
 /// 2x2 grid, each warp kWarpM x kWarpN outputs as kTilesM x kTilesN MMA
 /// tiles, over K in steps of kBlockK staged through shared memory.

@@ -43,12 +43,13 @@ public:
   /// The target in messages, e.g. "cuda sm_80".
   virtual std::string getDescription() const = 0;
 
-  /// Whether the target multiplies 16x8x16 tiles of bf16 into f32 on its
-  /// matrix units (te/Conversion/TEToGPU/MMALayout.h).
+  /// Whether the target multiplies 16x8x16 tiles of bf16 or f16 into f32 on
+  /// its matrix units (te/Conversion/TEToGPU/MMALayout.h).
   virtual bool hasMMA16x8x16() const { return false; }
 
   /// D = A * B + C on one warp's fragments, each lane passing its elements
-  /// as MMALayout.h places them: `a` 8 bf16, `b` 4 bf16, `c` 4 f32; returns
+  /// as MMALayout.h places them: `a` 8 and `b` 4 elements, all bf16 or all
+  /// f16, `c` 4 f32; returns
   /// the 4 f32 of D. Only called when hasMMA16x8x16().
   virtual SmallVector<Value> emitMMA16x8x16(OpBuilder &b, Location loc,
                                             ArrayRef<Value> a,

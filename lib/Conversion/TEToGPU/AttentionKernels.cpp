@@ -1,0 +1,519 @@
+//===- AttentionKernels.cpp - te.attention as a flash-attention kernel ----===//
+//
+// The forward pass as one kernel on the target's 16x8x16 matrix units
+// (MMALayout.h's FlashTiling): a block of four warps takes 64 query rows of
+// one (batch, head), each warp 16 rows whose Q fragments stay in registers.
+// The block walks the key tiles its rows can see (the causal diagonal and
+// the window bound the range, so masked tiles cost nothing), staging each
+// tile's K and V through shared memory with 16-byte accesses. Per tile
+// each warp computes S = Q K^T on the matrix units, scales and masks it on
+// the accumulator fragments, updates its rows' running maximum and sum
+// (the online softmax, in base 2; a row's four lanes combine their maxima
+// with two shuffles), and multiplies the probabilities, rounded to the
+// input type, by V: the accumulator fragments of S are already the A
+// fragments of that product (accumulatorForA), so P never leaves the
+// registers. The epilogue divides by the row sums, writes O, and the LSE.
+//
+// The visibility rule is the CPU lowering's: query i sees keys
+// [max(0, d - left), min(s_kv, d + 1 (causal), d + right + 1)) with d =
+// i + (s_kv - s_q if the diagonal is bottom-right), and the extra softmax
+// term of off_by_one (0) and learnable (alpha_h) starts the running
+// maximum and sum. What the kernel does not cover is declined with its
+// reason.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "te/Conversion/TECommon/AttentionMath.h"
+#include "te/Conversion/TECommon/FP8Codec.h"
+#include "te/Conversion/TEToGPU/MMALayout.h"
+#include "te/Dialect/TE/IR/TEOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::te;
+using namespace mlir::te::gpu_lowering;
+
+namespace {
+
+using Tiling = mma::FlashTiling;
+
+/// (batch, sequence, heads, head dim) of a Q/K/V tensor (not thd).
+using Dims = HeadTensorDims;
+
+Dims dimsOf(Value tensor, QKVLayout layout) {
+  return getHeadTensorDims(layout,
+                           cast<RankedTensorType>(tensor.getType()).getShape());
+}
+
+/// Element offset of (batch, position, head, 0) in a flattened tensor.
+IndexExpr rowOffset(QKVLayout layout, const Dims &d, IndexExpr batch,
+                    IndexExpr position, IndexExpr head) {
+  switch (layout) {
+  case QKVLayout::bshd:
+    return ((batch * d.seq + position) * d.heads + head) * d.headDim;
+  case QKVLayout::sbhd:
+    return ((position * d.batch + batch) * d.heads + head) * d.headDim;
+  case QKVLayout::bhsd:
+    return ((batch * d.heads + head) * d.seq + position) * d.headDim;
+  case QKVLayout::thd:
+    break;
+  }
+  llvm_unreachable("thd is declined before");
+}
+
+/// Signed index arithmetic of the row and key bounds.
+struct Signed {
+  OpBuilder &b;
+  Location loc;
+  Value c(int64_t v) { return indexConstant(b, loc, v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value compare(arith::CmpIPredicate predicate, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, predicate, x, y);
+  }
+};
+
+/// What the kernel needs of the op.
+struct FlashConfig {
+  QKVLayout layout;
+  Dims q, k, v;
+  bool causal, bottomRight;
+  int64_t windowLeft, windowRight;
+  SoftmaxKind softmax;
+  double scale;
+  bool lse;
+  Type element;
+
+  /// Keys [lo, hi) that query row `row` sees (te/Conversion/TECommon's
+  /// rule, as the CPU lowering applies it; no padding here).
+  std::pair<Value, Value> visibleKeys(OpBuilder &b, Location loc,
+                                      Value row) const {
+    VisibleKeys keys = emitVisibleKeys(
+        b, loc, {false, causal, bottomRight, windowLeft, windowRight}, row,
+        indexConstant(b, loc, q.seq), indexConstant(b, loc, k.seq),
+        indexConstant(b, loc, k.seq));
+    return {keys.lo, keys.hi};
+  }
+};
+
+Value f32(OpBuilder &b, Location loc, double value) {
+  return emitF32Constant(b, loc, value);
+}
+
+/// `combine` over the four lanes that hold one accumulator row (every lane
+/// gets the result).
+Value overRowLanes(OpBuilder &b, Location loc, Value value, unsigned warpSize,
+                   function_ref<Value(Value, Value)> combine) {
+  for (int offset : {1, 2})
+    value =
+        combine(value, gpu::ShuffleOp::create(b, loc, value, offset, warpSize,
+                                              gpu::ShuffleMode::XOR)
+                           .getShuffleResult());
+  return value;
+}
+
+/// Copies keys [kt, kt + kBlockKV) of one head of a K or V tensor into the
+/// shared tile [kBlockKV][dim + kPad], 8 elements per access, zeros past
+/// the sequence.
+void stageKeys(OpBuilder &b, Location loc, const FlashConfig &c, const Dims &d,
+               Value flat, Value tile, Value thread, Value batch, Value head,
+               Value kt) {
+  int64_t chunks = d.headDim / 8;
+  int64_t copies = Tiling::kBlockKV * chunks / Tiling::kThreads;
+  Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(c.element, 0));
+  scf::ForOp::create(
+      b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, copies),
+      indexConstant(b, loc, 1), ValueRange{},
+      [&](OpBuilder &b, Location loc, Value j, ValueRange) {
+        IndexExpr e = IndexExpr{&b, loc, thread} +
+                      IndexExpr{&b, loc, j} * Tiling::kThreads;
+        IndexExpr row = e / chunks, chunk = e % chunks;
+        Value key = arith::AddIOp::create(b, loc, kt, row.value);
+        Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                             key, indexConstant(b, loc, d.seq));
+        // Clamped, so that the load stays in bounds; the select zeroes it.
+        Value clamped = arith::MinSIOp::create(
+            b, loc, key, indexConstant(b, loc, d.seq - 1));
+        IndexExpr from =
+            rowOffset(c.layout, d, IndexExpr{&b, loc, batch},
+                      IndexExpr{&b, loc, clamped}, IndexExpr{&b, loc, head}) +
+            chunk * 8;
+        SmallVector<Value> values = loadElements(b, loc, flat, from.value, 8);
+        for (Value &value : values)
+          value = arith::SelectOp::create(b, loc, inside, value, zero);
+        IndexExpr to = row * (d.headDim + Tiling::kPad) + chunk * 8;
+        storeElements(b, loc, tile, to.value, values);
+        scf::YieldOp::create(b, loc);
+      });
+}
+
+} // namespace
+
+std::optional<std::string>
+gpu_lowering::getAttentionUnsupportedReason(AttentionOp op,
+                                            const GPUTargetInfo &target) {
+  std::string prefix = "te.attention with ";
+  std::string suffix = " has no GPU kernel yet (" + target.getDescription() +
+                       "; the CPU lowers it)";
+  if (!target.hasMMA16x8x16())
+    return "te.attention needs 16x8x16 matrix multiply-accumulate units, "
+           "which " +
+           target.getDescription() + " lacks";
+  if (op.getLayout() == QKVLayout::thd)
+    return prefix + "layout thd" + suffix;
+  MaskKind mask = op.getMaskKind();
+  if (isPaddingMask(mask) || mask == MaskKind::arbitrary)
+    return prefix + "mask " + stringifyMaskKind(mask).str() + suffix;
+  if (op.getBiasKind() != BiasKind::no_bias)
+    return prefix + "bias " + stringifyBiasKind(op.getBiasKind()).str() +
+           suffix;
+  if (!op.getDropout().isZero())
+    return prefix + "dropout" + suffix;
+  Type element = cast<RankedTensorType>(op.getQ().getType()).getElementType();
+  for (Value operand : {op.getK(), op.getV()})
+    if (cast<RankedTensorType>(operand.getType()).getElementType() != element)
+      return prefix + "Q, K and V of different element types" + suffix;
+  if (!element.isBF16() && !element.isF16())
+    return prefix + "element type f32" + suffix +
+           ": the matrix units multiply bf16 and f16";
+  QKVLayout layout = op.getLayout();
+  for (Value operand : {op.getQ(), op.getV()}) {
+    int64_t dim = dimsOf(operand, layout).headDim;
+    if (dim % 16 != 0 || dim > Tiling::kMaxHeadDim)
+      return prefix + "head dimension " + std::to_string(dim) + suffix +
+             ": the kernel takes multiples of 16 up to " +
+             std::to_string(Tiling::kMaxHeadDim);
+  }
+  return std::nullopt;
+}
+
+LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
+                                           const GPUTargetInfo &target) {
+  Location loc = op.getLoc();
+  MLIRContext *context = op.getContext();
+  FlashConfig c;
+  c.layout = op.getLayout();
+  c.q = dimsOf(op.getQ(), c.layout);
+  c.k = dimsOf(op.getK(), c.layout);
+  c.v = dimsOf(op.getV(), c.layout);
+  c.causal = isCausalMask(op.getMaskKind());
+  c.bottomRight = op.isBottomRightDiagonal();
+  std::tie(c.windowLeft, c.windowRight) = op.getWindowBounds();
+  c.softmax = op.getSoftmaxKind();
+  c.scale = *op.getEffectiveScale();
+  c.lse = op.getReturnLse();
+  c.element = cast<RankedTensorType>(op.getQ().getType()).getElementType();
+  unsigned warpSize = target.getWarpSize();
+  if (warpSize != mma::kWarpSize)
+    return op.emitError("te.attention's GPU kernel needs 32-lane warps");
+
+  KernelSet set(op, "attention", target);
+  OpBuilder b(context);
+  auto oTensor = cast<RankedTensorType>(op.getO().getType());
+  SmallVector<Type> arguments = {
+      bufferType(cast<RankedTensorType>(op.getQ().getType())),
+      bufferType(cast<RankedTensorType>(op.getK().getType())),
+      bufferType(cast<RankedTensorType>(op.getV().getType()))};
+  bool learnable = c.softmax == SoftmaxKind::learnable;
+  if (learnable)
+    arguments.push_back(
+        bufferType(cast<RankedTensorType>(op.getSoftmaxOffset().getType())));
+  arguments.push_back(bufferType(oTensor));
+  RankedTensorType lseTensor;
+  if (c.lse) {
+    lseTensor = cast<RankedTensorType>(op.getLse().getType());
+    arguments.push_back(bufferType(lseTensor));
+  }
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup);
+  auto tileType = [&](int64_t dim) {
+    return MemRefType::get({Tiling::kBlockKV * (dim + Tiling::kPad)}, c.element,
+                           MemRefLayoutAttrInterface(), workgroup);
+  };
+  auto kernel = set.addKernel(b, "flash_forward", arguments,
+                              {tileType(c.k.headDim), tileType(c.v.headDim)});
+  unsigned next = 0;
+  Value qFlat = flatten(b, loc, kernel.getArgument(next++));
+  Value kFlat = flatten(b, loc, kernel.getArgument(next++));
+  Value vFlat = flatten(b, loc, kernel.getArgument(next++));
+  Value offsets =
+      learnable ? flatten(b, loc, kernel.getArgument(next++)) : Value();
+  Value oFlat = flatten(b, loc, kernel.getArgument(next++));
+  Value lseFlat = c.lse ? flatten(b, loc, kernel.getArgument(next++)) : Value();
+  Value kTile = kernel.getWorkgroupAttributions()[0];
+  Value vTile = kernel.getWorkgroupAttributions()[1];
+
+  // Block -> (query block, head, batch); thread -> (warp, lane).
+  int64_t queryBlocks = (c.q.seq + Tiling::kBlockQ - 1) / Tiling::kBlockQ;
+  Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  IndexExpr block{&b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x)};
+  IndexExpr queryBlock = block % queryBlocks;
+  IndexExpr head = (block / queryBlocks) % c.q.heads;
+  IndexExpr batch = block / (queryBlocks * c.q.heads);
+  IndexExpr kvHead = head / (c.q.heads / c.k.heads);
+  IndexExpr t{&b, loc, thread};
+  IndexExpr warp = t / mma::kWarpSize, lane = t % mma::kWarpSize;
+  IndexExpr warpRow = queryBlock * Tiling::kBlockQ + warp * mma::kM;
+  Signed s{b, loc};
+
+  // Q fragments for the whole head dimension, rows clamped into the
+  // sequence (rows past it are computed and not written).
+  SmallVector<SmallVector<Value>> qFragments;
+  for (int64_t kk = 0; kk < c.q.headDim; kk += mma::kK) {
+    SmallVector<Value> fragment;
+    for (int i = 0; i < mma::kAElements; i += 2) {
+      mma::Coord<IndexExpr> e = mma::aElement(lane, i);
+      Value row = s.min((warpRow + e.row).value, s.c(c.q.seq - 1));
+      IndexExpr at =
+          rowOffset(c.layout, c.q, batch, IndexExpr{&b, loc, row}, head) +
+          e.col + kk;
+      SmallVector<Value> pair = loadElements(b, loc, qFlat, at.value, 2);
+      fragment.append(pair.begin(), pair.end());
+    }
+    qFragments.push_back(fragment);
+  }
+
+  // The lane's two rows and the keys each sees; the block's key range.
+  std::array<Value, 2> rows, lo, hi;
+  for (int r = 0; r < 2; ++r) {
+    rows[r] = (warpRow + (lane / 4 + 8 * r)).value;
+    std::tie(lo[r], hi[r]) = c.visibleKeys(b, loc, rows[r]);
+  }
+  Value firstRow = (queryBlock * Tiling::kBlockQ).value;
+  Value lastRow =
+      s.min(s.add(firstRow, s.c(Tiling::kBlockQ - 1)), s.c(c.q.seq - 1));
+  Value blockLo = c.visibleKeys(b, loc, firstRow).first;
+  Value blockHi = c.visibleKeys(b, loc, lastRow).second;
+  Value tileStart = arith::MulIOp::create(
+      b, loc, arith::DivSIOp::create(b, loc, blockLo, s.c(Tiling::kBlockKV)),
+      s.c(Tiling::kBlockKV));
+
+  // Running maximum (base 2) and sum of each row, and the O accumulators.
+  // off_by_one and learnable add a term exp(alpha) to every row's sum
+  // (alpha = 0 for off_by_one): the maximum starts at it and the sum at
+  // its 1, counted once per row (by the row's first lane).
+  constexpr double kLog2e = 1.4426950408889634, kLn2 = 0.6931471805599453;
+  Value minusInf = f32(b, loc, -std::numeric_limits<double>::infinity());
+  Value mInit = minusInf, lInit = f32(b, loc, 0.0);
+  if (c.softmax != SoftmaxKind::vanilla) {
+    mInit = f32(b, loc, 0.0);
+    if (learnable)
+      mInit = arith::MulFOp::create(
+          b, loc, memref::LoadOp::create(b, loc, offsets, head.value),
+          f32(b, loc, kLog2e));
+    Value firstLane = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                            (lane % 4).value, s.c(0));
+    lInit = arith::SelectOp::create(b, loc, firstLane, f32(b, loc, 1.0),
+                                    f32(b, loc, 0.0));
+  }
+  int64_t dTiles = c.v.headDim / mma::kN;
+  SmallVector<Value> init = {mInit, mInit, lInit, lInit};
+  init.append(dTiles * mma::kCElements, f32(b, loc, 0.0));
+  Value scaleLog2 = f32(b, loc, c.scale * kLog2e);
+
+  auto keyLoop = scf::ForOp::create(
+      b, loc, tileStart, blockHi, s.c(Tiling::kBlockKV), init,
+      [&](OpBuilder &b, Location loc, Value kt, ValueRange carried) {
+        stageKeys(b, loc, c, c.k, kFlat, kTile, thread, batch.value,
+                  kvHead.value, kt);
+        stageKeys(b, loc, c, c.v, vFlat, vTile, thread, batch.value,
+                  kvHead.value, kt);
+        gpu::BarrierOp::create(b, loc);
+        IndexExpr l{&b, loc, lane.value};
+
+        // S = Q K^T, one 16x8 tile per 8 keys.
+        SmallVector<SmallVector<Value>> scores;
+        for (int ni = 0; ni < Tiling::kTilesKV; ++ni) {
+          SmallVector<Value> acc(mma::kCElements, f32(b, loc, 0.0));
+          for (int64_t kk = 0; kk < c.k.headDim; kk += mma::kK) {
+            SmallVector<Value> fragment;
+            for (int i = 0; i < mma::kBElements; ++i) {
+              mma::Coord<IndexExpr> e = mma::bElement(l, i);
+              IndexExpr at =
+                  (e.col + ni * mma::kN) * (c.k.headDim + Tiling::kPad) +
+                  e.row + kk;
+              fragment.push_back(
+                  memref::LoadOp::create(b, loc, kTile, at.value));
+            }
+            acc = target.emitMMA16x8x16(b, loc, qFragments[kk / mma::kK],
+                                        fragment, acc);
+          }
+          scores.push_back(acc);
+        }
+
+        // Scale (base 2), mask, and each row's maximum.
+        Signed s{b, loc};
+        std::array<Value, 2> tileMax = {minusInf, minusInf};
+        for (int ni = 0; ni < Tiling::kTilesKV; ++ni) {
+          for (int i = 0; i < mma::kCElements; ++i) {
+            int r = i / 2;
+            mma::Coord<IndexExpr> e = mma::cElement(l, i);
+            Value key = s.add(kt, (e.col + ni * mma::kN).value);
+            Value visible = arith::AndIOp::create(
+                b, loc, s.compare(arith::CmpIPredicate::sge, key, lo[r]),
+                s.compare(arith::CmpIPredicate::slt, key, hi[r]));
+            Value scaled =
+                arith::MulFOp::create(b, loc, scores[ni][i], scaleLog2);
+            scores[ni][i] =
+                arith::SelectOp::create(b, loc, visible, scaled, minusInf);
+            tileMax[r] =
+                arith::MaximumFOp::create(b, loc, tileMax[r], scores[ni][i]);
+          }
+        }
+        SmallVector<Value> next(carried.begin(), carried.end());
+        std::array<Value, 2> base, correction, rowSum;
+        for (int r = 0; r < 2; ++r) {
+          Value m = arith::MaximumFOp::create(
+              b, loc, carried[r],
+              overRowLanes(b, loc, tileMax[r], warpSize,
+                           [&](Value x, Value y) -> Value {
+                             return arith::MaximumFOp::create(b, loc, x, y);
+                           }));
+          next[r] = m;
+          // A row that has seen no key yet keeps exponents finite.
+          Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                             m, minusInf);
+          base[r] = arith::SelectOp::create(b, loc, none, f32(b, loc, 0.0), m);
+          correction[r] = math::Exp2Op::create(
+              b, loc, arith::SubFOp::create(b, loc, carried[r], base[r]));
+          rowSum[r] = f32(b, loc, 0.0);
+        }
+        // P = exp2(S - max), rounded to the input type for the product.
+        SmallVector<SmallVector<Value>> probabilities;
+        for (int ni = 0; ni < Tiling::kTilesKV; ++ni) {
+          SmallVector<Value> p;
+          for (int i = 0; i < mma::kCElements; ++i) {
+            int r = i / 2;
+            Value e = math::Exp2Op::create(
+                b, loc, arith::SubFOp::create(b, loc, scores[ni][i], base[r]));
+            rowSum[r] = arith::AddFOp::create(b, loc, rowSum[r], e);
+            p.push_back(arith::TruncFOp::create(b, loc, c.element, e));
+          }
+          probabilities.push_back(p);
+        }
+        for (int r = 0; r < 2; ++r)
+          next[2 + r] = arith::AddFOp::create(
+              b, loc,
+              arith::MulFOp::create(b, loc, carried[2 + r], correction[r]),
+              rowSum[r]);
+        for (int64_t nd = 0; nd < dTiles; ++nd)
+          for (int i = 0; i < mma::kCElements; ++i) {
+            Value &acc = next[4 + nd * mma::kCElements + i];
+            acc = arith::MulFOp::create(b, loc, acc, correction[i / 2]);
+          }
+
+        // O += P V, 16 keys per step.
+        for (int step = 0; step < Tiling::kBlockKV / mma::kK; ++step) {
+          SmallVector<Value> a;
+          for (int i = 0; i < mma::kAElements; ++i) {
+            mma::AccumulatorSource from = mma::accumulatorForA(i);
+            a.push_back(probabilities[2 * step + from.tile][from.element]);
+          }
+          for (int64_t nd = 0; nd < dTiles; ++nd) {
+            SmallVector<Value> fragment;
+            for (int i = 0; i < mma::kBElements; ++i) {
+              mma::Coord<IndexExpr> e = mma::bElement(l, i);
+              IndexExpr at =
+                  (e.row + step * mma::kK) * (c.v.headDim + Tiling::kPad) +
+                  e.col + nd * mma::kN;
+              fragment.push_back(
+                  memref::LoadOp::create(b, loc, vTile, at.value));
+            }
+            SmallVector<Value> acc(next.begin() + 4 + nd * mma::kCElements,
+                                   next.begin() + 4 +
+                                       (nd + 1) * mma::kCElements);
+            acc = target.emitMMA16x8x16(b, loc, a, fragment, acc);
+            std::copy(acc.begin(), acc.end(),
+                      next.begin() + 4 + nd * mma::kCElements);
+          }
+        }
+        // The next tile overwrites K and V.
+        gpu::BarrierOp::create(b, loc);
+        scf::YieldOp::create(b, loc, next);
+      });
+
+  // Epilogue: O = acc / sum (0 for a row that saw nothing), LSE.
+  std::array<Value, 2> inverse, inside;
+  for (int r = 0; r < 2; ++r) {
+    Value sum = overRowLanes(b, loc, keyLoop.getResult(2 + r), warpSize,
+                             [&](Value x, Value y) -> Value {
+                               return arith::AddFOp::create(b, loc, x, y);
+                             });
+    Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, sum,
+                                        f32(b, loc, 0.0));
+    inverse[r] = arith::SelectOp::create(
+        b, loc, empty, f32(b, loc, 0.0),
+        arith::DivFOp::create(b, loc, f32(b, loc, 1.0), sum));
+    inside[r] = s.compare(arith::CmpIPredicate::slt, rows[r], s.c(c.q.seq));
+    if (c.lse) {
+      // (max + log2(sum)) ln 2; -inf for a vanilla row that saw nothing.
+      Value lse = arith::MulFOp::create(
+          b, loc,
+          arith::AddFOp::create(b, loc, keyLoop.getResult(r),
+                                math::Log2Op::create(b, loc, sum)),
+          f32(b, loc, kLn2));
+      Value firstLane = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                              (lane % 4).value, s.c(0));
+      auto store = scf::IfOp::create(
+          b, loc, arith::AndIOp::create(b, loc, inside[r], firstLane),
+          /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(store.thenBlock());
+      // LSE is [b, h, s_q, 1].
+      IndexExpr at =
+          (batch * c.q.heads + head) * c.q.seq + IndexExpr{&b, loc, rows[r]};
+      memref::StoreOp::create(b, loc, lse, lseFlat, at.value);
+    }
+  }
+  Dims oDims = c.q;
+  oDims.headDim = c.v.headDim;
+  for (int64_t nd = 0; nd < dTiles; ++nd) {
+    for (int r = 0; r < 2; ++r) {
+      SmallVector<Value> pair;
+      for (int i = 2 * r; i < 2 * r + 2; ++i) {
+        Value value = arith::MulFOp::create(
+            b, loc, keyLoop.getResult(4 + nd * mma::kCElements + i),
+            inverse[r]);
+        pair.push_back(emitTruncFromF32(b, loc, value, c.element));
+      }
+      mma::Coord<IndexExpr> e = mma::cElement(lane, 2 * r);
+      auto store = scf::IfOp::create(b, loc, inside[r],
+                                     /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(store.thenBlock());
+      IndexExpr at =
+          rowOffset(c.layout, oDims, batch, IndexExpr{&b, loc, rows[r]}, head) +
+          e.col + nd * mma::kN;
+      storeElements(b, loc, oFlat, at.value, pair);
+    }
+  }
+  set.finish();
+
+  OpBuilder host(op);
+  SmallVector<Value> operands = {readBuffer(host, loc, op.getQ()),
+                                 readBuffer(host, loc, op.getK()),
+                                 readBuffer(host, loc, op.getV())};
+  if (learnable)
+    operands.push_back(readBuffer(host, loc, op.getSoftmaxOffset()));
+  Value o = allocateOutput(host, loc, oTensor);
+  operands.push_back(o);
+  SmallVector<Value> outputs = {o};
+  if (c.lse) {
+    Value lse = allocateOutput(host, loc, lseTensor);
+    operands.push_back(lse);
+    outputs.push_back(lse);
+  }
+  set.launch(host, kernel, queryBlocks * c.q.heads * c.q.batch,
+             Tiling::kThreads, operands);
+  replaceWithOutputs(host, op, outputs);
+  return success();
+}
