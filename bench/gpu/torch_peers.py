@@ -1,7 +1,7 @@
 """PyTorch on the same GPU work as bench/gpu/*.mlir: the peer te-gpu-check's
 timings are read against.
 
-    python3 bench/gpu/torch_peers.py [--json FILE] [--no-compile]
+    python3 bench/gpu/torch_peers.py [--json FILE] [--no-compile] [--only TEXT]
 
 Runs where a CUDA GPU and PyTorch are (scripts/gpu-check.sh calls it after
 te-gpu-check, so both are measured in one run on one GPU). Each peer does
@@ -28,6 +28,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--no-compile", action="store_true",
                         help="eager PyTorch only")
+    parser.add_argument("--only", metavar="TEXT",
+                        help="only the cases whose name contains TEXT")
     args = parser.parse_args()
     try:
         import torch
@@ -141,6 +143,8 @@ def main():
 
     results = []
     for name, fn, inputs, moved in cases:
+        if args.only and args.only not in name:
+            continue
         flavours = [("eager", fn)]
         if not args.no_compile and "(" not in name:
             flavours.append(("compiled", torch.compile(fn)))

@@ -350,3 +350,55 @@ TEST(FlashTiling, TwoChainedProductsAreQKTransposeV) {
     }
   }
 }
+
+// ldmatrix (x2) as PTX defines it, on a [key][d] tile of integers, against
+// the B fragments the plain maps read element by element: the row
+// addresses of keyFragmentRow (K, not transposed) and valueFragmentRow (V,
+// transposed) give every lane exactly its B elements.
+TEST(FlashTiling, LoadMatrixGivesTheBFragments) {
+  constexpr int kKeys = FlashTiling::kBlockKV, kD = 32;
+  std::vector<int> tile(kKeys * kD);
+  for (size_t i = 0; i < tile.size(); ++i)
+    tile[i] = static_cast<int>(i);
+  // The elements a lane receives: tile j's row comes from the address
+  // lane j * 8 + row supplied.
+  auto loadMatrix = [&](auto rowOf, int lane, bool transpose) {
+    std::vector<int> values;
+    for (int j = 0; j < 2; ++j) {
+      for (int e = 0; e < 2; ++e) {
+        Coord<int> at = loadMatrixElement(lane, e, transpose);
+        Coord<int> row = rowOf(j * 8 + at.row);
+        values.push_back(tile[row.row * kD + row.col + at.col]);
+      }
+    }
+    return values;
+  };
+  for (int lane = 0; lane < kWarpSize; ++lane) {
+    for (int ni = 0; ni < FlashTiling::kTilesKV; ++ni) {
+      for (int kk = 0; kk < kD; kk += kK) {
+        auto rowOf = [&](int supplier) {
+          return FlashTiling::keyFragmentRow(supplier, ni, kk);
+        };
+        std::vector<int> loaded = loadMatrix(rowOf, lane, false);
+        for (int i = 0; i < kBElements; ++i) {
+          Coord<int> e = bElement(lane, i);
+          EXPECT_EQ(loaded[i], tile[(ni * kN + e.col) * kD + kk + e.row])
+              << "K: lane " << lane << " tile " << ni << " k " << kk;
+        }
+      }
+    }
+    for (int step = 0; step < kKeys / kK; ++step) {
+      for (int nd = 0; nd < kD / kN; ++nd) {
+        auto rowOf = [&](int supplier) {
+          return FlashTiling::valueFragmentRow(supplier, step, nd);
+        };
+        std::vector<int> loaded = loadMatrix(rowOf, lane, true);
+        for (int i = 0; i < kBElements; ++i) {
+          Coord<int> e = bElement(lane, i);
+          EXPECT_EQ(loaded[i], tile[(step * kK + e.row) * kD + nd * kN + e.col])
+              << "V: lane " << lane << " step " << step << " tile " << nd;
+        }
+      }
+    }
+  }
+}

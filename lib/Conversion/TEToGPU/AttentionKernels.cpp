@@ -156,6 +156,31 @@ void stageKeys(OpBuilder &b, Location loc, const FlashConfig &c, const Dims &d,
       });
 }
 
+/// A B fragment from a staged [key][d] tile with `stride` elements per row:
+/// with the target's matrix load from the row `row` this lane supplies
+/// (FlashTiling's keyFragmentRow or valueFragmentRow), else element by
+/// element, B element (k, n) at tile position `at`((k, n)) as (key, d).
+SmallVector<Value>
+loadBFragment(OpBuilder &b, Location loc, const GPUTargetInfo &target,
+              Value tile, int64_t stride, mma::Coord<IndexExpr> row,
+              bool transpose,
+              function_ref<mma::Coord<IndexExpr>(mma::Coord<IndexExpr>)> at) {
+  if (target.hasLoadMatrix())
+    return target.emitLoadMatrixX2(
+        b, loc, tile, (row.row * stride + row.col).value, transpose);
+  IndexExpr lane = row.row;
+  lane.value = arith::RemUIOp::create(
+      b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
+      indexConstant(b, loc, mma::kWarpSize));
+  SmallVector<Value> fragment;
+  for (int i = 0; i < mma::kBElements; ++i) {
+    mma::Coord<IndexExpr> position = at(mma::bElement(lane, i));
+    fragment.push_back(memref::LoadOp::create(
+        b, loc, tile, (position.row * stride + position.col).value));
+  }
+  return fragment;
+}
+
 } // namespace
 
 std::optional<std::string>
@@ -335,15 +360,13 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
         for (int ni = 0; ni < Tiling::kTilesKV; ++ni) {
           SmallVector<Value> acc(mma::kCElements, f32(b, loc, 0.0));
           for (int64_t kk = 0; kk < c.k.headDim; kk += mma::kK) {
-            SmallVector<Value> fragment;
-            for (int i = 0; i < mma::kBElements; ++i) {
-              mma::Coord<IndexExpr> e = mma::bElement(l, i);
-              IndexExpr at =
-                  (e.col + ni * mma::kN) * (c.k.headDim + Tiling::kPad) +
-                  e.row + kk;
-              fragment.push_back(
-                  memref::LoadOp::create(b, loc, kTile, at.value));
-            }
+            SmallVector<Value> fragment = loadBFragment(
+                b, loc, target, kTile, c.k.headDim + Tiling::kPad,
+                Tiling::keyFragmentRow(l, ni, kk), /*transpose=*/false,
+                [&](mma::Coord<IndexExpr> e) {
+                  return mma::Coord<IndexExpr>{e.col + ni * mma::kN,
+                                               e.row + kk};
+                });
             acc = target.emitMMA16x8x16(b, loc, qFragments[kk / mma::kK],
                                         fragment, acc);
           }
@@ -419,15 +442,13 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
             a.push_back(probabilities[2 * step + from.tile][from.element]);
           }
           for (int64_t nd = 0; nd < dTiles; ++nd) {
-            SmallVector<Value> fragment;
-            for (int i = 0; i < mma::kBElements; ++i) {
-              mma::Coord<IndexExpr> e = mma::bElement(l, i);
-              IndexExpr at =
-                  (e.row + step * mma::kK) * (c.v.headDim + Tiling::kPad) +
-                  e.col + nd * mma::kN;
-              fragment.push_back(
-                  memref::LoadOp::create(b, loc, vTile, at.value));
-            }
+            SmallVector<Value> fragment = loadBFragment(
+                b, loc, target, vTile, c.v.headDim + Tiling::kPad,
+                Tiling::valueFragmentRow(l, step, nd), /*transpose=*/true,
+                [&](mma::Coord<IndexExpr> e) {
+                  return mma::Coord<IndexExpr>{e.row + step * mma::kK,
+                                               e.col + nd * mma::kN};
+                });
             SmallVector<Value> acc(next.begin() + 4 + nd * mma::kCElements,
                                    next.begin() + 4 +
                                        (nd + 1) * mma::kCElements);

@@ -42,6 +42,12 @@ SmallVector<Value> GPUTargetInfo::emitMMA16x8x16(OpBuilder &, Location,
                            "16x8x16 matrix units");
 }
 
+SmallVector<Value> GPUTargetInfo::emitLoadMatrixX2(OpBuilder &, Location, Value,
+                                                   Value, bool) const {
+  llvm::report_fatal_error("emitLoadMatrixX2 called on a GPU target without "
+                           "matrix loads");
+}
+
 //===----------------------------------------------------------------------===//
 // KernelSet
 //===----------------------------------------------------------------------===//

@@ -26,6 +26,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -236,6 +237,24 @@ public:
     return d;
   }
 
+  /// ldmatrix: every supported arch (sm_75+).
+  bool hasLoadMatrix() const override { return true; }
+
+  SmallVector<Value> emitLoadMatrixX2(OpBuilder &b, Location loc, Value tile,
+                                      Value index,
+                                      bool transpose) const override {
+    Type element = cast<MemRefType>(tile.getType()).getElementType();
+    Value loaded = nvgpu::LdMatrixOp::create(
+        b, loc, VectorType::get({2, 2}, element), tile, ValueRange{index},
+        transpose, /*numTiles=*/2);
+    SmallVector<Value> elements;
+    for (int64_t j = 0; j < 2; ++j)
+      for (int64_t e = 0; e < 2; ++e)
+        elements.push_back(
+            vector::ExtractOp::create(b, loc, loaded, ArrayRef<int64_t>{j, e}));
+    return elements;
+  }
+
   std::optional<std::string> getConfigurationError() const override {
     std::string error;
     if (failed(getCUDAArch(&error)))
@@ -273,6 +292,7 @@ void mlir::te::buildCUDATargetPipeline(OpPassManager &pm, StringRef arch) {
   ConvertGpuOpsToNVVMOpsOptions nvvm;
   nvvm.useBarePtrCallConv = true;
   nvvm.indexBitwidth = 64;
+  kernels.addPass(createConvertNVGPUToNVVMPass());
   kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
   kernels.addPass(createCanonicalizerPass());
   kernels.addPass(createCSEPass());
@@ -534,10 +554,11 @@ public:
   }
 
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<arith::ArithDialect, bufferization::BufferizationDialect,
-                    gpu::GPUDialect, LLVM::LLVMDialect, math::MathDialect,
-                    memref::MemRefDialect, NVVM::NVVMDialect, scf::SCFDialect,
-                    vector::VectorDialect>();
+    registry
+        .insert<arith::ArithDialect, bufferization::BufferizationDialect,
+                gpu::GPUDialect, LLVM::LLVMDialect, math::MathDialect,
+                memref::MemRefDialect, NVVM::NVVMDialect, nvgpu::NVGPUDialect,
+                scf::SCFDialect, vector::VectorDialect>();
     NVVM::registerNVVMTargetInterfaceExternalModels(registry);
     registerBuiltinDialectTranslation(registry);
     registerGPUDialectTranslation(registry);

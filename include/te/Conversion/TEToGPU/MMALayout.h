@@ -46,6 +46,25 @@ template <typename Index> Coord<Index> cElement(Index lane, int i) {
   return {lane / 4 + 8 * (i / 2), (lane % 4) * 2 + (i % 2)};
 }
 
+/// ldmatrix with two 8x8 tiles of 16-bit elements (PTX's
+/// ldmatrix.sync.aligned.m8n8.x2): lanes 0..15 each supply the address of
+/// one tile row, (tile, row) = loadMatrixRow(lane) (the other lanes'
+/// addresses are not read); every lane receives two elements of each tile,
+/// element e of tile j at loadMatrixElement(lane, e) as (row, column) of
+/// the tile as stored, or transposed, (column, row), with `.trans`.
+template <typename Index> struct TileRow {
+  Index tile, row;
+};
+template <typename Index> TileRow<Index> loadMatrixRow(Index lane) {
+  return {lane % 16 / 8, lane % 8};
+}
+template <typename Index>
+Coord<Index> loadMatrixElement(Index lane, int e, bool transpose) {
+  if (transpose)
+    return {(lane % 4) * 2 + e, lane / 4};
+  return {lane / 4, (lane % 4) * 2 + e};
+}
+
 /// Where an A element comes from when A is the accumulator of an earlier
 /// MMA (attention's P = softmax(Q K^T) feeding P V): A's 16 columns of one
 /// k step are the 8 columns of accumulator tiles 2t and 2t + 1, and every
@@ -67,6 +86,25 @@ struct FlashTiling {
   static constexpr int kBlockQ = kWarps * kM, kBlockKV = 64;
   static constexpr int kTilesKV = kBlockKV / kN;
   static constexpr int kPad = 8;
+  /// The B fragments of the kernel's two products load with ldmatrix (x2)
+  /// from the staged tiles, stored [key][d]: a lane's row address is
+  /// (key, d) of the tile. For S = Q K^T's tile `ni` at k step `kk`, K's
+  /// rows are keys and its columns the k of the step (ldmatrix); for P V's
+  /// key step `step` and output column tile `nd`, V's rows are the keys of
+  /// the step, read transposed (ldmatrix.trans). Register j of the result
+  /// holds B elements 2j and 2j + 1.
+  template <typename Index>
+  static Coord<Index> keyFragmentRow(Index lane, int ni, int kk) {
+    TileRow<Index> at = loadMatrixRow(lane);
+    return {at.row + ni * kN, at.tile * 8 + kk};
+  }
+  template <typename Index>
+  static Coord<Index> valueFragmentRow(Index lane, int step, int nd) {
+    TileRow<Index> at = loadMatrixRow(lane);
+    // The column is the same for every lane (written as an Index).
+    return {at.tile * 8 + at.row + step * kK, lane * 0 + nd * kN};
+  }
+
   /// Largest head dimension: two staged tiles stay within 48 KiB of static
   /// shared memory and the accumulators within the register file.
   static constexpr int kMaxHeadDim = 128;

@@ -56,6 +56,19 @@ public:
                                             ArrayRef<Value> bValues,
                                             ArrayRef<Value> c) const;
 
+  /// Whether the target loads two 8x8 tiles of 16-bit elements from shared
+  /// memory into MMA fragments with one instruction (MMALayout.h's
+  /// loadMatrixRow and loadMatrixElement).
+  virtual bool hasLoadMatrix() const { return false; }
+
+  /// That load: `tile` is a 1-D workgroup buffer of bf16 or f16, `index`
+  /// the element where the row this lane supplies starts (16-byte
+  /// aligned); returns the lane's four elements, tile 0's two then tile
+  /// 1's, transposed with `transpose`. Only called when hasLoadMatrix().
+  virtual SmallVector<Value> emitLoadMatrixX2(OpBuilder &b, Location loc,
+                                              Value tile, Value index,
+                                              bool transpose) const;
+
   /// Why code cannot be generated for this target at all (an unsupported
   /// arch, say), or nullopt. convert-te-to-gpu fails with it.
   virtual std::optional<std::string> getConfigurationError() const {
