@@ -5,6 +5,7 @@
 #include "te/Dialect/TE/IR/TEOps.h"
 #include "te/Dialect/TE/Transforms/Passes.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
@@ -383,7 +384,34 @@ std::string mlir::te::formatKernelManifest(ArrayRef<KernelEntry> entries,
   return text;
 }
 
+namespace {
+/// Gives each result an entry point returns more than once a copy of its
+/// own (bufferization.alloc_tensor copy), so that every output buffer has
+/// one producer: MLIR 22's buffer-results-to-out-params crashes on an
+/// allocation returned twice.
+struct UniqueReturnsPass
+    : PassWrapper<UniqueReturnsPass, OperationPass<func::FuncOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(UniqueReturnsPass)
+  StringRef getArgument() const override { return "te-unique-returns"; }
+
+  void runOnOperation() override {
+    getOperation().walk([](func::ReturnOp ret) {
+      llvm::SmallPtrSet<Value, 4> seen;
+      OpBuilder b(ret);
+      for (OpOperand &operand : ret->getOpOperands()) {
+        auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+        if (!type || seen.insert(operand.get()).second)
+          continue;
+        operand.set(bufferization::AllocTensorOp::create(
+            b, ret.getLoc(), type, ValueRange{}, operand.get()));
+      }
+    });
+  }
+};
+} // namespace
+
 void mlir::te::addKernelBufferization(OpPassManager &pm) {
+  pm.addNestedPass<func::FuncOp>(std::make_unique<UniqueReturnsPass>());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =

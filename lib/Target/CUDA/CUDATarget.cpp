@@ -268,11 +268,13 @@ private:
 } // namespace
 
 void mlir::te::buildCUDATargetPipeline(OpPassManager &pm, StringRef arch) {
-  pm.addPass(createConvertTEToGPUPass(
-      std::make_shared<CUDAGPUTargetInfo>(arch.str())));
+  auto info = std::make_shared<CUDAGPUTargetInfo>(arch.str());
+  pm.addPass(createConvertTEToGPUPass(info));
   // Entry points write their results into the caller's buffers; the other
-  // allocations are the temporaries of the manifest's steps.
+  // allocations are the temporaries of the manifest's steps, and copies
+  // into outputs are kernels too.
   addKernelBufferization(pm);
+  pm.addPass(createHostCopiesToGPUPass(info));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 

@@ -93,6 +93,12 @@ std::optional<std::string> getGPUUnsupportedReason(Operation *op,
 /// diagnostic on `op` when getGPUUnsupportedReason has a reason.
 LogicalResult lowerTEOpToGPU(Operation *op, const GPUTargetInfo &target);
 
+/// After bufferization: each copy of a buffer in an entry point (an input
+/// returned, or one value returned twice) as the launch of a copy kernel,
+/// since a GPU target's entry points are lists of kernel launches.
+std::unique_ptr<Pass>
+createHostCopiesToGPUPass(std::shared_ptr<const GPUTargetInfo> target);
+
 /// convert-te-to-gpu for `target` (what a GPU target's pipeline runs).
 std::unique_ptr<Pass>
 createConvertTEToGPUPass(std::shared_ptr<const GPUTargetInfo> target);
