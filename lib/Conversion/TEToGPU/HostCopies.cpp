@@ -2,10 +2,12 @@
 //
 // After bufferization an entry point that returns one of its inputs, or
 // one value twice, copies a buffer into its output argument on the host
-// (memref.copy). A GPU target's entry points are lists of kernel launches
-// (the runtime's manifest steps), so each such copy becomes a launch of a
-// copy kernel: a grid-stride loop of 16-byte accesses where the size
-// allows.
+// (memref.copy), and a constant tensor is a host global (memref.get_global
+// of a memref.global). A GPU target's entry points are lists of kernel
+// launches (the runtime's manifest steps), so each copy becomes a launch
+// of a copy kernel (a grid-stride loop of 16-byte accesses where the size
+// allows), and each constant a temporary that a kernel fills from a copy
+// of the global in its own gpu.module.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +15,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/Pass.h"
 
 using namespace mlir;
@@ -21,46 +24,96 @@ using namespace mlir::te::gpu_lowering;
 
 namespace {
 
-LogicalResult lowerHostCopy(memref::CopyOp copy, const GPUTargetInfo &target) {
-  auto from = cast<MemRefType>(copy.getSource().getType());
-  auto to = cast<MemRefType>(copy.getTarget().getType());
-  if (!from.hasStaticShape() || from.getShape() != to.getShape() ||
-      from.getElementType() != to.getElementType() ||
-      !from.getLayout().isIdentity() || !to.getLayout().isIdentity())
-    return copy.emitError("a GPU target copies whole buffers of one static "
-                          "shape and element type only, not ")
-           << from << " into " << to;
-  Location loc = copy.getLoc();
-  KernelSet set(copy, "copy", target);
-  OpBuilder b(copy.getContext());
-  auto kernel = set.addKernel(b, "copy", {from, to});
-  Value source = kernel.getArgument(0), destination = kernel.getArgument(1);
-  int64_t count = from.getNumElements(), items = 1;
-  if (from.getRank() == 0) {
+/// Copies `source` into `destination` (one static shape, identity layouts,
+/// rank 0 included) with a grid-stride loop; returns the number of work
+/// items the launch covers.
+int64_t emitCopyLoop(OpBuilder &b, Location loc, Value source,
+                     Value destination) {
+  auto type = cast<MemRefType>(source.getType());
+  if (type.getRank() == 0) {
     ifFirstThread(b, loc, [&](OpBuilder &b, Location loc) {
       memref::StoreOp::create(
           b, loc, memref::LoadOp::create(b, loc, source, ValueRange{}),
           destination, ValueRange{});
     });
-  } else {
-    int64_t width = vectorWidth(from.getElementType(), count);
-    items = count / width;
-    Value flatFrom = flatten(b, loc, source),
-          flatTo = flatten(b, loc, destination);
-    gridStrideLoop(b, loc, items, Value(),
-                   [&](OpBuilder &b, Location loc, Value i, Value) {
-                     Value at = arith::MulIOp::create(
-                         b, loc, i, indexConstant(b, loc, width));
-                     storeElements(b, loc, flatTo, at,
-                                   loadElements(b, loc, flatFrom, at, width));
-                     return Value();
-                   });
+    return 1;
   }
+  int64_t count = type.getNumElements();
+  int64_t width = vectorWidth(type.getElementType(), count);
+  Value flatFrom = flatten(b, loc, source);
+  Value flatTo = flatten(b, loc, destination);
+  gridStrideLoop(b, loc, count / width, Value(),
+                 [&](OpBuilder &b, Location loc, Value i, Value) {
+                   Value at = arith::MulIOp::create(
+                       b, loc, i, indexConstant(b, loc, width));
+                   storeElements(b, loc, flatTo, at,
+                                 loadElements(b, loc, flatFrom, at, width));
+                   return Value();
+                 });
+  return count / width;
+}
+
+bool isPlainStatic(MemRefType type) {
+  return type.hasStaticShape() && type.getLayout().isIdentity();
+}
+
+/// Launches `kernel` of `set` (finished) for `items` work items of
+/// emitCopyLoop, before `op`.
+void launchCopy(KernelSet &set, gpu::GPUFuncOp kernel, Operation *op,
+                int64_t items, bool scalar, ValueRange operands) {
+  OpBuilder host(op);
+  set.launch(host, kernel, blocksFor(items), scalar ? 1 : kBlockSize, operands);
+}
+
+LogicalResult lowerHostCopy(memref::CopyOp copy, const GPUTargetInfo &target) {
+  auto from = cast<MemRefType>(copy.getSource().getType());
+  auto to = cast<MemRefType>(copy.getTarget().getType());
+  if (!isPlainStatic(from) || !isPlainStatic(to) ||
+      from.getShape() != to.getShape() ||
+      from.getElementType() != to.getElementType())
+    return copy.emitError("a GPU target copies whole buffers of one static "
+                          "shape and element type only, not ")
+           << from << " into " << to;
+  KernelSet set(copy, "copy", target);
+  OpBuilder b(copy.getContext());
+  auto kernel = set.addKernel(b, "copy", {from, to});
+  int64_t items = emitCopyLoop(b, copy.getLoc(), kernel.getArgument(0),
+                               kernel.getArgument(1));
   set.finish();
-  OpBuilder host(copy);
-  set.launch(host, kernel, blocksFor(items), from.getRank() ? kBlockSize : 1,
+  launchCopy(set, kernel, copy, items, from.getRank() == 0,
              {copy.getSource(), copy.getTarget()});
   copy.erase();
+  return success();
+}
+
+/// A constant of the entry point as a temporary that a kernel fills from
+/// the global's copy in the kernel's module.
+LogicalResult lowerHostConstant(memref::GetGlobalOp get,
+                                const GPUTargetInfo &target) {
+  auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+      get, get.getNameAttr());
+  MemRefType type = get.getType();
+  if (!global || !global.getConstant() || !global.getInitialValue() ||
+      !isPlainStatic(type))
+    return get.emitError("a GPU target takes the constants of an entry point "
+                         "as constant globals of static shape only");
+  Location loc = get.getLoc();
+  KernelSet set(get, "constant", target);
+  OpBuilder b(get.getContext());
+  b.setInsertionPointToStart(set.getModule().getBody());
+  auto copy = cast<memref::GlobalOp>(b.clone(*global));
+  copy.setPrivate();
+  auto kernel = set.addKernel(b, "fill", {type});
+  Value source = memref::GetGlobalOp::create(b, loc, type, copy.getSymName());
+  int64_t items = emitCopyLoop(b, loc, source, kernel.getArgument(0));
+  set.finish();
+  OpBuilder host(get);
+  // 256-byte aligned, as the runtime's allocations.
+  Value buffer =
+      memref::AllocOp::create(host, loc, type, host.getI64IntegerAttr(256));
+  launchCopy(set, kernel, get, items, type.getRank() == 0, {buffer});
+  get.replaceAllUsesWith(buffer);
+  get.erase();
   return success();
 }
 
@@ -72,15 +125,24 @@ struct HostCopiesToGPUPass
       : target(std::move(target)) {}
   StringRef getArgument() const override { return "te-host-copies-to-gpu"; }
   StringRef getDescription() const override {
-    return "Copies of buffers in entry points as GPU kernel launches";
+    return "Copies of buffers and constants in entry points as GPU kernel "
+           "launches";
   }
 
   void runOnOperation() override {
     SmallVector<memref::CopyOp> copies;
-    getOperation().walk([&](memref::CopyOp copy) {
-      if (copy->getParentOfType<func::FuncOp>())
+    SmallVector<memref::GetGlobalOp> constants;
+    getOperation().walk([&](Operation *op) {
+      if (!op->getParentOfType<func::FuncOp>())
+        return;
+      if (auto copy = dyn_cast<memref::CopyOp>(op))
         copies.push_back(copy);
+      if (auto get = dyn_cast<memref::GetGlobalOp>(op))
+        constants.push_back(get);
     });
+    for (memref::GetGlobalOp get : constants)
+      if (failed(lowerHostConstant(get, *target)))
+        return signalPassFailure();
     for (memref::CopyOp copy : copies)
       if (failed(lowerHostCopy(copy, *target)))
         return signalPassFailure();

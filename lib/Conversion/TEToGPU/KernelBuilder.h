@@ -54,6 +54,9 @@ public:
               ValueRange operands);
 
   const GPUTargetInfo &getTarget() const { return target; }
+  /// The module the kernels go into (before finish(): for globals they
+  /// read).
+  gpu::GPUModuleOp getModule() const { return module; }
 
 private:
   Operation *op;

@@ -85,7 +85,9 @@ void KernelSet::finish() {
   std::string text;
   {
     llvm::raw_string_ostream os(text);
-    module->print(os, OpPrintingFlags().elideLargeElementsAttrs());
+    // Every element of constants included: two modules that differ in one
+    // must not share a name.
+    module->print(os);
   }
   std::string suffix;
   llvm::raw_string_ostream(suffix)
