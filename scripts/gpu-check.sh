@@ -146,8 +146,8 @@ if [[ "$device" == cuda && -n "$sanitizer" ]]; then
       fi
       echo "== $tool $name" >> "$out/sanitizer.txt"
       timeout 60 "$sanitizer" --tool "$tool" --error-exitcode 3 \
-        "$runner" --megabytes 1 --repeats 1 --kernels "$kernels" \
-        --only "$name" >> "$out/sanitizer.txt" 2>&1 || {
+        "$runner" --megabytes 1 --repeats 1 --rounds 1 \
+        --kernels "$kernels" --only "$name" >> "$out/sanitizer.txt" 2>&1 || {
         code=$?
         echo "== $tool $name: exit $code" >> "$out/sanitizer.txt"
         status=1

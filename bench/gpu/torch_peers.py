@@ -7,7 +7,8 @@ Runs where a CUDA GPU and PyTorch are (scripts/gpu-check.sh calls it after
 te-gpu-check, so both are measured in one run on one GPU). Each peer does
 what the te entry of the same name does, on tensors of the same shapes and
 types, and is timed the way te-gpu-check times a launch: CUDA events around
-`repeats` calls after one warm-up, mean per call. GB/s counts the same
+`repeats` calls, the median over `rounds` of the mean per call, after
+warm-up calls. GB/s counts the same
 bytes te-gpu-check counts (every input and output once), so the two can be
 divided. Two flavours: eager PyTorch, and torch.compile of the same
 function (what a user who wants fused kernels would pick; TE's own kernels
@@ -26,6 +27,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--no-compile", action="store_true",
                         help="eager PyTorch only")
     parser.add_argument("--only", metavar="TEXT",
@@ -130,16 +132,22 @@ def main():
              "gemm_tn_bf16": 2 * 1024**3}
 
     def timed(fn, inputs):
-        fn(*inputs)  # warm-up (and compile)
+        # As te-gpu-check times: warm-up calls (the first compiles), then
+        # the median over rounds of the mean of `repeats` calls.
+        for _ in range(3 if args.rounds > 1 else 1):
+            fn(*inputs)
         torch.cuda.synchronize()
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(args.repeats):
-            fn(*inputs)
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / args.repeats
+        per_call = []
+        for _ in range(args.rounds):
+            start.record()
+            for _ in range(args.repeats):
+                fn(*inputs)
+            end.record()
+            end.synchronize()
+            per_call.append(start.elapsed_time(end) / args.repeats)
+        return sorted(per_call)[len(per_call) // 2]
 
     results = []
     for name, fn, inputs, moved in cases:
@@ -164,7 +172,8 @@ def main():
             results.append(row)
     report = {"torch": torch.__version__,
               "device": torch.cuda.get_device_name(),
-              "repeats": args.repeats, "results": results}
+              "repeats": args.repeats, "rounds": args.rounds,
+              "results": results}
     if args.json:
         with open(args.json, "w") as out:
             json.dump(report, out, indent=1)

@@ -1,7 +1,7 @@
 //===- te-gpu-check.cpp - Checks and timings of the cuda device -----------===//
 //
 // te-gpu-check [--json FILE] [--megabytes N] [--kernels DIR [--only NAME]]
-//              [--repeats N] [--device D]
+//              [--repeats N] [--rounds N] [--device D]
 //
 // What scripts/gpu-check.sh runs where a GPU is lent: opens te-mlir's cuda
 // device and checks that data survives host -> device -> device -> host
@@ -16,15 +16,15 @@
 // out-of-range values are put into its float inputs; the other entries'
 // results with those values are reported, not judged (reductions such as
 // attention's propagate NaN differently on the two devices). Each GPU
-// launch is timed (the mean of
-// --repeats launches after a warm-up, 10 by default); --only NAME checks
-// DIR/NAME alone (scripts/gpu-check.sh runs each program in its own process,
-// so a kernel that faults or hangs costs only its program's figures). Writes
-// the figures as
-// JSON. Without a usable driver it prints one "SKIPPED: <why>" line, writes
-// {"status": "skipped", ...} and exits 0; a failed check exits 1. --device runs
-// all of it on another device (cpu: the CPU checked against itself, which tests
-// the checks themselves where there is no GPU; its kernel files are NAME.so).
+// launch is timed: the median over --rounds rounds (5 by default on cuda) of
+// the mean of --repeats launches (10 by default), after warm-up launches.
+// --only NAME checks DIR/NAME alone (scripts/gpu-check.sh runs each program
+// in its own process, so a kernel that faults or hangs costs only its
+// program's figures). Writes the figures as JSON. Without a usable driver
+// it prints one "SKIPPED: <why>" line, writes {"status": "skipped", ...}
+// and exits 0; a failed check exits 1. --device runs all of it on another
+// device (cpu: the CPU checked against itself, which tests the checks
+// themselves where there is no GPU; its kernel files are NAME.so).
 //
 //===----------------------------------------------------------------------===//
 
@@ -121,26 +121,39 @@ struct Report {
   std::exit(1);
 }
 
-/// Milliseconds between two events recorded around `body` on the default
-/// stream.
+/// How many rounds of timed launches each figure is the median of
+/// (--rounds; 5 on the cuda device, 1 on others, where launches are slow
+/// and the timings only exercise the code).
+int timingRounds = 0;
+
+/// Milliseconds per call of `body`: the median over timingRounds rounds of
+/// the time between two events recorded around `repeats` calls on the
+/// default stream, after warm-up calls (three when there are several
+/// rounds: one round of launches on an idle GPU runs at its idle clocks).
 template <typename Body>
 float timed(Report &report, te_device *device, int repeats, Body &&body) {
   te_event *start = nullptr, *end = nullptr;
   if (te_event_create(device, &start) || te_event_create(device, &end))
     fail(report, "te_event_create");
-  body(); // warm-up
-  if (te_event_record(start, nullptr))
-    fail(report, "te_event_record");
-  for (int i = 0; i < repeats; ++i)
+  for (int i = 0; i < (timingRounds > 1 ? 3 : 1); ++i)
     body();
-  if (te_event_record(end, nullptr) || te_event_synchronize(end))
-    fail(report, "te_event_record");
-  float milliseconds = 0;
-  if (te_event_elapsed_ms(start, end, &milliseconds))
-    fail(report, "te_event_elapsed_ms");
+  std::vector<float> perCall;
+  for (int round = 0; round < timingRounds; ++round) {
+    if (te_event_record(start, nullptr))
+      fail(report, "te_event_record");
+    for (int i = 0; i < repeats; ++i)
+      body();
+    if (te_event_record(end, nullptr) || te_event_synchronize(end))
+      fail(report, "te_event_record");
+    float milliseconds = 0;
+    if (te_event_elapsed_ms(start, end, &milliseconds))
+      fail(report, "te_event_elapsed_ms");
+    perCall.push_back(milliseconds / repeats);
+  }
   te_event_release(start);
   te_event_release(end);
-  return milliseconds / repeats;
+  std::sort(perCall.begin(), perCall.end());
+  return perCall[perCall.size() / 2];
 }
 
 using ModulePtr = std::unique_ptr<te_module, decltype(&te_module_release)>;
@@ -448,6 +461,12 @@ int main(int argc, char **argv) {
       }
     } else if (arg == "--kernels" && i + 1 < argc) {
       kernels = argv[++i];
+    } else if (arg == "--rounds" && i + 1 < argc) {
+      timingRounds = static_cast<int>(std::strtol(argv[++i], nullptr, 10));
+      if (timingRounds <= 0 || timingRounds > 1000) {
+        std::fprintf(stderr, "te-gpu-check: --rounds expects 1 to 1000\n");
+        return 2;
+      }
     } else if (arg == "--repeats" && i + 1 < argc) {
       repeats = std::strtol(argv[++i], nullptr, 10);
       if (repeats <= 0 || repeats > 100000) {
@@ -459,13 +478,16 @@ int main(int argc, char **argv) {
     } else if (arg == "--device" && i + 1 < argc) {
       deviceName = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: te-gpu-check [--json FILE] [--megabytes N] "
-                           "[--kernels DIR [--only NAME]] [--repeats N] "
-                           "[--device D]\n");
+      std::fprintf(stderr,
+                   "usage: te-gpu-check [--json FILE] [--megabytes N] "
+                   "[--kernels DIR [--only NAME]] [--repeats N] [--rounds N] "
+                   "[--device D]\n");
       return 2;
     }
   }
 
+  if (timingRounds == 0)
+    timingRounds = deviceName == "cuda" ? 5 : 1;
   te_device *device = nullptr;
   if (te_device_open(deviceName.c_str(), 0, &device) != TE_OK) {
     std::string why = te_last_error_message();
