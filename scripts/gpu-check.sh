@@ -133,9 +133,8 @@ fi
 # 4. Memory and shared-memory race checks of every program's launches
 # (sanitizer.txt), where NVIDIA's compute-sanitizer is, while the time
 # bound (TE_GPU_CHECK_SECONDS, 420 by default) lasts.
-sanitizer="$(command -v compute-sanitizer || true)"
-[[ -n "$sanitizer" || ! -x /usr/local/cuda/bin/compute-sanitizer ]] ||
-  sanitizer=/usr/local/cuda/bin/compute-sanitizer
+sanitizer="$(PATH="$PATH:/usr/local/cuda/bin" command -v compute-sanitizer ||
+  true)"
 if [[ "$device" == cuda && -n "$sanitizer" ]]; then
   for tool in memcheck racecheck; do
     for name in "${programs[@]}"; do

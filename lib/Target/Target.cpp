@@ -63,15 +63,20 @@ std::optional<std::string> featuresOfProcessor(const std::string &triple,
 } // namespace
 
 std::optional<std::string> mlir::te::plugin::getHostTargetError() {
-  const char *requested = std::getenv("TE_CPU_ARCH");
-  if (!requested || !*requested)
-    return std::nullopt;
-  if (featuresOfProcessor(llvm::sys::getProcessTriple(), requested))
-    return std::nullopt;
-  return "TE_CPU_ARCH=" + std::string(requested) +
-         " is not a processor LLVM knows for " + llvm::sys::getProcessTriple() +
-         "; use one such as x86-64-v3, znver4 or sapphirerapids (`llc "
-         "-mcpu=help` lists them), or unset it to compile for this host";
+  // Read once per process, as getHostTarget reads TE_CPU_ARCH.
+  static const std::optional<std::string> error =
+      []() -> std::optional<std::string> {
+    const char *requested = std::getenv("TE_CPU_ARCH");
+    if (!requested || !*requested ||
+        featuresOfProcessor(llvm::sys::getProcessTriple(), requested))
+      return std::nullopt;
+    return "TE_CPU_ARCH=" + std::string(requested) +
+           " is not a processor LLVM knows for " +
+           llvm::sys::getProcessTriple() +
+           "; use one such as x86-64-v3, znver4 or sapphirerapids (`llc "
+           "-mcpu=help` lists them), or unset it to compile for this host";
+  }();
+  return error;
 }
 
 const TargetInfo &mlir::te::plugin::getHostTarget() {

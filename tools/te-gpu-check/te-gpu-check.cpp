@@ -124,7 +124,7 @@ struct Report {
 /// How many rounds of timed launches each figure is the median of
 /// (--rounds; 5 on the cuda device, 1 on others, where launches are slow
 /// and the timings only exercise the code).
-int timingRounds = 0;
+int timingRounds = 1;
 
 /// Milliseconds per call of `body`: the median over timingRounds rounds of
 /// the time between two events recorded around `repeats` calls on the
@@ -445,34 +445,38 @@ std::string checkKernels(Report &report, te_device *gpu, const std::string &dir,
 
 } // namespace
 
+/// `text` as a count in [1, max] into `value`; false after saying what
+/// `option` expects.
+bool parseCount(const std::string &option, const char *text, long max,
+                long &value) {
+  char *end = nullptr;
+  value = std::strtol(text, &end, 10);
+  if (*text && !*end && value >= 1 && value <= max)
+    return true;
+  std::fprintf(stderr, "te-gpu-check: %s expects 1 to %ld\n", option.c_str(),
+               max);
+  return false;
+}
+
 int main(int argc, char **argv) {
   Report report;
-  long megabytes = 256, repeats = 10;
+  long megabytes = 256, repeats = 10, rounds = 0;
   std::string kernels, only, deviceName = "cuda";
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--json" && i + 1 < argc) {
       report.path = argv[++i];
     } else if (arg == "--megabytes" && i + 1 < argc) {
-      megabytes = std::strtol(argv[++i], nullptr, 10);
-      if (megabytes <= 0 || megabytes > 65536) {
-        std::fprintf(stderr, "te-gpu-check: --megabytes expects 1 to 65536\n");
+      if (!parseCount(arg, argv[++i], 65536, megabytes))
         return 2;
-      }
     } else if (arg == "--kernels" && i + 1 < argc) {
       kernels = argv[++i];
     } else if (arg == "--rounds" && i + 1 < argc) {
-      timingRounds = static_cast<int>(std::strtol(argv[++i], nullptr, 10));
-      if (timingRounds <= 0 || timingRounds > 1000) {
-        std::fprintf(stderr, "te-gpu-check: --rounds expects 1 to 1000\n");
+      if (!parseCount(arg, argv[++i], 1000, rounds))
         return 2;
-      }
     } else if (arg == "--repeats" && i + 1 < argc) {
-      repeats = std::strtol(argv[++i], nullptr, 10);
-      if (repeats <= 0 || repeats > 100000) {
-        std::fprintf(stderr, "te-gpu-check: --repeats expects 1 to 100000\n");
+      if (!parseCount(arg, argv[++i], 100000, repeats))
         return 2;
-      }
     } else if (arg == "--only" && i + 1 < argc) {
       only = argv[++i];
     } else if (arg == "--device" && i + 1 < argc) {
@@ -486,8 +490,9 @@ int main(int argc, char **argv) {
     }
   }
 
-  if (timingRounds == 0)
-    timingRounds = deviceName == "cuda" ? 5 : 1;
+  timingRounds = rounds                 ? static_cast<int>(rounds)
+                 : deviceName == "cuda" ? 5
+                                        : 1;
   te_device *device = nullptr;
   if (te_device_open(deviceName.c_str(), 0, &device) != TE_OK) {
     std::string why = te_last_error_message();

@@ -162,16 +162,12 @@ void stageKeys(OpBuilder &b, Location loc, const FlashConfig &c, const Dims &d,
 /// element, B element (k, n) at tile position `at`((k, n)) as (key, d).
 SmallVector<Value>
 loadBFragment(OpBuilder &b, Location loc, const GPUTargetInfo &target,
-              Value tile, int64_t stride, mma::Coord<IndexExpr> row,
-              bool transpose,
+              Value tile, int64_t stride, IndexExpr lane,
+              mma::Coord<IndexExpr> row, bool transpose,
               function_ref<mma::Coord<IndexExpr>(mma::Coord<IndexExpr>)> at) {
   if (target.hasLoadMatrix())
     return target.emitLoadMatrixX2(
         b, loc, tile, (row.row * stride + row.col).value, transpose);
-  IndexExpr lane = row.row;
-  lane.value = arith::RemUIOp::create(
-      b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
-      indexConstant(b, loc, mma::kWarpSize));
   SmallVector<Value> fragment;
   for (int i = 0; i < mma::kBElements; ++i) {
     mma::Coord<IndexExpr> position = at(mma::bElement(lane, i));
@@ -361,7 +357,7 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
           SmallVector<Value> acc(mma::kCElements, f32(b, loc, 0.0));
           for (int64_t kk = 0; kk < c.k.headDim; kk += mma::kK) {
             SmallVector<Value> fragment = loadBFragment(
-                b, loc, target, kTile, c.k.headDim + Tiling::kPad,
+                b, loc, target, kTile, c.k.headDim + Tiling::kPad, l,
                 Tiling::keyFragmentRow(l, ni, kk), /*transpose=*/false,
                 [&](mma::Coord<IndexExpr> e) {
                   return mma::Coord<IndexExpr>{e.col + ni * mma::kN,
@@ -443,7 +439,7 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
           }
           for (int64_t nd = 0; nd < dTiles; ++nd) {
             SmallVector<Value> fragment = loadBFragment(
-                b, loc, target, vTile, c.v.headDim + Tiling::kPad,
+                b, loc, target, vTile, c.v.headDim + Tiling::kPad, l,
                 Tiling::valueFragmentRow(l, step, nd), /*transpose=*/true,
                 [&](mma::Coord<IndexExpr> e) {
                   return mma::Coord<IndexExpr>{e.row + step * mma::kK,
