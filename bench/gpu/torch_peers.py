@@ -127,8 +127,29 @@ def main():
         ("bhsd_f16_d128 (torch SDPA)", lambda q, k, v: sdpa(q, k, v),
          (q2, k2, v2), nbytes(q2, k2, v2, q2) + 8 * 1000 * 4),
     ]
+    # Forward and backward, as bench/gpu/attention_backward.mlir's entries
+    # run them: SDPA, then the gradients of Q, K and V for a given dO.
+    def sdpa_step(causal):
+        def step(q, k, v, d_o):
+            q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+            o = sdpa(q, k, v, is_causal=causal)
+            return torch.autograd.grad(o, (q, k, v), d_o)
+        return step
+
+    d_o = normal((2, 16, 1024, 64), torch.bfloat16)
+    d_o2 = normal((1, 8, 1000, 128), torch.float16)
+    cases += [
+        ("gqa_causal_bf16_backward (torch SDPA)", sdpa_step(True),
+         (q, k, v, d_o), 4 * nbytes(q) + 2 * nbytes(k, v) // 4),
+        ("bhsd_f16_d128_backward (torch SDPA)", sdpa_step(False),
+         (q2, k2, v2, d_o2), 2 * nbytes(q2, k2, v2, d_o2)),
+    ]
+    # The backward's five products against the forward's two: 3.5 times
+    # the forward's operations for the whole step.
     flops = {"gqa_causal_bf16": 4 * 2 * 16 * 1024 * 1024 * 64 / 2,
              "bhsd_f16_d128": 4 * 8 * 1000 * 777 * 128,
+             "gqa_causal_bf16_backward": 3.5 * 4 * 2 * 16 * 1024 * 1024 * 64 / 2,
+             "bhsd_f16_d128_backward": 3.5 * 4 * 8 * 1000 * 777 * 128,
              "gemm_tn_bf16": 2 * 1024**3}
 
     def timed(fn, inputs):

@@ -6,6 +6,9 @@
 // copies) writes every output element exactly once and stages every
 // operand element exactly once per K step. A GEMM built from these maps
 // matches a plain C++ one on random FP8 values, including partial tiles.
+// The attention kernels' chained products are replayed the same way: the
+// forward's S = Q K^T feeding P V, and one query tile of the backward (its
+// five products, the A fragments of ldmatrix, dQ split over the warps).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,9 +16,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -351,35 +356,71 @@ TEST(FlashTiling, TwoChainedProductsAreQKTransposeV) {
   }
 }
 
+namespace {
+
+/// ldmatrix (x2) as PTX defines it on a [row][column] tile of `stride`
+/// columns: lane `lane`'s four elements when each lane `supplier` < 16
+/// supplies the row address rowOf(supplier).
+template <typename RowOf>
+std::vector<float> loadMatrixX2(const std::vector<float> &tile, int stride,
+                                RowOf rowOf, int lane, bool transpose) {
+  std::vector<float> values;
+  for (int j = 0; j < 2; ++j) {
+    for (int e = 0; e < 2; ++e) {
+      Coord<int> at = loadMatrixElement(lane, e, transpose);
+      Coord<int> row = rowOf(j * 8 + at.row);
+      values.push_back(tile[row.row * stride + row.col + at.col]);
+    }
+  }
+  return values;
+}
+
+/// The A fragment of rows [row, row + 16) and columns [col, col + 16) of a
+/// [row][column] tile, loaded as the kernel does (two ldmatrix x2 with
+/// aFragmentRow's addresses).
+std::vector<float> loadAFragment(const std::vector<float> &tile, int stride,
+                                 int lane, int row, int col) {
+  std::vector<float> fragment;
+  for (int half = 0; half < 2; ++half) {
+    auto rowOf = [&](int supplier) {
+      Coord<int> at = aFragmentRow(supplier, half);
+      return Coord<int>{row + at.row, col + at.col};
+    };
+    std::vector<float> part = loadMatrixX2(tile, stride, rowOf, lane, false);
+    fragment.insert(fragment.end(), part.begin(), part.end());
+  }
+  return fragment;
+}
+
+/// The B fragment of k step `step` and columns [col, col + 8) of a staged
+/// [k][n] tile, read transposed as the kernel does (valueFragmentRow).
+std::vector<float> loadTransposedB(const std::vector<float> &tile, int stride,
+                                   int lane, int step, int col) {
+  auto rowOf = [&](int supplier) {
+    Coord<int> at = FlashTiling::valueFragmentRow(supplier, step, 0);
+    return Coord<int>{at.row, at.col + col};
+  };
+  return loadMatrixX2(tile, stride, rowOf, lane, true);
+}
+
+} // namespace
+
 // ldmatrix (x2) as PTX defines it, on a [key][d] tile of integers, against
 // the B fragments the plain maps read element by element: the row
 // addresses of keyFragmentRow (K, not transposed) and valueFragmentRow (V,
 // transposed) give every lane exactly its B elements.
 TEST(FlashTiling, LoadMatrixGivesTheBFragments) {
   constexpr int kKeys = FlashTiling::kBlockKV, kD = 32;
-  std::vector<int> tile(kKeys * kD);
+  std::vector<float> tile(kKeys * kD);
   for (size_t i = 0; i < tile.size(); ++i)
-    tile[i] = static_cast<int>(i);
-  // The elements a lane receives: tile j's row comes from the address
-  // lane j * 8 + row supplied.
-  auto loadMatrix = [&](auto rowOf, int lane, bool transpose) {
-    std::vector<int> values;
-    for (int j = 0; j < 2; ++j) {
-      for (int e = 0; e < 2; ++e) {
-        Coord<int> at = loadMatrixElement(lane, e, transpose);
-        Coord<int> row = rowOf(j * 8 + at.row);
-        values.push_back(tile[row.row * kD + row.col + at.col]);
-      }
-    }
-    return values;
-  };
+    tile[i] = static_cast<float>(i);
   for (int lane = 0; lane < kWarpSize; ++lane) {
     for (int ni = 0; ni < FlashTiling::kTilesKV; ++ni) {
       for (int kk = 0; kk < kD; kk += kK) {
         auto rowOf = [&](int supplier) {
           return FlashTiling::keyFragmentRow(supplier, ni, kk);
         };
-        std::vector<int> loaded = loadMatrix(rowOf, lane, false);
+        std::vector<float> loaded = loadMatrixX2(tile, kD, rowOf, lane, false);
         for (int i = 0; i < kBElements; ++i) {
           Coord<int> e = bElement(lane, i);
           EXPECT_EQ(loaded[i], tile[(ni * kN + e.col) * kD + kk + e.row])
@@ -392,7 +433,7 @@ TEST(FlashTiling, LoadMatrixGivesTheBFragments) {
         auto rowOf = [&](int supplier) {
           return FlashTiling::valueFragmentRow(supplier, step, nd);
         };
-        std::vector<int> loaded = loadMatrix(rowOf, lane, true);
+        std::vector<float> loaded = loadMatrixX2(tile, kD, rowOf, lane, true);
         for (int i = 0; i < kBElements; ++i) {
           Coord<int> e = bElement(lane, i);
           EXPECT_EQ(loaded[i], tile[(step * kK + e.row) * kD + nd * kN + e.col])
@@ -400,5 +441,170 @@ TEST(FlashTiling, LoadMatrixGivesTheBFragments) {
         }
       }
     }
+  }
+}
+
+// The A fragments the matrix loads of aFragmentRow give are aElement's.
+TEST(FlashBackwardTiling, LoadMatrixGivesTheAFragments) {
+  constexpr int kRows = 32, kCols = 48;
+  std::vector<float> tile(kRows * kCols);
+  for (size_t i = 0; i < tile.size(); ++i)
+    tile[i] = static_cast<float>(i);
+  for (int lane = 0; lane < kWarpSize; ++lane) {
+    for (int row = 0; row < kRows; row += kM) {
+      for (int col = 0; col < kCols; col += kK) {
+        std::vector<float> loaded = loadAFragment(tile, kCols, lane, row, col);
+        for (int i = 0; i < kAElements; ++i) {
+          Coord<int> e = aElement(lane, i);
+          EXPECT_EQ(loaded[i], tile[(row + e.row) * kCols + col + e.col])
+              << "lane " << lane << " element " << i;
+        }
+      }
+    }
+  }
+}
+
+// One query tile of the backward kernel's block, replayed on integers with
+// the kernel's formulas, for a narrow head (64 query rows per tile, one
+// warp per row group of dQ) and a wide one (16 rows, dQ's column tiles
+// split over the warps, unevenly for d_qk = 112): per warp S^T = K Q^T
+// (K's A fragments from the staged tile, Q's B fragments as the forward's
+// K), then S^T as the A operand of dV += S^T dO and dK += S^T Q
+// (accumulatorForA, dO and Q read transposed), and S through the shared
+// [query][key] tile into dQ += S K. Every gradient equals its plain
+// product, and each dQ element gets exactly one addition from the block.
+TEST(FlashBackwardTiling, OneTileGivesTheGradientProducts) {
+  using Tiling = FlashBackwardTiling;
+  for (std::pair<int, int> dims : {std::pair{64, 32}, std::pair{112, 128}}) {
+    int dqk = dims.first, dv = dims.second;
+    SCOPED_TRACE("d_qk " + std::to_string(dqk) + ", d_v " + std::to_string(dv));
+    int widest = std::max(dqk, dv);
+    int blockQ = Tiling::blockQ(widest);
+    int keys = Tiling::kBlockKV;
+    std::mt19937 random(dqk);
+    std::uniform_int_distribution<int> small(-2, 2);
+    auto matrix = [&](int rows, int cols) {
+      std::vector<float> m(rows * cols);
+      for (float &x : m)
+        x = static_cast<float>(small(random));
+      return m;
+    };
+    std::vector<float> k = matrix(keys, dqk), q = matrix(blockQ, dqk),
+                       dO = matrix(blockQ, dv);
+    // The staged tiles, with the kernel's padding.
+    auto staged = [&](const std::vector<float> &m, int rows, int cols) {
+      std::vector<float> tile(rows * (cols + Tiling::kPad), -99);
+      for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c)
+          tile[r * (cols + Tiling::kPad) + c] = m[r * cols + c];
+      return tile;
+    };
+    std::vector<float> kTile = staged(k, keys, dqk),
+                       qTile = staged(q, blockQ, dqk),
+                       doTile = staged(dO, blockQ, dv);
+    int kStride = dqk + Tiling::kPad, dsStride = keys + Tiling::kPad;
+    std::vector<float> dsTile(blockQ * dsStride, -99);
+    auto want = [&](int key, int query) {
+      float sum = 0;
+      for (int d = 0; d < dqk; ++d)
+        sum += k[key * dqk + d] * q[query * dqk + d];
+      return sum;
+    };
+
+    for (int warp = 0; warp < Tiling::kWarps; ++warp) {
+      Lanes zero(kWarpSize, std::vector<float>(kCElements, 0));
+      std::vector<Lanes> s(blockQ / kN, zero);
+      for (int kk = 0; kk < dqk; kk += kK) {
+        Lanes a(kWarpSize);
+        for (int lane = 0; lane < kWarpSize; ++lane)
+          a[lane] = loadAFragment(kTile, kStride, lane, warp * kM, kk);
+        for (int ni = 0; ni < blockQ / kN; ++ni) {
+          Lanes b(kWarpSize, std::vector<float>(kBElements));
+          for (int lane = 0; lane < kWarpSize; ++lane)
+            for (int i = 0; i < kBElements; ++i) {
+              Coord<int> e = bElement(lane, i);
+              b[lane][i] = qTile[(ni * kN + e.col) * kStride + kk + e.row];
+            }
+          s[ni] = laneMMA(a, b, s[ni]);
+        }
+      }
+      for (int ni = 0; ni < blockQ / kN; ++ni)
+        for (int lane = 0; lane < kWarpSize; ++lane)
+          for (int i = 0; i < kCElements; ++i) {
+            Coord<int> e = cElement(lane, i);
+            ASSERT_EQ(s[ni][lane][i], want(warp * kM + e.row, ni * kN + e.col));
+            dsTile[(ni * kN + e.col) * dsStride + warp * kM + e.row] =
+                s[ni][lane][i];
+          }
+
+      // dV += S^T dO and dK += S^T Q over the tile's queries.
+      for (auto [tile, cols] :
+           {std::pair{&doTile, dv}, std::pair{&qTile, dqk}}) {
+        const std::vector<float> &operand = tile == &doTile ? dO : q;
+        std::vector<Lanes> acc(cols / kN, zero);
+        for (int step = 0; step < blockQ / kK; ++step) {
+          Lanes a(kWarpSize, std::vector<float>(kAElements));
+          for (int lane = 0; lane < kWarpSize; ++lane)
+            for (int i = 0; i < kAElements; ++i) {
+              AccumulatorSource from = accumulatorForA(i);
+              a[lane][i] = s[2 * step + from.tile][lane][from.element];
+            }
+          for (int nd = 0; nd < cols / kN; ++nd) {
+            Lanes b(kWarpSize);
+            for (int lane = 0; lane < kWarpSize; ++lane)
+              b[lane] = loadTransposedB(*tile, cols + Tiling::kPad, lane, step,
+                                        nd * kN);
+            acc[nd] = laneMMA(a, b, acc[nd]);
+          }
+        }
+        for (int nd = 0; nd < cols / kN; ++nd)
+          for (int lane = 0; lane < kWarpSize; ++lane)
+            for (int i = 0; i < kCElements; ++i) {
+              Coord<int> e = cElement(lane, i);
+              float sum = 0;
+              for (int query = 0; query < blockQ; ++query)
+                sum += want(warp * kM + e.row, query) *
+                       operand[query * cols + nd * kN + e.col];
+              EXPECT_EQ(acc[nd][lane][i], sum) << "key " << warp * kM + e.row
+                                               << " column " << nd * kN + e.col;
+            }
+      }
+    }
+
+    // dQ += S K: warp w's rows and column tiles, all keys of the block.
+    std::vector<float> dq(blockQ * dqk, 0);
+    std::vector<int> additions(blockQ * dqk, 0);
+    for (int warp = 0; warp < Tiling::kWarps; ++warp) {
+      int row = Tiling::dqRow(warp, widest);
+      for (int tile = 0; tile < Tiling::dqTiles(widest, dqk); ++tile) {
+        int column = Tiling::dqColumn(warp, tile, widest, dqk);
+        if (column >= dqk)
+          continue;
+        Lanes acc(kWarpSize, std::vector<float>(kCElements, 0));
+        for (int step = 0; step < keys / kK; ++step) {
+          Lanes a(kWarpSize), b(kWarpSize);
+          for (int lane = 0; lane < kWarpSize; ++lane) {
+            a[lane] = loadAFragment(dsTile, dsStride, lane, row, step * kK);
+            b[lane] = loadTransposedB(kTile, kStride, lane, step, column);
+          }
+          acc = laneMMA(a, b, acc);
+        }
+        for (int lane = 0; lane < kWarpSize; ++lane)
+          for (int i = 0; i < kCElements; ++i) {
+            Coord<int> e = cElement(lane, i);
+            int at = (row + e.row) * dqk + column + e.col;
+            dq[at] += acc[lane][i];
+            ++additions[at];
+          }
+      }
+    }
+    for (int query = 0; query < blockQ; ++query)
+      for (int d = 0; d < dqk; ++d) {
+        float sum = 0;
+        for (int key = 0; key < keys; ++key)
+          sum += want(key, query) * k[key * dqk + d];
+        EXPECT_EQ(additions[query * dqk + d], 1) << query << ", " << d;
+        EXPECT_EQ(dq[query * dqk + d], sum) << query << ", " << d;
+      }
   }
 }

@@ -23,7 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelBuilder.h"
+#include "FlashAttention.h"
 
 #include "te/Conversion/TECommon/AttentionMath.h"
 #include "te/Conversion/TECommon/FP8Codec.h"
@@ -37,26 +37,24 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::te;
 using namespace mlir::te::gpu_lowering;
+using namespace mlir::te::gpu_lowering::flash;
 
-namespace {
+//===----------------------------------------------------------------------===//
+// What the forward and backward kernels share
+//===----------------------------------------------------------------------===//
 
-using Tiling = mma::FlashTiling;
-
-/// (batch, sequence, heads, head dim) of a Q/K/V tensor (not thd).
-using Dims = HeadTensorDims;
-
-Dims dimsOf(Value tensor, QKVLayout layout) {
+Dims flash::dimsOf(Value tensor, QKVLayout layout) {
   return getHeadTensorDims(layout,
                            cast<RankedTensorType>(tensor.getType()).getShape());
 }
 
-/// Element offset of (batch, position, head, 0) in a flattened tensor.
-IndexExpr rowOffset(QKVLayout layout, const Dims &d, IndexExpr batch,
-                    IndexExpr position, IndexExpr head) {
+IndexExpr flash::rowOffset(QKVLayout layout, const Dims &d, IndexExpr batch,
+                           IndexExpr position, IndexExpr head) {
   switch (layout) {
   case QKVLayout::bshd:
     return ((batch * d.seq + position) * d.heads + head) * d.headDim;
@@ -70,49 +68,40 @@ IndexExpr rowOffset(QKVLayout layout, const Dims &d, IndexExpr batch,
   llvm_unreachable("thd is declined before");
 }
 
-/// Signed index arithmetic of the row and key bounds.
-struct Signed {
-  OpBuilder &b;
-  Location loc;
-  Value c(int64_t v) { return indexConstant(b, loc, v); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
-  Value compare(arith::CmpIPredicate predicate, Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, predicate, x, y);
-  }
-};
+template <typename OpT> static FlashConfig configOf(OpT op) {
+  FlashConfig c;
+  c.layout = op.getLayout();
+  c.q = dimsOf(op.getQ(), c.layout);
+  c.k = dimsOf(op.getK(), c.layout);
+  c.v = dimsOf(op.getV(), c.layout);
+  c.causal = isCausalMask(op.getMaskKind());
+  c.bottomRight = op.isBottomRightDiagonal();
+  std::tie(c.windowLeft, c.windowRight) = op.getWindowBounds();
+  c.softmax = op.getSoftmaxKind();
+  c.scale = *op.getEffectiveScale();
+  c.element = cast<RankedTensorType>(op.getQ().getType()).getElementType();
+  return c;
+}
 
-/// What the kernel needs of the op.
-struct FlashConfig {
-  QKVLayout layout;
-  Dims q, k, v;
-  bool causal, bottomRight;
-  int64_t windowLeft, windowRight;
-  SoftmaxKind softmax;
-  double scale;
-  bool lse;
-  Type element;
+FlashConfig FlashConfig::get(AttentionOp op) { return configOf(op); }
+FlashConfig FlashConfig::get(AttentionBackwardOp op) { return configOf(op); }
 
-  /// Keys [lo, hi) that query row `row` sees (te/Conversion/TECommon's
-  /// rule, as the CPU lowering applies it; no padding here).
-  std::pair<Value, Value> visibleKeys(OpBuilder &b, Location loc,
-                                      Value row) const {
-    VisibleKeys keys = emitVisibleKeys(
-        b, loc, {false, causal, bottomRight, windowLeft, windowRight}, row,
-        indexConstant(b, loc, q.seq), indexConstant(b, loc, k.seq),
-        indexConstant(b, loc, k.seq));
-    return {keys.lo, keys.hi};
-  }
-};
+std::pair<Value, Value> FlashConfig::visibleKeys(OpBuilder &b, Location loc,
+                                                 Value row) const {
+  VisibleKeys keys = emitVisibleKeys(
+      b, loc, {false, causal, bottomRight, windowLeft, windowRight}, row,
+      indexConstant(b, loc, q.seq), indexConstant(b, loc, k.seq),
+      indexConstant(b, loc, k.seq));
+  return {keys.lo, keys.hi};
+}
 
-Value f32(OpBuilder &b, Location loc, double value) {
+Value flash::f32(OpBuilder &b, Location loc, double value) {
   return emitF32Constant(b, loc, value);
 }
 
-/// `combine` over the four lanes that hold one accumulator row (every lane
-/// gets the result).
-Value overRowLanes(OpBuilder &b, Location loc, Value value, unsigned warpSize,
-                   function_ref<Value(Value, Value)> combine) {
+Value flash::overRowLanes(OpBuilder &b, Location loc, Value value,
+                          unsigned warpSize,
+                          function_ref<Value(Value, Value)> combine) {
   for (int offset : {1, 2})
     value =
         combine(value, gpu::ShuffleOp::create(b, loc, value, offset, warpSize,
@@ -121,28 +110,38 @@ Value overRowLanes(OpBuilder &b, Location loc, Value value, unsigned warpSize,
   return value;
 }
 
-/// Copies keys [kt, kt + kBlockKV) of one head of a K or V tensor into the
-/// shared tile [kBlockKV][dim + kPad], 8 elements per access, zeros past
-/// the sequence.
-void stageKeys(OpBuilder &b, Location loc, const FlashConfig &c, const Dims &d,
-               Value flat, Value tile, Value thread, Value batch, Value head,
-               Value kt) {
+void flash::stageRows(OpBuilder &b, Location loc, const FlashConfig &c,
+                      const Dims &d, Value flat, Value tile, Value thread,
+                      Value batch, Value head, Value first, int64_t rows,
+                      int64_t threads, int64_t pad) {
   int64_t chunks = d.headDim / 8;
-  int64_t copies = Tiling::kBlockKV * chunks / Tiling::kThreads;
+  int64_t total = rows * chunks;
+  int64_t copies = (total + threads - 1) / threads;
   Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(c.element, 0));
   scf::ForOp::create(
       b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, copies),
       indexConstant(b, loc, 1), ValueRange{},
       [&](OpBuilder &b, Location loc, Value j, ValueRange) {
-        IndexExpr e = IndexExpr{&b, loc, thread} +
-                      IndexExpr{&b, loc, j} * Tiling::kThreads;
+        IndexExpr e =
+            IndexExpr{&b, loc, thread} + IndexExpr{&b, loc, j} * threads;
+        // The last round of copies may have fewer than `threads`.
+        scf::IfOp guard;
+        if (total % threads != 0) {
+          guard = scf::IfOp::create(
+              b, loc,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, e.value,
+                                    indexConstant(b, loc, total)),
+              /*withElseRegion=*/false);
+          b.setInsertionPointToStart(guard.thenBlock());
+        }
         IndexExpr row = e / chunks, chunk = e % chunks;
-        Value key = arith::AddIOp::create(b, loc, kt, row.value);
-        Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                             key, indexConstant(b, loc, d.seq));
+        Value position = arith::AddIOp::create(b, loc, first, row.value);
+        Value inside =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, position,
+                                  indexConstant(b, loc, d.seq));
         // Clamped, so that the load stays in bounds; the select zeroes it.
         Value clamped = arith::MinSIOp::create(
-            b, loc, key, indexConstant(b, loc, d.seq - 1));
+            b, loc, position, indexConstant(b, loc, d.seq - 1));
         IndexExpr from =
             rowOffset(c.layout, d, IndexExpr{&b, loc, batch},
                       IndexExpr{&b, loc, clamped}, IndexExpr{&b, loc, head}) +
@@ -150,21 +149,18 @@ void stageKeys(OpBuilder &b, Location loc, const FlashConfig &c, const Dims &d,
         SmallVector<Value> values = loadElements(b, loc, flat, from.value, 8);
         for (Value &value : values)
           value = arith::SelectOp::create(b, loc, inside, value, zero);
-        IndexExpr to = row * (d.headDim + Tiling::kPad) + chunk * 8;
+        IndexExpr to = row * (d.headDim + pad) + chunk * 8;
         storeElements(b, loc, tile, to.value, values);
+        if (guard)
+          b.setInsertionPointAfter(guard);
         scf::YieldOp::create(b, loc);
       });
 }
 
-/// A B fragment from a staged [key][d] tile with `stride` elements per row:
-/// with the target's matrix load from the row `row` this lane supplies
-/// (FlashTiling's keyFragmentRow or valueFragmentRow), else element by
-/// element, B element (k, n) at tile position `at`((k, n)) as (key, d).
-SmallVector<Value>
-loadBFragment(OpBuilder &b, Location loc, const GPUTargetInfo &target,
-              Value tile, int64_t stride, IndexExpr lane,
-              mma::Coord<IndexExpr> row, bool transpose,
-              function_ref<mma::Coord<IndexExpr>(mma::Coord<IndexExpr>)> at) {
+SmallVector<Value> flash::loadBFragment(
+    OpBuilder &b, Location loc, const GPUTargetInfo &target, Value tile,
+    int64_t stride, IndexExpr lane, mma::Coord<IndexExpr> row, bool transpose,
+    function_ref<mma::Coord<IndexExpr>(mma::Coord<IndexExpr>)> at) {
   if (target.hasLoadMatrix())
     return target.emitLoadMatrixX2(
         b, loc, tile, (row.row * stride + row.col).value, transpose);
@@ -177,19 +173,41 @@ loadBFragment(OpBuilder &b, Location loc, const GPUTargetInfo &target,
   return fragment;
 }
 
-} // namespace
+SmallVector<Value> flash::loadAFragment(OpBuilder &b, Location loc,
+                                        const GPUTargetInfo &target, Value tile,
+                                        int64_t stride, IndexExpr lane,
+                                        IndexExpr row, IndexExpr col) {
+  SmallVector<Value> fragment;
+  if (target.hasLoadMatrix()) {
+    for (int half = 0; half < 2; ++half) {
+      mma::Coord<IndexExpr> at = mma::aFragmentRow(lane, half);
+      SmallVector<Value> part = target.emitLoadMatrixX2(
+          b, loc, tile, ((row + at.row) * stride + col + at.col).value,
+          /*transpose=*/false);
+      fragment.append(part.begin(), part.end());
+    }
+    return fragment;
+  }
+  for (int i = 0; i < mma::kAElements; ++i) {
+    mma::Coord<IndexExpr> e = mma::aElement(lane, i);
+    fragment.push_back(memref::LoadOp::create(
+        b, loc, tile, ((row + e.row) * stride + col + e.col).value));
+  }
+  return fragment;
+}
 
-std::optional<std::string>
-gpu_lowering::getAttentionUnsupportedReason(AttentionOp op,
-                                            const GPUTargetInfo &target) {
-  std::string prefix = "te.attention with ";
+template <typename OpT>
+static std::optional<std::string>
+unsupportedReason(OpT op, const GPUTargetInfo &target) {
+  std::string name = op->getName().getStringRef().str();
+  std::string prefix = name + " with ";
   std::string suffix = " has no GPU kernel yet (" + target.getDescription() +
                        "; the CPU lowers it)";
   if (!target.hasMMA16x8x16())
-    return "te.attention needs 16x8x16 matrix multiply-accumulate units, "
-           "which " +
+    return name + " needs 16x8x16 matrix multiply-accumulate units, which " +
            target.getDescription() + " lacks";
-  if (op.getLayout() == QKVLayout::thd)
+  QKVLayout layout = op.getLayout();
+  if (layout == QKVLayout::thd)
     return prefix + "layout thd" + suffix;
   MaskKind mask = op.getMaskKind();
   if (isPaddingMask(mask) || mask == MaskKind::arbitrary)
@@ -199,40 +217,47 @@ gpu_lowering::getAttentionUnsupportedReason(AttentionOp op,
            suffix;
   if (!op.getDropout().isZero())
     return prefix + "dropout" + suffix;
+  // The verifier gives Q, K, V (O and dO) one element type.
   Type element = cast<RankedTensorType>(op.getQ().getType()).getElementType();
-  for (Value operand : {op.getK(), op.getV()})
-    if (cast<RankedTensorType>(operand.getType()).getElementType() != element)
-      return prefix + "Q, K and V of different element types" + suffix;
   if (!element.isBF16() && !element.isF16())
     return prefix + "element type f32" + suffix +
            ": the matrix units multiply bf16 and f16";
-  QKVLayout layout = op.getLayout();
   for (Value operand : {op.getQ(), op.getV()}) {
     int64_t dim = dimsOf(operand, layout).headDim;
-    if (dim % 16 != 0 || dim > Tiling::kMaxHeadDim)
+    if (dim % 16 != 0 || dim > mma::FlashTiling::kMaxHeadDim)
       return prefix + "head dimension " + std::to_string(dim) + suffix +
              ": the kernel takes multiples of 16 up to " +
-             std::to_string(Tiling::kMaxHeadDim);
+             std::to_string(mma::FlashTiling::kMaxHeadDim);
   }
   return std::nullopt;
 }
+
+std::optional<std::string>
+gpu_lowering::getAttentionUnsupportedReason(AttentionOp op,
+                                            const GPUTargetInfo &target) {
+  return unsupportedReason(op, target);
+}
+
+std::optional<std::string>
+gpu_lowering::getAttentionUnsupportedReason(AttentionBackwardOp op,
+                                            const GPUTargetInfo &target) {
+  return unsupportedReason(op, target);
+}
+
+//===----------------------------------------------------------------------===//
+// The forward kernel
+//===----------------------------------------------------------------------===//
+
+namespace {
+using Tiling = mma::FlashTiling;
+} // namespace
 
 LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
                                            const GPUTargetInfo &target) {
   Location loc = op.getLoc();
   MLIRContext *context = op.getContext();
-  FlashConfig c;
-  c.layout = op.getLayout();
-  c.q = dimsOf(op.getQ(), c.layout);
-  c.k = dimsOf(op.getK(), c.layout);
-  c.v = dimsOf(op.getV(), c.layout);
-  c.causal = isCausalMask(op.getMaskKind());
-  c.bottomRight = op.isBottomRightDiagonal();
-  std::tie(c.windowLeft, c.windowRight) = op.getWindowBounds();
-  c.softmax = op.getSoftmaxKind();
-  c.scale = *op.getEffectiveScale();
-  c.lse = op.getReturnLse();
-  c.element = cast<RankedTensorType>(op.getQ().getType()).getElementType();
+  FlashConfig c = FlashConfig::get(op);
+  bool returnLse = op.getReturnLse();
   unsigned warpSize = target.getWarpSize();
   if (warpSize != mma::kWarpSize)
     return op.emitError("te.attention's GPU kernel needs 32-lane warps");
@@ -250,7 +275,7 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
         bufferType(cast<RankedTensorType>(op.getSoftmaxOffset().getType())));
   arguments.push_back(bufferType(oTensor));
   RankedTensorType lseTensor;
-  if (c.lse) {
+  if (returnLse) {
     lseTensor = cast<RankedTensorType>(op.getLse().getType());
     arguments.push_back(bufferType(lseTensor));
   }
@@ -269,7 +294,8 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
   Value offsets =
       learnable ? flatten(b, loc, kernel.getArgument(next++)) : Value();
   Value oFlat = flatten(b, loc, kernel.getArgument(next++));
-  Value lseFlat = c.lse ? flatten(b, loc, kernel.getArgument(next++)) : Value();
+  Value lseFlat =
+      returnLse ? flatten(b, loc, kernel.getArgument(next++)) : Value();
   Value kTile = kernel.getWorkgroupAttributions()[0];
   Value vTile = kernel.getWorkgroupAttributions()[1];
 
@@ -344,10 +370,11 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
   auto keyLoop = scf::ForOp::create(
       b, loc, tileStart, blockHi, s.c(Tiling::kBlockKV), init,
       [&](OpBuilder &b, Location loc, Value kt, ValueRange carried) {
-        stageKeys(b, loc, c, c.k, kFlat, kTile, thread, batch.value,
-                  kvHead.value, kt);
-        stageKeys(b, loc, c, c.v, vFlat, vTile, thread, batch.value,
-                  kvHead.value, kt);
+        for (auto [dims, flat, tile] :
+             {std::tuple(c.k, kFlat, kTile), std::tuple(c.v, vFlat, vTile)})
+          stageRows(b, loc, c, dims, flat, tile, thread, batch.value,
+                    kvHead.value, kt, Tiling::kBlockKV, Tiling::kThreads,
+                    Tiling::kPad);
         gpu::BarrierOp::create(b, loc);
         IndexExpr l{&b, loc, lane.value};
 
@@ -471,7 +498,7 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
         b, loc, empty, f32(b, loc, 0.0),
         arith::DivFOp::create(b, loc, f32(b, loc, 1.0), sum));
     inside[r] = s.compare(arith::CmpIPredicate::slt, rows[r], s.c(c.q.seq));
-    if (c.lse) {
+    if (returnLse) {
       // (max + log2(sum)) ln 2; -inf for a vanilla row that saw nothing.
       Value lse = arith::MulFOp::create(
           b, loc,
@@ -491,8 +518,7 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
       memref::StoreOp::create(b, loc, lse, lseFlat, at.value);
     }
   }
-  Dims oDims = c.q;
-  oDims.headDim = c.v.headDim;
+  Dims oDims = c.outputDims();
   for (int64_t nd = 0; nd < dTiles; ++nd) {
     for (int r = 0; r < 2; ++r) {
       SmallVector<Value> pair;
@@ -524,7 +550,7 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
   Value o = allocateOutput(host, loc, oTensor);
   operands.push_back(o);
   SmallVector<Value> outputs = {o};
-  if (c.lse) {
+  if (returnLse) {
     Value lse = allocateOutput(host, loc, lseTensor);
     operands.push_back(lse);
     outputs.push_back(lse);

@@ -168,6 +168,13 @@ LogicalResult lowerBlockDequantize(DequantizeOp op,
 std::optional<std::string>
 getAttentionUnsupportedReason(AttentionOp op, const GPUTargetInfo &target);
 LogicalResult lowerAttention(AttentionOp op, const GPUTargetInfo &target);
+/// te.attention_backward as flash-attention kernels (the gradients from P
+/// recomputed tile by tile).
+std::optional<std::string>
+getAttentionUnsupportedReason(AttentionBackwardOp op,
+                              const GPUTargetInfo &target);
+LogicalResult lowerAttentionBackward(AttentionBackwardOp op,
+                                     const GPUTargetInfo &target);
 
 /// te.scaled_matmul on the matrix units.
 std::optional<std::string>

@@ -415,6 +415,8 @@ mlir::te::getGPUUnsupportedReason(Operation *op, const GPUTargetInfo &target) {
     return gpu_lowering::getMatmulUnsupportedReason(matmul, target);
   if (auto attention = dyn_cast<AttentionOp>(op))
     return gpu_lowering::getAttentionUnsupportedReason(attention, target);
+  if (auto backward = dyn_cast<AttentionBackwardOp>(op))
+    return gpu_lowering::getAttentionUnsupportedReason(backward, target);
   return op->getName().getStringRef().str() +
          " has no GPU code generation yet (" + target.getDescription() + ")";
 }
@@ -429,6 +431,8 @@ LogicalResult mlir::te::lowerTEOpToGPU(Operation *op,
     return gpu_lowering::lowerScaledMatmul(matmul, target);
   if (auto attention = dyn_cast<AttentionOp>(op))
     return gpu_lowering::lowerAttention(attention, target);
+  if (auto backward = dyn_cast<AttentionBackwardOp>(op))
+    return gpu_lowering::lowerAttentionBackward(backward, target);
   return gpu_lowering::lowerFP8Op(op, target);
 }
 

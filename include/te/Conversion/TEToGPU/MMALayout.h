@@ -110,6 +110,57 @@ struct FlashTiling {
   static constexpr int kMaxHeadDim = 128;
 };
 
+/// The row address a lane supplies to load an A fragment (16 rows by 16
+/// columns of a [row][column] tile, not transposed) with two ldmatrix x2:
+/// load `half` (0 or 1) reads columns 8 * half .. 8 * half + 7 and returns
+/// A elements 4 * half .. 4 * half + 3 (tile 0 the rows 0..7, tile 1 the
+/// rows 8..15).
+template <typename Index> Coord<Index> aFragmentRow(Index lane, int half) {
+  TileRow<Index> at = loadMatrixRow(lane);
+  return {at.tile * 8 + at.row, lane * 0 + 8 * half};
+}
+
+/// te's flash-attention backward kernel: a block of four warps owns
+/// kBlockKV keys of one (batch, key/value head), one warp per kM keys, and
+/// walks the query tiles (of blockQ(d) rows, Q and dO staged through shared
+/// memory) of every query head that shares the keys; d is the larger head
+/// dimension. Per tile each warp computes S^T = K Q^T and dP^T = V dO^T for
+/// its keys, P^T and dS^T on the accumulators, and accumulates dV += P^T dO
+/// and dK += dS^T Q in registers (accumulatorForA); dS goes through shared
+/// memory ([query][key]) so that the block adds dQ += dS K to an f32
+/// buffer over all the block's keys, warp `w` taking the kM query rows
+/// from dqRow(w) and the columns from dqColumn(w): each dQ element gets one
+/// addition per key block.
+struct FlashBackwardTiling {
+  static constexpr int kWarps = 4;
+  static constexpr int kThreads = kWarps * kWarpSize;
+  static constexpr int kBlockKV = kWarps * kM;
+  static constexpr int kPad = 8;
+  /// Query rows per tile: fewer for wide heads, so that the accumulators
+  /// stay in registers and the staged tiles in 48 KiB of shared memory.
+  static constexpr int blockQ(int headDim) { return headDim > 64 ? 16 : 64; }
+  /// Row groups of kM query rows in a tile, and the parts dQ's 8-column
+  /// tiles split into among the warps of one row group.
+  static constexpr int rowGroups(int headDim) { return blockQ(headDim) / kM; }
+  static constexpr int columnParts(int headDim) {
+    return kWarps / rowGroups(headDim);
+  }
+  /// dQ tiles per warp for a Q head dimension dqk: the last warps of a row
+  /// group may have fewer (dqColumn says where each tile is).
+  static constexpr int dqTiles(int headDim, int dqk) {
+    return (dqk / kN + columnParts(headDim) - 1) / columnParts(headDim);
+  }
+  template <typename Index> static Index dqRow(Index warp, int headDim) {
+    return (warp % rowGroups(headDim)) * kM;
+  }
+  /// The first column of warp `warp`'s dQ tile `tile`: columns at or past
+  /// dqk are not the warp's (it has fewer tiles).
+  template <typename Index>
+  static Index dqColumn(Index warp, int tile, int headDim, int dqk) {
+    return ((warp / rowGroups(headDim)) * dqTiles(headDim, dqk) + tile) * kN;
+  }
+};
+
 /// te's GEMM kernel: blocks of kBlockM x kBlockN outputs, four warps in a
 /// 2x2 grid, each warp kWarpM x kWarpN outputs as kTilesM x kTilesN MMA
 /// tiles, over K in steps of kBlockK staged through shared memory.

@@ -1,0 +1,89 @@
+// te.attention_backward's flash kernels, checked by scripts/gpu-check.sh
+// against the CPU within the output types' tolerance and timed. Each entry
+// runs the forward pass for O and the LSE, then the backward pass, as a
+// training step does; the configurations are those of attention.mlir.
+
+// Causal GQA (16 query heads over 4 key/value heads), bf16: dK and dV sum
+// the gradients of the four query heads that share each key/value head.
+func.func @gqa_causal_bf16_backward(%q: tensor<2x1024x16x64xbf16>, %k: tensor<2x1024x4x64xbf16>,
+                           %v: tensor<2x1024x4x64xbf16>, %d_o: tensor<2x1024x16x64xbf16>)
+    -> (tensor<2x1024x16x64xbf16>, tensor<2x1024x4x64xbf16>, tensor<2x1024x4x64xbf16>) {
+  %o, %lse = te.attention %q, %k, %v layout bshd mask causal {return_lse}
+      : (tensor<2x1024x16x64xbf16>, tensor<2x1024x4x64xbf16>, tensor<2x1024x4x64xbf16>)
+      -> (tensor<2x1024x16x64xbf16>, tensor<2x16x1024x1xf32>)
+  %dq, %dk, %dv = te.attention_backward %q, %k, %v, %o, %d_o, %lse layout bshd mask causal
+      : (tensor<2x1024x16x64xbf16>, tensor<2x1024x4x64xbf16>, tensor<2x1024x4x64xbf16>,
+         tensor<2x1024x16x64xbf16>, tensor<2x1024x16x64xbf16>, tensor<2x16x1024x1xf32>)
+      -> (tensor<2x1024x16x64xbf16>, tensor<2x1024x4x64xbf16>, tensor<2x1024x4x64xbf16>)
+  return %dq, %dk, %dv : tensor<2x1024x16x64xbf16>, tensor<2x1024x4x64xbf16>, tensor<2x1024x4x64xbf16>
+}
+
+// f16, head dimension 128, no mask, partial query and key tiles, bhsd.
+func.func @bhsd_f16_d128_backward(%q: tensor<1x8x1000x128xf16>, %k: tensor<1x8x777x128xf16>,
+                         %v: tensor<1x8x777x128xf16>, %d_o: tensor<1x8x1000x128xf16>)
+    -> (tensor<1x8x1000x128xf16>, tensor<1x8x777x128xf16>, tensor<1x8x777x128xf16>) {
+  %o, %lse = te.attention %q, %k, %v layout bhsd {return_lse}
+      : (tensor<1x8x1000x128xf16>, tensor<1x8x777x128xf16>, tensor<1x8x777x128xf16>)
+      -> (tensor<1x8x1000x128xf16>, tensor<1x8x1000x1xf32>)
+  %dq, %dk, %dv = te.attention_backward %q, %k, %v, %o, %d_o, %lse layout bhsd
+      : (tensor<1x8x1000x128xf16>, tensor<1x8x777x128xf16>, tensor<1x8x777x128xf16>,
+         tensor<1x8x1000x128xf16>, tensor<1x8x1000x128xf16>, tensor<1x8x1000x1xf32>)
+      -> (tensor<1x8x1000x128xf16>, tensor<1x8x777x128xf16>, tensor<1x8x777x128xf16>)
+  return %dq, %dk, %dv : tensor<1x8x1000x128xf16>, tensor<1x8x777x128xf16>, tensor<1x8x777x128xf16>
+}
+
+// sbhd, MQA, a sliding window on the bottom-right diagonal with more
+// queries than keys: the first 100 rows see no key (their LSE is -inf and
+// their gradients are zero).
+func.func @sbhd_window_bottom_right_backward(%q: tensor<300x2x4x32xbf16>, %k: tensor<200x2x1x32xbf16>,
+                                    %v: tensor<200x2x1x32xbf16>, %d_o: tensor<300x2x4x32xbf16>)
+    -> (tensor<300x2x4x32xbf16>, tensor<200x2x1x32xbf16>, tensor<200x2x1x32xbf16>) {
+  %o, %lse = te.attention %q, %k, %v layout sbhd mask causal_bottom_right window [50, 0] scale 0.3 {return_lse}
+      : (tensor<300x2x4x32xbf16>, tensor<200x2x1x32xbf16>, tensor<200x2x1x32xbf16>)
+      -> (tensor<300x2x4x32xbf16>, tensor<2x4x300x1xf32>)
+  %dq, %dk, %dv = te.attention_backward %q, %k, %v, %o, %d_o, %lse
+      layout sbhd mask causal_bottom_right window [50, 0] scale 0.3
+      : (tensor<300x2x4x32xbf16>, tensor<200x2x1x32xbf16>, tensor<200x2x1x32xbf16>,
+         tensor<300x2x4x32xbf16>, tensor<300x2x4x32xbf16>, tensor<2x4x300x1xf32>)
+      -> (tensor<300x2x4x32xbf16>, tensor<200x2x1x32xbf16>, tensor<200x2x1x32xbf16>)
+  return %dq, %dk, %dv : tensor<300x2x4x32xbf16>, tensor<200x2x1x32xbf16>, tensor<200x2x1x32xbf16>
+}
+
+// Softmax with a learnable offset per head, d_qk 48 and d_v 32, a window on
+// both sides of the top-left diagonal: the offsets' gradient too.
+func.func @learnable_window_backward(%q: tensor<1x200x4x48xbf16>, %k: tensor<1x333x2x48xbf16>,
+                            %v: tensor<1x333x2x32xbf16>, %alpha: tensor<1x4x1x1xf32>,
+                            %d_o: tensor<1x200x4x32xbf16>)
+    -> (tensor<1x200x4x48xbf16>, tensor<1x333x2x48xbf16>, tensor<1x333x2x32xbf16>,
+        tensor<1x4x1x1xf32>) {
+  %o, %lse = te.attention %q, %k, %v layout bshd window [40, 70] softmax learnable
+      softmax_offset(%alpha) {return_lse}
+      : (tensor<1x200x4x48xbf16>, tensor<1x333x2x48xbf16>, tensor<1x333x2x32xbf16>,
+         tensor<1x4x1x1xf32>)
+      -> (tensor<1x200x4x32xbf16>, tensor<1x4x200x1xf32>)
+  %dq, %dk, %dv, %dalpha = te.attention_backward %q, %k, %v, %o, %d_o, %lse
+      layout bshd window [40, 70] softmax learnable softmax_offset(%alpha)
+      : (tensor<1x200x4x48xbf16>, tensor<1x333x2x48xbf16>, tensor<1x333x2x32xbf16>,
+         tensor<1x200x4x32xbf16>, tensor<1x200x4x32xbf16>, tensor<1x4x200x1xf32>,
+         tensor<1x4x1x1xf32>)
+      -> (tensor<1x200x4x48xbf16>, tensor<1x333x2x48xbf16>, tensor<1x333x2x32xbf16>,
+          tensor<1x4x1x1xf32>)
+  return %dq, %dk, %dv, %dalpha : tensor<1x200x4x48xbf16>, tensor<1x333x2x48xbf16>,
+                                  tensor<1x333x2x32xbf16>, tensor<1x4x1x1xf32>
+}
+
+// off_by_one softmax, causal with the diagonal bottom-right: rows that see
+// no key have LSE = 0 and zero gradients.
+func.func @off_by_one_causal_backward(%q: tensor<1x130x2x64xf16>, %k: tensor<1x100x2x64xf16>,
+                             %v: tensor<1x100x2x64xf16>, %d_o: tensor<1x130x2x64xf16>)
+    -> (tensor<1x130x2x64xf16>, tensor<1x100x2x64xf16>, tensor<1x100x2x64xf16>) {
+  %o, %lse = te.attention %q, %k, %v layout bshd mask causal_bottom_right softmax off_by_one {return_lse}
+      : (tensor<1x130x2x64xf16>, tensor<1x100x2x64xf16>, tensor<1x100x2x64xf16>)
+      -> (tensor<1x130x2x64xf16>, tensor<1x2x130x1xf32>)
+  %dq, %dk, %dv = te.attention_backward %q, %k, %v, %o, %d_o, %lse
+      layout bshd mask causal_bottom_right softmax off_by_one
+      : (tensor<1x130x2x64xf16>, tensor<1x100x2x64xf16>, tensor<1x100x2x64xf16>,
+         tensor<1x130x2x64xf16>, tensor<1x130x2x64xf16>, tensor<1x2x130x1xf32>)
+      -> (tensor<1x130x2x64xf16>, tensor<1x100x2x64xf16>, tensor<1x100x2x64xf16>)
+  return %dq, %dk, %dv : tensor<1x130x2x64xf16>, tensor<1x100x2x64xf16>, tensor<1x100x2x64xf16>
+}

@@ -1,0 +1,101 @@
+//===- FlashAttention.h - Pieces of the flash-attention kernels -*- C++ -*-===//
+//
+// What te.attention's forward and backward kernels share: the geometry of
+// Q/K/V tensors in their layouts, the op's configuration and visibility
+// rule, staging rows of a head through shared memory, MMA fragments loaded
+// from the staged tiles, and the configurations the kernels decline.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_LIB_CONVERSION_TETOGPU_FLASHATTENTION_H
+#define TE_LIB_CONVERSION_TETOGPU_FLASHATTENTION_H
+
+#include "KernelBuilder.h"
+
+#include "te/Conversion/TEToGPU/MMALayout.h"
+#include "te/Dialect/TE/IR/TEOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+namespace mlir::te::gpu_lowering::flash {
+
+/// (batch, sequence, heads, head dim) of a Q/K/V tensor (not thd).
+using Dims = HeadTensorDims;
+Dims dimsOf(Value tensor, QKVLayout layout);
+
+/// Element offset of (batch, position, head, 0) in a flattened tensor.
+IndexExpr rowOffset(QKVLayout layout, const Dims &d, IndexExpr batch,
+                    IndexExpr position, IndexExpr head);
+
+/// Signed index arithmetic of the row and key bounds.
+struct Signed {
+  OpBuilder &b;
+  Location loc;
+  Value c(int64_t v) { return indexConstant(b, loc, v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value compare(arith::CmpIPredicate predicate, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, predicate, x, y);
+  }
+};
+
+/// What the kernels need of the op (te.attention or its backward).
+struct FlashConfig {
+  QKVLayout layout;
+  Dims q, k, v;
+  bool causal, bottomRight;
+  int64_t windowLeft, windowRight;
+  SoftmaxKind softmax;
+  double scale;
+  Type element;
+
+  static FlashConfig get(AttentionOp op);
+  static FlashConfig get(AttentionBackwardOp op);
+
+  /// Keys [lo, hi) that query row `row` sees (te/Conversion/TECommon's
+  /// rule, as the CPU lowering applies it; no padding here).
+  std::pair<Value, Value> visibleKeys(OpBuilder &b, Location loc,
+                                      Value row) const;
+  /// O's (and dO's) dimensions: Q's with V's head dimension.
+  Dims outputDims() const {
+    Dims o = q;
+    o.headDim = v.headDim;
+    return o;
+  }
+};
+
+Value f32(OpBuilder &b, Location loc, double value);
+
+/// `combine` over the four lanes that hold one accumulator row (every lane
+/// gets the result).
+Value overRowLanes(OpBuilder &b, Location loc, Value value, unsigned warpSize,
+                   function_ref<Value(Value, Value)> combine);
+
+/// Copies positions [first, first + rows) of head `head` of a tensor of
+/// dimensions `d` into the shared tile [rows][d.headDim + pad], 8 elements
+/// per access by `threads` threads, zeros past the sequence.
+void stageRows(OpBuilder &b, Location loc, const FlashConfig &c, const Dims &d,
+               Value flat, Value tile, Value thread, Value batch, Value head,
+               Value first, int64_t rows, int64_t threads, int64_t pad);
+
+/// A B fragment from a staged [key][d] tile with `stride` elements per row:
+/// with the target's matrix load from the row `row` this lane supplies
+/// (FlashTiling's keyFragmentRow or valueFragmentRow), else element by
+/// element, B element (k, n) at tile position `at`((k, n)) as (key, d).
+SmallVector<Value>
+loadBFragment(OpBuilder &b, Location loc, const GPUTargetInfo &target,
+              Value tile, int64_t stride, IndexExpr lane,
+              mma::Coord<IndexExpr> row, bool transpose,
+              function_ref<mma::Coord<IndexExpr>(mma::Coord<IndexExpr>)> at);
+
+/// The A fragment of rows [row, row + 16) and columns [col, col + 16) of a
+/// staged [row][column] tile with `stride` elements per row (two matrix
+/// loads where the target has them, else element by element).
+SmallVector<Value> loadAFragment(OpBuilder &b, Location loc,
+                                 const GPUTargetInfo &target, Value tile,
+                                 int64_t stride, IndexExpr lane, IndexExpr row,
+                                 IndexExpr col);
+
+} // namespace mlir::te::gpu_lowering::flash
+
+#endif // TE_LIB_CONVERSION_TETOGPU_FLASHATTENTION_H
