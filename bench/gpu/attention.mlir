@@ -57,3 +57,48 @@ func.func @off_by_one_causal(%q: tensor<1x130x2x64xf16>, %k: tensor<1x100x2x64xf
       -> (tensor<1x130x2x64xf16>, tensor<1x2x130x1xf32>)
   return %o, %lse : tensor<1x130x2x64xf16>, tensor<1x2x130x1xf32>
 }
+
+// thd: five sequences packed in 2000 tokens, padding-causal, ALiBi, f16
+// with d = 128: the example's configuration at a size worth timing.
+// Tokens of no sequence get O = 0 and LSE = -inf, as on the CPU.
+func.func @thd_alibi_f16_d128(%q: tensor<2000x8x128xf16>, %k: tensor<2000x8x128xf16>,
+                              %v: tensor<2000x8x128xf16>, %cu_q: tensor<6xi32>,
+                              %cu_kv: tensor<6xi32>, %slopes: tensor<8xf32>)
+    -> (tensor<2000x8x128xf16>, tensor<2000x8x1xf32>) {
+  %o, %lse = te.attention %q, %k, %v layout thd mask padding_causal bias alibi
+      cu_seqlens(%cu_q, %cu_kv) alibi_slopes(%slopes) {return_lse}
+      : (tensor<2000x8x128xf16>, tensor<2000x8x128xf16>, tensor<2000x8x128xf16>,
+         tensor<6xi32>, tensor<6xi32>, tensor<8xf32>)
+      -> (tensor<2000x8x128xf16>, tensor<2000x8x1xf32>)
+  return %o, %lse : tensor<2000x8x128xf16>, tensor<2000x8x1xf32>
+}
+
+// thd with seq_offsets (sequences apart from each other), GQA, the
+// diagonal bottom-right with a left window, ALiBi slopes per sequence and
+// the off_by_one softmax.
+func.func @thd_offsets_window(%q: tensor<700x8x64xbf16>, %k: tensor<900x2x64xbf16>,
+                              %v: tensor<900x2x64xbf16>, %cu_q: tensor<4xi32>,
+                              %cu_kv: tensor<4xi32>, %off_q: tensor<4xi32>,
+                              %off_kv: tensor<4xi32>, %slopes: tensor<3x8xf32>)
+    -> (tensor<700x8x64xbf16>, tensor<700x8x1xf32>) {
+  %o, %lse = te.attention %q, %k, %v layout thd mask padding_causal_bottom_right window [32, 0]
+      bias alibi softmax off_by_one cu_seqlens(%cu_q, %cu_kv) seq_offsets(%off_q, %off_kv)
+      alibi_slopes(%slopes) {return_lse}
+      : (tensor<700x8x64xbf16>, tensor<900x2x64xbf16>, tensor<900x2x64xbf16>,
+         tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<3x8xf32>)
+      -> (tensor<700x8x64xbf16>, tensor<700x8x1xf32>)
+  return %o, %lse : tensor<700x8x64xbf16>, tensor<700x8x1xf32>
+}
+
+// bshd with padding: per-batch lengths of queries and keys; rows past a
+// query length are zero, keys past a key length unseen.
+func.func @padding_bshd(%q: tensor<4x256x4x64xbf16>, %k: tensor<4x300x4x64xbf16>,
+                        %v: tensor<4x300x4x64xbf16>, %len_q: tensor<4xi32>,
+                        %len_kv: tensor<4xi32>)
+    -> (tensor<4x256x4x64xbf16>, tensor<4x4x256x1xf32>) {
+  %o, %lse = te.attention %q, %k, %v layout bshd mask padding_causal seqlens(%len_q, %len_kv) {return_lse}
+      : (tensor<4x256x4x64xbf16>, tensor<4x300x4x64xbf16>, tensor<4x300x4x64xbf16>,
+         tensor<4xi32>, tensor<4xi32>)
+      -> (tensor<4x256x4x64xbf16>, tensor<4x4x256x1xf32>)
+  return %o, %lse : tensor<4x256x4x64xbf16>, tensor<4x4x256x1xf32>
+}

@@ -327,8 +327,11 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
     IndexExpr warpKeys = warp * mma::kM;
     Signed s{b, loc};
 
+    // Whole sequences: the kernel declines thd and the padding masks.
+    SequenceGeometry whole = c.wholeSequences(b, loc);
     stageRows(b, loc, c, c.k, kFlat, kTile, thread, batch.value, kvHead.value,
-              keyBase.value, Tiling::kBlockKV, Tiling::kThreads, Tiling::kPad);
+              keyBase.value, whole.lenKV, Tiling::kBlockKV, Tiling::kThreads,
+              Tiling::kPad);
     gpu::BarrierOp::create(b, loc);
 
     // The lane's two keys.
@@ -356,8 +359,8 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
                     s.min((q0 + (blockQ - 1)).value, s.c(c.q.seq - 1));
                 // Rows see growing key ranges: the tile's first row's lower
                 // bound and its last row's upper bound enclose them all.
-                Value lo = c.visibleKeys(b, loc, q0.value).first;
-                Value hi = c.visibleKeys(b, loc, lastRow).second;
+                Value lo = c.visibleKeys(b, loc, q0.value, whole).lo;
+                Value hi = c.visibleKeys(b, loc, lastRow, whole).hi;
                 Value seen = arith::AndIOp::create(
                     b, loc, s.compare(arith::CmpIPredicate::slt, lo, blockEnd),
                     s.compare(arith::CmpIPredicate::sgt, hi, keyBase.value));
@@ -377,11 +380,11 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
                 // The previous tile is done with Q, dO and dS.
                 gpu::BarrierOp::create(b, loc);
                 stageRows(b, loc, c, c.q, qFlat, qTile, thread, batch.value,
-                          head.value, q0.value, blockQ, Tiling::kThreads,
-                          Tiling::kPad);
+                          head.value, q0.value, whole.lenQ, blockQ,
+                          Tiling::kThreads, Tiling::kPad);
                 stageRows(b, loc, c, oDims, doFlat, doTile, thread, batch.value,
-                          head.value, q0.value, blockQ, Tiling::kThreads,
-                          Tiling::kPad);
+                          head.value, q0.value, whole.lenQ, blockQ,
+                          Tiling::kThreads, Tiling::kPad);
                 gpu::BarrierOp::create(b, loc);
                 IndexExpr l{&b, loc, lane.value};
 
@@ -424,7 +427,9 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
                     Value query = (q0 + ni * mma::kN + (l % 4) * 2 + j).value;
                     Value inside = s.compare(arith::CmpIPredicate::slt, query,
                                              s.c(c.q.seq));
-                    auto [qLo, qHi] = c.visibleKeys(b, loc, query);
+                    VisibleKeys visibleKeys =
+                        c.visibleKeys(b, loc, query, whole);
+                    Value qLo = visibleKeys.lo, qHi = visibleKeys.hi;
                     Value at =
                         (lseBase +
                          IndexExpr{&b, loc, s.min(query, s.c(c.q.seq - 1))})

@@ -63,9 +63,10 @@ IndexExpr flash::rowOffset(QKVLayout layout, const Dims &d, IndexExpr batch,
   case QKVLayout::bhsd:
     return ((batch * d.heads + head) * d.seq + position) * d.headDim;
   case QKVLayout::thd:
-    break;
+    // The position is a token.
+    return (position * d.heads + head) * d.headDim;
   }
-  llvm_unreachable("thd is declined before");
+  llvm_unreachable("unknown layout");
 }
 
 template <typename OpT> static FlashConfig configOf(OpT op) {
@@ -74,10 +75,21 @@ template <typename OpT> static FlashConfig configOf(OpT op) {
   c.q = dimsOf(op.getQ(), c.layout);
   c.k = dimsOf(op.getK(), c.layout);
   c.v = dimsOf(op.getV(), c.layout);
+  c.thd = c.layout == QKVLayout::thd;
+  c.padding = c.thd || isPaddingMask(op.getMaskKind());
+  c.sequences =
+      c.thd
+          ? cast<RankedTensorType>(op.getCuSeqlensQ().getType()).getDimSize(0) -
+                1
+          : c.q.batch;
   c.causal = isCausalMask(op.getMaskKind());
   c.bottomRight = op.isBottomRightDiagonal();
   std::tie(c.windowLeft, c.windowRight) = op.getWindowBounds();
   c.softmax = op.getSoftmaxKind();
+  c.bias = op.getBiasKind();
+  c.slopesPerSequence =
+      op.getAlibiSlopes() &&
+      cast<RankedTensorType>(op.getAlibiSlopes().getType()).getRank() == 2;
   c.scale = *op.getEffectiveScale();
   c.element = cast<RankedTensorType>(op.getQ().getType()).getElementType();
   return c;
@@ -86,13 +98,51 @@ template <typename OpT> static FlashConfig configOf(OpT op) {
 FlashConfig FlashConfig::get(AttentionOp op) { return configOf(op); }
 FlashConfig FlashConfig::get(AttentionBackwardOp op) { return configOf(op); }
 
-std::pair<Value, Value> FlashConfig::visibleKeys(OpBuilder &b, Location loc,
-                                                 Value row) const {
-  VisibleKeys keys = emitVisibleKeys(
-      b, loc, {false, causal, bottomRight, windowLeft, windowRight}, row,
-      indexConstant(b, loc, q.seq), indexConstant(b, loc, k.seq),
-      indexConstant(b, loc, k.seq));
-  return {keys.lo, keys.hi};
+SequenceGeometry FlashConfig::wholeSequences(OpBuilder &b, Location loc) const {
+  Value zero = indexConstant(b, loc, 0);
+  return {zero, indexConstant(b, loc, q.seq), zero,
+          indexConstant(b, loc, k.seq)};
+}
+
+SequenceGeometry FlashConfig::sequenceGeometry(OpBuilder &b, Location loc,
+                                               const SequenceOperands &operands,
+                                               Value sequence) const {
+  SequenceGeometry g = wholeSequences(b, loc);
+  Signed s{b, loc};
+  auto load = [&](Value buffer, Value at) -> Value {
+    return arith::IndexCastOp::create(
+        b, loc, b.getIndexType(), memref::LoadOp::create(b, loc, buffer, at));
+  };
+  auto clamp = [&](Value x, Value hi) {
+    return s.min(arith::MaxSIOp::create(b, loc, x, s.c(0)), hi);
+  };
+  auto sub = [&](Value x, Value y) -> Value {
+    return arith::SubIOp::create(b, loc, x, y);
+  };
+  if (thd) {
+    Value next = s.add(sequence, s.c(1));
+    auto side = [&](Value cu, Value offsets, int64_t tokens, Value &start,
+                    Value &length) {
+      start = clamp(offsets ? load(offsets, sequence) : load(cu, sequence),
+                    s.c(tokens));
+      length = clamp(sub(load(cu, next), load(cu, sequence)),
+                     sub(s.c(tokens), start));
+    };
+    side(operands.cuSeqlensQ, operands.seqOffsetsQ, q.seq, g.qStart, g.lenQ);
+    side(operands.cuSeqlensKV, operands.seqOffsetsKV, k.seq, g.kvStart,
+         g.lenKV);
+  } else if (padding) {
+    g.lenQ = clamp(load(operands.seqlensQ, sequence), s.c(q.seq));
+    g.lenKV = clamp(load(operands.seqlensKV, sequence), s.c(k.seq));
+  }
+  return g;
+}
+
+VisibleKeys FlashConfig::visibleKeys(OpBuilder &b, Location loc, Value row,
+                                     const SequenceGeometry &g) const {
+  return emitVisibleKeys(
+      b, loc, {padding, causal, bottomRight, windowLeft, windowRight}, row,
+      g.lenQ, g.lenKV, indexConstant(b, loc, k.seq));
 }
 
 Value flash::f32(OpBuilder &b, Location loc, double value) {
@@ -112,8 +162,8 @@ Value flash::overRowLanes(OpBuilder &b, Location loc, Value value,
 
 void flash::stageRows(OpBuilder &b, Location loc, const FlashConfig &c,
                       const Dims &d, Value flat, Value tile, Value thread,
-                      Value batch, Value head, Value first, int64_t rows,
-                      int64_t threads, int64_t pad) {
+                      Value batch, Value head, Value first, Value limit,
+                      int64_t rows, int64_t threads, int64_t pad) {
   int64_t chunks = d.headDim / 8;
   int64_t total = rows * chunks;
   int64_t copies = (total + threads - 1) / threads;
@@ -136,9 +186,8 @@ void flash::stageRows(OpBuilder &b, Location loc, const FlashConfig &c,
         }
         IndexExpr row = e / chunks, chunk = e % chunks;
         Value position = arith::AddIOp::create(b, loc, first, row.value);
-        Value inside =
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, position,
-                                  indexConstant(b, loc, d.seq));
+        Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                             position, limit);
         // Clamped, so that the load stays in bounds; the select zeroes it.
         Value clamped = arith::MinSIOp::create(
             b, loc, position, indexConstant(b, loc, d.seq - 1));
@@ -206,15 +255,17 @@ unsupportedReason(OpT op, const GPUTargetInfo &target) {
   if (!target.hasMMA16x8x16())
     return name + " needs 16x8x16 matrix multiply-accumulate units, which " +
            target.getDescription() + " lacks";
+  // The backward kernel takes neither sequence lengths nor a bias yet.
+  bool backward = isa<AttentionBackwardOp>(op.getOperation());
   QKVLayout layout = op.getLayout();
-  if (layout == QKVLayout::thd)
+  if (layout == QKVLayout::thd && backward)
     return prefix + "layout thd" + suffix;
   MaskKind mask = op.getMaskKind();
-  if (isPaddingMask(mask) || mask == MaskKind::arbitrary)
+  if ((isPaddingMask(mask) && backward) || mask == MaskKind::arbitrary)
     return prefix + "mask " + stringifyMaskKind(mask).str() + suffix;
-  if (op.getBiasKind() != BiasKind::no_bias)
-    return prefix + "bias " + stringifyBiasKind(op.getBiasKind()).str() +
-           suffix;
+  BiasKind bias = op.getBiasKind();
+  if (bias != BiasKind::no_bias && (bias != BiasKind::alibi || backward))
+    return prefix + "bias " + stringifyBiasKind(bias).str() + suffix;
   if (!op.getDropout().isZero())
     return prefix + "dropout" + suffix;
   // The verifier gives Q, K, V (O and dO) one element type.
@@ -273,6 +324,18 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
   if (learnable)
     arguments.push_back(
         bufferType(cast<RankedTensorType>(op.getSoftmaxOffset().getType())));
+  // The index operands there are, in SequenceOperands' order, and the ALiBi
+  // slopes.
+  SmallVector<Value> indexOperands;
+  for (Value operand :
+       {op.getCuSeqlensQ(), op.getCuSeqlensKv(), op.getSeqOffsetsQ(),
+        op.getSeqOffsetsKv(), op.getSeqlensQ(), op.getSeqlensKv(),
+        op.getAlibiSlopes()})
+    if (operand) {
+      indexOperands.push_back(operand);
+      arguments.push_back(
+          bufferType(cast<RankedTensorType>(operand.getType())));
+    }
   arguments.push_back(bufferType(oTensor));
   RankedTensorType lseTensor;
   if (returnLse) {
@@ -285,6 +348,44 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
     return MemRefType::get({Tiling::kBlockKV * (dim + Tiling::kPad)}, c.element,
                            MemRefLayoutAttrInterface(), workgroup);
   };
+  // thd: tokens of no sequence get the row of a query that sees nothing
+  // (O = 0; the LSE of the extra softmax term alone, -inf for vanilla), as
+  // on the CPU; the flash kernel overwrites the others.
+  gpu::GPUFuncOp fill;
+  if (c.thd) {
+    SmallVector<Type> fillArguments = {bufferType(oTensor)};
+    if (returnLse)
+      fillArguments.push_back(bufferType(lseTensor));
+    if (learnable)
+      fillArguments.push_back(
+          bufferType(cast<RankedTensorType>(op.getSoftmaxOffset().getType())));
+    fill = set.addKernel(b, "fill_empty_rows", fillArguments);
+    Value oFlat = flatten(b, loc, fill.getArgument(0));
+    Value lseFlat = returnLse ? flatten(b, loc, fill.getArgument(1)) : Value();
+    Value alphas =
+        learnable ? flatten(b, loc, fill.getArguments().back()) : Value();
+    int64_t width = vectorWidth(c.element, c.v.headDim);
+    gridStrideLoop(
+        b, loc, c.q.seq * c.q.heads, Value(),
+        [&](OpBuilder &b, Location loc, Value i, Value) {
+          IndexExpr row{&b, loc, i};
+          Value zero =
+              arith::ConstantOp::create(b, loc, b.getFloatAttr(c.element, 0));
+          for (int64_t d = 0; d < c.v.headDim; d += width)
+            storeElements(b, loc, oFlat, (row * c.v.headDim + d).value,
+                          SmallVector<Value>(width, zero));
+          if (lseFlat) {
+            Value empty = f32(b, loc, -std::numeric_limits<double>::infinity());
+            if (c.softmax == SoftmaxKind::off_by_one)
+              empty = f32(b, loc, 0.0);
+            if (learnable)
+              empty = memref::LoadOp::create(b, loc, alphas,
+                                             (row % c.q.heads).value);
+            memref::StoreOp::create(b, loc, empty, lseFlat, i);
+          }
+          return Value();
+        });
+  }
   auto kernel = set.addKernel(b, "flash_forward", arguments,
                               {tileType(c.k.headDim), tileType(c.v.headDim)});
   unsigned next = 0;
@@ -293,13 +394,33 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
   Value vFlat = flatten(b, loc, kernel.getArgument(next++));
   Value offsets =
       learnable ? flatten(b, loc, kernel.getArgument(next++)) : Value();
+  SequenceOperands sequenceOperands;
+  Value slopes;
+  {
+    Value *slots[] = {&sequenceOperands.cuSeqlensQ,
+                      &sequenceOperands.cuSeqlensKV,
+                      &sequenceOperands.seqOffsetsQ,
+                      &sequenceOperands.seqOffsetsKV,
+                      &sequenceOperands.seqlensQ,
+                      &sequenceOperands.seqlensKV,
+                      &slopes};
+    Value present[] = {op.getCuSeqlensQ(),  op.getCuSeqlensKv(),
+                       op.getSeqOffsetsQ(), op.getSeqOffsetsKv(),
+                       op.getSeqlensQ(),    op.getSeqlensKv(),
+                       op.getAlibiSlopes()};
+    for (auto [slot, operand] : llvm::zip_equal(slots, present))
+      if (operand)
+        *slot = flatten(b, loc, kernel.getArgument(next++));
+  }
   Value oFlat = flatten(b, loc, kernel.getArgument(next++));
   Value lseFlat =
       returnLse ? flatten(b, loc, kernel.getArgument(next++)) : Value();
   Value kTile = kernel.getWorkgroupAttributions()[0];
   Value vTile = kernel.getWorkgroupAttributions()[1];
 
-  // Block -> (query block, head, batch); thread -> (warp, lane).
+  // Block -> (query block, head, sequence: the batch entry or thd's
+  // sequence); thread -> (warp, lane). For thd, every sequence gets the
+  // query blocks of all tokens, and those past its length see nothing.
   int64_t queryBlocks = (c.q.seq + Tiling::kBlockQ - 1) / Tiling::kBlockQ;
   Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   IndexExpr block{&b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x)};
@@ -311,6 +432,12 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
   IndexExpr warp = t / mma::kWarpSize, lane = t % mma::kWarpSize;
   IndexExpr warpRow = queryBlock * Tiling::kBlockQ + warp * mma::kM;
   Signed s{b, loc};
+  SequenceGeometry g =
+      c.sequenceGeometry(b, loc, sequenceOperands, batch.value);
+  // The token of a query position, clamped into Q (for reads).
+  auto queryToken = [&](Value position) {
+    return s.min(s.add(g.qStart, position), s.c(c.q.seq - 1));
+  };
 
   // Q fragments for the whole head dimension, rows clamped into the
   // sequence (rows past it are computed and not written).
@@ -319,7 +446,7 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
     SmallVector<Value> fragment;
     for (int i = 0; i < mma::kAElements; i += 2) {
       mma::Coord<IndexExpr> e = mma::aElement(lane, i);
-      Value row = s.min((warpRow + e.row).value, s.c(c.q.seq - 1));
+      Value row = queryToken((warpRow + e.row).value);
       IndexExpr at =
           rowOffset(c.layout, c.q, batch, IndexExpr{&b, loc, row}, head) +
           e.col + kk;
@@ -330,16 +457,26 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
   }
 
   // The lane's two rows and the keys each sees; the block's key range.
-  std::array<Value, 2> rows, lo, hi;
+  std::array<Value, 2> rows, lo, hi, diagonal;
   for (int r = 0; r < 2; ++r) {
     rows[r] = (warpRow + (lane / 4 + 8 * r)).value;
-    std::tie(lo[r], hi[r]) = c.visibleKeys(b, loc, rows[r]);
+    VisibleKeys keys = c.visibleKeys(b, loc, rows[r], g);
+    lo[r] = keys.lo;
+    hi[r] = keys.hi;
+    diagonal[r] = keys.diagonal;
   }
+  // Rows see growing key ranges (rows past the length see none, and an
+  // empty range does not widen the block's): the block's range is its first
+  // row's lower bound to the upper bound of its last row that has keys.
   Value firstRow = (queryBlock * Tiling::kBlockQ).value;
   Value lastRow =
       s.min(s.add(firstRow, s.c(Tiling::kBlockQ - 1)), s.c(c.q.seq - 1));
-  Value blockLo = c.visibleKeys(b, loc, firstRow).first;
-  Value blockHi = c.visibleKeys(b, loc, lastRow).second;
+  if (c.padding)
+    lastRow = arith::MaxSIOp::create(
+        b, loc, firstRow,
+        s.min(lastRow, arith::SubIOp::create(b, loc, g.lenQ, s.c(1))));
+  Value blockLo = c.visibleKeys(b, loc, firstRow, g).lo;
+  Value blockHi = c.visibleKeys(b, loc, lastRow, g).hi;
   Value tileStart = arith::MulIOp::create(
       b, loc, arith::DivSIOp::create(b, loc, blockLo, s.c(Tiling::kBlockKV)),
       s.c(Tiling::kBlockKV));
@@ -366,15 +503,25 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
   SmallVector<Value> init = {mInit, mInit, lInit, lInit};
   init.append(dTiles * mma::kCElements, f32(b, loc, 0.0));
   Value scaleLog2 = f32(b, loc, c.scale * kLog2e);
+  // ALiBi: -slope |key - diagonal| on the logits, in base 2.
+  Value slopeLog2;
+  if (c.bias == BiasKind::alibi) {
+    IndexExpr at = c.slopesPerSequence ? batch * c.q.heads + head : head;
+    slopeLog2 = arith::MulFOp::create(
+        b, loc, memref::LoadOp::create(b, loc, slopes, at.value),
+        f32(b, loc, kLog2e));
+  }
 
   auto keyLoop = scf::ForOp::create(
       b, loc, tileStart, blockHi, s.c(Tiling::kBlockKV), init,
       [&](OpBuilder &b, Location loc, Value kt, ValueRange carried) {
+        Value first = arith::AddIOp::create(b, loc, g.kvStart, kt);
+        Value limit = arith::AddIOp::create(b, loc, g.kvStart, g.lenKV);
         for (auto [dims, flat, tile] :
              {std::tuple(c.k, kFlat, kTile), std::tuple(c.v, vFlat, vTile)})
           stageRows(b, loc, c, dims, flat, tile, thread, batch.value,
-                    kvHead.value, kt, Tiling::kBlockKV, Tiling::kThreads,
-                    Tiling::kPad);
+                    kvHead.value, first, limit, Tiling::kBlockKV,
+                    Tiling::kThreads, Tiling::kPad);
         gpu::BarrierOp::create(b, loc);
         IndexExpr l{&b, loc, lane.value};
 
@@ -409,6 +556,20 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
                 s.compare(arith::CmpIPredicate::slt, key, hi[r]));
             Value scaled =
                 arith::MulFOp::create(b, loc, scores[ni][i], scaleLog2);
+            if (slopeLog2) {
+              Value distance = arith::SubIOp::create(b, loc, key, diagonal[r]);
+              Value magnitude = arith::MaxSIOp::create(
+                  b, loc, distance,
+                  arith::SubIOp::create(b, loc, s.c(0), distance));
+              scaled = arith::SubFOp::create(
+                  b, loc, scaled,
+                  arith::MulFOp::create(
+                      b, loc, slopeLog2,
+                      arith::SIToFPOp::create(
+                          b, loc, b.getF32Type(),
+                          arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                                     magnitude))));
+            }
             scores[ni][i] =
                 arith::SelectOp::create(b, loc, visible, scaled, minusInf);
             tileMax[r] =
@@ -497,7 +658,11 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
     inverse[r] = arith::SelectOp::create(
         b, loc, empty, f32(b, loc, 0.0),
         arith::DivFOp::create(b, loc, f32(b, loc, 1.0), sum));
-    inside[r] = s.compare(arith::CmpIPredicate::slt, rows[r], s.c(c.q.seq));
+    // Every row of the tensor is written (rows past a padded length see
+    // nothing: O = 0), but a thd sequence's rows only up to its length:
+    // the tokens after it are another sequence's (or fill_empty_rows').
+    inside[r] = s.compare(arith::CmpIPredicate::slt, rows[r],
+                          c.thd ? g.lenQ : s.c(c.q.seq));
     if (returnLse) {
       // (max + log2(sum)) ln 2; -inf for a vanilla row that saw nothing.
       Value lse = arith::MulFOp::create(
@@ -512,9 +677,11 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
           /*withElseRegion=*/false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(store.thenBlock());
-      // LSE is [b, h, s_q, 1].
+      // LSE is [b, h, s_q, 1], or [t, h, 1] for thd.
       IndexExpr at =
-          (batch * c.q.heads + head) * c.q.seq + IndexExpr{&b, loc, rows[r]};
+          c.thd ? IndexExpr{&b, loc, queryToken(rows[r])} * c.q.heads + head
+                : (batch * c.q.heads + head) * c.q.seq +
+                      IndexExpr{&b, loc, rows[r]};
       memref::StoreOp::create(b, loc, lse, lseFlat, at.value);
     }
   }
@@ -533,9 +700,9 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
                                      /*withElseRegion=*/false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(store.thenBlock());
-      IndexExpr at =
-          rowOffset(c.layout, oDims, batch, IndexExpr{&b, loc, rows[r]}, head) +
-          e.col + nd * mma::kN;
+      IndexExpr at = rowOffset(c.layout, oDims, batch,
+                               IndexExpr{&b, loc, queryToken(rows[r])}, head) +
+                     e.col + nd * mma::kN;
       storeElements(b, loc, oFlat, at.value, pair);
     }
   }
@@ -545,8 +712,13 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
   SmallVector<Value> operands = {readBuffer(host, loc, op.getQ()),
                                  readBuffer(host, loc, op.getK()),
                                  readBuffer(host, loc, op.getV())};
-  if (learnable)
-    operands.push_back(readBuffer(host, loc, op.getSoftmaxOffset()));
+  Value alphas;
+  if (learnable) {
+    alphas = readBuffer(host, loc, op.getSoftmaxOffset());
+    operands.push_back(alphas);
+  }
+  for (Value operand : indexOperands)
+    operands.push_back(readBuffer(host, loc, operand));
   Value o = allocateOutput(host, loc, oTensor);
   operands.push_back(o);
   SmallVector<Value> outputs = {o};
@@ -555,7 +727,14 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
     operands.push_back(lse);
     outputs.push_back(lse);
   }
-  set.launch(host, kernel, queryBlocks * c.q.heads * c.q.batch,
+  if (fill) {
+    SmallVector<Value> fillOperands(outputs);
+    if (learnable)
+      fillOperands.push_back(alphas);
+    set.launch(host, fill, blocksFor(c.q.seq * c.q.heads), kBlockSize,
+               fillOperands);
+  }
+  set.launch(host, kernel, queryBlocks * c.q.heads * c.sequences,
              Tiling::kThreads, operands);
   replaceWithOutputs(host, op, outputs);
   return success();

@@ -12,6 +12,7 @@
 
 #include "KernelBuilder.h"
 
+#include "te/Conversion/TECommon/AttentionMath.h"
 #include "te/Conversion/TEToGPU/MMALayout.h"
 #include "te/Dialect/TE/IR/TEOps.h"
 
@@ -39,23 +40,55 @@ struct Signed {
   }
 };
 
+/// The index operands of the op, as 1-D buffers inside a kernel (null where
+/// the op has none): thd's cu_seqlens and seq_offsets, the padding masks'
+/// seqlens.
+struct SequenceOperands {
+  Value cuSeqlensQ, cuSeqlensKV, seqOffsetsQ, seqOffsetsKV, seqlensQ, seqlensKV;
+};
+
+/// Where one sequence (a batch entry, or a thd sequence) lies: its query
+/// positions [0, lenQ) are tokens qStart + position of Q's sequence axis,
+/// its keys [0, lenKV) tokens kvStart + key of K's. Clamped into the
+/// tensors whatever the index operands hold (te-insert-checks reports bad
+/// ones), as the CPU lowering clamps them.
+struct SequenceGeometry {
+  Value qStart, lenQ, kvStart, lenKV;
+};
+
 /// What the kernels need of the op (te.attention or its backward).
 struct FlashConfig {
   QKVLayout layout;
   Dims q, k, v;
+  /// thd, or a padding mask: keys and rows are bounded by the lengths.
+  bool thd, padding;
+  /// Sequences of the grid: the batch, or thd's cu_seqlens entries - 1.
+  int64_t sequences;
   bool causal, bottomRight;
   int64_t windowLeft, windowRight;
   SoftmaxKind softmax;
+  BiasKind bias;
+  /// ALiBi slopes per (sequence, head) rather than per head.
+  bool slopesPerSequence;
   double scale;
   Type element;
 
   static FlashConfig get(AttentionOp op);
   static FlashConfig get(AttentionBackwardOp op);
 
-  /// Keys [lo, hi) that query row `row` sees (te/Conversion/TECommon's
-  /// rule, as the CPU lowering applies it; no padding here).
-  std::pair<Value, Value> visibleKeys(OpBuilder &b, Location loc,
-                                      Value row) const;
+  /// Sequence `sequence`'s geometry from the index operands (whole
+  /// sequences without them).
+  SequenceGeometry sequenceGeometry(OpBuilder &b, Location loc,
+                                    const SequenceOperands &operands,
+                                    Value sequence) const;
+  /// Every sequence whole: what an op without index operands has.
+  SequenceGeometry wholeSequences(OpBuilder &b, Location loc) const;
+
+  /// The keys [lo, hi) that query position `row` of a sequence sees, and
+  /// its diagonal (te/Conversion/TECommon's rule, as the CPU lowering
+  /// applies it).
+  VisibleKeys visibleKeys(OpBuilder &b, Location loc, Value row,
+                          const SequenceGeometry &g) const;
   /// O's (and dO's) dimensions: Q's with V's head dimension.
   Dims outputDims() const {
     Dims o = q;
@@ -72,11 +105,13 @@ Value overRowLanes(OpBuilder &b, Location loc, Value value, unsigned warpSize,
                    function_ref<Value(Value, Value)> combine);
 
 /// Copies positions [first, first + rows) of head `head` of a tensor of
-/// dimensions `d` into the shared tile [rows][d.headDim + pad], 8 elements
-/// per access by `threads` threads, zeros past the sequence.
+/// dimensions `d` (tokens for thd) into the shared tile
+/// [rows][d.headDim + pad], 8 elements per access by `threads` threads,
+/// zeros at and past position `limit`.
 void stageRows(OpBuilder &b, Location loc, const FlashConfig &c, const Dims &d,
                Value flat, Value tile, Value thread, Value batch, Value head,
-               Value first, int64_t rows, int64_t threads, int64_t pad);
+               Value first, Value limit, int64_t rows, int64_t threads,
+               int64_t pad);
 
 /// A B fragment from a staged [key][d] tile with `stride` elements per row:
 /// with the target's matrix load from the row `row` this lane supplies

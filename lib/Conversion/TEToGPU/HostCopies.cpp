@@ -9,12 +9,21 @@
 // allows), and each constant a temporary that a kernel fills from a copy
 // of the global in its own gpu.module.
 //
+// The run-time checks of te ops' index operands (te-insert-checks, then
+// te-materialize-checks) are scalar code on the host: loads of cu_seqlens
+// or seqlens, loops over them, and the stores of the kernel status. They
+// become one kernel run by a single thread, launched after the code's
+// operands exist, so that the status reaches the runtime the way any
+// output does.
+//
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/Pass.h"
 
@@ -117,6 +126,94 @@ LogicalResult lowerHostConstant(memref::GetGlobalOp get,
   return success();
 }
 
+/// The host function's scalar code (every memref.store at its top level and
+/// what computes the stored values and indices) as one single-thread kernel
+/// on the buffers it reads and writes.
+LogicalResult lowerHostScalarCode(func::FuncOp function,
+                                  const GPUTargetInfo &target) {
+  if (function.isExternal())
+    return success();
+  Block &body = function.front();
+  SmallVector<Operation *> roots;
+  for (Operation &op : body)
+    if (isa<memref::StoreOp>(op))
+      roots.push_back(&op);
+  if (roots.empty())
+    return success();
+
+  // What the stores need, within the function's block: buffers (arguments
+  // and allocations) become kernel arguments, everything else moves.
+  SetVector<Operation *> moved;
+  BackwardSliceOptions options;
+  options.omitBlockArguments = true;
+  options.filter = [&](Operation *op) {
+    return op->getBlock() == &body && !isa<memref::AllocOp>(op);
+  };
+  for (Operation *root : roots) {
+    SetVector<Operation *> slice;
+    if (failed(getBackwardSlice(root, &slice, options)))
+      return root->emitError("cannot move the host code of this store into "
+                             "a GPU kernel");
+    moved.insert(slice.begin(), slice.end());
+    moved.insert(root);
+  }
+  SmallVector<Operation *> ordered(moved.begin(), moved.end());
+  llvm::sort(ordered,
+             [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+
+  // Buffers the moved code uses from outside, in order of first use.
+  SetVector<Value> buffers;
+  for (Operation *op : ordered) {
+    WalkResult walk = op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands()) {
+        Operation *definer = operand.getDefiningOp();
+        if (definer && moved.contains(definer))
+          continue;
+        if (definer && op->isAncestor(definer))
+          continue;
+        if (auto block = dyn_cast<BlockArgument>(operand);
+            block && block.getOwner() != &body)
+          continue;
+        if (!isa<MemRefType>(operand.getType())) {
+          nested->emitError("a GPU target runs the scalar code of an entry "
+                            "point as a kernel, which cannot take this "
+                            "operand of type ")
+              << operand.getType();
+          return WalkResult::interrupt();
+        }
+        buffers.insert(operand);
+      }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+  }
+
+  Location loc = roots.front()->getLoc();
+  KernelSet set(roots.front(), "host_code", target);
+  OpBuilder b(function.getContext());
+  SmallVector<Type> types;
+  for (Value buffer : buffers)
+    types.push_back(buffer.getType());
+  auto kernel = set.addKernel(b, "run", types);
+  ifFirstThread(b, loc, [&](OpBuilder &b, Location) {
+    IRMapping mapping;
+    for (auto [buffer, argument] :
+         llvm::zip_equal(buffers, kernel.getArguments()))
+      mapping.map(buffer, argument);
+    for (Operation *op : ordered)
+      b.clone(*op, mapping);
+  });
+  set.finish();
+  OpBuilder host(function.getContext());
+  host.setInsertionPointAfter(ordered.back());
+  set.launch(host, kernel, 1, 1, buffers.getArrayRef());
+  for (Operation *op : llvm::reverse(ordered))
+    if (op->use_empty())
+      op->erase();
+  return success();
+}
+
 struct HostCopiesToGPUPass
     : PassWrapper<HostCopiesToGPUPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(HostCopiesToGPUPass)
@@ -125,8 +222,8 @@ struct HostCopiesToGPUPass
       : target(std::move(target)) {}
   StringRef getArgument() const override { return "te-host-copies-to-gpu"; }
   StringRef getDescription() const override {
-    return "Copies of buffers and constants in entry points as GPU kernel "
-           "launches";
+    return "Copies of buffers, constants and scalar code (run-time checks) "
+           "in entry points as GPU kernel launches";
   }
 
   void runOnOperation() override {
@@ -142,6 +239,9 @@ struct HostCopiesToGPUPass
     });
     for (memref::GetGlobalOp get : constants)
       if (failed(lowerHostConstant(get, *target)))
+        return signalPassFailure();
+    for (auto function : getOperation().getOps<func::FuncOp>())
+      if (failed(lowerHostScalarCode(function, *target)))
         return signalPassFailure();
     for (memref::CopyOp copy : copies)
       if (failed(lowerHostCopy(copy, *target)))

@@ -313,12 +313,15 @@ struct EntryPlan {
 };
 
 /// Reads the host function of `entry`: its allocations become temporaries
-/// and its launches steps.
+/// and its launches steps. With `hasStatus`, the entry's last output is the
+/// status of its run-time checks (takeKernelChecks appended it), which the
+/// steps name `s`.
 FailureOr<EntryPlan> planEntry(func::FuncOp function, const KernelEntry &entry,
                                bool hasStatus) {
   EntryPlan plan;
   llvm::DenseMap<Value, std::string> operands;
-  size_t arguments = entry.inputs.size() + entry.outputs.size();
+  size_t arguments =
+      entry.inputs.size() + entry.outputs.size() - (hasStatus ? 1 : 0);
   for (BlockArgument argument : function.getArguments()) {
     if (argument.getArgNumber() < arguments)
       operands[argument] = "a" + std::to_string(argument.getArgNumber());
@@ -480,14 +483,24 @@ FailureOr<std::string> compileKernels(ModuleOp lowered, StringRef manifest,
 FailureOr<std::string> formatPlannedManifest(ModuleOp lowered,
                                              ArrayRef<KernelEntry> entries,
                                              StringRef manifest) {
+  // Which entries report a status: those whose manifest block has a
+  // 'status' line, in the manifest's order (the entries' order).
+  std::vector<bool> statuses;
+  SmallVector<StringRef> lines;
+  manifest.split(lines, '\n', -1, /*KeepEmpty=*/false);
+  for (StringRef line : lines) {
+    if (line.starts_with("entry "))
+      statuses.push_back(false);
+    else if (line.starts_with("status ") && !statuses.empty())
+      statuses.back() = true;
+  }
   std::vector<EntryPlan> plans;
-  for (const KernelEntry &entry : entries) {
+  for (auto [index, entry] : llvm::enumerate(entries)) {
     auto function = lowered.lookupSymbol<func::FuncOp>(entry.name);
     if (!function)
       return lowered.emitError("entry point '")
              << entry.name << "' is missing from the lowered module";
-    size_t arguments = entry.inputs.size() + entry.outputs.size();
-    bool hasStatus = function.getNumArguments() == arguments + 1;
+    bool hasStatus = index < statuses.size() && statuses[index];
     FailureOr<EntryPlan> plan = planEntry(function, entry, hasStatus);
     if (failed(plan))
       return failure();

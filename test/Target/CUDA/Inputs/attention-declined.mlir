@@ -1,9 +1,9 @@
 // Attention configurations the flash kernel does not take yet; the cuda
 // target names each (and the CPU lowers them).
-func.func @padding(%q: tensor<2x64x2x64xbf16>, %lq: tensor<2xi32>, %lk: tensor<2xi32>) -> tensor<2x64x2x64xbf16> {
-  %o = te.attention %q, %q, %q layout bshd mask padding seqlens(%lq, %lk)
-      : (tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2xi32>, tensor<2xi32>) -> tensor<2x64x2x64xbf16>
-  return %o : tensor<2x64x2x64xbf16>
+func.func @pre_scale(%q: tensor<1x64x2x64xbf16>, %bias: tensor<1x2x64x64xbf16>) -> tensor<1x64x2x64xbf16> {
+  %o = te.attention %q, %q, %q layout bshd bias pre_scale bias_tensor(%bias)
+      : (tensor<1x64x2x64xbf16>, tensor<1x64x2x64xbf16>, tensor<1x64x2x64xbf16>, tensor<1x2x64x64xbf16>) -> tensor<1x64x2x64xbf16>
+  return %o : tensor<1x64x2x64xbf16>
 }
 func.func @arbitrary(%q: tensor<1x64x2x64xbf16>, %m: tensor<1x1x64x64xi1>) -> tensor<1x64x2x64xbf16> {
   %o = te.attention %q, %q, %q layout bshd mask arbitrary mask_tensor(%m)
