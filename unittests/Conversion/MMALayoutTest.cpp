@@ -8,7 +8,8 @@
 // matches a plain C++ one on random FP8 values, including partial tiles.
 // The attention kernels' chained products are replayed the same way: the
 // forward's S = Q K^T feeding P V, and one query tile of the backward (its
-// five products, the A fragments of ldmatrix, dQ split over the warps).
+// products other than dP^T = V dO^T, which has S^T's shape, the A
+// fragments of ldmatrix, dQ split over the warps).
 //
 //===----------------------------------------------------------------------===//
 

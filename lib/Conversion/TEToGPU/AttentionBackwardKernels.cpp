@@ -1,7 +1,7 @@
 //===- AttentionBackwardKernels.cpp - te.attention_backward on the GPU ----===//
 //
 // Flash attention's backward pass (P recomputed from the forward's LSE,
-// never stored) as four launches:
+// never stored) as three launches, four with the learnable softmax:
 //
 // 1. `prepare`, a block per (batch, head): D_i = dO_i . O_i for every query
 //    row, the f32 dQ accumulator of the row zeroed, and for the learnable
@@ -9,7 +9,9 @@
 //    with logit alpha_h and a zero V row), after `zero_offsets` cleared it.
 // 2. `flash_backward`, a block per (batch, key/value head, 64 keys), four
 //    warps of 16 keys (MMALayout.h's FlashBackwardTiling). The block stages
-//    its K rows once and each warp keeps its V rows as A fragments. For
+//    its K rows once; each warp reads its V rows' A fragments from global
+//    memory per tile (held across the tiles they would not leave registers
+//    for the accumulators). For
 //    every query head of the group and every query tile the keys can see,
 //    Q and dO are staged; per warp S^T = K Q^T and dP^T = V dO^T on the
 //    matrix units, P^T = exp(scale S^T - LSE) and dS^T = P^T (dP^T - D) on

@@ -14,12 +14,16 @@
 // fragments of that product (accumulatorForA), so P never leaves the
 // registers. The epilogue divides by the row sums, writes O, and the LSE.
 //
-// The visibility rule is the CPU lowering's: query i sees keys
-// [max(0, d - left), min(s_kv, d + 1 (causal), d + right + 1)) with d =
-// i + (s_kv - s_q if the diagonal is bottom-right), and the extra softmax
-// term of off_by_one (0) and learnable (alpha_h) starts the running
-// maximum and sum. What the kernel does not cover is declined with its
-// reason.
+// The visibility rule is the CPU lowering's (te/Conversion/TECommon's
+// AttentionMath): query position i of a sequence sees keys
+// [max(0, d - left), min(len_kv, d + 1 (causal), d + right + 1)) with d =
+// i + (len_kv - len_q if the diagonal is bottom-right); the lengths are
+// the tensors' extents, or per sequence with the padding masks and thd,
+// whose geometry (FlashConfig::sequenceGeometry) each block reads from
+// the index operands. ALiBi subtracts slope |key - d| from the logits;
+// the extra softmax term of off_by_one (0) and learnable (alpha_h) starts
+// the running maximum and sum. What the kernel does not cover is declined
+// with its reason.
 //
 //===----------------------------------------------------------------------===//
 
@@ -480,6 +484,11 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
   Value tileStart = arith::MulIOp::create(
       b, loc, arith::DivSIOp::create(b, loc, blockLo, s.c(Tiling::kBlockKV)),
       s.c(Tiling::kBlockKV));
+  // A block whose rows are all past its sequence's length walks no tile.
+  if (c.padding)
+    blockHi = arith::SelectOp::create(
+        b, loc, s.compare(arith::CmpIPredicate::slt, firstRow, g.lenQ), blockHi,
+        tileStart);
 
   // Running maximum (base 2) and sum of each row, and the O accumulators.
   // off_by_one and learnable add a term exp(alpha) to every row's sum

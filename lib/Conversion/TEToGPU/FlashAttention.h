@@ -20,7 +20,8 @@
 
 namespace mlir::te::gpu_lowering::flash {
 
-/// (batch, sequence, heads, head dim) of a Q/K/V tensor (not thd).
+/// (batch, sequence, heads, head dim) of a Q/K/V tensor; for thd the
+/// sequence is the tokens and the batch is dynamic (unused).
 using Dims = HeadTensorDims;
 Dims dimsOf(Value tensor, QKVLayout layout);
 
@@ -50,8 +51,10 @@ struct SequenceOperands {
 /// Where one sequence (a batch entry, or a thd sequence) lies: its query
 /// positions [0, lenQ) are tokens qStart + position of Q's sequence axis,
 /// its keys [0, lenKV) tokens kvStart + key of K's. Clamped into the
-/// tensors whatever the index operands hold (te-insert-checks reports bad
-/// ones), as the CPU lowering clamps them.
+/// tensors whatever the index operands hold, so that no access leaves
+/// them. Valid operands (those te-insert-checks lets through) need no
+/// clamping; for invalid query offsets the CPU, which clamps only the key
+/// side, computes other (equally meaningless) rows.
 struct SequenceGeometry {
   Value qStart, lenQ, kvStart, lenKV;
 };

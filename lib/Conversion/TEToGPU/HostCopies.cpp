@@ -146,6 +146,8 @@ LogicalResult lowerHostScalarCode(func::FuncOp function,
   SetVector<Operation *> moved;
   BackwardSliceOptions options;
   options.omitBlockArguments = true;
+  // Values the loops' bodies use from the function's block move too.
+  options.omitUsesFromAbove = false;
   options.filter = [&](Operation *op) {
     return op->getBlock() == &body && !isa<memref::AllocOp>(op);
   };
@@ -188,6 +190,25 @@ LogicalResult lowerHostScalarCode(func::FuncOp function,
     if (walk.wasInterrupted())
       return failure();
   }
+
+  // The kernel runs where the last store was, after the launches between
+  // the code's first and last op. That keeps its meaning as long as none of
+  // them writes what the code reads: the code may read the entry's
+  // arguments, which kernels read (te's checks read index operands, which
+  // are inputs), but not a buffer it stores into or a temporary.
+  SmallPtrSet<Value, 4> stored;
+  for (Operation *root : roots)
+    stored.insert(cast<memref::StoreOp>(root).getMemRef());
+  for (Operation *op = ordered.front(); op != ordered.back();
+       op = op->getNextNode())
+    if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op))
+      for (Value operand : launch.getKernelOperands())
+        if (buffers.contains(operand) &&
+            (stored.contains(operand) || !isa<BlockArgument>(operand)))
+          return launch.emitError(
+              "a GPU target runs the scalar code of an entry point as one "
+              "kernel after its last store, but this launch, inside that "
+              "code, uses a buffer the code writes, or a temporary it reads");
 
   Location loc = roots.front()->getLoc();
   KernelSet set(roots.front(), "host_code", target);
