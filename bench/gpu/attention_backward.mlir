@@ -87,3 +87,72 @@ func.func @off_by_one_causal_backward(%q: tensor<1x130x2x64xf16>, %k: tensor<1x1
       -> (tensor<1x130x2x64xf16>, tensor<1x100x2x64xf16>, tensor<1x100x2x64xf16>)
   return %dq, %dk, %dv : tensor<1x130x2x64xf16>, tensor<1x100x2x64xf16>, tensor<1x100x2x64xf16>
 }
+
+// thd: five sequences packed in 2000 tokens, padding-causal, ALiBi, f16
+// with d = 128; keys of no sequence get zero gradients.
+func.func @thd_alibi_f16_d128_backward(%q: tensor<2000x8x128xf16>, %k: tensor<2000x8x128xf16>,
+                                       %v: tensor<2000x8x128xf16>, %cu_q: tensor<6xi32>,
+                                       %cu_kv: tensor<6xi32>, %slopes: tensor<8xf32>,
+                                       %d_o: tensor<2000x8x128xf16>)
+    -> (tensor<2000x8x128xf16>, tensor<2000x8x128xf16>, tensor<2000x8x128xf16>) {
+  %o, %lse = te.attention %q, %k, %v layout thd mask padding_causal bias alibi
+      cu_seqlens(%cu_q, %cu_kv) alibi_slopes(%slopes) {return_lse}
+      : (tensor<2000x8x128xf16>, tensor<2000x8x128xf16>, tensor<2000x8x128xf16>,
+         tensor<6xi32>, tensor<6xi32>, tensor<8xf32>)
+      -> (tensor<2000x8x128xf16>, tensor<2000x8x1xf32>)
+  %dq, %dk, %dv = te.attention_backward %q, %k, %v, %o, %d_o, %lse layout thd mask padding_causal
+      bias alibi cu_seqlens(%cu_q, %cu_kv) alibi_slopes(%slopes)
+      : (tensor<2000x8x128xf16>, tensor<2000x8x128xf16>, tensor<2000x8x128xf16>,
+         tensor<2000x8x128xf16>, tensor<2000x8x128xf16>, tensor<2000x8x1xf32>,
+         tensor<6xi32>, tensor<6xi32>, tensor<8xf32>)
+      -> (tensor<2000x8x128xf16>, tensor<2000x8x128xf16>, tensor<2000x8x128xf16>)
+  return %dq, %dk, %dv : tensor<2000x8x128xf16>, tensor<2000x8x128xf16>, tensor<2000x8x128xf16>
+}
+
+// thd with seq_offsets, GQA, the diagonal bottom-right with a left window,
+// ALiBi slopes per sequence, the learnable softmax and its offsets'
+// gradient.
+func.func @thd_offsets_window_backward(%q: tensor<700x8x64xbf16>, %k: tensor<900x2x64xbf16>,
+                                       %v: tensor<900x2x64xbf16>, %cu_q: tensor<4xi32>,
+                                       %cu_kv: tensor<4xi32>, %off_q: tensor<4xi32>,
+                                       %off_kv: tensor<4xi32>, %slopes: tensor<3x8xf32>,
+                                       %alpha: tensor<1x8x1x1xf32>, %d_o: tensor<700x8x64xbf16>)
+    -> (tensor<700x8x64xbf16>, tensor<900x2x64xbf16>, tensor<900x2x64xbf16>, tensor<1x8x1x1xf32>) {
+  %o, %lse = te.attention %q, %k, %v layout thd mask padding_causal_bottom_right window [32, 0]
+      bias alibi softmax learnable cu_seqlens(%cu_q, %cu_kv) seq_offsets(%off_q, %off_kv)
+      alibi_slopes(%slopes) softmax_offset(%alpha) {return_lse}
+      : (tensor<700x8x64xbf16>, tensor<900x2x64xbf16>, tensor<900x2x64xbf16>,
+         tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<3x8xf32>,
+         tensor<1x8x1x1xf32>)
+      -> (tensor<700x8x64xbf16>, tensor<700x8x1xf32>)
+  %dq, %dk, %dv, %dalpha = te.attention_backward %q, %k, %v, %o, %d_o, %lse
+      layout thd mask padding_causal_bottom_right window [32, 0] bias alibi softmax learnable
+      cu_seqlens(%cu_q, %cu_kv) seq_offsets(%off_q, %off_kv) alibi_slopes(%slopes)
+      softmax_offset(%alpha)
+      : (tensor<700x8x64xbf16>, tensor<900x2x64xbf16>, tensor<900x2x64xbf16>,
+         tensor<700x8x64xbf16>, tensor<700x8x64xbf16>, tensor<700x8x1xf32>,
+         tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<3x8xf32>,
+         tensor<1x8x1x1xf32>)
+      -> (tensor<700x8x64xbf16>, tensor<900x2x64xbf16>, tensor<900x2x64xbf16>, tensor<1x8x1x1xf32>)
+  return %dq, %dk, %dv, %dalpha : tensor<700x8x64xbf16>, tensor<900x2x64xbf16>,
+                                  tensor<900x2x64xbf16>, tensor<1x8x1x1xf32>
+}
+
+// bshd with padding: per-batch lengths of queries and keys; rows and keys
+// past them get zero gradients.
+func.func @padding_bshd_backward(%q: tensor<4x256x4x64xbf16>, %k: tensor<4x300x4x64xbf16>,
+                                 %v: tensor<4x300x4x64xbf16>, %len_q: tensor<4xi32>,
+                                 %len_kv: tensor<4xi32>, %d_o: tensor<4x256x4x64xbf16>)
+    -> (tensor<4x256x4x64xbf16>, tensor<4x300x4x64xbf16>, tensor<4x300x4x64xbf16>) {
+  %o, %lse = te.attention %q, %k, %v layout bshd mask padding_causal seqlens(%len_q, %len_kv) {return_lse}
+      : (tensor<4x256x4x64xbf16>, tensor<4x300x4x64xbf16>, tensor<4x300x4x64xbf16>,
+         tensor<4xi32>, tensor<4xi32>)
+      -> (tensor<4x256x4x64xbf16>, tensor<4x4x256x1xf32>)
+  %dq, %dk, %dv = te.attention_backward %q, %k, %v, %o, %d_o, %lse layout bshd mask padding_causal
+      seqlens(%len_q, %len_kv)
+      : (tensor<4x256x4x64xbf16>, tensor<4x300x4x64xbf16>, tensor<4x300x4x64xbf16>,
+         tensor<4x256x4x64xbf16>, tensor<4x256x4x64xbf16>, tensor<4x4x256x1xf32>,
+         tensor<4xi32>, tensor<4xi32>)
+      -> (tensor<4x256x4x64xbf16>, tensor<4x300x4x64xbf16>, tensor<4x300x4x64xbf16>)
+  return %dq, %dk, %dv : tensor<4x256x4x64xbf16>, tensor<4x300x4x64xbf16>, tensor<4x300x4x64xbf16>
+}

@@ -1,32 +1,39 @@
 //===- AttentionBackwardKernels.cpp - te.attention_backward on the GPU ----===//
 //
 // Flash attention's backward pass (P recomputed from the forward's LSE,
-// never stored) as three launches, four with the learnable softmax:
+// never stored) as launches of:
 //
-// 1. `prepare`, a block per (batch, head): D_i = dO_i . O_i for every query
-//    row, the f32 dQ accumulator of the row zeroed, and for the learnable
-//    softmax d alpha_h += -exp(alpha_h - LSE_i) D_i (the extra term is a key
-//    with logit alpha_h and a zero V row), after `zero_offsets` cleared it.
-// 2. `flash_backward`, a block per (batch, key/value head, 64 keys), four
-//    warps of 16 keys (MMALayout.h's FlashBackwardTiling). The block stages
-//    its K rows once; each warp reads its V rows' A fragments from global
-//    memory per tile (held across the tiles they would not leave registers
-//    for the accumulators). For
-//    every query head of the group and every query tile the keys can see,
-//    Q and dO are staged; per warp S^T = K Q^T and dP^T = V dO^T on the
-//    matrix units, P^T = exp(scale S^T - LSE) and dS^T = P^T (dP^T - D) on
-//    the accumulators (zero where the query does not see the key), dV +=
-//    P^T dO and dK += dS^T Q with the accumulators fed back as A fragments.
-//    dS goes through shared memory, and the block adds dS K to the dQ
+// 1. `zero_offsets` (learnable softmax) and `zero_kv_grads` (thd: keys of
+//    no sequence get zero gradients, as on the CPU).
+// 2. `prepare`, a block per (batch, head), or per head for thd: D_i =
+//    dO_i . O_i for every query row, the f32 dQ accumulator of the row
+//    zeroed, and for the learnable softmax d alpha_h += -exp(alpha_h -
+//    LSE_i) D_i (the extra term is a key with logit alpha_h and a zero V
+//    row).
+// 3. `flash_backward`, a block per (sequence: batch entry or thd sequence,
+//    key/value head, 64 keys), four warps of 16 keys (MMALayout.h's
+//    FlashBackwardTiling). The block reads its sequence's geometry (as the
+//    forward does), stages its K rows once; each warp reads its V rows' A
+//    fragments from global memory per tile (held across tiles they would
+//    crowd the accumulators out of the registers). For every query head of
+//    the group and every query tile the keys can see, Q and dO are staged;
+//    per warp S^T = K Q^T and dP^T = V dO^T on the matrix units, P^T =
+//    exp(scale S^T (- ALiBi) - LSE) and dS^T = P^T (dP^T - D) on the
+//    accumulators (zero where the query does not see the key), dV += P^T
+//    dO and dK += dS^T Q with the accumulators fed back as A fragments. dS
+//    goes through shared memory, and the block adds dS K to the dQ
 //    accumulator (f32 atomics: the key blocks of a query row meet there).
 //    dK (times the scale) and dV leave the registers once, at the end: no
-//    atomics for them, as one block owns all their contributions.
-// 3. `store_dq`: dQ = scale * accumulator, rounded to Q's type, in Q's
+//    atomics for them, as one block owns all their contributions. Heads
+//    wider than 64 split the kernel in two, `flash_backward_dv` and
+//    `flash_backward_dk_dq`, each recomputing S: one set of accumulators
+//    each keeps them in registers.
+// 4. `store_dq`: dQ = scale * accumulator, rounded to Q's type, in Q's
 //    layout.
 //
 // The visibility rule is the forward's (te/Conversion/TECommon's
-// AttentionMath), query by query; configurations the forward kernel
-// declines, this one declines too.
+// AttentionMath), query by query; it takes and declines the forward's
+// configurations.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,7 +59,6 @@ using namespace mlir::te::gpu_lowering::flash;
 namespace {
 
 using Tiling = mma::FlashBackwardTiling;
-constexpr double kLog2e = 1.4426950408889634;
 
 /// The four lanes' accumulator tiles of a product, as flat lists.
 using Tiles = SmallVector<SmallVector<Value>>;
@@ -182,7 +188,9 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
   int64_t dqk = c.q.headDim, dv = c.v.headDim;
   int64_t widest = std::max(dqk, dv);
   int64_t blockQ = Tiling::blockQ(widest);
-  int64_t rows = c.q.batch * c.q.heads * c.q.seq;
+  // Rows of the LSE, D and the dQ accumulator: [b, h, s_q], or [t, h].
+  int64_t groups = c.thd ? 1 : c.q.batch;
+  int64_t rows = groups * c.q.heads * c.q.seq;
   int64_t group = c.q.heads / c.k.heads;
   Type f32Type = Float32Type::get(context);
 
@@ -234,6 +242,8 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
     }
     Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
     IndexExpr block{&b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x)};
+    // A block per (batch entry, head), or per head for thd (whose rows are
+    // tokens).
     IndexExpr head = block % c.q.heads, batch = block / c.q.heads;
     Value alpha;
     if (learnable)
@@ -259,10 +269,12 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
                   b, loc, arith::ExtFOp::create(b, loc, f32Type, o[e]),
                   arith::ExtFOp::create(b, loc, f32Type, dO[e]), sum);
           }
-          IndexExpr row = (IndexExpr{&b, loc, batch.value} * c.q.heads +
-                           IndexExpr{&b, loc, head.value}) *
-                              c.q.seq +
-                          IndexExpr{&b, loc, i};
+          IndexExpr row = c.thd ? IndexExpr{&b, loc, i} * c.q.heads +
+                                      IndexExpr{&b, loc, head.value}
+                                : (IndexExpr{&b, loc, batch.value} * c.q.heads +
+                                   IndexExpr{&b, loc, head.value}) *
+                                          c.q.seq +
+                                      IndexExpr{&b, loc, i};
           memref::StoreOp::create(b, loc, sum, delta, row.value);
           SmallVector<Value> zeros(4, f32(b, loc, 0.0));
           for (int64_t d = 0; d < dqk; d += 4)
@@ -288,6 +300,29 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
     }
   }
 
+  // zero_kv_grads (thd): keys of no sequence get zero gradients, as on the
+  // CPU; flash_backward writes the others.
+  gpu::GPUFuncOp zeroKV;
+  if (c.thd) {
+    zeroKV = set.addKernel(b, "zero_kv_grads",
+                           {bufferType(tensorType(op.getDk())),
+                            bufferType(tensorType(op.getDv()))});
+    Value dkFlat = flatten(b, loc, zeroKV.getArgument(0));
+    Value dvFlat = flatten(b, loc, zeroKV.getArgument(1));
+    Value zero =
+        arith::ConstantOp::create(b, loc, b.getFloatAttr(c.element, 0));
+    gridStrideLoop(b, loc, c.k.seq * c.k.heads, Value(),
+                   [&](OpBuilder &b, Location loc, Value i, Value) {
+                     IndexExpr row{&b, loc, i};
+                     for (auto [flat, dim] :
+                          {std::pair(dkFlat, dqk), std::pair(dvFlat, dv)})
+                       for (int64_t d = 0; d < dim; d += 8)
+                         storeElements(b, loc, flat, (row * dim + d).value,
+                                       SmallVector<Value>(8, zero));
+                     return Value();
+                   });
+  }
+
   // flash_backward.
   auto workgroup =
       gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup);
@@ -295,13 +330,27 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
     return MemRefType::get({tileRows * (columns + Tiling::kPad)}, c.element,
                            MemRefLayoutAttrInterface(), workgroup);
   };
-  auto flash = set.addKernel(
-      b, "flash_backward",
-      {qType, kType, vType, oType, lseType, deltaType, dqAccType,
-       bufferType(tensorType(op.getDk())), bufferType(tensorType(op.getDv()))},
-      {tileType(Tiling::kBlockKV, dqk), tileType(blockQ, dqk),
-       tileType(blockQ, dv), tileType(blockQ, Tiling::kBlockKV)});
-  {
+  std::array<Value, 7> sequenceOperandList = getSequenceOperands(op);
+  SmallVector<Type> flashArguments = {qType,
+                                      kType,
+                                      vType,
+                                      oType,
+                                      lseType,
+                                      deltaType,
+                                      dqAccType,
+                                      bufferType(tensorType(op.getDk())),
+                                      bufferType(tensorType(op.getDv()))};
+  for (Value operand : sequenceOperandList)
+    if (operand)
+      flashArguments.push_back(bufferType(tensorType(operand)));
+  // The kernel, with dV (`withValues`), dK and dQ (`withKeys`) or all three:
+  // wide heads split them over two kernels, each recomputing S, so that the
+  // accumulators of one stay in registers.
+  auto buildFlash = [&](StringRef name, bool withValues, bool withKeys) {
+    auto flash = set.addKernel(b, name, flashArguments,
+                               {tileType(Tiling::kBlockKV, dqk),
+                                tileType(blockQ, dqk), tileType(blockQ, dv),
+                                tileType(blockQ, Tiling::kBlockKV)});
     Value qFlat = flatten(b, loc, flash.getArgument(0));
     Value kFlat = flatten(b, loc, flash.getArgument(1));
     Value vFlat = flatten(b, loc, flash.getArgument(2));
@@ -315,7 +364,15 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
     Value qTile = flash.getWorkgroupAttributions()[1];
     Value doTile = flash.getWorkgroupAttributions()[2];
     Value dsTile = flash.getWorkgroupAttributions()[3];
+    unsigned next = 9;
+    SequenceOperands sequenceOperands;
+    Value slopes;
+    bindSequenceOperands(b, loc, flash, next, sequenceOperandList,
+                         sequenceOperands, slopes);
 
+    // Block -> (key block, key/value head, sequence: the batch entry or
+    // thd's sequence); for thd each sequence gets the key blocks of all
+    // tokens, and those past its length see no query.
     int64_t keyBlocks = (c.k.seq + Tiling::kBlockKV - 1) / Tiling::kBlockKV;
     int64_t queryTiles = (c.q.seq + blockQ - 1) / blockQ;
     Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
@@ -329,11 +386,16 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
     IndexExpr warpKeys = warp * mma::kM;
     Signed s{b, loc};
 
-    // Whole sequences: the kernel declines thd and the padding masks.
-    SequenceGeometry whole = c.wholeSequences(b, loc);
+    SequenceGeometry g =
+        c.sequenceGeometry(b, loc, sequenceOperands, batch.value);
+    auto token = [&](OpBuilder &b, Location loc, Value start, Value position,
+                     int64_t extent) {
+      Signed s{b, loc};
+      return s.min(s.add(start, position), s.c(extent - 1));
+    };
     stageRows(b, loc, c, c.k, kFlat, kTile, thread, batch.value, kvHead.value,
-              keyBase.value, whole.lenKV, Tiling::kBlockKV, Tiling::kThreads,
-              Tiling::kPad);
+              s.add(g.kvStart, keyBase.value), s.add(g.kvStart, g.lenKV),
+              Tiling::kBlockKV, Tiling::kThreads, Tiling::kPad);
     gpu::BarrierOp::create(b, loc);
 
     // The lane's two keys.
@@ -342,14 +404,24 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
       keys[r] = (keyBase + warpKeys + (lane / 4 + 8 * r)).value;
     Value blockEnd = (keyBase + Tiling::kBlockKV).value;
     Value scaleLog2 = f32(b, loc, c.scale * kLog2e);
-    int64_t dkTiles = dqk / mma::kN, dvTiles = dv / mma::kN;
+    int64_t dkTiles = withKeys ? dqk / mma::kN : 0;
+    int64_t dvTiles = withValues ? dv / mma::kN : 0;
     SmallVector<Value> init = flatTiles(zeroTiles(b, loc, dkTiles + dvTiles));
 
     auto headLoop = scf::ForOp::create(
         b, loc, s.c(0), s.c(group), s.c(1), init,
-        [&](OpBuilder &b, Location loc, Value g, ValueRange carried) {
-          IndexExpr head = kvHead * group + IndexExpr{&b, loc, g};
-          IndexExpr lseBase = (batch * c.q.heads + head) * c.q.seq;
+        [&](OpBuilder &b, Location loc, Value member, ValueRange carried) {
+          IndexExpr head = kvHead * group + IndexExpr{&b, loc, member};
+          // The row of query `query` in the LSE, D and dQ's accumulator:
+          // [b, h, s_q], or [t, h] (clamped into the tensor).
+          auto rowIndex = [&](OpBuilder &b, Location loc, Value query) {
+            Value at = token(b, loc, g.qStart, query, c.q.seq);
+            if (c.thd)
+              return IndexExpr{&b, loc, at} * c.q.heads + head;
+            return (batch * c.q.heads + head) * c.q.seq +
+                   IndexExpr{&b, loc, at};
+          };
+          Value slopeLog2 = c.loadSlopeLog2(b, loc, slopes, batch, head);
           auto tileLoop = scf::ForOp::create(
               b, loc, indexConstant(b, loc, 0),
               indexConstant(b, loc, queryTiles), indexConstant(b, loc, 1),
@@ -359,15 +431,25 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
                 IndexExpr q0 = IndexExpr{&b, loc, qt} * blockQ;
                 Value lastRow =
                     s.min((q0 + (blockQ - 1)).value, s.c(c.q.seq - 1));
+                if (c.padding)
+                  lastRow = arith::MaxSIOp::create(
+                      b, loc, q0.value,
+                      s.min(lastRow,
+                            arith::SubIOp::create(b, loc, g.lenQ, s.c(1))));
                 // Rows see growing key ranges: the tile's first row's lower
                 // bound and its last row's upper bound enclose them all.
-                Value lo = c.visibleKeys(b, loc, q0.value, whole).lo;
-                Value hi = c.visibleKeys(b, loc, lastRow, whole).hi;
+                Value lo = c.visibleKeys(b, loc, q0.value, g).lo;
+                Value hi = c.visibleKeys(b, loc, lastRow, g).hi;
                 Value seen = arith::AndIOp::create(
                     b, loc, s.compare(arith::CmpIPredicate::slt, lo, blockEnd),
                     s.compare(arith::CmpIPredicate::sgt, hi, keyBase.value));
-                auto branch = scf::IfOp::create(b, loc, carried.getTypes(),
-                                                seen, /*withElseRegion=*/true);
+                if (c.padding)
+                  seen = arith::AndIOp::create(
+                      b, loc, seen,
+                      s.compare(arith::CmpIPredicate::slt, q0.value, g.lenQ));
+                auto branch =
+                    scf::IfOp::create(b, loc, carried.getTypes(), seen,
+                                      /*withElseRegion=*/true);
                 {
                   OpBuilder::InsertionGuard guard(b);
                   b.setInsertionPointToStart(branch.elseBlock());
@@ -381,37 +463,42 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
 
                 // The previous tile is done with Q, dO and dS.
                 gpu::BarrierOp::create(b, loc);
+                Value first = s.add(g.qStart, q0.value);
+                Value limit = s.add(g.qStart, g.lenQ);
                 stageRows(b, loc, c, c.q, qFlat, qTile, thread, batch.value,
-                          head.value, q0.value, whole.lenQ, blockQ,
-                          Tiling::kThreads, Tiling::kPad);
+                          head.value, first, limit, blockQ, Tiling::kThreads,
+                          Tiling::kPad);
                 stageRows(b, loc, c, oDims, doFlat, doTile, thread, batch.value,
-                          head.value, q0.value, whole.lenQ, blockQ,
-                          Tiling::kThreads, Tiling::kPad);
+                          head.value, first, limit, blockQ, Tiling::kThreads,
+                          Tiling::kPad);
                 gpu::BarrierOp::create(b, loc);
                 IndexExpr l{&b, loc, lane.value};
 
                 // dP^T = V dO^T for the warp's 16 keys (V rows from global
                 // memory, keys clamped into the sequence: their P is
                 // zero).
-                Tiles dP = productsWithStaged(
-                    b, loc, target,
-                    [&](int64_t kd) {
-                      SmallVector<Value> fragment;
-                      for (int i = 0; i < mma::kAElements; i += 2) {
-                        mma::Coord<IndexExpr> e = mma::aElement(l, i);
-                        Value key = s.min((keyBase + warpKeys + e.row).value,
-                                          s.c(c.k.seq - 1));
-                        IndexExpr at =
-                            rowOffset(c.layout, c.v, batch,
-                                      IndexExpr{&b, loc, key}, kvHead) +
-                            e.col + kd;
-                        SmallVector<Value> pair =
-                            loadElements(b, loc, vFlat, at.value, 2);
-                        fragment.append(pair.begin(), pair.end());
-                      }
-                      return fragment;
-                    },
-                    doTile, blockQ, dv, l);
+                Tiles dP;
+                if (withKeys)
+                  dP = productsWithStaged(
+                      b, loc, target,
+                      [&](int64_t kd) {
+                        SmallVector<Value> fragment;
+                        for (int i = 0; i < mma::kAElements; i += 2) {
+                          mma::Coord<IndexExpr> e = mma::aElement(l, i);
+                          Value key = token(b, loc, g.kvStart,
+                                            (keyBase + warpKeys + e.row).value,
+                                            c.k.seq);
+                          IndexExpr at =
+                              rowOffset(c.layout, c.v, batch,
+                                        IndexExpr{&b, loc, key}, kvHead) +
+                              e.col + kd;
+                          SmallVector<Value> pair =
+                              loadElements(b, loc, vFlat, at.value, 2);
+                          fragment.append(pair.begin(), pair.end());
+                        }
+                        return fragment;
+                      },
+                      doTile, blockQ, dv, l);
                 // S^T = K Q^T (K from the staged tile).
                 Tiles scores = productsWithStaged(
                     b, loc, target,
@@ -427,15 +514,11 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
                 for (int64_t ni = 0; ni < blockQ / mma::kN; ++ni) {
                   for (int j = 0; j < 2; ++j) {
                     Value query = (q0 + ni * mma::kN + (l % 4) * 2 + j).value;
-                    Value inside = s.compare(arith::CmpIPredicate::slt, query,
-                                             s.c(c.q.seq));
-                    VisibleKeys visibleKeys =
-                        c.visibleKeys(b, loc, query, whole);
+                    Value inside =
+                        s.compare(arith::CmpIPredicate::slt, query, g.lenQ);
+                    VisibleKeys visibleKeys = c.visibleKeys(b, loc, query, g);
                     Value qLo = visibleKeys.lo, qHi = visibleKeys.hi;
-                    Value at =
-                        (lseBase +
-                         IndexExpr{&b, loc, s.min(query, s.c(c.q.seq - 1))})
-                            .value;
+                    Value at = rowIndex(b, loc, query).value;
                     Value lse = arith::MulFOp::create(
                         b, loc, memref::LoadOp::create(b, loc, lseFlat, at),
                         log2e);
@@ -450,15 +533,17 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
                                         qLo),
                               s.compare(arith::CmpIPredicate::slt, keys[r],
                                         qHi)));
+                      Value logit = arith::MulFOp::create(b, loc, scores[ni][i],
+                                                          scaleLog2);
+                      if (slopeLog2)
+                        logit = subtractAlibi(b, loc, logit, slopeLog2, keys[r],
+                                              visibleKeys.diagonal);
                       Value e = math::Exp2Op::create(
-                          b, loc,
-                          arith::SubFOp::create(
-                              b, loc,
-                              arith::MulFOp::create(b, loc, scores[ni][i],
-                                                    scaleLog2),
-                              lse));
+                          b, loc, arith::SubFOp::create(b, loc, logit, lse));
                       p[ni][i] =
                           arith::SelectOp::create(b, loc, visible, e, zero);
+                      if (!withKeys)
+                        continue;
                       Value grad = arith::MulFOp::create(
                           b, loc, e,
                           arith::SubFOp::create(b, loc, dP[ni][i], d));
@@ -471,87 +556,93 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
                 // dV += P^T dO and dK += dS^T Q, 16 queries per step.
                 IndexExpr allColumns{&b, loc, s.c(0)};
                 for (int step = 0; step < blockQ / mma::kK; ++step) {
-                  accumulateProducts(
-                      b, loc, target,
-                      accumulatorsAsA(b, loc, p, step, c.element), doTile,
-                      dv + Tiling::kPad, l, step, allColumns, dv, dV);
-                  accumulateProducts(
-                      b, loc, target,
-                      accumulatorsAsA(b, loc, dS, step, c.element), qTile,
-                      dqk + Tiling::kPad, l, step, allColumns, dqk, dK);
-                }
-
-                // dS, rounded, into the shared [query][key] tile.
-                int64_t dsStride = Tiling::kBlockKV + Tiling::kPad;
-                for (int64_t ni = 0; ni < blockQ / mma::kN; ++ni) {
-                  for (int i = 0; i < mma::kCElements; ++i) {
-                    mma::Coord<IndexExpr> e = mma::cElement(l, i);
-                    // The accumulator's row is the key, its column the
-                    // query.
-                    IndexExpr at =
-                        (e.col + ni * mma::kN) * dsStride + warpKeys + e.row;
-                    memref::StoreOp::create(
-                        b, loc,
-                        arith::TruncFOp::create(b, loc, c.element, dS[ni][i]),
-                        dsTile, at.value);
-                  }
-                }
-                gpu::BarrierOp::create(b, loc);
-
-                // dQ += dS K over the warp's rows and column tiles, all
-                // keys. A tile past dqk (a warp with fewer tiles) reads the
-                // last one and adds nothing.
-                IndexExpr dqRow = Tiling::dqRow(warp, widest);
-                int64_t dqTiles =
-                    Tiling::dqTiles(widest, static_cast<int>(dqk));
-                SmallVector<Value> dqColumns, dqInside;
-                bool split = Tiling::columnParts(widest) > 1;
-                for (int64_t nd = 0; nd < dqTiles; ++nd) {
-                  if (!split) {
-                    // One warp per row group: every tile, known here.
-                    dqColumns.push_back(s.c(nd * mma::kN));
-                    dqInside.push_back(
-                        arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
-                    continue;
-                  }
-                  Value column = Tiling::dqColumn(warp, static_cast<int>(nd),
-                                                  widest, static_cast<int>(dqk))
-                                     .value;
-                  dqInside.push_back(
-                      s.compare(arith::CmpIPredicate::slt, column, s.c(dqk)));
-                  dqColumns.push_back(s.min(column, s.c(dqk - mma::kN)));
-                }
-                Tiles dQ = zeroTiles(b, loc, dqTiles);
-                for (int step = 0; step < Tiling::kBlockKV / mma::kK; ++step) {
-                  SmallVector<Value> a =
-                      loadAFragment(b, loc, target, dsTile, dsStride, l, dqRow,
-                                    IndexExpr{&b, loc, s.c(step * mma::kK)});
-                  for (int64_t nd = 0; nd < dqTiles; ++nd) {
-                    Tiles one = {dQ[nd]};
+                  if (withValues)
                     accumulateProducts(
-                        b, loc, target, a, kTile, dqk + Tiling::kPad, l, step,
-                        IndexExpr{&b, loc, dqColumns[nd]}, mma::kN, one);
-                    dQ[nd] = one[0];
-                  }
+                        b, loc, target,
+                        accumulatorsAsA(b, loc, p, step, c.element), doTile,
+                        dv + Tiling::kPad, l, step, allColumns, dv, dV);
+                  if (withKeys)
+                    accumulateProducts(
+                        b, loc, target,
+                        accumulatorsAsA(b, loc, dS, step, c.element), qTile,
+                        dqk + Tiling::kPad, l, step, allColumns, dqk, dK);
                 }
-                for (int r = 0; r < 2; ++r) {
-                  IndexExpr query = q0 + dqRow + (l / 4 + 8 * r);
-                  Value inside = s.compare(arith::CmpIPredicate::slt,
-                                           query.value, s.c(c.q.seq));
-                  IndexExpr rowStart = (lseBase + query) * dqk;
-                  for (int64_t nd = 0; nd < dqTiles; ++nd) {
-                    auto add = scf::IfOp::create(
-                        b, loc,
-                        arith::AndIOp::create(b, loc, inside, dqInside[nd]),
-                        /*withElseRegion=*/false);
-                    OpBuilder::InsertionGuard guard(b);
-                    b.setInsertionPointToStart(add.thenBlock());
-                    for (int i = 2 * r; i < 2 * r + 2; ++i) {
+                if (withKeys) {
+
+                  // dS, rounded, into the shared [query][key] tile.
+                  int64_t dsStride = Tiling::kBlockKV + Tiling::kPad;
+                  for (int64_t ni = 0; ni < blockQ / mma::kN; ++ni) {
+                    for (int i = 0; i < mma::kCElements; ++i) {
                       mma::Coord<IndexExpr> e = mma::cElement(l, i);
-                      atomicAdd(
-                          b, loc, dQ[nd][i], dqAcc,
-                          (rowStart + IndexExpr{&b, loc, dqColumns[nd]} + e.col)
-                              .value);
+                      // The accumulator's row is the key, its column the
+                      // query.
+                      IndexExpr at =
+                          (e.col + ni * mma::kN) * dsStride + warpKeys + e.row;
+                      memref::StoreOp::create(
+                          b, loc,
+                          arith::TruncFOp::create(b, loc, c.element, dS[ni][i]),
+                          dsTile, at.value);
+                    }
+                  }
+                  gpu::BarrierOp::create(b, loc);
+
+                  // dQ += dS K over the warp's rows and column tiles, all
+                  // keys. A tile past dqk (a warp with fewer tiles) reads
+                  // the last one and adds nothing.
+                  IndexExpr dqRow = Tiling::dqRow(warp, widest);
+                  int64_t dqTiles =
+                      Tiling::dqTiles(widest, static_cast<int>(dqk));
+                  SmallVector<Value> dqColumns, dqInside;
+                  bool split = Tiling::columnParts(widest) > 1;
+                  for (int64_t nd = 0; nd < dqTiles; ++nd) {
+                    if (!split) {
+                      // One warp per row group: every tile, known here.
+                      dqColumns.push_back(s.c(nd * mma::kN));
+                      dqInside.push_back(arith::ConstantIntOp::create(
+                          b, loc, b.getI1Type(), 1));
+                      continue;
+                    }
+                    Value column =
+                        Tiling::dqColumn(warp, static_cast<int>(nd), widest,
+                                         static_cast<int>(dqk))
+                            .value;
+                    dqInside.push_back(
+                        s.compare(arith::CmpIPredicate::slt, column, s.c(dqk)));
+                    dqColumns.push_back(s.min(column, s.c(dqk - mma::kN)));
+                  }
+                  Tiles dQ = zeroTiles(b, loc, dqTiles);
+                  for (int step = 0; step < Tiling::kBlockKV / mma::kK;
+                       ++step) {
+                    SmallVector<Value> a = loadAFragment(
+                        b, loc, target, dsTile, dsStride, l, dqRow,
+                        IndexExpr{&b, loc, s.c(step * mma::kK)});
+                    for (int64_t nd = 0; nd < dqTiles; ++nd) {
+                      Tiles one = {dQ[nd]};
+                      accumulateProducts(
+                          b, loc, target, a, kTile, dqk + Tiling::kPad, l, step,
+                          IndexExpr{&b, loc, dqColumns[nd]}, mma::kN, one);
+                      dQ[nd] = one[0];
+                    }
+                  }
+                  for (int r = 0; r < 2; ++r) {
+                    IndexExpr query = q0 + dqRow + (l / 4 + 8 * r);
+                    Value inside = s.compare(arith::CmpIPredicate::slt,
+                                             query.value, g.lenQ);
+                    IndexExpr rowStart = rowIndex(b, loc, query.value) * dqk;
+                    for (int64_t nd = 0; nd < dqTiles; ++nd) {
+                      auto add = scf::IfOp::create(
+                          b, loc,
+                          arith::AndIOp::create(b, loc, inside, dqInside[nd]),
+                          /*withElseRegion=*/false);
+                      OpBuilder::InsertionGuard guard(b);
+                      b.setInsertionPointToStart(add.thenBlock());
+                      for (int i = 2 * r; i < 2 * r + 2; ++i) {
+                        mma::Coord<IndexExpr> e = mma::cElement(l, i);
+                        atomicAdd(b, loc, dQ[nd][i], dqAcc,
+                                  (rowStart +
+                                   IndexExpr{&b, loc, dqColumns[nd]} + e.col)
+                                      .value);
+                      }
                     }
                   }
                 }
@@ -567,6 +658,10 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
 
     // dK = scale * accumulator and dV, for the keys in the sequence.
     Value scale = f32(b, loc, c.scale);
+    // Every key of the tensor is written (keys past a padded length get
+    // zero gradients), but a thd sequence's keys only up to its length: the
+    // tokens after it are another sequence's (or zero_kv_grads').
+    Value keyLimit = c.thd ? g.lenKV : s.c(c.k.seq);
     auto writeRows = [&](ValueRange acc, const Dims &dims, Value flat,
                          Value factor) {
       for (int64_t nd = 0; nd < dims.headDim / mma::kN; ++nd) {
@@ -579,23 +674,34 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
             pair.push_back(emitTruncFromF32(b, loc, value, c.element));
           }
           auto store = scf::IfOp::create(
-              b, loc,
-              s.compare(arith::CmpIPredicate::slt, keys[r], s.c(dims.seq)),
+              b, loc, s.compare(arith::CmpIPredicate::slt, keys[r], keyLimit),
               /*withElseRegion=*/false);
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(store.thenBlock());
           mma::Coord<IndexExpr> e = mma::cElement(lane, 2 * r);
-          IndexExpr at = rowOffset(c.layout, dims, batch,
-                                   IndexExpr{&b, loc, keys[r]}, kvHead) +
-                         e.col + nd * mma::kN;
+          IndexExpr at =
+              rowOffset(c.layout, dims, batch,
+                        IndexExpr{&b, loc, s.add(g.kvStart, keys[r])}, kvHead) +
+              e.col + nd * mma::kN;
           storeElements(b, loc, flat, at.value, pair);
         }
       }
     };
-    writeRows(headLoop.getResults().take_front(dkTiles * 4), c.k, dkFlat,
-              scale);
-    writeRows(headLoop.getResults().drop_front(dkTiles * 4), c.v, dvFlat,
-              Value());
+    if (withKeys)
+      writeRows(headLoop.getResults().take_front(dkTiles * 4), c.k, dkFlat,
+                scale);
+    if (withValues)
+      writeRows(headLoop.getResults().drop_front(dkTiles * 4), c.v, dvFlat,
+                Value());
+    return flash;
+  };
+  bool split = widest > 64;
+  SmallVector<gpu::GPUFuncOp> flashKernels;
+  if (split) {
+    flashKernels.push_back(buildFlash("flash_backward_dv", true, false));
+    flashKernels.push_back(buildFlash("flash_backward_dk_dq", false, true));
+  } else {
+    flashKernels.push_back(buildFlash("flash_backward", true, true));
   }
 
   // store_dq: dQ = scale * accumulator in Q's layout.
@@ -610,8 +716,10 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
         [&](OpBuilder &b, Location loc, Value index, Value) {
           IndexExpr e{&b, loc, index};
           IndexExpr chunk = e % chunks, row = e / chunks;
-          IndexExpr position = row % c.q.seq;
-          IndexExpr head = (row / c.q.seq) % c.q.heads;
+          // (batch, head, position), or (token, head) for thd.
+          IndexExpr position = c.thd ? row / c.q.heads : row % c.q.seq;
+          IndexExpr head =
+              c.thd ? row % c.q.heads : (row / c.q.seq) % c.q.heads;
           IndexExpr batch = row / (c.q.seq * c.q.heads);
           SmallVector<Value> values;
           for (int half = 0; half < 2; ++half) {
@@ -652,11 +760,20 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
         {readBuffer(host, loc, op.getSoftmaxOffset()), lse, dOffsets});
     outputs.push_back(dOffsets);
   }
-  set.launch(host, prepare, c.q.batch * c.q.heads, Tiling::kThreads,
+  set.launch(host, prepare, groups * c.q.heads, Tiling::kThreads,
              prepareOperands);
+  if (zeroKV)
+    set.launch(host, zeroKV, blocksFor(c.k.seq * c.k.heads), kBlockSize,
+               {dk, dvOut});
   int64_t keyBlocks = (c.k.seq + Tiling::kBlockKV - 1) / Tiling::kBlockKV;
-  set.launch(host, flash, keyBlocks * c.k.heads * c.k.batch, Tiling::kThreads,
-             {q, k, v, dO, lse, delta, dqAcc, dk, dvOut});
+  SmallVector<Value> flashOperands = {q,     k,     v,  dO,   lse,
+                                      delta, dqAcc, dk, dvOut};
+  for (Value operand : sequenceOperandList)
+    if (operand)
+      flashOperands.push_back(readBuffer(host, loc, operand));
+  for (gpu::GPUFuncOp flash : flashKernels)
+    set.launch(host, flash, keyBlocks * c.k.heads * c.sequences,
+               Tiling::kThreads, flashOperands);
   set.launch(host, storeDq, blocksFor(rows * (dqk / 8)), kBlockSize,
              {dqAcc, dq});
   replaceWithOutputs(host, op, outputs);

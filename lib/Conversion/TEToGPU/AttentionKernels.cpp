@@ -99,6 +99,35 @@ template <typename OpT> static FlashConfig configOf(OpT op) {
   return c;
 }
 
+template <typename OpT> static std::array<Value, 7> sequenceOperandsOf(OpT op) {
+  return {op.getCuSeqlensQ(),   op.getCuSeqlensKv(), op.getSeqOffsetsQ(),
+          op.getSeqOffsetsKv(), op.getSeqlensQ(),    op.getSeqlensKv(),
+          op.getAlibiSlopes()};
+}
+
+std::array<Value, 7> flash::getSequenceOperands(AttentionOp op) {
+  return sequenceOperandsOf(op);
+}
+std::array<Value, 7> flash::getSequenceOperands(AttentionBackwardOp op) {
+  return sequenceOperandsOf(op);
+}
+
+void flash::bindSequenceOperands(OpBuilder &b, Location loc,
+                                 gpu::GPUFuncOp kernel, unsigned &next,
+                                 ArrayRef<Value> operands,
+                                 SequenceOperands &sequence, Value &slopes) {
+  Value *slots[] = {&sequence.cuSeqlensQ,
+                    &sequence.cuSeqlensKV,
+                    &sequence.seqOffsetsQ,
+                    &sequence.seqOffsetsKV,
+                    &sequence.seqlensQ,
+                    &sequence.seqlensKV,
+                    &slopes};
+  for (auto [slot, operand] : llvm::zip_equal(slots, operands))
+    if (operand)
+      *slot = flatten(b, loc, kernel.getArgument(next++));
+}
+
 FlashConfig FlashConfig::get(AttentionOp op) { return configOf(op); }
 FlashConfig FlashConfig::get(AttentionBackwardOp op) { return configOf(op); }
 
@@ -147,6 +176,29 @@ VisibleKeys FlashConfig::visibleKeys(OpBuilder &b, Location loc, Value row,
   return emitVisibleKeys(
       b, loc, {padding, causal, bottomRight, windowLeft, windowRight}, row,
       g.lenQ, g.lenKV, indexConstant(b, loc, k.seq));
+}
+
+Value FlashConfig::loadSlopeLog2(OpBuilder &b, Location loc, Value slopes,
+                                 IndexExpr sequence, IndexExpr head) const {
+  if (bias != BiasKind::alibi)
+    return Value();
+  IndexExpr at = slopesPerSequence ? sequence * q.heads + head : head;
+  return arith::MulFOp::create(b, loc,
+                               memref::LoadOp::create(b, loc, slopes, at.value),
+                               emitF32Constant(b, loc, kLog2e));
+}
+
+Value flash::subtractAlibi(OpBuilder &b, Location loc, Value logit,
+                           Value slopeLog2, Value key, Value diagonal) {
+  Value distance = arith::SubIOp::create(b, loc, key, diagonal);
+  Value magnitude = arith::MaxSIOp::create(
+      b, loc, distance,
+      arith::SubIOp::create(b, loc, indexConstant(b, loc, 0), distance));
+  Value distanceF = arith::SIToFPOp::create(
+      b, loc, b.getF32Type(),
+      arith::IndexCastOp::create(b, loc, b.getI64Type(), magnitude));
+  return arith::SubFOp::create(
+      b, loc, logit, arith::MulFOp::create(b, loc, slopeLog2, distanceF));
 }
 
 Value flash::f32(OpBuilder &b, Location loc, double value) {
@@ -259,16 +311,12 @@ unsupportedReason(OpT op, const GPUTargetInfo &target) {
   if (!target.hasMMA16x8x16())
     return name + " needs 16x8x16 matrix multiply-accumulate units, which " +
            target.getDescription() + " lacks";
-  // The backward kernel takes neither sequence lengths nor a bias yet.
-  bool backward = isa<AttentionBackwardOp>(op.getOperation());
   QKVLayout layout = op.getLayout();
-  if (layout == QKVLayout::thd && backward)
-    return prefix + "layout thd" + suffix;
   MaskKind mask = op.getMaskKind();
-  if ((isPaddingMask(mask) && backward) || mask == MaskKind::arbitrary)
+  if (mask == MaskKind::arbitrary)
     return prefix + "mask " + stringifyMaskKind(mask).str() + suffix;
   BiasKind bias = op.getBiasKind();
-  if (bias != BiasKind::no_bias && (bias != BiasKind::alibi || backward))
+  if (bias != BiasKind::no_bias && bias != BiasKind::alibi)
     return prefix + "bias " + stringifyBiasKind(bias).str() + suffix;
   if (!op.getDropout().isZero())
     return prefix + "dropout" + suffix;
@@ -330,11 +378,9 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
         bufferType(cast<RankedTensorType>(op.getSoftmaxOffset().getType())));
   // The index operands there are, in SequenceOperands' order, and the ALiBi
   // slopes.
+  std::array<Value, 7> sequenceOperandList = getSequenceOperands(op);
   SmallVector<Value> indexOperands;
-  for (Value operand :
-       {op.getCuSeqlensQ(), op.getCuSeqlensKv(), op.getSeqOffsetsQ(),
-        op.getSeqOffsetsKv(), op.getSeqlensQ(), op.getSeqlensKv(),
-        op.getAlibiSlopes()})
+  for (Value operand : sequenceOperandList)
     if (operand) {
       indexOperands.push_back(operand);
       arguments.push_back(
@@ -400,22 +446,8 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
       learnable ? flatten(b, loc, kernel.getArgument(next++)) : Value();
   SequenceOperands sequenceOperands;
   Value slopes;
-  {
-    Value *slots[] = {&sequenceOperands.cuSeqlensQ,
-                      &sequenceOperands.cuSeqlensKV,
-                      &sequenceOperands.seqOffsetsQ,
-                      &sequenceOperands.seqOffsetsKV,
-                      &sequenceOperands.seqlensQ,
-                      &sequenceOperands.seqlensKV,
-                      &slopes};
-    Value present[] = {op.getCuSeqlensQ(),  op.getCuSeqlensKv(),
-                       op.getSeqOffsetsQ(), op.getSeqOffsetsKv(),
-                       op.getSeqlensQ(),    op.getSeqlensKv(),
-                       op.getAlibiSlopes()};
-    for (auto [slot, operand] : llvm::zip_equal(slots, present))
-      if (operand)
-        *slot = flatten(b, loc, kernel.getArgument(next++));
-  }
+  bindSequenceOperands(b, loc, kernel, next, sequenceOperandList,
+                       sequenceOperands, slopes);
   Value oFlat = flatten(b, loc, kernel.getArgument(next++));
   Value lseFlat =
       returnLse ? flatten(b, loc, kernel.getArgument(next++)) : Value();
@@ -494,7 +526,7 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
   // off_by_one and learnable add a term exp(alpha) to every row's sum
   // (alpha = 0 for off_by_one): the maximum starts at it and the sum at
   // its 1, counted once per row (by the row's first lane).
-  constexpr double kLog2e = 1.4426950408889634, kLn2 = 0.6931471805599453;
+  constexpr double kLn2 = 0.6931471805599453;
   Value minusInf = f32(b, loc, -std::numeric_limits<double>::infinity());
   Value mInit = minusInf, lInit = f32(b, loc, 0.0);
   if (c.softmax != SoftmaxKind::vanilla) {
@@ -512,14 +544,7 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
   SmallVector<Value> init = {mInit, mInit, lInit, lInit};
   init.append(dTiles * mma::kCElements, f32(b, loc, 0.0));
   Value scaleLog2 = f32(b, loc, c.scale * kLog2e);
-  // ALiBi: -slope |key - diagonal| on the logits, in base 2.
-  Value slopeLog2;
-  if (c.bias == BiasKind::alibi) {
-    IndexExpr at = c.slopesPerSequence ? batch * c.q.heads + head : head;
-    slopeLog2 = arith::MulFOp::create(
-        b, loc, memref::LoadOp::create(b, loc, slopes, at.value),
-        f32(b, loc, kLog2e));
-  }
+  Value slopeLog2 = c.loadSlopeLog2(b, loc, slopes, batch, head);
 
   auto keyLoop = scf::ForOp::create(
       b, loc, tileStart, blockHi, s.c(Tiling::kBlockKV), init,
@@ -565,20 +590,9 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
                 s.compare(arith::CmpIPredicate::slt, key, hi[r]));
             Value scaled =
                 arith::MulFOp::create(b, loc, scores[ni][i], scaleLog2);
-            if (slopeLog2) {
-              Value distance = arith::SubIOp::create(b, loc, key, diagonal[r]);
-              Value magnitude = arith::MaxSIOp::create(
-                  b, loc, distance,
-                  arith::SubIOp::create(b, loc, s.c(0), distance));
-              scaled = arith::SubFOp::create(
-                  b, loc, scaled,
-                  arith::MulFOp::create(
-                      b, loc, slopeLog2,
-                      arith::SIToFPOp::create(
-                          b, loc, b.getF32Type(),
-                          arith::IndexCastOp::create(b, loc, b.getI64Type(),
-                                                     magnitude))));
-            }
+            if (slopeLog2)
+              scaled =
+                  subtractAlibi(b, loc, scaled, slopeLog2, key, diagonal[r]);
             scores[ni][i] =
                 arith::SelectOp::create(b, loc, visible, scaled, minusInf);
             tileMax[r] =

@@ -48,6 +48,18 @@ struct SequenceOperands {
   Value cuSeqlensQ, cuSeqlensKV, seqOffsetsQ, seqOffsetsKV, seqlensQ, seqlensKV;
 };
 
+/// The op's index operands and ALiBi slopes, in SequenceOperands' order
+/// then the slopes, null where absent.
+std::array<Value, 7> getSequenceOperands(AttentionOp op);
+std::array<Value, 7> getSequenceOperands(AttentionBackwardOp op);
+
+/// The kernel arguments of the present ones of `operands` (in order, from
+/// argument `next`, which advances), flattened: the index operands into
+/// `sequence`, the slopes into `slopes`.
+void bindSequenceOperands(OpBuilder &b, Location loc, gpu::GPUFuncOp kernel,
+                          unsigned &next, ArrayRef<Value> operands,
+                          SequenceOperands &sequence, Value &slopes);
+
 /// Where one sequence (a batch entry, or a thd sequence) lies: its query
 /// positions [0, lenQ) are tokens qStart + position of Q's sequence axis,
 /// its keys [0, lenKV) tokens kvStart + key of K's. Clamped into the
@@ -92,6 +104,10 @@ struct FlashConfig {
   /// applies it).
   VisibleKeys visibleKeys(OpBuilder &b, Location loc, Value row,
                           const SequenceGeometry &g) const;
+  /// ALiBi's slope of (sequence, head) times log2(e), or null without
+  /// ALiBi; `slopes` is the flattened slopes operand.
+  Value loadSlopeLog2(OpBuilder &b, Location loc, Value slopes,
+                      IndexExpr sequence, IndexExpr head) const;
   /// O's (and dO's) dimensions: Q's with V's head dimension.
   Dims outputDims() const {
     Dims o = q;
@@ -100,7 +116,14 @@ struct FlashConfig {
   }
 };
 
+constexpr double kLog2e = 1.4426950408889634;
+
 Value f32(OpBuilder &b, Location loc, double value);
+
+/// ALiBi on a base-2 logit: logit - slopeLog2 |key - diagonal| (key and
+/// diagonal index values of the sequence).
+Value subtractAlibi(OpBuilder &b, Location loc, Value logit, Value slopeLog2,
+                    Value key, Value diagonal);
 
 /// `combine` over the four lanes that hold one accumulator row (every lane
 /// gets the result).

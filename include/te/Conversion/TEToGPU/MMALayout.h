@@ -138,7 +138,7 @@ struct FlashBackwardTiling {
   static constexpr int kPad = 8;
   /// Query rows per tile: fewer for wide heads, so that the accumulators
   /// stay in registers and the staged tiles in 48 KiB of shared memory.
-  static constexpr int blockQ(int headDim) { return headDim > 64 ? 16 : 64; }
+  static constexpr int blockQ(int headDim) { return headDim > 64 ? 16 : 32; }
   /// Row groups of kM query rows in a tile, and the parts dQ's 8-column
   /// tiles split into among the warps of one row group.
   static constexpr int rowGroups(int headDim) { return blockQ(headDim) / kM; }
