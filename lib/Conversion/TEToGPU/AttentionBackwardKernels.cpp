@@ -141,14 +141,14 @@ Tiles productsWithStaged(OpBuilder &b, Location loc,
   return result;
 }
 
-/// for (i = thread; i < count; i += threads) body(i, carried).
+/// for (i = first + thread; i < end; i += threads) body(i, carried).
 scf::ForOp blockStrideLoop(
-    OpBuilder &b, Location loc, Value thread, int64_t threads, int64_t count,
-    ValueRange init,
+    OpBuilder &b, Location loc, Value first, Value thread, int64_t threads,
+    Value end, ValueRange init,
     function_ref<SmallVector<Value>(OpBuilder &, Location, Value, ValueRange)>
         body) {
   return scf::ForOp::create(
-      b, loc, thread, indexConstant(b, loc, count),
+      b, loc, arith::AddIOp::create(b, loc, first, thread), end,
       indexConstant(b, loc, threads), init,
       [&](OpBuilder &b, Location loc, Value i, ValueRange carried) {
         scf::YieldOp::create(b, loc, body(b, loc, i, carried));
@@ -190,6 +190,9 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
   int64_t blockQ = Tiling::blockQ(widest);
   // Rows of the LSE, D and the dQ accumulator: [b, h, s_q], or [t, h].
   int64_t groups = c.thd ? 1 : c.q.batch;
+  // `prepare` takes them in chunks of kPrepareRows of one head.
+  constexpr int64_t kPrepareRows = 4 * Tiling::kThreads;
+  int64_t prepareChunks = (c.q.seq + kPrepareRows - 1) / kPrepareRows;
   int64_t rows = groups * c.q.heads * c.q.seq;
   int64_t group = c.q.heads / c.k.heads;
   Type f32Type = Float32Type::get(context);
@@ -242,9 +245,15 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
     }
     Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
     IndexExpr block{&b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x)};
-    // A block per (batch entry, head), or per head for thd (whose rows are
-    // tokens).
-    IndexExpr head = block % c.q.heads, batch = block / c.q.heads;
+    // A block per kPrepareRows rows of a (batch entry, head), or of a head
+    // for thd (whose rows are tokens).
+    IndexExpr chunk = block % prepareChunks;
+    IndexExpr head = (block / prepareChunks) % c.q.heads;
+    IndexExpr batch = block / (prepareChunks * c.q.heads);
+    Value firstRow = (chunk * kPrepareRows).value;
+    Value endRow = arith::MinSIOp::create(
+        b, loc, (chunk * kPrepareRows + kPrepareRows).value,
+        indexConstant(b, loc, c.q.seq));
     Value alpha;
     if (learnable)
       alpha = memref::LoadOp::create(b, loc, offsets, head.value);
@@ -253,7 +262,7 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
       init.push_back(f32(b, loc, 0.0));
     int64_t width = vectorWidth(c.element, dv);
     auto loop = blockStrideLoop(
-        b, loc, thread, Tiling::kThreads, c.q.seq, init,
+        b, loc, firstRow, thread, Tiling::kThreads, endRow, init,
         [&](OpBuilder &b, Location loc, Value i,
             ValueRange carried) -> SmallVector<Value> {
           IndexExpr at =
@@ -347,10 +356,12 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
   // wide heads split them over two kernels, each recomputing S, so that the
   // accumulators of one stay in registers.
   auto buildFlash = [&](StringRef name, bool withValues, bool withKeys) {
-    auto flash = set.addKernel(b, name, flashArguments,
-                               {tileType(Tiling::kBlockKV, dqk),
-                                tileType(blockQ, dqk), tileType(blockQ, dv),
-                                tileType(blockQ, Tiling::kBlockKV)});
+    SmallVector<Type> tiles = {tileType(Tiling::kBlockKV, dqk),
+                               tileType(blockQ, dqk), tileType(blockQ, dv)};
+    // dS's tile, for dQ.
+    if (withKeys)
+      tiles.push_back(tileType(blockQ, Tiling::kBlockKV));
+    auto flash = set.addKernel(b, name, flashArguments, tiles);
     Value qFlat = flatten(b, loc, flash.getArgument(0));
     Value kFlat = flatten(b, loc, flash.getArgument(1));
     Value vFlat = flatten(b, loc, flash.getArgument(2));
@@ -363,7 +374,8 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
     Value kTile = flash.getWorkgroupAttributions()[0];
     Value qTile = flash.getWorkgroupAttributions()[1];
     Value doTile = flash.getWorkgroupAttributions()[2];
-    Value dsTile = flash.getWorkgroupAttributions()[3];
+    Value dsTile =
+        withKeys ? Value(flash.getWorkgroupAttributions()[3]) : Value();
     unsigned next = 9;
     SequenceOperands sequenceOperands;
     Value slopes;
@@ -422,10 +434,21 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
                    IndexExpr{&b, loc, at};
           };
           Value slopeLog2 = c.loadSlopeLog2(b, loc, slopes, batch, head);
+          // With sequence lengths, only the query tiles of the sequence, and
+          // none for a key block past its keys (their gradients stay zero).
+          Value tileEnd = indexConstant(b, loc, queryTiles);
+          if (c.padding) {
+            Signed s{b, loc};
+            Value tilesOfSequence = arith::DivSIOp::create(
+                b, loc, s.add(g.lenQ, s.c(blockQ - 1)), s.c(blockQ));
+            tileEnd = arith::SelectOp::create(
+                b, loc,
+                s.compare(arith::CmpIPredicate::slt, keyBase.value, g.lenKV),
+                tilesOfSequence, s.c(0));
+          }
           auto tileLoop = scf::ForOp::create(
-              b, loc, indexConstant(b, loc, 0),
-              indexConstant(b, loc, queryTiles), indexConstant(b, loc, 1),
-              carried,
+              b, loc, indexConstant(b, loc, 0), tileEnd,
+              indexConstant(b, loc, 1), carried,
               [&](OpBuilder &b, Location loc, Value qt, ValueRange carried) {
                 Signed s{b, loc};
                 IndexExpr q0 = IndexExpr{&b, loc, qt} * blockQ;
@@ -593,15 +616,7 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
                   int64_t dqTiles =
                       Tiling::dqTiles(widest, static_cast<int>(dqk));
                   SmallVector<Value> dqColumns, dqInside;
-                  bool split = Tiling::columnParts(widest) > 1;
                   for (int64_t nd = 0; nd < dqTiles; ++nd) {
-                    if (!split) {
-                      // One warp per row group: every tile, known here.
-                      dqColumns.push_back(s.c(nd * mma::kN));
-                      dqInside.push_back(arith::ConstantIntOp::create(
-                          b, loc, b.getI1Type(), 1));
-                      continue;
-                    }
                     Value column =
                         Tiling::dqColumn(warp, static_cast<int>(nd), widest,
                                          static_cast<int>(dqk))
@@ -760,8 +775,8 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
         {readBuffer(host, loc, op.getSoftmaxOffset()), lse, dOffsets});
     outputs.push_back(dOffsets);
   }
-  set.launch(host, prepare, groups * c.q.heads, Tiling::kThreads,
-             prepareOperands);
+  set.launch(host, prepare, groups * c.q.heads * prepareChunks,
+             Tiling::kThreads, prepareOperands);
   if (zeroKV)
     set.launch(host, zeroKV, blocksFor(c.k.seq * c.k.heads), kBlockSize,
                {dk, dvOut});
