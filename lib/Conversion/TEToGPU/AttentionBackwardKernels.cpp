@@ -5,7 +5,8 @@
 //
 // 1. `zero_offsets` (learnable softmax) and `zero_kv_grads` (thd: keys of
 //    no sequence get zero gradients, as on the CPU).
-// 2. `prepare`, a block per (batch, head), or per head for thd: D_i =
+// 2. `prepare`, a block per 512 rows of a (batch, head), or of a head for
+//    thd: D_i =
 //    dO_i . O_i for every query row, the f32 dQ accumulator of the row
 //    zeroed, and for the learnable softmax d alpha_h += -exp(alpha_h -
 //    LSE_i) D_i (the extra term is a key with logit alpha_h and a zero V
