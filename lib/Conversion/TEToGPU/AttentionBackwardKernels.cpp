@@ -6,11 +6,10 @@
 // 1. `zero_offsets` (learnable softmax) and `zero_kv_grads` (thd: keys of
 //    no sequence get zero gradients, as on the CPU).
 // 2. `prepare`, a block per 512 rows of a (batch, head), or of a head for
-//    thd: D_i =
-//    dO_i . O_i for every query row, the f32 dQ accumulator of the row
-//    zeroed, and for the learnable softmax d alpha_h += -exp(alpha_h -
-//    LSE_i) D_i (the extra term is a key with logit alpha_h and a zero V
-//    row).
+//    thd: D_i = dO_i . O_i for every query row, the f32 dQ accumulator of
+//    the row zeroed, and for the learnable softmax d alpha_h +=
+//    -exp(alpha_h - LSE_i) D_i (the extra term is a key with logit alpha_h
+//    and a zero V row).
 // 3. `flash_backward`, a block per (sequence: batch entry or thd sequence,
 //    key/value head, 64 keys), four warps of 16 keys (MMALayout.h's
 //    FlashBackwardTiling). The block reads its sequence's geometry (as the
