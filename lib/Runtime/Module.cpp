@@ -16,12 +16,35 @@
 #include "te/Runtime/Module.h"
 
 #include <atomic>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 using namespace te::runtime;
+
+namespace {
+
+using BufferPtr = std::unique_ptr<te_buffer, decltype(&te_buffer_release)>;
+
+/// The temporaries of an entry that runs as steps, kept across launches:
+/// a set is taken for one launch while its steps are enqueued, then waits
+/// for the next launch on the same stream, which the stream runs after the
+/// steps that used it, so no launch waits for the device. Concurrent
+/// launches take different sets.
+struct TemporaryPool {
+  std::mutex mutex;
+  /// Free sets by stream handle (null: the default stream).
+  std::map<void *, std::vector<std::vector<BufferPtr>>> free;
+  bool empty() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return free.empty();
+  }
+};
+
+} // namespace
 
 struct te_kernel {
   te_module *module;
@@ -31,6 +54,9 @@ struct te_kernel {
   void *function;
   /// The function of each of the entry's steps, in order.
   std::vector<void *> stepFunctions;
+  /// The steps' temporaries (a pointer: te_kernel moves into its module).
+  std::unique_ptr<TemporaryPool> temporaries =
+      std::make_unique<TemporaryPool>();
 };
 
 struct te_module {
@@ -48,6 +74,15 @@ struct te_module {
   std::atomic<int> refCount{1};
 
   ~te_module() {
+    // Pooled temporaries may still be in use by enqueued steps.
+    bool pooled = false;
+    for (te_kernel &kernel : kernels)
+      pooled |= !kernel.temporaries->empty();
+    if (pooled && device) {
+      (void)device->ops->synchronize(device->instance);
+      for (te_kernel &kernel : kernels)
+        kernel.temporaries->free.clear();
+    }
     if (handle)
       device->ops->unload_module(device->instance, handle);
     if (device)
@@ -432,22 +467,34 @@ static te_status launchSingle(const char *fn, te_kernel &kernel,
 }
 
 /// Launches the steps of an entry in order on the configuration's stream,
-/// with its temporaries allocated for this launch and released once the
-/// stream has finished with them.
+/// with a set of its temporaries from the kernel's pool (allocated on first
+/// use), which goes back to the pool for later launches on that stream.
 static te_status launchSteps(const char *fn, te_kernel &kernel,
                              te_buffer *const *args, te_buffer *status,
                              te_launch_config config, bool passConfig) {
   te_device *device = kernel.module->device;
   const ManifestEntry &entry = kernel.entry;
-  using BufferPtr = std::unique_ptr<te_buffer, decltype(&te_buffer_release)>;
+  TemporaryPool &pool = *kernel.temporaries;
   std::vector<BufferPtr> temporaries;
-  for (size_t bytes : entry.temporaries) {
-    const int64_t dims[] = {static_cast<int64_t>(bytes)};
-    te_buffer *created = nullptr;
-    if (te_status failed =
-            te_buffer_create(device, TE_DTYPE_I8, 1, dims, &created))
-      return failed;
-    temporaries.emplace_back(created, te_buffer_release);
+  if (!entry.temporaries.empty()) {
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    auto found = pool.free.find(config.stream);
+    if (found != pool.free.end()) {
+      temporaries = std::move(found->second.back());
+      found->second.pop_back();
+      if (found->second.empty())
+        pool.free.erase(found);
+    }
+  }
+  if (temporaries.empty()) {
+    for (size_t bytes : entry.temporaries) {
+      const int64_t dims[] = {static_cast<int64_t>(bytes)};
+      te_buffer *created = nullptr;
+      if (te_status failed =
+              te_buffer_create(device, TE_DTYPE_I8, 1, dims, &created))
+        return failed;
+      temporaries.emplace_back(created, te_buffer_release);
+    }
   }
   te_status result = TE_OK;
   std::vector<void *> data;
@@ -478,18 +525,9 @@ static te_status launchSteps(const char *fn, te_kernel &kernel,
             static_cast<int>(data.size()), passConfig ? &config : nullptr))
       result = failLaunch(fn, kernel, failed);
   }
-  // The temporaries may still be in use by the stream's kernels.
   if (!temporaries.empty()) {
-    te_status synced =
-        config.stream
-            ? device->ops->stream_synchronize(device->instance, config.stream)
-            : device->ops->synchronize(device->instance);
-    if (synced != TE_OK && result == TE_OK)
-      result = fail(synced,
-                    "%s: kernel '%s': waiting for its steps on device '%s' "
-                    "%d failed: %s",
-                    fn, entry.name.c_str(), device->name, device->index,
-                    te_status_string(synced));
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    pool.free[config.stream].push_back(std::move(temporaries));
   }
   return result;
 }

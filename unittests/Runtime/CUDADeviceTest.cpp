@@ -129,6 +129,55 @@ TEST(CUDADevice, LaunchesWithTheManifestsGeometry) {
   te_stream_release(raw);
 }
 
+// An entry that runs as steps keeps its temporaries across launches: each
+// stream reuses one set (the stream orders the launches that share it), a
+// second stream gets its own, and the module frees them.
+TEST(CUDADevice, StepsReuseTheirTemporariesPerStream) {
+  if (noGPUConfigured())
+    GTEST_SKIP() << "FAKE_CUDA_DEVICES=0 is CUDADeviceNoGPU's setting";
+  DevicePtr cuda = openDevice("cuda");
+  std::string image = fakeImage("te-kernel-abi 4\n"
+                                "entry quadruple program\n"
+                                "in f32 4\n"
+                                "out f32 4\n"
+                                "temp 16\n"
+                                "step fake_double 1x1x1 32x1x1 0 a0 t0\n"
+                                "step fake_double 1x1x1 32x1x1 0 t0 a1\n"
+                                "end\n");
+  te_module *loaded = nullptr;
+  ASSERT_EQ(te_module_load_image(cuda.get(), image.data(), image.size(),
+                                 "fake.cubin", &loaded),
+            TE_OK)
+      << te_last_error_message();
+  ModulePtr module(loaded);
+  te_kernel *kernel = nullptr;
+  ASSERT_EQ(te_module_get_kernel(loaded, "quadruple", &kernel), TE_OK);
+  BufferPtr input = createBuffer(cuda.get(), TE_DTYPE_F32, {4});
+  BufferPtr output = createBuffer(cuda.get(), TE_DTYPE_F32, {4});
+  int buffers = fakeCounter("fake_cuda_live_allocations");
+  te_buffer *args[] = {input.get(), output.get()};
+  for (float scale : {1.0f, 2.0f, 3.0f}) {
+    float values[4] = {scale, 2, 3, 4}, result[4] = {};
+    ASSERT_EQ(te_buffer_write(input.get(), values, sizeof(values)), TE_OK);
+    ASSERT_EQ(te_kernel_launch(kernel, args, 2), TE_OK)
+        << te_last_error_message();
+    ASSERT_EQ(te_buffer_read(output.get(), result, sizeof(result)), TE_OK);
+    EXPECT_EQ(result[0], 4 * scale);
+    EXPECT_EQ(result[3], 16.0f);
+    EXPECT_EQ(fakeCounter("fake_cuda_live_allocations"), buffers + 1);
+  }
+  te_stream *stream = nullptr;
+  ASSERT_EQ(te_stream_create(cuda.get(), &stream), TE_OK);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(te_kernel_launch_on(kernel, args, 2, stream), TE_OK)
+        << te_last_error_message();
+    EXPECT_EQ(fakeCounter("fake_cuda_live_allocations"), buffers + 2);
+  }
+  te_stream_release(stream);
+  module.reset();
+  EXPECT_EQ(fakeCounter("fake_cuda_live_allocations"), buffers);
+}
+
 TEST(CUDADevice, RefusesModulesAndLaunchesItCannotRun) {
   if (noGPUConfigured())
     GTEST_SKIP() << "FAKE_CUDA_DEVICES=0 is CUDADeviceNoGPU's setting";

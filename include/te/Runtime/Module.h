@@ -47,16 +47,20 @@
 //   step <symbol> <grid> <block> <shared-bytes> <operand>...
 //
 // anywhere inside the block, instead of `launch`. Each `temp` line declares
-// a temporary (t0, t1, ... in order) of that many bytes, allocated on the
-// device for one launch, uninitialized, and released when its steps have
-// finished. The steps run in order on the launch's stream, each a kernel
-// with its own geometry, taking the listed operands as its arguments: a<N>
-// is the entry's argument N (inputs then outputs), t<N> temporary N, and s
-// the status buffer. An entry with steps does not launch its own symbol
-// (it names the program function the steps were made from), and only the
-// steps' symbols must be defined by the module.
+// a temporary (t0, t1, ... in order) of that many bytes on the device,
+// uninitialized. The kernel keeps its temporaries across launches: a
+// launch takes a set that no other launch is enqueuing with, and once its
+// steps are enqueued the set serves later launches on the same stream
+// (which the stream runs after them) without waiting; the module frees
+// them. The steps run in order on the
+// launch's stream, each a kernel with its own geometry, taking the listed
+// operands as its arguments: a<N> is the entry's argument N (inputs then
+// outputs), t<N> temporary N, and s the status buffer. An entry with steps does
+// not launch its own symbol (it names the program function the steps were made
+// from), and only the steps' symbols must be defined by the module.
 //
-// Thread safety: a loaded module and its kernels are immutable, so getters and
+// Thread safety: a loaded module and its kernels are immutable (but for the
+// temporaries a kernel keeps, under its own lock), so getters and
 // te_kernel_launch may be called from any number of threads at once, also on
 // the same kernel (the kernel code itself must be reentrant, which te-mlir's
 // generated code is). Loading and releasing different modules concurrently is
