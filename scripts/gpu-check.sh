@@ -31,9 +31,9 @@
 # The programs (sm_90a builds first) and the sanitizer runs stop at a time
 # bound, TE_GPU_CHECK_SECONDS (420 by default): what is left is reported
 # as not run. Exits 1 when a check fails. Without a GPU it prints
-# "SKIPPED: <why>" and
-# exits 0. TE_GPU_CHECK_DEVICE=cpu runs the programs' checks on the CPU
-# against itself (how its steps are tested without a GPU).
+# "SKIPPED: <why>" and exits 0. TE_GPU_CHECK_DEVICE=cpu runs the programs'
+# checks on the CPU against itself (how its steps are tested without a
+# GPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
