@@ -609,3 +609,45 @@ TEST(FlashBackwardTiling, OneTileGivesTheGradientProducts) {
       }
   }
 }
+
+// The GEMM kernel's fragment loads: A from the staged [m][k] tile with
+// aFragmentRow's addresses at the warp's rows, B from the staged [n][k]
+// tile as attention reads K (keyFragmentRow) at the warp's columns; each
+// lane gets exactly the elements the plain maps give it.
+TEST(GemmTiling, LoadMatrixGivesEachWarpsFragments) {
+  constexpr int kStride = GemmTiling::kBlockK + GemmTiling::kPad;
+  std::vector<float> tile(GemmTiling::kBlockM * kStride);
+  for (size_t i = 0; i < tile.size(); ++i)
+    tile[i] = static_cast<float>(i);
+  for (int warp = 0; warp < GemmTiling::kThreads / kWarpSize; ++warp) {
+    int warpRow = warp / GemmTiling::kWarpsN,
+        warpCol = warp % GemmTiling::kWarpsN;
+    for (int kk = 0; kk < GemmTiling::kBlockK; kk += kK) {
+      for (int lane = 0; lane < kWarpSize; ++lane) {
+        for (int mi = 0; mi < GemmTiling::kTilesM; ++mi) {
+          int row = warpRow * GemmTiling::kWarpM + mi * kM;
+          std::vector<float> a = loadAFragment(tile, kStride, lane, row, kk);
+          for (int i = 0; i < kAElements; ++i) {
+            Coord<int> e = aElement(lane, i);
+            EXPECT_EQ(a[i], tile[(row + e.row) * kStride + kk + e.col])
+                << "A: warp " << warp << " lane " << lane << " tile " << mi;
+          }
+        }
+        for (int ni = 0; ni < GemmTiling::kTilesN; ++ni) {
+          auto rowOf = [&](int supplier) {
+            Coord<int> at = FlashTiling::keyFragmentRow(supplier, ni, kk);
+            return Coord<int>{at.row + warpCol * GemmTiling::kWarpN, at.col};
+          };
+          std::vector<float> b =
+              loadMatrixX2(tile, kStride, rowOf, lane, false);
+          for (int i = 0; i < kBElements; ++i) {
+            Coord<int> e = bElement(lane, i);
+            int n = warpCol * GemmTiling::kWarpN + ni * kN + e.col;
+            EXPECT_EQ(b[i], tile[n * kStride + kk + e.row])
+                << "B: warp " << warp << " lane " << lane << " tile " << ni;
+          }
+        }
+      }
+    }
+  }
+}

@@ -262,45 +262,6 @@ void flash::stageRows(OpBuilder &b, Location loc, const FlashConfig &c,
       });
 }
 
-SmallVector<Value> flash::loadBFragment(
-    OpBuilder &b, Location loc, const GPUTargetInfo &target, Value tile,
-    int64_t stride, IndexExpr lane, mma::Coord<IndexExpr> row, bool transpose,
-    function_ref<mma::Coord<IndexExpr>(mma::Coord<IndexExpr>)> at) {
-  if (target.hasLoadMatrix())
-    return target.emitLoadMatrixX2(
-        b, loc, tile, (row.row * stride + row.col).value, transpose);
-  SmallVector<Value> fragment;
-  for (int i = 0; i < mma::kBElements; ++i) {
-    mma::Coord<IndexExpr> position = at(mma::bElement(lane, i));
-    fragment.push_back(memref::LoadOp::create(
-        b, loc, tile, (position.row * stride + position.col).value));
-  }
-  return fragment;
-}
-
-SmallVector<Value> flash::loadAFragment(OpBuilder &b, Location loc,
-                                        const GPUTargetInfo &target, Value tile,
-                                        int64_t stride, IndexExpr lane,
-                                        IndexExpr row, IndexExpr col) {
-  SmallVector<Value> fragment;
-  if (target.hasLoadMatrix()) {
-    for (int half = 0; half < 2; ++half) {
-      mma::Coord<IndexExpr> at = mma::aFragmentRow(lane, half);
-      SmallVector<Value> part = target.emitLoadMatrixX2(
-          b, loc, tile, ((row + at.row) * stride + col + at.col).value,
-          /*transpose=*/false);
-      fragment.append(part.begin(), part.end());
-    }
-    return fragment;
-  }
-  for (int i = 0; i < mma::kAElements; ++i) {
-    mma::Coord<IndexExpr> e = mma::aElement(lane, i);
-    fragment.push_back(memref::LoadOp::create(
-        b, loc, tile, ((row + e.row) * stride + col + e.col).value));
-  }
-  return fragment;
-}
-
 template <typename OpT>
 static std::optional<std::string>
 unsupportedReason(OpT op, const GPUTargetInfo &target) {

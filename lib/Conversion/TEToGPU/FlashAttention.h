@@ -139,24 +139,6 @@ void stageRows(OpBuilder &b, Location loc, const FlashConfig &c, const Dims &d,
                Value first, Value limit, int64_t rows, int64_t threads,
                int64_t pad);
 
-/// A B fragment from a staged [key][d] tile with `stride` elements per row:
-/// with the target's matrix load from the row `row` this lane supplies
-/// (FlashTiling's keyFragmentRow or valueFragmentRow), else element by
-/// element, B element (k, n) at tile position `at`((k, n)) as (key, d).
-SmallVector<Value>
-loadBFragment(OpBuilder &b, Location loc, const GPUTargetInfo &target,
-              Value tile, int64_t stride, IndexExpr lane,
-              mma::Coord<IndexExpr> row, bool transpose,
-              function_ref<mma::Coord<IndexExpr>(mma::Coord<IndexExpr>)> at);
-
-/// The A fragment of rows [row, row + 16) and columns [col, col + 16) of a
-/// staged [row][column] tile with `stride` elements per row (two matrix
-/// loads where the target has them, else element by element).
-SmallVector<Value> loadAFragment(OpBuilder &b, Location loc,
-                                 const GPUTargetInfo &target, Value tile,
-                                 int64_t stride, IndexExpr lane, IndexExpr row,
-                                 IndexExpr col);
-
 } // namespace mlir::te::gpu_lowering::flash
 
 #endif // TE_LIB_CONVERSION_TETOGPU_FLASHATTENTION_H

@@ -9,6 +9,7 @@
 #ifndef TE_LIB_CONVERSION_TETOGPU_KERNELBUILDER_H
 #define TE_LIB_CONVERSION_TETOGPU_KERNELBUILDER_H
 
+#include "te/Conversion/TEToGPU/MMALayout.h"
 #include "te/Conversion/TEToGPU/TEToGPU.h"
 #include "te/Dialect/TE/IR/TEOps.h"
 
@@ -149,6 +150,25 @@ SmallVector<Value> loadElements(OpBuilder &b, Location loc, Value buffer,
 /// Stores `values` at element `index` of the 1-D `buffer`.
 void storeElements(OpBuilder &b, Location loc, Value buffer, Value index,
                    ArrayRef<Value> values);
+
+/// A B fragment (MMALayout.h) from a staged 1-D tile of 16-bit elements in
+/// workgroup memory, `stride` elements per row: with the target's matrix
+/// load from the row `row` this lane supplies (FlashTiling's keyFragmentRow
+/// or valueFragmentRow, as (tile row, column)), else element by element, B
+/// element (k, n) at tile position `at`((k, n)) as (tile row, column).
+SmallVector<Value>
+loadBFragment(OpBuilder &b, Location loc, const GPUTargetInfo &target,
+              Value tile, int64_t stride, IndexExpr lane,
+              mma::Coord<IndexExpr> row, bool transpose,
+              function_ref<mma::Coord<IndexExpr>(mma::Coord<IndexExpr>)> at);
+
+/// The A fragment of rows [row, row + 16) and columns [col, col + 16) of a
+/// staged [row][column] tile with `stride` elements per row (two matrix
+/// loads where the target has them, else element by element).
+SmallVector<Value> loadAFragment(OpBuilder &b, Location loc,
+                                 const GPUTargetInfo &target, Value tile,
+                                 int64_t stride, IndexExpr lane, IndexExpr row,
+                                 IndexExpr col);
 
 //===----------------------------------------------------------------------===//
 // Op families

@@ -4,12 +4,12 @@
 // GemmTiling): each block of four warps computes 64x64 outputs; per K step
 // of 32 the block stages its A and B tiles in shared memory, widening the
 // FP8 operands to bf16 (exact: every E4M3 and E5M2 value is a bf16 value),
-// and each warp runs 2x4 MMAs per 16 of K on fragments read by the
-// fragment maps. Products accumulate in f32; the epilogue is the CPU's:
-// acc * (a_scale_inv * b_scale_inv), bias, GELU, the output cast, and for
-// FP8 outputs the amax (warp and block reduction, one atomic per block)
-// and the cast through out_scale. Results match the CPU's up to the order
-// of the f32 sums.
+// and each warp runs 2x4 MMAs per 16 of K on fragments read with the
+// target's matrix loads (ldmatrix; element by element without them). Products
+// accumulate in f32; the epilogue is the CPU's: acc * (a_scale_inv *
+// b_scale_inv), bias, GELU, the output cast, and for FP8 outputs the amax (warp
+// and block reduction, one atomic per block) and the cast through out_scale.
+// Results match the CPU's up to the order of the f32 sums.
 //
 // The matrix units and the fragment loads are the layers the Hopper step
 // replaces (warpgroup MMA from shared-memory descriptors, TMA copies): the
@@ -164,6 +164,9 @@ LogicalResult gpu_lowering::lowerScaledMatmul(ScaledMatmulOp op,
     return (mi * Tiling::kTilesN + ni) * mma::kCElements + i;
   };
   SmallVector<Value> zeros(kAccumulators, emitF32Constant(b, loc, 0.0));
+  // The tiles as rows of kStride elements, for the fragment loads.
+  Value flatA = flatten(b, loc, tileA), flatB = flatten(b, loc, tileB);
+  constexpr int64_t kStride = Tiling::kBlockK + Tiling::kPad;
   auto kLoop = scf::ForOp::create(
       b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, k),
       indexConstant(b, loc, Tiling::kBlockK), zeros,
@@ -177,25 +180,25 @@ LogicalResult gpu_lowering::lowerScaledMatmul(ScaledMatmulOp op,
         SmallVector<Value> acc(carried.begin(), carried.end());
         for (int kk = 0; kk < Tiling::kBlockK; kk += mma::kK) {
           SmallVector<SmallVector<Value>> aFragments, bFragments;
-          for (int mi = 0; mi < Tiling::kTilesM; ++mi) {
-            SmallVector<Value> fragment;
-            for (int i = 0; i < mma::kAElements; ++i) {
-              mma::Coord<IndexExpr> e = mma::aElement(lane, i);
-              IndexExpr row = warpRow * Tiling::kWarpM + (e.row + mi * mma::kM);
-              fragment.push_back(memref::LoadOp::create(
-                  b, loc, tileA, ValueRange{row.value, (e.col + kk).value}));
-            }
-            aFragments.push_back(fragment);
-          }
+          IndexExpr l{&b, loc, lane.value};
+          for (int mi = 0; mi < Tiling::kTilesM; ++mi)
+            aFragments.push_back(
+                loadAFragment(b, loc, target, flatA, kStride, l,
+                              warpRow * Tiling::kWarpM + mi * mma::kM,
+                              IndexExpr{&b, loc, indexConstant(b, loc, kk)}));
+          // B's tile is [n][k]: a B fragment reads it as attention reads
+          // K (FlashTiling::keyFragmentRow), from the warp's columns.
           for (int ni = 0; ni < Tiling::kTilesN; ++ni) {
-            SmallVector<Value> fragment;
-            for (int i = 0; i < mma::kBElements; ++i) {
-              mma::Coord<IndexExpr> e = mma::bElement(lane, i);
-              IndexExpr col = warpCol * Tiling::kWarpN + (e.col + ni * mma::kN);
-              fragment.push_back(memref::LoadOp::create(
-                  b, loc, tileB, ValueRange{col.value, (e.row + kk).value}));
-            }
-            bFragments.push_back(fragment);
+            mma::Coord<IndexExpr> row =
+                mma::FlashTiling::keyFragmentRow(l, ni, kk);
+            row.row = row.row + warpCol * Tiling::kWarpN;
+            bFragments.push_back(loadBFragment(
+                b, loc, target, flatB, kStride, l, row, /*transpose=*/false,
+                [&](mma::Coord<IndexExpr> e) {
+                  return mma::Coord<IndexExpr>{warpCol * Tiling::kWarpN +
+                                                   (e.col + ni * mma::kN),
+                                               e.row + kk};
+                }));
           }
           for (int mi = 0; mi < Tiling::kTilesM; ++mi) {
             for (int ni = 0; ni < Tiling::kTilesN; ++ni) {

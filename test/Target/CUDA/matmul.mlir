@@ -1,6 +1,6 @@
 // te.scaled_matmul on the cuda target: 64x64 blocks of 128 threads, FP8
-// tiles widened to bf16 in shared memory, mma.sync m16n8k16 with bf16
-// operands packed into 32-bit registers, and the epilogue; an FP8 output
+// tiles widened to bf16 in shared memory, read back with ldmatrix into
+// 32-bit registers of two bf16 each, mma.sync m16n8k16, and the epilogue; an FP8 output
 // adds the amax (zeroed first, one atomic per block).
 // RUN: te-opt --te-lower-target=device=cuda -split-input-file %s | FileCheck %s
 
@@ -10,7 +10,7 @@
 // CHECK: llvm.mlir.global internal @__wg_[[M]]_gemm_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<2560 x bf16>
 // CHECK: llvm.func @[[M]]_gemm(
 // CHECK: nvvm.barrier0
-// CHECK: llvm.bitcast %{{.*}} : vector<2xbf16> to i32
+// CHECK: nvvm.ldmatrix {{.*}}num = 2 {{.*}} -> !llvm.struct<(i32, i32)>
 // CHECK: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 func.func @bf16_out(%a: tensor<100x72xf8E4M3FN>, %b: tensor<130x72xf8E5M2>, %sa: tensor<f32>, %sb: tensor<f32>)
     -> tensor<100x130xbf16> {
