@@ -46,6 +46,20 @@ std::string fakeImage(const std::string &manifest) {
   return "FAKECUBIN\n" + manifest;
 }
 
+/// Loads a stand-in cubin with `manifest` on `device` and looks up its
+/// kernel `name` (failing the test when either fails).
+void loadFakeKernel(te_device *device, const std::string &manifest,
+                    const char *name, ModulePtr &module, te_kernel **kernel) {
+  std::string image = fakeImage(manifest);
+  te_module *loaded = nullptr;
+  ASSERT_EQ(te_module_load_image(device, image.data(), image.size(),
+                                 "fake.cubin", &loaded),
+            TE_OK)
+      << te_last_error_message();
+  module.reset(loaded);
+  ASSERT_EQ(te_module_get_kernel(loaded, name, kernel), TE_OK);
+}
+
 TEST(CUDADevice, MovesDataThroughTheDriverInItsContext) {
   if (noGPUConfigured())
     GTEST_SKIP() << "FAKE_CUDA_DEVICES=0 is CUDADeviceNoGPU's setting";
@@ -86,20 +100,16 @@ TEST(CUDADevice, LaunchesWithTheManifestsGeometry) {
   if (noGPUConfigured())
     GTEST_SKIP() << "FAKE_CUDA_DEVICES=0 is CUDADeviceNoGPU's setting";
   DevicePtr cuda = openDevice("cuda");
-  std::string image = fakeImage("te-kernel-abi 3\n"
-                                "entry double fake_double\n"
-                                "in f32 4\n"
-                                "out f32 4\n"
-                                "launch 2x1x1 64 0\n"
-                                "end\n");
-  te_module *loaded = nullptr;
-  ASSERT_EQ(te_module_load_image(cuda.get(), image.data(), image.size(),
-                                 "fake.cubin", &loaded),
-            TE_OK)
-      << te_last_error_message();
-  ModulePtr module(loaded);
+  ModulePtr module;
   te_kernel *kernel = nullptr;
-  ASSERT_EQ(te_module_get_kernel(loaded, "double", &kernel), TE_OK);
+  ASSERT_NO_FATAL_FAILURE(loadFakeKernel(cuda.get(),
+                                         "te-kernel-abi 3\n"
+                                         "entry double fake_double\n"
+                                         "in f32 4\n"
+                                         "out f32 4\n"
+                                         "launch 2x1x1 64 0\n"
+                                         "end\n",
+                                         "double", module, &kernel));
   BufferPtr input = createBuffer(cuda.get(), TE_DTYPE_F32, {4});
   BufferPtr output = createBuffer(cuda.get(), TE_DTYPE_F32, {4});
   float values[4] = {1, 2, 3, 4}, doubled[4] = {};
@@ -136,22 +146,19 @@ TEST(CUDADevice, StepsReuseTheirTemporariesPerStream) {
   if (noGPUConfigured())
     GTEST_SKIP() << "FAKE_CUDA_DEVICES=0 is CUDADeviceNoGPU's setting";
   DevicePtr cuda = openDevice("cuda");
-  std::string image = fakeImage("te-kernel-abi 4\n"
-                                "entry quadruple program\n"
-                                "in f32 4\n"
-                                "out f32 4\n"
-                                "temp 16\n"
-                                "step fake_double 1x1x1 32x1x1 0 a0 t0\n"
-                                "step fake_double 1x1x1 32x1x1 0 t0 a1\n"
-                                "end\n");
-  te_module *loaded = nullptr;
-  ASSERT_EQ(te_module_load_image(cuda.get(), image.data(), image.size(),
-                                 "fake.cubin", &loaded),
-            TE_OK)
-      << te_last_error_message();
-  ModulePtr module(loaded);
+  ModulePtr module;
   te_kernel *kernel = nullptr;
-  ASSERT_EQ(te_module_get_kernel(loaded, "quadruple", &kernel), TE_OK);
+  ASSERT_NO_FATAL_FAILURE(
+      loadFakeKernel(cuda.get(),
+                     "te-kernel-abi 4\n"
+                     "entry quadruple program\n"
+                     "in f32 4\n"
+                     "out f32 4\n"
+                     "temp 16\n"
+                     "step fake_double 1x1x1 32x1x1 0 a0 t0\n"
+                     "step fake_double 1x1x1 32x1x1 0 t0 a1\n"
+                     "end\n",
+                     "quadruple", module, &kernel));
   BufferPtr input = createBuffer(cuda.get(), TE_DTYPE_F32, {4});
   BufferPtr output = createBuffer(cuda.get(), TE_DTYPE_F32, {4});
   int buffers = fakeCounter("fake_cuda_live_allocations");
