@@ -38,6 +38,11 @@ void retainDevice(te_device *device);
 /// Drops a reference; the last one closes the instance.
 void releaseDevice(te_device *device);
 
+/// Frees the step temporaries the device's kernels keep for `stream` (NULL:
+/// the default stream), once everything issued to it is complete
+/// (Module.cpp; te_stream_release calls it after synchronizing).
+void forgetStreamTemporaries(te_device *device, void *stream);
+
 /// Registers `count` device tables (with their contexts, or NULL contexts)
 /// all together or, if any is invalid or its name taken, none of them.
 te_status registerDeviceGroup(const te_device_ops *const *ops,

@@ -15,7 +15,9 @@
 
 #include "te/Runtime/Module.h"
 
+#include <algorithm>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,8 +35,11 @@ using BufferPtr = std::unique_ptr<te_buffer, decltype(&te_buffer_release)>;
 /// a set is taken for one launch while its steps are enqueued, then waits
 /// for the next launch on the same stream, which the stream runs after the
 /// steps that used it, so no launch waits for the device. Concurrent
-/// launches take different sets.
+/// launches take different sets. The sets kept for a stream go when the
+/// stream is released, all of them with the module, and idle ones when an
+/// allocation runs out of memory.
 struct TemporaryPool {
+  te_device *device = nullptr;
   std::mutex mutex;
   /// Free sets by stream handle (null: the default stream).
   std::map<void *, std::vector<std::vector<BufferPtr>>> free;
@@ -44,7 +49,43 @@ struct TemporaryPool {
   }
 };
 
+/// Every live kernel's pool, so that a released stream's sets can go.
+std::mutex poolsMutex;
+std::vector<TemporaryPool *> &livePools() {
+  static std::vector<TemporaryPool *> pools;
+  return pools;
+}
+
+void registerPool(TemporaryPool *pool) {
+  std::lock_guard<std::mutex> lock(poolsMutex);
+  livePools().push_back(pool);
+}
+
+void unregisterPool(TemporaryPool *pool) {
+  std::lock_guard<std::mutex> lock(poolsMutex);
+  std::vector<TemporaryPool *> &pools = livePools();
+  pools.erase(std::remove(pools.begin(), pools.end(), pool), pools.end());
+}
+
+/// Frees, in every pool of `device`, the sets kept for the streams `drop`
+/// names (their work must be complete).
+void dropSets(te_device *device,
+              const std::function<bool(void *stream)> &drop) {
+  std::lock_guard<std::mutex> registry(poolsMutex);
+  for (TemporaryPool *pool : livePools()) {
+    if (pool->device != device)
+      continue;
+    std::lock_guard<std::mutex> lock(pool->mutex);
+    for (auto it = pool->free.begin(); it != pool->free.end();)
+      it = drop(it->first) ? pool->free.erase(it) : std::next(it);
+  }
+}
+
 } // namespace
+
+void te::runtime::forgetStreamTemporaries(te_device *device, void *stream) {
+  dropSets(device, [&](void *key) { return key == stream; });
+}
 
 struct te_kernel {
   te_module *module;
@@ -76,8 +117,10 @@ struct te_module {
   ~te_module() {
     // Pooled temporaries may still be in use by enqueued steps.
     bool pooled = false;
-    for (te_kernel &kernel : kernels)
+    for (te_kernel &kernel : kernels) {
+      unregisterPool(kernel.temporaries.get());
       pooled |= !kernel.temporaries->empty();
+    }
     if (pooled && device) {
       (void)device->ops->synchronize(device->instance);
       for (te_kernel &kernel : kernels)
@@ -170,6 +213,8 @@ te_status loadModule(const char *fn, te_device *device, const char *path,
       kernel.stepFunctions.push_back(function);
     }
     kernel.entry = std::move(entry);
+    kernel.temporaries->device = device;
+    registerPool(kernel.temporaries.get());
     module->kernels.push_back(std::move(kernel));
   }
   *out = module.release();
@@ -486,15 +531,21 @@ static te_status launchSteps(const char *fn, te_kernel &kernel,
         pool.free.erase(found);
     }
   }
-  if (temporaries.empty()) {
-    for (size_t bytes : entry.temporaries) {
-      const int64_t dims[] = {static_cast<int64_t>(bytes)};
-      te_buffer *created = nullptr;
-      if (te_status failed =
-              te_buffer_create(device, TE_DTYPE_I8, 1, dims, &created))
-        return failed;
-      temporaries.emplace_back(created, te_buffer_release);
+  for (size_t t = temporaries.size(); t < entry.temporaries.size(); ++t) {
+    const int64_t dims[] = {static_cast<int64_t>(entry.temporaries[t])};
+    te_buffer *created = nullptr;
+    te_status failed = te_buffer_create(device, TE_DTYPE_I8, 1, dims, &created);
+    if (failed == TE_ERROR_OUT_OF_MEMORY) {
+      // Idle sets of every kernel of the device may make room: once the
+      // device is done with them, free them and try again.
+      if (device->ops->synchronize(device->instance) == TE_OK) {
+        dropSets(device, [](void *) { return true; });
+        failed = te_buffer_create(device, TE_DTYPE_I8, 1, dims, &created);
+      }
     }
+    if (failed)
+      return failed;
+    temporaries.emplace_back(created, te_buffer_release);
   }
   te_status result = TE_OK;
   std::vector<void *> data;

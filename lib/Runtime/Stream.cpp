@@ -93,6 +93,10 @@ extern "C" void te_stream_release(te_stream *stream) {
     (void)device->ops->synchronize(device->instance);
   if (stream->execContext)
     device->ops->exec_context_destroy(device->instance, stream->execContext);
+  // A new stream may get the same handle: nothing kept for this one
+  // outlives it.
+  if (stream->handle)
+    forgetStreamTemporaries(device, stream->handle);
   if (stream->handle)
     device->ops->stream_destroy(device->instance, stream->handle);
   delete stream;

@@ -141,7 +141,8 @@ TEST(CUDADevice, LaunchesWithTheManifestsGeometry) {
 
 // An entry that runs as steps keeps its temporaries across launches: each
 // stream reuses one set (the stream orders the launches that share it), a
-// second stream gets its own, and the module frees them.
+// second stream gets its own, freed with that stream, and the module frees
+// the rest.
 TEST(CUDADevice, StepsReuseTheirTemporariesPerStream) {
   if (noGPUConfigured())
     GTEST_SKIP() << "FAKE_CUDA_DEVICES=0 is CUDADeviceNoGPU's setting";
@@ -180,7 +181,9 @@ TEST(CUDADevice, StepsReuseTheirTemporariesPerStream) {
         << te_last_error_message();
     EXPECT_EQ(fakeCounter("fake_cuda_live_allocations"), buffers + 2);
   }
+  // Releasing the stream frees its set; the module frees the rest.
   te_stream_release(stream);
+  EXPECT_EQ(fakeCounter("fake_cuda_live_allocations"), buffers + 1);
   module.reset();
   EXPECT_EQ(fakeCounter("fake_cuda_live_allocations"), buffers);
 }

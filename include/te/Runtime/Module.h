@@ -51,10 +51,11 @@
 // uninitialized. The kernel keeps its temporaries across launches: a
 // launch takes a set that no other launch is enqueuing with, and once its
 // steps are enqueued the set serves later launches on the same stream
-// (which the stream runs after them) without waiting; the module frees
-// them. The steps run in order on the
-// launch's stream, each a kernel with its own geometry, taking the listed
-// operands as its arguments: a<N> is the entry's argument N (inputs then
+// (which the stream runs after them) without waiting. Releasing a stream
+// frees the sets kept for it, the module the rest, and a launch that runs
+// out of device memory frees the idle ones and tries again. The steps run in
+// order on the launch's stream, each a kernel with its own geometry, taking the
+// listed operands as its arguments: a<N> is the entry's argument N (inputs then
 // outputs), t<N> temporary N, and s the status buffer. An entry with steps does
 // not launch its own symbol (it names the program function the steps were made
 // from), and only the steps' symbols must be defined by the module.
@@ -153,8 +154,10 @@ TE_RUNTIME_EXPORT te_status te_module_get_kernel(te_module *module,
 TE_RUNTIME_EXPORT void te_module_retain(te_module *module);
 
 /// Drops a reference; the last one unloads the module (invalidating its
-/// kernels) and releases the device. Do not release the last reference while
-/// another thread is launching one of its kernels. NULL is ignored.
+/// kernels) and releases the device. When its kernels keep step temporaries,
+/// the last release first waits for the device (all its streams) to finish
+/// with them. Do not release the last reference while another thread is
+/// launching one of its kernels. NULL is ignored.
 TE_RUNTIME_EXPORT void te_module_release(te_module *module);
 
 /// Gives the module the source locations of its program's te ops, one per
