@@ -166,6 +166,8 @@ struct FlashBackwardTiling {
 /// tiles, over K in steps of kBlockK staged through shared memory.
 struct GemmTiling {
   static constexpr int kBlockM = 64, kBlockN = 64, kBlockK = 32;
+  // A's and B's tiles are staged (and typed) alike.
+  static_assert(kBlockM == kBlockN, "one staging layout for A and B");
   static constexpr int kWarpsM = 2, kWarpsN = 2;
   static constexpr int kThreads = kWarpsM * kWarpsN * kWarpSize;
   static constexpr int kWarpM = kBlockM / kWarpsM, kWarpN = kBlockN / kWarpsN;
