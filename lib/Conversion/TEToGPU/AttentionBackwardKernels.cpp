@@ -155,16 +155,6 @@ scf::ForOp blockStrideLoop(
       });
 }
 
-Value sumOverWarp(OpBuilder &b, Location loc, Value value, unsigned warpSize) {
-  for (unsigned offset = warpSize / 2; offset > 0; offset /= 2)
-    value = arith::AddFOp::create(b, loc, value,
-                                  gpu::ShuffleOp::create(b, loc, value, offset,
-                                                         warpSize,
-                                                         gpu::ShuffleMode::XOR)
-                                      .getShuffleResult());
-  return value;
-}
-
 void atomicAdd(OpBuilder &b, Location loc, Value value, Value buffer,
                Value index) {
   memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf, value, buffer,
@@ -297,7 +287,11 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
                                         arith::MulFOp::create(b, loc, p, sum))};
         });
     if (learnable) {
-      Value total = sumOverWarp(b, loc, loop.getResult(0), warpSize);
+      Value total =
+          reduceOverLanes(b, loc, loop.getResult(0), warpSize, warpSize,
+                          [&](Value x, Value y) -> Value {
+                            return arith::AddFOp::create(b, loc, x, y);
+                          });
       Value firstLane = arith::CmpIOp::create(
           b, loc, arith::CmpIPredicate::eq,
           (IndexExpr{&b, loc, thread} % mma::kWarpSize).value,

@@ -208,6 +208,8 @@ Value flash::f32(OpBuilder &b, Location loc, double value) {
 Value flash::overRowLanes(OpBuilder &b, Location loc, Value value,
                           unsigned warpSize,
                           function_ref<Value(Value, Value)> combine) {
+  // Offsets 1 then 2 (reduceOverLanes goes 2 then 1): the order the row
+  // sums were checked on a GPU with.
   for (int offset : {1, 2})
     value =
         combine(value, gpu::ShuffleOp::create(b, loc, value, offset, warpSize,

@@ -106,6 +106,14 @@ void ifFirstThread(OpBuilder &b, Location loc,
 /// kernels raise it with atomicMaxBits.
 gpu::GPUFuncOp addAmaxInit(KernelSet &set, OpBuilder &b, Location loc);
 
+/// `combine` over each group of `lanes` consecutive lanes of a warp (a
+/// power of two up to the warp size), by a butterfly of XOR shuffles with
+/// offsets lanes / 2, ..., 2, 1: every lane of the group gets the result.
+/// All lanes of the warp must call it.
+Value reduceOverLanes(OpBuilder &b, Location loc, Value value, unsigned lanes,
+                      unsigned warpSize,
+                      function_ref<Value(Value, Value)> combine);
+
 /// The workgroup memory type for the block reduction: one i32 per warp of
 /// a block of `threads`.
 MemRefType reductionScratchType(MLIRContext *context, unsigned warpSize,

@@ -264,17 +264,25 @@ MemRefType gpu_lowering::reductionScratchType(MLIRContext *context,
                          MemRefLayoutAttrInterface(), workgroup);
 }
 
+Value gpu_lowering::reduceOverLanes(OpBuilder &b, Location loc, Value value,
+                                    unsigned lanes, unsigned warpSize,
+                                    function_ref<Value(Value, Value)> combine) {
+  for (unsigned offset = lanes / 2; offset > 0; offset /= 2)
+    value =
+        combine(value, gpu::ShuffleOp::create(b, loc, value, offset, warpSize,
+                                              gpu::ShuffleMode::XOR)
+                           .getShuffleResult());
+  return value;
+}
+
 /// The unsigned maximum of `bits` over the lanes of each warp (every lane
 /// gets it).
 static Value warpMaxBits(OpBuilder &b, Location loc, Value bits,
                          unsigned warpSize) {
-  for (unsigned offset = warpSize / 2; offset > 0; offset /= 2) {
-    Value other = gpu::ShuffleOp::create(b, loc, bits, offset, warpSize,
-                                         gpu::ShuffleMode::XOR)
-                      .getShuffleResult();
-    bits = arith::MaxUIOp::create(b, loc, bits, other);
-  }
-  return bits;
+  return reduceOverLanes(b, loc, bits, warpSize, warpSize,
+                         [&](Value x, Value y) -> Value {
+                           return arith::MaxUIOp::create(b, loc, x, y);
+                         });
 }
 
 Value gpu_lowering::blockMaxBits(OpBuilder &b, Location loc, Value bits,
