@@ -16,11 +16,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "CUDADevice.h"
+#include "CUBLASLt.h"
 #include "Error.h"
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
 #include <fstream>
 #include <iterator>
@@ -487,6 +489,61 @@ te_status eventElapsed(void *instance, void *start, void *end,
   });
 }
 
+/// What launches on one stream keep: the libraries' state (handles, plans,
+/// workspace), made at the first library call that needs it.
+struct ExecContext {
+  void *instance = nullptr;
+  std::mutex mutex;
+  te::runtime::cublaslt::Context *blas = nullptr;
+};
+
+te_status execContextCreate(void *instance, void *, void **context) {
+  auto *exec = new ExecContext();
+  exec->instance = instance;
+  *context = exec;
+  return TE_OK;
+}
+
+void execContextDestroy(void *instance, void *context) {
+  auto *exec = static_cast<ExecContext *>(context);
+  {
+    ContextScope scope(self(instance));
+    te::runtime::cublaslt::destroyContext(exec->blas);
+  }
+  delete exec;
+}
+
+te_status libraryCall(void *instance, const char *function,
+                      const char *parameters, void **args, int nargs,
+                      const te_launch_config *config) {
+  auto *exec =
+      config ? static_cast<ExecContext *>(config->exec_context) : nullptr;
+  if (!exec) {
+    te::runtime::setDeviceDetail("%s: no execution context", function);
+    return TE_ERROR_INTERNAL;
+  }
+  if (std::strcmp(function, "cublaslt.matmul") != 0) {
+    te::runtime::setDeviceDetail("the cuda device has no library function "
+                                 "'%s'; rebuild the module with this "
+                                 "te-mlir",
+                                 function);
+    return TE_ERROR_UNSUPPORTED;
+  }
+  ContextScope scope(self(instance));
+  {
+    std::lock_guard<std::mutex> lock(exec->mutex);
+    if (!exec->blas)
+      exec->blas = te::runtime::cublaslt::createContext(
+          {instance,
+           [](void *owner, size_t bytes, void **pointer) {
+             return allocate(owner, bytes, 256, pointer);
+           },
+           [](void *owner, void *pointer) { free(owner, pointer); }});
+  }
+  return te::runtime::cublaslt::runMatmul(*exec->blas, parameters, args, nargs,
+                                          config->stream);
+}
+
 } // namespace
 
 const te_device_ops &te::runtime::getCUDADeviceOps() {
@@ -517,9 +574,12 @@ const te_device_ops &te::runtime::getCUDADeviceOps() {
     table.stream_wait_event = streamWaitEvent;
     table.event_synchronize = eventSynchronize;
     table.event_elapsed_ms = eventElapsed;
+    table.exec_context_create = execContextCreate;
+    table.exec_context_destroy = execContextDestroy;
     table.target_arch = [](void *instance) {
       return self(instance).arch.c_str();
     };
+    table.library_call = libraryCall;
     return table;
   }();
   return ops;

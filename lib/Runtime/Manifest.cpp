@@ -5,6 +5,7 @@
 
 #include "te/Runtime/Module.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
@@ -131,6 +132,9 @@ private:
   bool parseLaunch(int line, const std::vector<std::string_view> &tokens);
   bool parseTemp(int line, const std::vector<std::string_view> &tokens);
   bool parseStep(int line, const std::vector<std::string_view> &tokens);
+  bool parseCall(int line, const std::vector<std::string_view> &tokens);
+  bool parseOperands(int line, const std::vector<std::string_view> &tokens,
+                     size_t first, ManifestStep &step);
   bool closeEntry(int line);
   bool parseGeometryTokens(int line,
                            const std::vector<std::string_view> &tokens,
@@ -260,6 +264,8 @@ bool ManifestParser::parseLine(int line,
     return parseTemp(line, tokens);
   if (version >= 4 && directive == "step")
     return parseStep(line, tokens);
+  if (version >= 5 && directive == "call")
+    return parseCall(line, tokens);
   if (directive == "end") {
     if (!open)
       return fail(line, "'end' without an open 'entry'");
@@ -268,7 +274,10 @@ bool ManifestParser::parseLine(int line,
     return closeEntry(line);
   }
   return fail(line, "unknown directive " + quote(directive) +
-                        (version >= 4   ? "; expected 'entry', 'in', 'out', "
+                        (version >= 5   ? "; expected 'entry', 'in', 'out', "
+                                          "'status', 'check', 'launch', "
+                                          "'temp', 'step', 'call' or 'end'"
+                         : version >= 4 ? "; expected 'entry', 'in', 'out', "
                                           "'status', 'check', 'launch', "
                                           "'temp', 'step' or 'end'"
                          : version >= 3 ? "; expected 'entry', 'in', 'out', "
@@ -286,8 +295,8 @@ bool ManifestParser::closeEntry(int line) {
                           "' has a 'status' line but no 'check' lines");
   if (!open->temporaries.empty() && open->steps.empty())
     return fail(line, "entry '" + open->name +
-                          "' has 'temp' lines but no 'step' lines to use "
-                          "them");
+                          "' has 'temp' lines but no 'step' or 'call' lines "
+                          "to use them");
   // Operands may name arguments declared after the step; check them now.
   for (const ManifestStep &step : open->steps) {
     for (const ManifestStep::Operand &operand : step.operands) {
@@ -441,7 +450,52 @@ bool ManifestParser::parseStep(int line,
   if (!parseGeometryTokens(line, tokens, 2, step.grid, step.block,
                            step.sharedMemoryBytes))
     return false;
-  for (size_t i = 5; i < tokens.size(); ++i) {
+  if (!parseOperands(line, tokens, 5, step))
+    return false;
+  open->steps.push_back(std::move(step));
+  return true;
+}
+
+bool ManifestParser::parseCall(int line,
+                               const std::vector<std::string_view> &tokens) {
+  if (!open)
+    return fail(line, "'call' outside an entry block");
+  if (open->hasLaunch)
+    return fail(line, "'call' in entry '" + open->name +
+                          "', which has a 'launch' line; an entry is one "
+                          "kernel (launch) or several steps, not both");
+  if (tokens.size() < 3)
+    return fail(line, "expected 'call <function> <parameters> <operand>...', "
+                      "e.g. 'call cublaslt.matmul m=64,n=32 a0 a1 a2'");
+  auto isFunctionChar = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_';
+  };
+  auto isParameterChar = [&](char c) {
+    return isFunctionChar(c) || c == '=' || c == ',' || c == '-';
+  };
+  std::string_view function = tokens[1], parameters = tokens[2];
+  if (function.empty() || function.size() > 63 ||
+      !std::all_of(function.begin(), function.end(), isFunctionChar))
+    return fail(line, "invalid library function " + quote(function) +
+                          "; expected 1 to 63 letters, digits, '.' or '_'");
+  if (parameters.size() > 4096 ||
+      !std::all_of(parameters.begin(), parameters.end(), isParameterChar))
+    return fail(line, "invalid parameters " + quote(parameters) +
+                          "; expected key=value pairs separated by ','");
+  ManifestStep step;
+  step.line = line;
+  step.function = std::string(function);
+  step.parameters = std::string(parameters);
+  if (!parseOperands(line, tokens, 3, step))
+    return false;
+  open->steps.push_back(std::move(step));
+  return true;
+}
+
+bool ManifestParser::parseOperands(int line,
+                                   const std::vector<std::string_view> &tokens,
+                                   size_t first, ManifestStep &step) {
+  for (size_t i = first; i < tokens.size(); ++i) {
     std::string_view token = tokens[i];
     using Kind = ManifestStep::OperandKind;
     if (token == "s") {
@@ -457,7 +511,6 @@ bool ManifestParser::parseStep(int line,
     step.operands.push_back({token[0] == 'a' ? Kind::Argument : Kind::Temporary,
                              static_cast<int>(index)});
   }
-  open->steps.push_back(std::move(step));
   return true;
 }
 

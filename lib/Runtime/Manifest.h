@@ -28,7 +28,8 @@ struct ManifestArg {
   std::string role;
 };
 
-/// One kernel launch of an entry that runs as several (version 4).
+/// One kernel launch (version 4) or library call (version 5) of an entry
+/// that runs as several.
 struct ManifestStep {
   enum class OperandKind { Argument, Temporary, Status };
   struct Operand {
@@ -36,7 +37,11 @@ struct ManifestStep {
     int index;
   };
   std::string symbol;
-  /// Line of the `step` directive, for messages.
+  /// For a library call (a `call` line, version 5): the library function
+  /// and its parameters; `symbol` is then empty and the geometry unused.
+  std::string function;
+  std::string parameters;
+  /// Line of the `step` or `call` directive, for messages.
   int line;
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};

@@ -207,9 +207,19 @@ te_status loadModule(const char *fn, te_device *device, const char *path,
     }
     for (const ManifestStep &step : entry.steps) {
       void *function = nullptr;
-      if (te_status failed =
-              resolve(step.symbol, step.line, entry.name, &function))
+      if (!step.function.empty()) {
+        // A library call: the device runs it, if it runs library calls.
+        if (!device->ops->library_call)
+          return fail(TE_ERROR_UNSUPPORTED,
+                      "%s: '%s': manifest line %d: entry '%s' calls the "
+                      "library function '%s', but device '%s' runs no "
+                      "library calls; compile the program for this device",
+                      fn, origin.c_str(), step.line, entry.name.c_str(),
+                      step.function.c_str(), device->name);
+      } else if (te_status failed =
+                     resolve(step.symbol, step.line, entry.name, &function)) {
         return failed;
+      }
       kernel.stepFunctions.push_back(function);
     }
     kernel.entry = std::move(entry);
@@ -571,10 +581,17 @@ static te_status launchSteps(const char *fn, te_kernel &kernel,
     }
     config.shared_memory_bytes = step.sharedMemoryBytes;
     takeDeviceDetail();
-    if (te_status failed = device->ops->launch(
-            device->instance, kernel.stepFunctions[i], data.data(),
-            static_cast<int>(data.size()), passConfig ? &config : nullptr))
+    if (!step.function.empty()) {
+      if (te_status failed = device->ops->library_call(
+              device->instance, step.function.c_str(), step.parameters.c_str(),
+              data.data(), static_cast<int>(data.size()), &config))
+        result = failLaunch(fn, kernel, failed);
+    } else if (te_status failed = device->ops->launch(
+                   device->instance, kernel.stepFunctions[i], data.data(),
+                   static_cast<int>(data.size()),
+                   passConfig ? &config : nullptr)) {
       result = failLaunch(fn, kernel, failed);
+    }
   }
   if (!temporaries.empty()) {
     std::lock_guard<std::mutex> lock(pool.mutex);

@@ -188,6 +188,44 @@ TEST(CUDADevice, StepsReuseTheirTemporariesPerStream) {
   EXPECT_EQ(fakeCounter("fake_cuda_live_allocations"), buffers);
 }
 
+// A library call runs on the launch's stream through the library, which
+// is opened at the first call: where it is missing (TE_CUBLASLT names no
+// file here), the launch fails with what to do, and bad parameters are
+// refused with the parameter that is wrong.
+TEST(CUDADevice, LibraryCallsNameWhatIsMissing) {
+  if (noGPUConfigured())
+    GTEST_SKIP() << "FAKE_CUDA_DEVICES=0 is CUDADeviceNoGPU's setting";
+  ASSERT_EQ(setenv("TE_CUBLASLT", "/nonexistent/libcublasLt.so.13", 1), 0);
+  DevicePtr cuda = openDevice("cuda");
+  ModulePtr module;
+  te_kernel *kernel = nullptr;
+  ASSERT_NO_FATAL_FAILURE(loadFakeKernel(
+      cuda.get(),
+      "te-kernel-abi 5\n"
+      "entry gemm program\n"
+      "in f8E4M3FN 16x16\n"
+      "in f8E4M3FN 16x16\n"
+      "in f32 scalar\n"
+      "in f32 scalar\n"
+      "out bf16 16x16\n"
+      "call cublaslt.matmul "
+      "m=16,n=16,k=16,a=f8E4M3FN,b=f8E4M3FN,d=bf16,bias=none,epilogue=none "
+      "a0 a1 a2 a3 a4\n"
+      "end\n",
+      "gemm", module, &kernel));
+  BufferPtr a = createBuffer(cuda.get(), TE_DTYPE_F8E4M3FN, {16, 16});
+  BufferPtr b = createBuffer(cuda.get(), TE_DTYPE_F8E4M3FN, {16, 16});
+  BufferPtr sa = createBuffer(cuda.get(), TE_DTYPE_F32, {});
+  BufferPtr sb = createBuffer(cuda.get(), TE_DTYPE_F32, {});
+  BufferPtr d = createBuffer(cuda.get(), TE_DTYPE_BF16, {16, 16});
+  te_buffer *args[] = {a.get(), b.get(), sa.get(), sb.get(), d.get()};
+  expectError([&] { return te_kernel_launch(kernel, args, 5); },
+              TE_ERROR_UNSUPPORTED,
+              {"kernel 'gemm'", "cublaslt.matmul: cuBLASLt is not installed",
+               "/nonexistent/libcublasLt.so.13", "TE_CUDA_GEMM=codegen"});
+  unsetenv("TE_CUBLASLT");
+}
+
 TEST(CUDADevice, RefusesModulesAndLaunchesItCannotRun) {
   if (noGPUConfigured())
     GTEST_SKIP() << "FAKE_CUDA_DEVICES=0 is CUDADeviceNoGPU's setting";

@@ -468,7 +468,7 @@ TEST_F(ManifestTest, StepsAreVersion4AndChecked) {
                  {"line 5", "expected 'step <symbol>"});
   expectRejected(v4 + "temp 0\nend\n", {"line 5", "expected 'temp <bytes>'"});
   expectRejected(v4 + "temp 8\nend\n",
-                 {"line 6", "has 'temp' lines but no 'step' lines"});
+                 {"line 6", "has 'temp' lines but no 'step' or 'call' lines"});
   expectRejected(v4 + "launch 1 1 0\nstep te_test_echo_noop 1 1 0\nend\n",
                  {"line 6", "not both"});
   expectRejected(v4 + "step te_test_echo_noop 1 1 0\nlaunch 1 1 0\nend\n",
@@ -485,6 +485,39 @@ TEST_F(ManifestTest, StepsAreVersion4AndChecked) {
       << te_last_error_message();
 }
 
+TEST_F(ManifestTest, LibraryCallsAreVersion5AndChecked) {
+  const char *entry = "entry k program\nin f32 4\nout f32 4\n";
+  expectRejected(std::string("te-kernel-abi 4\n") + entry +
+                     "call cublaslt.matmul m=1 a0 a1\nend\n",
+                 {"line 5", "unknown directive 'call'"});
+  std::string v5 = std::string("te-kernel-abi 5\n") + entry;
+  expectRejected(v5 + "call cublaslt.matmul m=1 a0 a2\nend\n",
+                 {"line 5", "operand a2 names argument 2"});
+  expectRejected(v5 + "call cublaslt/matmul m=1 a0\nend\n",
+                 {"line 5", "invalid library function 'cublaslt/matmul'"});
+  expectRejected(v5 + "call cublaslt.matmul m=1;rm a0\nend\n",
+                 {"line 5", "invalid parameters 'm=1;rm'"});
+  expectRejected(v5 + "call cublaslt.matmul\nend\n",
+                 {"line 5", "expected 'call <function> <parameters>"});
+  expectRejected(v5 + "call cublaslt.matmul m=1 y0\nend\n",
+                 {"line 5", "invalid operand 'y0'"});
+  expectRejected(v5 + "launch 1 1 0\ncall cublaslt.matmul m=1 a0\nend\n",
+                 {"line 6", "not both"});
+  // Well-formed, but the cpu device runs no library calls: the module
+  // does not load, and says which call and which device.
+  ModulePtr module;
+  expectError(
+      [&] {
+        return load((v5 + "temp 8\nstep te_test_echo_noop 1 1 0 a0 t0\n"
+                          "call cublaslt.matmul m=4,n=1 t0 a1\nend\n")
+                        .c_str(),
+                    module);
+      },
+      TE_ERROR_UNSUPPORTED,
+      {"line 7", "library function 'cublaslt.matmul'", "device 'cpu'",
+       "runs no library calls"});
+}
+
 TEST_F(ManifestTest, RejectsANullManifest) {
   ModulePtr module;
   expectError([&] { return load(nullptr, module); }, TE_ERROR_LOAD_FAILED,
@@ -493,8 +526,8 @@ TEST_F(ManifestTest, RejectsANullManifest) {
 
 TEST_F(ManifestTest, RejectsOtherVersions) {
   expectRejected(
-      "te-kernel-abi 5\nentry k te_test_echo_noop\nend\n",
-      {"line 1", "unsupported manifest version '5'", "versions 1 to 4"});
+      "te-kernel-abi 6\nentry k te_test_echo_noop\nend\n",
+      {"line 1", "unsupported manifest version '6'", "versions 1 to 5"});
   expectRejected("te-kernel-abi 0\nentry k te_test_echo_noop\nend\n",
                  {"line 1", "unsupported manifest version '0'"});
   expectRejected("te-kernel-abi 01\nentry k te_test_echo_noop\nend\n",

@@ -68,7 +68,8 @@ static void *hostPointer(void *instance, void *ptr) {
    NULL,                                                                       \
    NULL,                                                                       \
    NULL,                                                                       \
-   NULL /* Version 3: no target arch. */}
+   NULL, /* Version 3: no target arch. */                                      \
+   NULL /* Version 4: no library calls. */}
 
 static const te_device_ops deviceA = DEVICE("fixture_mem_a", synchronize);
 #if defined(RUNTIME_FIXTURE_INVALID_SECOND)

@@ -20,6 +20,8 @@
 extern "C" {
 #endif
 
+struct te_launch_config;
+
 /// Operations a device implements. A plugin fills one in and passes it to
 /// te_device_register.
 ///
@@ -29,7 +31,8 @@ extern "C" {
 /// an older plugin, down to the first version's (TE_DEVICE_OPS_V1_SIZE,
 /// ending at `synchronize`): the fields it lacks read as NULL. Version 2
 /// appended the stream group and the execution context pair, and gave
-/// `launch` its te_launch_config.
+/// `launch` its te_launch_config; version 3 target_arch; version 4
+/// library_call.
 ///
 /// Contexts: `context` is the pointer given to te_device_register. Each opened
 /// device instance has its own `instance` pointer: what `open` returned for it,
@@ -164,6 +167,18 @@ typedef struct te_device_ops {
   /// target names archs (a GPU's "sm_90a"), or NULL when it has no single
   /// one (may itself be NULL). The string lives as long as the instance.
   const char *(*target_arch)(void *instance);
+
+  /* ---- Version 4. ---- */
+
+  /// Optional. Runs a library call of a module's steps (a manifest `call`
+  /// line, te/Runtime/Module.h) on `config`'s stream: `function` names it
+  /// ("cublaslt.matmul"), `parameters` is its key=value list, `args` the
+  /// device addresses of its `nargs` operands. Invalid parameters or a
+  /// library that is missing fail with TE_ERROR_UNSUPPORTED and a detail
+  /// saying what to do. NULL: modules with library calls do not load.
+  te_status (*library_call)(void *instance, const char *function,
+                            const char *parameters, void **args, int nargs,
+                            const struct te_launch_config *config);
 } te_device_ops;
 
 /// The size of a version 1 table (everything up to `synchronize`): the

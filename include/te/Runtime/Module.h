@@ -60,6 +60,19 @@
 // not launch its own symbol (it names the program function the steps were made
 // from), and only the steps' symbols must be defined by the module.
 //
+// Version 5 adds library calls to the steps: a step that runs a function of
+// a library the device provides (cuBLASLt's matmul on the cuda device)
+// instead of a kernel of the module:
+//
+//   call <function> <parameters> <operand>...
+//
+// in the same list as `step` lines, run in order with them on the launch's
+// stream. <function> is the library function ("cublaslt.matmul"; letters,
+// digits, '.' and '_'), <parameters> its configuration as key=value pairs
+// separated by commas (no spaces), <operand> as for `step`. The device
+// (te_device_ops.library_call) validates the parameters; a module with
+// `call` lines loads only on a device that runs library calls.
+//
 // Thread safety: a loaded module and its kernels are immutable (but for the
 // temporaries a kernel keeps, under its own lock), so getters and
 // te_kernel_launch may be called from any number of threads at once, also on
@@ -86,7 +99,7 @@ extern "C" {
 
 /// The newest manifest version this runtime reads; it reads every version
 /// from 1 up to this one.
-#define TE_KERNEL_ABI_VERSION 4
+#define TE_KERNEL_ABI_VERSION 5
 
 /// A loaded kernel module. Opaque; reference counted.
 typedef struct te_module te_module;

@@ -1,0 +1,392 @@
+//===- CUBLASLt.cpp - cuBLASLt's matmul as a library call -----------------===//
+
+#include "CUBLASLt.h"
+#include "Error.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+using namespace te::runtime::cublaslt;
+
+namespace {
+
+using Handle = void *;
+
+/// The entry points, resolved once per process.
+struct Library {
+  std::string unavailable; // why there is none ("" if there is)
+  std::string path;
+  size_t version = 0;
+  size_t (*getVersion)() = nullptr;
+  Status (*create)(Handle *) = nullptr;
+  Status (*destroy)(Handle) = nullptr;
+  Status (*descCreate)(Handle *, int, int) = nullptr;
+  Status (*descDestroy)(Handle) = nullptr;
+  Status (*descSetAttribute)(Handle, int, const void *, size_t) = nullptr;
+  Status (*layoutCreate)(Handle *, int, uint64_t, uint64_t, int64_t) = nullptr;
+  Status (*layoutDestroy)(Handle) = nullptr;
+  Status (*preferenceCreate)(Handle *) = nullptr;
+  Status (*preferenceDestroy)(Handle) = nullptr;
+  Status (*preferenceSetAttribute)(Handle, int, const void *, size_t) = nullptr;
+  Status (*getHeuristic)(Handle, Handle, Handle, Handle, Handle, Handle, Handle,
+                         int, HeuristicResult *, int *) = nullptr;
+  Status (*matmul)(Handle, Handle, const void *, const void *, Handle,
+                   const void *, Handle, const void *, const void *, Handle,
+                   void *, Handle, const MatmulAlgo *, void *, size_t,
+                   void *) = nullptr;
+};
+
+void load(Library &library) {
+  std::vector<std::string> candidates;
+  if (const char *configured = std::getenv("TE_CUBLASLT");
+      configured && *configured)
+    candidates = {configured};
+  else
+    candidates = {"libcublasLt.so.13", "libcublasLt.so.12",
+                  "/usr/local/cuda/lib64/libcublasLt.so.13",
+                  "/usr/local/cuda/lib64/libcublasLt.so.12"};
+  void *handle = nullptr;
+  std::string why;
+  for (const std::string &candidate : candidates) {
+    handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle) {
+      library.path = candidate;
+      break;
+    }
+    if (why.empty())
+      if (const char *error = dlerror())
+        why = error;
+  }
+  if (!handle) {
+    library.unavailable =
+        "cuBLASLt is not installed (" + why +
+        "); install the CUDA toolkit's libcublasLt (CUDA 12 or 13), set "
+        "TE_CUBLASLT to it, or compile with TE_CUDA_GEMM=codegen";
+    return;
+  }
+  std::string missing;
+  auto resolve = [&](const char *name, auto &entry) {
+    void *function = dlsym(handle, name);
+    if (!function) {
+      missing += missing.empty() ? "" : ", ";
+      missing += name;
+      return;
+    }
+    entry =
+        reinterpret_cast<std::remove_reference_t<decltype(entry)>>(function);
+  };
+  resolve("cublasLtGetVersion", library.getVersion);
+  resolve("cublasLtCreate", library.create);
+  resolve("cublasLtDestroy", library.destroy);
+  resolve("cublasLtMatmulDescCreate", library.descCreate);
+  resolve("cublasLtMatmulDescDestroy", library.descDestroy);
+  resolve("cublasLtMatmulDescSetAttribute", library.descSetAttribute);
+  resolve("cublasLtMatrixLayoutCreate", library.layoutCreate);
+  resolve("cublasLtMatrixLayoutDestroy", library.layoutDestroy);
+  resolve("cublasLtMatmulPreferenceCreate", library.preferenceCreate);
+  resolve("cublasLtMatmulPreferenceDestroy", library.preferenceDestroy);
+  resolve("cublasLtMatmulPreferenceSetAttribute",
+          library.preferenceSetAttribute);
+  resolve("cublasLtMatmulAlgoGetHeuristic", library.getHeuristic);
+  resolve("cublasLtMatmul", library.matmul);
+  if (!missing.empty()) {
+    library.unavailable = library.path + " lacks " + missing +
+                          "; install cuBLASLt from CUDA 12 or 13";
+    return;
+  }
+  library.version = library.getVersion();
+  // FP8 matmuls with scale pointers came with CUDA 12.0's cuBLASLt.
+  if (library.version < 120000)
+    library.unavailable = library.path + " is version " +
+                          std::to_string(library.version) +
+                          "; FP8 matmuls need cuBLASLt 12.0 or newer";
+}
+
+Library &getLibrary() {
+  // Leaked: contexts may be destroyed from static destructors.
+  static Library *library = [] {
+    auto *loaded = new Library();
+    load(*loaded);
+    return loaded;
+  }();
+  return *library;
+}
+
+/// 32 MiB, what cuBLASLt's Hopper kernels want at most.
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+
+/// The descriptors and algorithm of one configuration.
+struct Plan {
+  Handle desc = nullptr, a = nullptr, b = nullptr, d = nullptr;
+  MatmulAlgo algo;
+  bool hasAlgo = false;
+  ~Plan() {
+    Library &library = getLibrary();
+    for (Handle layout : {a, b, d})
+      if (layout)
+        library.layoutDestroy(layout);
+    if (desc)
+      library.descDestroy(desc);
+  }
+};
+
+int dataType(const char *name) {
+  static const std::pair<const char *, int> types[] = {{"f32", kDataF32},
+                                                       {"f16", kDataF16},
+                                                       {"bf16", kDataBF16},
+                                                       {"f8E4M3FN", kDataE4M3},
+                                                       {"f8E5M2", kDataE5M2}};
+  for (const auto &[spelling, type] : types)
+    if (std::strcmp(name, spelling) == 0)
+      return type;
+  return -1;
+}
+
+te_status reject(const std::string &message) {
+  te::runtime::setDeviceDetail("cublaslt.matmul: %s", message.c_str());
+  return TE_ERROR_UNSUPPORTED;
+}
+
+te_status check(Status status, const char *call) {
+  if (status == kSuccess)
+    return TE_OK;
+  te::runtime::setDeviceDetail("cublaslt.matmul: %s failed with "
+                               "cublasStatus_t %d",
+                               call, status);
+  return status == 3 /* CUBLAS_STATUS_ALLOC_FAILED */ ? TE_ERROR_OUT_OF_MEMORY
+                                                      : TE_ERROR_INTERNAL;
+}
+
+/// Builds the descriptors of `config` in cuBLASLt's column-major terms:
+/// te's row-major D[m, n] is D^T[n, m] column-major = B A^T, so cuBLASLt's
+/// A is te's b ([n, k] row-major: k x n column-major, transposed) and its B
+/// is te's a (k x m column-major, as is).
+te_status buildPlan(const MatmulConfig &config, Plan &plan) {
+  Library &library = getLibrary();
+  if (te_status status =
+          check(library.descCreate(&plan.desc, kComputeF32, kDataF32),
+                "cublasLtMatmulDescCreate"))
+    return status;
+  auto set = [&](int attribute, int32_t value) {
+    return check(
+        library.descSetAttribute(plan.desc, attribute, &value, sizeof(value)),
+        "cublasLtMatmulDescSetAttribute");
+  };
+  if (te_status status = set(kDescTransA, kOpT))
+    return status;
+  if (te_status status = set(kDescTransB, kOpN))
+    return status;
+  if (te_status status = set(kDescEpilogue, config.epilogue))
+    return status;
+  if (config.bias >= 0)
+    if (te_status status = set(kDescBiasType, config.bias))
+      return status;
+  if (te_status status = check(
+          library.layoutCreate(&plan.a, config.b, config.k, config.n, config.k),
+          "cublasLtMatrixLayoutCreate"))
+    return status;
+  if (te_status status = check(
+          library.layoutCreate(&plan.b, config.a, config.k, config.m, config.k),
+          "cublasLtMatrixLayoutCreate"))
+    return status;
+  return check(
+      library.layoutCreate(&plan.d, config.d, config.n, config.m, config.n),
+      "cublasLtMatrixLayoutCreate");
+}
+
+} // namespace
+
+struct te::runtime::cublaslt::Context {
+  Memory memory;
+  std::mutex mutex;
+  Handle handle = nullptr;
+  void *workspace = nullptr;
+  std::map<std::string, std::unique_ptr<Plan>, std::less<>> plans;
+};
+
+bool te::runtime::cublaslt::parseMatmulConfig(const char *parameters,
+                                              MatmulConfig &config,
+                                              std::string &error) {
+  config = MatmulConfig();
+  std::string text = parameters;
+  bool seen[8] = {};
+  static const char *const keys[] = {"m", "n", "k",    "a",
+                                     "b", "d", "bias", "epilogue"};
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string pair = text.substr(start, end - start);
+    start = end + 1;
+    size_t equals = pair.find('=');
+    std::string key = pair.substr(0, equals);
+    std::string value =
+        equals == std::string::npos ? "" : pair.substr(equals + 1);
+    int index = -1;
+    for (int i = 0; i < 8; ++i)
+      if (key == keys[i])
+        index = i;
+    if (index < 0 || value.empty() || seen[index]) {
+      error = "invalid parameter '" + pair +
+              "'; expected each of m, n, k, a, b, d, bias and epilogue once, "
+              "as key=value";
+      return false;
+    }
+    seen[index] = true;
+    if (index < 3) {
+      char *rest = nullptr;
+      long long number = std::strtoll(value.c_str(), &rest, 10);
+      if (*rest || number < 1 || number > (int64_t(1) << 31)) {
+        error = "invalid size " + key + "=" + value +
+                "; expected an integer from 1 to 2^31";
+        return false;
+      }
+      (index == 0 ? config.m : index == 1 ? config.n : config.k) = number;
+    } else if (index < 6 || (index == 6 && value != "none")) {
+      int type = dataType(value.c_str());
+      bool fp8 = type == kDataE4M3 || type == kDataE5M2;
+      if (type < 0 || (index < 5 && !fp8) ||
+          (index >= 5 && (fp8 || type < 0))) {
+        error = "invalid type " + key + "=" + value +
+                (index < 5 ? "; expected f8E4M3FN or f8E5M2"
+                           : "; expected f32, f16 or bf16");
+        return false;
+      }
+      (index == 3   ? config.a
+       : index == 4 ? config.b
+       : index == 5 ? config.d
+                    : config.bias) = type;
+    } else if (index == 7) {
+      static const std::pair<const char *, int> epilogues[] = {
+          {"none", kEpilogueDefault},
+          {"bias", kEpilogueBias},
+          {"gelu", kEpilogueGelu},
+          {"gelu_bias", kEpilogueGeluBias}};
+      config.epilogue = -1;
+      for (const auto &[name, value2] : epilogues)
+        if (value == name)
+          config.epilogue = value2;
+      if (config.epilogue < 0) {
+        error = "invalid epilogue '" + value +
+                "'; expected none, bias, gelu or gelu_bias";
+        return false;
+      }
+    }
+  }
+  for (int i = 0; i < 8; ++i)
+    if (!seen[i]) {
+      error = std::string("parameter '") + keys[i] + "' is missing";
+      return false;
+    }
+  bool epilogueHasBias =
+      config.epilogue == kEpilogueBias || config.epilogue == kEpilogueGeluBias;
+  if (epilogueHasBias != (config.bias >= 0)) {
+    error = "the epilogue and the bias disagree: a bias goes with the bias "
+            "and gelu_bias epilogues, and only with them";
+    return false;
+  }
+  return true;
+}
+
+Context *te::runtime::cublaslt::createContext(Memory memory) {
+  auto *context = new Context();
+  context->memory = memory;
+  return context;
+}
+
+void te::runtime::cublaslt::destroyContext(Context *context) {
+  if (!context)
+    return;
+  context->plans.clear();
+  if (context->handle)
+    getLibrary().destroy(context->handle);
+  if (context->workspace)
+    context->memory.free(context->memory.owner, context->workspace);
+  delete context;
+}
+
+te_status te::runtime::cublaslt::runMatmul(Context &context,
+                                           const char *parameters, void **args,
+                                           int nargs, void *stream) {
+  Library &library = getLibrary();
+  if (!library.unavailable.empty())
+    return reject(library.unavailable);
+  std::lock_guard<std::mutex> lock(context.mutex);
+  auto found = context.plans.find(parameters);
+  MatmulConfig config;
+  std::string error;
+  if (!parseMatmulConfig(parameters, config, error))
+    return reject(error);
+  if (nargs != config.operands())
+    return reject("expected " + std::to_string(config.operands()) +
+                  " operands, got " + std::to_string(nargs));
+  if (!context.handle)
+    if (te_status status =
+            check(library.create(&context.handle), "cublasLtCreate"))
+      return status;
+  if (!context.workspace)
+    if (te_status status = context.memory.allocate(
+            context.memory.owner, kWorkspaceBytes, &context.workspace))
+      return status;
+  if (found == context.plans.end()) {
+    auto plan = std::make_unique<Plan>();
+    if (te_status status = buildPlan(config, *plan))
+      return status;
+    found = context.plans.emplace(parameters, std::move(plan)).first;
+  }
+  Plan &plan = *found->second;
+  // The scales and the bias change from call to call; cuBLASLt's A is
+  // te's b, so A's scale is b's.
+  void *aScale = args[3], *bScale = args[2];
+  void *bias = config.bias >= 0 ? args[4] : nullptr;
+  void *d = args[config.operands() - 1];
+  auto setPointer = [&](int attribute, void *pointer) {
+    return check(library.descSetAttribute(plan.desc, attribute, &pointer,
+                                          sizeof(pointer)),
+                 "cublasLtMatmulDescSetAttribute");
+  };
+  if (te_status status = setPointer(kDescAScale, aScale))
+    return status;
+  if (te_status status = setPointer(kDescBScale, bScale))
+    return status;
+  if (bias)
+    if (te_status status = setPointer(kDescBiasPointer, bias))
+      return status;
+  if (!plan.hasAlgo) {
+    Handle preference = nullptr;
+    if (te_status status = check(library.preferenceCreate(&preference),
+                                 "cublasLtMatmulPreferenceCreate"))
+      return status;
+    uint64_t workspace = kWorkspaceBytes;
+    Status set = library.preferenceSetAttribute(preference, kPrefMaxWorkspace,
+                                                &workspace, sizeof(workspace));
+    HeuristicResult result{};
+    int count = 0;
+    Status found = set == kSuccess
+                       ? library.getHeuristic(context.handle, plan.desc, plan.a,
+                                              plan.b, plan.d, plan.d,
+                                              preference, 1, &result, &count)
+                       : set;
+    library.preferenceDestroy(preference);
+    if (found != kSuccess || count < 1)
+      return reject("cuBLASLt " + std::to_string(library.version) +
+                    " has no algorithm for '" + parameters +
+                    "' on this GPU (cublasStatus_t " + std::to_string(found) +
+                    "); compile with TE_CUDA_GEMM=codegen");
+    plan.algo = result.algo;
+    plan.hasAlgo = true;
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  // cuBLASLt's A is te's b, its B te's a; beta = 0, so C is D.
+  return check(library.matmul(context.handle, plan.desc, &alpha, args[1],
+                              plan.a, args[0], plan.b, &beta, d, plan.d, d,
+                              plan.d, &plan.algo, context.workspace,
+                              kWorkspaceBytes, stream),
+               "cublasLtMatmul");
+}

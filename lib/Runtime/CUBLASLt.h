@@ -1,0 +1,104 @@
+//===- CUBLASLt.h - cuBLASLt's matmul as a library call ---------*- C++ -*-===//
+//
+// The cuda device's `cublaslt.matmul` library call (te/Runtime/Module.h,
+// manifest version 5): te.scaled_matmul's FP8 GEMM on cuBLASLt. Nothing is
+// linked: libcublasLt is opened with dlopen at the first call (TE_CUBLASLT,
+// else libcublasLt.so.13 or .12 on the loader's path or under
+// /usr/local/cuda/lib64), and cublasLt.h is not included (it is not there
+// without the toolkit): the types and constants below are the subset this
+// call needs, checked against the real header where the toolkit is
+// (unittests/Runtime/CUBLASLtABITest.cpp).
+//
+// Parameters, in te's row-major terms (D[m, n] = A[m, k] B[n, k]^T, what
+// te.scaled_matmul computes with transpose_b):
+//   m=<M>,n=<N>,k=<K>,a=<dtype>,b=<dtype>,d=<dtype>,bias=<dtype|none>,
+//   epilogue=<none|bias|gelu|gelu_bias>
+// with te_dtype_name spellings; operands a, b, a_scale_inv, b_scale_inv,
+// then the bias where there is one, then d.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_LIB_RUNTIME_CUBLASLT_H
+#define TE_LIB_RUNTIME_CUBLASLT_H
+
+#include "te/Runtime/Status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace te::runtime::cublaslt {
+
+// cuBLASLt's ABI, as far as the matmul needs it.
+using Status = int;
+constexpr Status kSuccess = 0;
+constexpr int kComputeF32 = 68;       // CUBLAS_COMPUTE_32F
+constexpr int kDataF32 = 0;           // CUDA_R_32F
+constexpr int kDataF16 = 2;           // CUDA_R_16F
+constexpr int kDataBF16 = 14;         // CUDA_R_16BF
+constexpr int kDataE4M3 = 28;         // CUDA_R_8F_E4M3
+constexpr int kDataE5M2 = 29;         // CUDA_R_8F_E5M2
+constexpr int kOpN = 0;               // CUBLAS_OP_N
+constexpr int kOpT = 1;               // CUBLAS_OP_T
+constexpr int kDescTransA = 3;        // CUBLASLT_MATMUL_DESC_TRANSA
+constexpr int kDescTransB = 4;        // CUBLASLT_MATMUL_DESC_TRANSB
+constexpr int kDescEpilogue = 7;      // CUBLASLT_MATMUL_DESC_EPILOGUE
+constexpr int kDescBiasPointer = 8;   // CUBLASLT_MATMUL_DESC_BIAS_POINTER
+constexpr int kDescAScale = 17;       // CUBLASLT_MATMUL_DESC_A_SCALE_POINTER
+constexpr int kDescBScale = 18;       // CUBLASLT_MATMUL_DESC_B_SCALE_POINTER
+constexpr int kDescBiasType = 26;     // CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE
+constexpr int kEpilogueDefault = 1;   // CUBLASLT_EPILOGUE_DEFAULT
+constexpr int kEpilogueBias = 4;      // CUBLASLT_EPILOGUE_BIAS
+constexpr int kEpilogueGelu = 32;     // CUBLASLT_EPILOGUE_GELU
+constexpr int kEpilogueGeluBias = 36; // CUBLASLT_EPILOGUE_GELU_BIAS
+constexpr int kPrefMaxWorkspace = 1; // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES
+
+struct MatmulAlgo {
+  uint64_t data[8];
+};
+struct HeuristicResult {
+  MatmulAlgo algo;
+  size_t workspaceSize;
+  Status state;
+  float wavesCount;
+  int reserved[4];
+};
+
+/// A matmul's configuration, parsed from its parameters.
+struct MatmulConfig {
+  int64_t m = 0, n = 0, k = 0;
+  int a = -1, b = -1, d = -1;
+  /// -1 without a bias.
+  int bias = -1;
+  int epilogue = kEpilogueDefault;
+  /// a, b, a_scale_inv, b_scale_inv, [bias], d.
+  int operands() const { return bias < 0 ? 5 : 6; }
+};
+
+/// Parses `parameters`; on failure returns false with `error` saying which
+/// parameter is wrong and what is expected.
+bool parseMatmulConfig(const char *parameters, MatmulConfig &config,
+                       std::string &error);
+
+/// What one stream's calls keep between calls: the library handle, the
+/// plans of the configurations seen, the workspace. Created lazily.
+struct Context;
+
+/// Device memory for the workspace, from the device that owns the context.
+struct Memory {
+  void *owner;
+  te_status (*allocate)(void *owner, size_t bytes, void **pointer);
+  void (*free)(void *owner, void *pointer);
+};
+
+Context *createContext(Memory memory);
+void destroyContext(Context *context);
+
+/// Runs `cublaslt.matmul` with `parameters` on `stream` (a CUstream) with
+/// operand addresses `args`; errors set the runtime's device detail.
+te_status runMatmul(Context &context, const char *parameters, void **args,
+                    int nargs, void *stream);
+
+} // namespace te::runtime::cublaslt
+
+#endif // TE_LIB_RUNTIME_CUBLASLT_H
