@@ -19,47 +19,20 @@ std::string Tolerance::describe() const {
   return text;
 }
 
-Tolerance te::support::checkTolerance(DType dtype, double referenceMax) {
+namespace {
+
+/// Half an ulp at `referenceMax` as absolute tolerance and one ulp of the
+/// element as relative tolerance, for a type of `bits` significant bits.
+Tolerance halfPrecisionTolerance(int bits, double atol, double referenceMax) {
   Tolerance tolerance;
-  // The reference sums in another order than the production kernels (te
-  // attention: a vector reduction for q.k and an online softmax that
-  // rescales its running sums at every new row max, against one ordered
-  // sum and one normalization), so f32 results differ by a few ulp of the
-  // output's scale per accumulated term. 1e-5 of max(1, max |reference|) is
-  // ~80 f32 ulp of that scale: room for sums over thousands of keys, far
-  // below any real error (a wrong mask or scale moves outputs by O(1)).
-  double atol = 1e-5 * std::max(1.0, referenceMax);
-  switch (dtype) {
-  case DType::F32:
-  case DType::F64:
-    tolerance.atol = atol;
-    return tolerance;
-  case DType::BF16:
-  case DType::F16: {
-    // The f32 values differ by the above; rounding both to the output type
-    // can then land on neighbouring values, one ulp apart: at most
-    // 2^-(mantissa bits) |reference|. And where a program rounds an
-    // intermediate to this type and goes on with it (a forward's O read by
-    // the backward, D = dO . O), the two pipelines' intermediates may differ
-    // by one ulp, which moves results by about one ulp of the output's own
-    // scale, not of the element's: an element that is a sum of cancelling
-    // terms (a small dQ entry) is only as exact as its terms. So atol is
-    // also half an ulp at max |reference|: 2^-8 of it for bf16 (8
-    // significant bits), 2^-11 for f16. Real errors (a wrong mask, scale or
-    // index) move outputs by a sizeable part of max |reference|.
-    int bits = dtype == DType::BF16 ? 8 : 11;
-    tolerance.rtol = std::ldexp(1.0, -(bits - 1));
-    tolerance.atol = std::max(atol, std::ldexp(referenceMax, -bits));
-    return tolerance;
-  }
-  default:
-    // fp8 and integers come from bit-exact lowerings on both sides.
-    tolerance.exact = true;
-    return tolerance;
-  }
+  tolerance.rtol = std::ldexp(1.0, -(bits - 1));
+  tolerance.atol = std::max(atol, std::ldexp(referenceMax, -bits));
+  return tolerance;
 }
 
-namespace {
+int significantBits(DType dtype) { return dtype == DType::BF16 ? 8 : 11; }
+
+bool isHalf(DType dtype) { return dtype == DType::BF16 || dtype == DType::F16; }
 
 double elementValue(const uint8_t *data, size_t index, DType dtype) {
   size_t size = dtypeSize(dtype);
@@ -85,9 +58,64 @@ double elementValue(const uint8_t *data, size_t index, DType dtype) {
 
 } // namespace
 
+Tolerance te::support::checkTolerance(DType dtype, double referenceMax,
+                                      DType computedIn) {
+  Tolerance tolerance;
+  // The reference sums in another order than the production kernels (te
+  // attention: a vector reduction for q.k and an online softmax that
+  // rescales its running sums at every new row max, against one ordered
+  // sum and one normalization), so f32 results differ by a few ulp of the
+  // output's scale per accumulated term. 1e-5 of max(1, max |reference|) is
+  // ~80 f32 ulp of that scale: room for sums over thousands of keys, far
+  // below any real error (a wrong mask or scale moves outputs by O(1)).
+  double atol = 1e-5 * std::max(1.0, referenceMax);
+  switch (dtype) {
+  case DType::F32:
+  case DType::F64:
+    // An f32 result of a program that rounds values to bf16 or f16 on the
+    // way (an attention backward's d alpha = -sum P_sink (dO . O), with O
+    // the forward's bf16 output) inherits their one-ulp differences
+    // between the two pipelines, summed: it is only as exact as that type.
+    if (isHalf(computedIn))
+      return halfPrecisionTolerance(significantBits(computedIn), atol,
+                                    referenceMax);
+    tolerance.atol = atol;
+    return tolerance;
+  case DType::BF16:
+  case DType::F16:
+    // The f32 values differ by the above; rounding both to the output type
+    // can then land on neighbouring values, one ulp apart: at most
+    // 2^-(mantissa bits) |reference|. And where a program rounds an
+    // intermediate to this type and goes on with it (a forward's O read by
+    // the backward, D = dO . O), the two pipelines' intermediates may differ
+    // by one ulp, which moves results by about one ulp of the output's own
+    // scale, not of the element's: an element that is a sum of cancelling
+    // terms (a small dQ entry) is only as exact as its terms. So atol is
+    // also half an ulp at max |reference|: 2^-8 of it for bf16 (8
+    // significant bits), 2^-11 for f16. Real errors (a wrong mask, scale or
+    // index) move outputs by a sizeable part of max |reference|.
+    return halfPrecisionTolerance(significantBits(dtype), atol, referenceMax);
+  default:
+    // fp8 and integers come from bit-exact lowerings on both sides.
+    tolerance.exact = true;
+    return tolerance;
+  }
+}
+
+DType te::support::narrowestFloat(const DType *types, size_t count) {
+  DType narrowest = DType::F32;
+  for (size_t i = 0; i < count; ++i) {
+    if (types[i] == DType::BF16)
+      return DType::BF16;
+    if (types[i] == DType::F16)
+      narrowest = DType::F16;
+  }
+  return narrowest;
+}
+
 Comparison te::support::compareOutputs(const uint8_t *actual,
                                        const uint8_t *reference, size_t count,
-                                       DType dtype) {
+                                       DType dtype, DType computedIn) {
   double referenceMax = 0;
   for (size_t i = 0; i < count; ++i) {
     double value = std::fabs(elementValue(reference, i, dtype));
@@ -95,7 +123,7 @@ Comparison te::support::compareOutputs(const uint8_t *actual,
       referenceMax = std::max(referenceMax, value);
   }
   Comparison result;
-  result.tolerance = checkTolerance(dtype, referenceMax);
+  result.tolerance = checkTolerance(dtype, referenceMax, computedIn);
   size_t size = dtypeSize(dtype);
   for (size_t i = 0; i < count; ++i) {
     double a = elementValue(actual, i, dtype);

@@ -218,6 +218,13 @@ OutputComparison compareOutputBuffers(Report &report,
                                       const std::vector<BufferPtr> &onGpu,
                                       const std::vector<BufferPtr> &onCpu) {
   OutputComparison result;
+  // f32 outputs of a bf16 or f16 program are judged at that precision, as
+  // te-run --check judges them.
+  std::vector<te::support::DType> types;
+  for (const Argument &arg : args)
+    types.push_back(*te::support::parseDType(te_dtype_name(arg.dtype)));
+  te::support::DType computedIn =
+      te::support::narrowestFloat(types.data(), types.size());
   size_t output = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     if (!args[i].isOutput)
@@ -232,7 +239,7 @@ OutputComparison compareOutputBuffers(Report &report,
     result.compared += bytes;
     te::support::Comparison comparison = te::support::compareOutputs(
         fromGpu.data(), fromCpu.data(), bytes / te_dtype_size(args[i].dtype),
-        *te::support::parseDType(te_dtype_name(args[i].dtype)));
+        types[i], computedIn);
     if (comparison.mismatches && result.firstOutside.empty()) {
       char text[160];
       std::snprintf(text, sizeof(text),

@@ -641,6 +641,17 @@ int checkAgainstReference(const std::string &compilerLib,
         "--check: launch of the reference @" + entry + " failed");
   check(te_device_synchronize(device), "synchronize");
 
+  // f32 outputs of a bf16 or f16 program are judged at that precision.
+  std::vector<DType> types;
+  for (size_t i = 0; i < numInputs; ++i) {
+    te_arg_info info;
+    check(te_kernel_arg(kernel, int(i), &info), "--check: kernel argument");
+    types.push_back(toSupportDType(info.dtype));
+  }
+  for (const Argument &output : outputs)
+    types.push_back(toSupportDType(output.dtype));
+  DType computedIn = support::narrowestFloat(types.data(), types.size());
+
   int status = 0;
   for (size_t i = 0; i < outputs.size(); ++i) {
     te_buffer *actualBuffer = buffers[numInputs + i];
@@ -653,7 +664,7 @@ int checkAgainstReference(const std::string &compilerLib,
           "--check: cannot read reference output " + std::to_string(i));
     support::Comparison result = support::compareOutputs(
         actual.data(), reference.data(), size_t(outputs[i].numElements()),
-        toSupportDType(outputs[i].dtype));
+        toSupportDType(outputs[i].dtype), computedIn);
     std::printf("check out%zu: max abs err %.3g, max rel err %.3g "
                 "(tolerance %s): %s\n",
                 i, result.maxAbsError, result.maxRelError,

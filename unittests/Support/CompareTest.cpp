@@ -124,4 +124,37 @@ TEST(CompareTest, ToleranceByType) {
   EXPECT_TRUE(checkTolerance(DType::I1, 1).exact);
 }
 
+// An f32 output of a bf16 or f16 program (an attention backward's d alpha)
+// is judged at that type's precision; of an f32 or FP8 program, at f32's.
+TEST(CompareTest, F32OutputsOfHalfProgramsAtTheirPrecision) {
+  DType bf16Program[] = {DType::BF16, DType::F32, DType::F16};
+  DType f16Program[] = {DType::F32, DType::F16, DType::F8E4M3FN};
+  DType f32Program[] = {DType::F8E4M3FN, DType::F32, DType::I32};
+  EXPECT_EQ(narrowestFloat(bf16Program, 3), DType::BF16);
+  EXPECT_EQ(narrowestFloat(f16Program, 3), DType::F16);
+  EXPECT_EQ(narrowestFloat(f32Program, 3), DType::F32);
+  EXPECT_EQ(narrowestFloat(nullptr, 0), DType::F32);
+
+  Tolerance ofBF16 = checkTolerance(DType::F32, 8, DType::BF16);
+  EXPECT_DOUBLE_EQ(ofBF16.rtol, 1.0 / 128);
+  EXPECT_DOUBLE_EQ(ofBF16.atol, 8.0 / 256);
+  EXPECT_DOUBLE_EQ(checkTolerance(DType::F32, 1, DType::F16).atol, 1.0 / 2048);
+  EXPECT_DOUBLE_EQ(checkTolerance(DType::F32, 8, DType::F32).atol, 8e-5);
+  EXPECT_DOUBLE_EQ(checkTolerance(DType::F32, 8, DType::F32).rtol, 0);
+
+  // Seen on an H200: d alpha 7.65013 against the CPU's 7.65109 after each
+  // device ran the bf16 forward itself. Outside f32's tolerance, within
+  // bf16's; a wrong result (7.8) is outside both.
+  float gpu[] = {7.65013f}, cpu[] = {7.65109f}, wrong[] = {7.8f};
+  auto bytes = [](const float *x) {
+    return reinterpret_cast<const uint8_t *>(x);
+  };
+  EXPECT_FALSE(compareOutputs(bytes(gpu), bytes(cpu), 1, DType::F32).ok());
+  EXPECT_TRUE(
+      compareOutputs(bytes(gpu), bytes(cpu), 1, DType::F32, DType::BF16).ok());
+  EXPECT_FALSE(
+      compareOutputs(bytes(wrong), bytes(cpu), 1, DType::F32, DType::BF16)
+          .ok());
+}
+
 } // namespace

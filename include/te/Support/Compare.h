@@ -29,8 +29,19 @@ struct Tolerance {
 };
 
 /// The tolerance for outputs of element type `dtype` whose reference has
-/// largest finite magnitude `referenceMax`.
-Tolerance checkTolerance(DType dtype, double referenceMax);
+/// largest finite magnitude `referenceMax`, computed by a program whose
+/// narrowest floating-point type is `computedIn` (see narrowestFloat): an
+/// f32 result of a bf16 or f16 program is judged at that type's precision.
+Tolerance checkTolerance(DType dtype, double referenceMax, DType computedIn);
+inline Tolerance checkTolerance(DType dtype, double referenceMax) {
+  return checkTolerance(dtype, referenceMax, dtype);
+}
+
+/// The narrowest of bf16, f16 and f32 among `types` (a program's
+/// arguments and results): bf16 when one is bf16, else f16 when one is
+/// f16, else f32. FP8 and integer types do not count; their values come
+/// from bit-exact lowerings.
+DType narrowestFloat(const DType *types, size_t count);
 
 struct Comparison {
   double maxAbsError = 0;
@@ -45,9 +56,15 @@ struct Comparison {
 };
 
 /// Compares `count` elements of `dtype` (raw bytes, the kernel ABI's
-/// layout) of `actual` with `reference`.
+/// layout) of `actual` with `reference`, outputs of a program whose
+/// narrowest floating-point type is `computedIn` (checkTolerance).
 Comparison compareOutputs(const uint8_t *actual, const uint8_t *reference,
-                          size_t count, DType dtype);
+                          size_t count, DType dtype, DType computedIn);
+inline Comparison compareOutputs(const uint8_t *actual,
+                                 const uint8_t *reference, size_t count,
+                                 DType dtype) {
+  return compareOutputs(actual, reference, count, dtype, dtype);
+}
 
 } // namespace te::support
 
