@@ -300,6 +300,18 @@ std::vector<std::string> DispatchRecord::notes() const {
   std::vector<std::string> notes;
   for (const auto &[provider, reason] : declined)
     notes.push_back(provider + ": " + reason);
+  // The native strategies not taken: those that cannot take the op say
+  // why, those that could were passed over for the first that can.
+  const LoweringStrategy *chosen = nullptr;
+  for (const LoweringStrategy &strategy : strategies) {
+    if (strategy.unsupported)
+      notes.push_back(strategy.name + ": " + *strategy.unsupported);
+    else if (chosen)
+      notes.push_back(strategy.name + ": also possible; " + chosen->name +
+                      " is preferred");
+    else
+      chosen = &strategy;
+  }
   if (!fallback.empty())
     notes.push_back("fallback: " + fallback);
   return notes;
@@ -310,13 +322,17 @@ std::string DispatchRecord::describeBackend(StringRef targetName) const {
     return "plugin " + provider;
   if (!nativeUnsupported.empty())
     return "none: " + nativeUnsupported;
+  for (const LoweringStrategy &strategy : strategies)
+    if (!strategy.unsupported)
+      return targetName.str() + " (native, " + strategy.name + ")";
   return targetName.str() + " (native)";
 }
 
 FailureOr<std::vector<DispatchRecord>>
 mlir::te::plugin::dispatchModule(ModuleOp module, const TargetInfo &target,
                                  const NativeLowering *targetNative,
-                                 const DispatchPolicy &policy) {
+                                 const DispatchPolicy &policy,
+                                 bool nativeHasStrategies) {
   PluginManager &manager = PluginManager::get();
   SmallVector<Operation *> ops;
   module.walk([&](Operation *op) {
@@ -425,9 +441,12 @@ mlir::te::plugin::dispatchModule(ModuleOp module, const TargetInfo &target,
       }
       break;
     }
-    if (record.provider == "native")
+    if (record.provider == "native") {
       if (std::optional<std::string> reason = native.getUnsupportedReason(op))
         record.nativeUnsupported = *reason;
+      else if (nativeHasStrategies && targetNative)
+        record.strategies = targetNative->getStrategies(op);
+    }
     records.push_back(std::move(record));
   }
   if (failedStrict)
@@ -473,8 +492,9 @@ struct TEDispatchPass : mlir::te::impl::TEDispatchBase<TEDispatchPass> {
   void runOnOperation() override {
     FailureOr<DispatchSetup> setup =
         prepare(getOperation(), policy, deny, device);
-    if (failed(setup) || failed(dispatchModule(getOperation(), setup->target,
-                                               setup->native, setup->policy)))
+    if (failed(setup) ||
+        failed(dispatchModule(getOperation(), setup->target, setup->native,
+                              setup->policy, setup->nativeHasStrategies)))
       return signalPassFailure();
     // Without a native lowering nothing after the dispatch lowers what the
     // providers left.
@@ -507,7 +527,8 @@ struct TEExplainDispatchPass
       return signalPassFailure();
     OwningOpRef<ModuleOp> copy = getOperation().clone();
     FailureOr<std::vector<DispatchRecord>> records =
-        dispatchModule(*copy, setup->target, setup->native, setup->policy);
+        dispatchModule(*copy, setup->target, setup->native, setup->policy,
+                       setup->nativeHasStrategies);
     if (failed(records))
       return signalPassFailure();
     printDispatchTable(llvm::outs(), *records, setup->targetName);
@@ -574,6 +595,8 @@ mlir::te::plugin::prepareDispatch(StringRef device, StringRef policyOverride,
   setup.target = target->target->getTargetInfo();
   setup.targetName = target->target->getName();
   setup.native = target->getNativeLowering();
+  // getStrategies came with plugin ABI 1.3.
+  setup.nativeHasStrategies = target->abiMinor >= 3;
   return setup;
 }
 

@@ -97,6 +97,10 @@ const TargetInfo &mlir::te::plugin::getHostTarget() {
 }
 
 NativeLowering::~NativeLowering() = default;
+
+std::vector<LoweringStrategy> NativeLowering::getStrategies(Operation *) const {
+  return {};
+}
 TargetBackend::~TargetBackend() = default;
 
 const NativeLowering *TargetBackend::getNativeLowering() const {

@@ -58,6 +58,9 @@ struct DispatchRecord {
   /// For an op left to native: why the native backend cannot lower it
   /// either (empty when it can).
   std::string nativeUnsupported;
+  /// For an op left to native: the strategies its lowering chose among
+  /// (NativeLowering::getStrategies), empty when it has one.
+  std::vector<LoweringStrategy> strategies;
 
   /// The declines ("provider: reason") and the fallback ("fallback: ..."),
   /// one note each, as the explain tables print them.
@@ -75,9 +78,12 @@ struct DispatchRecord {
 /// DispatchRecord::nativeUnsupported and which providers may wrap.
 /// Warnings go through the PluginManager. Fails (with diagnostics) only in
 /// strict mode, when a plugin lowering had to fall back.
+/// With `nativeHasStrategies` (a lowering of a target built for plugin ABI
+/// 1.3 or later), DispatchRecord::strategies is filled in too.
 FailureOr<std::vector<DispatchRecord>>
 dispatchModule(ModuleOp module, const TargetInfo &target,
-               const NativeLowering *native, const DispatchPolicy &policy);
+               const NativeLowering *native, const DispatchPolicy &policy,
+               bool nativeHasStrategies = false);
 
 /// What a dispatch for runtime device `device` needs: NVTE_PLUGIN loaded,
 /// the policy (`policyOverride` / `denyOverride` where not empty, else the
@@ -91,6 +97,8 @@ struct DispatchSetup {
   /// The target's native lowering (TargetRef::getNativeLowering); null
   /// when it has none.
   const NativeLowering *native = nullptr;
+  /// Whether `native` has getStrategies (plugin ABI 1.3).
+  bool nativeHasStrategies = false;
 };
 FailureOr<DispatchSetup> prepareDispatch(StringRef device,
                                          StringRef policyOverride,

@@ -38,9 +38,10 @@ extern "C" {
 /// appended TargetBackend's getNativeLowering, getPipelineIdentity,
 /// getDependentDialects, buildReferencePipeline, getArtifactNames and
 /// emitArtifact (te/Target/Target.h), which the host calls only on targets
-/// of plugins built for 1.2 or later.
+/// of plugins built for 1.2 or later; 1.3 appended NativeLowering's
+/// getStrategies, likewise.
 #define TE_PLUGIN_ABI_MAJOR 1
-#define TE_PLUGIN_ABI_MINOR 2
+#define TE_PLUGIN_ABI_MINOR 3
 
 /// The name of the one symbol a plugin exports.
 #define TE_PLUGIN_QUERY_SYMBOL "te_plugin_query"

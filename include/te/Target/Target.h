@@ -67,6 +67,16 @@ const TargetInfo &getHostTarget();
 /// knows the processor it names.
 std::optional<std::string> getHostTargetError();
 
+/// One way a native lowering can take an op (code generation, a vendor
+/// library), for --explain.
+struct LoweringStrategy {
+  /// "code generation", "cuBLASLt", ...
+  std::string name;
+  /// Why it cannot take the op (its own words, a policy variable's
+  /// choice included), or nullopt if it can.
+  std::optional<std::string> unsupported;
+};
+
 /// A target's own lowering of single te ops: what the dispatch leaves ops
 /// to when no plugin provider takes them, and what providers may extend or
 /// wrap (what TE's `_nv` alias gives its Python plugins).
@@ -80,6 +90,11 @@ public:
   /// Lowers `op` in place exactly as the native backend does; the op is
   /// replaced. Fails (with a diagnostic on the op) if native cannot.
   virtual LogicalResult lower(Operation *op) const = 0;
+  /// The strategies the lowering chooses among for `op`, in order of
+  /// preference (the first that can take the op lowers it); empty when it
+  /// has one way only. Plugin ABI 1.3: called only on lowerings of targets
+  /// built for 1.3 or later.
+  virtual std::vector<LoweringStrategy> getStrategies(Operation *op) const;
 };
 
 } // namespace plugin

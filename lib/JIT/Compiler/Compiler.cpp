@@ -316,7 +316,7 @@ int te_compiler_explain_for(const char *device, const char *source, size_t size,
   OwningOpRef<ModuleOp> copy = module->clone();
   FailureOr<std::vector<te::plugin::DispatchRecord>> records =
       te::plugin::dispatchModule(*copy, setup->target, setup->native,
-                                 setup->policy);
+                                 setup->policy, setup->nativeHasStrategies);
   if (failed(records)) {
     *error = copyString(session.diagnostics);
     return 1;

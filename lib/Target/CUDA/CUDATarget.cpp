@@ -12,6 +12,7 @@
 #include "te/Target/TargetRegistry.h"
 
 #include "te/Conversion/TEToGPU/TEToGPU.h"
+#include "te/Dialect/TE/IR/TEOps.h"
 #include "te/Runtime/Device.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -39,8 +40,10 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/xxhash.h"
 
 #include <cstdlib>
 #include <mutex>
@@ -162,6 +165,11 @@ static std::string getPtxasVersion(StringRef toolkit) {
 /// compile.
 static constexpr const char *kPTXFeatures = "+ptx81";
 
+/// The attributes that make a private function declaration a library call
+/// of the runtime's device (a manifest `call` line).
+static constexpr const char *kLibraryFunctionAttr = "te.library_function";
+static constexpr const char *kLibraryParametersAttr = "te.library_parameters";
+
 namespace {
 class CUDAGPUTargetInfo : public GPUTargetInfo {
 public:
@@ -267,8 +275,186 @@ private:
 };
 } // namespace
 
+//===----------------------------------------------------------------------===//
+// NVIDIA's libraries: te.scaled_matmul on cuBLASLt
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The te_dtype_name spelling of a float element type.
+std::string dtypeName(Type type) {
+  if (type.isF32())
+    return "f32";
+  if (type.isF16())
+    return "f16";
+  if (type.isBF16())
+    return "bf16";
+  if (isa<Float8E4M3FNType>(type))
+    return "f8E4M3FN";
+  if (isa<Float8E5M2Type>(type))
+    return "f8E5M2";
+  return "";
+}
+
+/// TE_CUDA_GEMM: "cublaslt" (the default: cuBLASLt where it supports the
+/// configuration) or "codegen".
+std::string getGemmPolicy() {
+  const char *policy = std::getenv("TE_CUDA_GEMM");
+  return policy && *policy ? policy : "cublaslt";
+}
+
+/// Why cuBLASLt cannot take `op` on `arch` (or the policy declines it),
+/// or nullopt.
+std::optional<std::string> getCuBLASLtUnsupportedReason(ScaledMatmulOp op,
+                                                        StringRef arch) {
+  std::string policy = getGemmPolicy();
+  if (policy == "codegen")
+    return std::string("TE_CUDA_GEMM=codegen chooses code generation");
+  if (policy != "cublaslt")
+    return "TE_CUDA_GEMM='" + policy + "' is neither cublaslt nor codegen";
+  if (arch != "sm_89" && !arch.starts_with("sm_90"))
+    return "cuBLASLt's FP8 GEMMs need sm_89 or newer, not " + arch.str();
+  if (op.getTransposeA() || !op.getTransposeB())
+    return std::string("cuBLASLt's FP8 GEMMs on sm_89 and sm_90 take one "
+                       "layout, TE's TN (transpose_b without transpose_a)");
+  Type a = op.getA().getType().getElementType();
+  Type b = op.getB().getType().getElementType();
+  if (isa<Float8E5M2Type>(a) && isa<Float8E5M2Type>(b))
+    return std::string("cuBLASLt has no E5M2 x E5M2 GEMM");
+  Type d = op.getD().getType().getElementType();
+  if (!d.isF32() && !d.isF16() && !d.isBF16())
+    return std::string("FP8 outputs (with their amax) stay with code "
+                       "generation, bit-exact with the CPU");
+  if (Value bias = op.getBias()) {
+    Type biasType = cast<RankedTensorType>(bias.getType()).getElementType();
+    Type wanted = d.isF16() ? Type(Float16Type::get(op.getContext()))
+                            : Type(BFloat16Type::get(op.getContext()));
+    if (biasType != wanted)
+      return "cuBLASLt's FP8 GEMMs take a " + dtypeName(wanted) +
+             " bias with a " + dtypeName(d) + " output, not " +
+             dtypeName(biasType);
+  }
+  int64_t k = op.getB().getType().getDimSize(1);
+  int64_t n = op.getD().getType().getDimSize(1);
+  int64_t dBytes = (d.getIntOrFloatBitWidth() + 7) / 8;
+  if (k % 16 != 0 || (n * dBytes) % 16 != 0)
+    return "cuBLASLt's FP8 GEMMs need 16-byte aligned rows: K (" +
+           std::to_string(k) + ") a multiple of 16 and N (" +
+           std::to_string(n) + ") of " + std::to_string(16 / dBytes);
+  return std::nullopt;
+}
+
+/// The cublaslt.matmul parameters of `op` (lib/Runtime/CUBLASLt.h).
+std::string getMatmulParameters(ScaledMatmulOp op) {
+  RankedTensorType d = op.getD().getType();
+  std::string bias = "none";
+  if (Value value = op.getBias())
+    bias = dtypeName(cast<RankedTensorType>(value.getType()).getElementType());
+  std::string epilogue = op.getGelu()   ? (op.getBias() ? "gelu_bias" : "gelu")
+                         : op.getBias() ? "bias"
+                                        : "none";
+  return "m=" + std::to_string(d.getDimSize(0)) +
+         ",n=" + std::to_string(d.getDimSize(1)) +
+         ",k=" + std::to_string(op.getB().getType().getDimSize(1)) +
+         ",a=" + dtypeName(op.getA().getType().getElementType()) +
+         ",b=" + dtypeName(op.getB().getType().getElementType()) +
+         ",d=" + dtypeName(d.getElementType()) + ",bias=" + bias +
+         ",epilogue=" + epilogue;
+}
+
+/// Replaces `op` by a call of cuBLASLt's matmul on buffers, the way the
+/// kernel lowerings take their operands: inputs read-only, the output a
+/// fresh allocation the call writes.
+LogicalResult lowerToCuBLASLt(ScaledMatmulOp op) {
+  Location loc = op.getLoc();
+  OpBuilder host(op);
+  SmallVector<Value> operands;
+  auto bufferType = [](Value tensor) {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    return MemRefType::get(type.getShape(), type.getElementType());
+  };
+  for (Value input : {op.getA(), op.getB(), op.getAScaleInv(),
+                      op.getBScaleInv(), op.getBias()}) {
+    if (!input)
+      continue;
+    auto read =
+        bufferization::ToBufferOp::create(host, loc, bufferType(input), input);
+    read.setReadOnly(true);
+    operands.push_back(read);
+  }
+  RankedTensorType dType = op.getD().getType();
+  Value output = memref::AllocOp::create(host, loc, bufferType(op.getD()),
+                                         host.getI64IntegerAttr(256));
+  operands.push_back(output);
+
+  // One declaration per signature and configuration.
+  std::string parameters = getMatmulParameters(op);
+  SmallVector<Type> types;
+  std::string key = parameters;
+  for (Value operand : operands) {
+    types.push_back(operand.getType());
+    llvm::raw_string_ostream(key) << ";" << operand.getType();
+  }
+  std::string name;
+  llvm::raw_string_ostream(name)
+      << "te_cublaslt_matmul_"
+      << llvm::format_hex_no_prefix(llvm::xxh3_64bits(key), 16);
+  auto module = op->getParentOfType<ModuleOp>();
+  if (!module.lookupSymbol<func::FuncOp>(name)) {
+    OpBuilder top = OpBuilder::atBlockEnd(module.getBody());
+    auto declaration =
+        func::FuncOp::create(top, loc, name, host.getFunctionType(types, {}));
+    declaration.setPrivate();
+    declaration->setAttr(kLibraryFunctionAttr,
+                         host.getStringAttr("cublaslt.matmul"));
+    declaration->setAttr(kLibraryParametersAttr,
+                         host.getStringAttr(parameters));
+  }
+  func::CallOp::create(host, loc, name, TypeRange{}, operands);
+  Value result = bufferization::ToTensorOp::create(host, loc, dType, output,
+                                                   /*restrict=*/true,
+                                                   /*writable=*/true);
+  op.getD().replaceAllUsesWith(result);
+  op.erase();
+  return success();
+}
+
+/// The library strategies, before the kernels' lowering: each op that a
+/// library takes on `arch` becomes its call.
+struct LowerToCUDALibrariesPass
+    : PassWrapper<LowerToCUDALibrariesPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerToCUDALibrariesPass)
+
+  explicit LowerToCUDALibrariesPass(std::string arch) : arch(std::move(arch)) {}
+  StringRef getArgument() const override {
+    return "te-lower-to-cuda-libraries";
+  }
+  StringRef getDescription() const override {
+    return "lower te ops that NVIDIA's libraries take to library calls";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<bufferization::BufferizationDialect, func::FuncDialect,
+                    memref::MemRefDialect>();
+  }
+  void runOnOperation() override {
+    SmallVector<ScaledMatmulOp> matmuls;
+    getOperation().walk([&](ScaledMatmulOp op) {
+      if (!getCuBLASLtUnsupportedReason(op, arch))
+        matmuls.push_back(op);
+    });
+    for (ScaledMatmulOp op : matmuls)
+      if (failed(lowerToCuBLASLt(op)))
+        return signalPassFailure();
+  }
+
+  std::string arch;
+};
+
+} // namespace
+
 void mlir::te::buildCUDATargetPipeline(OpPassManager &pm, StringRef arch) {
   auto info = std::make_shared<CUDAGPUTargetInfo>(arch.str());
+  pm.addPass(std::make_unique<LowerToCUDALibrariesPass>(arch.str()));
   pm.addPass(createConvertTEToGPUPass(info));
   // Entry points write their results into the caller's buffers; the other
   // allocations are the temporaries of the manifest's steps, and copies
@@ -310,6 +496,8 @@ namespace {
 /// The manifest lines of one entry's steps.
 struct EntryPlan {
   std::vector<std::string> lines;
+  /// Whether a line is a library call (manifest version 5).
+  bool hasCalls = false;
 };
 
 /// Reads the host function of `entry`: its allocations become temporaries
@@ -390,6 +578,32 @@ FailureOr<EntryPlan> planEntry(func::FuncOp function, const KernelEntry &entry,
       plan.lines.push_back(std::move(line));
       continue;
     }
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      auto library =
+          callee ? callee->getAttrOfType<StringAttr>(kLibraryFunctionAttr)
+                 : StringAttr();
+      auto parameters =
+          callee ? callee->getAttrOfType<StringAttr>(kLibraryParametersAttr)
+                 : StringAttr();
+      if (!library || !parameters)
+        return call.emitError("the cuda target runs calls of library "
+                              "functions only (declarations with ")
+               << kLibraryFunctionAttr << ")";
+      std::string line = "call " + library.str() + " " + parameters.str();
+      for (Value operand : call.getOperands()) {
+        auto it = operands.find(operand);
+        if (it == operands.end())
+          return call.emitError("a library call operand that is neither an "
+                                "argument of the entry point nor one of its "
+                                "temporaries");
+        line += " " + it->second;
+      }
+      plan.lines.push_back(std::move(line));
+      plan.hasCalls = true;
+      continue;
+    }
     if (isa<memref::CopyOp>(op))
       return op.emitError("the cuda target cannot yet copy buffers on the "
                           "host: an entry point returns one of its inputs, "
@@ -403,11 +617,15 @@ FailureOr<EntryPlan> planEntry(func::FuncOp function, const KernelEntry &entry,
 }
 
 /// `manifest` (as formatKernelManifest wrote it) with each entry's plan
-/// inserted before its `end`, as version 4.
+/// inserted before its `end`, as version 4 (5 with library calls).
 std::string insertPlans(StringRef manifest, ArrayRef<EntryPlan> plans) {
   SmallVector<StringRef> lines;
   manifest.split(lines, '\n', -1, /*KeepEmpty=*/false);
-  std::string text = "te-kernel-abi 4\n";
+  bool calls =
+      llvm::any_of(plans, [](const EntryPlan &plan) { return plan.hasCalls; });
+  // Version 5 only where a library call needs it: older runtimes keep
+  // loading everything else.
+  std::string text = calls ? "te-kernel-abi 5\n" : "te-kernel-abi 4\n";
   size_t entry = 0;
   for (StringRef line : llvm::drop_begin(lines)) {
     if (line == "end" && entry < plans.size())
@@ -521,6 +739,9 @@ public:
     FailureOr<std::string> arch = getCUDAArch(&error);
     if (failed(arch))
       return error;
+    if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
+      if (!getCuBLASLtUnsupportedReason(matmul, *arch))
+        return std::nullopt;
     return getGPUUnsupportedReason(op, CUDAGPUTargetInfo(*arch));
   }
   LogicalResult lower(Operation *op) const override {
@@ -528,7 +749,21 @@ public:
     FailureOr<std::string> arch = getCUDAArch(&error);
     if (failed(arch))
       return op->emitError(error);
+    if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
+      if (!getCuBLASLtUnsupportedReason(matmul, *arch))
+        return lowerToCuBLASLt(matmul);
     return lowerTEOpToGPU(op, CUDAGPUTargetInfo(*arch));
+  }
+  std::vector<plugin::LoweringStrategy>
+  getStrategies(Operation *op) const override {
+    std::string error;
+    FailureOr<std::string> arch = getCUDAArch(&error);
+    auto matmul = dyn_cast<ScaledMatmulOp>(op);
+    if (failed(arch) || !matmul)
+      return {};
+    CUDAGPUTargetInfo target(*arch);
+    return {{"cuBLASLt", getCuBLASLtUnsupportedReason(matmul, *arch)},
+            {"code generation", getGPUUnsupportedReason(op, target)}};
   }
 };
 
@@ -565,7 +800,8 @@ public:
   /// The kernels depend on the te-mlir build (its build id covers the
   /// lowering) and on the toolkit's ptxas, which is read at run time.
   std::string getPipelineIdentity() const override {
-    return "te-lower-cuda abi=1 ptxas=" + getPtxasVersion(getCUDAToolkitPath());
+    return "te-lower-cuda abi=1 ptxas=" +
+           getPtxasVersion(getCUDAToolkitPath()) + " gemm=" + getGemmPolicy();
   }
 
   void getDependentDialects(DialectRegistry &registry) const override {

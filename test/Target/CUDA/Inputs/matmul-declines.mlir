@@ -1,0 +1,21 @@
+// Configurations cuBLASLt declines (library-calls.test).
+func.func @e5m2_both(%a: tensor<32x64xf8E5M2>, %b: tensor<32x64xf8E5M2>,
+                     %sa: tensor<f32>, %sb: tensor<f32>) -> tensor<32x32xbf16> {
+  %d = te.scaled_matmul %a, %b scales(%sa, %sb) transpose_b : tensor<32x64xf8E5M2>, tensor<32x64xf8E5M2>, tensor<f32>, tensor<f32> -> tensor<32x32xbf16>
+  return %d : tensor<32x32xbf16>
+}
+func.func @fp8_out(%a: tensor<32x64xf8E4M3FN>, %b: tensor<32x64xf8E4M3FN>, %sa: tensor<f32>,
+                   %sb: tensor<f32>, %so: tensor<f32>) -> (tensor<32x32xf8E4M3FN>, tensor<f32>) {
+  %d, %amax = te.scaled_matmul %a, %b scales(%sa, %sb) out_scale(%so) transpose_b : tensor<32x64xf8E4M3FN>, tensor<32x64xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<f32> -> tensor<32x32xf8E4M3FN>, tensor<f32>
+  return %d, %amax : tensor<32x32xf8E4M3FN>, tensor<f32>
+}
+func.func @f32_bias(%a: tensor<32x64xf8E4M3FN>, %b: tensor<32x64xf8E4M3FN>, %sa: tensor<f32>,
+                    %sb: tensor<f32>, %bias: tensor<32xf32>) -> tensor<32x32xf32> {
+  %d = te.scaled_matmul %a, %b scales(%sa, %sb) bias(%bias) transpose_b : tensor<32x64xf8E4M3FN>, tensor<32x64xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<32xf32> -> tensor<32x32xf32>
+  return %d : tensor<32x32xf32>
+}
+func.func @unaligned(%a: tensor<32x24xf8E4M3FN>, %b: tensor<8x24xf8E4M3FN>,
+                     %sa: tensor<f32>, %sb: tensor<f32>) -> tensor<32x8xbf16> {
+  %d = te.scaled_matmul %a, %b scales(%sa, %sb) transpose_b : tensor<32x24xf8E4M3FN>, tensor<8x24xf8E4M3FN>, tensor<f32>, tensor<f32> -> tensor<32x8xbf16>
+  return %d : tensor<32x8xbf16>
+}
