@@ -59,4 +59,13 @@ if ! .venv/bin/python -c 'import numpy, ml_dtypes, pytest, nanobind, matplotlib,
   echo "bootstrap: installing ${PIP_PACKAGES[*]} into .venv"
   .venv/bin/python -m pip install --quiet --disable-pip-version-check "${PIP_PACKAGES[@]}"
 fi
+# The cudnn_frontend C++ headers (header-only; the wheel carries them in
+# site-packages/include), for the cuda device's cuDNN attention call
+# (lib/Runtime/CUDNN.cpp). Only the headers are used: the Python package's
+# own dependencies (CUTLASS's DSL, TVM FFI) are not installed.
+CUDNN_FRONTEND="nvidia-cudnn-frontend==1.32.0"
+if ! compgen -G '.venv/lib/python3*/site-packages/include/cudnn_frontend.h' > /dev/null; then
+  echo "bootstrap: installing the headers of ${CUDNN_FRONTEND} into .venv"
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "${CUDNN_FRONTEND}"
+fi
 echo "bootstrap: dependencies are in place"

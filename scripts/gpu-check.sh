@@ -8,7 +8,9 @@
 # (into $TE_GPU_KERNELS, else $TE_BUILD_DIR/gpu-kernels: bench/gpu/*.mlir
 # and every example whose ops all lower on the cuda target, each as
 # NAME.fatbin for sm_90a, NAME-sm80.fatbin
-# for sm_80, whose PTX the driver compiles for newer GPUs, and NAME.so for
+# for sm_80, whose PTX the driver compiles for newer GPUs, NAME-cudnn and
+# NAME-codegen for the strategies a program does not take by default
+# (cuDNN attention, the generated GEMM), and NAME.so for
 # the CPU, for x86-64-v3 (AVX2) or TE_GPU_CHECK_CPU_ARCH). Carry build/bin,
 # build/lib and build/gpu-kernels to the GPU machine and run there:
 #
@@ -63,6 +65,18 @@ if [[ "${1:-}" == "--prepare" ]]; then
     TE_CPU_ARCH="${TE_GPU_CHECK_CPU_ARCH:-x86-64-v3}" "$build/bin/te-run" \
       "$program" --emit=module -o "$kernels/$name.so"
     cp "$kernels/$name.so" "$kernels/$name-sm80.so"
+  done
+  # The strategies a program does not take by default, for sm_90a: the
+  # generated GEMM where cuBLASLt takes it, cuDNN's attention forward
+  # (whose LSE the generated backward then reads).
+  for variant in attention:TE_CUDA_ATTENTION=cudnn:attention-cudnn \
+      attention_backward:TE_CUDA_ATTENTION=cudnn:attention_backward-cudnn \
+      gemm:TE_CUDA_GEMM=codegen:gemm-codegen; do
+    IFS=: read -r program setting name <<< "$variant"
+    env "$setting" TE_CUDA_ARCH=sm_90a "$build/bin/te-run" \
+      "bench/gpu/$program.mlir" --backend cuda --emit=module \
+      -o "$kernels/$name.fatbin"
+    cp "$kernels/$program.so" "$kernels/$name.so"
   done
   echo "gpu-check: kernels compiled into $kernels"
   exit 0

@@ -444,7 +444,7 @@ mlir::te::plugin::dispatchModule(ModuleOp module, const TargetInfo &target,
     if (record.provider == "native") {
       if (std::optional<std::string> reason = native.getUnsupportedReason(op))
         record.nativeUnsupported = *reason;
-      else if (nativeHasStrategies && targetNative)
+      if (nativeHasStrategies && targetNative)
         record.strategies = targetNative->getStrategies(op);
     }
     records.push_back(std::move(record));

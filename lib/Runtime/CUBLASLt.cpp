@@ -202,7 +202,7 @@ te_status buildPlan(const MatmulConfig &config, Plan &plan) {
 } // namespace
 
 struct te::runtime::cublaslt::Context {
-  Memory memory;
+  te::runtime::DeviceMemory memory;
   std::mutex mutex;
   Handle handle = nullptr;
   void *workspace = nullptr;
@@ -294,7 +294,8 @@ bool te::runtime::cublaslt::parseMatmulConfig(const char *parameters,
   return true;
 }
 
-Context *te::runtime::cublaslt::createContext(Memory memory) {
+Context *
+te::runtime::cublaslt::createContext(te::runtime::DeviceMemory memory) {
   auto *context = new Context();
   context->memory = memory;
   return context;

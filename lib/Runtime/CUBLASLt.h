@@ -21,6 +21,8 @@
 #ifndef TE_LIB_RUNTIME_CUBLASLT_H
 #define TE_LIB_RUNTIME_CUBLASLT_H
 
+#include "DeviceMemory.h"
+
 #include "te/Runtime/Status.h"
 
 #include <cstddef>
@@ -84,14 +86,8 @@ bool parseMatmulConfig(const char *parameters, MatmulConfig &config,
 /// plans of the configurations seen, the workspace. Created lazily.
 struct Context;
 
-/// Device memory for the workspace, from the device that owns the context.
-struct Memory {
-  void *owner;
-  te_status (*allocate)(void *owner, size_t bytes, void **pointer);
-  void (*free)(void *owner, void *pointer);
-};
-
-Context *createContext(Memory memory);
+/// `memory` gives the workspace, from the device that owns the context.
+Context *createContext(DeviceMemory memory);
 void destroyContext(Context *context);
 
 /// Runs `cublaslt.matmul` with `parameters` on `stream` (a CUstream) with

@@ -17,6 +17,7 @@
 
 #include "CUDADevice.h"
 #include "CUBLASLt.h"
+#include "CUDNN.h"
 #include "Error.h"
 
 #include <cstdint>
@@ -495,6 +496,7 @@ struct ExecContext {
   void *instance = nullptr;
   std::mutex mutex;
   te::runtime::cublaslt::Context *blas = nullptr;
+  te::runtime::cudnn::Context *dnn = nullptr;
 };
 
 te_status execContextCreate(void *instance, void *, void **context) {
@@ -509,6 +511,7 @@ void execContextDestroy(void *instance, void *context) {
   {
     ContextScope scope(self(instance));
     te::runtime::cublaslt::destroyContext(exec->blas);
+    te::runtime::cudnn::destroyContext(exec->dnn);
   }
   delete exec;
 }
@@ -522,7 +525,8 @@ te_status libraryCall(void *instance, const char *function,
     te::runtime::setDeviceDetail("%s: no execution context", function);
     return TE_ERROR_INTERNAL;
   }
-  if (std::strcmp(function, "cublaslt.matmul") != 0) {
+  bool matmul = std::strcmp(function, "cublaslt.matmul") == 0;
+  if (!matmul && std::strcmp(function, "cudnn.sdpa_forward") != 0) {
     te::runtime::setDeviceDetail("the cuda device has no library function "
                                  "'%s'; rebuild the module with this "
                                  "te-mlir",
@@ -530,18 +534,24 @@ te_status libraryCall(void *instance, const char *function,
     return TE_ERROR_UNSUPPORTED;
   }
   ContextScope scope(self(instance));
+  te::runtime::DeviceMemory memory = {
+      instance,
+      [](void *owner, size_t bytes, void **pointer) {
+        return allocate(owner, bytes, 256, pointer);
+      },
+      [](void *owner, void *pointer) { free(owner, pointer); }};
   {
     std::lock_guard<std::mutex> lock(exec->mutex);
-    if (!exec->blas)
-      exec->blas = te::runtime::cublaslt::createContext(
-          {instance,
-           [](void *owner, size_t bytes, void **pointer) {
-             return allocate(owner, bytes, 256, pointer);
-           },
-           [](void *owner, void *pointer) { free(owner, pointer); }});
+    if (matmul && !exec->blas)
+      exec->blas = te::runtime::cublaslt::createContext(memory);
+    if (!matmul && !exec->dnn)
+      exec->dnn = te::runtime::cudnn::createContext(memory);
   }
-  return te::runtime::cublaslt::runMatmul(*exec->blas, parameters, args, nargs,
-                                          config->stream);
+  if (matmul)
+    return te::runtime::cublaslt::runMatmul(*exec->blas, parameters, args,
+                                            nargs, config->stream);
+  return te::runtime::cudnn::runSdpaForward(*exec->dnn, parameters, args, nargs,
+                                            config->stream);
 }
 
 } // namespace

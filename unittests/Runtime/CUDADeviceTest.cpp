@@ -226,6 +226,57 @@ TEST(CUDADevice, LibraryCallsNameWhatIsMissing) {
   unsetenv("TE_CUBLASLT");
 }
 
+// cuDNN's attention the same way: where libcudnn is missing the launch says
+// so (or, in a build without cuDNN's headers, that the build lacks them),
+// and a library function the device does not have is refused by name.
+TEST(CUDADevice, CuDNNCallsNameWhatIsMissing) {
+  if (noGPUConfigured())
+    GTEST_SKIP() << "FAKE_CUDA_DEVICES=0 is CUDADeviceNoGPU's setting";
+  ASSERT_EQ(setenv("TE_CUDNN", "/nonexistent/libcudnn.so.9", 1), 0);
+  DevicePtr cuda = openDevice("cuda");
+  ModulePtr module;
+  te_kernel *kernel = nullptr;
+  ASSERT_NO_FATAL_FAILURE(loadFakeKernel(
+      cuda.get(),
+      "te-kernel-abi 5\n"
+      "entry attention program\n"
+      "in bf16 1x16x2x8\n"
+      "in bf16 1x16x2x8\n"
+      "in bf16 1x16x2x8\n"
+      "out bf16 1x16x2x8\n"
+      "call cudnn.sdpa_forward "
+      "b=1,hq=2,hkv=2,sq=16,skv=16,d=8,dtype=bf16,layout=bshd,scale=3eb504f3,"
+      "align=top_left,left=-1,right=0,stats=0 a0 a1 a2 a3\n"
+      "end\n"
+      "entry other program\n"
+      "in bf16 4\n"
+      "out bf16 4\n"
+      "call cudnn.convolution x=1 a0 a1\n"
+      "end\n",
+      "attention", module, &kernel));
+  std::vector<BufferPtr> buffers;
+  std::vector<te_buffer *> args;
+  for (int i = 0; i < 4; ++i) {
+    buffers.push_back(createBuffer(cuda.get(), TE_DTYPE_BF16, {1, 16, 2, 8}));
+    args.push_back(buffers.back().get());
+  }
+  expectError([&] { return te_kernel_launch(kernel, args.data(), 4); },
+              TE_ERROR_UNSUPPORTED,
+              {"kernel 'attention'", "cudnn.sdpa_forward"});
+  EXPECT_TRUE(std::string(te_last_error_message()).find("cuDNN") !=
+              std::string::npos)
+      << te_last_error_message();
+  te_kernel *other = nullptr;
+  ASSERT_EQ(te_module_get_kernel(module.get(), "other", &other), TE_OK);
+  BufferPtr in = createBuffer(cuda.get(), TE_DTYPE_BF16, {4});
+  BufferPtr out = createBuffer(cuda.get(), TE_DTYPE_BF16, {4});
+  te_buffer *otherArgs[] = {in.get(), out.get()};
+  expectError([&] { return te_kernel_launch(other, otherArgs, 2); },
+              TE_ERROR_UNSUPPORTED,
+              {"no library function 'cudnn.convolution'"});
+  unsetenv("TE_CUDNN");
+}
+
 TEST(CUDADevice, RefusesModulesAndLaunchesItCannotRun) {
   if (noGPUConfigured())
     GTEST_SKIP() << "FAKE_CUDA_DEVICES=0 is CUDADeviceNoGPU's setting";

@@ -46,6 +46,7 @@
 #include "llvm/Support/xxhash.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 using namespace mlir;
@@ -344,6 +345,32 @@ std::optional<std::string> getCuBLASLtUnsupportedReason(ScaledMatmulOp op,
   return std::nullopt;
 }
 
+/// A private declaration `library(parameters)` taking `operands`, named
+/// after both, and the call of it.
+void callLibrary(OpBuilder &host, Location loc, ModuleOp module,
+                 StringRef library, StringRef parameters, ValueRange operands) {
+  SmallVector<Type> types;
+  std::string key = (library + ";" + parameters).str();
+  for (Value operand : operands) {
+    types.push_back(operand.getType());
+    llvm::raw_string_ostream(key) << ";" << operand.getType();
+  }
+  std::string name;
+  llvm::raw_string_ostream(name)
+      << "te_" << library.split('.').first << "_"
+      << llvm::format_hex_no_prefix(llvm::xxh3_64bits(key), 16);
+  if (!module.lookupSymbol<func::FuncOp>(name)) {
+    OpBuilder top = OpBuilder::atBlockEnd(module.getBody());
+    auto declaration =
+        func::FuncOp::create(top, loc, name, host.getFunctionType(types, {}));
+    declaration.setPrivate();
+    declaration->setAttr(kLibraryFunctionAttr, host.getStringAttr(library));
+    declaration->setAttr(kLibraryParametersAttr,
+                         host.getStringAttr(parameters));
+  }
+  func::CallOp::create(host, loc, name, TypeRange{}, operands);
+}
+
 /// The cublaslt.matmul parameters of `op` (lib/Runtime/CUBLASLt.h).
 std::string getMatmulParameters(ScaledMatmulOp op) {
   RankedTensorType d = op.getD().getType();
@@ -387,34 +414,174 @@ LogicalResult lowerToCuBLASLt(ScaledMatmulOp op) {
                                          host.getI64IntegerAttr(256));
   operands.push_back(output);
 
-  // One declaration per signature and configuration.
-  std::string parameters = getMatmulParameters(op);
-  SmallVector<Type> types;
-  std::string key = parameters;
-  for (Value operand : operands) {
-    types.push_back(operand.getType());
-    llvm::raw_string_ostream(key) << ";" << operand.getType();
-  }
-  std::string name;
-  llvm::raw_string_ostream(name)
-      << "te_cublaslt_matmul_"
-      << llvm::format_hex_no_prefix(llvm::xxh3_64bits(key), 16);
-  auto module = op->getParentOfType<ModuleOp>();
-  if (!module.lookupSymbol<func::FuncOp>(name)) {
-    OpBuilder top = OpBuilder::atBlockEnd(module.getBody());
-    auto declaration =
-        func::FuncOp::create(top, loc, name, host.getFunctionType(types, {}));
-    declaration.setPrivate();
-    declaration->setAttr(kLibraryFunctionAttr,
-                         host.getStringAttr("cublaslt.matmul"));
-    declaration->setAttr(kLibraryParametersAttr,
-                         host.getStringAttr(parameters));
-  }
-  func::CallOp::create(host, loc, name, TypeRange{}, operands);
+  callLibrary(host, loc, op->getParentOfType<ModuleOp>(), "cublaslt.matmul",
+              getMatmulParameters(op), operands);
   Value result = bufferization::ToTensorOp::create(host, loc, dType, output,
                                                    /*restrict=*/true,
                                                    /*writable=*/true);
   op.getD().replaceAllUsesWith(result);
+  op.erase();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// NVIDIA's libraries: te.attention's forward on cuDNN
+//===----------------------------------------------------------------------===//
+
+/// Whether `variable` is set to "0" (TE's way of disabling a backend).
+bool isDisabled(const char *variable) {
+  const char *value = std::getenv(variable);
+  return value && std::string(value) == "0";
+}
+
+/// TE_CUDA_ATTENTION: "codegen" (the default) or "cudnn", the strategy
+/// preferred where both can take an attention.
+std::string getAttentionPolicy() {
+  const char *policy = std::getenv("TE_CUDA_ATTENTION");
+  return policy && *policy ? policy : "codegen";
+}
+
+/// The [b, s, h, d] extents of an attention operand stored in `layout`.
+std::array<int64_t, 4> bshdExtents(RankedTensorType type, QKVLayout layout) {
+  ArrayRef<int64_t> shape = type.getShape();
+  if (layout == QKVLayout::sbhd)
+    return {shape[1], shape[0], shape[2], shape[3]};
+  if (layout == QKVLayout::bhsd)
+    return {shape[0], shape[2], shape[1], shape[3]};
+  return {shape[0], shape[1], shape[2], shape[3]};
+}
+
+/// te's (left, right) window of `op`, causal masks included: right = 0.
+std::pair<int64_t, int64_t> getBounds(AttentionOp op) {
+  auto [left, right] = op.getWindowBounds();
+  if (isCausalMask(op.getMaskKind()))
+    right = right < 0 ? 0 : std::min<int64_t>(right, 0);
+  return {left, right};
+}
+
+/// Whether `op`'s keys are bounded around a diagonal (causal or a window):
+/// only then does the diagonal's alignment matter.
+bool isBounded(AttentionOp op) {
+  auto [left, right] = getBounds(op);
+  return left >= 0 || right >= 0;
+}
+
+/// Why the cudnn.sdpa_forward call cannot take `op` on `arch`, or nullopt.
+/// What it takes is what lib/Runtime/CUDNN.cpp builds: the dense layouts,
+/// no mask or the causal ones, windows, GQA/MQA, vanilla softmax without
+/// bias or dropout, bf16/f16 with d_qk = d_v a multiple of 8.
+std::optional<std::string> getCuDNNAttentionUnsupportedReason(AttentionOp op,
+                                                              StringRef arch) {
+  if (isDisabled("NVTE_FUSED_ATTN"))
+    return std::string("NVTE_FUSED_ATTN=0 disables cuDNN attention");
+  std::string policy = getAttentionPolicy();
+  if (policy != "codegen" && policy != "cudnn")
+    return "TE_CUDA_ATTENTION='" + policy + "' is neither codegen nor cudnn";
+  if (op.getLayout() == QKVLayout::thd)
+    return std::string("the thd layout is not yet through the cuDNN call");
+  MaskKind mask = op.getMaskKind();
+  if (mask != MaskKind::no_mask && mask != MaskKind::causal &&
+      mask != MaskKind::causal_bottom_right)
+    return "mask " + stringifyMaskKind(mask).str() +
+           " is not yet through the cuDNN call";
+  if (op.getBiasKind() != BiasKind::no_bias)
+    return "bias " + stringifyBiasKind(op.getBiasKind()).str() +
+           " is not yet through the cuDNN call";
+  if (op.getSoftmaxKind() != SoftmaxKind::vanilla)
+    return "softmax " + stringifySoftmaxKind(op.getSoftmaxKind()).str() +
+           " is not yet through the cuDNN call";
+  if (op.getDropout().convertToDouble() != 0.0)
+    return std::string("dropout is not yet through the cuDNN call");
+  RankedTensorType q = op.getQ().getType(), v = op.getV().getType();
+  if (!q.getElementType().isBF16() && !q.getElementType().isF16())
+    return std::string("cuDNN attention takes bf16 or f16");
+  int64_t d = q.getShape().back();
+  int64_t maxD = arch.starts_with("sm_90") ? 256 : 128;
+  if (d != v.getShape().back() || d % 8 != 0 || d > maxD)
+    return "cuDNN attention takes d_qk = d_v, a multiple of 8 up to " +
+           std::to_string(maxD) + " on " + arch.str();
+  if (!op.getEffectiveScale())
+    return std::string("the softmax scale is unknown");
+  std::array<int64_t, 4> qExtents = bshdExtents(q, op.getLayout());
+  std::array<int64_t, 4> kExtents =
+      bshdExtents(op.getK().getType(), op.getLayout());
+  if (isBounded(op) && op.isBottomRightDiagonal() && qExtents[1] > kExtents[1])
+    return "cuDNN measures the bottom-right diagonal only for s_q <= s_kv "
+           "(here " +
+           std::to_string(qExtents[1]) + " > " + std::to_string(kExtents[1]) +
+           ")";
+  return std::nullopt;
+}
+
+/// Why the generated flash-attention kernels may not take `op` by policy.
+std::optional<std::string> getFlashAttentionPolicyReason() {
+  if (isDisabled("NVTE_FLASH_ATTN"))
+    return std::string("NVTE_FLASH_ATTN=0 disables the generated "
+                       "flash-attention kernels");
+  return std::nullopt;
+}
+
+/// The cudnn.sdpa_forward parameters of `op` (lib/Runtime/CUDNN.h).
+std::string getSdpaParameters(AttentionOp op) {
+  QKVLayout layout = op.getLayout();
+  std::array<int64_t, 4> q = bshdExtents(op.getQ().getType(), layout);
+  std::array<int64_t, 4> k = bshdExtents(op.getK().getType(), layout);
+  auto [left, right] = getBounds(op);
+  float scale = static_cast<float>(*op.getEffectiveScale());
+  uint32_t bits;
+  std::memcpy(&bits, &scale, sizeof(bits));
+  std::string hex;
+  llvm::raw_string_ostream(hex) << llvm::format_hex_no_prefix(bits, 8);
+  return "b=" + std::to_string(q[0]) + ",hq=" + std::to_string(q[2]) +
+         ",hkv=" + std::to_string(k[2]) + ",sq=" + std::to_string(q[1]) +
+         ",skv=" + std::to_string(k[1]) + ",d=" + std::to_string(q[3]) +
+         ",dtype=" + dtypeName(op.getQ().getType().getElementType()) +
+         ",layout=" + stringifyQKVLayout(layout).str() + ",scale=" + hex +
+         // Without bounds the alignment means nothing: top-left, which
+         // cuDNN takes for every s_q and s_kv.
+         ",align=" +
+         (isBounded(op) && op.isBottomRightDiagonal() ? "bottom_right"
+                                                      : "top_left") +
+         ",left=" + std::to_string(left) + ",right=" + std::to_string(right) +
+         ",stats=" + (op.getLse() ? "1" : "0");
+}
+
+/// Whether the cuda target lowers `op` through cuDNN on `arch`: cuDNN can
+/// take it and the policy prefers it, or the generated kernels cannot.
+bool choosesCuDNN(AttentionOp op, StringRef arch) {
+  if (getCuDNNAttentionUnsupportedReason(op, arch))
+    return false;
+  return getAttentionPolicy() == "cudnn" || getFlashAttentionPolicyReason() ||
+         getGPUUnsupportedReason(op, CUDAGPUTargetInfo(arch.str()));
+}
+
+/// Replaces `op` by the cudnn.sdpa_forward call on buffers.
+LogicalResult lowerToCuDNN(AttentionOp op) {
+  Location loc = op.getLoc();
+  OpBuilder host(op);
+  SmallVector<Value> operands;
+  auto bufferType = [](Value tensor) {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    return MemRefType::get(type.getShape(), type.getElementType());
+  };
+  for (Value input : {op.getQ(), op.getK(), op.getV()}) {
+    auto read =
+        bufferization::ToBufferOp::create(host, loc, bufferType(input), input);
+    read.setReadOnly(true);
+    operands.push_back(read);
+  }
+  SmallVector<Value> outputs;
+  for (Value result : op->getResults()) {
+    outputs.push_back(memref::AllocOp::create(host, loc, bufferType(result),
+                                              host.getI64IntegerAttr(256)));
+    operands.push_back(outputs.back());
+  }
+  callLibrary(host, loc, op->getParentOfType<ModuleOp>(), "cudnn.sdpa_forward",
+              getSdpaParameters(op), operands);
+  for (auto [result, buffer] : llvm::zip_equal(op->getResults(), outputs))
+    result.replaceAllUsesWith(bufferization::ToTensorOp::create(
+        host, loc, cast<RankedTensorType>(result.getType()), buffer,
+        /*restrict=*/true, /*writable=*/true));
   op.erase();
   return success();
 }
@@ -444,6 +611,24 @@ struct LowerToCUDALibrariesPass
     });
     for (ScaledMatmulOp op : matmuls)
       if (failed(lowerToCuBLASLt(op)))
+        return signalPassFailure();
+    SmallVector<AttentionOp> attentions;
+    WalkResult walk = getOperation().walk([&](AttentionOp op) {
+      if (choosesCuDNN(op, arch)) {
+        attentions.push_back(op);
+      } else if (std::optional<std::string> reason =
+                     getFlashAttentionPolicyReason()) {
+        op.emitError() << *reason << ", and cuDNN cannot take this "
+                       << "attention: "
+                       << *getCuDNNAttentionUnsupportedReason(op, arch);
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return signalPassFailure();
+    for (AttentionOp op : attentions)
+      if (failed(lowerToCuDNN(op)))
         return signalPassFailure();
   }
 
@@ -742,6 +927,14 @@ public:
     if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
       if (!getCuBLASLtUnsupportedReason(matmul, *arch))
         return std::nullopt;
+    if (auto attention = dyn_cast<AttentionOp>(op)) {
+      std::optional<std::string> cudnn =
+          getCuDNNAttentionUnsupportedReason(attention, *arch);
+      if (!cudnn)
+        return std::nullopt;
+      if (std::optional<std::string> flash = getFlashAttentionPolicyReason())
+        return *flash + ", and cuDNN cannot take it: " + *cudnn;
+    }
     return getGPUUnsupportedReason(op, CUDAGPUTargetInfo(*arch));
   }
   LogicalResult lower(Operation *op) const override {
@@ -752,18 +945,40 @@ public:
     if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
       if (!getCuBLASLtUnsupportedReason(matmul, *arch))
         return lowerToCuBLASLt(matmul);
+    if (auto attention = dyn_cast<AttentionOp>(op)) {
+      if (choosesCuDNN(attention, *arch))
+        return lowerToCuDNN(attention);
+      if (std::optional<std::string> reason = getUnsupportedReason(op))
+        return op->emitError(*reason);
+    }
     return lowerTEOpToGPU(op, CUDAGPUTargetInfo(*arch));
   }
   std::vector<plugin::LoweringStrategy>
   getStrategies(Operation *op) const override {
     std::string error;
     FailureOr<std::string> arch = getCUDAArch(&error);
-    auto matmul = dyn_cast<ScaledMatmulOp>(op);
-    if (failed(arch) || !matmul)
+    if (failed(arch))
       return {};
     CUDAGPUTargetInfo target(*arch);
-    return {{"cuBLASLt", getCuBLASLtUnsupportedReason(matmul, *arch)},
-            {"code generation", getGPUUnsupportedReason(op, target)}};
+    if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
+      return {{"cuBLASLt", getCuBLASLtUnsupportedReason(matmul, *arch)},
+              {"code generation", getGPUUnsupportedReason(op, target)}};
+    if (auto attention = dyn_cast<AttentionOp>(op)) {
+      std::optional<std::string> flash = getFlashAttentionPolicyReason();
+      if (!flash)
+        flash = getGPUUnsupportedReason(op, target);
+      plugin::LoweringStrategy codegen{"code generation", flash};
+      plugin::LoweringStrategy cudnn{
+          "cuDNN", getCuDNNAttentionUnsupportedReason(attention, *arch)};
+      if (getAttentionPolicy() == "cudnn")
+        return {cudnn, codegen};
+      return {codegen, cudnn};
+    }
+    if (isa<AttentionBackwardOp>(op))
+      return {{"code generation", getGPUUnsupportedReason(op, target)},
+              {"cuDNN", std::string("the backward is not yet through a "
+                                    "cuDNN call")}};
+    return {};
   }
 };
 
@@ -800,8 +1015,15 @@ public:
   /// The kernels depend on the te-mlir build (its build id covers the
   /// lowering) and on the toolkit's ptxas, which is read at run time.
   std::string getPipelineIdentity() const override {
+    auto variable = [](const char *name) {
+      const char *value = std::getenv(name);
+      return std::string(value ? value : "");
+    };
     return "te-lower-cuda abi=1 ptxas=" +
-           getPtxasVersion(getCUDAToolkitPath()) + " gemm=" + getGemmPolicy();
+           getPtxasVersion(getCUDAToolkitPath()) + " gemm=" + getGemmPolicy() +
+           " attention=" + getAttentionPolicy() +
+           " fused=" + variable("NVTE_FUSED_ATTN") +
+           " flash=" + variable("NVTE_FLASH_ATTN");
   }
 
   void getDependentDialects(DialectRegistry &registry) const override {

@@ -1,0 +1,430 @@
+//===- CUDNN.cpp - cuDNN's fused attention as a library call --------------===//
+
+#include "CUDNN.h"
+#include "Error.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#ifdef TE_HAVE_CUDNN_FRONTEND
+#include <dlfcn.h>
+
+#include <cudnn_frontend.h>
+
+// The frontend's dynamic loading resolves cuDNN through this handle.
+namespace cudnn_frontend {
+void *cudnn_dlhandle = nullptr;
+} // namespace cudnn_frontend
+#endif
+
+using namespace te::runtime::cudnn;
+
+namespace {
+
+te_status reject(const std::string &message) {
+  te::runtime::setDeviceDetail("cudnn.sdpa_forward: %s", message.c_str());
+  return TE_ERROR_UNSUPPORTED;
+}
+
+/// `text`'s key=value pairs; false (with `error`) on a malformed or
+/// repeated pair.
+bool splitPairs(const std::string &text,
+                std::map<std::string, std::string> &pairs, std::string &error) {
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string pair = text.substr(start, end - start);
+    start = end + 1;
+    size_t equals = pair.find('=');
+    if (equals == std::string::npos || equals == 0 ||
+        equals + 1 == pair.size() ||
+        !pairs.emplace(pair.substr(0, equals), pair.substr(equals + 1))
+             .second) {
+      error = "invalid parameter '" + pair + "'; expected key=value, once";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool parseInteger(const std::string &text, int64_t low, int64_t high,
+                  int64_t &value) {
+  char *rest = nullptr;
+  long long parsed = std::strtoll(text.c_str(), &rest, 10);
+  if (text.empty() || *rest || parsed < low || parsed > high)
+    return false;
+  value = parsed;
+  return true;
+}
+
+} // namespace
+
+std::array<int64_t, 4> te::runtime::cudnn::strides(const std::string &layout,
+                                                   int64_t b, int64_t h,
+                                                   int64_t s, int64_t d) {
+  (void)b;
+  if (layout == "sbhd") // [s, b, h, d]
+    return {h * d, d, b * h * d, 1};
+  if (layout == "bhsd") // [b, h, s, d]
+    return {h * s * d, s * d, d, 1};
+  return {s * h * d, d, h * d, 1}; // bshd: [b, s, h, d]
+}
+
+bool te::runtime::cudnn::parseSdpaConfig(const char *parameters,
+                                         SdpaConfig &config,
+                                         std::string &error) {
+  config = SdpaConfig();
+  std::map<std::string, std::string> pairs;
+  if (!splitPairs(parameters, pairs, error))
+    return false;
+  static const char *const keys[] = {
+      "b",      "hq",    "hkv",   "sq",   "skv",   "d",    "dtype",
+      "layout", "scale", "align", "left", "right", "stats"};
+  for (const char *key : keys)
+    if (!pairs.count(key)) {
+      error = std::string("parameter '") + key + "' is missing";
+      return false;
+    }
+  if (pairs.size() != sizeof(keys) / sizeof(keys[0])) {
+    error = "unknown parameters besides b, hq, hkv, sq, skv, d, dtype, "
+            "layout, scale, align, left, right and stats";
+    return false;
+  }
+  int64_t *sizes[] = {&config.b,  &config.hq,  &config.hkv,
+                      &config.sq, &config.skv, &config.d};
+  for (int i = 0; i < 6; ++i)
+    if (!parseInteger(pairs[keys[i]], 1, int64_t(1) << 31, *sizes[i])) {
+      error = std::string("invalid size ") + keys[i] + "=" + pairs[keys[i]] +
+              "; expected an integer from 1 to 2^31";
+      return false;
+    }
+  if (config.hq % config.hkv != 0) {
+    error = "hq must be a multiple of hkv";
+    return false;
+  }
+  const std::string &dtype = pairs["dtype"];
+  if (dtype != "bf16" && dtype != "f16") {
+    error = "invalid dtype '" + dtype + "'; expected bf16 or f16";
+    return false;
+  }
+  config.f16 = dtype == "f16";
+  config.layout = pairs["layout"];
+  if (config.layout != "bshd" && config.layout != "sbhd" &&
+      config.layout != "bhsd") {
+    error = "invalid layout '" + config.layout +
+            "'; expected bshd, sbhd or "
+            "bhsd";
+    return false;
+  }
+  const std::string &scale = pairs["scale"];
+  char *rest = nullptr;
+  unsigned long bits = std::strtoul(scale.c_str(), &rest, 16);
+  if (scale.empty() || scale.size() > 8 || *rest) {
+    error = "invalid scale '" + scale + "'; expected the f32's bits in hex";
+    return false;
+  }
+  uint32_t word = static_cast<uint32_t>(bits);
+  std::memcpy(&config.scale, &word, sizeof(word));
+  const std::string &align = pairs["align"];
+  if (align != "top_left" && align != "bottom_right") {
+    error = "invalid align '" + align + "'; expected top_left or bottom_right";
+    return false;
+  }
+  config.bottomRight = align == "bottom_right";
+  if (!parseInteger(pairs["left"], -1, int64_t(1) << 31, config.left) ||
+      !parseInteger(pairs["right"], -1, int64_t(1) << 31, config.right)) {
+    error = "invalid window bound; left and right are -1 (unbounded) or a "
+            "key count";
+    return false;
+  }
+  const std::string &stats = pairs["stats"];
+  if (stats != "0" && stats != "1") {
+    error = "invalid stats '" + stats + "'; expected 0 or 1";
+    return false;
+  }
+  config.stats = stats == "1";
+  return true;
+}
+
+#ifdef TE_HAVE_CUDNN_FRONTEND
+
+namespace fe = cudnn_frontend;
+
+namespace {
+
+/// libcudnn, opened once per process (TE_CUDNN, else libcudnn.so.9 on the
+/// loader's path or in the CUDA toolkit); "" or why it is not there.
+const std::string &loadCuDNN() {
+  static const std::string *unavailable = [] {
+    std::vector<std::string> candidates;
+    if (const char *configured = std::getenv("TE_CUDNN");
+        configured && *configured) {
+      candidates = {configured};
+    } else {
+      const char *toolkit = std::getenv("TE_CUDA_PATH");
+      candidates = {
+          "libcudnn.so.9",
+          std::string(toolkit && *toolkit ? toolkit : "/usr/local/cuda") +
+              "/lib64/libcudnn.so.9"};
+    }
+    std::string why;
+    for (const std::string &candidate : candidates) {
+      if (void *handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+        fe::cudnn_dlhandle = handle;
+        return new std::string();
+      }
+      if (const char *error = dlerror(); error && why.empty())
+        why = error;
+    }
+    return new std::string("cuDNN 9 is not installed (" + why +
+                           "); install libcudnn 9, set TE_CUDNN to it, or "
+                           "compile without TE_CUDA_ATTENTION=cudnn");
+  }();
+  return *unavailable;
+}
+
+enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats };
+
+/// One configuration's graph, built and planned.
+struct Plan {
+  std::shared_ptr<fe::graph::Graph> graph;
+  int64_t workspace = 0;
+};
+
+std::string describe(fe::error_object error) { return error.get_message(); }
+
+/// `config`'s graph as te.attention means it (see CUDNN.h), not yet
+/// validated.
+/// With `smVersion` (and `smCount`) the graph is for that GPU rather than
+/// the current device's.
+std::shared_ptr<fe::graph::Graph>
+makeGraph(const SdpaConfig &config, int smVersion = 0, int smCount = 0) {
+  auto graph = std::make_shared<fe::graph::Graph>();
+  if (smVersion > 0)
+    graph->set_sm_version(smVersion).set_sm_count(smCount);
+  graph
+      ->set_io_data_type(config.f16 ? fe::DataType_t::HALF
+                                    : fe::DataType_t::BFLOAT16)
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  auto tensor = [&](const char *name, int64_t uid, int64_t h, int64_t s) {
+    std::array<int64_t, 4> stride =
+        strides(config.layout, config.b, h, s, config.d);
+    return graph->tensor(
+        fe::graph::Tensor_attributes()
+            .set_name(name)
+            .set_uid(uid)
+            .set_dim({config.b, h, s, config.d})
+            .set_stride({stride[0], stride[1], stride[2], stride[3]}));
+  };
+  auto q = tensor("Q", kQ, config.hq, config.sq);
+  auto k = tensor("K", kK, config.hkv, config.skv);
+  auto v = tensor("V", kV, config.hkv, config.skv);
+  auto options = fe::graph::SDPA_attributes()
+                     .set_name("te_attention")
+                     .set_generate_stats(config.stats)
+                     .set_attn_scale(config.scale);
+  options.set_diagonal_alignment(config.bottomRight
+                                     ? fe::DiagonalAlignment_t::BOTTOM_RIGHT
+                                     : fe::DiagonalAlignment_t::TOP_LEFT);
+  // cuDNN's left bound excludes the key it names: te's L keys to the left
+  // of the diagonal are L + 1 (as TE passes it); its right bound is te's.
+  if (config.left >= 0)
+    options.set_diagonal_band_left_bound(static_cast<int>(config.left + 1));
+  if (config.right >= 0)
+    options.set_diagonal_band_right_bound(static_cast<int>(config.right));
+  auto [o, stats] = graph->sdpa(q, k, v, options);
+  std::array<int64_t, 4> oStride =
+      strides(config.layout, config.b, config.hq, config.sq, config.d);
+  o->set_output(true)
+      .set_uid(kO)
+      .set_dim({config.b, config.hq, config.sq, config.d})
+      .set_stride({oStride[0], oStride[1], oStride[2], oStride[3]});
+  if (config.stats)
+    stats->set_output(true)
+        .set_uid(kStats)
+        .set_data_type(fe::DataType_t::FLOAT)
+        .set_dim({config.b, config.hq, config.sq, 1})
+        .set_stride({config.hq * config.sq, config.sq, 1, 1});
+  return graph;
+}
+
+/// Builds and plans `config`'s graph for `handle`.
+te_status buildPlan(const SdpaConfig &config, cudnnHandle_t handle,
+                    Plan &plan) {
+  std::shared_ptr<fe::graph::Graph> graph = makeGraph(config);
+  auto step = [&](fe::error_object status, const char *what) {
+    if (status.is_bad())
+      return reject(std::string("cuDNN ") + what + ": " + describe(status) +
+                    "; compile without TE_CUDA_ATTENTION=cudnn");
+    return TE_OK;
+  };
+  if (te_status status = step(graph->validate(), "refuses the graph"))
+    return status;
+  if (te_status status =
+          step(graph->build_operation_graph(handle), "cannot build the graph"))
+    return status;
+  if (te_status status = step(
+          graph->create_execution_plans({fe::HeurMode_t::A}), "has no plan"))
+    return status;
+  if (te_status status =
+          step(graph->check_support(handle), "does not support the graph"))
+    return status;
+  if (te_status status =
+          step(graph->build_plans(handle), "cannot build the plan"))
+    return status;
+  if (te_status status = step(graph->get_workspace_size(plan.workspace),
+                              "has no workspace size"))
+    return status;
+  plan.graph = std::move(graph);
+  return TE_OK;
+}
+
+} // namespace
+
+struct te::runtime::cudnn::Context {
+  DeviceMemory memory;
+  std::mutex mutex;
+  cudnnHandle_t handle = nullptr;
+  void *workspace = nullptr;
+  int64_t workspaceBytes = 0;
+  std::map<std::string, Plan, std::less<>> plans;
+};
+
+bool te::runtime::cudnn::isBuiltIn(std::string *) { return true; }
+
+bool te::runtime::cudnn::validateSdpaForward(const SdpaConfig &config,
+                                             std::string &error) {
+  if (const std::string &unavailable = loadCuDNN(); !unavailable.empty()) {
+    error = unavailable;
+    return false;
+  }
+  try {
+    // Validated for an H100/H200 (sm_90, 132 SMs), without asking the
+    // driver for a GPU.
+    fe::error_object status = makeGraph(config, 90, 132)->validate();
+    if (status.is_bad()) {
+      error = status.get_message();
+      return false;
+    }
+  } catch (const std::exception &e) {
+    error = e.what();
+    return false;
+  }
+  return true;
+}
+
+Context *te::runtime::cudnn::createContext(DeviceMemory memory) {
+  auto *context = new Context();
+  context->memory = memory;
+  return context;
+}
+
+void te::runtime::cudnn::destroyContext(Context *context) {
+  if (!context)
+    return;
+  context->plans.clear();
+  if (context->handle)
+    fe::detail::destroy_handle(context->handle);
+  if (context->workspace)
+    context->memory.free(context->memory.owner, context->workspace);
+  delete context;
+}
+
+te_status te::runtime::cudnn::runSdpaForward(Context &context,
+                                             const char *parameters,
+                                             void **args, int nargs,
+                                             void *stream) {
+  SdpaConfig config;
+  std::string error;
+  if (!parseSdpaConfig(parameters, config, error))
+    return reject(error);
+  if (nargs != config.operands())
+    return reject("expected " + std::to_string(config.operands()) +
+                  " operands, got " + std::to_string(nargs));
+  if (const std::string &unavailable = loadCuDNN(); !unavailable.empty())
+    return reject(unavailable);
+  std::lock_guard<std::mutex> lock(context.mutex);
+  try {
+    if (!context.handle &&
+        fe::detail::create_handle(&context.handle) != CUDNN_STATUS_SUCCESS)
+      return reject("cudnnCreate failed");
+    if (fe::detail::set_stream(context.handle,
+                               static_cast<cudaStream_t>(stream)) !=
+        CUDNN_STATUS_SUCCESS)
+      return reject("cudnnSetStream failed");
+    auto found = context.plans.find(parameters);
+    if (found == context.plans.end()) {
+      Plan plan;
+      if (te_status status = buildPlan(config, context.handle, plan))
+        return status;
+      found = context.plans.emplace(parameters, std::move(plan)).first;
+    }
+    Plan &plan = found->second;
+    if (plan.workspace > context.workspaceBytes) {
+      if (context.workspace)
+        context.memory.free(context.memory.owner, context.workspace);
+      context.workspace = nullptr;
+      context.workspaceBytes = 0;
+      if (te_status status = context.memory.allocate(
+              context.memory.owner, static_cast<size_t>(plan.workspace),
+              &context.workspace))
+        return status;
+      context.workspaceBytes = plan.workspace;
+    }
+    std::unordered_map<int64_t, void *> pack = {
+        {kQ, args[0]}, {kK, args[1]}, {kV, args[2]}, {kO, args[3]}};
+    if (config.stats)
+      pack.emplace(kStats, args[4]);
+    fe::error_object status =
+        plan.graph->execute(context.handle, pack, context.workspace);
+    if (status.is_bad()) {
+      te::runtime::setDeviceDetail("cudnn.sdpa_forward: execution failed: %s",
+                                   status.get_message().c_str());
+      return TE_ERROR_INTERNAL;
+    }
+  } catch (const std::exception &e) {
+    return reject(std::string("cuDNN failed: ") + e.what());
+  }
+  return TE_OK;
+}
+
+#else // !TE_HAVE_CUDNN_FRONTEND
+
+struct te::runtime::cudnn::Context {};
+
+bool te::runtime::cudnn::isBuiltIn(std::string *why) {
+  if (why)
+    *why = "this te-mlir was built without cuDNN's headers (cudnn_frontend "
+           "from PyPI's nvidia-cudnn-frontend, cudnn.h and cuda.h from the "
+           "CUDA toolkit); rebuild after scripts/bootstrap.sh, or compile "
+           "without TE_CUDA_ATTENTION=cudnn";
+  return false;
+}
+
+bool te::runtime::cudnn::validateSdpaForward(const SdpaConfig &,
+                                             std::string &error) {
+  isBuiltIn(&error);
+  return false;
+}
+
+Context *te::runtime::cudnn::createContext(DeviceMemory) {
+  return new Context();
+}
+
+void te::runtime::cudnn::destroyContext(Context *context) { delete context; }
+
+te_status te::runtime::cudnn::runSdpaForward(Context &, const char *, void **,
+                                             int, void *) {
+  std::string why;
+  isBuiltIn(&why);
+  return reject(why);
+}
+
+#endif

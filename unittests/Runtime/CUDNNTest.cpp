@@ -1,0 +1,120 @@
+//===- CUDNNTest.cpp - The cuda device's cuDNN attention call -------------===//
+
+#include "CUDNN.h"
+
+#include <gtest/gtest.h>
+
+using namespace te::runtime::cudnn;
+
+namespace {
+
+constexpr const char *kCausalGQA =
+    "b=2,hq=16,hkv=4,sq=1024,skv=1000,d=64,dtype=bf16,layout=bshd,"
+    "scale=3e000000,align=bottom_right,left=50,right=0,stats=1";
+
+TEST(CUDNN, ParsesAnAttention) {
+  SdpaConfig config;
+  std::string error;
+  ASSERT_TRUE(parseSdpaConfig(kCausalGQA, config, error)) << error;
+  EXPECT_EQ(config.b, 2);
+  EXPECT_EQ(config.hq, 16);
+  EXPECT_EQ(config.hkv, 4);
+  EXPECT_EQ(config.sq, 1024);
+  EXPECT_EQ(config.skv, 1000);
+  EXPECT_EQ(config.d, 64);
+  EXPECT_FALSE(config.f16);
+  EXPECT_EQ(config.layout, "bshd");
+  EXPECT_EQ(config.scale, 0.125f);
+  EXPECT_TRUE(config.bottomRight);
+  EXPECT_EQ(config.left, 50);
+  EXPECT_EQ(config.right, 0);
+  EXPECT_EQ(config.operands(), 5);
+}
+
+TEST(CUDNN, RefusesBadParameters) {
+  const std::pair<const char *, const char *> cases[] = {
+      {"", "invalid parameter ''"},
+      {"b=1", "parameter 'hq' is missing"},
+      {"b=1,hq=3,hkv=2,sq=1,skv=1,d=8,dtype=bf16,layout=bshd,scale=0,"
+       "align=top_left,left=-1,right=-1,stats=0",
+       "hq must be a multiple of hkv"},
+      {"b=1,hq=1,hkv=1,sq=1,skv=1,d=8,dtype=f32,layout=bshd,scale=0,"
+       "align=top_left,left=-1,right=-1,stats=0",
+       "invalid dtype 'f32'"},
+      {"b=1,hq=1,hkv=1,sq=1,skv=1,d=8,dtype=bf16,layout=thd,scale=0,"
+       "align=top_left,left=-1,right=-1,stats=0",
+       "invalid layout 'thd'"},
+      {"b=1,hq=1,hkv=1,sq=1,skv=1,d=8,dtype=bf16,layout=bshd,scale=0.5,"
+       "align=top_left,left=-1,right=-1,stats=0",
+       "invalid scale '0.5'"},
+      {"b=1,hq=1,hkv=1,sq=1,skv=1,d=8,dtype=bf16,layout=bshd,scale=0,"
+       "align=middle,left=-1,right=-1,stats=0",
+       "invalid align 'middle'"},
+      {"b=1,hq=1,hkv=1,sq=1,skv=1,d=8,dtype=bf16,layout=bshd,scale=0,"
+       "align=top_left,left=-2,right=-1,stats=0",
+       "invalid window bound"},
+      {"b=1,hq=1,hkv=1,sq=1,skv=1,d=8,dtype=bf16,layout=bshd,scale=0,"
+       "align=top_left,left=-1,right=-1,stats=0,x=1",
+       "unknown parameters"}};
+  for (const auto &[parameters, expected] : cases) {
+    SdpaConfig config;
+    std::string error;
+    EXPECT_FALSE(parseSdpaConfig(parameters, config, error)) << parameters;
+    EXPECT_NE(error.find(expected), std::string::npos)
+        << parameters << ": " << error;
+  }
+}
+
+// The [b, h, s, d] view of each layout: element (b, h, s, d) of a bshd
+// tensor [2, 5, 3, 8] is at ((b * 5 + s) * 3 + h) * 8 + d.
+TEST(CUDNN, StridesOfEachLayout) {
+  using Strides = std::array<int64_t, 4>;
+  EXPECT_EQ(strides("bshd", 2, 3, 5, 8), (Strides{5 * 3 * 8, 8, 3 * 8, 1}));
+  EXPECT_EQ(strides("sbhd", 2, 3, 5, 8), (Strides{3 * 8, 8, 2 * 3 * 8, 1}));
+  EXPECT_EQ(strides("bhsd", 2, 3, 5, 8), (Strides{3 * 5 * 8, 5 * 8, 8, 1}));
+}
+
+// What a machine without a GPU can check of the graph: the frontend's
+// validation of every layout, both alignments, windows and GQA.
+TEST(CUDNN, GraphsPassTheFrontendsValidation) {
+  std::string why;
+  if (!isBuiltIn(&why)) {
+    SdpaConfig config;
+    std::string error;
+    ASSERT_TRUE(parseSdpaConfig(kCausalGQA, config, error));
+    EXPECT_FALSE(validateSdpaForward(config, error));
+    EXPECT_NE(error.find("built without cuDNN's headers"), std::string::npos);
+    GTEST_SKIP() << why;
+  }
+  {
+    SdpaConfig config;
+    std::string error;
+    ASSERT_TRUE(parseSdpaConfig(kCausalGQA, config, error));
+    if (!validateSdpaForward(config, error) &&
+        error.find("cuDNN 9 is not installed") != std::string::npos)
+      GTEST_SKIP() << error;
+  }
+  for (const char *layout : {"bshd", "sbhd", "bhsd"})
+    for (const char *window :
+         {"align=top_left,left=-1,right=-1", "align=top_left,left=-1,right=0",
+          "align=bottom_right,left=50,right=0",
+          "align=bottom_right,left=7,right=9"}) {
+      std::string parameters =
+          std::string("b=2,hq=8,hkv=2,sq=200,skv=300,d=128,dtype=f16,") +
+          "layout=" + layout + ",scale=3db504f3," + window + ",stats=1";
+      SdpaConfig config;
+      std::string error;
+      ASSERT_TRUE(parseSdpaConfig(parameters.c_str(), config, error)) << error;
+      EXPECT_TRUE(validateSdpaForward(config, error))
+          << parameters << ": " << error;
+    }
+  // cuDNN measures a bottom-right diagonal only for s_q <= s_kv, which the
+  // cuda target's choice of cuDNN respects (library-calls.test).
+  SdpaConfig config;
+  std::string error;
+  ASSERT_TRUE(parseSdpaConfig(kCausalGQA, config, error));
+  EXPECT_FALSE(validateSdpaForward(config, error));
+  EXPECT_NE(error.find("max_s_q > max_s_kv"), std::string::npos) << error;
+}
+
+} // namespace
