@@ -312,14 +312,27 @@ void te::runtime::cublaslt::destroyContext(Context *context) {
   delete context;
 }
 
+std::vector<size_t>
+te::runtime::cublaslt::operandBytes(const MatmulConfig &config) {
+  auto bytes = [](int type) {
+    return type == kDataF32                         ? 4
+           : type == kDataE4M3 || type == kDataE5M2 ? 1
+                                                    : 2;
+  };
+  // Sizes are at most 2^31 each: the products fit in 64 bits.
+  std::vector<size_t> sizes = {
+      size_t(config.m) * size_t(config.k) * bytes(config.a),
+      size_t(config.n) * size_t(config.k) * bytes(config.b), 4, 4};
+  if (config.bias >= 0)
+    sizes.push_back(size_t(config.n) * bytes(config.bias));
+  sizes.push_back(size_t(config.m) * size_t(config.n) * bytes(config.d));
+  return sizes;
+}
+
 te_status te::runtime::cublaslt::runMatmul(Context &context,
                                            const char *parameters, void **args,
-                                           int nargs, void *stream) {
-  Library &library = getLibrary();
-  if (!library.unavailable.empty())
-    return reject(library.unavailable);
-  std::lock_guard<std::mutex> lock(context.mutex);
-  auto found = context.plans.find(parameters);
+                                           const size_t *sizes, int nargs,
+                                           void *stream) {
   MatmulConfig config;
   std::string error;
   if (!parseMatmulConfig(parameters, config, error))
@@ -327,6 +340,19 @@ te_status te::runtime::cublaslt::runMatmul(Context &context,
   if (nargs != config.operands())
     return reject("expected " + std::to_string(config.operands()) +
                   " operands, got " + std::to_string(nargs));
+  // The manifest is untrusted: every operand must hold what the
+  // parameters make the library read or write.
+  std::vector<size_t> needed = operandBytes(config);
+  for (int i = 0; i < nargs; ++i)
+    if (sizes[i] < needed[i])
+      return reject("operand " + std::to_string(i) + " has " +
+                    std::to_string(sizes[i]) + " bytes, but '" + parameters +
+                    "' needs " + std::to_string(needed[i]));
+  Library &library = getLibrary();
+  if (!library.unavailable.empty())
+    return reject(library.unavailable);
+  std::lock_guard<std::mutex> lock(context.mutex);
+  auto found = context.plans.find(parameters);
   if (!context.handle)
     if (te_status status =
             check(library.create(&context.handle), "cublasLtCreate"))
@@ -369,16 +395,17 @@ te_status te::runtime::cublaslt::runMatmul(Context &context,
                                                 &workspace, sizeof(workspace));
     HeuristicResult result{};
     int count = 0;
-    Status found = set == kSuccess
-                       ? library.getHeuristic(context.handle, plan.desc, plan.a,
-                                              plan.b, plan.d, plan.d,
-                                              preference, 1, &result, &count)
-                       : set;
+    Status heuristic =
+        set == kSuccess ? library.getHeuristic(context.handle, plan.desc,
+                                               plan.a, plan.b, plan.d, plan.d,
+                                               preference, 1, &result, &count)
+                        : set;
     library.preferenceDestroy(preference);
-    if (found != kSuccess || count < 1)
+    if (heuristic != kSuccess || count < 1)
       return reject("cuBLASLt " + std::to_string(library.version) +
                     " has no algorithm for '" + parameters +
-                    "' on this GPU (cublasStatus_t " + std::to_string(found) +
+                    "' on this GPU (cublasStatus_t " +
+                    std::to_string(heuristic) +
                     "); compile with TE_CUDA_GEMM=codegen");
     plan.algo = result.algo;
     plan.hasAlgo = true;

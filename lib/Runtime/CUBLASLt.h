@@ -7,7 +7,7 @@
 // /usr/local/cuda/lib64), and cublasLt.h is not included (it is not there
 // without the toolkit): the types and constants below are the subset this
 // call needs, checked against the real header where the toolkit is
-// (unittests/Runtime/CUBLASLtABITest.cpp).
+// (unittests/Runtime/CUBLASLtTest.cpp).
 //
 // Parameters, in te's row-major terms (D[m, n] = A[m, k] B[n, k]^T, what
 // te.scaled_matmul computes with transpose_b):
@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace te::runtime::cublaslt {
 
@@ -90,10 +91,14 @@ struct Context;
 Context *createContext(DeviceMemory memory);
 void destroyContext(Context *context);
 
+/// The byte sizes `config`'s operands need, in operand order.
+std::vector<size_t> operandBytes(const MatmulConfig &config);
+
 /// Runs `cublaslt.matmul` with `parameters` on `stream` (a CUstream) with
-/// operand addresses `args`; errors set the runtime's device detail.
+/// operand addresses `args` of `sizes` bytes (each must hold what the
+/// parameters say); errors set the runtime's device detail.
 te_status runMatmul(Context &context, const char *parameters, void **args,
-                    int nargs, void *stream);
+                    const size_t *sizes, int nargs, void *stream);
 
 } // namespace te::runtime::cublaslt
 

@@ -510,6 +510,11 @@ void execContextDestroy(void *instance, void *context) {
   auto *exec = static_cast<ExecContext *>(context);
   {
     ContextScope scope(self(instance));
+    // The libraries' workspaces and handles may still be used by work
+    // enqueued on the stream (the default stream's context goes with the
+    // device, without a synchronization of its own).
+    if (exec->blas || exec->dnn)
+      getDriver().cuCtxSynchronize();
     te::runtime::cublaslt::destroyContext(exec->blas);
     te::runtime::cudnn::destroyContext(exec->dnn);
   }
@@ -517,8 +522,8 @@ void execContextDestroy(void *instance, void *context) {
 }
 
 te_status libraryCall(void *instance, const char *function,
-                      const char *parameters, void **args, int nargs,
-                      const te_launch_config *config) {
+                      const char *parameters, void **args, const size_t *sizes,
+                      int nargs, const te_launch_config *config) {
   auto *exec =
       config ? static_cast<ExecContext *>(config->exec_context) : nullptr;
   if (!exec) {
@@ -549,9 +554,9 @@ te_status libraryCall(void *instance, const char *function,
   }
   if (matmul)
     return te::runtime::cublaslt::runMatmul(*exec->blas, parameters, args,
+                                            sizes, nargs, config->stream);
+  return te::runtime::cudnn::runSdpaForward(*exec->dnn, parameters, args, sizes,
                                             nargs, config->stream);
-  return te::runtime::cudnn::runSdpaForward(*exec->dnn, parameters, args, nargs,
-                                            config->stream);
 }
 
 } // namespace

@@ -3,6 +3,8 @@
 #include "CUDNN.h"
 #include "Error.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -28,6 +30,11 @@ namespace {
 te_status reject(const std::string &message) {
   te::runtime::setDeviceDetail("cudnn.sdpa_forward: %s", message.c_str());
   return TE_ERROR_UNSUPPORTED;
+}
+
+te_status internal(const std::string &message) {
+  te::runtime::setDeviceDetail("cudnn.sdpa_forward: %s", message.c_str());
+  return TE_ERROR_INTERNAL;
 }
 
 /// `text`'s key=value pairs; false (with `error`) on a malformed or
@@ -108,6 +115,15 @@ bool te::runtime::cudnn::parseSdpaConfig(const char *parameters,
     error = "hq must be a multiple of hkv";
     return false;
   }
+  // Keeps every byte count below 2^64.
+  for (int64_t heads : {config.hq, config.hkv}) {
+    unsigned __int128 elements = (unsigned __int128)config.b * heads *
+                                 std::max(config.sq, config.skv) * config.d;
+    if (elements > (unsigned __int128)1 << 40) {
+      error = "the tensors have more than 2^40 elements";
+      return false;
+    }
+  }
   const std::string &dtype = pairs["dtype"];
   if (dtype != "bf16" && dtype != "f16") {
     error = "invalid dtype '" + dtype + "'; expected bf16 or f16";
@@ -125,7 +141,9 @@ bool te::runtime::cudnn::parseSdpaConfig(const char *parameters,
   const std::string &scale = pairs["scale"];
   char *rest = nullptr;
   unsigned long bits = std::strtoul(scale.c_str(), &rest, 16);
-  if (scale.empty() || scale.size() > 8 || *rest) {
+  if (scale.empty() || scale.size() > 8 || *rest ||
+      !std::all_of(scale.begin(), scale.end(),
+                   [](char c) { return std::isxdigit(c); })) {
     error = "invalid scale '" + scale + "'; expected the f32's bits in hex";
     return false;
   }
@@ -137,8 +155,8 @@ bool te::runtime::cudnn::parseSdpaConfig(const char *parameters,
     return false;
   }
   config.bottomRight = align == "bottom_right";
-  if (!parseInteger(pairs["left"], -1, int64_t(1) << 31, config.left) ||
-      !parseInteger(pairs["right"], -1, int64_t(1) << 31, config.right)) {
+  if (!parseInteger(pairs["left"], -1, int64_t(1) << 30, config.left) ||
+      !parseInteger(pairs["right"], -1, int64_t(1) << 30, config.right)) {
     error = "invalid window bound; left and right are -1 (unbounded) or a "
             "key count";
     return false;
@@ -151,6 +169,40 @@ bool te::runtime::cudnn::parseSdpaConfig(const char *parameters,
   config.stats = stats == "1";
   return true;
 }
+
+std::vector<size_t> te::runtime::cudnn::operandBytes(const SdpaConfig &config) {
+  size_t element = 2; // bf16 or f16
+  size_t q = size_t(config.b) * config.hq * config.sq * config.d * element;
+  size_t kv = size_t(config.b) * config.hkv * config.skv * config.d * element;
+  std::vector<size_t> sizes = {q, kv, kv, q};
+  if (config.stats)
+    sizes.push_back(size_t(config.b) * config.hq * config.sq * 4);
+  return sizes;
+}
+
+namespace {
+
+/// Parses a call's parameters and checks its operands against them (the
+/// manifest is untrusted: every operand must hold what cuDNN would read or
+/// write).
+te_status checkCall(const char *parameters, const size_t *sizes, int nargs,
+                    SdpaConfig &config) {
+  std::string error;
+  if (!parseSdpaConfig(parameters, config, error))
+    return reject(error);
+  if (nargs != config.operands())
+    return reject("expected " + std::to_string(config.operands()) +
+                  " operands, got " + std::to_string(nargs));
+  std::vector<size_t> needed = operandBytes(config);
+  for (int i = 0; i < nargs; ++i)
+    if (sizes[i] < needed[i])
+      return reject("operand " + std::to_string(i) + " has " +
+                    std::to_string(sizes[i]) + " bytes, but '" + parameters +
+                    "' needs " + std::to_string(needed[i]));
+  return TE_OK;
+}
+
+} // namespace
 
 #ifdef TE_HAVE_CUDNN_FRONTEND
 
@@ -294,6 +346,8 @@ struct te::runtime::cudnn::Context {
   cudnnHandle_t handle = nullptr;
   void *workspace = nullptr;
   int64_t workspaceBytes = 0;
+  /// Workspaces outgrown while calls may still use them.
+  std::vector<void *> retired;
   std::map<std::string, Plan, std::less<>> plans;
 };
 
@@ -334,31 +388,29 @@ void te::runtime::cudnn::destroyContext(Context *context) {
     fe::detail::destroy_handle(context->handle);
   if (context->workspace)
     context->memory.free(context->memory.owner, context->workspace);
+  for (void *workspace : context->retired)
+    context->memory.free(context->memory.owner, workspace);
   delete context;
 }
 
 te_status te::runtime::cudnn::runSdpaForward(Context &context,
                                              const char *parameters,
-                                             void **args, int nargs,
-                                             void *stream) {
+                                             void **args, const size_t *sizes,
+                                             int nargs, void *stream) {
   SdpaConfig config;
-  std::string error;
-  if (!parseSdpaConfig(parameters, config, error))
-    return reject(error);
-  if (nargs != config.operands())
-    return reject("expected " + std::to_string(config.operands()) +
-                  " operands, got " + std::to_string(nargs));
+  if (te_status status = checkCall(parameters, sizes, nargs, config))
+    return status;
   if (const std::string &unavailable = loadCuDNN(); !unavailable.empty())
     return reject(unavailable);
   std::lock_guard<std::mutex> lock(context.mutex);
   try {
     if (!context.handle &&
         fe::detail::create_handle(&context.handle) != CUDNN_STATUS_SUCCESS)
-      return reject("cudnnCreate failed");
+      return internal("cudnnCreate failed");
     if (fe::detail::set_stream(context.handle,
                                static_cast<cudaStream_t>(stream)) !=
         CUDNN_STATUS_SUCCESS)
-      return reject("cudnnSetStream failed");
+      return internal("cudnnSetStream failed");
     auto found = context.plans.find(parameters);
     if (found == context.plans.end()) {
       Plan plan;
@@ -368,8 +420,11 @@ te_status te::runtime::cudnn::runSdpaForward(Context &context,
     }
     Plan &plan = found->second;
     if (plan.workspace > context.workspaceBytes) {
+      // Calls enqueued on the stream may still use the smaller one: it is
+      // freed with the context, which the device destroys once the stream
+      // is idle.
       if (context.workspace)
-        context.memory.free(context.memory.owner, context.workspace);
+        context.retired.push_back(context.workspace);
       context.workspace = nullptr;
       context.workspaceBytes = 0;
       if (te_status status = context.memory.allocate(
@@ -420,8 +475,12 @@ Context *te::runtime::cudnn::createContext(DeviceMemory) {
 
 void te::runtime::cudnn::destroyContext(Context *context) { delete context; }
 
-te_status te::runtime::cudnn::runSdpaForward(Context &, const char *, void **,
-                                             int, void *) {
+te_status te::runtime::cudnn::runSdpaForward(Context &, const char *parameters,
+                                             void **, const size_t *sizes,
+                                             int nargs, void *) {
+  SdpaConfig config;
+  if (te_status status = checkCall(parameters, sizes, nargs, config))
+    return status;
   std::string why;
   isBuiltIn(&why);
   return reject(why);

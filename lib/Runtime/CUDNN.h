@@ -4,7 +4,8 @@
 // manifest version 5): te.attention's forward on cuDNN 9's SDPA graph,
 // built with the cudnn_frontend headers (PyPI nvidia-cudnn-frontend) in
 // their dynamic-loading mode: libcudnn is opened at the first call
-// (TE_CUDNN, else libcudnn.so.9), nothing is linked. A build without the
+// (TE_CUDNN, else libcudnn.so.9; the frontend itself opens libcudart),
+// nothing is linked. A build without the
 // frontend's or cuDNN's headers has the call, which then fails saying so.
 //
 // Parameters (what lib/Target/CUDA lowers the op to):
@@ -27,6 +28,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace te::runtime::cudnn {
 
@@ -60,10 +62,14 @@ struct Context;
 Context *createContext(DeviceMemory memory);
 void destroyContext(Context *context);
 
-/// Runs `cudnn.sdpa_forward` with `parameters` on `stream` (a CUstream);
-/// errors set the runtime's device detail.
+/// The byte sizes `config`'s operands need, in operand order.
+std::vector<size_t> operandBytes(const SdpaConfig &config);
+
+/// Runs `cudnn.sdpa_forward` with `parameters` on `stream` (a CUstream)
+/// with operand addresses `args` of `sizes` bytes (each must hold what the
+/// parameters say); errors set the runtime's device detail.
 te_status runSdpaForward(Context &context, const char *parameters, void **args,
-                         int nargs, void *stream);
+                         const size_t *sizes, int nargs, void *stream);
 
 /// Builds `config`'s graph and checks it with the frontend's validation,
 /// which needs no GPU (what a machine without one can check of the call);

@@ -559,21 +559,26 @@ static te_status launchSteps(const char *fn, te_kernel &kernel,
   }
   te_status result = TE_OK;
   std::vector<void *> data;
+  std::vector<size_t> sizes;
   for (size_t i = 0; i < entry.steps.size() && result == TE_OK; ++i) {
     const ManifestStep &step = entry.steps[i];
     data.clear();
+    sizes.clear();
     for (const ManifestStep::Operand &operand : step.operands) {
+      te_buffer *buffer = nullptr;
       switch (operand.kind) {
       case ManifestStep::OperandKind::Argument:
-        data.push_back(args[operand.index]->data);
+        buffer = args[operand.index];
         break;
       case ManifestStep::OperandKind::Temporary:
-        data.push_back(temporaries[operand.index]->data);
+        buffer = temporaries[operand.index].get();
         break;
       case ManifestStep::OperandKind::Status:
-        data.push_back(status->data);
+        buffer = status;
         break;
       }
+      data.push_back(buffer->data);
+      sizes.push_back(te_buffer_size_bytes(buffer));
     }
     for (int d = 0; d < 3; ++d) {
       config.grid[d] = step.grid[d];
@@ -584,7 +589,8 @@ static te_status launchSteps(const char *fn, te_kernel &kernel,
     if (!step.function.empty()) {
       if (te_status failed = device->ops->library_call(
               device->instance, step.function.c_str(), step.parameters.c_str(),
-              data.data(), static_cast<int>(data.size()), &config))
+              data.data(), sizes.data(), static_cast<int>(data.size()),
+              &config))
         result = failLaunch(fn, kernel, failed);
     } else if (te_status failed = device->ops->launch(
                    device->instance, kernel.stepFunctions[i], data.data(),

@@ -1,6 +1,7 @@
 //===- CUBLASLtTest.cpp - The cuda device's cuBLASLt call ----------------===//
 
 #include "CUBLASLt.h"
+#include "Error.h"
 
 #include <gtest/gtest.h>
 
@@ -94,6 +95,35 @@ TEST(CUBLASLt, RefusesBadParameters) {
     EXPECT_NE(error.find(expected), std::string::npos)
         << parameters << ": " << error;
   }
+}
+
+// The manifest is untrusted: operands smaller than the parameters say are
+// refused before the library is even opened.
+TEST(CUBLASLt, RefusesOperandsSmallerThanTheParameters) {
+  te::runtime::DeviceMemory memory = {
+      nullptr, [](void *, size_t, void **) { return TE_ERROR_INTERNAL; },
+      [](void *, void *) {}};
+  Context *context = createContext(memory);
+  const char *parameters = "m=64,n=32,k=16,a=f8E4M3FN,b=f8E4M3FN,d=bf16,"
+                           "bias=bf16,epilogue=bias";
+  MatmulConfig config;
+  std::string error;
+  ASSERT_TRUE(parseMatmulConfig(parameters, config, error));
+  EXPECT_EQ(operandBytes(config),
+            (std::vector<size_t>{64 * 16, 32 * 16, 4, 4, 32 * 2, 64 * 32 * 2}));
+  void *args[6] = {};
+  size_t sizes[6] = {64 * 16, 32 * 16, 4, 4, 32 * 2, 64 * 32 * 2 - 1};
+  EXPECT_EQ(runMatmul(*context, parameters, args, sizes, 6, nullptr),
+            TE_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(te::runtime::takeDeviceDetail())
+                .find("operand 5 has 4095 bytes, but"),
+            std::string::npos);
+  EXPECT_EQ(runMatmul(*context, parameters, args, sizes, 5, nullptr),
+            TE_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(te::runtime::takeDeviceDetail())
+                .find("expected 6 operands, got 5"),
+            std::string::npos);
+  destroyContext(context);
 }
 
 } // namespace

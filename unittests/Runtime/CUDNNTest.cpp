@@ -1,6 +1,7 @@
 //===- CUDNNTest.cpp - The cuda device's cuDNN attention call -------------===//
 
 #include "CUDNN.h"
+#include "Error.h"
 
 #include <gtest/gtest.h>
 
@@ -115,6 +116,39 @@ TEST(CUDNN, GraphsPassTheFrontendsValidation) {
   ASSERT_TRUE(parseSdpaConfig(kCausalGQA, config, error));
   EXPECT_FALSE(validateSdpaForward(config, error));
   EXPECT_NE(error.find("max_s_q > max_s_kv"), std::string::npos) << error;
+}
+
+// The manifest is untrusted: operands smaller than the parameters say are
+// refused before cuDNN is even opened, and sizes whose products would
+// overflow are refused by the parser.
+TEST(CUDNN, RefusesOperandsSmallerThanTheParameters) {
+  te::runtime::DeviceMemory memory = {
+      nullptr, [](void *, size_t, void **) { return TE_ERROR_INTERNAL; },
+      [](void *, void *) {}};
+  Context *context = createContext(memory);
+  SdpaConfig config;
+  std::string error;
+  ASSERT_TRUE(parseSdpaConfig(kCausalGQA, config, error));
+  size_t q = 2 * 16 * 1024 * 64 * 2, kv = 2 * 4 * 1000 * 64 * 2,
+         lse = 2 * 16 * 1024 * 4;
+  EXPECT_EQ(operandBytes(config), (std::vector<size_t>{q, kv, kv, q, lse}));
+  void *args[5] = {};
+  size_t sizes[5] = {q, kv, kv - 2, q, lse};
+  EXPECT_EQ(runSdpaForward(*context, kCausalGQA, args, sizes, 5, nullptr),
+            TE_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(te::runtime::takeDeviceDetail()).find("operand 2 has"),
+            std::string::npos);
+  destroyContext(context);
+  EXPECT_FALSE(parseSdpaConfig(
+      "b=2147483648,hq=2147483648,hkv=1,sq=2147483648,skv=1,d=2147483648,"
+      "dtype=bf16,layout=bshd,scale=0,align=top_left,left=-1,right=-1,stats=0",
+      config, error));
+  EXPECT_NE(error.find("more than 2^40 elements"), std::string::npos) << error;
+  EXPECT_FALSE(parseSdpaConfig(
+      "b=1,hq=1,hkv=1,sq=1,skv=1,d=8,dtype=bf16,layout=bshd,scale=-1,"
+      "align=top_left,left=-1,right=-1,stats=0",
+      config, error));
+  EXPECT_NE(error.find("invalid scale '-1'"), std::string::npos) << error;
 }
 
 } // namespace

@@ -15,7 +15,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace te::runtime::testing {
 
@@ -51,6 +53,19 @@ struct FakeDevice {
                                            "in f32 4\n"
                                            "out f32 4\n"
                                            "end\n";
+  /// What the module loader serves; set before loading a module.
+  std::string manifest = kManifest;
+
+  /// The library calls made (withModules): `fake.double` doubles four f32
+  /// from its first operand into its second, like fake_double.
+  struct LibraryCall {
+    std::string function, parameters;
+    std::vector<size_t> sizes;
+    void *stream;
+    void *execContext;
+  };
+  std::mutex callsMutex;
+  std::vector<LibraryCall> calls;
 
   /// Registers nothing; returns a complete table for this device.
   te_device_ops ops(bool withModules = false, bool withStreams = false) {
@@ -113,8 +128,24 @@ struct FakeDevice {
       table.unload_module = [](void *instance, void *) {
         --self(instance)->loadedModules;
       };
-      table.get_manifest = [](void *, void *, const char **text) {
-        *text = kManifest;
+      table.get_manifest = [](void *instance, void *, const char **text) {
+        *text = self(instance)->manifest.c_str();
+        return TE_OK;
+      };
+      table.library_call = [](void *instance, const char *function,
+                              const char *parameters, void **args,
+                              const size_t *sizes, int nargs,
+                              const te_launch_config *config) {
+        FakeDevice &fake = *self(instance);
+        {
+          std::lock_guard<std::mutex> lock(fake.callsMutex);
+          fake.calls.push_back({function, parameters,
+                                std::vector<size_t>(sizes, sizes + nargs),
+                                config->stream, config->exec_context});
+        }
+        if (std::strcmp(function, "fake.double") != 0 || nargs != 2)
+          return TE_ERROR_UNSUPPORTED;
+        doubleKernel(args);
         return TE_OK;
       };
       table.get_function = [](void *, void *, const char *symbol,

@@ -288,4 +288,50 @@ TEST_F(LaunchTest, PluginKernelsLaunchThroughTheTable) {
   EXPECT_EQ(fake.launches, 1);
 }
 
+// A library call runs in order with the kernel steps, on the launch's
+// stream with its execution context, taking the operands' addresses and
+// byte sizes (which the device checks against the call's parameters).
+TEST_F(LaunchTest, LibraryCallsRunInOrderWithTheSteps) {
+  FakeDevice &fake = registerFakeDevice("fake-library-calls",
+                                        /*withModules=*/true,
+                                        /*withStreams=*/true);
+  fake.manifest = "te-kernel-abi 5\n"
+                  "entry quadruple program\n"
+                  "in f32 4\n"
+                  "out f32 4\n"
+                  "temp 16\n"
+                  "step fake_double 1 1 0 a0 t0\n"
+                  "call fake.double n=4,scale=2 t0 a1\n"
+                  "end\n";
+  DevicePtr device = openDevice("fake-library-calls");
+  ModulePtr module = loadModule(device.get(), "calls.fatbin");
+  te_kernel *kernel = nullptr;
+  ASSERT_EQ(te_module_get_kernel(module.get(), "quadruple", &kernel), TE_OK);
+  BufferPtr in = createBuffer(device.get(), TE_DTYPE_F32, {4});
+  BufferPtr out = createBuffer(device.get(), TE_DTYPE_F32, {4});
+  const float values[4] = {1, 2, 3, 4.5f};
+  ASSERT_EQ(te_buffer_write(in.get(), values, sizeof(values)), TE_OK);
+  te_stream *stream = nullptr;
+  ASSERT_EQ(te_stream_create(device.get(), &stream), TE_OK);
+  te_buffer *args[] = {in.get(), out.get()};
+  ASSERT_EQ(te_kernel_launch_on(kernel, args, 2, stream), TE_OK)
+      << te_last_error_message();
+  float result[4] = {};
+  ASSERT_EQ(te_buffer_read(out.get(), result, sizeof(result)), TE_OK);
+  EXPECT_EQ(result[0], 4.0f);
+  EXPECT_EQ(result[3], 18.0f);
+  {
+    std::lock_guard<std::mutex> lock(fake.callsMutex);
+    ASSERT_EQ(fake.calls.size(), 1u);
+    const FakeDevice::LibraryCall &call = fake.calls.back();
+    EXPECT_EQ(call.function, "fake.double");
+    EXPECT_EQ(call.parameters, "n=4,scale=2");
+    EXPECT_EQ(call.sizes, (std::vector<size_t>{16, 16}));
+    EXPECT_EQ(call.stream, fake.lastStream.load());
+    EXPECT_NE(call.execContext, nullptr);
+    EXPECT_EQ(call.execContext, fake.lastExecContext.load());
+  }
+  te_stream_release(stream);
+}
+
 } // namespace

@@ -173,11 +173,14 @@ typedef struct te_device_ops {
   /// Optional. Runs a library call of a module's steps (a manifest `call`
   /// line, te/Runtime/Module.h) on `config`'s stream: `function` names it
   /// ("cublaslt.matmul"), `parameters` is its key=value list, `args` the
-  /// device addresses of its `nargs` operands. Invalid parameters or a
-  /// library that is missing fail with TE_ERROR_UNSUPPORTED and a detail
-  /// saying what to do. NULL: modules with library calls do not load.
+  /// device addresses of its `nargs` operands and `sizes` their byte sizes
+  /// (the manifest is untrusted: the device checks that the parameters fit
+  /// the buffers). Invalid parameters or a library that is missing fail
+  /// with TE_ERROR_UNSUPPORTED and a detail saying what to do. NULL:
+  /// modules with library calls do not load.
   te_status (*library_call)(void *instance, const char *function,
-                            const char *parameters, void **args, int nargs,
+                            const char *parameters, void **args,
+                            const size_t *sizes, int nargs,
                             const struct te_launch_config *config);
 } te_device_ops;
 

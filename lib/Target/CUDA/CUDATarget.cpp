@@ -297,6 +297,17 @@ std::string dtypeName(Type type) {
   return "";
 }
 
+/// Why a library call cannot take `op`'s operands and results: the calls
+/// take static shapes only (their configuration is fixed at compile time).
+std::optional<std::string> getDynamicShapeReason(Operation *op) {
+  for (Type type :
+       llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
+    if (auto tensor = dyn_cast<RankedTensorType>(type);
+        !tensor || !tensor.hasStaticShape())
+      return std::string("library calls take static shapes only");
+  return std::nullopt;
+}
+
 /// TE_CUDA_GEMM: "cublaslt" (the default: cuBLASLt where it supports the
 /// configuration) or "codegen".
 std::string getGemmPolicy() {
@@ -315,6 +326,8 @@ std::optional<std::string> getCuBLASLtUnsupportedReason(ScaledMatmulOp op,
     return "TE_CUDA_GEMM='" + policy + "' is neither cublaslt nor codegen";
   if (arch != "sm_89" && !arch.starts_with("sm_90"))
     return "cuBLASLt's FP8 GEMMs need sm_89 or newer, not " + arch.str();
+  if (std::optional<std::string> reason = getDynamicShapeReason(op))
+    return reason;
   if (op.getTransposeA() || !op.getTransposeB())
     return std::string("cuBLASLt's FP8 GEMMs on sm_89 and sm_90 take one "
                        "layout, TE's TN (transpose_b without transpose_a)");
@@ -477,6 +490,8 @@ std::optional<std::string> getCuDNNAttentionUnsupportedReason(AttentionOp op,
   std::string policy = getAttentionPolicy();
   if (policy != "codegen" && policy != "cudnn")
     return "TE_CUDA_ATTENTION='" + policy + "' is neither codegen nor cudnn";
+  if (std::optional<std::string> reason = getDynamicShapeReason(op))
+    return reason;
   if (op.getLayout() == QKVLayout::thd)
     return std::string("the thd layout is not yet through the cuDNN call");
   MaskKind mask = op.getMaskKind();

@@ -19,3 +19,8 @@ func.func @unaligned(%a: tensor<32x24xf8E4M3FN>, %b: tensor<8x24xf8E4M3FN>,
   %d = te.scaled_matmul %a, %b scales(%sa, %sb) transpose_b : tensor<32x24xf8E4M3FN>, tensor<8x24xf8E4M3FN>, tensor<f32>, tensor<f32> -> tensor<32x8xbf16>
   return %d : tensor<32x8xbf16>
 }
+func.func @dynamic(%a: tensor<?x64xf8E4M3FN>, %b: tensor<32x64xf8E4M3FN>,
+                   %sa: tensor<f32>, %sb: tensor<f32>) -> tensor<?x32xbf16> {
+  %d = te.scaled_matmul %a, %b scales(%sa, %sb) transpose_b : tensor<?x64xf8E4M3FN>, tensor<32x64xf8E4M3FN>, tensor<f32>, tensor<f32> -> tensor<?x32xbf16>
+  return %d : tensor<?x32xbf16>
+}
