@@ -337,17 +337,10 @@ te_status te::runtime::cublaslt::runMatmul(Context &context,
   std::string error;
   if (!parseMatmulConfig(parameters, config, error))
     return reject(error);
-  if (nargs != config.operands())
-    return reject("expected " + std::to_string(config.operands()) +
-                  " operands, got " + std::to_string(nargs));
-  // The manifest is untrusted: every operand must hold what the
-  // parameters make the library read or write.
-  std::vector<size_t> needed = operandBytes(config);
-  for (int i = 0; i < nargs; ++i)
-    if (sizes[i] < needed[i])
-      return reject("operand " + std::to_string(i) + " has " +
-                    std::to_string(sizes[i]) + " bytes, but '" + parameters +
-                    "' needs " + std::to_string(needed[i]));
+  if (std::string why = te::runtime::checkOperands(parameters, sizes, nargs,
+                                                   operandBytes(config));
+      !why.empty())
+    return reject(why);
   Library &library = getLibrary();
   if (!library.unavailable.empty())
     return reject(library.unavailable);

@@ -182,23 +182,16 @@ std::vector<size_t> te::runtime::cudnn::operandBytes(const SdpaConfig &config) {
 
 namespace {
 
-/// Parses a call's parameters and checks its operands against them (the
-/// manifest is untrusted: every operand must hold what cuDNN would read or
-/// write).
+/// Parses a call's parameters and checks its operands against them.
 te_status checkCall(const char *parameters, const size_t *sizes, int nargs,
                     SdpaConfig &config) {
   std::string error;
   if (!parseSdpaConfig(parameters, config, error))
     return reject(error);
-  if (nargs != config.operands())
-    return reject("expected " + std::to_string(config.operands()) +
-                  " operands, got " + std::to_string(nargs));
-  std::vector<size_t> needed = operandBytes(config);
-  for (int i = 0; i < nargs; ++i)
-    if (sizes[i] < needed[i])
-      return reject("operand " + std::to_string(i) + " has " +
-                    std::to_string(sizes[i]) + " bytes, but '" + parameters +
-                    "' needs " + std::to_string(needed[i]));
+  if (std::string why = te::runtime::checkOperands(parameters, sizes, nargs,
+                                                   operandBytes(config));
+      !why.empty())
+    return reject(why);
   return TE_OK;
 }
 

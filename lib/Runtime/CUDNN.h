@@ -21,7 +21,7 @@
 #ifndef TE_LIB_RUNTIME_CUDNN_H
 #define TE_LIB_RUNTIME_CUDNN_H
 
-#include "DeviceMemory.h"
+#include "LibraryCall.h"
 
 #include "te/Runtime/Status.h"
 

@@ -721,6 +721,19 @@ FailureOr<EntryPlan> planEntry(func::FuncOp function, const KernelEntry &entry,
                               "kernel launches; '")
            << function.getName() << "' has control flow on the host";
   int temporaries = 0;
+  // A step's or call's operands: arguments (a<N>), temporaries (t<N>) or
+  // the status (s).
+  auto appendOperands = [&](Operation *user, ValueRange values,
+                            std::string &line) -> LogicalResult {
+    for (Value operand : values) {
+      auto it = operands.find(operand);
+      if (it == operands.end())
+        return user->emitError("an operand that is neither an argument of "
+                               "the entry point nor one of its temporaries");
+      line += " " + it->second;
+    }
+    return success();
+  };
   for (Operation &op : function.getBody().front()) {
     if (isa<arith::ConstantOp, memref::DeallocOp>(op))
       continue;
@@ -767,14 +780,8 @@ FailureOr<EntryPlan> planEntry(func::FuncOp function, const KernelEntry &entry,
       std::string line = "step " + launch.getKernelName().str() + " " +
                          geometry[0] + " " + geometry[1] + " " +
                          std::to_string(*shared);
-      for (Value operand : launch.getKernelOperands()) {
-        auto it = operands.find(operand);
-        if (it == operands.end())
-          return launch.emitError("a kernel operand that is neither an "
-                                  "argument of the entry point nor one of "
-                                  "its temporaries");
-        line += " " + it->second;
-      }
+      if (failed(appendOperands(launch, launch.getKernelOperands(), line)))
+        return failure();
       plan.lines.push_back(std::move(line));
       continue;
     }
@@ -792,14 +799,8 @@ FailureOr<EntryPlan> planEntry(func::FuncOp function, const KernelEntry &entry,
                               "functions only (declarations with ")
                << kLibraryFunctionAttr << ")";
       std::string line = "call " + library.str() + " " + parameters.str();
-      for (Value operand : call.getOperands()) {
-        auto it = operands.find(operand);
-        if (it == operands.end())
-          return call.emitError("a library call operand that is neither an "
-                                "argument of the entry point nor one of its "
-                                "temporaries");
-        line += " " + it->second;
-      }
+      if (failed(appendOperands(call, call.getOperands(), line)))
+        return failure();
       plan.lines.push_back(std::move(line));
       plan.hasCalls = true;
       continue;

@@ -1,0 +1,46 @@
+//===- LibraryCall.h - What the cuda device's library calls share -*- C++
+//-*-===//
+//
+// The library calls of lib/Runtime/CUBLASLt.h and CUDNN.h: how their state
+// asks the device that owns it for workspace memory, and how they check
+// their untrusted operands.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_LIB_RUNTIME_LIBRARYCALL_H
+#define TE_LIB_RUNTIME_LIBRARYCALL_H
+
+#include "te/Runtime/Status.h"
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace te::runtime {
+
+struct DeviceMemory {
+  void *owner;
+  te_status (*allocate)(void *owner, size_t bytes, void **pointer);
+  void (*free)(void *owner, void *pointer);
+};
+
+/// Why `nargs` operands of `sizes` bytes cannot serve a call with
+/// `parameters` whose operands need `needed` bytes, or "": the manifest is
+/// untrusted, so every operand must hold what the library would read or
+/// write.
+inline std::string checkOperands(const char *parameters, const size_t *sizes,
+                                 int nargs, const std::vector<size_t> &needed) {
+  if (nargs != static_cast<int>(needed.size()))
+    return "expected " + std::to_string(needed.size()) + " operands, got " +
+           std::to_string(nargs);
+  for (int i = 0; i < nargs; ++i)
+    if (sizes[i] < needed[i])
+      return "operand " + std::to_string(i) + " has " +
+             std::to_string(sizes[i]) + " bytes, but '" + parameters +
+             "' needs " + std::to_string(needed[i]);
+  return "";
+}
+
+} // namespace te::runtime
+
+#endif // TE_LIB_RUNTIME_LIBRARYCALL_H
