@@ -67,8 +67,8 @@ if [[ "${1:-}" == "--prepare" ]]; then
     cp "$kernels/$name.so" "$kernels/$name-sm80.so"
   done
   # The strategies a program does not take by default, for sm_90a: the
-  # generated GEMM where cuBLASLt takes it, cuDNN's attention forward
-  # (whose LSE the generated backward then reads).
+  # generated GEMM where cuBLASLt takes it, cuDNN's attention forward and
+  # backward.
   for variant in attention:TE_CUDA_ATTENTION=cudnn:attention-cudnn \
       attention_backward:TE_CUDA_ATTENTION=cudnn:attention_backward-cudnn \
       gemm:TE_CUDA_GEMM=codegen:gemm-codegen; do

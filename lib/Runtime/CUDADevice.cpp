@@ -531,7 +531,9 @@ te_status libraryCall(void *instance, const char *function,
     return TE_ERROR_INTERNAL;
   }
   bool matmul = std::strcmp(function, "cublaslt.matmul") == 0;
-  if (!matmul && std::strcmp(function, "cudnn.sdpa_forward") != 0) {
+  bool backward = std::strcmp(function, "cudnn.sdpa_backward") == 0;
+  if (!matmul && !backward &&
+      std::strcmp(function, "cudnn.sdpa_forward") != 0) {
     te::runtime::setDeviceDetail("the cuda device has no library function "
                                  "'%s'; rebuild the module with this "
                                  "te-mlir",
@@ -555,8 +557,8 @@ te_status libraryCall(void *instance, const char *function,
   if (matmul)
     return te::runtime::cublaslt::runMatmul(*exec->blas, parameters, args,
                                             sizes, nargs, config->stream);
-  return te::runtime::cudnn::runSdpaForward(*exec->dnn, parameters, args, sizes,
-                                            nargs, config->stream);
+  return te::runtime::cudnn::runSdpa(*exec->dnn, backward, parameters, args,
+                                     sizes, nargs, config->stream);
 }
 
 } // namespace

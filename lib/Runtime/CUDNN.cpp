@@ -27,13 +27,17 @@ using namespace te::runtime::cudnn;
 
 namespace {
 
-te_status reject(const std::string &message) {
-  te::runtime::setDeviceDetail("cudnn.sdpa_forward: %s", message.c_str());
+const char *callName(bool backward) {
+  return backward ? "cudnn.sdpa_backward" : "cudnn.sdpa_forward";
+}
+
+te_status reject(bool backward, const std::string &message) {
+  te::runtime::setDeviceDetail("%s: %s", callName(backward), message.c_str());
   return TE_ERROR_UNSUPPORTED;
 }
 
-te_status internal(const std::string &message) {
-  te::runtime::setDeviceDetail("cudnn.sdpa_forward: %s", message.c_str());
+te_status internal(bool backward, const std::string &message) {
+  te::runtime::setDeviceDetail("%s: %s", callName(backward), message.c_str());
   return TE_ERROR_INTERNAL;
 }
 
@@ -174,24 +178,31 @@ std::vector<size_t> te::runtime::cudnn::operandBytes(const SdpaConfig &config) {
   size_t element = 2; // bf16 or f16
   size_t q = size_t(config.b) * config.hq * config.sq * config.d * element;
   size_t kv = size_t(config.b) * config.hkv * config.skv * config.d * element;
+  size_t lse = size_t(config.b) * config.hq * config.sq * 4;
+  if (config.backward) // q, k, v, o, dO, lse -> dq, dk, dv
+    return {q, kv, kv, q, q, lse, q, kv, kv};
   std::vector<size_t> sizes = {q, kv, kv, q};
   if (config.stats)
-    sizes.push_back(size_t(config.b) * config.hq * config.sq * 4);
+    sizes.push_back(lse);
   return sizes;
 }
 
 namespace {
 
 /// Parses a call's parameters and checks its operands against them.
-te_status checkCall(const char *parameters, const size_t *sizes, int nargs,
-                    SdpaConfig &config) {
+te_status checkCall(bool backward, const char *parameters, const size_t *sizes,
+                    int nargs, SdpaConfig &config) {
   std::string error;
   if (!parseSdpaConfig(parameters, config, error))
-    return reject(error);
+    return reject(backward, error);
+  config.backward = backward;
+  if (backward && !config.stats)
+    return reject(backward, "the backward reads the forward's statistics: "
+                            "stats=1");
   if (std::string why = te::runtime::checkOperands(parameters, sizes, nargs,
                                                    operandBytes(config));
       !why.empty())
-    return reject(why);
+    return reject(backward, why);
   return TE_OK;
 }
 
@@ -234,7 +245,7 @@ const std::string &loadCuDNN() {
   return *unavailable;
 }
 
-enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats };
+enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV };
 
 /// One configuration's graph, built and planned.
 struct Plan {
@@ -271,6 +282,42 @@ makeGraph(const SdpaConfig &config, int smVersion = 0, int smCount = 0) {
   auto q = tensor("Q", kQ, config.hq, config.sq);
   auto k = tensor("K", kK, config.hkv, config.skv);
   auto v = tensor("V", kV, config.hkv, config.skv);
+  auto output = [&](std::shared_ptr<fe::graph::Tensor_attributes> value,
+                    int64_t uid, int64_t h, int64_t s) {
+    std::array<int64_t, 4> stride =
+        strides(config.layout, config.b, h, s, config.d);
+    value->set_output(true)
+        .set_uid(uid)
+        .set_dim({config.b, h, s, config.d})
+        .set_stride({stride[0], stride[1], stride[2], stride[3]});
+  };
+  std::vector<int64_t> statsDim = {config.b, config.hq, config.sq, 1};
+  std::vector<int64_t> statsStride = {config.hq * config.sq, config.sq, 1, 1};
+  if (config.backward) {
+    auto o = tensor("O", kO, config.hq, config.sq);
+    auto dO = tensor("dO", kDO, config.hq, config.sq);
+    auto stats = graph->tensor(fe::graph::Tensor_attributes()
+                                   .set_name("Stats")
+                                   .set_uid(kStats)
+                                   .set_data_type(fe::DataType_t::FLOAT)
+                                   .set_dim(statsDim)
+                                   .set_stride(statsStride));
+    auto options = fe::graph::SDPA_backward_attributes()
+                       .set_name("te_attention_backward")
+                       .set_attn_scale(config.scale);
+    options.set_diagonal_alignment(config.bottomRight
+                                       ? fe::DiagonalAlignment_t::BOTTOM_RIGHT
+                                       : fe::DiagonalAlignment_t::TOP_LEFT);
+    if (config.left >= 0)
+      options.set_diagonal_band_left_bound(static_cast<int>(config.left + 1));
+    if (config.right >= 0)
+      options.set_diagonal_band_right_bound(static_cast<int>(config.right));
+    auto [dQ, dK, dV] = graph->sdpa_backward(q, k, v, o, dO, stats, options);
+    output(dQ, kDQ, config.hq, config.sq);
+    output(dK, kDK, config.hkv, config.skv);
+    output(dV, kDV, config.hkv, config.skv);
+    return graph;
+  }
   auto options = fe::graph::SDPA_attributes()
                      .set_name("te_attention")
                      .set_generate_stats(config.stats)
@@ -285,18 +332,13 @@ makeGraph(const SdpaConfig &config, int smVersion = 0, int smCount = 0) {
   if (config.right >= 0)
     options.set_diagonal_band_right_bound(static_cast<int>(config.right));
   auto [o, stats] = graph->sdpa(q, k, v, options);
-  std::array<int64_t, 4> oStride =
-      strides(config.layout, config.b, config.hq, config.sq, config.d);
-  o->set_output(true)
-      .set_uid(kO)
-      .set_dim({config.b, config.hq, config.sq, config.d})
-      .set_stride({oStride[0], oStride[1], oStride[2], oStride[3]});
+  output(o, kO, config.hq, config.sq);
   if (config.stats)
     stats->set_output(true)
         .set_uid(kStats)
         .set_data_type(fe::DataType_t::FLOAT)
-        .set_dim({config.b, config.hq, config.sq, 1})
-        .set_stride({config.hq * config.sq, config.sq, 1, 1});
+        .set_dim(statsDim)
+        .set_stride(statsStride);
   return graph;
 }
 
@@ -306,8 +348,9 @@ te_status buildPlan(const SdpaConfig &config, cudnnHandle_t handle,
   std::shared_ptr<fe::graph::Graph> graph = makeGraph(config);
   auto step = [&](fe::error_object status, const char *what) {
     if (status.is_bad())
-      return reject(std::string("cuDNN ") + what + ": " + describe(status) +
-                    "; compile without TE_CUDA_ATTENTION=cudnn");
+      return reject(config.backward, std::string("cuDNN ") + what + ": " +
+                                         describe(status) +
+                                         "; compile with NVTE_FUSED_ATTN=0");
     return TE_OK;
   };
   if (te_status status = step(graph->validate(), "refuses the graph"))
@@ -346,8 +389,8 @@ struct te::runtime::cudnn::Context {
 
 bool te::runtime::cudnn::isBuiltIn(std::string *) { return true; }
 
-bool te::runtime::cudnn::validateSdpaForward(const SdpaConfig &config,
-                                             std::string &error) {
+bool te::runtime::cudnn::validateSdpa(const SdpaConfig &config,
+                                      std::string &error) {
   if (const std::string &unavailable = loadCuDNN(); !unavailable.empty()) {
     error = unavailable;
     return false;
@@ -386,30 +429,31 @@ void te::runtime::cudnn::destroyContext(Context *context) {
   delete context;
 }
 
-te_status te::runtime::cudnn::runSdpaForward(Context &context,
-                                             const char *parameters,
-                                             void **args, const size_t *sizes,
-                                             int nargs, void *stream) {
+te_status te::runtime::cudnn::runSdpa(Context &context, bool backward,
+                                      const char *parameters, void **args,
+                                      const size_t *sizes, int nargs,
+                                      void *stream) {
   SdpaConfig config;
-  if (te_status status = checkCall(parameters, sizes, nargs, config))
+  if (te_status status = checkCall(backward, parameters, sizes, nargs, config))
     return status;
   if (const std::string &unavailable = loadCuDNN(); !unavailable.empty())
-    return reject(unavailable);
+    return reject(backward, unavailable);
   std::lock_guard<std::mutex> lock(context.mutex);
   try {
     if (!context.handle &&
         fe::detail::create_handle(&context.handle) != CUDNN_STATUS_SUCCESS)
-      return internal("cudnnCreate failed");
+      return internal(backward, "cudnnCreate failed");
     if (fe::detail::set_stream(context.handle,
                                static_cast<cudaStream_t>(stream)) !=
         CUDNN_STATUS_SUCCESS)
-      return internal("cudnnSetStream failed");
-    auto found = context.plans.find(parameters);
+      return internal(backward, "cudnnSetStream failed");
+    std::string key = std::string(callName(backward)) + " " + parameters;
+    auto found = context.plans.find(key);
     if (found == context.plans.end()) {
       Plan plan;
       if (te_status status = buildPlan(config, context.handle, plan))
         return status;
-      found = context.plans.emplace(parameters, std::move(plan)).first;
+      found = context.plans.emplace(key, std::move(plan)).first;
     }
     Plan &plan = found->second;
     if (plan.workspace > context.workspaceBytes) {
@@ -428,17 +472,23 @@ te_status te::runtime::cudnn::runSdpaForward(Context &context,
     }
     std::unordered_map<int64_t, void *> pack = {
         {kQ, args[0]}, {kK, args[1]}, {kV, args[2]}, {kO, args[3]}};
-    if (config.stats)
+    if (backward) {
+      for (auto [uid, index] : {std::pair<int64_t, int>{kDO, 4},
+                                {kStats, 5},
+                                {kDQ, 6},
+                                {kDK, 7},
+                                {kDV, 8}})
+        pack.emplace(uid, args[index]);
+    } else if (config.stats) {
       pack.emplace(kStats, args[4]);
+    }
     fe::error_object status =
         plan.graph->execute(context.handle, pack, context.workspace);
     if (status.is_bad()) {
-      te::runtime::setDeviceDetail("cudnn.sdpa_forward: execution failed: %s",
-                                   status.get_message().c_str());
-      return TE_ERROR_INTERNAL;
+      return internal(backward, "execution failed: " + status.get_message());
     }
   } catch (const std::exception &e) {
-    return reject(std::string("cuDNN failed: ") + e.what());
+    return reject(backward, std::string("cuDNN failed: ") + e.what());
   }
   return TE_OK;
 }
@@ -456,8 +506,7 @@ bool te::runtime::cudnn::isBuiltIn(std::string *why) {
   return false;
 }
 
-bool te::runtime::cudnn::validateSdpaForward(const SdpaConfig &,
-                                             std::string &error) {
+bool te::runtime::cudnn::validateSdpa(const SdpaConfig &, std::string &error) {
   isBuiltIn(&error);
   return false;
 }
@@ -468,15 +517,15 @@ Context *te::runtime::cudnn::createContext(DeviceMemory) {
 
 void te::runtime::cudnn::destroyContext(Context *context) { delete context; }
 
-te_status te::runtime::cudnn::runSdpaForward(Context &, const char *parameters,
-                                             void **, const size_t *sizes,
-                                             int nargs, void *) {
+te_status te::runtime::cudnn::runSdpa(Context &, bool backward,
+                                      const char *parameters, void **,
+                                      const size_t *sizes, int nargs, void *) {
   SdpaConfig config;
-  if (te_status status = checkCall(parameters, sizes, nargs, config))
+  if (te_status status = checkCall(backward, parameters, sizes, nargs, config))
     return status;
   std::string why;
   isBuiltIn(&why);
-  return reject(why);
+  return reject(backward, why);
 }
 
 #endif

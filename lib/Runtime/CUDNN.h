@@ -16,6 +16,11 @@
 // [i - L, i + R] (-1: unbounded), causal masks being R = 0. Operands q, k,
 // v, o, then the f32 log-sum-exp [b, h_q, s_q, 1] with stats=1.
 //
+// `cudnn.sdpa_backward` takes the same parameters (stats=1) and operands
+// q, k, v, o, dO, lse (the forward's, natural-log LSE), then dq, dk, dv,
+// dk and dv summed over each GQA group as te.attention_backward returns
+// them.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TE_LIB_RUNTIME_CUDNN_H
@@ -42,8 +47,10 @@ struct SdpaConfig {
   bool bottomRight = false;
   int64_t left = -1, right = -1;
   bool stats = false;
-  /// q, k, v, o, [lse].
-  int operands() const { return stats ? 5 : 4; }
+  /// Set by the caller: cudnn.sdpa_backward rather than the forward.
+  bool backward = false;
+  /// q, k, v, o, [lse]; the backward's q, k, v, o, dO, lse, dq, dk, dv.
+  int operands() const { return backward ? 9 : stats ? 5 : 4; }
 };
 
 /// Parses `parameters`; on failure returns false with `error` saying which
@@ -65,16 +72,18 @@ void destroyContext(Context *context);
 /// The byte sizes `config`'s operands need, in operand order.
 std::vector<size_t> operandBytes(const SdpaConfig &config);
 
-/// Runs `cudnn.sdpa_forward` with `parameters` on `stream` (a CUstream)
-/// with operand addresses `args` of `sizes` bytes (each must hold what the
-/// parameters say); errors set the runtime's device detail.
-te_status runSdpaForward(Context &context, const char *parameters, void **args,
-                         const size_t *sizes, int nargs, void *stream);
+/// Runs `cudnn.sdpa_forward` (or with `backward`, `cudnn.sdpa_backward`)
+/// with `parameters` on `stream` (a CUstream) with operand addresses `args`
+/// of `sizes` bytes (each must hold what the parameters say); errors set
+/// the runtime's device detail.
+te_status runSdpa(Context &context, bool backward, const char *parameters,
+                  void **args, const size_t *sizes, int nargs, void *stream);
 
-/// Builds `config`'s graph and checks it with the frontend's validation,
+/// Builds `config`'s graph (the forward's, or with config.backward the
+/// backward's) and checks it with the frontend's validation,
 /// which needs no GPU (what a machine without one can check of the call);
 /// on failure returns false with `error`.
-bool validateSdpaForward(const SdpaConfig &config, std::string &error);
+bool validateSdpa(const SdpaConfig &config, std::string &error);
 
 /// Whether this build has the cuDNN call (the headers were found), and if
 /// not, why.

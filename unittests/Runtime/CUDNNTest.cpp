@@ -83,7 +83,7 @@ TEST(CUDNN, GraphsPassTheFrontendsValidation) {
     SdpaConfig config;
     std::string error;
     ASSERT_TRUE(parseSdpaConfig(kCausalGQA, config, error));
-    EXPECT_FALSE(validateSdpaForward(config, error));
+    EXPECT_FALSE(validateSdpa(config, error));
     EXPECT_NE(error.find("built without cuDNN's headers"), std::string::npos);
     GTEST_SKIP() << why;
   }
@@ -91,7 +91,7 @@ TEST(CUDNN, GraphsPassTheFrontendsValidation) {
     SdpaConfig config;
     std::string error;
     ASSERT_TRUE(parseSdpaConfig(kCausalGQA, config, error));
-    if (!validateSdpaForward(config, error) &&
+    if (!validateSdpa(config, error) &&
         error.find("cuDNN 9 is not installed") != std::string::npos)
       GTEST_SKIP() << error;
   }
@@ -106,15 +106,25 @@ TEST(CUDNN, GraphsPassTheFrontendsValidation) {
       SdpaConfig config;
       std::string error;
       ASSERT_TRUE(parseSdpaConfig(parameters.c_str(), config, error)) << error;
-      EXPECT_TRUE(validateSdpaForward(config, error))
-          << parameters << ": " << error;
+      EXPECT_TRUE(validateSdpa(config, error)) << parameters << ": " << error;
     }
+  // The backward's graph, for the same configurations.
+  for (const char *layout : {"bshd", "sbhd", "bhsd"}) {
+    std::string parameters =
+        std::string("b=2,hq=8,hkv=2,sq=200,skv=300,d=64,dtype=bf16,layout=") +
+        layout + ",scale=3e000000,align=bottom_right,left=50,right=0,stats=1";
+    SdpaConfig config;
+    std::string error;
+    ASSERT_TRUE(parseSdpaConfig(parameters.c_str(), config, error)) << error;
+    config.backward = true;
+    EXPECT_TRUE(validateSdpa(config, error)) << parameters << ": " << error;
+  }
   // cuDNN measures a bottom-right diagonal only for s_q <= s_kv, which the
   // cuda target's choice of cuDNN respects (library-calls.test).
   SdpaConfig config;
   std::string error;
   ASSERT_TRUE(parseSdpaConfig(kCausalGQA, config, error));
-  EXPECT_FALSE(validateSdpaForward(config, error));
+  EXPECT_FALSE(validateSdpa(config, error));
   EXPECT_NE(error.find("max_s_q > max_s_kv"), std::string::npos) << error;
 }
 
@@ -134,9 +144,27 @@ TEST(CUDNN, RefusesOperandsSmallerThanTheParameters) {
   EXPECT_EQ(operandBytes(config), (std::vector<size_t>{q, kv, kv, q, lse}));
   void *args[5] = {};
   size_t sizes[5] = {q, kv, kv - 2, q, lse};
-  EXPECT_EQ(runSdpaForward(*context, kCausalGQA, args, sizes, 5, nullptr),
+  EXPECT_EQ(runSdpa(*context, /*backward=*/false, kCausalGQA, args, sizes, 5,
+                    nullptr),
             TE_ERROR_UNSUPPORTED);
   EXPECT_NE(std::string(te::runtime::takeDeviceDetail()).find("operand 2 has"),
+            std::string::npos);
+  // The backward: q, k, v, o, dO, lse, then dq, dk, dv, and it needs the
+  // forward's statistics.
+  size_t backwardSizes[9] = {q, kv, kv, q, q, lse, q, kv, kv - 1};
+  void *backwardArgs[9] = {};
+  EXPECT_EQ(runSdpa(*context, /*backward=*/true, kCausalGQA, backwardArgs,
+                    backwardSizes, 9, nullptr),
+            TE_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(te::runtime::takeDeviceDetail())
+                .find("cudnn.sdpa_backward: operand 8 has"),
+            std::string::npos);
+  std::string noStats = kCausalGQA;
+  noStats.replace(noStats.find("stats=1"), 7, "stats=0");
+  EXPECT_EQ(runSdpa(*context, /*backward=*/true, noStats.c_str(), backwardArgs,
+                    backwardSizes, 9, nullptr),
+            TE_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(te::runtime::takeDeviceDetail()).find("stats=1"),
             std::string::npos);
   destroyContext(context);
   EXPECT_FALSE(parseSdpaConfig(

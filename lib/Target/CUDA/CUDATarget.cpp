@@ -48,6 +48,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <type_traits>
 
 using namespace mlir;
 using namespace mlir::te;
@@ -465,7 +466,7 @@ std::array<int64_t, 4> bshdExtents(RankedTensorType type, QKVLayout layout) {
 }
 
 /// te's (left, right) window of `op`, causal masks included: right = 0.
-std::pair<int64_t, int64_t> getBounds(AttentionOp op) {
+template <typename OpTy> std::pair<int64_t, int64_t> getBounds(OpTy op) {
   auto [left, right] = op.getWindowBounds();
   if (isCausalMask(op.getMaskKind()))
     right = right < 0 ? 0 : std::min<int64_t>(right, 0);
@@ -474,7 +475,7 @@ std::pair<int64_t, int64_t> getBounds(AttentionOp op) {
 
 /// Whether `op`'s keys are bounded around a diagonal (causal or a window):
 /// only then does the diagonal's alignment matter.
-bool isBounded(AttentionOp op) {
+template <typename OpTy> bool isBounded(OpTy op) {
   auto [left, right] = getBounds(op);
   return left >= 0 || right >= 0;
 }
@@ -483,7 +484,8 @@ bool isBounded(AttentionOp op) {
 /// What it takes is what lib/Runtime/CUDNN.cpp builds: the dense layouts,
 /// no mask or the causal ones, windows, GQA/MQA, vanilla softmax without
 /// bias or dropout, bf16/f16 with d_qk = d_v a multiple of 8.
-std::optional<std::string> getCuDNNAttentionUnsupportedReason(AttentionOp op,
+template <typename OpTy>
+std::optional<std::string> getCuDNNAttentionUnsupportedReason(OpTy op,
                                                               StringRef arch) {
   if (isDisabled("NVTE_FUSED_ATTN"))
     return std::string("NVTE_FUSED_ATTN=0 disables cuDNN attention");
@@ -536,8 +538,14 @@ std::optional<std::string> getFlashAttentionPolicyReason() {
   return std::nullopt;
 }
 
-/// The cudnn.sdpa_forward parameters of `op` (lib/Runtime/CUDNN.h).
-std::string getSdpaParameters(AttentionOp op) {
+/// The cudnn.sdpa_forward or cudnn.sdpa_backward parameters of `op`
+/// (lib/Runtime/CUDNN.h).
+template <typename OpTy> std::string getSdpaParameters(OpTy op) {
+  bool stats;
+  if constexpr (std::is_same_v<OpTy, AttentionOp>)
+    stats = bool(op.getLse());
+  else
+    stats = true; // the backward reads the forward's LSE
   QKVLayout layout = op.getLayout();
   std::array<int64_t, 4> q = bshdExtents(op.getQ().getType(), layout);
   std::array<int64_t, 4> k = bshdExtents(op.getK().getType(), layout);
@@ -558,20 +566,21 @@ std::string getSdpaParameters(AttentionOp op) {
          (isBounded(op) && op.isBottomRightDiagonal() ? "bottom_right"
                                                       : "top_left") +
          ",left=" + std::to_string(left) + ",right=" + std::to_string(right) +
-         ",stats=" + (op.getLse() ? "1" : "0");
+         ",stats=" + (stats ? "1" : "0");
 }
 
 /// Whether the cuda target lowers `op` through cuDNN on `arch`: cuDNN can
 /// take it and the policy prefers it, or the generated kernels cannot.
-bool choosesCuDNN(AttentionOp op, StringRef arch) {
+template <typename OpTy> bool choosesCuDNN(OpTy op, StringRef arch) {
   if (getCuDNNAttentionUnsupportedReason(op, arch))
     return false;
   return getAttentionPolicy() == "cudnn" || getFlashAttentionPolicyReason() ||
          getGPUUnsupportedReason(op, CUDAGPUTargetInfo(arch.str()));
 }
 
-/// Replaces `op` by the cudnn.sdpa_forward call on buffers.
-LogicalResult lowerToCuDNN(AttentionOp op) {
+/// Replaces `op` by the cudnn.sdpa_forward (or, for the backward,
+/// cudnn.sdpa_backward) call on buffers.
+template <typename OpTy> LogicalResult lowerToCuDNN(OpTy op) {
   Location loc = op.getLoc();
   OpBuilder host(op);
   SmallVector<Value> operands;
@@ -579,7 +588,11 @@ LogicalResult lowerToCuDNN(AttentionOp op) {
     auto type = cast<RankedTensorType>(tensor.getType());
     return MemRefType::get(type.getShape(), type.getElementType());
   };
-  for (Value input : {op.getQ(), op.getK(), op.getV()}) {
+  SmallVector<Value> inputs = {op.getQ(), op.getK(), op.getV()};
+  constexpr bool backward = std::is_same_v<OpTy, AttentionBackwardOp>;
+  if constexpr (backward)
+    inputs.append({op.getO(), op.getDO(), op.getLse()});
+  for (Value input : inputs) {
     auto read =
         bufferization::ToBufferOp::create(host, loc, bufferType(input), input);
     read.setReadOnly(true);
@@ -591,7 +604,8 @@ LogicalResult lowerToCuDNN(AttentionOp op) {
                                               host.getI64IntegerAttr(256)));
     operands.push_back(outputs.back());
   }
-  callLibrary(host, loc, op->getParentOfType<ModuleOp>(), "cudnn.sdpa_forward",
+  callLibrary(host, loc, op->template getParentOfType<ModuleOp>(),
+              backward ? "cudnn.sdpa_backward" : "cudnn.sdpa_forward",
               getSdpaParameters(op), operands);
   for (auto [result, buffer] : llvm::zip_equal(op->getResults(), outputs))
     result.replaceAllUsesWith(bufferization::ToTensorOp::create(
@@ -627,8 +641,15 @@ struct LowerToCUDALibrariesPass
     for (ScaledMatmulOp op : matmuls)
       if (failed(lowerToCuBLASLt(op)))
         return signalPassFailure();
-    SmallVector<AttentionOp> attentions;
-    WalkResult walk = getOperation().walk([&](AttentionOp op) {
+    if (failed(lowerAttentions<AttentionOp>()) ||
+        failed(lowerAttentions<AttentionBackwardOp>()))
+      return signalPassFailure();
+  }
+
+  /// The attentions of kind OpTy that go to cuDNN, as its calls.
+  template <typename OpTy> LogicalResult lowerAttentions() {
+    SmallVector<OpTy> attentions;
+    WalkResult walk = getOperation().walk([&](OpTy op) {
       if (choosesCuDNN(op, arch)) {
         attentions.push_back(op);
       } else if (std::optional<std::string> reason =
@@ -641,10 +662,11 @@ struct LowerToCUDALibrariesPass
       return WalkResult::advance();
     });
     if (walk.wasInterrupted())
-      return signalPassFailure();
-    for (AttentionOp op : attentions)
+      return failure();
+    for (OpTy op : attentions)
       if (failed(lowerToCuDNN(op)))
-        return signalPassFailure();
+        return failure();
+    return success();
   }
 
   std::string arch;
@@ -943,14 +965,19 @@ public:
     if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
       if (!getCuBLASLtUnsupportedReason(matmul, *arch))
         return std::nullopt;
-    if (auto attention = dyn_cast<AttentionOp>(op)) {
+    auto withCuDNN = [&](auto attention) -> std::optional<std::string> {
       std::optional<std::string> cudnn =
           getCuDNNAttentionUnsupportedReason(attention, *arch);
       if (!cudnn)
         return std::nullopt;
       if (std::optional<std::string> flash = getFlashAttentionPolicyReason())
         return *flash + ", and cuDNN cannot take it: " + *cudnn;
-    }
+      return getGPUUnsupportedReason(attention, CUDAGPUTargetInfo(*arch));
+    };
+    if (auto attention = dyn_cast<AttentionOp>(op))
+      return withCuDNN(attention);
+    if (auto attention = dyn_cast<AttentionBackwardOp>(op))
+      return withCuDNN(attention);
     return getGPUUnsupportedReason(op, CUDAGPUTargetInfo(*arch));
   }
   LogicalResult lower(Operation *op) const override {
@@ -961,12 +988,17 @@ public:
     if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
       if (!getCuBLASLtUnsupportedReason(matmul, *arch))
         return lowerToCuBLASLt(matmul);
-    if (auto attention = dyn_cast<AttentionOp>(op)) {
+    auto lowerAttention = [&](auto attention) -> LogicalResult {
       if (choosesCuDNN(attention, *arch))
         return lowerToCuDNN(attention);
       if (std::optional<std::string> reason = getUnsupportedReason(op))
         return op->emitError(*reason);
-    }
+      return lowerTEOpToGPU(op, CUDAGPUTargetInfo(*arch));
+    };
+    if (auto attention = dyn_cast<AttentionOp>(op))
+      return lowerAttention(attention);
+    if (auto attention = dyn_cast<AttentionBackwardOp>(op))
+      return lowerAttention(attention);
     return lowerTEOpToGPU(op, CUDAGPUTargetInfo(*arch));
   }
   std::vector<plugin::LoweringStrategy>
@@ -979,7 +1011,8 @@ public:
     if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
       return {{"cuBLASLt", getCuBLASLtUnsupportedReason(matmul, *arch)},
               {"code generation", getGPUUnsupportedReason(op, target)}};
-    if (auto attention = dyn_cast<AttentionOp>(op)) {
+    auto attentionStrategies =
+        [&](auto attention) -> std::vector<plugin::LoweringStrategy> {
       std::optional<std::string> flash = getFlashAttentionPolicyReason();
       if (!flash)
         flash = getGPUUnsupportedReason(op, target);
@@ -989,11 +1022,11 @@ public:
       if (getAttentionPolicy() == "cudnn")
         return {cudnn, codegen};
       return {codegen, cudnn};
-    }
-    if (isa<AttentionBackwardOp>(op))
-      return {{"code generation", getGPUUnsupportedReason(op, target)},
-              {"cuDNN", std::string("the backward is not yet through a "
-                                    "cuDNN call")}};
+    };
+    if (auto attention = dyn_cast<AttentionOp>(op))
+      return attentionStrategies(attention);
+    if (auto attention = dyn_cast<AttentionBackwardOp>(op))
+      return attentionStrategies(attention);
     return {};
   }
 };
