@@ -240,7 +240,7 @@ const std::string &loadCuDNN() {
     }
     return new std::string("cuDNN 9 is not installed (" + why +
                            "); install libcudnn 9, set TE_CUDNN to it, or "
-                           "compile without TE_CUDA_ATTENTION=cudnn");
+                           "compile with NVTE_FUSED_ATTN=0");
   }();
   return *unavailable;
 }
@@ -502,7 +502,7 @@ bool te::runtime::cudnn::isBuiltIn(std::string *why) {
     *why = "this te-mlir was built without cuDNN's headers (cudnn_frontend "
            "from PyPI's nvidia-cudnn-frontend, cudnn.h and cuda.h from the "
            "CUDA toolkit); rebuild after scripts/bootstrap.sh, or compile "
-           "without TE_CUDA_ATTENTION=cudnn";
+           "with NVTE_FUSED_ATTN=0";
   return false;
 }
 
