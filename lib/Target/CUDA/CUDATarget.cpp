@@ -359,10 +359,36 @@ std::optional<std::string> getCuBLASLtUnsupportedReason(ScaledMatmulOp op,
   return std::nullopt;
 }
 
-/// A private declaration `library(parameters)` taking `operands`, named
-/// after both, and the call of it.
-void callLibrary(OpBuilder &host, Location loc, ModuleOp module,
-                 StringRef library, StringRef parameters, ValueRange operands) {
+/// Replaces `op` by a call of `library(parameters)` on buffers, the way the
+/// kernel lowerings take their operands: `inputs` (null ones skipped)
+/// read-only, then one fresh allocation per result that the call writes.
+/// The callee is a private declaration named after the library, its
+/// parameters and operand types, which the serializer turns into the
+/// manifest's `call` line.
+LogicalResult replaceWithLibraryCall(Operation *op, ArrayRef<Value> inputs,
+                                     StringRef library, StringRef parameters) {
+  Location loc = op->getLoc();
+  OpBuilder host(op);
+  auto bufferType = [](Value tensor) {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    return MemRefType::get(type.getShape(), type.getElementType());
+  };
+  SmallVector<Value> operands, outputs;
+  for (Value input : inputs) {
+    if (!input)
+      continue;
+    auto read =
+        bufferization::ToBufferOp::create(host, loc, bufferType(input), input);
+    read.setReadOnly(true);
+    operands.push_back(read);
+  }
+  for (Value result : op->getResults()) {
+    outputs.push_back(memref::AllocOp::create(host, loc, bufferType(result),
+                                              host.getI64IntegerAttr(256)));
+    operands.push_back(outputs.back());
+  }
+
+  auto module = op->getParentOfType<ModuleOp>();
   SmallVector<Type> types;
   std::string key = (library + ";" + parameters).str();
   for (Value operand : operands) {
@@ -383,6 +409,12 @@ void callLibrary(OpBuilder &host, Location loc, ModuleOp module,
                          host.getStringAttr(parameters));
   }
   func::CallOp::create(host, loc, name, TypeRange{}, operands);
+  for (auto [result, buffer] : llvm::zip_equal(op->getResults(), outputs))
+    result.replaceAllUsesWith(bufferization::ToTensorOp::create(
+        host, loc, cast<RankedTensorType>(result.getType()), buffer,
+        /*restrict=*/true, /*writable=*/true));
+  op->erase();
+  return success();
 }
 
 /// The cublaslt.matmul parameters of `op` (lib/Runtime/CUBLASLt.h).
@@ -407,35 +439,10 @@ std::string getMatmulParameters(ScaledMatmulOp op) {
 /// kernel lowerings take their operands: inputs read-only, the output a
 /// fresh allocation the call writes.
 LogicalResult lowerToCuBLASLt(ScaledMatmulOp op) {
-  Location loc = op.getLoc();
-  OpBuilder host(op);
-  SmallVector<Value> operands;
-  auto bufferType = [](Value tensor) {
-    auto type = cast<RankedTensorType>(tensor.getType());
-    return MemRefType::get(type.getShape(), type.getElementType());
-  };
-  for (Value input : {op.getA(), op.getB(), op.getAScaleInv(),
-                      op.getBScaleInv(), op.getBias()}) {
-    if (!input)
-      continue;
-    auto read =
-        bufferization::ToBufferOp::create(host, loc, bufferType(input), input);
-    read.setReadOnly(true);
-    operands.push_back(read);
-  }
-  RankedTensorType dType = op.getD().getType();
-  Value output = memref::AllocOp::create(host, loc, bufferType(op.getD()),
-                                         host.getI64IntegerAttr(256));
-  operands.push_back(output);
-
-  callLibrary(host, loc, op->getParentOfType<ModuleOp>(), "cublaslt.matmul",
-              getMatmulParameters(op), operands);
-  Value result = bufferization::ToTensorOp::create(host, loc, dType, output,
-                                                   /*restrict=*/true,
-                                                   /*writable=*/true);
-  op.getD().replaceAllUsesWith(result);
-  op.erase();
-  return success();
+  return replaceWithLibraryCall(op,
+                                {op.getA(), op.getB(), op.getAScaleInv(),
+                                 op.getBScaleInv(), op.getBias()},
+                                "cublaslt.matmul", getMatmulParameters(op));
 }
 
 //===----------------------------------------------------------------------===//
@@ -581,38 +588,13 @@ template <typename OpTy> bool choosesCuDNN(OpTy op, StringRef arch) {
 /// Replaces `op` by the cudnn.sdpa_forward (or, for the backward,
 /// cudnn.sdpa_backward) call on buffers.
 template <typename OpTy> LogicalResult lowerToCuDNN(OpTy op) {
-  Location loc = op.getLoc();
-  OpBuilder host(op);
-  SmallVector<Value> operands;
-  auto bufferType = [](Value tensor) {
-    auto type = cast<RankedTensorType>(tensor.getType());
-    return MemRefType::get(type.getShape(), type.getElementType());
-  };
   SmallVector<Value> inputs = {op.getQ(), op.getK(), op.getV()};
   constexpr bool backward = std::is_same_v<OpTy, AttentionBackwardOp>;
   if constexpr (backward)
     inputs.append({op.getO(), op.getDO(), op.getLse()});
-  for (Value input : inputs) {
-    auto read =
-        bufferization::ToBufferOp::create(host, loc, bufferType(input), input);
-    read.setReadOnly(true);
-    operands.push_back(read);
-  }
-  SmallVector<Value> outputs;
-  for (Value result : op->getResults()) {
-    outputs.push_back(memref::AllocOp::create(host, loc, bufferType(result),
-                                              host.getI64IntegerAttr(256)));
-    operands.push_back(outputs.back());
-  }
-  callLibrary(host, loc, op->template getParentOfType<ModuleOp>(),
-              backward ? "cudnn.sdpa_backward" : "cudnn.sdpa_forward",
-              getSdpaParameters(op), operands);
-  for (auto [result, buffer] : llvm::zip_equal(op->getResults(), outputs))
-    result.replaceAllUsesWith(bufferization::ToTensorOp::create(
-        host, loc, cast<RankedTensorType>(result.getType()), buffer,
-        /*restrict=*/true, /*writable=*/true));
-  op.erase();
-  return success();
+  return replaceWithLibraryCall(
+      op, inputs, backward ? "cudnn.sdpa_backward" : "cudnn.sdpa_forward",
+      getSdpaParameters(op));
 }
 
 /// The library strategies, before the kernels' lowering: each op that a
