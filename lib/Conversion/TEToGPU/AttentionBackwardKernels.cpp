@@ -399,9 +399,12 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
       Signed s{b, loc};
       return s.min(s.add(start, position), s.c(extent - 1));
     };
-    stageRows(b, loc, c, c.k, kFlat, kTile, thread, batch.value, kvHead.value,
-              s.add(g.kvStart, keyBase.value), s.add(g.kvStart, g.lenKV),
-              Tiling::kBlockKV, Tiling::kThreads, Tiling::kPad);
+    stageRows(b, loc, target, c, c.k, kFlat, kTile, thread, batch.value,
+              kvHead.value, s.add(g.kvStart, keyBase.value),
+              s.add(g.kvStart, g.lenKV), Tiling::kBlockKV, Tiling::kThreads,
+              Tiling::kPad);
+    target.emitAsyncCommit(b, loc);
+    target.emitAsyncWait(b, loc, 0);
     gpu::BarrierOp::create(b, loc);
 
     // The lane's two keys.
@@ -482,12 +485,14 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
                 gpu::BarrierOp::create(b, loc);
                 Value first = s.add(g.qStart, q0.value);
                 Value limit = s.add(g.qStart, g.lenQ);
-                stageRows(b, loc, c, c.q, qFlat, qTile, thread, batch.value,
-                          head.value, first, limit, blockQ, Tiling::kThreads,
-                          Tiling::kPad);
-                stageRows(b, loc, c, oDims, doFlat, doTile, thread, batch.value,
-                          head.value, first, limit, blockQ, Tiling::kThreads,
-                          Tiling::kPad);
+                stageRows(b, loc, target, c, c.q, qFlat, qTile, thread,
+                          batch.value, head.value, first, limit, blockQ,
+                          Tiling::kThreads, Tiling::kPad);
+                stageRows(b, loc, target, c, oDims, doFlat, doTile, thread,
+                          batch.value, head.value, first, limit, blockQ,
+                          Tiling::kThreads, Tiling::kPad);
+                target.emitAsyncCommit(b, loc);
+                target.emitAsyncWait(b, loc, 0);
                 gpu::BarrierOp::create(b, loc);
                 IndexExpr l{&b, loc, lane.value};
 

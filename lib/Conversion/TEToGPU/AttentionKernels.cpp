@@ -5,7 +5,8 @@
 // one (batch, head), each warp 16 rows whose Q fragments stay in registers.
 // The block walks the key tiles its rows can see (the causal diagonal and
 // the window bound the range, so masked tiles cost nothing), staging each
-// tile's K and V through shared memory with 16-byte accesses. Per tile
+// tile's K and V through shared memory with the target's asynchronous
+// 16-byte copies, K one tile ahead of V (FlashAttention-2's schedule). Per tile
 // each warp computes S = Q K^T on the matrix units, scales and masks it on
 // the accumulator fragments, updates its rows' running maximum and sum
 // (the online softmax, in base 2; a row's four lanes combine their maxima
@@ -218,14 +219,14 @@ Value flash::overRowLanes(OpBuilder &b, Location loc, Value value,
   return value;
 }
 
-void flash::stageRows(OpBuilder &b, Location loc, const FlashConfig &c,
-                      const Dims &d, Value flat, Value tile, Value thread,
-                      Value batch, Value head, Value first, Value limit,
-                      int64_t rows, int64_t threads, int64_t pad) {
+void flash::stageRows(OpBuilder &b, Location loc, const GPUTargetInfo &target,
+                      const FlashConfig &c, const Dims &d, Value flat,
+                      Value tile, Value thread, Value batch, Value head,
+                      Value first, Value limit, int64_t rows, int64_t threads,
+                      int64_t pad) {
   int64_t chunks = d.headDim / 8;
   int64_t total = rows * chunks;
   int64_t copies = (total + threads - 1) / threads;
-  Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(c.element, 0));
   scf::ForOp::create(
       b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, copies),
       indexConstant(b, loc, 1), ValueRange{},
@@ -246,18 +247,17 @@ void flash::stageRows(OpBuilder &b, Location loc, const FlashConfig &c,
         Value position = arith::AddIOp::create(b, loc, first, row.value);
         Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
                                              position, limit);
-        // Clamped, so that the load stays in bounds; the select zeroes it.
+        // Clamped, so that the address stays in bounds; rows outside are
+        // zero filled.
         Value clamped = arith::MinSIOp::create(
             b, loc, position, indexConstant(b, loc, d.seq - 1));
         IndexExpr from =
             rowOffset(c.layout, d, IndexExpr{&b, loc, batch},
                       IndexExpr{&b, loc, clamped}, IndexExpr{&b, loc, head}) +
             chunk * 8;
-        SmallVector<Value> values = loadElements(b, loc, flat, from.value, 8);
-        for (Value &value : values)
-          value = arith::SelectOp::create(b, loc, inside, value, zero);
         IndexExpr to = row * (d.headDim + pad) + chunk * 8;
-        storeElements(b, loc, tile, to.value, values);
+        target.emitAsyncCopy(b, loc, tile, to.value, flat, from.value, 8,
+                             inside);
         if (guard)
           b.setInsertionPointAfter(guard);
         scf::YieldOp::create(b, loc);
@@ -509,16 +509,26 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
   Value scaleLog2 = f32(b, loc, c.scale * kLog2e);
   Value slopeLog2 = c.loadSlopeLog2(b, loc, slopes, batch, head);
 
+  // The tiles arrive through asynchronous copies, K one step ahead of V:
+  // K of a tile is copied while the previous tile's P V is computed, V
+  // while its own S = Q K^T and softmax are (FlashAttention-2's schedule,
+  // with one K and one V buffer).
+  Value kvLimit = arith::AddIOp::create(b, loc, g.kvStart, g.lenKV);
+  auto stage = [&](OpBuilder &b, Location loc, const Dims &dims, Value flat,
+                   Value tile, Value kt) {
+    stageRows(b, loc, target, c, dims, flat, tile, thread, batch.value,
+              kvHead.value, arith::AddIOp::create(b, loc, g.kvStart, kt),
+              kvLimit, Tiling::kBlockKV, Tiling::kThreads, Tiling::kPad);
+  };
+  stage(b, loc, c.k, kFlat, kTile, tileStart);
+  target.emitAsyncCommit(b, loc);
   auto keyLoop = scf::ForOp::create(
       b, loc, tileStart, blockHi, s.c(Tiling::kBlockKV), init,
       [&](OpBuilder &b, Location loc, Value kt, ValueRange carried) {
-        Value first = arith::AddIOp::create(b, loc, g.kvStart, kt);
-        Value limit = arith::AddIOp::create(b, loc, g.kvStart, g.lenKV);
-        for (auto [dims, flat, tile] :
-             {std::tuple(c.k, kFlat, kTile), std::tuple(c.v, vFlat, vTile)})
-          stageRows(b, loc, c, dims, flat, tile, thread, batch.value,
-                    kvHead.value, first, limit, Tiling::kBlockKV,
-                    Tiling::kThreads, Tiling::kPad);
+        stage(b, loc, c.v, vFlat, vTile, kt);
+        target.emitAsyncCommit(b, loc);
+        // This tile's K (the group before V's) is in.
+        target.emitAsyncWait(b, loc, 1);
         gpu::BarrierOp::create(b, loc);
         IndexExpr l{&b, loc, lane.value};
 
@@ -604,6 +614,21 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
             acc = arith::MulFOp::create(b, loc, acc, correction[i / 2]);
           }
 
+        // V is in, and every warp is done with K: the next tile's K may
+        // come.
+        target.emitAsyncWait(b, loc, 0);
+        gpu::BarrierOp::create(b, loc);
+        {
+          Value nextTile = s.add(kt, s.c(Tiling::kBlockKV));
+          auto more = scf::IfOp::create(
+              b, loc, s.compare(arith::CmpIPredicate::slt, nextTile, blockHi),
+              /*withElseRegion=*/false);
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(more.thenBlock());
+          stage(b, loc, c.k, kFlat, kTile, nextTile);
+        }
+        target.emitAsyncCommit(b, loc);
+
         // O += P V, 16 keys per step.
         for (int step = 0; step < Tiling::kBlockKV / mma::kK; ++step) {
           SmallVector<Value> a;
@@ -627,10 +652,12 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
                       next.begin() + 4 + nd * mma::kCElements);
           }
         }
-        // The next tile overwrites K and V.
+        // The next tile overwrites V.
         gpu::BarrierOp::create(b, loc);
         scf::YieldOp::create(b, loc, next);
       });
+  // Nothing stays in flight (the first K when the block saw no tile).
+  target.emitAsyncWait(b, loc, 0);
 
   // Epilogue: O = acc / sum (0 for a row that saw nothing), LSE.
   std::array<Value, 2> inverse, inside;

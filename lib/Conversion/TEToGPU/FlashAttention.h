@@ -133,11 +133,13 @@ Value overRowLanes(OpBuilder &b, Location loc, Value value, unsigned warpSize,
 /// Copies positions [first, first + rows) of head `head` of a tensor of
 /// dimensions `d` (tokens for thd) into the shared tile
 /// [rows][d.headDim + pad], 8 elements per access by `threads` threads,
-/// zeros at and past position `limit`.
-void stageRows(OpBuilder &b, Location loc, const FlashConfig &c, const Dims &d,
-               Value flat, Value tile, Value thread, Value batch, Value head,
-               Value first, Value limit, int64_t rows, int64_t threads,
-               int64_t pad);
+/// zeros at and past position `limit`, through the target's asynchronous
+/// copies: the caller commits, waits and synchronises the block before
+/// reading the tile (GPUTargetInfo::emitAsyncCopy).
+void stageRows(OpBuilder &b, Location loc, const GPUTargetInfo &target,
+               const FlashConfig &c, const Dims &d, Value flat, Value tile,
+               Value thread, Value batch, Value head, Value first, Value limit,
+               int64_t rows, int64_t threads, int64_t pad);
 
 } // namespace mlir::te::gpu_lowering::flash
 

@@ -48,6 +48,17 @@ SmallVector<Value> GPUTargetInfo::emitLoadMatrixX2(OpBuilder &, Location, Value,
                            "matrix loads");
 }
 
+void GPUTargetInfo::emitAsyncCopy(OpBuilder &b, Location loc, Value dst,
+                                  Value dstIndex, Value src, Value srcIndex,
+                                  int64_t elements, Value valid) const {
+  Type element = cast<MemRefType>(src.getType()).getElementType();
+  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(element));
+  SmallVector<Value> values = loadElements(b, loc, src, srcIndex, elements);
+  for (Value &value : values)
+    value = arith::SelectOp::create(b, loc, valid, value, zero);
+  storeElements(b, loc, dst, dstIndex, values);
+}
+
 //===----------------------------------------------------------------------===//
 // KernelSet
 //===----------------------------------------------------------------------===//

@@ -265,6 +265,28 @@ public:
     return elements;
   }
 
+  /// cp.async (sm_80+): 16 bytes global -> shared, past L1 (.cg), zero
+  /// filled when the source size is 0.
+  void emitAsyncCopy(OpBuilder &b, Location loc, Value dst, Value dstIndex,
+                     Value src, Value srcIndex, int64_t elements,
+                     Value valid) const override {
+    Type element = cast<MemRefType>(src.getType()).getElementType();
+    bool whole = elements * element.getIntOrFloatBitWidth() == 128;
+    Value sourceElements = arith::SelectOp::create(
+        b, loc, valid, arith::ConstantIndexOp::create(b, loc, elements),
+        arith::ConstantIndexOp::create(b, loc, 0));
+    nvgpu::DeviceAsyncCopyOp::create(b, loc, dst, ValueRange{dstIndex}, src,
+                                     ValueRange{srcIndex},
+                                     b.getIndexAttr(elements), sourceElements,
+                                     whole ? b.getUnitAttr() : UnitAttr());
+  }
+  void emitAsyncCommit(OpBuilder &b, Location loc) const override {
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  }
+  void emitAsyncWait(OpBuilder &b, Location loc, int pending) const override {
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, pending);
+  }
+
   std::optional<std::string> getConfigurationError() const override {
     std::string error;
     if (failed(getCUDAArch(&error)))

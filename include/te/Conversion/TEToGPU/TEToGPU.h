@@ -69,6 +69,22 @@ public:
                                               Value tile, Value index,
                                               bool transpose) const;
 
+  /// Copies `elements` consecutive elements (16 bytes in all) of the 1-D
+  /// global buffer `src` at element `srcIndex` to the 1-D workgroup buffer
+  /// `dst` at `dstIndex`, or zeros there when the i1 `valid` is false (the
+  /// source address must still be in bounds). The copy may complete
+  /// asynchronously: the copies a thread started before its last
+  /// emitAsyncCommit form a group, and emitAsyncWait(n) waits until at most
+  /// the n most recent groups are in flight; a barrier after that makes them
+  /// visible to the block. The default copies synchronously through
+  /// registers (its commit and wait do nothing), so a kernel written for
+  /// asynchronous copies is correct on every target.
+  virtual void emitAsyncCopy(OpBuilder &b, Location loc, Value dst,
+                             Value dstIndex, Value src, Value srcIndex,
+                             int64_t elements, Value valid) const;
+  virtual void emitAsyncCommit(OpBuilder &b, Location loc) const {}
+  virtual void emitAsyncWait(OpBuilder &b, Location loc, int pending) const {}
+
   /// Why code cannot be generated for this target at all (an unsupported
   /// arch, say), or nullopt. convert-te-to-gpu fails with it.
   virtual std::optional<std::string> getConfigurationError() const {
