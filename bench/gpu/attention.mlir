@@ -102,3 +102,31 @@ func.func @padding_bshd(%q: tensor<4x256x4x64xbf16>, %k: tensor<4x300x4x64xbf16>
       -> (tensor<4x256x4x64xbf16>, tensor<4x4x256x1xf32>)
   return %o, %lse : tensor<4x256x4x64xbf16>, tensor<4x4x256x1xf32>
 }
+
+// An arbitrary mask (per head, broadcast over the batch) and a pre_scale
+// bias (per batch entry, broadcast over the heads), f16 bhsd, with the LSE.
+func.func @pre_scale_bias_arbitrary_mask(%q: tensor<2x4x130x64xf16>, %k: tensor<2x4x190x64xf16>,
+                                         %v: tensor<2x4x190x64xf16>, %bias: tensor<2x1x130x190xf16>,
+                                         %mask: tensor<1x4x130x190xi1>)
+    -> (tensor<2x4x130x64xf16>, tensor<2x4x130x1xf32>) {
+  %o, %lse = te.attention %q, %k, %v layout bhsd mask arbitrary bias pre_scale
+      mask_tensor(%mask) bias_tensor(%bias) {return_lse}
+      : (tensor<2x4x130x64xf16>, tensor<2x4x190x64xf16>, tensor<2x4x190x64xf16>,
+         tensor<1x4x130x190xi1>, tensor<2x1x130x190xf16>)
+      -> (tensor<2x4x130x64xf16>, tensor<2x4x130x1xf32>)
+  return %o, %lse : tensor<2x4x130x64xf16>, tensor<2x4x130x1xf32>
+}
+
+// Causal GQA with a post_scale bias and dropout (te's documented hash: the
+// same kept elements as the CPU), bf16 bshd, d = 128.
+func.func @post_scale_bias_dropout(%q: tensor<1x256x4x128xbf16>, %k: tensor<1x256x2x128xbf16>,
+                                   %v: tensor<1x256x2x128xbf16>, %bias: tensor<1x4x256x256xbf16>,
+                                   %rng: tensor<2xi64>)
+    -> (tensor<1x256x4x128xbf16>, tensor<1x4x256x1xf32>) {
+  %o, %lse = te.attention %q, %k, %v layout bshd mask causal bias post_scale dropout 1.250000e-01
+      bias_tensor(%bias) rng_state(%rng) {return_lse}
+      : (tensor<1x256x4x128xbf16>, tensor<1x256x2x128xbf16>, tensor<1x256x2x128xbf16>,
+         tensor<1x4x256x256xbf16>, tensor<2xi64>)
+      -> (tensor<1x256x4x128xbf16>, tensor<1x4x256x1xf32>)
+  return %o, %lse : tensor<1x256x4x128xbf16>, tensor<1x4x256x1xf32>
+}

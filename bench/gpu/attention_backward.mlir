@@ -156,3 +156,63 @@ func.func @padding_bshd_backward(%q: tensor<4x256x4x64xbf16>, %k: tensor<4x300x4
       -> (tensor<4x256x4x64xbf16>, tensor<4x300x4x64xbf16>, tensor<4x300x4x64xbf16>)
   return %dq, %dk, %dv : tensor<4x256x4x64xbf16>, tensor<4x300x4x64xbf16>, tensor<4x300x4x64xbf16>
 }
+
+// An arbitrary mask and a pre_scale bias broadcast over the heads, f16
+// bhsd: dbias sums the four heads' dS (times the scale).
+func.func @pre_scale_bias_arbitrary_mask_backward(%q: tensor<2x4x130x64xf16>, %k: tensor<2x4x190x64xf16>,
+                                                  %v: tensor<2x4x190x64xf16>, %bias: tensor<2x1x130x190xf16>,
+                                                  %mask: tensor<1x4x130x190xi1>, %d_o: tensor<2x4x130x64xf16>)
+    -> (tensor<2x4x130x64xf16>, tensor<2x4x190x64xf16>, tensor<2x4x190x64xf16>, tensor<2x1x130x190xf16>) {
+  %o, %lse = te.attention %q, %k, %v layout bhsd mask arbitrary bias pre_scale
+      mask_tensor(%mask) bias_tensor(%bias) {return_lse}
+      : (tensor<2x4x130x64xf16>, tensor<2x4x190x64xf16>, tensor<2x4x190x64xf16>,
+         tensor<1x4x130x190xi1>, tensor<2x1x130x190xf16>)
+      -> (tensor<2x4x130x64xf16>, tensor<2x4x130x1xf32>)
+  %dq, %dk, %dv, %dbias = te.attention_backward %q, %k, %v, %o, %d_o, %lse layout bhsd mask arbitrary
+      bias pre_scale mask_tensor(%mask) bias_tensor(%bias)
+      : (tensor<2x4x130x64xf16>, tensor<2x4x190x64xf16>, tensor<2x4x190x64xf16>,
+         tensor<2x4x130x64xf16>, tensor<2x4x130x64xf16>, tensor<2x4x130x1xf32>,
+         tensor<1x4x130x190xi1>, tensor<2x1x130x190xf16>)
+      -> (tensor<2x4x130x64xf16>, tensor<2x4x190x64xf16>, tensor<2x4x190x64xf16>, tensor<2x1x130x190xf16>)
+  return %dq, %dk, %dv, %dbias : tensor<2x4x130x64xf16>, tensor<2x4x190x64xf16>, tensor<2x4x190x64xf16>, tensor<2x1x130x190xf16>
+}
+
+// Causal GQA with a post_scale bias and dropout (the forward's kept
+// elements regenerated from rng_state), bf16 bshd, d = 128.
+func.func @post_scale_bias_dropout_backward(%q: tensor<1x256x4x128xbf16>, %k: tensor<1x256x2x128xbf16>,
+                                            %v: tensor<1x256x2x128xbf16>, %bias: tensor<1x4x256x256xbf16>,
+                                            %rng: tensor<2xi64>, %d_o: tensor<1x256x4x128xbf16>)
+    -> (tensor<1x256x4x128xbf16>, tensor<1x256x2x128xbf16>, tensor<1x256x2x128xbf16>, tensor<1x4x256x256xbf16>) {
+  %o, %lse = te.attention %q, %k, %v layout bshd mask causal bias post_scale dropout 1.250000e-01
+      bias_tensor(%bias) rng_state(%rng) {return_lse}
+      : (tensor<1x256x4x128xbf16>, tensor<1x256x2x128xbf16>, tensor<1x256x2x128xbf16>,
+         tensor<1x4x256x256xbf16>, tensor<2xi64>)
+      -> (tensor<1x256x4x128xbf16>, tensor<1x4x256x1xf32>)
+  %dq, %dk, %dv, %dbias = te.attention_backward %q, %k, %v, %o, %d_o, %lse layout bshd mask causal
+      bias post_scale dropout 1.250000e-01 bias_tensor(%bias) rng_state(%rng)
+      : (tensor<1x256x4x128xbf16>, tensor<1x256x2x128xbf16>, tensor<1x256x2x128xbf16>,
+         tensor<1x256x4x128xbf16>, tensor<1x256x4x128xbf16>, tensor<1x4x256x1xf32>,
+         tensor<1x4x256x256xbf16>, tensor<2xi64>)
+      -> (tensor<1x256x4x128xbf16>, tensor<1x256x2x128xbf16>, tensor<1x256x2x128xbf16>, tensor<1x4x256x256xbf16>)
+  return %dq, %dk, %dv, %dbias : tensor<1x256x4x128xbf16>, tensor<1x256x2x128xbf16>, tensor<1x256x2x128xbf16>, tensor<1x4x256x256xbf16>
+}
+
+// Dropout with d = 64 (dV, dK and dQ in one kernel), thd.
+func.func @thd_dropout_backward(%q: tensor<700x8x64xbf16>, %k: tensor<900x2x64xbf16>,
+                                %v: tensor<900x2x64xbf16>, %cu_q: tensor<4xi32>,
+                                %cu_kv: tensor<4xi32>, %rng: tensor<2xi64>,
+                                %d_o: tensor<700x8x64xbf16>)
+    -> (tensor<700x8x64xbf16>, tensor<900x2x64xbf16>, tensor<900x2x64xbf16>) {
+  %o, %lse = te.attention %q, %k, %v layout thd mask padding_causal_bottom_right dropout 2.000000e-01
+      cu_seqlens(%cu_q, %cu_kv) rng_state(%rng) {return_lse}
+      : (tensor<700x8x64xbf16>, tensor<900x2x64xbf16>, tensor<900x2x64xbf16>,
+         tensor<4xi32>, tensor<4xi32>, tensor<2xi64>)
+      -> (tensor<700x8x64xbf16>, tensor<700x8x1xf32>)
+  %dq, %dk, %dv = te.attention_backward %q, %k, %v, %o, %d_o, %lse layout thd
+      mask padding_causal_bottom_right dropout 2.000000e-01 cu_seqlens(%cu_q, %cu_kv) rng_state(%rng)
+      : (tensor<700x8x64xbf16>, tensor<900x2x64xbf16>, tensor<900x2x64xbf16>,
+         tensor<700x8x64xbf16>, tensor<700x8x64xbf16>, tensor<700x8x1xf32>,
+         tensor<4xi32>, tensor<4xi32>, tensor<2xi64>)
+      -> (tensor<700x8x64xbf16>, tensor<900x2x64xbf16>, tensor<900x2x64xbf16>)
+  return %dq, %dk, %dv : tensor<700x8x64xbf16>, tensor<900x2x64xbf16>, tensor<900x2x64xbf16>
+}

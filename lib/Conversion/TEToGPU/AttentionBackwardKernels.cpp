@@ -32,8 +32,10 @@
 //    layout.
 //
 // The visibility rule is the forward's (te/Conversion/TECommon's
-// AttentionMath), query by query; it takes and declines the forward's
-// configurations.
+// AttentionMath), query by query, with the arbitrary mask, bias tensors and
+// dropout's kept elements as in the forward; dbias gathers dS through f32
+// atomics (`zero_dbias`, `store_dbias`). It takes and declines the
+// forward's configurations.
 //
 //===----------------------------------------------------------------------===//
 
@@ -203,6 +205,14 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
   MemRefType dqAccType = bufferType(dqAccTensor);
   RankedTensorType offsetTensor =
       learnable ? tensorType(op.getSoftmaxOffset()) : RankedTensorType();
+  // dbias sums dS over the bias's broadcast dimensions (and the key blocks
+  // never meet, but the heads of a broadcast bias do): f32 atomics into an
+  // accumulator of the bias's shape, then rounded to its type.
+  RankedTensorType biasTensor =
+      op.getBias() ? tensorType(op.getBias()) : RankedTensorType();
+  RankedTensorType dbiasAccTensor =
+      biasTensor ? RankedTensorType::get({biasTensor.getNumElements()}, f32Type)
+                 : RankedTensorType();
 
   // zero_offsets: d alpha = 0 before `prepare` adds to it.
   gpu::GPUFuncOp zeroOffsets;
@@ -214,6 +224,43 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
                      memref::StoreOp::create(b, loc, f32(b, loc, 0.0), flat, i);
                      return Value();
                    });
+  }
+
+  // zero_dbias and store_dbias: the accumulator zeroed, then rounded into
+  // dbias (times the scale for pre_scale: the logit is scale (q . k +
+  // bias)).
+  gpu::GPUFuncOp zeroDbias, storeDbias;
+  if (biasTensor) {
+    int64_t count = biasTensor.getNumElements();
+    zeroDbias = set.addKernel(b, "zero_dbias", {bufferType(dbiasAccTensor)});
+    {
+      Value acc = zeroDbias.getArgument(0);
+      gridStrideLoop(b, loc, count, Value(),
+                     [&](OpBuilder &b, Location loc, Value i, Value) {
+                       memref::StoreOp::create(b, loc, f32(b, loc, 0.0), acc,
+                                               i);
+                       return Value();
+                     });
+    }
+    storeDbias = set.addKernel(
+        b, "store_dbias", {bufferType(dbiasAccTensor), bufferType(biasTensor)});
+    {
+      Value acc = storeDbias.getArgument(0);
+      Value out = flatten(b, loc, storeDbias.getArgument(1));
+      double factor = c.bias == BiasKind::pre_scale ? c.scale : 1.0;
+      gridStrideLoop(
+          b, loc, count, Value(),
+          [&](OpBuilder &b, Location loc, Value i, Value) {
+            Value value = memref::LoadOp::create(b, loc, acc, i);
+            if (factor != 1.0)
+              value = arith::MulFOp::create(b, loc, value, f32(b, loc, factor));
+            memref::StoreOp::create(
+                b, loc,
+                emitTruncFromF32(b, loc, value, biasTensor.getElementType()),
+                out, i);
+            return Value();
+          });
+    }
   }
 
   // prepare: D, the zeroed dQ accumulator, d alpha.
@@ -346,6 +393,12 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
   for (Value operand : sequenceOperandList)
     if (operand)
       flashArguments.push_back(bufferType(tensorType(operand)));
+  std::array<Value, 3> elementOperandList = getElementOperands(op);
+  for (Value operand : elementOperandList)
+    if (operand)
+      flashArguments.push_back(bufferType(tensorType(operand)));
+  if (biasTensor)
+    flashArguments.push_back(bufferType(dbiasAccTensor));
   // The kernel, with dV (`withValues`), dK and dQ (`withKeys`) or all three:
   // wide heads split them over two kernels, each recomputing S, so that the
   // accumulators of one stay in registers.
@@ -375,6 +428,9 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
     Value slopes;
     bindSequenceOperands(b, loc, flash, next, sequenceOperandList,
                          sequenceOperands, slopes);
+    ElementOperands elementOperands =
+        bindElementOperands(b, loc, flash, next, elementOperandList);
+    Value dbiasAcc = biasTensor ? flash.getArgument(next++) : Value();
 
     // Block -> (key block, key/value head, sequence: the batch entry or
     // thd's sequence); for thd each sequence gets the key blocks of all
@@ -545,32 +601,70 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
                         b, loc, memref::LoadOp::create(b, loc, lseFlat, at),
                         log2e);
                     Value d = memref::LoadOp::create(b, loc, delta, at);
+                    Value dropoutRow;
+                    if (elementOperands.rngState)
+                      dropoutRow =
+                          dropoutRowState(b, loc, c, elementOperands, g,
+                                          batch.value, head.value, query);
                     for (int r = 0; r < 2; ++r) {
                       int i = 2 * r + j;
-                      Value visible = arith::AndIOp::create(
-                          b, loc, inside,
-                          arith::AndIOp::create(
-                              b, loc,
-                              s.compare(arith::CmpIPredicate::sge, keys[r],
-                                        qLo),
-                              s.compare(arith::CmpIPredicate::slt, keys[r],
-                                        qHi)));
-                      Value logit = arith::MulFOp::create(b, loc, scores[ni][i],
-                                                          scaleLog2);
+                      Value visible =
+                          applyMask(b, loc, c, elementOperands,
+                                    arith::AndIOp::create(
+                                        b, loc, inside,
+                                        arith::AndIOp::create(
+                                            b, loc,
+                                            s.compare(arith::CmpIPredicate::sge,
+                                                      keys[r], qLo),
+                                            s.compare(arith::CmpIPredicate::slt,
+                                                      keys[r], qHi))),
+                                    batch.value, head.value, query, keys[r]);
+                      Value dot = scores[ni][i];
+                      if (elementOperands.bias)
+                        dot = arith::AddFOp::create(
+                            b, loc, dot,
+                            loadBias(b, loc, c, elementOperands, batch.value,
+                                     head.value, query, keys[r]));
+                      Value logit =
+                          arith::MulFOp::create(b, loc, dot, scaleLog2);
                       if (slopeLog2)
                         logit = subtractAlibi(b, loc, logit, slopeLog2, keys[r],
                                               visibleKeys.diagonal);
                       Value e = math::Exp2Op::create(
                           b, loc, arith::SubFOp::create(b, loc, logit, lse));
-                      p[ni][i] =
-                          arith::SelectOp::create(b, loc, visible, e, zero);
+                      // With dropout's factor f (0 or 1 / (1 - p)): V's
+                      // weight is P f, and P's gradient dP f.
+                      Value weight = e,
+                            gradP = dP.empty() ? Value() : dP[ni][i];
+                      if (dropoutRow) {
+                        Value keep =
+                            dropoutKeep(b, loc, c, g, dropoutRow, keys[r]);
+                        Value factor = arith::SelectOp::create(
+                            b, loc, keep, f32(b, loc, 1.0 / (1.0 - c.dropout)),
+                            zero);
+                        weight = arith::MulFOp::create(b, loc, e, factor);
+                        if (gradP)
+                          gradP = arith::MulFOp::create(b, loc, gradP, factor);
+                      }
+                      p[ni][i] = arith::SelectOp::create(b, loc, visible,
+                                                         weight, zero);
                       if (!withKeys)
                         continue;
                       Value grad = arith::MulFOp::create(
-                          b, loc, e,
-                          arith::SubFOp::create(b, loc, dP[ni][i], d));
+                          b, loc, e, arith::SubFOp::create(b, loc, gradP, d));
                       dS[ni][i] =
                           arith::SelectOp::create(b, loc, visible, grad, zero);
+                      // dbias += dS (the scale applied by store_dbias).
+                      if (dbiasAcc) {
+                        auto add = scf::IfOp::create(b, loc, visible,
+                                                     /*withElseRegion=*/false);
+                        OpBuilder::InsertionGuard guard(b);
+                        b.setInsertionPointToStart(add.thenBlock());
+                        atomicAdd(b, loc, grad, dbiasAcc,
+                                  c.broadcastIndex(b, loc, c.biasShape,
+                                                   batch.value, head.value,
+                                                   query, keys[r]));
+                      }
                     }
                   }
                 }
@@ -766,6 +860,14 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
   Value dk = allocateOutput(host, loc, tensorType(op.getDk()));
   Value dvOut = allocateOutput(host, loc, tensorType(op.getDv()));
   SmallVector<Value> outputs = {dq, dk, dvOut};
+  Value dbiasAcc, dbias;
+  if (biasTensor) {
+    dbiasAcc = allocateOutput(host, loc, dbiasAccTensor);
+    dbias = allocateOutput(host, loc, biasTensor);
+    set.launch(host, zeroDbias, blocksFor(biasTensor.getNumElements()),
+               kBlockSize, {dbiasAcc});
+    outputs.push_back(dbias);
+  }
   SmallVector<Value> prepareOperands = {o, dO, delta, dqAcc};
   if (learnable) {
     Value dOffsets = allocateOutput(host, loc, offsetTensor);
@@ -785,11 +887,19 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
   for (Value operand : sequenceOperandList)
     if (operand)
       flashOperands.push_back(readBuffer(host, loc, operand));
+  for (Value operand : elementOperandList)
+    if (operand)
+      flashOperands.push_back(readBuffer(host, loc, operand));
+  if (dbiasAcc)
+    flashOperands.push_back(dbiasAcc);
   for (gpu::GPUFuncOp flash : flashKernels)
     set.launch(host, flash, keyBlocks * c.k.heads * c.sequences,
                Tiling::kThreads, flashOperands);
   set.launch(host, storeDq, blocksFor(rows * (dqk / 8)), kBlockSize,
              {dqAcc, dq});
+  if (storeDbias)
+    set.launch(host, storeDbias, blocksFor(biasTensor.getNumElements()),
+               kBlockSize, {dbiasAcc, dbias});
   replaceWithOutputs(host, op, outputs);
   return success();
 }

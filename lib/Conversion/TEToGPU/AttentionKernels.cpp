@@ -23,8 +23,10 @@
 // whose geometry (FlashConfig::sequenceGeometry) each block reads from
 // the index operands. ALiBi subtracts slope |key - d| from the logits;
 // the extra softmax term of off_by_one (0) and learnable (alpha_h) starts
-// the running maximum and sum. What the kernel does not cover is declined
-// with its reason.
+// the running maximum and sum. An arbitrary mask removes keys on top of
+// the rule, a bias tensor starts the scores' sums, and dropout (te's
+// documented hash, TECommon's) zeroes probabilities before P V. What the
+// kernel does not cover is declined with its reason.
 //
 //===----------------------------------------------------------------------===//
 
@@ -97,6 +99,12 @@ template <typename OpT> static FlashConfig configOf(OpT op) {
       cast<RankedTensorType>(op.getAlibiSlopes().getType()).getRank() == 2;
   c.scale = *op.getEffectiveScale();
   c.element = cast<RankedTensorType>(op.getQ().getType()).getElementType();
+  if (Value mask = op.getMask())
+    c.maskShape.assign(cast<RankedTensorType>(mask.getType()).getShape());
+  if (Value bias = op.getBias())
+    c.biasShape.assign(cast<RankedTensorType>(bias.getType()).getShape());
+  // As the CPU: without rng_state there is nothing to drop.
+  c.dropout = op.getRngState() ? op.getDropout().convertToDouble() : 0.0;
   return c;
 }
 
@@ -127,6 +135,31 @@ void flash::bindSequenceOperands(OpBuilder &b, Location loc,
   for (auto [slot, operand] : llvm::zip_equal(slots, operands))
     if (operand)
       *slot = flatten(b, loc, kernel.getArgument(next++));
+}
+
+template <typename OpT> static std::array<Value, 3> elementOperandsOf(OpT op) {
+  return {op.getMask(), op.getBias(), op.getRngState()};
+}
+
+std::array<Value, 3> flash::getElementOperands(AttentionOp op) {
+  return elementOperandsOf(op);
+}
+std::array<Value, 3> flash::getElementOperands(AttentionBackwardOp op) {
+  return elementOperandsOf(op);
+}
+
+ElementOperands flash::bindElementOperands(OpBuilder &b, Location loc,
+                                           gpu::GPUFuncOp kernel,
+                                           unsigned &next,
+                                           ArrayRef<Value> operands) {
+  ElementOperands bound;
+  if (operands[0])
+    bound.mask = flatten(b, loc, kernel.getArgument(next++));
+  if (operands[1])
+    bound.bias = flatten(b, loc, kernel.getArgument(next++));
+  if (operands[2])
+    bound.rngState = kernel.getArgument(next++);
+  return bound;
 }
 
 FlashConfig FlashConfig::get(AttentionOp op) { return configOf(op); }
@@ -177,6 +210,70 @@ VisibleKeys FlashConfig::visibleKeys(OpBuilder &b, Location loc, Value row,
   return emitVisibleKeys(
       b, loc, {padding, causal, bottomRight, windowLeft, windowRight}, row,
       g.lenQ, g.lenKV, indexConstant(b, loc, k.seq));
+}
+
+Value FlashConfig::broadcastIndex(OpBuilder &b, Location loc,
+                                  ArrayRef<int64_t> shape, Value batch,
+                                  Value head, Value row, Value key) const {
+  Signed s{b, loc};
+  row = s.min(row, s.c(q.seq - 1));
+  key = s.min(key, s.c(k.seq - 1));
+  IndexExpr at{&b, loc, s.c(0)};
+  for (auto [extent, index] :
+       llvm::zip_equal(shape, std::array<Value, 4>{batch, head, row, key}))
+    at = extent == 1 ? at : at * extent + IndexExpr{&b, loc, index};
+  return at.value;
+}
+
+Value flash::applyMask(OpBuilder &b, Location loc, const FlashConfig &c,
+                       const ElementOperands &operands, Value visible,
+                       Value batch, Value head, Value row, Value key) {
+  if (!operands.mask)
+    return visible;
+  Value excluded = memref::LoadOp::create(
+      b, loc, operands.mask,
+      c.broadcastIndex(b, loc, c.maskShape, batch, head, row, key));
+  return arith::AndIOp::create(
+      b, loc, visible,
+      arith::XOrIOp::create(
+          b, loc, excluded,
+          arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)));
+}
+
+Value flash::loadBias(OpBuilder &b, Location loc, const FlashConfig &c,
+                      const ElementOperands &operands, Value batch, Value head,
+                      Value row, Value key) {
+  Value bias = emitExtToF32(
+      b, loc,
+      memref::LoadOp::create(
+          b, loc, operands.bias,
+          c.broadcastIndex(b, loc, c.biasShape, batch, head, row, key)));
+  if (c.bias == BiasKind::post_scale)
+    bias = arith::MulFOp::create(b, loc, bias, f32(b, loc, 1.0 / c.scale));
+  return bias;
+}
+
+Value flash::dropoutRowState(OpBuilder &b, Location loc, const FlashConfig &c,
+                             const ElementOperands &operands,
+                             const SequenceGeometry &g, Value sequence,
+                             Value head, Value row) {
+  Signed s{b, loc};
+  Value batch = c.thd ? s.c(0) : sequence;
+  if (c.thd)
+    row = s.add(g.qStart, row);
+  Value seed =
+      memref::LoadOp::create(b, loc, operands.rngState, ValueRange{s.c(0)});
+  Value offset =
+      memref::LoadOp::create(b, loc, operands.rngState, ValueRange{s.c(1)});
+  return emitDropoutRowState(b, loc, seed, offset, batch, head, row, c.q.heads,
+                             c.q.seq, c.k.seq);
+}
+
+Value flash::dropoutKeep(OpBuilder &b, Location loc, const FlashConfig &c,
+                         const SequenceGeometry &g, Value rowState, Value key) {
+  if (c.thd)
+    key = arith::AddIOp::create(b, loc, g.kvStart, key);
+  return emitDropoutKeep(b, loc, rowState, key, c.dropout);
 }
 
 Value FlashConfig::loadSlopeLog2(OpBuilder &b, Location loc, Value slopes,
@@ -275,14 +372,6 @@ unsupportedReason(OpT op, const GPUTargetInfo &target) {
     return name + " needs 16x8x16 matrix multiply-accumulate units, which " +
            target.getDescription() + " lacks";
   QKVLayout layout = op.getLayout();
-  MaskKind mask = op.getMaskKind();
-  if (mask == MaskKind::arbitrary)
-    return prefix + "mask " + stringifyMaskKind(mask).str() + suffix;
-  BiasKind bias = op.getBiasKind();
-  if (bias != BiasKind::no_bias && bias != BiasKind::alibi)
-    return prefix + "bias " + stringifyBiasKind(bias).str() + suffix;
-  if (!op.getDropout().isZero())
-    return prefix + "dropout" + suffix;
   // The verifier gives Q, K, V (O and dO) one element type.
   Type element = cast<RankedTensorType>(op.getQ().getType()).getElementType();
   if (!element.isBF16() && !element.isF16())
@@ -344,6 +433,14 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
   std::array<Value, 7> sequenceOperandList = getSequenceOperands(op);
   SmallVector<Value> indexOperands;
   for (Value operand : sequenceOperandList)
+    if (operand) {
+      indexOperands.push_back(operand);
+      arguments.push_back(
+          bufferType(cast<RankedTensorType>(operand.getType())));
+    }
+  // The mask, bias tensor and rng_state there are.
+  std::array<Value, 3> elementOperandList = getElementOperands(op);
+  for (Value operand : elementOperandList)
     if (operand) {
       indexOperands.push_back(operand);
       arguments.push_back(
@@ -411,6 +508,8 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
   Value slopes;
   bindSequenceOperands(b, loc, kernel, next, sequenceOperandList,
                        sequenceOperands, slopes);
+  ElementOperands elementOperands =
+      bindElementOperands(b, loc, kernel, next, elementOperandList);
   Value oFlat = flatten(b, loc, kernel.getArgument(next++));
   Value lseFlat =
       returnLse ? flatten(b, loc, kernel.getArgument(next++)) : Value();
@@ -525,6 +624,42 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
   auto keyLoop = scf::ForOp::create(
       b, loc, tileStart, blockHi, s.c(Tiling::kBlockKV), init,
       [&](OpBuilder &b, Location loc, Value kt, ValueRange carried) {
+        // Dropout's keep bits of the lane's 32 elements of the tile, drawn
+        // before the scores take the registers, in a loop over the 8-key
+        // tiles: unrolled, the 32 hashes' 64-bit temporaries would be live
+        // together.
+        Value keepBits;
+        if (elementOperands.rngState) {
+          Type i32 = b.getI32Type();
+          std::array<Value, 2> dropoutRows;
+          for (int r = 0; r < 2; ++r)
+            dropoutRows[r] = dropoutRowState(b, loc, c, elementOperands, g,
+                                             batch.value, head.value, rows[r]);
+          auto bitsLoop = scf::ForOp::create(
+              b, loc, s.c(0), s.c(Tiling::kTilesKV), s.c(1),
+              ValueRange{arith::ConstantIntOp::create(b, loc, i32, 0)},
+              [&](OpBuilder &b, Location loc, Value ni, ValueRange bits) {
+                Value word = bits[0];
+                IndexExpr tile{&b, loc, ni};
+                for (int i = 0; i < mma::kCElements; ++i) {
+                  IndexExpr column =
+                      mma::cElement(IndexExpr{&b, loc, lane.value}, i).col +
+                      tile * mma::kN;
+                  Value key = arith::AddIOp::create(b, loc, kt, column.value);
+                  Value shift = arith::IndexCastOp::create(
+                      b, loc, i32, (tile * mma::kCElements + i).value);
+                  Value bit = arith::ShLIOp::create(
+                      b, loc,
+                      arith::ExtUIOp::create(
+                          b, loc, i32,
+                          dropoutKeep(b, loc, c, g, dropoutRows[i / 2], key)),
+                      shift);
+                  word = arith::OrIOp::create(b, loc, word, bit);
+                }
+                scf::YieldOp::create(b, loc, word);
+              });
+          keepBits = bitsLoop.getResult(0);
+        }
         stage(b, loc, c.v, vFlat, vTile, kt);
         target.emitAsyncCommit(b, loc);
         // This tile's K (the group before V's) is in.
@@ -535,7 +670,17 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
         // S = Q K^T, one 16x8 tile per 8 keys.
         SmallVector<SmallVector<Value>> scores;
         for (int ni = 0; ni < Tiling::kTilesKV; ++ni) {
+          // A bias tensor starts the sums (in q . k's units): no registers
+          // beyond the scores' own.
           SmallVector<Value> acc(mma::kCElements, f32(b, loc, 0.0));
+          if (elementOperands.bias)
+            for (int i = 0; i < mma::kCElements; ++i) {
+              mma::Coord<IndexExpr> e = mma::cElement(l, i);
+              acc[i] = loadBias(b, loc, c, elementOperands, batch.value,
+                                head.value, rows[i / 2],
+                                arith::AddIOp::create(
+                                    b, loc, kt, (e.col + ni * mma::kN).value));
+            }
           for (int64_t kk = 0; kk < c.k.headDim; kk += mma::kK) {
             SmallVector<Value> fragment = loadBFragment(
                 b, loc, target, kTile, c.k.headDim + Tiling::kPad, l,
@@ -558,9 +703,12 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
             int r = i / 2;
             mma::Coord<IndexExpr> e = mma::cElement(l, i);
             Value key = s.add(kt, (e.col + ni * mma::kN).value);
-            Value visible = arith::AndIOp::create(
-                b, loc, s.compare(arith::CmpIPredicate::sge, key, lo[r]),
-                s.compare(arith::CmpIPredicate::slt, key, hi[r]));
+            Value visible = applyMask(
+                b, loc, c, elementOperands,
+                arith::AndIOp::create(
+                    b, loc, s.compare(arith::CmpIPredicate::sge, key, lo[r]),
+                    s.compare(arith::CmpIPredicate::slt, key, hi[r])),
+                batch.value, head.value, rows[r], key);
             Value scaled =
                 arith::MulFOp::create(b, loc, scores[ni][i], scaleLog2);
             if (slopeLog2)
@@ -599,6 +747,22 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
             Value e = math::Exp2Op::create(
                 b, loc, arith::SubFOp::create(b, loc, scores[ni][i], base[r]));
             rowSum[r] = arith::AddFOp::create(b, loc, rowSum[r], e);
+            // Dropout weighs V's rows, not the denominator: a dropped
+            // element adds nothing, 1 / (1 - p) is applied at the end.
+            if (keepBits) {
+              Type i32 = b.getI32Type();
+              Value bit = arith::AndIOp::create(
+                  b, loc,
+                  arith::ShRUIOp::create(
+                      b, loc, keepBits,
+                      arith::ConstantIntOp::create(b, loc, i32,
+                                                   ni * mma::kCElements + i)),
+                  arith::ConstantIntOp::create(b, loc, i32, 1));
+              Value keep = arith::CmpIOp::create(
+                  b, loc, arith::CmpIPredicate::ne, bit,
+                  arith::ConstantIntOp::create(b, loc, i32, 0));
+              e = arith::SelectOp::create(b, loc, keep, e, f32(b, loc, 0.0));
+            }
             p.push_back(arith::TruncFOp::create(b, loc, c.element, e));
           }
           probabilities.push_back(p);
@@ -670,7 +834,8 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
                                         f32(b, loc, 0.0));
     inverse[r] = arith::SelectOp::create(
         b, loc, empty, f32(b, loc, 0.0),
-        arith::DivFOp::create(b, loc, f32(b, loc, 1.0), sum));
+        arith::DivFOp::create(b, loc, f32(b, loc, 1.0 / (1.0 - c.dropout)),
+                              sum));
     // Every row of the tensor is written (rows past a padded length see
     // nothing: O = 0), but a thd sequence's rows only up to its length:
     // the tokens after it are another sequence's (or fill_empty_rows').

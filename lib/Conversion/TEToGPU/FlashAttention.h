@@ -87,6 +87,11 @@ struct FlashConfig {
   bool slopesPerSequence;
   double scale;
   Type element;
+  /// The shapes of the arbitrary mask and of the bias tensor (each
+  /// broadcastable to [b, h_q, s_q, s_kv]), empty without them.
+  SmallVector<int64_t, 4> maskShape, biasShape;
+  /// Dropout's probability; 0 without dropout (or without rng_state).
+  double dropout;
 
   static FlashConfig get(AttentionOp op);
   static FlashConfig get(AttentionBackwardOp op);
@@ -108,6 +113,11 @@ struct FlashConfig {
   /// ALiBi; `slopes` is the flattened slopes operand.
   Value loadSlopeLog2(OpBuilder &b, Location loc, Value slopes,
                       IndexExpr sequence, IndexExpr head) const;
+  /// The flat index of element (batch, head, row, key) of a tensor of
+  /// `shape` broadcastable to [b, h_q, s_q, s_kv] (dimensions of size 1
+  /// read index 0); row and key are clamped into the tensor.
+  Value broadcastIndex(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                       Value batch, Value head, Value row, Value key) const;
   /// O's (and dO's) dimensions: Q's with V's head dimension.
   Dims outputDims() const {
     Dims o = q;
@@ -129,6 +139,48 @@ Value subtractAlibi(OpBuilder &b, Location loc, Value logit, Value slopeLog2,
 /// gets the result).
 Value overRowLanes(OpBuilder &b, Location loc, Value value, unsigned warpSize,
                    function_ref<Value(Value, Value)> combine);
+
+/// The per-element operands of an attention kernel (null where absent): the
+/// arbitrary mask (i1), the bias tensor and rng_state (i64 seed, offset).
+struct ElementOperands {
+  Value mask, bias, rngState;
+};
+
+/// Binds the kernel arguments of the op's mask, bias tensor and rng_state
+/// (those present, in that order, from argument `next`, which advances).
+ElementOperands bindElementOperands(OpBuilder &b, Location loc,
+                                    gpu::GPUFuncOp kernel, unsigned &next,
+                                    ArrayRef<Value> operands);
+/// The op's mask, bias tensor and rng_state, null where absent.
+std::array<Value, 3> getElementOperands(AttentionOp op);
+std::array<Value, 3> getElementOperands(AttentionBackwardOp op);
+
+/// `visible` and not excluded by the arbitrary mask (`visible` itself
+/// without one), for element (batch, head, row, key) of a non-thd op.
+Value applyMask(OpBuilder &b, Location loc, const FlashConfig &c,
+                const ElementOperands &operands, Value visible, Value batch,
+                Value head, Value row, Value key);
+
+/// The bias tensor's element (batch, head, row, key) as an f32 in the units
+/// of q . k: the bias for pre_scale, bias / scale for post_scale, so that
+/// the logit is (q . k + it) * scale for both.
+Value loadBias(OpBuilder &b, Location loc, const FlashConfig &c,
+               const ElementOperands &operands, Value batch, Value head,
+               Value row, Value key);
+
+/// Dropout (TECommon's hash) for query position `row` of sequence
+/// `sequence` (the batch entry, or thd's, whose rows and keys become tokens
+/// from qStart and kvStart): the row's state (rng_state read where it is
+/// called: a kernel computes it per tile, as held across the key loop it
+/// would take registers from the accumulators), then whether key position
+/// `key` is kept. A kept element weighs 1 / (1 - p), which the kernels
+/// apply to the sums they weigh with it.
+Value dropoutRowState(OpBuilder &b, Location loc, const FlashConfig &c,
+                      const ElementOperands &operands,
+                      const SequenceGeometry &g, Value sequence, Value head,
+                      Value row);
+Value dropoutKeep(OpBuilder &b, Location loc, const FlashConfig &c,
+                  const SequenceGeometry &g, Value rowState, Value key);
 
 /// Copies positions [first, first + rows) of head `head` of a tensor of
 /// dimensions `d` (tokens for thd) into the shared tile

@@ -308,57 +308,18 @@ Value emitExtraLogit(OpBuilder &b, Location loc, const AttentionConfig &c,
                                    ValueRange{zero, head, zero, zero});
 }
 
-/// Dropout's keep factor for (batch, head, query row, key token): 0 for a
-/// dropped element, 1 / (1 - p) for a kept one. The generator is the op's
-/// documented counter-based hash: counter = ((batch * H_q + head) * rows +
-/// row) * kv_tokens + token, x = seed + 0x9E3779B97F4A7C15 * (offset +
-/// counter + 1) (mod 2^64), splitmix64's finalizer on x, u = its top 24
-/// bits * 2^-24; the element is kept when u >= p.
+/// Dropout's keep factor for (batch, head, query row, key token): te's
+/// documented hash (TECommon's emitDropoutFactor) on the op's rng_state.
 Value emitDropoutFactor(OpBuilder &b, Location loc, const AttentionConfig &c,
                         Value batch, Value head, Value row, Value token) {
-  Type i64 = b.getI64Type();
-  auto c64 = [&](uint64_t v) -> Value {
-    return arith::ConstantIntOp::create(b, loc, i64, static_cast<int64_t>(v));
-  };
-  auto toI64 = [&](Value index) -> Value {
-    return arith::IndexCastOp::create(b, loc, i64, index);
-  };
-  auto add = [&](Value x, Value y) -> Value {
-    return arith::AddIOp::create(b, loc, x, y);
-  };
-  auto mul = [&](Value x, Value y) -> Value {
-    return arith::MulIOp::create(b, loc, x, y);
-  };
   Value seed = tensor::ExtractOp::create(
       b, loc, c.rngState,
       ValueRange{arith::ConstantIndexOp::create(b, loc, 0)});
   Value offset = tensor::ExtractOp::create(
       b, loc, c.rngState,
       ValueRange{arith::ConstantIndexOp::create(b, loc, 1)});
-  Value counter =
-      add(mul(add(mul(add(mul(toI64(batch), c64(c.headsQ)), toI64(head)),
-                      c64(c.seqQ)),
-                  toI64(row)),
-              c64(c.seqKV)),
-          toI64(token));
-  Value x = add(
-      seed, mul(c64(0x9E3779B97F4A7C15ull), add(add(offset, counter), c64(1))));
-  auto xorShift = [&](Value z, uint64_t shift) -> Value {
-    return arith::XOrIOp::create(b, loc, z,
-                                 arith::ShRUIOp::create(b, loc, z, c64(shift)));
-  };
-  Value z = mul(xorShift(x, 30), c64(0xBF58476D1CE4E5B9ull));
-  z = mul(xorShift(z, 27), c64(0x94D049BB133111EBull));
-  z = xorShift(z, 31);
-  Value top = arith::ShRUIOp::create(b, loc, z, c64(40));
-  Value u = arith::MulFOp::create(
-      b, loc, arith::UIToFPOp::create(b, loc, b.getF32Type(), top),
-      emitF32Constant(b, loc, std::ldexp(1.0, -24)));
-  Value keep = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, u,
-                                     emitF32Constant(b, loc, c.dropout));
-  return arith::SelectOp::create(
-      b, loc, keep, emitF32Constant(b, loc, 1.0 / (1.0 - c.dropout)),
-      emitF32Constant(b, loc, 0.0));
+  return te::emitDropoutFactor(b, loc, seed, offset, batch, head, row, token,
+                               c.headsQ, c.seqQ, c.seqKV, c.dropout);
 }
 
 using KeyBody = function_ref<SmallVector<Value>(OpBuilder &, Location,

@@ -537,7 +537,8 @@ std::optional<std::string> getCuDNNAttentionUnsupportedReason(OpTy op,
     return "softmax " + stringifySoftmaxKind(op.getSoftmaxKind()).str() +
            " is not yet through the cuDNN call";
   if (op.getDropout().convertToDouble() != 0.0)
-    return std::string("dropout is not yet through the cuDNN call");
+    return std::string(
+        "cuDNN's dropout draws from Philox, not te's documented hash");
   RankedTensorType q = op.getQ().getType(), v = op.getV().getType();
   if (!q.getElementType().isBF16() && !q.getElementType().isF16())
     return std::string("cuDNN attention takes bf16 or f16");

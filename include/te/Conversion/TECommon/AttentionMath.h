@@ -44,6 +44,28 @@ VisibleKeys emitVisibleKeys(OpBuilder &b, Location loc,
                             Value position, Value lenQ, Value lenKV,
                             Value seqKV);
 
+/// Dropout's keep factor of element (batch, head, row, token) as an f32: 0
+/// for a dropped element, 1 / (1 - probability) for a kept one, by te's
+/// documented counter-based hash (TEDialect.md): counter = ((batch * headsQ
+/// + head) * rows + row) * tokens + token, x = seed + 0x9E3779B97F4A7C15 *
+/// (offset + counter + 1) (mod 2^64), splitmix64's finalizer on x, u = its
+/// top 24 bits * 2^-24; kept when u >= probability. `seed` and `offset`
+/// are i64 values (rng_state), the others index values; for thd, batch is
+/// 0 and row and token are token indices (rows and tokens: t_q and t_kv).
+Value emitDropoutFactor(OpBuilder &b, Location loc, Value seed, Value offset,
+                        Value batch, Value head, Value row, Value token,
+                        int64_t headsQ, int64_t rows, int64_t tokens,
+                        double probability);
+
+/// The same hash in two steps, for kernels that walk a row's keys: the
+/// row's part of x (an i64: x of token 0; x of `token` is x0 + 0x9E37...
+/// * token, mod 2^64), then whether the element of `token` is kept (i1).
+Value emitDropoutRowState(OpBuilder &b, Location loc, Value seed, Value offset,
+                          Value batch, Value head, Value row, int64_t headsQ,
+                          int64_t rows, int64_t tokens);
+Value emitDropoutKeep(OpBuilder &b, Location loc, Value rowState, Value token,
+                      double probability);
+
 } // namespace mlir::te
 
 #endif // TE_CONVERSION_TECOMMON_ATTENTIONMATH_H
