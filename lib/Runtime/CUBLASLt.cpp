@@ -213,77 +213,50 @@ bool te::runtime::cublaslt::parseMatmulConfig(const char *parameters,
                                               MatmulConfig &config,
                                               std::string &error) {
   config = MatmulConfig();
-  std::string text = parameters;
-  bool seen[8] = {};
   static const char *const keys[] = {"m", "n", "k",    "a",
                                      "b", "d", "bias", "epilogue"};
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string::npos)
-      end = text.size();
-    std::string pair = text.substr(start, end - start);
-    start = end + 1;
-    size_t equals = pair.find('=');
-    std::string key = pair.substr(0, equals);
-    std::string value =
-        equals == std::string::npos ? "" : pair.substr(equals + 1);
-    int index = -1;
-    for (int i = 0; i < 8; ++i)
-      if (key == keys[i])
-        index = i;
-    if (index < 0 || value.empty() || seen[index]) {
-      error = "invalid parameter '" + pair +
-              "'; expected each of m, n, k, a, b, d, bias and epilogue once, "
-              "as key=value";
+  std::map<std::string, std::string> pairs;
+  if (!splitParameters(parameters, {std::begin(keys), std::end(keys)},
+                       "each of m, n, k, a, b, d, bias and epilogue once, as "
+                       "key=value",
+                       pairs, error))
+    return false;
+  int64_t *sizes[] = {&config.m, &config.n, &config.k};
+  for (int i = 0; i < 3; ++i)
+    if (!parseInteger(pairs[keys[i]], 1, int64_t(1) << 31, *sizes[i])) {
+      error = std::string("invalid size ") + keys[i] + "=" + pairs[keys[i]] +
+              "; expected an integer from 1 to 2^31";
       return false;
     }
-    seen[index] = true;
-    if (index < 3) {
-      char *rest = nullptr;
-      long long number = std::strtoll(value.c_str(), &rest, 10);
-      if (*rest || number < 1 || number > (int64_t(1) << 31)) {
-        error = "invalid size " + key + "=" + value +
-                "; expected an integer from 1 to 2^31";
-        return false;
-      }
-      (index == 0 ? config.m : index == 1 ? config.n : config.k) = number;
-    } else if (index < 6 || (index == 6 && value != "none")) {
-      int type = dataType(value.c_str());
-      bool fp8 = type == kDataE4M3 || type == kDataE5M2;
-      if (type < 0 || (index < 5 && !fp8) ||
-          (index >= 5 && (fp8 || type < 0))) {
-        error = "invalid type " + key + "=" + value +
-                (index < 5 ? "; expected f8E4M3FN or f8E5M2"
-                           : "; expected f32, f16 or bf16");
-        return false;
-      }
-      (index == 3   ? config.a
-       : index == 4 ? config.b
-       : index == 5 ? config.d
-                    : config.bias) = type;
-    } else if (index == 7) {
-      static const std::pair<const char *, int> epilogues[] = {
-          {"none", kEpilogueDefault},
-          {"bias", kEpilogueBias},
-          {"gelu", kEpilogueGelu},
-          {"gelu_bias", kEpilogueGeluBias}};
-      config.epilogue = -1;
-      for (const auto &[name, value2] : epilogues)
-        if (value == name)
-          config.epilogue = value2;
-      if (config.epilogue < 0) {
-        error = "invalid epilogue '" + value +
-                "'; expected none, bias, gelu or gelu_bias";
-        return false;
-      }
+  int *types[] = {&config.a, &config.b, &config.d, &config.bias};
+  for (int i = 3; i < 7; ++i) {
+    const std::string &value = pairs[keys[i]];
+    if (i == 6 && value == "none")
+      continue;
+    int type = dataType(value.c_str());
+    bool fp8 = type == kDataE4M3 || type == kDataE5M2;
+    if (type < 0 || (i < 5) != fp8) {
+      error = std::string("invalid type ") + keys[i] + "=" + value +
+              (i < 5 ? "; expected f8E4M3FN or f8E5M2"
+                     : "; expected f32, f16 or bf16");
+      return false;
     }
+    *types[i - 3] = type;
   }
-  for (int i = 0; i < 8; ++i)
-    if (!seen[i]) {
-      error = std::string("parameter '") + keys[i] + "' is missing";
-      return false;
-    }
+  static const std::pair<const char *, int> epilogues[] = {
+      {"none", kEpilogueDefault},
+      {"bias", kEpilogueBias},
+      {"gelu", kEpilogueGelu},
+      {"gelu_bias", kEpilogueGeluBias}};
+  config.epilogue = -1;
+  for (const auto &[name, value] : epilogues)
+    if (pairs["epilogue"] == name)
+      config.epilogue = value;
+  if (config.epilogue < 0) {
+    error = "invalid epilogue '" + pairs["epilogue"] +
+            "'; expected none, bias, gelu or gelu_bias";
+    return false;
+  }
   bool epilogueHasBias =
       config.epilogue == kEpilogueBias || config.epilogue == kEpilogueGeluBias;
   if (epilogueHasBias != (config.bias >= 0)) {

@@ -41,39 +41,6 @@ te_status internal(bool backward, const std::string &message) {
   return TE_ERROR_INTERNAL;
 }
 
-/// `text`'s key=value pairs; false (with `error`) on a malformed or
-/// repeated pair.
-bool splitPairs(const std::string &text,
-                std::map<std::string, std::string> &pairs, std::string &error) {
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string::npos)
-      end = text.size();
-    std::string pair = text.substr(start, end - start);
-    start = end + 1;
-    size_t equals = pair.find('=');
-    if (equals == std::string::npos || equals == 0 ||
-        equals + 1 == pair.size() ||
-        !pairs.emplace(pair.substr(0, equals), pair.substr(equals + 1))
-             .second) {
-      error = "invalid parameter '" + pair + "'; expected key=value, once";
-      return false;
-    }
-  }
-  return true;
-}
-
-bool parseInteger(const std::string &text, int64_t low, int64_t high,
-                  int64_t &value) {
-  char *rest = nullptr;
-  long long parsed = std::strtoll(text.c_str(), &rest, 10);
-  if (text.empty() || *rest || parsed < low || parsed > high)
-    return false;
-  value = parsed;
-  return true;
-}
-
 } // namespace
 
 std::array<int64_t, 4> te::runtime::cudnn::strides(const std::string &layout,
@@ -91,22 +58,16 @@ bool te::runtime::cudnn::parseSdpaConfig(const char *parameters,
                                          SdpaConfig &config,
                                          std::string &error) {
   config = SdpaConfig();
-  std::map<std::string, std::string> pairs;
-  if (!splitPairs(parameters, pairs, error))
-    return false;
   static const char *const keys[] = {
       "b",      "hq",    "hkv",   "sq",   "skv",   "d",    "dtype",
       "layout", "scale", "align", "left", "right", "stats"};
-  for (const char *key : keys)
-    if (!pairs.count(key)) {
-      error = std::string("parameter '") + key + "' is missing";
-      return false;
-    }
-  if (pairs.size() != sizeof(keys) / sizeof(keys[0])) {
-    error = "unknown parameters besides b, hq, hkv, sq, skv, d, dtype, "
-            "layout, scale, align, left, right and stats";
+  std::map<std::string, std::string> pairs;
+  if (!splitParameters(parameters, {std::begin(keys), std::end(keys)},
+                       "each of b, hq, hkv, sq, skv, d, dtype, layout, "
+                       "scale, align, left, right and stats once, as "
+                       "key=value",
+                       pairs, error))
     return false;
-  }
   int64_t *sizes[] = {&config.b,  &config.hq,  &config.hkv,
                       &config.sq, &config.skv, &config.d};
   for (int i = 0; i < 6; ++i)

@@ -2,8 +2,9 @@
 //-*-===//
 //
 // The library calls of lib/Runtime/CUBLASLt.h and CUDNN.h: how their state
-// asks the device that owns it for workspace memory, and how they check
-// their untrusted operands.
+// asks the device that owns it for workspace memory, how they read their
+// parameters (a manifest's key=value list) and how they check their
+// untrusted operands.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,9 @@
 #include "te/Runtime/Status.h"
 
 #include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,6 +27,51 @@ struct DeviceMemory {
   te_status (*allocate)(void *owner, size_t bytes, void **pointer);
   void (*free)(void *owner, void *pointer);
 };
+
+/// `text`'s comma-separated key=value pairs into `pairs`; false (with
+/// `error` naming the pair and `expected`, what the call takes) on a
+/// malformed or repeated pair, or a key not among `keys`.
+inline bool splitParameters(const std::string &text,
+                            const std::vector<std::string> &keys,
+                            const std::string &expected,
+                            std::map<std::string, std::string> &pairs,
+                            std::string &error) {
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string pair = text.substr(start, end - start);
+    start = end + 1;
+    size_t equals = pair.find('=');
+    std::string key = pair.substr(0, equals);
+    bool known = false;
+    for (const std::string &candidate : keys)
+      known |= key == candidate;
+    if (equals == std::string::npos || equals + 1 == pair.size() || !known ||
+        !pairs.emplace(key, pair.substr(equals + 1)).second) {
+      error = "invalid parameter '" + pair + "'; expected " + expected;
+      return false;
+    }
+  }
+  for (const std::string &key : keys)
+    if (!pairs.count(key)) {
+      error = "parameter '" + key + "' is missing";
+      return false;
+    }
+  return true;
+}
+
+/// `text` as a decimal integer in [low, high]; false otherwise.
+inline bool parseInteger(const std::string &text, int64_t low, int64_t high,
+                         int64_t &value) {
+  char *rest = nullptr;
+  long long parsed = std::strtoll(text.c_str(), &rest, 10);
+  if (text.empty() || *rest || parsed < low || parsed > high)
+    return false;
+  value = parsed;
+  return true;
+}
 
 /// Why `nargs` operands of `sizes` bytes cannot serve a call with
 /// `parameters` whose operands need `needed` bytes, or "": the manifest is

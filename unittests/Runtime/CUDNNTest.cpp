@@ -56,7 +56,7 @@ TEST(CUDNN, RefusesBadParameters) {
        "invalid window bound"},
       {"b=1,hq=1,hkv=1,sq=1,skv=1,d=8,dtype=bf16,layout=bshd,scale=0,"
        "align=top_left,left=-1,right=-1,stats=0,x=1",
-       "unknown parameters"}};
+       "invalid parameter 'x=1'"}};
   for (const auto &[parameters, expected] : cases) {
     SdpaConfig config;
     std::string error;
