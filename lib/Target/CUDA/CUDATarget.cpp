@@ -43,7 +43,6 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
-#include "llvm/Support/xxhash.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -166,11 +165,6 @@ static std::string getPtxasVersion(StringRef toolkit) {
 /// versions abort instruction selection), and which CUDA 12.1+ drivers
 /// compile.
 static constexpr const char *kPTXFeatures = "+ptx81";
-
-/// The attributes that make a private function declaration a library call
-/// of the runtime's device (a manifest `call` line).
-static constexpr const char *kLibraryFunctionAttr = "te.library_function";
-static constexpr const char *kLibraryParametersAttr = "te.library_parameters";
 
 namespace {
 class CUDAGPUTargetInfo : public GPUTargetInfo {
@@ -381,64 +375,6 @@ std::optional<std::string> getCuBLASLtUnsupportedReason(ScaledMatmulOp op,
   return std::nullopt;
 }
 
-/// Replaces `op` by a call of `library(parameters)` on buffers, the way the
-/// kernel lowerings take their operands: `inputs` (null ones skipped)
-/// read-only, then one fresh allocation per result that the call writes.
-/// The callee is a private declaration named after the library, its
-/// parameters and operand types, which the serializer turns into the
-/// manifest's `call` line.
-LogicalResult replaceWithLibraryCall(Operation *op, ArrayRef<Value> inputs,
-                                     StringRef library, StringRef parameters) {
-  Location loc = op->getLoc();
-  OpBuilder host(op);
-  auto bufferType = [](Value tensor) {
-    auto type = cast<RankedTensorType>(tensor.getType());
-    return MemRefType::get(type.getShape(), type.getElementType());
-  };
-  SmallVector<Value> operands, outputs;
-  for (Value input : inputs) {
-    if (!input)
-      continue;
-    auto read =
-        bufferization::ToBufferOp::create(host, loc, bufferType(input), input);
-    read.setReadOnly(true);
-    operands.push_back(read);
-  }
-  for (Value result : op->getResults()) {
-    outputs.push_back(memref::AllocOp::create(host, loc, bufferType(result),
-                                              host.getI64IntegerAttr(256)));
-    operands.push_back(outputs.back());
-  }
-
-  auto module = op->getParentOfType<ModuleOp>();
-  SmallVector<Type> types;
-  std::string key = (library + ";" + parameters).str();
-  for (Value operand : operands) {
-    types.push_back(operand.getType());
-    llvm::raw_string_ostream(key) << ";" << operand.getType();
-  }
-  std::string name;
-  llvm::raw_string_ostream(name)
-      << "te_" << library.split('.').first << "_"
-      << llvm::format_hex_no_prefix(llvm::xxh3_64bits(key), 16);
-  if (!module.lookupSymbol<func::FuncOp>(name)) {
-    OpBuilder top = OpBuilder::atBlockEnd(module.getBody());
-    auto declaration =
-        func::FuncOp::create(top, loc, name, host.getFunctionType(types, {}));
-    declaration.setPrivate();
-    declaration->setAttr(kLibraryFunctionAttr, host.getStringAttr(library));
-    declaration->setAttr(kLibraryParametersAttr,
-                         host.getStringAttr(parameters));
-  }
-  func::CallOp::create(host, loc, name, TypeRange{}, operands);
-  for (auto [result, buffer] : llvm::zip_equal(op->getResults(), outputs))
-    result.replaceAllUsesWith(bufferization::ToTensorOp::create(
-        host, loc, cast<RankedTensorType>(result.getType()), buffer,
-        /*restrict=*/true, /*writable=*/true));
-  op->erase();
-  return success();
-}
-
 /// The cublaslt.matmul parameters of `op` (lib/Runtime/CUBLASLt.h).
 std::string getMatmulParameters(ScaledMatmulOp op) {
   RankedTensorType d = op.getD().getType();
@@ -461,10 +397,10 @@ std::string getMatmulParameters(ScaledMatmulOp op) {
 /// kernel lowerings take their operands: inputs read-only, the output a
 /// fresh allocation the call writes.
 LogicalResult lowerToCuBLASLt(ScaledMatmulOp op) {
-  return replaceWithLibraryCall(op,
-                                {op.getA(), op.getB(), op.getAScaleInv(),
-                                 op.getBScaleInv(), op.getBias()},
-                                "cublaslt.matmul", getMatmulParameters(op));
+  return lowerToLibraryCall(op,
+                            {op.getA(), op.getB(), op.getAScaleInv(),
+                             op.getBScaleInv(), op.getBias()},
+                            "cublaslt.matmul", getMatmulParameters(op));
 }
 
 //===----------------------------------------------------------------------===//
@@ -615,7 +551,7 @@ template <typename OpTy> LogicalResult lowerToCuDNN(OpTy op) {
   constexpr bool backward = std::is_same_v<OpTy, AttentionBackwardOp>;
   if constexpr (backward)
     inputs.append({op.getO(), op.getDO(), op.getLse()});
-  return replaceWithLibraryCall(
+  return lowerToLibraryCall(
       op, inputs, backward ? "cudnn.sdpa_backward" : "cudnn.sdpa_forward",
       getSdpaParameters(op));
 }
