@@ -627,6 +627,8 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
                                      head.value, query, keys[r]));
                       Value logit =
                           arith::MulFOp::create(b, loc, dot, scaleLog2);
+                      if (elementOperands.bias)
+                        logit = clampToFinite(b, loc, logit);
                       if (slopeLog2)
                         logit = subtractAlibi(b, loc, logit, slopeLog2, keys[r],
                                               visibleKeys.diagonal);

@@ -240,6 +240,13 @@ Value flash::applyMask(OpBuilder &b, Location loc, const FlashConfig &c,
           arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)));
 }
 
+Value flash::clampToFinite(OpBuilder &b, Location loc, Value logit) {
+  constexpr double kMax = std::numeric_limits<float>::max();
+  return arith::MinimumFOp::create(
+      b, loc, arith::MaximumFOp::create(b, loc, logit, f32(b, loc, -kMax)),
+      f32(b, loc, kMax));
+}
+
 Value flash::loadBias(OpBuilder &b, Location loc, const FlashConfig &c,
                       const ElementOperands &operands, Value batch, Value head,
                       Value row, Value key) {
@@ -629,6 +636,8 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
         // tiles: unrolled, the 32 hashes' 64-bit temporaries would be live
         // together.
         Value keepBits;
+        static_assert(Tiling::kTilesKV * mma::kCElements <= 32,
+                      "a lane's keep bits of a tile fit in 32 bits");
         if (elementOperands.rngState) {
           Type i32 = b.getI32Type();
           std::array<Value, 2> dropoutRows;
@@ -711,6 +720,8 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
                 batch.value, head.value, rows[r], key);
             Value scaled =
                 arith::MulFOp::create(b, loc, scores[ni][i], scaleLog2);
+            if (elementOperands.bias)
+              scaled = clampToFinite(b, loc, scaled);
             if (slopeLog2)
               scaled =
                   subtractAlibi(b, loc, scaled, slopeLog2, key, diagonal[r]);

@@ -155,6 +155,15 @@ ElementOperands bindElementOperands(OpBuilder &b, Location loc,
 std::array<Value, 3> getElementOperands(AttentionOp op);
 std::array<Value, 3> getElementOperands(AttentionBackwardOp op);
 
+/// A base-2 logit made with a bias tensor, clamped to the finite f32
+/// range: additive masks of the most negative finite value (finfo.min)
+/// times log2(e) (or over a small scale) overflow to -inf, which would
+/// empty a row the CPU, computing scale q . k + bias in natural units,
+/// averages uniformly; clamped, such a row is uniform here too (its LSE
+/// then differs from the CPU's, which the backward reproduces from this
+/// same clamp).
+Value clampToFinite(OpBuilder &b, Location loc, Value logit);
+
 /// `visible` and not excluded by the arbitrary mask (`visible` itself
 /// without one), for element (batch, head, row, key) of a non-thd op.
 Value applyMask(OpBuilder &b, Location loc, const FlashConfig &c,
