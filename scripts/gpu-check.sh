@@ -32,7 +32,10 @@
 #                    program, where compute-sanitizer is.
 # The programs (sm_90a builds first) and the sanitizer runs stop at a time
 # bound, TE_GPU_CHECK_SECONDS (420 by default): what is left is reported
-# as not run. Exits 1 when a check fails. Without a GPU it prints
+# as not run. TE_GPU_CHECK_PROGRAMS (names separated by spaces, e.g.
+# "attention attention-cudnn attention-sm80") runs only those programs, and
+# the sanitizer only on them, to spend little device time on a few kernels.
+# Exits 1 when a check fails. Without a GPU it prints
 # "SKIPPED: <why>" and exits 0. TE_GPU_CHECK_DEVICE=cpu runs the programs'
 # checks on the CPU against itself (how its steps are tested without a
 # GPU).
@@ -118,6 +121,10 @@ sm80=()
 for file in "$kernels"/*"$suffix"; do
   [[ -e "$file" ]] || continue
   name="$(basename "$file" "$suffix")"
+  if [[ -n "${TE_GPU_CHECK_PROGRAMS:-}" &&
+    " $TE_GPU_CHECK_PROGRAMS " != *" $name "* ]]; then
+    continue
+  fi
   if [[ "$name" == *-sm80 ]]; then
     [[ "$suffix" == .so ]] || sm80+=("$name")
     continue
