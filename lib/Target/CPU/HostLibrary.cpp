@@ -75,6 +75,13 @@ LogicalResult mlir::te::emitKernelABI(ModuleOp llvmModule,
              << " buffer pointers";
     // Only the packed entry point is the library's interface.
     callee.setLinkage(LLVM::Linkage::Internal);
+    // te_kernel_launch refuses an output that aliases another argument, so
+    // the outputs are noalias: without it LLVM must assume that every FP8
+    // or bf16 store may overwrite the inputs it reads (a scale, say), keeps
+    // reloading them and does not vectorize the loop.
+    for (size_t i = entry.inputs.size(); i < numArgs; ++i)
+      callee.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
+                        b.getUnitAttr());
 
     auto wrapper = LLVM::LLVMFuncOp::create(
         b, loc, entry.name + "__te_packed",
