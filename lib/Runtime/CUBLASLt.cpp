@@ -243,20 +243,13 @@ bool te::runtime::cublaslt::parseMatmulConfig(const char *parameters,
     }
     *types[i - 3] = type;
   }
-  static const std::pair<const char *, int> epilogues[] = {
-      {"none", kEpilogueDefault},
-      {"bias", kEpilogueBias},
-      {"gelu", kEpilogueGelu},
-      {"gelu_bias", kEpilogueGeluBias}};
-  config.epilogue = -1;
-  for (const auto &[name, value] : epilogues)
-    if (pairs["epilogue"] == name)
-      config.epilogue = value;
-  if (config.epilogue < 0) {
-    error = "invalid epilogue '" + pairs["epilogue"] +
-            "'; expected none, bias, gelu or gelu_bias";
+  static const int epilogues[] = {kEpilogueDefault, kEpilogueBias,
+                                  kEpilogueGelu, kEpilogueGeluBias};
+  int epilogue = parseChoice(pairs, "epilogue",
+                             {"none", "bias", "gelu", "gelu_bias"}, error);
+  if (epilogue < 0)
     return false;
-  }
+  config.epilogue = epilogues[epilogue];
   bool epilogueHasBias =
       config.epilogue == kEpilogueBias || config.epilogue == kEpilogueGeluBias;
   if (epilogueHasBias != (config.bias >= 0)) {

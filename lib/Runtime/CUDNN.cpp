@@ -89,20 +89,12 @@ bool te::runtime::cudnn::parseSdpaConfig(const char *parameters,
       return false;
     }
   }
-  const std::string &dtype = pairs["dtype"];
-  if (dtype != "bf16" && dtype != "f16") {
-    error = "invalid dtype '" + dtype + "'; expected bf16 or f16";
+  int dtype = parseChoice(pairs, "dtype", {"bf16", "f16"}, error);
+  if (dtype < 0 ||
+      parseChoice(pairs, "layout", {"bshd", "sbhd", "bhsd"}, error) < 0)
     return false;
-  }
-  config.f16 = dtype == "f16";
+  config.f16 = dtype == 1;
   config.layout = pairs["layout"];
-  if (config.layout != "bshd" && config.layout != "sbhd" &&
-      config.layout != "bhsd") {
-    error = "invalid layout '" + config.layout +
-            "'; expected bshd, sbhd or "
-            "bhsd";
-    return false;
-  }
   const std::string &scale = pairs["scale"];
   char *rest = nullptr;
   unsigned long bits = std::strtoul(scale.c_str(), &rest, 16);
@@ -114,24 +106,20 @@ bool te::runtime::cudnn::parseSdpaConfig(const char *parameters,
   }
   uint32_t word = static_cast<uint32_t>(bits);
   std::memcpy(&config.scale, &word, sizeof(word));
-  const std::string &align = pairs["align"];
-  if (align != "top_left" && align != "bottom_right") {
-    error = "invalid align '" + align + "'; expected top_left or bottom_right";
+  int align = parseChoice(pairs, "align", {"top_left", "bottom_right"}, error);
+  if (align < 0)
     return false;
-  }
-  config.bottomRight = align == "bottom_right";
+  config.bottomRight = align == 1;
   if (!parseInteger(pairs["left"], -1, int64_t(1) << 30, config.left) ||
       !parseInteger(pairs["right"], -1, int64_t(1) << 30, config.right)) {
     error = "invalid window bound; left and right are -1 (unbounded) or a "
             "key count";
     return false;
   }
-  const std::string &stats = pairs["stats"];
-  if (stats != "0" && stats != "1") {
-    error = "invalid stats '" + stats + "'; expected 0 or 1";
+  int stats = parseChoice(pairs, "stats", {"0", "1"}, error);
+  if (stats < 0)
     return false;
-  }
-  config.stats = stats == "1";
+  config.stats = stats == 1;
   return true;
 }
 
@@ -252,6 +240,18 @@ makeGraph(const SdpaConfig &config, int smVersion = 0, int smCount = 0) {
         .set_dim({config.b, h, s, config.d})
         .set_stride({stride[0], stride[1], stride[2], stride[3]});
   };
+  // The diagonal and the band, the same for both passes. cuDNN's left bound
+  // excludes the key it names: te's L keys to the left of the diagonal are
+  // L + 1 (as TE passes it); its right bound is te's.
+  auto setBand = [&](auto &options) {
+    options.set_diagonal_alignment(config.bottomRight
+                                       ? fe::DiagonalAlignment_t::BOTTOM_RIGHT
+                                       : fe::DiagonalAlignment_t::TOP_LEFT);
+    if (config.left >= 0)
+      options.set_diagonal_band_left_bound(static_cast<int>(config.left + 1));
+    if (config.right >= 0)
+      options.set_diagonal_band_right_bound(static_cast<int>(config.right));
+  };
   std::vector<int64_t> statsDim = {config.b, config.hq, config.sq, 1};
   std::vector<int64_t> statsStride = {config.hq * config.sq, config.sq, 1, 1};
   if (config.backward) {
@@ -266,13 +266,7 @@ makeGraph(const SdpaConfig &config, int smVersion = 0, int smCount = 0) {
     auto options = fe::graph::SDPA_backward_attributes()
                        .set_name("te_attention_backward")
                        .set_attn_scale(config.scale);
-    options.set_diagonal_alignment(config.bottomRight
-                                       ? fe::DiagonalAlignment_t::BOTTOM_RIGHT
-                                       : fe::DiagonalAlignment_t::TOP_LEFT);
-    if (config.left >= 0)
-      options.set_diagonal_band_left_bound(static_cast<int>(config.left + 1));
-    if (config.right >= 0)
-      options.set_diagonal_band_right_bound(static_cast<int>(config.right));
+    setBand(options);
     auto [dQ, dK, dV] = graph->sdpa_backward(q, k, v, o, dO, stats, options);
     output(dQ, kDQ, config.hq, config.sq);
     output(dK, kDK, config.hkv, config.skv);
@@ -283,15 +277,7 @@ makeGraph(const SdpaConfig &config, int smVersion = 0, int smCount = 0) {
                      .set_name("te_attention")
                      .set_generate_stats(config.stats)
                      .set_attn_scale(config.scale);
-  options.set_diagonal_alignment(config.bottomRight
-                                     ? fe::DiagonalAlignment_t::BOTTOM_RIGHT
-                                     : fe::DiagonalAlignment_t::TOP_LEFT);
-  // cuDNN's left bound excludes the key it names: te's L keys to the left
-  // of the diagonal are L + 1 (as TE passes it); its right bound is te's.
-  if (config.left >= 0)
-    options.set_diagonal_band_left_bound(static_cast<int>(config.left + 1));
-  if (config.right >= 0)
-    options.set_diagonal_band_right_bound(static_cast<int>(config.right));
+  setBand(options);
   auto [o, stats] = graph->sdpa(q, k, v, options);
   output(o, kO, config.hq, config.sq);
   if (config.stats)

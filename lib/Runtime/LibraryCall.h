@@ -62,6 +62,25 @@ inline bool splitParameters(const std::string &text,
   return true;
 }
 
+/// The index of `pairs[key]` among `choices`, or -1 with `error` ("invalid
+/// KEY 'value'; expected a, b or c").
+inline int parseChoice(std::map<std::string, std::string> &pairs,
+                       const std::string &key,
+                       const std::vector<std::string> &choices,
+                       std::string &error) {
+  const std::string &value = pairs[key];
+  for (size_t i = 0; i < choices.size(); ++i)
+    if (value == choices[i])
+      return static_cast<int>(i);
+  error = "invalid " + key + " '" + value + "'; expected ";
+  for (size_t i = 0; i < choices.size(); ++i)
+    error += (i == 0                    ? ""
+              : i + 1 == choices.size() ? " or "
+                                        : ", ") +
+             choices[i];
+  return -1;
+}
+
 /// `text` as a decimal integer in [low, high]; false otherwise.
 inline bool parseInteger(const std::string &text, int64_t low, int64_t high,
                          int64_t &value) {

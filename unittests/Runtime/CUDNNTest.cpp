@@ -52,6 +52,9 @@ TEST(CUDNN, RefusesBadParameters) {
        "align=middle,left=-1,right=-1,stats=0",
        "invalid align 'middle'"},
       {"b=1,hq=1,hkv=1,sq=1,skv=1,d=8,dtype=bf16,layout=bshd,scale=0,"
+       "align=top_left,left=-1,right=-1,stats=2",
+       "invalid stats '2'; expected 0 or 1"},
+      {"b=1,hq=1,hkv=1,sq=1,skv=1,d=8,dtype=bf16,layout=bshd,scale=0,"
        "align=top_left,left=-2,right=-1,stats=0",
        "invalid window bound"},
       {"b=1,hq=1,hkv=1,sq=1,skv=1,d=8,dtype=bf16,layout=bshd,scale=0,"

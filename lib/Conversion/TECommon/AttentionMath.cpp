@@ -48,54 +48,56 @@ VisibleKeys mlir::te::emitVisibleKeys(OpBuilder &b, Location loc,
   return {diagonal, lo, max(hi, lo)};
 }
 
-static constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+namespace {
+
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+
+/// i64 arithmetic modulo 2^64, as the dropout hash is defined.
+struct I64Math {
+  OpBuilder &b;
+  Location loc;
+  Value c(uint64_t v) {
+    return arith::ConstantIntOp::create(b, loc, b.getI64Type(),
+                                        static_cast<int64_t>(v));
+  }
+  Value from(Value index) {
+    return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  /// z ^ (z >> shift).
+  Value xorShift(Value z, uint64_t shift) {
+    return arith::XOrIOp::create(b, loc, z,
+                                 arith::ShRUIOp::create(b, loc, z, c(shift)));
+  }
+};
+
+} // namespace
 
 Value mlir::te::emitDropoutRowState(OpBuilder &b, Location loc, Value seed,
                                     Value offset, Value batch, Value head,
                                     Value row, int64_t headsQ, int64_t rows,
                                     int64_t tokens) {
-  Type i64 = b.getI64Type();
-  auto c64 = [&](uint64_t v) -> Value {
-    return arith::ConstantIntOp::create(b, loc, i64, static_cast<int64_t>(v));
-  };
-  auto toI64 = [&](Value index) -> Value {
-    return arith::IndexCastOp::create(b, loc, i64, index);
-  };
-  auto add = [&](Value x, Value y) -> Value {
-    return arith::AddIOp::create(b, loc, x, y);
-  };
-  auto mul = [&](Value x, Value y) -> Value {
-    return arith::MulIOp::create(b, loc, x, y);
-  };
+  I64Math m{b, loc};
   // x = seed + G (offset + 1 + rowCounter * tokens) + G token, mod 2^64.
-  Value rowCounter =
-      add(mul(add(mul(toI64(batch), c64(headsQ)), toI64(head)), c64(rows)),
-          toI64(row));
-  return add(seed, mul(c64(kGolden),
-                       add(add(offset, c64(1)), mul(rowCounter, c64(tokens)))));
+  Value rowCounter = m.add(
+      m.mul(m.add(m.mul(m.from(batch), m.c(headsQ)), m.from(head)), m.c(rows)),
+      m.from(row));
+  return m.add(seed,
+               m.mul(m.c(kGolden), m.add(m.add(offset, m.c(1)),
+                                         m.mul(rowCounter, m.c(tokens)))));
 }
 
 Value mlir::te::emitDropoutKeep(OpBuilder &b, Location loc, Value rowState,
                                 Value token, double probability) {
-  Type i64 = b.getI64Type();
-  auto c64 = [&](uint64_t v) -> Value {
-    return arith::ConstantIntOp::create(b, loc, i64, static_cast<int64_t>(v));
-  };
-  Value x = arith::AddIOp::create(
-      b, loc, rowState,
-      arith::MulIOp::create(b, loc, c64(kGolden),
-                            arith::IndexCastOp::create(b, loc, i64, token)));
-  auto xorShift = [&](Value z, uint64_t shift) -> Value {
-    return arith::XOrIOp::create(b, loc, z,
-                                 arith::ShRUIOp::create(b, loc, z, c64(shift)));
-  };
-  Value z = arith::MulIOp::create(b, loc, xorShift(x, 30),
-                                  c64(0xBF58476D1CE4E5B9ull));
-  z = arith::MulIOp::create(b, loc, xorShift(z, 27),
-                            c64(0x94D049BB133111EBull));
-  z = xorShift(z, 31);
+  I64Math m{b, loc};
+  Value x = m.add(rowState, m.mul(m.c(kGolden), m.from(token)));
+  // splitmix64's finalizer.
+  Value z = m.mul(m.xorShift(x, 30), m.c(0xBF58476D1CE4E5B9ull));
+  z = m.mul(m.xorShift(z, 27), m.c(0x94D049BB133111EBull));
+  z = m.xorShift(z, 31);
   // u = (z >> 40) 2^-24, exact in f32.
-  Value top = arith::ShRUIOp::create(b, loc, z, c64(40));
+  Value top = arith::ShRUIOp::create(b, loc, z, m.c(40));
   Value u = arith::MulFOp::create(
       b, loc, arith::UIToFPOp::create(b, loc, b.getF32Type(), top),
       emitF32Constant(b, loc, std::ldexp(1.0, -24)));

@@ -420,16 +420,6 @@ std::string getAttentionPolicy() {
   return policy && *policy ? policy : "codegen";
 }
 
-/// The [b, s, h, d] extents of an attention operand stored in `layout`.
-std::array<int64_t, 4> bshdExtents(RankedTensorType type, QKVLayout layout) {
-  ArrayRef<int64_t> shape = type.getShape();
-  if (layout == QKVLayout::sbhd)
-    return {shape[1], shape[0], shape[2], shape[3]};
-  if (layout == QKVLayout::bhsd)
-    return {shape[0], shape[2], shape[1], shape[3]};
-  return {shape[0], shape[1], shape[2], shape[3]};
-}
-
 /// te's (left, right) window of `op`, causal masks included: right = 0.
 template <typename OpTy> std::pair<int64_t, int64_t> getBounds(OpTy op) {
   auto [left, right] = op.getWindowBounds();
@@ -485,14 +475,13 @@ std::optional<std::string> getCuDNNAttentionUnsupportedReason(OpTy op,
            std::to_string(maxD) + " on " + arch.str();
   if (!op.getEffectiveScale())
     return std::string("the softmax scale is unknown");
-  std::array<int64_t, 4> qExtents = bshdExtents(q, op.getLayout());
-  std::array<int64_t, 4> kExtents =
-      bshdExtents(op.getK().getType(), op.getLayout());
-  if (isBounded(op) && op.isBottomRightDiagonal() && qExtents[1] > kExtents[1])
+  HeadTensorDims qDims = getHeadTensorDims(op.getLayout(), q.getShape());
+  HeadTensorDims kDims =
+      getHeadTensorDims(op.getLayout(), op.getK().getType().getShape());
+  if (isBounded(op) && op.isBottomRightDiagonal() && qDims.seq > kDims.seq)
     return "cuDNN measures the bottom-right diagonal only for s_q <= s_kv "
            "(here " +
-           std::to_string(qExtents[1]) + " > " + std::to_string(kExtents[1]) +
-           ")";
+           std::to_string(qDims.seq) + " > " + std::to_string(kDims.seq) + ")";
   return std::nullopt;
 }
 
@@ -513,17 +502,17 @@ template <typename OpTy> std::string getSdpaParameters(OpTy op) {
   else
     stats = true; // the backward reads the forward's LSE
   QKVLayout layout = op.getLayout();
-  std::array<int64_t, 4> q = bshdExtents(op.getQ().getType(), layout);
-  std::array<int64_t, 4> k = bshdExtents(op.getK().getType(), layout);
+  HeadTensorDims q = getHeadTensorDims(layout, op.getQ().getType().getShape());
+  HeadTensorDims k = getHeadTensorDims(layout, op.getK().getType().getShape());
   auto [left, right] = getBounds(op);
   float scale = static_cast<float>(*op.getEffectiveScale());
   uint32_t bits;
   std::memcpy(&bits, &scale, sizeof(bits));
   std::string hex;
   llvm::raw_string_ostream(hex) << llvm::format_hex_no_prefix(bits, 8);
-  return "b=" + std::to_string(q[0]) + ",hq=" + std::to_string(q[2]) +
-         ",hkv=" + std::to_string(k[2]) + ",sq=" + std::to_string(q[1]) +
-         ",skv=" + std::to_string(k[1]) + ",d=" + std::to_string(q[3]) +
+  return "b=" + std::to_string(q.batch) + ",hq=" + std::to_string(q.heads) +
+         ",hkv=" + std::to_string(k.heads) + ",sq=" + std::to_string(q.seq) +
+         ",skv=" + std::to_string(k.seq) + ",d=" + std::to_string(q.headDim) +
          ",dtype=" + dtypeName(op.getQ().getType().getElementType()) +
          ",layout=" + stringifyQKVLayout(layout).str() + ",scale=" + hex +
          // Without bounds the alignment means nothing: top-left, which
