@@ -15,6 +15,8 @@ APT_PACKAGES=(
   "libmlir-${LLVM_VERSION}-dev" "mlir-${LLVM_VERSION}-tools"
   "llvm-${LLVM_VERSION}-dev" "llvm-${LLVM_VERSION}-tools"
   "clang-${LLVM_VERSION}" "lld-${LLVM_VERSION}" "clang-format-${LLVM_VERSION}"
+  # LLVM's OpenMP runtime, which host kernels with parallel loops link.
+  "libomp-${LLVM_VERSION}-dev"
   # AddressSanitizer and UBSan runtimes for the asan preset (scripts/sanitize.sh).
   "libclang-rt-${LLVM_VERSION}-dev"
   libgtest-dev libgmock-dev zlib1g-dev libzstd-dev libedit-dev libxml2-dev

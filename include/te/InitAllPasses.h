@@ -14,6 +14,7 @@
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -29,6 +30,7 @@ inline constexpr llvm::StringLiteral kTEPassArguments[] = {
     "te-dispatch",           "te-explain-dispatch",
     "te-materialize-checks", "te-decompose-reference",
     "convert-te-to-linalg",  "te-approximate-math",
+    "te-cpu-parallel-loops", "te-cpu-openmp-threads",
     "convert-te-to-gpu"};
 
 /// Registers te's passes and pipelines.
@@ -52,6 +54,9 @@ inline void registerCPUPipelineStagePasses() {
   bufferization::registerBufferDeallocationSimplificationPass();
   bufferization::registerLowerDeallocationsPass();
   registerConvertLinalgToLoopsPass();
+  registerConvertLinalgToParallelLoopsPass();
+  registerSCFForallToParallelLoop();
+  registerConvertSCFToOpenMPPass();
   registerLowerAffinePass();
   registerConvertVectorToSCF();
   registerSCFToControlFlowPass();
@@ -63,6 +68,7 @@ inline void registerCPUPipelineStagePasses() {
   registerArithToLLVMConversionPass();
   registerConvertFuncToLLVMPass();
   registerConvertControlFlowToLLVMPass();
+  registerConvertOpenMPToLLVMPass();
   registerReconcileUnrealizedCastsPass();
 }
 

@@ -9,6 +9,8 @@
 
 #include "HostDevice.h"
 
+#include "te/Runtime/Threads.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +18,8 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <map>
+#include <mutex>
 #include <string>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -25,8 +29,26 @@ namespace {
 /// The signature te-mlir's JIT gives every host kernel.
 using HostKernel = void (*)(void **args);
 using ManifestFunction = const char *(*)();
+/// Sets the threads of the library's parallel loops (te-mlir kernels built
+/// since the cpu target's abi=2; optional for other libraries).
+using SetThreadsFunction = void (*)(int);
 
 constexpr const char *kManifestSymbol = "te_kernel_manifest";
+constexpr const char *kSetThreadsSymbol = "te_kernel_set_num_threads";
+
+/// A loaded library: the dlopen handle and its entry points, each handed
+/// out once (get_function's handle is the HostFunction's address).
+struct HostFunction {
+  HostKernel entry;
+  SetThreadsFunction setThreads;
+};
+
+struct HostModule {
+  void *handle = nullptr;
+  SetThreadsFunction setThreads = nullptr;
+  std::mutex mutex;
+  std::map<std::string, HostFunction> functions;
+};
 
 te_status allocate(void *, size_t size, size_t alignment, void **ptr) {
   // posix_memalign needs at least pointer alignment.
@@ -83,6 +105,8 @@ void *openImage(const void *image, size_t size, char *error, size_t errorSize) {
   return handle;
 }
 
+void *findOwnFunction(void *module, const char *symbol);
+
 te_status loadModule(void *, const char *path, const void *image,
                      size_t imageSize, void **module, char *error,
                      size_t errorSize) {
@@ -105,11 +129,24 @@ te_status loadModule(void *, const char *path, const void *image,
   }
   if (!handle)
     return TE_ERROR_LOAD_FAILED;
-  *module = handle;
+  auto *loaded = new (std::nothrow) HostModule;
+  if (!loaded) {
+    dlclose(handle);
+    setError(error, errorSize, "out of host memory");
+    return TE_ERROR_OUT_OF_MEMORY;
+  }
+  loaded->handle = handle;
+  loaded->setThreads = reinterpret_cast<SetThreadsFunction>(
+      findOwnFunction(handle, kSetThreadsSymbol));
+  *module = loaded;
   return TE_OK;
 }
 
-void unloadModule(void *, void *module) { dlclose(module); }
+void unloadModule(void *, void *module) {
+  auto *loaded = static_cast<HostModule *>(module);
+  dlclose(loaded->handle);
+  delete loaded;
+}
 
 /// Finds a function the library itself defines. dlsym alone would also find
 /// symbols of its dependencies (a manifest naming "free" would resolve to
@@ -137,12 +174,30 @@ void *findOwnFunction(void *module, const char *symbol) {
 
 te_status getFunction(void *, void *module, const char *symbol,
                       void **function) {
-  *function = findOwnFunction(module, symbol);
-  return *function ? TE_OK : TE_ERROR_NOT_FOUND;
+  auto *loaded = static_cast<HostModule *>(module);
+  void *entry = findOwnFunction(loaded->handle, symbol);
+  if (!entry) {
+    *function = nullptr;
+    return TE_ERROR_NOT_FOUND;
+  }
+  try {
+    std::lock_guard<std::mutex> lock(loaded->mutex);
+    HostFunction &slot =
+        loaded->functions
+            .try_emplace(symbol,
+                         HostFunction{reinterpret_cast<HostKernel>(entry),
+                                      loaded->setThreads})
+            .first->second;
+    *function = &slot;
+  } catch (const std::bad_alloc &) {
+    return TE_ERROR_OUT_OF_MEMORY;
+  }
+  return TE_OK;
 }
 
 te_status getManifest(void *, void *module, const char **text) {
-  void *function = findOwnFunction(module, kManifestSymbol);
+  void *function = findOwnFunction(static_cast<HostModule *>(module)->handle,
+                                   kManifestSymbol);
   if (!function)
     return TE_ERROR_NOT_FOUND;
   *text = reinterpret_cast<ManifestFunction>(function)();
@@ -150,7 +205,10 @@ te_status getManifest(void *, void *module, const char **text) {
 }
 
 te_status launch(void *, void *function, void **args, int, const void *) {
-  reinterpret_cast<HostKernel>(function)(args);
+  const auto *kernel = static_cast<const HostFunction *>(function);
+  if (kernel->setThreads)
+    kernel->setThreads(te_get_num_threads());
+  kernel->entry(args);
   return TE_OK;
 }
 

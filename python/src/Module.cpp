@@ -236,6 +236,18 @@ NB_MODULE(_core, m) {
       nb::arg("path"),
       "Registers the devices of the runtime plugin at `path` (all or none).");
 
+  m.def(
+      "set_num_threads",
+      [](int threads) {
+        check(te_set_num_threads(threads), "cannot set the thread count");
+      },
+      nb::arg("threads"),
+      "Sets the threads host kernels use from the next launch on; 0 "
+      "restores the default (TE_NUM_THREADS, else the CPUs the process may "
+      "use).");
+  m.def("get_num_threads", &te_get_num_threads,
+        "The threads host kernels use (at least 1).");
+
   nb::class_<Device>(m, "Device")
       .def(nb::init<const std::string &, int>(), nb::arg("name") = "cpu",
            nb::arg("index") = 0)

@@ -20,11 +20,13 @@ from collections import namedtuple
 import ml_dtypes
 import numpy as np
 
-from ._core import Device, Error, load_runtime_plugin
+from ._core import Device, Error, get_num_threads, load_runtime_plugin
+from ._core import set_num_threads
 from ._core import Jit as _Jit
 
 __all__ = ["Device", "Error", "ExplainRow", "Jit", "Module",
-           "format_explain", "load_runtime_plugin", "numpy_dtype"]
+           "format_explain", "get_num_threads", "load_runtime_plugin",
+           "numpy_dtype", "set_num_threads"]
 
 _DTYPES = {
     "f32": np.dtype(np.float32),

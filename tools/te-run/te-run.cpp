@@ -58,7 +58,7 @@ const char *kUsage =
     "[--input PATH.npy]...\n"
     "              [--random-inputs] [--seed N] [--output-dir DIR] "
     "[--outputs-f32] [--bench N]\n"
-    "              [--explain] [--check] [--te-plugin=LIST] "
+    "              [--threads N] [--explain] [--check] [--te-plugin=LIST] "
     "[--runtime-plugin=LIST] [-v]\n"
     "       te-run FILE.mlir --emit=STAGE -o FILE [--backend "
     "DEVICE]\n"
@@ -84,6 +84,10 @@ const char *kUsage =
     "histories non-negative, other floats roughly N(0, 1). The generator is\n"
     "defined in docs/Runtime.md so that numpy reproduces it; with\n"
     "--output-dir the inputs are also written, as DIR/in0.npy, ...\n"
+    "\n"
+    "--threads N runs host (cpu) kernels on N threads. The default is\n"
+    "TE_NUM_THREADS, else the CPUs the process may use (its affinity\n"
+    "mask); the kernels' parallel loops run on LLVM's OpenMP runtime.\n"
     "\n"
     "--te-plugin=LIST loads te-mlir plugins (comma-separated paths or\n"
     "names) after those of NVTE_PLUGIN: the same as appending LIST to\n"
@@ -160,6 +164,8 @@ struct Options {
   std::string outputDir;
   bool outputsF32 = false;
   int bench = 0;
+  /// --threads: host kernel threads; 0 keeps the runtime's default.
+  int threads = 0;
   bool explain = false;
   bool check = false;
   bool verbose = false;
@@ -298,6 +304,11 @@ Options parseOptions(int argc, char **argv) {
           current && *current ? std::string(current) + "," + list : list;
       setenv("NVTE_PLUGIN", combined.c_str(), 1);
       isRunOption = false;
+    } else if (name == "--threads") {
+      options.threads =
+          static_cast<int>(parseNumber(name, value("a number"), 4096));
+      if (options.threads == 0)
+        fail("--threads needs a count from 1 to 4096, got 0");
     } else if (name == "--bench") {
       options.bench =
           static_cast<int>(parseNumber(name, value("a number"), INT_MAX));
@@ -717,6 +728,8 @@ int main(int argc, char **argv) {
   }
 
   loadRuntimePlugins(options, compilerLibrary);
+  if (options.threads > 0)
+    check(te_set_num_threads(options.threads), "--threads");
   te_device *device = nullptr;
   if (te_device_open(options.backend.c_str(), 0, &device) != TE_OK)
     fail("cannot open the " + options.backend +

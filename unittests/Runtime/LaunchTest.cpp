@@ -77,6 +77,38 @@ TEST_F(LaunchTest, AddComputesTheSum) {
   EXPECT_EQ(readF32(out.get()), (std::vector<float>{11, 22, 33, 44}));
 }
 
+// Every launch passes the runtime's thread count to the library;
+// te_set_num_threads changes it from the next launch on, 0 restores the
+// default, and counts outside 0..4096 are refused.
+TEST_F(LaunchTest, LaunchesPassTheThreadCount) {
+  BufferPtr out = createBuffer(cpu.get(), TE_DTYPE_I32, {});
+  te_buffer *args[] = {out.get()};
+  auto launched = [&] {
+    int32_t threads = 0;
+    EXPECT_EQ(te_kernel_launch(kernel("threads"), args, 1), TE_OK)
+        << te_last_error_message();
+    EXPECT_EQ(te_buffer_read(out.get(), &threads, sizeof(threads)), TE_OK);
+    return threads;
+  };
+  int defaultThreads = te_get_num_threads();
+  EXPECT_GE(defaultThreads, 1);
+  EXPECT_EQ(launched(), defaultThreads);
+
+  ASSERT_EQ(te_set_num_threads(3), TE_OK);
+  EXPECT_EQ(te_get_num_threads(), 3);
+  EXPECT_EQ(launched(), 3);
+
+  expectError([] { return te_set_num_threads(-1); }, TE_ERROR_INVALID_ARGUMENT,
+              {"te_set_num_threads", "-1"});
+  expectError([] { return te_set_num_threads(4097); },
+              TE_ERROR_INVALID_ARGUMENT, {"1 to 4096"});
+  EXPECT_EQ(te_get_num_threads(), 3);
+
+  ASSERT_EQ(te_set_num_threads(0), TE_OK);
+  EXPECT_EQ(te_get_num_threads(), defaultThreads);
+  EXPECT_EQ(launched(), defaultThreads);
+}
+
 // An entry of several kernels runs its steps in order, passing its
 // temporaries between them.
 TEST_F(LaunchTest, StepsRunInOrderThroughTheirTemporaries) {

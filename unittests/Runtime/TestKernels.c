@@ -48,6 +48,9 @@ EXPORT const char *te_kernel_manifest(void) {
          "check first: element {0} is {1}\n"
          "check element {0} is negative ({1}, {2} of them); 100% wrong {x}\n"
          "end\n"
+         "entry threads te_test_threads\n"
+         "out i32 scalar\n"
+         "end\n"
          "entry square_plus_one program_function\n"
          "in f32 4\n"
          "out f32 4\n"
@@ -145,3 +148,11 @@ EXPORT void te_test_plus_one(void **args) {
 EXPORT void te_test_copy_scalar(void **args) {
   *(float *)args[1] = *(const float *)args[0];
 }
+
+/* The thread count the host device passed before the last launch, as
+   te-mlir's kernel libraries receive it for their OpenMP regions. */
+static int threadCount = -1;
+
+EXPORT void te_kernel_set_num_threads(int threads) { threadCount = threads; }
+
+EXPORT void te_test_threads(void **args) { *(int *)args[0] = threadCount; }

@@ -179,4 +179,59 @@ def ApproximateMathForCPU : Pass<"te-approximate-math"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Host threads
+//===----------------------------------------------------------------------===//
+
+def CPUParallelLoops : Pass<"te-cpu-parallel-loops", "ModuleOp"> {
+  let summary = "Choose the scf.parallel loops that run on several host threads";
+  let description = [{
+    Keeps, of each nest of `scf.parallel` loops (from linalg's parallel
+    dimensions and the attention lowering's `scf.forall`), the outermost
+    loop whose static work -- its trip count times the estimated operations
+    of one iteration -- is at least `min-work`, and turns every other
+    `scf.parallel` into sequential `scf.for` loops. What stays parallel
+    becomes an OpenMP parallel loop (`convert-scf-to-openmp`); small loops
+    stay on the calling thread, where starting threads would cost more than
+    the loop. Only as many outer dimensions of a loop stay parallel as give
+    the threads enough iterations, never the innermost of several. The
+    body of each parallel loop becomes a private function whose buffer
+    arguments are `llvm.noalias`: OpenMP passes captured values through a
+    structure, which would hide from LLVM that the kernel's outputs alias
+    nothing (and keep it from vectorizing loops that read a scale while
+    storing outputs). A `memref.copy` with a strided side becomes a
+    parallel loop first: the LLVM lowering would call MLIR's runtime
+    library for it, which kernels do not link.
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", /*default=*/"32768",
+           "Least estimated operations of a loop worth several threads">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def CPUOpenMPThreads : Pass<"te-cpu-openmp-threads", "ModuleOp"> {
+  let summary = "Give every OpenMP region the kernel's thread count";
+  let description = [{
+    After `convert-scf-to-openmp`: each `omp.parallel` gets a `num_threads`
+    clause read from the module's `__te_num_threads` global, which the
+    kernel library's `te_kernel_set_num_threads` sets (the runtime calls it
+    before each launch; 0 leaves OpenMP's default). Loops whose iterations
+    are coarse (at least `min-iteration-work` estimated operations, e.g.
+    attention tiles of uneven length) are scheduled dynamically, the rest
+    statically. The `memref.alloca_scope` that convert-scf-to-openmp puts
+    around each loop body is inlined where it allocates nothing.
+  }];
+  let options = [
+    Option<"minIterationWork", "min-iteration-work", "int64_t",
+           /*default=*/"65536",
+           "Least estimated operations per iteration for a dynamic schedule">
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::omp::OpenMPDialect"];
+}
+
 #endif // TE_CONVERSION_PASSES_TD

@@ -16,5 +16,6 @@
 #include "te/Runtime/Plugin.h"
 #include "te/Runtime/Status.h"
 #include "te/Runtime/Stream.h"
+#include "te/Runtime/Threads.h"
 
 #endif // TE_RUNTIME_RUNTIME_H

@@ -351,41 +351,6 @@ scf::ForOp forEachVisibleKey(OpBuilder &b, Location loc,
       });
 }
 
-using RowBody = function_ref<SmallVector<Value>(
-    OpBuilder &, Location, Value batch, Value head, Value kvHead, Value row,
-    ValueRange carried)>;
-
-/// for batch, head, row (every `rowStep`-th): `body` updates the carried
-/// tensors.
-SmallVector<Value> forEachRow(OpBuilder &b, Location loc,
-                              const AttentionConfig &c, ValueRange init,
-                              RowBody body, int64_t rowStep = 1) {
-  IndexMath im{b, loc};
-  Value zero = im.c(0), one = im.c(1);
-  Value groupSize = im.c(c.headsQ / c.headsKV);
-  auto batchLoop = scf::ForOp::create(
-      b, loc, zero, im.c(c.thd ? 1 : c.batches), one, init,
-      [&](OpBuilder &b, Location loc, Value batch, ValueRange batchIter) {
-        auto headLoop = scf::ForOp::create(
-            b, loc, zero, im.c(c.headsQ), one, batchIter,
-            [&](OpBuilder &b, Location loc, Value head, ValueRange headIter) {
-              IndexMath im{b, loc};
-              Value kvHead = im.div(head, groupSize);
-              auto rowLoop = scf::ForOp::create(
-                  b, loc, zero, im.c(c.seqQ), im.c(rowStep), headIter,
-                  [&](OpBuilder &b, Location loc, Value row,
-                      ValueRange rowIter) {
-                    scf::YieldOp::create(
-                        b, loc,
-                        body(b, loc, batch, head, kvHead, row, rowIter));
-                  });
-              scf::YieldOp::create(b, loc, rowLoop.getResults());
-            });
-        scf::YieldOp::create(b, loc, headLoop.getResults());
-      });
-  return batchLoop.getResults();
-}
-
 Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
                    Type element, TypedAttr value) {
   Value empty = tensor::EmptyOp::create(b, loc, shape, element);
@@ -442,16 +407,14 @@ Value splat(OpBuilder &b, Location loc, Value scalar, VectorType type) {
 }
 
 /// The end of a query row's online softmax: folds in the extra denominator
-/// term of the softmax kind, then writes O = acc / l (and LSE = m + log l)
-/// of (batch, row, head) into `results`. A row that saw nothing (l = 0)
-/// keeps O = 0 and LSE = -inf.
-SmallVector<Value> finishForwardRow(OpBuilder &b, Location loc,
-                                    const AttentionConfig &c,
-                                    RankedTensorType oType, Value batch,
-                                    Value head, Value row, Value m, Value l,
-                                    Value acc, ValueRange results) {
+/// term of the softmax kind and returns O = acc / l (in O's element type)
+/// and LSE = m + log l of the row. A row that saw nothing (l = 0) gets
+/// O = 0 and LSE = -inf.
+std::pair<Value, Value> finishForwardRow(OpBuilder &b, Location loc,
+                                         const AttentionConfig &c,
+                                         RankedTensorType oType, Value head,
+                                         Value m, Value l, Value acc) {
   auto accType = cast<VectorType>(acc.getType());
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value negInf = emitF32Constant(b, loc, -INFINITY);
   // The extra denominator term, folded in like a key with a zero V row.
   if (Value extra = emitExtraLogit(b, loc, c, head)) {
@@ -481,15 +444,151 @@ SmallVector<Value> finishForwardRow(OpBuilder &b, Location loc,
   if (!outElement.isF32())
     rowOut = arith::TruncFOp::create(
         b, loc, VectorType::get(accType.getShape(), outElement), rowOut);
-  SmallVector<Value> rowAt = rowIndices(c.layout, batch, row, head, zero);
-  SmallVector<Value> updated = {
-      vector::TransferWriteOp::create(b, loc, rowOut, results[0], rowAt,
-                                      ArrayRef<bool>{true})
-          .getResult()};
-  if (results.size() > 1)
-    updated.push_back(tensor::InsertOp::create(
-        b, loc, lseValue, results[1], c.lseIndices(batch, row, head, zero)));
-  return updated;
+  return {rowOut, lseValue};
+}
+
+/// The results of a tile of query rows: O's rows [count, d_v] and, when
+/// the op returns it, the LSE [count], written at the tile's local row
+/// indices.
+struct ForwardTile {
+  Value o, lse;
+
+  /// Writes row `index` of the tile.
+  void write(OpBuilder &b, Location loc, Value index,
+             std::pair<Value, Value> row) {
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    o = vector::TransferWriteOp::create(
+            b, loc, row.first, o, ValueRange{index, zero}, ArrayRef<bool>{true})
+            .getResult();
+    if (lse)
+      lse = tensor::InsertOp::create(b, loc, row.second, lse, index);
+  }
+};
+
+using TileBody = function_ref<ForwardTile(OpBuilder &, Location, Value batch,
+                                          Value head, Value kvHead, Value first,
+                                          Value count, ForwardTile tile)>;
+
+/// The dimension of the query position in a Q/K/V/O tensor in `layout`.
+unsigned positionDim(QKVLayout layout) {
+  switch (layout) {
+  case QKVLayout::bshd:
+    return 1;
+  case QKVLayout::sbhd:
+  case QKVLayout::thd:
+    return 0;
+  case QKVLayout::bhsd:
+    return 2;
+  }
+  llvm_unreachable("unknown layout");
+}
+
+/// The batch dimension of a Q/K/V/O tensor in `layout`; none for thd.
+std::optional<unsigned> batchDimension(QKVLayout layout) {
+  switch (layout) {
+  case QKVLayout::bshd:
+  case QKVLayout::bhsd:
+    return 0;
+  case QKVLayout::sbhd:
+    return 1;
+  case QKVLayout::thd:
+    return std::nullopt;
+  }
+  llvm_unreachable("unknown layout");
+}
+
+/// The head dimension of a Q/K/V/O tensor in `layout`.
+unsigned headDimension(QKVLayout layout) {
+  switch (layout) {
+  case QKVLayout::bshd:
+  case QKVLayout::sbhd:
+    return 2;
+  case QKVLayout::bhsd:
+  case QKVLayout::thd:
+    return 1;
+  }
+  llvm_unreachable("unknown layout");
+}
+
+/// The forward pass's rows in tiles of `tileRows` query rows of one (batch,
+/// head), the tiles of all (batch, head) in parallel: an scf.forall whose
+/// iterations each compute a tile (`body`, given the tile's first row, its
+/// row count and the slices of O and LSE for its rows) and insert its rows
+/// into O and LSE.
+/// Every row of O and LSE is written by exactly one iteration.
+SmallVector<Value> forEachRowTile(OpBuilder &b, Location loc,
+                                  const AttentionConfig &c,
+                                  RankedTensorType oType,
+                                  RankedTensorType lseType, int64_t tileRows,
+                                  TileBody body) {
+  int64_t headDimV = oType.getShape().back();
+  SmallVector<Value> outputs = {tensor::EmptyOp::create(
+      b, loc, oType.getShape(), oType.getElementType())};
+  if (lseType)
+    outputs.push_back(tensor::EmptyOp::create(b, loc, lseType.getShape(),
+                                              lseType.getElementType()));
+  SmallVector<OpFoldResult> lbs(3, b.getIndexAttr(0)),
+      ubs = {b.getIndexAttr(c.thd ? 1 : c.batches), b.getIndexAttr(c.headsQ),
+             b.getIndexAttr(llvm::divideCeil(c.seqQ, tileRows))},
+      steps(3, b.getIndexAttr(1));
+  auto forall = scf::ForallOp::create(b, loc, lbs, ubs, steps, outputs,
+                                      /*mapping=*/std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(forall.getTerminator());
+  IndexMath im{b, loc};
+  SmallVector<Value> ivs = forall.getInductionVars();
+  Value batch = ivs[0], head = ivs[1];
+  Value first = im.mul(ivs[2], im.c(tileRows));
+  Value count = im.min(im.c(tileRows), im.sub(im.c(c.seqQ), first));
+  Value kvHead = im.div(head, im.c(c.headsQ / c.headsKV));
+  // Each iteration works on the slices of O and LSE holding its rows, so
+  // that it writes them in place.
+  Value zero = im.c(0);
+  ValueRange shared = forall.getRegionIterArgs();
+  struct Rows {
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+    RankedTensorType type;
+  };
+  auto rowsOf = [&](Value dest, ArrayRef<Value> at, unsigned rowDim,
+                    std::optional<int64_t> columns) {
+    auto destType = cast<RankedTensorType>(dest.getType());
+    int64_t rank = destType.getRank();
+    Rows rows{SmallVector<OpFoldResult>(at.begin(), at.end()),
+              SmallVector<OpFoldResult>(rank, b.getIndexAttr(1)),
+              SmallVector<OpFoldResult>(rank, b.getIndexAttr(1)),
+              {}};
+    rows.sizes[rowDim] = count;
+    SmallVector<int64_t> shape = {ShapedType::kDynamic};
+    if (columns) {
+      rows.sizes.back() = b.getIndexAttr(*columns);
+      shape.push_back(*columns);
+    }
+    rows.type = RankedTensorType::get(shape, destType.getElementType());
+    return rows;
+  };
+  Rows oRows = rowsOf(shared[0], rowIndices(c.layout, batch, first, head, zero),
+                      positionDim(c.layout), headDimV);
+  ForwardTile tile;
+  tile.o = tensor::ExtractSliceOp::create(
+      b, loc, oRows.type, shared[0], oRows.offsets, oRows.sizes, oRows.strides);
+  Rows lseRows;
+  if (lseType) {
+    lseRows = rowsOf(shared[1], c.lseIndices(batch, first, head, zero),
+                     c.thd ? 0 : 2, std::nullopt);
+    tile.lse = tensor::ExtractSliceOp::create(b, loc, lseRows.type, shared[1],
+                                              lseRows.offsets, lseRows.sizes,
+                                              lseRows.strides);
+  }
+  tile = body(b, loc, batch, head, kvHead, first, count, tile);
+
+  b.setInsertionPointToEnd(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(
+      b, loc, tile.o, shared[0], oRows.offsets, oRows.sizes, oRows.strides);
+  if (lseType)
+    tensor::ParallelInsertSliceOp::create(b, loc, tile.lse, shared[1],
+                                          lseRows.offsets, lseRows.sizes,
+                                          lseRows.strides);
+  return forall.getResults();
 }
 
 //===----------------------------------------------------------------------===//
@@ -625,14 +724,13 @@ struct BlockedForward {
   /// The tile of rows [first, first + tileRows) of (batch, head). Its online
   /// softmax state lives in small tensors: m and l [tileRows], the weighted
   /// V sums [tileRows, d_v].
-  SmallVector<Value> emitTile(OpBuilder &b, Location loc, Value batch,
-                              Value head, Value kvHead, Value first,
-                              ValueRange results) {
+  ForwardTile emitTile(OpBuilder &b, Location loc, Value batch, Value head,
+                       Value kvHead, Value first, Value count,
+                       ForwardTile results) {
     IndexMath im{b, loc};
     Type f32 = b.getF32Type();
     Value zero = im.c(0), one = im.c(1);
-    // The tile's rows that exist, and the keys any of them sees.
-    Value count = im.min(im.c(tileRows), im.sub(im.c(c.seqQ), first));
+    // The keys any of the tile's rows sees.
     auto range = scf::ForOp::create(
         b, loc, zero, count, one, ValueRange{im.c(c.seqKV), zero},
         [&](OpBuilder &b, Location loc, Value i, ValueRange bounds) {
@@ -676,8 +774,11 @@ struct BlockedForward {
         });
 
     auto accType = VectorType::get({headDimV}, f32);
+    SmallVector<Value> tileResults = {results.o};
+    if (results.lse)
+      tileResults.push_back(results.lse);
     auto finish = scf::ForOp::create(
-        b, loc, zero, count, one, results,
+        b, loc, zero, count, one, tileResults,
         [&](OpBuilder &b, Location loc, Value i, ValueRange carried) {
           IndexMath im{b, loc};
           Value m = tensor::ExtractOp::create(b, loc, chunkLoop.getResult(0),
@@ -687,12 +788,16 @@ struct BlockedForward {
           Value acc = vector::TransferReadOp::create(
               b, loc, accType, chunkLoop.getResult(2), ValueRange{i, im.c(0)},
               emitF32Constant(b, loc, 0.0), ArrayRef<bool>{true});
-          scf::YieldOp::create(b, loc,
-                               finishForwardRow(b, loc, c, oType, batch, head,
-                                                im.add(first, i), m, l, acc,
-                                                carried));
+          ForwardTile tile{carried[0],
+                           carried.size() > 1 ? carried[1] : Value()};
+          tile.write(b, loc, i,
+                     finishForwardRow(b, loc, c, oType, head, m, l, acc));
+          SmallVector<Value> next = {tile.o};
+          if (tile.lse)
+            next.push_back(tile.lse);
+          scf::YieldOp::create(b, loc, next);
         });
-    return finish.getResults();
+    return {finish.getResult(0), results.lse ? finish.getResult(1) : Value()};
   }
 
   /// The micro-block of tile rows [block, block + rows) against the keys
@@ -908,45 +1013,61 @@ struct AttentionOpLowering : OpConversionPattern<AttentionOp> {
     Type f32 = b.getF32Type();
     auto accType = VectorType::get({oType.getShape().back()}, f32);
 
-    // Every row is written below; the fills only give the loops a start.
-    SmallVector<Value> results = {
-        filledTensor(b, loc, oType.getShape(), oType.getElementType(),
-                     cast<TypedAttr>(b.getZeroAttr(oType.getElementType())))};
-    if (Value lse = op.getLse())
-      results.push_back(
-          filledTensor(b, loc, cast<RankedTensorType>(lse.getType()).getShape(),
-                       f32, b.getF32FloatAttr(-INFINITY)));
+    auto lseType = op.getLse() ? cast<RankedTensorType>(op.getLse().getType())
+                               : RankedTensorType();
 
     if (canUseBlockedForward(c)) {
       BlockedForward blocked(c, oType);
       blocked.prepare(b, loc);
       rewriter.replaceOp(
-          op, forEachRow(
-                  b, loc, c, results,
-                  [&](OpBuilder &b, Location loc, Value batch, Value head,
-                      Value kvHead, Value first, ValueRange carried) {
-                    return blocked.emitTile(b, loc, batch, head, kvHead, first,
-                                            carried);
-                  },
-                  blocked.tileRows));
+          op, forEachRowTile(b, loc, c, oType, lseType, blocked.tileRows,
+                             [&](OpBuilder &b, Location loc, Value batch,
+                                 Value head, Value kvHead, Value first,
+                                 Value count, ForwardTile tile) {
+                               return blocked.emitTile(b, loc, batch, head,
+                                                       kvHead, first, count,
+                                                       tile);
+                             }));
       return success();
     }
 
-    SmallVector<Value> outputs =
-        forEachRow(b, loc, c, results,
-                   [&](OpBuilder &b, Location loc, Value batch, Value head,
-                       Value kvHead, Value row, ValueRange carried) {
-                     return emitForwardRow(b, loc, c, oType, accType, batch,
-                                           head, kvHead, row, carried);
-                   });
-    rewriter.replaceOp(op, outputs);
+    rewriter.replaceOp(
+        op,
+        forEachRowTile(
+            b, loc, c, oType, lseType, kRowTile,
+            [&](OpBuilder &b, Location loc, Value batch, Value head,
+                Value kvHead, Value first, Value count, ForwardTile tile) {
+              IndexMath im{b, loc};
+              SmallVector<Value> init = {tile.o};
+              if (tile.lse)
+                init.push_back(tile.lse);
+              auto rows = scf::ForOp::create(
+                  b, loc, im.c(0), count, im.c(1), init,
+                  [&](OpBuilder &b, Location loc, Value i, ValueRange carried) {
+                    IndexMath im{b, loc};
+                    ForwardTile next{carried[0],
+                                     carried.size() > 1 ? carried[1] : Value()};
+                    next.write(b, loc, i,
+                               emitForwardRow(b, loc, c, oType, accType, batch,
+                                              head, kvHead, im.add(first, i)));
+                    SmallVector<Value> yielded = {next.o};
+                    if (next.lse)
+                      yielded.push_back(next.lse);
+                    scf::YieldOp::create(b, loc, yielded);
+                  });
+              return ForwardTile{rows.getResult(0),
+                                 tile.lse ? rows.getResult(1) : Value()};
+            }));
     return success();
   }
 
-  static SmallVector<Value>
+  /// Query rows per parallel iteration of the per-row path.
+  static constexpr int64_t kRowTile = 16;
+
+  static std::pair<Value, Value>
   emitForwardRow(OpBuilder &b, Location loc, const AttentionConfig &c,
                  RankedTensorType oType, VectorType accType, Value batch,
-                 Value head, Value kvHead, Value row, ValueRange results) {
+                 Value head, Value kvHead, Value row) {
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     RowGeometry g = computeRowGeometry(b, loc, c, batch, row);
     SmallVector<Value> rowAt = rowIndices(c.layout, batch, row, head, zero);
@@ -988,9 +1109,8 @@ struct AttentionOpLowering : OpConversionPattern<AttentionOp> {
                                     splat(b, loc, correction, accType)));
           return SmallVector<Value>{mNew, lNew, accNew};
         });
-    return finishForwardRow(b, loc, c, oType, batch, head, row,
-                            keyLoop.getResult(0), keyLoop.getResult(1),
-                            keyLoop.getResult(2), results);
+    return finishForwardRow(b, loc, c, oType, head, keyLoop.getResult(0),
+                            keyLoop.getResult(1), keyLoop.getResult(2));
   }
 };
 
@@ -1034,13 +1154,7 @@ struct AttentionBackwardOpLowering : OpConversionPattern<AttentionBackwardOp> {
 
     BackwardOperands operands{adaptor.getO(), adaptor.getDO(), adaptor.getLse(),
                               hasBiasGrad, hasOffsetGrad};
-    SmallVector<Value> grads =
-        forEachRow(b, loc, c, init,
-                   [&](OpBuilder &b, Location loc, Value batch, Value head,
-                       Value kvHead, Value row, ValueRange carried) {
-                     return emitBackwardRow(b, loc, c, operands, batch, head,
-                                            kvHead, row, carried);
-                   });
+    SmallVector<Value> grads = emitParallelBackward(b, loc, c, operands, init);
 
     SmallVector<Value> results = {grads[0],
                                   castAccumulator(b, loc, grads[1], kType),
@@ -1060,16 +1174,150 @@ struct AttentionBackwardOpLowering : OpConversionPattern<AttentionBackwardOp> {
     bool hasBiasGrad, hasOffsetGrad;
   };
 
-  /// One query row's contributions; `carried` is (dQ, dK, dV, [dbias],
-  /// [d_softmax_offset]).
-  static SmallVector<Value>
-  emitBackwardRow(OpBuilder &b, Location loc, const AttentionConfig &c,
-                  const BackwardOperands &in, Value batch, Value head,
-                  Value kvHead, Value row, ValueRange carried) {
+  /// The first batch, query head and key/value head of the gradient slices
+  /// one parallel iteration owns.
+  struct SliceBase {
+    Value batch, head, kvHead;
+  };
+
+  /// The backward pass in parallel over (batch, key/value head): an
+  /// iteration owns dK and dV of its key/value head and dQ of the query
+  /// heads that share it, so no two iterations write the same element and
+  /// dK and dV need no reduction across threads. A dbias broadcast over the
+  /// batch (or the heads) is a sum over them, and so is d_softmax_offset
+  /// over the batch: the batch (or the heads) then run in one iteration. `init`
+  /// holds (dQ, dK, dV, [dbias], [d_softmax_offset]) with the accumulators
+  /// zeroed.
+  static SmallVector<Value> emitParallelBackward(OpBuilder &b, Location loc,
+                                                 const AttentionConfig &c,
+                                                 const BackwardOperands &in,
+                                                 ValueRange init) {
+    int64_t batches = c.thd ? 1 : c.batches;
+    int64_t group = c.headsQ / c.headsKV;
+    ArrayRef<int64_t> biasShape;
+    if (in.hasBiasGrad)
+      biasShape = cast<RankedTensorType>(c.bias.getType()).getShape();
+    // d_softmax_offset [1, h_q, 1, 1] is a sum over the batch.
+    bool parallelBatches =
+        (!in.hasBiasGrad || biasShape[0] != 1) && !in.hasOffsetGrad;
+    bool parallelHeads = !in.hasBiasGrad || biasShape[1] != 1;
+    int64_t sliceBatches = parallelBatches ? 1 : batches;
+    int64_t sliceKVHeads = parallelHeads ? 1 : c.headsKV;
+
+    SmallVector<OpFoldResult> lbs(2, b.getIndexAttr(0)),
+        ubs = {b.getIndexAttr(batches / sliceBatches),
+               b.getIndexAttr(c.headsKV / sliceKVHeads)},
+        steps(2, b.getIndexAttr(1));
+    auto forall = scf::ForallOp::create(b, loc, lbs, ubs, steps, init,
+                                        /*mapping=*/std::nullopt);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(forall.getTerminator());
+    IndexMath im{b, loc};
+    SmallVector<Value> ivs = forall.getInductionVars();
+    SliceBase base;
+    base.batch = im.mul(ivs[0], im.c(sliceBatches));
+    base.kvHead = im.mul(ivs[1], im.c(sliceKVHeads));
+    base.head = im.mul(base.kvHead, im.c(group));
+
+    // The slice (offsets, sizes) of each gradient the iteration owns.
+    Value zero = im.c(0);
+    auto headSlice = [&](Value tensor, Value head, int64_t heads)
+        -> std::pair<SmallVector<OpFoldResult>, SmallVector<OpFoldResult>> {
+      SmallVector<OpFoldResult> offsets, sizes;
+      for (int64_t size : cast<RankedTensorType>(tensor.getType()).getShape()) {
+        offsets.push_back(b.getIndexAttr(0));
+        sizes.push_back(b.getIndexAttr(size));
+      }
+      std::optional<unsigned> batchDim = batchDimension(c.layout);
+      if (batchDim) {
+        offsets[*batchDim] = base.batch;
+        sizes[*batchDim] = b.getIndexAttr(sliceBatches);
+      }
+      unsigned headDim = headDimension(c.layout);
+      offsets[headDim] = head;
+      sizes[headDim] = b.getIndexAttr(heads);
+      return {offsets, sizes};
+    };
+    SmallVector<std::pair<SmallVector<OpFoldResult>, SmallVector<OpFoldResult>>>
+        slices = {headSlice(init[0], base.head, sliceKVHeads * group),
+                  headSlice(init[1], base.kvHead, sliceKVHeads),
+                  headSlice(init[2], base.kvHead, sliceKVHeads)};
+    if (in.hasBiasGrad) {
+      slices.emplace_back(
+          SmallVector<OpFoldResult>{biasShape[0] == 1 ? zero : base.batch,
+                                    biasShape[1] == 1 ? zero : base.head, zero,
+                                    zero},
+          SmallVector<OpFoldResult>{
+              b.getIndexAttr(biasShape[0] == 1 ? 1 : sliceBatches),
+              b.getIndexAttr(biasShape[1] == 1 ? 1 : sliceKVHeads * group),
+              b.getIndexAttr(biasShape[2]), b.getIndexAttr(biasShape[3])});
+    }
+    if (in.hasOffsetGrad)
+      slices.emplace_back(
+          SmallVector<OpFoldResult>{zero, base.head, zero, zero},
+          SmallVector<OpFoldResult>{b.getIndexAttr(1),
+                                    b.getIndexAttr(sliceKVHeads * group),
+                                    b.getIndexAttr(1), b.getIndexAttr(1)});
+    ValueRange shared = forall.getRegionIterArgs();
+    SmallVector<Value> local;
+    for (auto [tensor, slice] : llvm::zip(shared, slices)) {
+      SmallVector<OpFoldResult> strides(slice.first.size(), b.getIndexAttr(1));
+      local.push_back(tensor::ExtractSliceOp::create(
+          b, loc, tensor, slice.first, slice.second, strides));
+    }
+
+    // Batch, query head and row loops over the iteration's slices.
+    auto batchLoop = scf::ForOp::create(
+        b, loc, base.batch, im.add(base.batch, im.c(sliceBatches)), im.c(1),
+        local,
+        [&](OpBuilder &b, Location loc, Value batch, ValueRange batchIter) {
+          IndexMath im{b, loc};
+          auto headLoop = scf::ForOp::create(
+              b, loc, base.head, im.add(base.head, im.c(sliceKVHeads * group)),
+              im.c(1), batchIter,
+              [&](OpBuilder &b, Location loc, Value head, ValueRange headIter) {
+                IndexMath im{b, loc};
+                Value kvHead = im.div(head, im.c(group));
+                auto rowLoop = scf::ForOp::create(
+                    b, loc, im.c(0), im.c(c.seqQ), im.c(1), headIter,
+                    [&](OpBuilder &b, Location loc, Value row,
+                        ValueRange rowIter) {
+                      scf::YieldOp::create(b, loc,
+                                           emitBackwardRow(b, loc, c, in, base,
+                                                           batch, head, kvHead,
+                                                           row, rowIter));
+                    });
+                scf::YieldOp::create(b, loc, rowLoop.getResults());
+              });
+          scf::YieldOp::create(b, loc, headLoop.getResults());
+        });
+
+    b.setInsertionPointToEnd(forall.getTerminator().getBody());
+    for (auto [result, tensor, slice] :
+         llvm::zip(batchLoop.getResults(), shared, slices)) {
+      SmallVector<OpFoldResult> strides(slice.first.size(), b.getIndexAttr(1));
+      tensor::ParallelInsertSliceOp::create(b, loc, result, tensor, slice.first,
+                                            slice.second, strides);
+    }
+    return forall.getResults();
+  }
+
+  /// One query row's contributions; `carried` is the iteration's slices of
+  /// (dQ, dK, dV, [dbias], [d_softmax_offset]), which start at `base`.
+  static SmallVector<Value> emitBackwardRow(OpBuilder &b, Location loc,
+                                            const AttentionConfig &c,
+                                            const BackwardOperands &in,
+                                            const SliceBase &base, Value batch,
+                                            Value head, Value kvHead, Value row,
+                                            ValueRange carried) {
     Type f32 = b.getF32Type();
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     RowGeometry g = computeRowGeometry(b, loc, c, batch, row);
     SmallVector<Value> rowAt = rowIndices(c.layout, batch, row, head, zero);
+    // Indices into the iteration's slices of the gradients.
+    Value localBatch = arith::SubIOp::create(b, loc, batch, base.batch);
+    Value localHead = arith::SubIOp::create(b, loc, head, base.head);
+    Value localKVHead = arith::SubIOp::create(b, loc, kvHead, base.kvHead);
     Value qRow = readRow(b, loc, c.q, rowAt);
     Value dORow = readRow(b, loc, in.dO, rowAt);
     Value delta = dotProduct(b, loc, dORow, readRow(b, loc, in.o, rowAt));
@@ -1090,6 +1338,8 @@ struct AttentionBackwardOpLowering : OpConversionPattern<AttentionBackwardOp> {
           Value token = arith::AddIOp::create(b, loc, g.kvBase, key);
           SmallVector<Value> kvAt =
               rowIndices(c.layout, batch, token, kvHead, zero);
+          SmallVector<Value> localKVAt =
+              rowIndices(c.layout, localBatch, token, localKVHead, zero);
           Value kRow = readRow(b, loc, c.k, kvAt);
           Value vRow = readRow(b, loc, c.v, kvAt);
           Value logit = emitLogit(b, loc, c, g, head, key,
@@ -1112,10 +1362,10 @@ struct AttentionBackwardOpLowering : OpConversionPattern<AttentionBackwardOp> {
           SmallVector<Value> next = {
               vector::FMAOp::create(b, loc, splat(b, loc, dDot, dqkType), kRow,
                                     state[0]),
-              accumulateRow(b, loc, state[1], kvAt,
+              accumulateRow(b, loc, state[1], localKVAt,
                             arith::MulFOp::create(
                                 b, loc, splat(b, loc, dDot, dqkType), qRow)),
-              accumulateRow(b, loc, state[2], kvAt,
+              accumulateRow(b, loc, state[2], localKVAt,
                             arith::MulFOp::create(
                                 b, loc, splat(b, loc, pV, dvType), dORow))};
           size_t index = 3;
@@ -1124,7 +1374,9 @@ struct AttentionBackwardOpLowering : OpConversionPattern<AttentionBackwardOp> {
             // post_scale; the gradient sums over broadcast dimensions.
             Value dBias = c.biasKind == BiasKind::pre_scale ? dDot : dS;
             auto biasType = cast<RankedTensorType>(c.bias.getType());
-            Value logical[] = {g.sequence, head, g.position, key};
+            Value logical[] = {
+                arith::SubIOp::create(b, loc, g.sequence, base.batch),
+                localHead, g.position, key};
             SmallVector<Value> at;
             for (auto [size, value] : llvm::zip(biasType.getShape(), logical))
               at.push_back(size == 1 ? zero : value);
@@ -1142,8 +1394,10 @@ struct AttentionBackwardOpLowering : OpConversionPattern<AttentionBackwardOp> {
       dqRow = arith::TruncFOp::create(
           b, loc, VectorType::get(dqkType.getShape(), qElement), dqRow);
     SmallVector<Value> updated = {
-        vector::TransferWriteOp::create(b, loc, dqRow, carried[0], rowAt,
-                                        ArrayRef<bool>{true})
+        vector::TransferWriteOp::create(
+            b, loc, dqRow, carried[0],
+            rowIndices(c.layout, localBatch, row, localHead, zero),
+            ArrayRef<bool>{true})
             .getResult()};
     for (unsigned i = 1; i < keyLoop.getNumResults(); ++i)
       updated.push_back(keyLoop.getResult(i));
@@ -1156,7 +1410,7 @@ struct AttentionBackwardOpLowering : OpConversionPattern<AttentionBackwardOp> {
       Value contribution = arith::NegFOp::create(
           b, loc, arith::MulFOp::create(b, loc, pExtra, delta));
       updated.back() = accumulateElement(
-          b, loc, updated.back(), {zero, head, zero, zero}, contribution);
+          b, loc, updated.back(), {zero, localHead, zero, zero}, contribution);
     }
     return updated;
   }

@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -38,7 +39,13 @@ void mlir::te::buildCPUTargetPipeline(OpPassManager &pm) {
   bufferization::BufferDeallocationPipelineOptions deallocation;
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
 
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // linalg's parallel dimensions and the attention lowering's scf.forall
+  // become scf.parallel; the loops worth it run on OpenMP threads.
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(createForallToParallelLoopPass());
+  pm.addPass(createCPUParallelLoops());
+  pm.addPass(createConvertSCFToOpenMPPass());
+  pm.addPass(createCPUOpenMPThreads());
   // exp and log as arith code: no libm calls in the kernels.
   pm.addPass(createApproximateMathForCPU());
   pm.addPass(createLowerAffinePass());
@@ -50,6 +57,9 @@ void mlir::te::buildCPUTargetPipeline(OpPassManager &pm) {
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(memref::createExpandStridedMetadataPass());
+  // The offsets of views with run-time offsets (a parallel iteration's
+  // rows) come out of expand-strided-metadata as affine.apply.
+  pm.addPass(createLowerAffinePass());
   pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());
@@ -59,6 +69,7 @@ void mlir::te::buildCPUTargetPipeline(OpPassManager &pm) {
   funcToLLVM.useBarePtrCallConv = true;
   pm.addPass(createConvertFuncToLLVMPass(funcToLLVM));
   pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
@@ -140,7 +151,7 @@ public:
   /// The pipeline is part of the te-mlir build (its build id covers it);
   /// the ABI version names the kernel calling convention.
   std::string getPipelineIdentity() const override {
-    return "te-lower-cpu abi=1";
+    return "te-lower-cpu abi=2";
   }
 
   void getDependentDialects(DialectRegistry &registry) const override {

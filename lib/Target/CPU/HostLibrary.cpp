@@ -12,10 +12,12 @@
 #include "te/Plugin/Plugin.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -97,6 +99,28 @@ LogicalResult mlir::te::emitKernelABI(ModuleOp llvmModule,
       pointers.push_back(LLVM::LoadOp::create(b, loc, ptrType, slot));
     }
     LLVM::CallOp::create(b, loc, callee, pointers);
+    LLVM::ReturnOp::create(b, loc, ValueRange{});
+  }
+
+  // te_kernel_set_num_threads(n): the thread count of the kernels'
+  // OpenMP regions (te-cpu-openmp-threads reads it; 0: OpenMP's default).
+  // Every library has it, so the runtime need not know which kernels run
+  // in parallel.
+  {
+    Type i32 = b.getI32Type();
+    auto global = llvmModule.lookupSymbol<LLVM::GlobalOp>("__te_num_threads");
+    if (!global)
+      global = LLVM::GlobalOp::create(
+          b, loc, i32, /*isConstant=*/false, LLVM::Linkage::Internal,
+          "__te_num_threads", b.getI32IntegerAttr(0));
+    auto setter =
+        LLVM::LLVMFuncOp::create(b, loc, "te_kernel_set_num_threads",
+                                 LLVM::LLVMFunctionType::get(voidType, {i32}));
+    OpBuilder::InsertionGuard guard(b);
+    Block *body = setter.addEntryBlock(b);
+    b.setInsertionPointToStart(body);
+    Value address = LLVM::AddressOfOp::create(b, loc, global);
+    LLVM::StoreOp::create(b, loc, body->getArgument(0), address);
     LLVM::ReturnOp::create(b, loc, ValueRange{});
   }
 
@@ -229,9 +253,22 @@ LogicalResult mlir::te::writeHostArtifact(ModuleOp module,
     module->removeAttr(plugin::kLinkLibrariesAttrName);
   }
 
+  // Parallel loops call LLVM's OpenMP runtime.
+  bool usesOpenMP = false;
+  module.walk([&](Operation *op) {
+    if (isa<omp::OpenMPDialect>(op->getDialect())) {
+      usesOpenMP = true;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (usesOpenMP)
+    linkArgs.push_back(TE_MLIR_OPENMP_LIBRARY);
+
   DialectRegistry registry;
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  registerOpenMPDialectTranslation(registry);
   module.getContext()->appendDialectRegistry(registry);
 
   llvm::LLVMContext llvmContext;

@@ -14,12 +14,15 @@
 // CHECK: arith.mulf %{{.*}}, %cst{{.*}} : f32
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x2x1x32x32xf32>)
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x2x32x16xf32>)
-// CHECK: scf.for %[[B:[a-z0-9_]+]] = %{{.*}} to %c2
-// CHECK: scf.for %[[H:[a-z0-9_]+]] = %{{.*}} to %c4
+// The tiles of all (batch, head) in parallel (one tile of all 16 rows here,
+// so the tile dimension folds away); each iteration writes its rows into
+// slices of O and LSE.
+// CHECK: scf.forall (%[[B:[a-z0-9_]+]], %[[H:[a-z0-9_]+]]) in (2, 4) shared_outs(%[[O:[a-z0-9_]+]] = %{{.*}}, %[[LSE:[a-z0-9_]+]] = %{{.*}})
 // The key/value head of a query head: h / (H_q / H_kv).
 // CHECK: %[[KVH:[a-z0-9_]+]] = arith.divui %[[H]], %c2
-// One tile of all 16 rows (its single-trip loop folds away); the tile's key
-// range first.
+// CHECK: tensor.extract_slice %[[O]][%[[B]], 0, %[[H]], 0] [1, 16, 1, 16] [1, 1, 1, 1] : tensor<2x16x4x16xbf16> to tensor<16x16xbf16>
+// CHECK: tensor.extract_slice %[[LSE]][%[[B]], %[[H]], 0, 0] [1, 1, 16, 1] [1, 1, 1, 1] : tensor<2x4x16x1xf32> to tensor<16xf32>
+// The tile's key range first.
 // CHECK: scf.for %{{.*}} = %c0 to %c16 step %c1 iter_args({{.*}}) -> (index, index)
 // Key chunks, then micro-blocks of 4 rows, skipped when they see no key.
 // CHECK: scf.for %[[KEY0:[a-z0-9_]+]] = %{{.*}} to %{{.*}} step %c32 iter_args({{.*}}) -> (tensor<16xf32>, tensor<16xf32>, tensor<16x16xf32>, tensor<4x32xf32>)
@@ -39,8 +42,11 @@
 // Then each row: O = acc / l in bf16, LSE.
 // CHECK: math.log
 // CHECK: arith.truncf %{{.*}} : vector<16xf32> to vector<16xbf16>
-// CHECK: vector.transfer_write %{{.*}}, %{{.*}}[%[[B]], %{{.*}}, %[[H]], %{{.*}}]
-// CHECK: tensor.insert %{{.*}} into %{{.*}}[%[[B]], %[[H]], %{{.*}}, %{{.*}}] : tensor<2x4x16x1xf32>
+// CHECK: vector.transfer_write %{{.*}}, %{{.*}}[%{{.*}}, %c0] {{.*}} : vector<16xbf16>, tensor<16x16xbf16>
+// CHECK: tensor.insert %{{.*}} into %{{.*}}[%{{.*}}] : tensor<16xf32>
+// CHECK: scf.forall.in_parallel
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %[[O]][%[[B]], 0, %[[H]], 0] [1, 16, 1, 16]
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %[[LSE]][%[[B]], %[[H]], 0, 0] [1, 1, 16, 1]
 func.func @causal_gqa(%q: tensor<2x16x4x32xbf16>, %k: tensor<2x16x2x32xbf16>, %v: tensor<2x16x2x16xbf16>)
     -> (tensor<2x16x4x16xbf16>, tensor<2x4x16x1xf32>) {
   %o, %lse = te.attention %q, %k, %v layout bshd mask causal {return_lse}
@@ -84,8 +90,7 @@ func.func @arbitrary_mask(%q: tensor<1x8x2x16xf32>, %m: tensor<1x1x8x8xi1>) -> t
 // two exp per key.
 // CHECK-LABEL: func @bias_per_row
 // CHECK-NOT: step %c32
-// CHECK: scf.for %[[B:[a-z0-9_]+]] = %{{.*}} to %c2
-// CHECK: scf.for %[[H:[a-z0-9_]+]] = %{{.*}} to %c2
+// CHECK: scf.forall (%[[B:[a-z0-9_]+]], %[[H:[a-z0-9_]+]]) in (2, 2)
 // CHECK: scf.for %[[I:[a-z0-9_]+]] = %{{.*}} to %c8
 // CHECK: %[[QROW:[a-z0-9_]+]] = vector.transfer_read %{{.*}}[%[[B]], %[[I]], %[[H]], %{{.*}}]{{.*}} : tensor<2x8x2x16xf32>, vector<16xf32>
 // CHECK: scf.for %[[J:[a-z0-9_]+]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (f32, f32, vector<16xf32>)
@@ -98,4 +103,35 @@ func.func @bias_per_row(%q: tensor<2x8x2x16xf32>, %bias: tensor<1x2x8x8xf32>) ->
       : (tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<1x2x8x8xf32>)
       -> tensor<2x8x2x16xf32>
   return %o : tensor<2x8x2x16xf32>
+}
+
+// -----
+
+// The backward runs in parallel over (batch, key/value head): an iteration
+// owns dK and dV of its key/value head and dQ of the query heads sharing it
+// (two here). dbias [1, h, s_q, s_kv] is a sum over the batch, so the batch
+// runs inside each iteration: 1 x 2 iterations.
+// CHECK-LABEL: func @backward_gqa_dbias
+// CHECK: scf.forall (%[[KV:[a-z0-9_]+]]) in (2) shared_outs(%[[DQ:[a-z0-9_]+]] = %{{.*}}, %[[DK:[a-z0-9_]+]] = %{{.*}}, %[[DV:[a-z0-9_]+]] = %{{.*}}, %[[DB:[a-z0-9_]+]] = %{{.*}})
+// CHECK: %[[H0:[a-z0-9_]+]] = arith.muli %[[KV]], %c2
+// CHECK: tensor.extract_slice %[[DQ]][0, 0, %[[H0]], 0] [3, 6, 2, 8] [1, 1, 1, 1] : tensor<3x6x4x8xf32> to tensor<3x6x2x8xf32>
+// CHECK: tensor.extract_slice %[[DK]][0, 0, %[[KV]], 0] [3, 5, 1, 8] [1, 1, 1, 1] : tensor<3x5x2x8xf32> to tensor<3x5x1x8xf32>
+// CHECK: tensor.extract_slice %[[DV]][0, 0, %[[KV]], 0] [3, 5, 1, 8]
+// CHECK: tensor.extract_slice %[[DB]][0, %[[H0]], 0, 0] [1, 2, 6, 5] [1, 1, 1, 1] : tensor<1x4x6x5xf32> to tensor<1x2x6x5xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c3
+// CHECK: scf.forall.in_parallel
+// CHECK-COUNT-4: tensor.parallel_insert_slice
+func.func @backward_gqa_dbias(%q: tensor<3x6x4x8xf32>, %k: tensor<3x5x2x8xf32>,
+                              %v: tensor<3x5x2x8xf32>, %o: tensor<3x6x4x8xf32>,
+                              %do: tensor<3x6x4x8xf32>, %lse: tensor<3x4x6x1xf32>,
+                              %bias: tensor<1x4x6x5xf32>)
+    -> (tensor<3x6x4x8xf32>, tensor<3x5x2x8xf32>, tensor<3x5x2x8xf32>, tensor<1x4x6x5xf32>) {
+  %dq, %dk, %dv, %dbias = te.attention_backward %q, %k, %v, %o, %do, %lse
+      layout bshd mask causal bias pre_scale bias_tensor(%bias)
+      : (tensor<3x6x4x8xf32>, tensor<3x5x2x8xf32>, tensor<3x5x2x8xf32>,
+         tensor<3x6x4x8xf32>, tensor<3x6x4x8xf32>, tensor<3x4x6x1xf32>,
+         tensor<1x4x6x5xf32>)
+      -> (tensor<3x6x4x8xf32>, tensor<3x5x2x8xf32>, tensor<3x5x2x8xf32>, tensor<1x4x6x5xf32>)
+  return %dq, %dk, %dv, %dbias
+      : tensor<3x6x4x8xf32>, tensor<3x5x2x8xf32>, tensor<3x5x2x8xf32>, tensor<1x4x6x5xf32>
 }
