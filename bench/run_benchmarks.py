@@ -155,6 +155,12 @@ def median(values):
     return statistics.median(values)
 
 
+CPU_FEATURES_OF_INTEREST = {
+    "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl",
+    "avx512_bf16", "avx512_fp16", "avx512_vnni", "avx_vnni", "amx_tile",
+    "amx_bf16", "amx_int8", "amx_fp16"}
+
+
 def machine_info():
     cpu = platform.processor() or platform.machine()
     try:
@@ -171,8 +177,18 @@ def machine_info():
                 memory = f"{int(line.split()[1]) // (1 << 20)} GiB"
     except OSError:
         pass
+    flags = set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    except OSError:
+        pass
     return {
         "cpu": cpu,
+        # What the kernels can use: te-mlir compiles for the host's features.
+        "cpu_features": sorted(flags & CPU_FEATURES_OF_INTEREST),
         "cores": os.cpu_count(),
         "cores_usable": len(os.sched_getaffinity(0)),
         "memory": memory,
@@ -349,7 +365,9 @@ def bench_fp8_quantize(te_run, work, opts):
     te_medians, te_mins, copy_medians, ml_medians = [], [], [], []
     copy_all, ml_all = [], []
     for r in range(rounds):
-        _, proc = te_run([program, *inputs, "--bench", te_runs], cache)
+        # One thread, like numpy's memcpy.
+        _, proc = te_run([program, *inputs, "--bench", te_runs,
+                          "--threads", 1], cache)
         bench = parse_bench(proc.stdout, te_run_buffer_bytes)
         te_medians.append(bench["median_s"])
         te_mins.append(bench["min_s"])
@@ -796,7 +814,7 @@ def bench_attention(te_run, work, opts):
             source.write_text(attention_program(c))
             stdout, stderr, rss = te_run_with_rss(
                 te_run, [source, "--random-inputs", "--seed", opts.seed,
-                         "--bench", runs], cache)
+                         "--bench", runs, "--threads", 1], cache)
             bench = parse_bench(stdout, attention_buffer_bytes(c))
             compile_ms, _ = parse_compile(stderr)
             reply = worker(cmd="time", **c, runs=runs, warmup=1, threads=1,
@@ -1100,6 +1118,21 @@ def draw_chart(records, path, machine, date):
     return True
 
 
+SECTION_NAMES = ("fp8_quantize", "jit_latency", "attention_fwd",
+                 "attention_peers")
+
+
+def print_peer_table(record):
+    results = record["results"]
+    print(f"\nattention_peers: {results['status']}")
+    for r in results.get("configs", []):
+        times = r["timings"]
+        print(f"  {r['config']:24} " + "  ".join(
+            f"{k.replace('_ms', '')} {v:.1f}" for k, v in times.items()))
+        print(f"  {'':24} " + "  ".join(
+            f"{k} {v:.2f}x" for k, v in r["ratios"].items()))
+
+
 def print_table(records):
     q = records["fp8_quantize"]
     j = records["jit_latency"]
@@ -1174,6 +1207,266 @@ def print_table(records):
 
 
 # ---------------------------------------------------------------------------
+# 4. Attention forward and backward against PyTorch and JAX
+# ---------------------------------------------------------------------------
+
+PEERS = ("torch", "jax")
+PEER_WORKER = ROOT / "bench" / "attention_peers.py"
+# b=1, h=16, bshd; --full adds s=4096.
+PEER_CONFIGS = [
+    {"b": 1, "h": 16, "s": s, "d": d, "mask": mask, "dtype": dtype}
+    for dtype in ("f32", "bf16")
+    for d in (64, 128)
+    for mask in ("no_mask", "causal")
+    for s in (1024, 2048)
+]
+PEER_FULL_SIZES = (4096,)
+PEER_QUICK_CONFIGS = [
+    {"b": 1, "h": 16, "s": 1024, "d": 64, "mask": mask, "dtype": dtype}
+    for dtype in ("f32", "bf16") for mask in ("no_mask", "causal")]
+PEER_TARGET = 1.0  # te speed / peer speed, forward and backward
+
+PEER_FORWARD_PROGRAM = """\
+func.func @forward(%q: {t}, %k: {t}, %v: {t}) -> ({t}, {l}) {{
+  %o, %lse = te.attention %q, %k, %v layout bshd mask {mask} {{return_lse}}
+      : ({t}, {t}, {t}) -> ({t}, {l})
+  return %o, %lse : {t}, {l}
+}}
+"""
+PEER_BACKWARD_PROGRAM = """\
+func.func @backward(%q: {t}, %k: {t}, %v: {t}, %o: {t}, %do: {t}, %lse: {l})
+    -> ({t}, {t}, {t}) {{
+  %dq, %dk, %dv = te.attention_backward %q, %k, %v, %o, %do, %lse
+      layout bshd mask {mask}
+      : ({t}, {t}, {t}, {t}, {t}, {l}) -> ({t}, {t}, {t})
+  return %dq, %dk, %dv : {t}, {t}, {t}
+}}
+"""
+
+
+class PeerWorker:
+    """bench/attention_peers.py for one library and thread count."""
+
+    def __init__(self, peer, threads):
+        self.name = f"{peer}/{threads}"
+        self.proc = subprocess.Popen(
+            [sys.executable, str(PEER_WORKER), peer, "--threads",
+             str(threads)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def __call__(self, **request):
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {self.name} peer process exited "
+                               f"(code {self.proc.poll()})")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise RuntimeError(f"{self.name}: {reply['error']}")
+        return reply
+
+    def close(self):
+        try:
+            self.proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            self.proc.kill()
+            self.proc.wait()
+
+
+def peers_available():
+    """The peers importable by this Python, and why the others are not."""
+    found, missing = [], {}
+    for peer in PEERS:
+        if importlib.util.find_spec(peer) is None:
+            missing[peer] = ("not installed (scripts/bootstrap.sh --bench "
+                             "installs it)")
+        else:
+            found.append(peer)
+    return found, missing
+
+
+def peer_runs(c):
+    """Timed calls per round: about a second of the slowest side."""
+    return 3 if c["s"] <= 1024 else 2 if c["s"] <= 2048 else 1
+
+
+def bench_attention_peers(te_run, work, opts):
+    """te.attention and te.attention_backward against PyTorch's
+    scaled_dot_product_attention and jax.nn.dot_product_attention, on the
+    same inputs, at one thread and at every core the process may use.
+
+    Per configuration and round, interleaved: te (te-run --bench N
+    --threads T on --input files), then each peer (N timed calls in its
+    worker), forward then backward, for each thread count. The figure is
+    the median over rounds of each round's median; ratio = peer time / te
+    time (above 1: te is faster).
+    """
+    found, missing = peers_available()
+    all_threads = len(os.sched_getaffinity(0))
+    thread_counts = sorted({1, all_threads})
+    configs = (PEER_QUICK_CONFIGS if opts.quick else
+               PEER_CONFIGS + [dict(c, s=s) for c in PEER_CONFIGS
+                               if c["s"] == 2048 for s in PEER_FULL_SIZES]
+               if opts.full else PEER_CONFIGS)
+    rounds = 2 if opts.quick else 3
+    config = {"configurations": configs, "thread_counts": thread_counts,
+              "rounds": rounds, "peers_missing": missing,
+              "method": bench_attention_peers.__doc__}
+    if not found:
+        return config, {"status": "not measured: " + "; ".join(
+            f"{p} {why}" for p, why in missing.items())}, {}
+
+    workers = {(peer, t): PeerWorker(peer, t)
+               for peer in found for t in thread_counts}
+    results, targets = [], {}
+    try:
+        config["peers"] = {f"{p}/{t}": w(cmd="info")
+                           for (p, t), w in workers.items()}
+        cache = work / "cache-peers"
+        for c in configs:
+            results.append(peer_configuration(te_run, work, cache, workers,
+                                              c, thread_counts, rounds))
+            r = results[-1]
+            print(f"  {r['config']}: " + ", ".join(
+                f"{k} {v:.2f}x" for k, v in r["ratios"].items()),
+                flush=True)
+            for key, ratio in r["ratios"].items():
+                targets[f"{r['config']}_{key}"] = {
+                    "value": PEER_TARGET, "measured": ratio,
+                    "met": ratio >= PEER_TARGET}
+    finally:
+        for w in workers.values():
+            w.close()
+    met = sum(t["met"] for t in targets.values())
+    status = (f"{met} of {len(targets)} ratios >= {PEER_TARGET}x "
+              f"(te speed / peer speed)")
+    if missing:
+        status += "; not measured: " + ", ".join(missing)
+    return config, {"status": status, "configs": results}, targets
+
+
+def peer_configuration(te_run, work, cache, workers, c, thread_counts,
+                       rounds):
+    name = attention_name(c)
+    shape = (c["b"], c["s"], c["h"], c["d"])
+    t = f"tensor<{'x'.join(map(str, shape))}x{c['dtype']}>"
+    l = f"tensor<{c['b']}x{c['h']}x{c['s']}x1xf32>"
+    rng = np.random.default_rng(len(name))
+    inputs = {}
+    for tensor in ("q", "k", "v", "do"):
+        array = rng.standard_normal(shape, np.float32)
+        if c["dtype"] == "bf16":  # te-run and the peers take raw bits
+            array = array.astype(ml_dtypes.bfloat16).view(np.uint16)
+        inputs[tensor] = work / f"peer-{name}-{tensor}.npy"
+        np.save(inputs[tensor], array)
+    forward = work / f"peer-{name}-forward.mlir"
+    forward.write_text(PEER_FORWARD_PROGRAM.format(t=t, l=l, mask=c["mask"]))
+    backward = work / f"peer-{name}-backward.mlir"
+    backward.write_text(PEER_BACKWARD_PROGRAM.format(t=t, l=l,
+                                                     mask=c["mask"]))
+    # te's O and LSE, for its backward and for comparing the outputs.
+    saved = work / f"peer-{name}-te"
+    te_run([forward, "--input", inputs["q"], "--input", inputs["k"],
+            "--input", inputs["v"], "--output-dir", saved], cache)
+    forward_args = [arg for x in "qkv" for arg in ("--input", inputs[x])]
+    backward_args = forward_args + [
+        "--input", saved / "out0.npy", "--input", inputs["do"],
+        "--input", saved / "out1.npy"]
+
+    te_o = np.load(saved / "out0.npy")
+    if c["dtype"] == "bf16":
+        te_o = te_o.view(ml_dtypes.bfloat16)
+    te_o = te_o.astype(np.float32)
+    agreement = {}
+    for (peer, threads), worker in workers.items():
+        worker(cmd="load", inputs={k: str(v) for k, v in inputs.items()},
+               dtype=c["dtype"], mask=c["mask"])
+        if threads == thread_counts[0]:
+            out = work / f"peer-{name}-{peer}.npy"
+            worker(cmd="output", out=str(out))
+            peer_o = np.load(out)
+            agreement[peer] = sig(float(np.max(np.abs(peer_o - te_o))))
+
+    runs = peer_runs(c)
+    samples = {}  # (side, pass, threads) -> per-round medians
+    for _ in range(rounds):
+        for threads in thread_counts:
+            for pass_, program, args in (("forward", forward, forward_args),
+                                         ("backward", backward,
+                                          backward_args)):
+                _, proc = te_run([program, *args, "--bench", runs,
+                                  "--threads", threads], cache)
+                bench = parse_bench(proc.stdout, 1)
+                samples.setdefault(("te", pass_, threads), []).append(
+                    bench["printed_median_ms"] / 1e3)
+                for (peer, t), worker in workers.items():
+                    if t != threads:
+                        continue
+                    times = worker(cmd="time", runs=runs,
+                                   **{"pass": pass_})["times_s"]
+                    samples.setdefault((peer, pass_, threads), []).append(
+                        median(times))
+    timings, ratios = {}, {}
+    for (side, pass_, threads), values in samples.items():
+        timings[f"{side}_{pass_}_t{threads}_ms"] = sig(median(values) * 1e3)
+    for (side, pass_, threads), values in samples.items():
+        if side == "te":
+            continue
+        te_time = median(samples[("te", pass_, threads)])
+        ratios[f"{pass_}_t{threads}_vs_{side}"] = sig(median(values) /
+                                                      te_time, 3)
+    return {"config": name, "shape_bshd": list(shape), **c,
+            "runs_per_round": runs, "timings": timings, "ratios": ratios,
+            "max_abs_difference_of_o_vs_te": agreement}
+
+
+def draw_peer_chart(record, path):
+    """Bars of te speed / peer speed per configuration, one panel per
+    pass and thread count."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    configs = record["results"].get("configs", [])
+    if not configs:
+        return False
+    keys = sorted({k for r in configs for k in r["ratios"]})
+    panels = sorted({k.rsplit("_vs_", 1)[0] for k in keys})
+    peers = sorted({k.rsplit("_vs_", 1)[1] for k in keys})
+    fig, axes = plt.subplots(len(panels), 1,
+                             figsize=(max(8, 0.6 * len(configs)),
+                                      2.6 * len(panels)), squeeze=False)
+    width = 0.8 / max(1, len(peers))
+    for ax, panel in zip(axes[:, 0], panels):
+        for i, peer in enumerate(peers):
+            values = [r["ratios"].get(f"{panel}_vs_{peer}", 0)
+                      for r in configs]
+            ax.bar([x + i * width for x in range(len(configs))], values,
+                   width, label=f"vs {peer}")
+        ax.axhline(PEER_TARGET, color="black", linewidth=0.8)
+        ax.set_ylabel("te / peer speed")
+        ax.set_title(panel.replace("_t", ", threads "), fontsize=9)
+        ax.set_xticks([x + width * (len(peers) - 1) / 2
+                       for x in range(len(configs))])
+        ax.set_xticklabels([r["config"] for r in configs], rotation=60,
+                           ha="right", fontsize=7)
+        ax.legend(fontsize=7)
+    machine = record["machine"]
+    fig.suptitle(f"te-mlir attention against PyTorch and JAX  |  "
+                 f"{machine['cpu']}, {machine['cores_usable']} cores  |  "
+                 f"{record['date']}", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
+# ---------------------------------------------------------------------------
 
 
 def main():
@@ -1188,6 +1481,10 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true",
                         help="fewer repeats, for a smoke test")
+    parser.add_argument("--full", action="store_true",
+                        help="attention_peers also at s=4096 (long)")
+    parser.add_argument("--only", action="append", choices=SECTION_NAMES,
+                        help="run only this section (repeatable)")
     parser.add_argument("--keep-work", action="store_true",
                         help="keep the temporary directory (programs, "
                              "inputs, kernel caches)")
@@ -1220,8 +1517,13 @@ def main():
              "latency of a small kernel"),
             ("attention_fwd", bench_attention,
              "fused attention forward against a numpy reference"),
+            ("attention_peers", bench_attention_peers,
+             "attention forward and backward against PyTorch and JAX, at "
+             "one thread and at every core"),
         ]
         for name, run, description in sections:
+            if opts.only and name not in opts.only:
+                continue
             print(f"{name}: {description}", flush=True)
             config, results, targets = run(te_run, work, opts)
             records[name] = record(name, description, config, results,
@@ -1236,11 +1538,16 @@ def main():
 
     for name, rec in records.items():
         (out / f"{name}.json").write_text(json.dumps(rec, indent=2) + "\n")
-    charted = draw_chart(records, out / "summary.png", machine, date)
-    print_table(records)
     written = [f"{name}.json" for name in records]
-    if charted:
-        written.append("summary.png")
+    if all(name in records for name in SECTION_NAMES[:3]):
+        if draw_chart(records, out / "summary.png", machine, date):
+            written.append("summary.png")
+        print_table(records)
+    if "attention_peers" in records:
+        if draw_peer_chart(records["attention_peers"],
+                           out / "attention_peers.png"):
+            written.append("attention_peers.png")
+        print_peer_table(records["attention_peers"])
     print(f"\nwrote {', '.join(written)} to {out}  "
           f"({time.perf_counter() - started:.0f} s)")
 

@@ -3,7 +3,10 @@
 # System packages come from Debian 12 (LLVM/MLIR 22 included); Python packages
 # go into the project's own virtual environment, .venv/.
 # With --print-apt-packages it prints the Debian package list, one a line, and
-# installs nothing (scripts/check-deps.py reads the list this way).
+# installs nothing (scripts/check-deps.py reads the list this way). With
+# --bench it also installs the benchmarks' peers, PyTorch and JAX, into .venv
+# (several GB: PyPI's torch wheels carry CUDA libraries); nothing in the
+# build or the tests needs them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,5 +72,13 @@ CUDNN_FRONTEND="nvidia-cudnn-frontend==1.32.0"
 if ! compgen -G '.venv/lib/python3*/site-packages/include/cudnn_frontend.h' > /dev/null; then
   echo "bootstrap: installing the headers of ${CUDNN_FRONTEND} into .venv"
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "${CUDNN_FRONTEND}"
+fi
+if [ "${1:-}" = "--bench" ]; then
+  # bench/run_benchmarks.py's attention_peers section.
+  BENCH_PACKAGES=("torch==2.15.0" "jax==0.10.2")
+  if ! .venv/bin/python -c 'import torch, jax' 2>/dev/null; then
+    echo "bootstrap: installing the benchmark peers ${BENCH_PACKAGES[*]} into .venv"
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check "${BENCH_PACKAGES[@]}"
+  fi
 fi
 echo "bootstrap: dependencies are in place"
