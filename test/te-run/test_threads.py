@@ -6,8 +6,9 @@ import pytest
 from test_cli import error_of
 
 # Programs whose kernels have parallel loops: the blocked and the per-row
-# attention forward (a bias tensor takes the per-row path), the backward with
-# GQA and dbias broadcast over the batch, thd, and the FP8 quantizations.
+# attention forward (a bias tensor takes the per-row path), the per-row
+# backward (GQA, dbias broadcast over the batch) and the blocked one, and the
+# FP8 quantizations.
 PROGRAMS = {
     "attention": """
 func.func @f(%q: tensor<2x200x4x32xbf16>, %k: tensor<2x150x2x32xbf16>,
@@ -43,6 +44,19 @@ func.func @f(%q: tensor<3x70x4x16xf32>, %k: tensor<3x70x2x16xf32>,
           tensor<1x4x70x70xf32>)
   return %dq, %dk, %dv, %dbias : tensor<3x70x4x16xf32>, tensor<3x70x2x16xf32>,
       tensor<3x70x2x16xf32>, tensor<1x4x70x70xf32>
+}""",
+    "attention_backward_blocked": """
+func.func @f(%q: tensor<2x75x4x24xbf16>, %k: tensor<2x70x2x24xbf16>,
+             %v: tensor<2x70x2x24xbf16>, %o: tensor<2x75x4x24xbf16>,
+             %do: tensor<2x75x4x24xbf16>, %lse: tensor<2x4x75x1xf32>)
+    -> (tensor<2x75x4x24xbf16>, tensor<2x70x2x24xbf16>, tensor<2x70x2x24xbf16>) {
+  %dq, %dk, %dv = te.attention_backward %q, %k, %v, %o, %do, %lse
+      layout bshd mask causal_bottom_right window [20, 0]
+      : (tensor<2x75x4x24xbf16>, tensor<2x70x2x24xbf16>, tensor<2x70x2x24xbf16>,
+         tensor<2x75x4x24xbf16>, tensor<2x75x4x24xbf16>, tensor<2x4x75x1xf32>)
+      -> (tensor<2x75x4x24xbf16>, tensor<2x70x2x24xbf16>, tensor<2x70x2x24xbf16>)
+  return %dq, %dk, %dv
+      : tensor<2x75x4x24xbf16>, tensor<2x70x2x24xbf16>, tensor<2x70x2x24xbf16>
 }""",
     "mxfp8": """
 func.func @f(%x: tensor<512x256xbf16>)

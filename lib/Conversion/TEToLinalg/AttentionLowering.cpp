@@ -998,6 +998,461 @@ struct BlockedForward {
   }
 };
 
+//===----------------------------------------------------------------------===//
+// The blocked backward path
+//===----------------------------------------------------------------------===//
+//
+// Under the conditions of the blocked forward (and without
+// d_softmax_offset), the backward of one (batch, key/value head) goes over
+// the keys in chunks of kKeyChunk: each chunk of K and V is applied to
+// micro-blocks of kBlockRows query rows of every query head that shares it,
+// while the chunk and its gradient accumulators stay in the cache:
+//   - S = scale q k^T and dP = dO v^T of the micro-block as outer products
+//     over the head dimensions (one vector load of K^T or V^T and one
+//     broadcast per row and column, as in the forward);
+//   - P = exp(S - LSE) and dS = P (dP - D) on vectors of kKeyChunk keys,
+//     with D = dO . O of each row; keys outside a row's range weigh 0;
+//   - dV_j += P_ij dO_i and dK_j += dS_ij (scale q_i) for the chunk's keys,
+//     the micro-block's rows held in registers;
+//   - dQ_i += scale dS_ij k_j, summed over the chunk in registers and added
+//     to the row's f32 accumulator.
+// Rows past s_q (the last micro-block's padding) weigh 0. dQ, dK and dV
+// accumulate in f32 [h_group, s_q, d_qk] and [chunks * kKeyChunk, d]
+// tensors of the iteration and are rounded to their types at the end.
+
+/// The blocked backward pass of one op.
+struct BlockedBackward {
+  const AttentionConfig &c;
+  Value o, dO, lse;
+  int64_t headDimQK, headDimV, chunks, group;
+  /// scale * q as [b, h_q, s_q, d_qk]; K^T and V^T in chunks as [b, h_kv,
+  /// chunks, d, chunk]; K as [b, h_kv, chunks * chunk, d_qk]; dO as
+  /// [b, h_q, s_q, d_v]; all f32.
+  Value qs, kt, vt, ks, dOs;
+
+  BlockedBackward(const AttentionConfig &c, Value o, Value dO, Value lse)
+      : c(c), o(o), dO(dO), lse(lse),
+        headDimQK(cast<RankedTensorType>(c.q.getType()).getShape().back()),
+        headDimV(cast<RankedTensorType>(c.v.getType()).getShape().back()),
+        chunks(llvm::divideCeil(c.seqKV, kKeyChunk)),
+        group(c.headsQ / c.headsKV) {}
+
+  void prepare(OpBuilder &b, Location loc) {
+    qs = generateF32(
+        b, loc, {c.batches, c.headsQ, c.seqQ, headDimQK},
+        [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+          return arith::MulFOp::create(
+              b, loc, readElementF32(b, loc, c, c.q, i[0], i[2], i[1], i[3]),
+              emitF32Constant(b, loc, c.scale));
+        });
+    auto transposed = [&](Value tensor, int64_t depth) {
+      return generateF32(
+          b, loc, {c.batches, c.headsKV, chunks, depth, kKeyChunk},
+          [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+            IndexMath im{b, loc};
+            Value token = im.add(im.mul(i[2], im.c(kKeyChunk)), i[4]);
+            return readPaddedKV(b, loc, c, tensor, i[0], token, i[1], i[3]);
+          });
+    };
+    kt = transposed(c.k, headDimQK);
+    vt = transposed(c.v, headDimV);
+    ks = generateF32(
+        b, loc, {c.batches, c.headsKV, chunks * kKeyChunk, headDimQK},
+        [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+          return readPaddedKV(b, loc, c, c.k, i[0], i[2], i[1], i[3]);
+        });
+    dOs = generateF32(b, loc, {c.batches, c.headsQ, c.seqQ, headDimV},
+                      [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+                        return readElementF32(b, loc, c, dO, i[0], i[2], i[1],
+                                              i[3]);
+                      });
+  }
+
+  /// Vectors of at most 16 floats (one AVX-512 register) that make up a row
+  /// of `width` columns.
+  static int64_t pieceWidth(int64_t width) {
+    return width % 16 == 0 ? 16 : width;
+  }
+
+  /// The gradients of (batch, kvHead) into `local`: the iteration's slices
+  /// of dQ [1 batch, its group's query heads] and of the f32 dK and dV [1
+  /// batch, 1 head].
+  SmallVector<Value> emitIteration(OpBuilder &b, Location loc, Value batch,
+                                   Value kvHead, ValueRange local) {
+    IndexMath im{b, loc};
+    Type f32 = b.getF32Type();
+    Value zero = im.c(0), one = im.c(1);
+    SmallVector<Value> state = {
+        filledTensor(b, loc, {group, c.seqQ, headDimQK}, f32,
+                     b.getF32FloatAttr(0.0f)),
+        filledTensor(b, loc, {chunks * kKeyChunk, headDimQK}, f32,
+                     b.getF32FloatAttr(0.0f)),
+        filledTensor(b, loc, {chunks * kKeyChunk, headDimV}, f32,
+                     b.getF32FloatAttr(0.0f)),
+        // A micro-block's P and dS, broadcast from memory key by key.
+        filledTensor(b, loc, {kBlockRows, kKeyChunk}, f32,
+                     b.getF32FloatAttr(0.0f)),
+        filledTensor(b, loc, {kBlockRows, kKeyChunk}, f32,
+                     b.getF32FloatAttr(0.0f))};
+    int64_t blockEnd = llvm::alignTo(c.seqQ, kBlockRows);
+    auto chunkLoop = scf::ForOp::create(
+        b, loc, zero, im.c(chunks * kKeyChunk), im.c(kKeyChunk), state,
+        [&](OpBuilder &b, Location loc, Value key0, ValueRange chunkState) {
+          IndexMath im{b, loc};
+          auto headLoop = scf::ForOp::create(
+              b, loc, im.c(0), im.c(group), im.c(1), chunkState,
+              [&](OpBuilder &b, Location loc, Value g, ValueRange headState) {
+                IndexMath im{b, loc};
+                Value head = im.add(im.mul(kvHead, im.c(group)), g);
+                auto blockLoop = scf::ForOp::create(
+                    b, loc, im.c(0), im.c(blockEnd), im.c(kBlockRows),
+                    headState,
+                    [&](OpBuilder &b, Location loc, Value first,
+                        ValueRange blockState) {
+                      scf::YieldOp::create(b, loc,
+                                           emitMicroBlock(b, loc, batch, head,
+                                                          kvHead, g, first,
+                                                          key0, blockState));
+                    });
+                scf::YieldOp::create(b, loc, blockLoop.getResults());
+              });
+          scf::YieldOp::create(b, loc, headLoop.getResults());
+        });
+    Value accQ = chunkLoop.getResult(0), accK = chunkLoop.getResult(1),
+          accV = chunkLoop.getResult(2);
+
+    // The accumulators into the iteration's slices.
+    Value zeroF = emitF32Constant(b, loc, 0.0);
+    auto keyRows = scf::ForOp::create(
+        b, loc, zero, im.c(c.seqKV), one, ValueRange{local[1], local[2]},
+        [&](OpBuilder &b, Location loc, Value key, ValueRange slices) {
+          IndexMath im{b, loc};
+          SmallVector<Value> next;
+          SmallVector<Value> accs = {accK, accV};
+          SmallVector<int64_t> widths = {headDimQK, headDimV};
+          for (auto [acc, slice, width] : llvm::zip(accs, slices, widths)) {
+            Value row = vector::TransferReadOp::create(
+                b, loc, VectorType::get({width}, f32), acc,
+                ValueRange{key, im.c(0)}, zeroF, ArrayRef<bool>{true});
+            next.push_back(
+                vector::TransferWriteOp::create(
+                    b, loc, row, slice,
+                    rowIndices(c.layout, im.c(0), key, im.c(0), im.c(0)),
+                    ArrayRef<bool>{true})
+                    .getResult());
+          }
+          scf::YieldOp::create(b, loc, next);
+        });
+    Type qElement = cast<RankedTensorType>(c.q.getType()).getElementType();
+    auto queryRows = scf::ForOp::create(
+        b, loc, zero, im.c(group * c.seqQ), one, ValueRange{local[0]},
+        [&](OpBuilder &b, Location loc, Value index, ValueRange slice) {
+          IndexMath im{b, loc};
+          Value g = im.div(index, im.c(c.seqQ));
+          Value row = im.sub(index, im.mul(g, im.c(c.seqQ)));
+          Value dq = vector::TransferReadOp::create(
+              b, loc, VectorType::get({headDimQK}, f32), accQ,
+              ValueRange{g, row, im.c(0)}, zeroF, ArrayRef<bool>{true});
+          if (!qElement.isF32())
+            dq = arith::TruncFOp::create(
+                b, loc, VectorType::get({headDimQK}, qElement), dq);
+          scf::YieldOp::create(
+              b, loc,
+              vector::TransferWriteOp::create(
+                  b, loc, dq, slice[0],
+                  rowIndices(c.layout, im.c(0), row, g, im.c(0)),
+                  ArrayRef<bool>{true})
+                  .getResult());
+        });
+    return {queryRows.getResult(0), keyRows.getResult(0), keyRows.getResult(1)};
+  }
+
+  /// Outer products: for each row i, the sum over t < depth of
+  /// rows[batch, head, rowOf[i], t] * columns[batch, kvHead, chunk, t, :].
+  SmallVector<Value> emitOuterProducts(OpBuilder &b, Location loc, Value rows,
+                                       Value columns, int64_t depth,
+                                       Value batch, Value head, Value kvHead,
+                                       Value chunk, ArrayRef<Value> rowOf) {
+    auto chunkType = VectorType::get({kKeyChunk}, b.getF32Type());
+    Value zeroF = emitF32Constant(b, loc, 0.0);
+    SmallVector<Value> init(
+        rowOf.size(),
+        arith::ConstantOp::create(
+            b, loc, DenseElementsAttr::get(chunkType, b.getF32FloatAttr(0))));
+    IndexMath im{b, loc};
+    auto loop = scf::ForOp::create(
+        b, loc, im.c(0), im.c(depth), im.c(1), init,
+        [&](OpBuilder &b, Location loc, Value t, ValueRange partial) {
+          IndexMath im{b, loc};
+          Value keys = vector::TransferReadOp::create(
+              b, loc, chunkType, columns,
+              ValueRange{batch, kvHead, chunk, t, im.c(0)}, zeroF,
+              ArrayRef<bool>{true});
+          SmallVector<Value> next;
+          for (auto [i, row] : llvm::enumerate(rowOf)) {
+            Value element = tensor::ExtractOp::create(
+                b, loc, rows, ValueRange{batch, head, row, t});
+            next.push_back(vector::FMAOp::create(
+                b, loc, splat(b, loc, element, chunkType), keys, partial[i]));
+          }
+          scf::YieldOp::create(b, loc, next);
+        });
+    return loop.getResults();
+  }
+
+  /// acc[key0 + j, :] += sum_i weights[i, j] * rows[batch, head, rowOf[i],
+  /// :] for the chunk's keys j, in groups of up to four pieces held in
+  /// registers with the micro-block's row pieces.
+  Value emitKeyAccumulation(OpBuilder &b, Location loc, Value acc,
+                            Value weights, Value rows, int64_t width,
+                            Value batch, Value head, Value key0,
+                            ArrayRef<Value> rowOf) {
+    static constexpr int64_t kGroupPieces = 4;
+    Type f32 = b.getF32Type();
+    int64_t pieceWidthValue = pieceWidth(width);
+    int64_t pieces = width / pieceWidthValue;
+    auto pieceType = VectorType::get({pieceWidthValue}, f32);
+    Value zeroF = emitF32Constant(b, loc, 0.0);
+    IndexMath im{b, loc};
+    for (int64_t groupStart = 0; groupStart < pieces;
+         groupStart += kGroupPieces) {
+      int64_t groupEnd = std::min(pieces, groupStart + kGroupPieces);
+      SmallVector<SmallVector<Value>> rowPieces(rowOf.size());
+      for (auto [i, row] : llvm::enumerate(rowOf))
+        for (int64_t piece = groupStart; piece < groupEnd; ++piece)
+          rowPieces[i].push_back(vector::TransferReadOp::create(
+              b, loc, pieceType, rows,
+              ValueRange{batch, head, row, im.c(piece * pieceWidthValue)},
+              zeroF, ArrayRef<bool>{true}));
+      auto keyLoop = scf::ForOp::create(
+          b, loc, im.c(0), im.c(kKeyChunk), im.c(1), ValueRange{acc},
+          [&](OpBuilder &b, Location loc, Value j, ValueRange carried) {
+            IndexMath im{b, loc};
+            Value key = im.add(key0, j);
+            SmallVector<Value> w;
+            for (int64_t i = 0, e = rowOf.size(); i < e; ++i)
+              w.push_back(splat(b, loc,
+                                tensor::ExtractOp::create(
+                                    b, loc, weights, ValueRange{im.c(i), j}),
+                                pieceType));
+            Value updated = carried[0];
+            for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
+              SmallVector<Value> at = {key, im.c(piece * pieceWidthValue)};
+              Value sum = vector::TransferReadOp::create(
+                  b, loc, pieceType, updated, at, zeroF, ArrayRef<bool>{true});
+              for (int64_t i = 0, e = rowOf.size(); i < e; ++i)
+                sum = vector::FMAOp::create(
+                    b, loc, w[i], rowPieces[i][piece - groupStart], sum);
+              updated = vector::TransferWriteOp::create(
+                            b, loc, sum, updated, at, ArrayRef<bool>{true})
+                            .getResult();
+            }
+            scf::YieldOp::create(b, loc, updated);
+          });
+      acc = keyLoop.getResult(0);
+    }
+    return acc;
+  }
+
+  /// accQ[g, rowOf[i], :] += scale * sum_j dS[i, j] * K[key0 + j, :].
+  Value emitQueryAccumulation(OpBuilder &b, Location loc, Value accQ, Value dS,
+                              Value batch, Value kvHead, Value g, Value key0,
+                              ArrayRef<Value> rowOf) {
+    static constexpr int64_t kGroupPieces = 4;
+    Type f32 = b.getF32Type();
+    int64_t pieceWidthValue = pieceWidth(headDimQK);
+    int64_t pieces = headDimQK / pieceWidthValue;
+    auto pieceType = VectorType::get({pieceWidthValue}, f32);
+    Value zeroF = emitF32Constant(b, loc, 0.0);
+    Value scale = emitF32Constant(b, loc, c.scale);
+    Value zeroPiece = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(pieceType, b.getF32FloatAttr(0)));
+    IndexMath im{b, loc};
+    int64_t rows = rowOf.size();
+    for (int64_t groupStart = 0; groupStart < pieces;
+         groupStart += kGroupPieces) {
+      int64_t groupEnd = std::min(pieces, groupStart + kGroupPieces);
+      int64_t width = groupEnd - groupStart;
+      SmallVector<Value> init(rows * width, zeroPiece);
+      auto keyLoop = scf::ForOp::create(
+          b, loc, im.c(0), im.c(kKeyChunk), im.c(1), init,
+          [&](OpBuilder &b, Location loc, Value j, ValueRange sums) {
+            IndexMath im{b, loc};
+            SmallVector<Value> w;
+            for (int64_t i = 0; i < rows; ++i)
+              w.push_back(splat(
+                  b, loc,
+                  arith::MulFOp::create(b, loc,
+                                        tensor::ExtractOp::create(
+                                            b, loc, dS, ValueRange{im.c(i), j}),
+                                        scale),
+                  pieceType));
+            SmallVector<Value> next(sums.begin(), sums.end());
+            for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
+              Value k = vector::TransferReadOp::create(
+                  b, loc, pieceType, ks,
+                  ValueRange{batch, kvHead, im.add(key0, j),
+                             im.c(piece * pieceWidthValue)},
+                  zeroF, ArrayRef<bool>{true});
+              for (int64_t i = 0; i < rows; ++i) {
+                Value &sum = next[i * width + piece - groupStart];
+                sum = vector::FMAOp::create(b, loc, w[i], k, sum);
+              }
+            }
+            scf::YieldOp::create(b, loc, next);
+          });
+      // Row by row: padding rows repeat the last row and add 0 to it.
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
+          SmallVector<Value> at = {g, rowOf[i], im.c(piece * pieceWidthValue)};
+          Value sum = arith::AddFOp::create(
+              b, loc,
+              vector::TransferReadOp::create(b, loc, pieceType, accQ, at, zeroF,
+                                             ArrayRef<bool>{true}),
+              keyLoop.getResult(i * width + piece - groupStart));
+          accQ = vector::TransferWriteOp::create(b, loc, sum, accQ, at,
+                                                 ArrayRef<bool>{true})
+                     .getResult();
+        }
+    }
+    return accQ;
+  }
+
+  /// The micro-block of query rows [first, first + kBlockRows) of `head`
+  /// against the keys [key0, key0 + kKeyChunk); skipped when none of its
+  /// rows sees any of them. `state` is (accQ, accK, accV, P, dS).
+  SmallVector<Value> emitMicroBlock(OpBuilder &b, Location loc, Value batch,
+                                    Value head, Value kvHead, Value g,
+                                    Value first, Value key0, ValueRange state) {
+    IndexMath im{b, loc};
+    SmallVector<Value> rowOf, real;
+    SmallVector<RowGeometry> geometry;
+    for (int64_t i = 0; i < kBlockRows; ++i) {
+      Value row = im.add(first, im.c(i));
+      real.push_back(im.lt(row, im.c(c.seqQ)));
+      rowOf.push_back(im.min(row, im.c(c.seqQ - 1)));
+      geometry.push_back(computeRowGeometry(b, loc, c, batch, rowOf.back()));
+    }
+    Value lo = geometry[0].lo, hi = geometry[0].hi;
+    for (int64_t i = 1; i < kBlockRows; ++i) {
+      lo = im.min(lo, geometry[i].lo);
+      hi = im.max(hi, geometry[i].hi);
+    }
+    Value sees = arith::AndIOp::create(
+        b, loc, im.lt(key0, hi), im.lt(lo, im.add(key0, im.c(kKeyChunk))));
+    auto ifOp = scf::IfOp::create(
+        b, loc, sees,
+        [&](OpBuilder &b, Location loc) {
+          scf::YieldOp::create(b, loc,
+                               emitChunk(b, loc, batch, head, kvHead, g, key0,
+                                         rowOf, real, geometry, state));
+        },
+        [&](OpBuilder &b, Location loc) {
+          scf::YieldOp::create(b, loc, state);
+        });
+    return ifOp.getResults();
+  }
+
+  SmallVector<Value> emitChunk(OpBuilder &b, Location loc, Value batch,
+                               Value head, Value kvHead, Value g, Value key0,
+                               ArrayRef<Value> rowOf, ArrayRef<Value> real,
+                               ArrayRef<RowGeometry> geometry,
+                               ValueRange state) {
+    IndexMath im{b, loc};
+    Type f32 = b.getF32Type(), i32 = b.getI32Type();
+    auto chunkType = VectorType::get({kKeyChunk}, f32);
+    auto keyType = VectorType::get({kKeyChunk}, i32);
+    Value chunk = im.div(key0, im.c(kKeyChunk));
+    Value zeroF = emitF32Constant(b, loc, 0.0);
+    Value zeroChunk = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(chunkType, b.getF32FloatAttr(0)));
+    SmallVector<Value> scores = emitOuterProducts(
+        b, loc, qs, kt, headDimQK, batch, head, kvHead, chunk, rowOf);
+    SmallVector<Value> dP = emitOuterProducts(b, loc, dOs, vt, headDimV, batch,
+                                              head, kvHead, chunk, rowOf);
+
+    auto toKeyVector = [&](Value index) -> Value {
+      return vector::BroadcastOp::create(
+          b, loc, keyType, arith::IndexCastOp::create(b, loc, i32, index));
+    };
+    SmallVector<int32_t> offsets(kKeyChunk);
+    for (int64_t j = 0; j < kKeyChunk; ++j)
+      offsets[j] = static_cast<int32_t>(j);
+    Value keyIndex = arith::AddIOp::create(
+        b, loc, toKeyVector(key0),
+        arith::ConstantOp::create(
+            b, loc,
+            DenseElementsAttr::get(keyType, ArrayRef<int32_t>(offsets))));
+
+    Value pState = state[3], dsState = state[4];
+    auto dvType = VectorType::get({headDimV}, f32);
+    for (int64_t i = 0; i < kBlockRows; ++i) {
+      const RowGeometry &geo = geometry[i];
+      Value logits = scores[i];
+      if (c.biasKind == BiasKind::alibi) {
+        SmallVector<Value> at = {head};
+        if (cast<RankedTensorType>(c.slopes.getType()).getRank() == 2)
+          at = {geo.sequence, head};
+        Value slope = tensor::ExtractOp::create(b, loc, c.slopes, at);
+        Value distance =
+            arith::SubIOp::create(b, loc, keyIndex, toKeyVector(geo.diagonal));
+        Value magnitude = math::AbsIOp::create(b, loc, distance);
+        logits = arith::SubFOp::create(
+            b, loc, logits,
+            arith::MulFOp::create(
+                b, loc, splat(b, loc, slope, chunkType),
+                arith::SIToFPOp::create(b, loc, chunkType, magnitude)));
+      }
+      Value visible = arith::AndIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, keyIndex,
+                                toKeyVector(geo.lo)),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, keyIndex,
+                                toKeyVector(geo.hi)));
+      visible = arith::AndIOp::create(
+          b, loc, visible,
+          vector::BroadcastOp::create(
+              b, loc, VectorType::get({kKeyChunk}, b.getI1Type()), real[i]));
+      Value rowLse = tensor::ExtractOp::create(
+          b, loc, lse, c.lseIndices(batch, rowOf[i], head, im.c(0)));
+      Value p = arith::SelectOp::create(
+          b, loc, visible,
+          math::ExpOp::create(
+              b, loc,
+              arith::SubFOp::create(b, loc, logits,
+                                    splat(b, loc, rowLse, chunkType))),
+          zeroChunk);
+      // D_i = dO_i . O_i.
+      Value dORow = vector::TransferReadOp::create(
+          b, loc, dvType, dOs, ValueRange{batch, head, rowOf[i], im.c(0)},
+          zeroF, ArrayRef<bool>{true});
+      Value delta = dotProduct(
+          b, loc, dORow,
+          readRow(b, loc, o,
+                  rowIndices(c.layout, batch, rowOf[i], head, im.c(0))));
+      Value dS = arith::MulFOp::create(
+          b, loc, p,
+          arith::SubFOp::create(b, loc, dP[i],
+                                splat(b, loc, delta, chunkType)));
+      pState = vector::TransferWriteOp::create(b, loc, p, pState,
+                                               ValueRange{im.c(i), im.c(0)},
+                                               ArrayRef<bool>{true})
+                   .getResult();
+      dsState = vector::TransferWriteOp::create(b, loc, dS, dsState,
+                                                ValueRange{im.c(i), im.c(0)},
+                                                ArrayRef<bool>{true})
+                    .getResult();
+    }
+    Value accV = emitKeyAccumulation(b, loc, state[2], pState, dOs, headDimV,
+                                     batch, head, key0, rowOf);
+    Value accK = emitKeyAccumulation(b, loc, state[1], dsState, qs, headDimQK,
+                                     batch, head, key0, rowOf);
+    Value accQ = emitQueryAccumulation(b, loc, state[0], dsState, batch, kvHead,
+                                       g, key0, rowOf);
+    return {accQ, accK, accV, pState, dsState};
+  }
+};
+
 struct AttentionOpLowering : OpConversionPattern<AttentionOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -1154,7 +1609,13 @@ struct AttentionBackwardOpLowering : OpConversionPattern<AttentionBackwardOp> {
 
     BackwardOperands operands{adaptor.getO(), adaptor.getDO(), adaptor.getLse(),
                               hasBiasGrad, hasOffsetGrad};
-    SmallVector<Value> grads = emitParallelBackward(b, loc, c, operands, init);
+    std::optional<BlockedBackward> blocked;
+    if (canUseBlockedForward(c) && !hasBiasGrad && !hasOffsetGrad) {
+      blocked.emplace(c, operands.o, operands.dO, operands.lse);
+      blocked->prepare(b, loc);
+    }
+    SmallVector<Value> grads = emitParallelBackward(
+        b, loc, c, operands, init, blocked ? &*blocked : nullptr);
 
     SmallVector<Value> results = {grads[0],
                                   castAccumulator(b, loc, grads[1], kType),
@@ -1191,7 +1652,8 @@ struct AttentionBackwardOpLowering : OpConversionPattern<AttentionBackwardOp> {
   static SmallVector<Value> emitParallelBackward(OpBuilder &b, Location loc,
                                                  const AttentionConfig &c,
                                                  const BackwardOperands &in,
-                                                 ValueRange init) {
+                                                 ValueRange init,
+                                                 BlockedBackward *blocked) {
     int64_t batches = c.thd ? 1 : c.batches;
     int64_t group = c.headsQ / c.headsKV;
     ArrayRef<int64_t> biasShape;
@@ -1264,6 +1726,21 @@ struct AttentionBackwardOpLowering : OpConversionPattern<AttentionBackwardOp> {
       SmallVector<OpFoldResult> strides(slice.first.size(), b.getIndexAttr(1));
       local.push_back(tensor::ExtractSliceOp::create(
           b, loc, tensor, slice.first, slice.second, strides));
+    }
+
+    b.setInsertionPoint(forall.getTerminator());
+    if (blocked) {
+      // One (batch, key/value head) per iteration.
+      SmallVector<Value> grads =
+          blocked->emitIteration(b, loc, base.batch, base.kvHead, local);
+      b.setInsertionPointToEnd(forall.getTerminator().getBody());
+      for (auto [result, tensor, slice] : llvm::zip(grads, shared, slices)) {
+        SmallVector<OpFoldResult> strides(slice.first.size(),
+                                          b.getIndexAttr(1));
+        tensor::ParallelInsertSliceOp::create(
+            b, loc, result, tensor, slice.first, slice.second, strides);
+      }
+      return forall.getResults();
     }
 
     // Batch, query head and row loops over the iteration's slices.

@@ -135,3 +135,43 @@ func.func @backward_gqa_dbias(%q: tensor<3x6x4x8xf32>, %k: tensor<3x5x2x8xf32>,
   return %dq, %dk, %dv, %dbias
       : tensor<3x6x4x8xf32>, tensor<3x5x2x8xf32>, tensor<3x5x2x8xf32>, tensor<1x4x6x5xf32>
 }
+
+// -----
+
+// Without a bias tensor, mask tensor, dropout, thd or d_softmax_offset the
+// backward is blocked like the forward: f32 copies (scale * q, K^T and V^T
+// in chunks of 32 keys, K rows, dO), then per (batch, key/value head) the
+// key chunks, the group's query heads and micro-blocks of 4 rows.
+// CHECK-LABEL: func @backward_blocked
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x4x40x16xf32>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x2x2x16x32xf32>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x2x2x16x32xf32>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x2x64x16xf32>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x4x40x16xf32>)
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (2, 2)
+// The accumulators: dQ of the group [2, s_q, d], dK and dV of the padded
+// keys, and the micro-block's P and dS.
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c32 iter_args({{.*}}) -> (tensor<2x40x16xf32>, tensor<64x16xf32>, tensor<64x16xf32>, tensor<4x32xf32>, tensor<4x32xf32>)
+// CHECK: scf.for %{{.*}} = %c0 to %c2 step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c40 step %c4
+// CHECK: scf.if
+// S and dP as outer products over the head dimension.
+// CHECK: scf.for {{.*}} -> (vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>)
+// CHECK: scf.for {{.*}} -> (vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>)
+// CHECK-COUNT-4: math.exp %{{.*}} : vector<32xf32>
+// dV and dK key by key, then dQ in registers.
+// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args(%{{.*}}) -> (tensor<64x16xf32>)
+// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args(%{{.*}}) -> (tensor<64x16xf32>)
+// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: scf.forall.in_parallel
+// CHECK-COUNT-3: tensor.parallel_insert_slice
+func.func @backward_blocked(%q: tensor<2x40x4x16xbf16>, %k: tensor<2x40x2x16xbf16>,
+                            %v: tensor<2x40x2x16xbf16>, %o: tensor<2x40x4x16xbf16>,
+                            %do: tensor<2x40x4x16xbf16>, %lse: tensor<2x4x40x1xf32>)
+    -> (tensor<2x40x4x16xbf16>, tensor<2x40x2x16xbf16>, tensor<2x40x2x16xbf16>) {
+  %dq, %dk, %dv = te.attention_backward %q, %k, %v, %o, %do, %lse layout bshd mask causal
+      : (tensor<2x40x4x16xbf16>, tensor<2x40x2x16xbf16>, tensor<2x40x2x16xbf16>,
+         tensor<2x40x4x16xbf16>, tensor<2x40x4x16xbf16>, tensor<2x4x40x1xf32>)
+      -> (tensor<2x40x4x16xbf16>, tensor<2x40x2x16xbf16>, tensor<2x40x2x16xbf16>)
+  return %dq, %dk, %dv : tensor<2x40x4x16xbf16>, tensor<2x40x2x16xbf16>, tensor<2x40x2x16xbf16>
+}
