@@ -147,6 +147,31 @@ func.func @amax(%x: tensor<3x1000xf16>) -> tensor<f32> {
     assert amax == np.float32(0)
 
 
+@pytest.mark.parametrize("dtype", ["f16", "f32"])
+def test_amax_vector_rows(te_run, dtype):
+    """Rows of a multiple of 16 elements take the vector reduction: the same
+    NaN-skipping maximum, infinities included, in every lane and row."""
+    np_type = {"f16": np.float16, "f32": np.float32}[dtype]
+    program = te_run.program(f"""
+func.func @amax(%x: tensor<4x1024x{dtype}>) -> tensor<f32> {{
+  %a = te.amax %x : tensor<4x1024x{dtype}> -> tensor<f32>
+  return %a : tensor<f32>
+}}
+""")
+    rng = np.random.default_rng(7)
+    for row, col in ((0, 0), (1, 15), (2, 1000), (3, 1023)):
+        x = rng.standard_normal((4, 1024)).astype(np_type)
+        x[row, col] = -np_type(60000)
+        x[(row + 1) % 4, (col + 7) % 1024] = np.nan
+        (amax,) = te_run.run_kernel(program, [x])
+        assert amax == np.float32(60000) == amax_of(x), (row, col)
+    x[3, 5] = -np.inf
+    (amax,) = te_run.run_kernel(program, [x])
+    assert amax == np.float32(np.inf)
+    (amax,) = te_run.run_kernel(program, [np.full((4, 1024), np.nan, np_type)])
+    assert amax == np.float32(0)
+
+
 @pytest.mark.parametrize("shape", [(8, 32), (16, 32), (1, 7), (5, 64)])
 @pytest.mark.parametrize("dtype", ["bf16", "f16", "f32"])
 def test_amax_small_shapes_compile(te_run, shape, dtype):

@@ -196,6 +196,11 @@ LogicalResult outlineBody(RewriterBase &rewriter, scf::ParallelOp loop,
   if (failed(outlined))
     return failure();
   outlined->setPrivate();
+  // Not exported from the kernel library; LLVM inlines it into OpenMP's
+  // outlined region.
+  (*outlined)->setAttr(
+      "llvm.linkage",
+      LLVM::LinkageAttr::get(rewriter.getContext(), LLVM::Linkage::Internal));
   symbols.insert(*outlined);
   for (BlockArgument argument : outlined->getArguments())
     if (isa<MemRefType>(argument.getType()))

@@ -86,6 +86,12 @@ Value bitsToF32(OpBuilder &b, Location loc, Value bits) {
       .getResult(0);
 }
 
+Value viewAs2D(OpBuilder &b, Location loc, Value value);
+
+/// Lanes of the vector accumulator of buildAmax's rows: one AVX-512
+/// register of i32.
+constexpr int64_t kAmaxLanes = 16;
+
 /// max |x| over the non-NaN elements of `input` (f32 scalar tensor), as TE
 /// computes it; empty or all-NaN inputs give 0. See emitAmaxBits.
 Value buildAmax(OpBuilder &b, Location loc, Value input) {
@@ -93,20 +99,105 @@ Value buildAmax(OpBuilder &b, Location loc, Value input) {
   int64_t rank = type.getRank();
   MLIRContext *ctx = b.getContext();
   Type i32 = b.getI32Type();
-  Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, i32);
   Value zero = arith::ConstantIntOp::create(b, loc, i32, 0);
-  Value init = linalg::FillOp::create(b, loc, zero, empty).getResult(0);
-  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
-                                 scalarMap(ctx, rank)};
-  SmallVector<utils::IteratorType> loops(rank, utils::IteratorType::reduction);
-  auto reduce = linalg::GenericOp::create(
-      b, loc, init.getType(), input, init, maps, loops,
-      [](OpBuilder &b, Location loc, ValueRange args) {
-        Value magnitude = emitAmaxBits(b, loc, emitExtToF32(b, loc, args[0]));
-        Value max = arith::MaxUIOp::create(b, loc, args[1], magnitude);
-        linalg::YieldOp::create(b, loc, max);
-      });
-  return bitsToF32(b, loc, reduce.getResult(0));
+  auto maxBits = [](OpBuilder &b, Location loc, ValueRange args) {
+    Value magnitude = emitAmaxBits(b, loc, emitExtToF32(b, loc, args[0]));
+    Value max = arith::MaxUIOp::create(b, loc, args[1], magnitude);
+    linalg::YieldOp::create(b, loc, max);
+  };
+  auto reduceAll = [&](Value tensor, auto body) {
+    int64_t rank = cast<RankedTensorType>(tensor.getType()).getRank();
+    Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, i32);
+    Value init = linalg::FillOp::create(b, loc, zero, empty).getResult(0);
+    SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
+                                   scalarMap(ctx, rank)};
+    SmallVector<utils::IteratorType> loops(rank,
+                                           utils::IteratorType::reduction);
+    return linalg::GenericOp::create(b, loc, init.getType(), tensor, init, maps,
+                                     loops, body)
+        .getResult(0);
+  };
+  if (rank < 2)
+    return bitsToF32(b, loc, reduceAll(input, maxBits));
+
+  // In two steps, so that the first runs on several threads: the max of
+  // each row of the [leading dims, last dim] view, then of those.
+  int64_t rows = 1;
+  for (int64_t size : type.getShape().drop_back())
+    rows *= size;
+  int64_t cols = type.getShape().back();
+  Value matrix = viewAs2D(b, loc, input);
+  Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{rows}, i32);
+  Value rowMax;
+  if (cols % kAmaxLanes == 0) {
+    // Each row in vectors of kAmaxLanes with a vector accumulator: as a
+    // scalar reduction LLVM keeps it scalar once InstCombine has folded the
+    // NaN select into the maximum (the accumulator then sits in a select).
+    auto laneType = VectorType::get({kAmaxLanes}, i32);
+    auto valueType = VectorType::get({kAmaxLanes}, type.getElementType());
+    auto f32Type = VectorType::get({kAmaxLanes}, b.getF32Type());
+    rowMax =
+        linalg::GenericOp::create(
+            b, loc, empty.getType(), ValueRange{}, empty,
+            b.getMultiDimIdentityMap(1), parallelLoops(1),
+            [&](OpBuilder &b, Location loc, ValueRange) {
+              Value row = linalg::IndexOp::create(b, loc, 0);
+              auto index = [&](int64_t v) -> Value {
+                return arith::ConstantIndexOp::create(b, loc, v);
+              };
+              auto splatI32 = [&](int64_t v) -> Value {
+                return arith::ConstantOp::create(
+                    b, loc,
+                    DenseElementsAttr::get(laneType, b.getI32IntegerAttr(v)));
+              };
+              Value padding = arith::ConstantOp::create(
+                  b, loc, b.getZeroAttr(type.getElementType()));
+              auto loop = scf::ForOp::create(
+                  b, loc, index(0), index(cols), index(kAmaxLanes),
+                  ValueRange{splatI32(0)},
+                  [&](OpBuilder &b, Location loc, Value col, ValueRange acc) {
+                    Value x = vector::TransferReadOp::create(
+                        b, loc, valueType, matrix, ValueRange{row, col},
+                        padding, ArrayRef<bool>{true});
+                    if (x.getType() != f32Type)
+                      x = arith::ExtFOp::create(b, loc, f32Type, x);
+                    Value magnitude = arith::AndIOp::create(
+                        b, loc, arith::BitcastOp::create(b, loc, laneType, x),
+                        splatI32(0x7FFFFFFF));
+                    Value isNaN = arith::CmpFOp::create(
+                        b, loc, arith::CmpFPredicate::UNO, x, x);
+                    magnitude = arith::SelectOp::create(b, loc, isNaN,
+                                                        splatI32(0), magnitude);
+                    scf::YieldOp::create(
+                        b, loc,
+                        arith::MaxUIOp::create(b, loc, acc[0], magnitude)
+                            .getResult());
+                  });
+              linalg::YieldOp::create(
+                  b, loc,
+                  vector::ReductionOp::create(
+                      b, loc, vector::CombiningKind::MAXUI, loop.getResult(0))
+                      .getResult());
+            })
+            .getResult(0);
+  } else {
+    Value init = linalg::FillOp::create(b, loc, zero, empty).getResult(0);
+    SmallVector<AffineMap> maps = {
+        b.getMultiDimIdentityMap(2),
+        AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx)};
+    SmallVector<utils::IteratorType> loops = {utils::IteratorType::parallel,
+                                              utils::IteratorType::reduction};
+    rowMax = linalg::GenericOp::create(b, loc, init.getType(), matrix, init,
+                                       maps, loops, maxBits)
+                 .getResult(0);
+  }
+  return bitsToF32(
+      b, loc,
+      reduceAll(rowMax, [](OpBuilder &b, Location loc, ValueRange args) {
+        linalg::YieldOp::create(
+            b, loc,
+            arith::MaxUIOp::create(b, loc, args[1], args[0]).getResult());
+      }));
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,25 +1,48 @@
 // Lowering of the FP8 scaling ops to linalg on tensors.
 // RUN: te-opt %s -split-input-file --convert-te-to-linalg | FileCheck %s
 
-// amax: a full reduction of the bits of |x| as unsigned integers from 0
-// (the same order as the values), NaN elements (unordered with themselves)
+// amax: a reduction of the bits of |x| as unsigned integers from 0 (the
+// same order as the values), NaN elements (unordered with themselves)
 // replaced by 0 so that they are skipped as TE's fmaxf skips them, then back
-// to f32.
+// to f32. In two steps, so that the first runs on several threads: each
+// row of the [leading dims, last dim] view, then the rows' maxima.
 // CHECK-LABEL: func @amax
 // CHECK-SAME: (%[[X:.*]]: tensor<4x8xbf16>)
 // CHECK: %[[ZERO:.*]] = arith.constant 0 : i32
-// CHECK: %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : i32) outs(%{{.*}} : tensor<i32>)
-// CHECK: %[[BITS:.*]] = linalg.generic {{.*}}iterator_types = ["reduction", "reduction"]{{.*}} ins(%[[X]] : tensor<4x8xbf16>) outs(%[[INIT]] : tensor<i32>)
+// CHECK: %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : i32) outs(%{{.*}} : tensor<4xi32>)
+// CHECK: %[[ROWS:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[X]] : tensor<4x8xbf16>) outs(%[[INIT]] : tensor<4xi32>)
 // CHECK: %[[F:.*]] = arith.extf %{{.*}} : bf16 to f32
 // CHECK: arith.constant 2147483647 : i32
 // CHECK: %[[MAG:.*]] = arith.andi
 // CHECK: %[[NAN:.*]] = arith.cmpf uno, %[[F]], %[[F]] : f32
 // CHECK: %[[SKIP:.*]] = arith.select %[[NAN]], %{{.*}}, %[[MAG]] : i32
 // CHECK: arith.maxui %{{.*}}, %[[SKIP]]
+// CHECK: %[[BITS:.*]] = linalg.generic {{.*}}iterator_types = ["reduction"]{{.*}} ins(%[[ROWS]] : tensor<4xi32>) outs(%{{.*}} : tensor<i32>)
+// CHECK: arith.maxui
 // CHECK: linalg.generic {{.*}} ins(%[[BITS]] : tensor<i32>)
 // CHECK: arith.bitcast %{{.*}} : i32 to f32
 func.func @amax(%x: tensor<4x8xbf16>) -> tensor<f32> {
   %a = te.amax %x : tensor<4x8xbf16> -> tensor<f32>
+  return %a : tensor<f32>
+}
+
+// -----
+
+// Rows of a multiple of 16 elements go in vectors of 16 with a vector
+// accumulator (LLVM leaves the scalar form of this reduction scalar).
+// CHECK-LABEL: func @amax_vectors
+// CHECK: %[[ROWS:.*]] = linalg.generic {{.*}}iterator_types = ["parallel"]{{.*}} outs(%{{.*}} : tensor<3xi32>)
+// CHECK: scf.for %[[C:.*]] = %c0 to %c64 step %c16 iter_args(%[[ACC:.*]] = %{{.*}}) -> (vector<16xi32>)
+// CHECK: %[[V:.*]] = vector.transfer_read %{{.*}}[%{{.*}}, %[[C]]]{{.*}} : tensor<3x64xbf16>, vector<16xbf16>
+// CHECK: %[[F:.*]] = arith.extf %[[V]] : vector<16xbf16> to vector<16xf32>
+// CHECK: arith.andi %{{.*}} : vector<16xi32>
+// CHECK: %[[NAN:.*]] = arith.cmpf uno, %[[F]], %[[F]] : vector<16xf32>
+// CHECK: %[[SKIP:.*]] = arith.select %[[NAN]], %{{.*}} : vector<16xi1>, vector<16xi32>
+// CHECK: arith.maxui %[[ACC]], %[[SKIP]] : vector<16xi32>
+// CHECK: vector.reduction <maxui>, %{{.*}} : vector<16xi32> into i32
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]{{.*}} ins(%[[ROWS]] : tensor<3xi32>)
+func.func @amax_vectors(%x: tensor<3x64xbf16>) -> tensor<f32> {
+  %a = te.amax %x : tensor<3x64xbf16> -> tensor<f32>
   return %a : tensor<f32>
 }
 
@@ -96,8 +119,9 @@ func.func @delayed_scaling_most_recent(%h: tensor<4xf32>, %amax: tensor<f32>, %s
 // CHECK: %[[DT:.*]] = linalg.generic {indexing_maps = [#[[T]], {{.*}}, #[[ID]]]{{.*}} outs(%{{.*}} : tensor<8x4xf8E4M3FN>)
 // CHECK: %[[SI:.*]] = linalg.generic {{.*}} ins(%[[S]] : tensor<f32>)
 // CHECK: arith.divf
-// CHECK: %[[BITS:.*]] = linalg.generic {{.*}}iterator_types = ["reduction", "reduction"]{{.*}} ins(%[[X]] : tensor<4x8xbf16>) outs(%{{.*}} : tensor<i32>)
+// CHECK: %[[ROWS:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[X]] : tensor<4x8xbf16>) outs(%{{.*}} : tensor<4xi32>)
 // CHECK: arith.maxui
+// CHECK: %[[BITS:.*]] = linalg.generic {{.*}}iterator_types = ["reduction"]{{.*}} ins(%[[ROWS]] : tensor<4xi32>) outs(%{{.*}} : tensor<i32>)
 // CHECK: %[[AMAX:.*]] = linalg.generic {{.*}} ins(%[[BITS]] : tensor<i32>)
 // CHECK: arith.bitcast %{{.*}} : i32 to f32
 // CHECK: return %[[D]], %[[DT]], %[[SI]], %[[AMAX]]
