@@ -633,11 +633,76 @@ Value buildBlockAmax(OpBuilder &b, Location loc, Value matrix,
                  })
                  .getResult(0);
   }
+  Type i32 = b.getI32Type();
+  if (block.rows == 1 && block.cols % kAmaxLanes == 0) {
+    // Row blocks (MXFP8 1x32, 1x128) as a few vectors each: see buildAmax
+    // for why the scalar form of this reduction stays scalar.
+    auto laneType = VectorType::get({kAmaxLanes}, i32);
+    auto valueType = VectorType::get({kAmaxLanes}, element);
+    auto f32Type = VectorType::get({kAmaxLanes}, b.getF32Type());
+    Value empty = tensor::EmptyOp::create(
+        b, loc, ArrayRef<int64_t>{blockRows, blockCols}, i32);
+    Value source = matrix;
+    Value bits =
+        linalg::GenericOp::create(
+            b, loc, empty.getType(), ValueRange{}, empty,
+            b.getMultiDimIdentityMap(2), parallelLoops(2),
+            [&](OpBuilder &b, Location loc, ValueRange) {
+              Value row = linalg::IndexOp::create(b, loc, 0);
+              Value first = arith::MulIOp::create(
+                  b, loc, linalg::IndexOp::create(b, loc, 1),
+                  arith::ConstantIndexOp::create(b, loc, block.cols));
+              auto splatI32 = [&](int64_t v) -> Value {
+                return arith::ConstantOp::create(
+                    b, loc,
+                    DenseElementsAttr::get(laneType, b.getI32IntegerAttr(v)));
+              };
+              Value padding =
+                  arith::ConstantOp::create(b, loc, b.getZeroAttr(element));
+              Value acc = splatI32(0);
+              for (int64_t lane = 0; lane < block.cols; lane += kAmaxLanes) {
+                Value col = arith::AddIOp::create(
+                    b, loc, first,
+                    arith::ConstantIndexOp::create(b, loc, lane));
+                Value x = vector::TransferReadOp::create(
+                    b, loc, valueType, source, ValueRange{row, col}, padding,
+                    ArrayRef<bool>{true});
+                if (x.getType() != f32Type)
+                  x = arith::ExtFOp::create(b, loc, f32Type, x);
+                Value magnitude = arith::AndIOp::create(
+                    b, loc, arith::BitcastOp::create(b, loc, laneType, x),
+                    splatI32(0x7FFFFFFF));
+                Value isNaN = arith::CmpFOp::create(
+                    b, loc, arith::CmpFPredicate::UNO, x, x);
+                magnitude = arith::SelectOp::create(b, loc, isNaN, splatI32(0),
+                                                    magnitude);
+                acc = arith::MaxUIOp::create(b, loc, acc, magnitude);
+              }
+              linalg::YieldOp::create(
+                  b, loc,
+                  vector::ReductionOp::create(b, loc,
+                                              vector::CombiningKind::MAXUI, acc)
+                      .getResult());
+            })
+            .getResult(0);
+    Value result = tensor::EmptyOp::create(
+        b, loc, ArrayRef<int64_t>{blockRows, blockCols}, b.getF32Type());
+    SmallVector<AffineMap> identity(2, b.getMultiDimIdentityMap(2));
+    return linalg::GenericOp::create(
+               b, loc, result.getType(), bits, result, identity,
+               parallelLoops(2),
+               [](OpBuilder &b, Location loc, ValueRange args) {
+                 linalg::YieldOp::create(
+                     b, loc,
+                     arith::BitcastOp::create(b, loc, b.getF32Type(), args[0])
+                         .getResult());
+               })
+        .getResult(0);
+  }
   auto blocked = RankedTensorType::get(
       {blockRows, block.rows, blockCols, block.cols}, element);
   matrix =
       tensor::ExpandShapeOp::create(b, loc, blocked, matrix, {{0, 1}, {2, 3}});
-  Type i32 = b.getI32Type();
   Value init = tensor::EmptyOp::create(
       b, loc, ArrayRef<int64_t>{blockRows, blockCols}, i32);
   Value zeroBits = arith::ConstantIntOp::create(b, loc, i32, 0);

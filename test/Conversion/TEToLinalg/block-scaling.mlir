@@ -1,13 +1,16 @@
-// Block scaling lowers to a per-block amax (a reduction over the matrix
-// reshaped into blocks), per-block scales, and a cast that reads each
-// element's block scale through a floordiv map.
+// Block scaling lowers to a per-block amax (row blocks as vectors; other
+// blocks a reduction over the matrix reshaped into blocks), per-block
+// scales, and a cast that reads each element's block scale through a
+// floordiv map.
 // RUN: te-opt %s -split-input-file --convert-te-to-linalg --canonicalize | FileCheck %s
 
 // CHECK-DAG: #[[BLOCK:.*]] = affine_map<(d0, d1) -> (d0, d1 floordiv 32)>
 // CHECK-LABEL: func @mxfp8_rowwise
-// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2, 3]] {{.*}} : tensor<64x64xf32> into tensor<64x1x2x32xf32>
-// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction", "parallel", "reduction"]
-// CHECK: arith.maxui
+// Row blocks: per (row, block) two vectors of 16 and a vector max.
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]{{.*}} outs(%{{.*}} : tensor<64x2xi32>)
+// CHECK-COUNT-2: vector.transfer_read %{{.*}} : tensor<64x64xf32>, vector<16xf32>
+// CHECK: arith.maxui %{{.*}} : vector<16xi32>
+// CHECK: vector.reduction <maxui>, %{{.*}} : vector<16xi32> into i32
 // E8M0: the exponent of amax / 448, rounded up.
 // CHECK: arith.shrui %{{.*}}, %c23_i32
 // CHECK: arith.trunci %{{.*}} : i32 to i8
