@@ -510,6 +510,18 @@ unsigned headDimension(QKVLayout layout) {
   llvm_unreachable("unknown layout");
 }
 
+/// An scf.forall over [0, n) for each n of `upperBounds`, with `outputs` as
+/// its shared outputs.
+scf::ForallOp createForall(OpBuilder &b, Location loc,
+                           ArrayRef<int64_t> upperBounds, ValueRange outputs) {
+  SmallVector<OpFoldResult> lbs(upperBounds.size(), b.getIndexAttr(0)),
+      steps(upperBounds.size(), b.getIndexAttr(1)), ubs;
+  for (int64_t n : upperBounds)
+    ubs.push_back(b.getIndexAttr(n));
+  return scf::ForallOp::create(b, loc, lbs, ubs, steps, outputs,
+                               /*mapping=*/std::nullopt);
+}
+
 /// The forward pass's rows in tiles of `tileRows` query rows of one (batch,
 /// head), the tiles of all (batch, head) in parallel: an scf.forall whose
 /// iterations each compute a tile (`body`, given the tile's first row, its
@@ -527,12 +539,11 @@ SmallVector<Value> forEachRowTile(OpBuilder &b, Location loc,
   if (lseType)
     outputs.push_back(tensor::EmptyOp::create(b, loc, lseType.getShape(),
                                               lseType.getElementType()));
-  SmallVector<OpFoldResult> lbs(3, b.getIndexAttr(0)),
-      ubs = {b.getIndexAttr(c.thd ? 1 : c.batches), b.getIndexAttr(c.headsQ),
-             b.getIndexAttr(llvm::divideCeil(c.seqQ, tileRows))},
-      steps(3, b.getIndexAttr(1));
-  auto forall = scf::ForallOp::create(b, loc, lbs, ubs, steps, outputs,
-                                      /*mapping=*/std::nullopt);
+  auto forall =
+      createForall(b, loc,
+                   {c.thd ? 1 : c.batches, c.headsQ,
+                    static_cast<int64_t>(llvm::divideCeil(c.seqQ, tileRows))},
+                   outputs);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(forall.getTerminator());
   IndexMath im{b, loc};
@@ -624,6 +635,9 @@ constexpr int64_t kBlockRows = 4;
 /// Query rows per tile: each chunk of K and V is used by this many rows
 /// while it is in the L1/L2 cache.
 constexpr int64_t kTileRows = 64;
+/// Register pieces of 16 floats of a row that the V (and, backward, the
+/// dK/dV/dQ) accumulation works on at a time, for each row of a micro-block.
+constexpr int64_t kGroupPieces = 4;
 
 bool canUseBlockedForward(const AttentionConfig &c) {
   return !c.thd && !c.mask && !c.rngState &&
@@ -672,6 +686,114 @@ Value readPaddedKV(OpBuilder &b, Location loc, const AttentionConfig &c,
   return arith::SelectOp::create(b, loc, im.le(token, last), value,
                                  emitF32Constant(b, loc, 0.0));
 }
+
+/// Whether any of the rows with `geometry` sees a key of the chunk
+/// [key0, key0 + kKeyChunk): the union of their key ranges meets it.
+Value chunkIsSeen(OpBuilder &b, Location loc, ArrayRef<RowGeometry> geometry,
+                  Value key0) {
+  IndexMath im{b, loc};
+  Value lo = geometry[0].lo, hi = geometry[0].hi;
+  for (const RowGeometry &g : geometry.drop_front()) {
+    lo = im.min(lo, g.lo);
+    hi = im.max(hi, g.hi);
+  }
+  return arith::AndIOp::create(b, loc, im.lt(key0, hi),
+                               im.lt(lo, im.add(key0, im.c(kKeyChunk))));
+}
+
+/// For each row i, the sum over t < depth of rows[batch, head, rowOf[i], t]
+/// * columns[batch, kvHead, chunk, t, :] (a vector of kKeyChunk keys):
+/// outer products, one column load and one broadcast per row and t.
+SmallVector<Value> emitChunkOuterProducts(OpBuilder &b, Location loc,
+                                          Value rows, Value columns,
+                                          int64_t depth, Value batch,
+                                          Value head, Value kvHead, Value chunk,
+                                          ArrayRef<Value> rowOf) {
+  auto chunkType = VectorType::get({kKeyChunk}, b.getF32Type());
+  Value zeroF = emitF32Constant(b, loc, 0.0);
+  SmallVector<Value> init(
+      rowOf.size(),
+      arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(chunkType, b.getF32FloatAttr(0))));
+  IndexMath im{b, loc};
+  auto loop = scf::ForOp::create(
+      b, loc, im.c(0), im.c(depth), im.c(1), init,
+      [&](OpBuilder &b, Location loc, Value t, ValueRange partial) {
+        IndexMath im{b, loc};
+        Value keys = vector::TransferReadOp::create(
+            b, loc, chunkType, columns,
+            ValueRange{batch, kvHead, chunk, t, im.c(0)}, zeroF,
+            ArrayRef<bool>{true});
+        SmallVector<Value> next;
+        for (auto [i, row] : llvm::enumerate(rowOf)) {
+          Value element = tensor::ExtractOp::create(
+              b, loc, rows, ValueRange{batch, head, row, t});
+          next.push_back(vector::FMAOp::create(
+              b, loc, splat(b, loc, element, chunkType), keys, partial[i]));
+        }
+        scf::YieldOp::create(b, loc, next);
+      });
+  return loop.getResults();
+}
+
+/// The keys of the chunk starting at `key0` as an i32 vector, to mask and
+/// bias a row's logits of the chunk.
+struct ChunkKeys {
+  OpBuilder &b;
+  Location loc;
+  Value keyIndex;
+
+  ChunkKeys(OpBuilder &b, Location loc, Value key0) : b(b), loc(loc) {
+    SmallVector<int32_t> offsets(kKeyChunk);
+    for (int64_t j = 0; j < kKeyChunk; ++j)
+      offsets[j] = static_cast<int32_t>(j);
+    keyIndex = arith::AddIOp::create(
+        b, loc, splatIndex(key0),
+        arith::ConstantOp::create(
+            b, loc,
+            DenseElementsAttr::get(vectorType(), ArrayRef<int32_t>(offsets))));
+  }
+
+  VectorType vectorType() const {
+    return VectorType::get({kKeyChunk}, b.getI32Type());
+  }
+
+  Value splatIndex(Value index) const {
+    return vector::BroadcastOp::create(
+        b, loc, vectorType(),
+        arith::IndexCastOp::create(b, loc, b.getI32Type(), index));
+  }
+
+  /// A row's logits of the chunk with ALiBi applied (for that bias kind),
+  /// and which of the chunk's keys the row sees.
+  std::pair<Value, Value> biasAndMask(const AttentionConfig &c, Value head,
+                                      const RowGeometry &g,
+                                      Value logits) const {
+    auto chunkType = VectorType::get({kKeyChunk}, b.getF32Type());
+    if (c.biasKind == BiasKind::alibi) {
+      SmallVector<Value> at = {head};
+      if (cast<RankedTensorType>(c.slopes.getType()).getRank() == 2)
+        at = {g.sequence, head};
+      Value slope = tensor::ExtractOp::create(b, loc, c.slopes, at);
+      // -slope * |i + diag - j|.
+      Value distance =
+          arith::SubIOp::create(b, loc, keyIndex, splatIndex(g.diagonal));
+      Value magnitude = math::AbsIOp::create(b, loc, distance);
+      logits = arith::SubFOp::create(
+          b, loc, logits,
+          arith::MulFOp::create(
+              b, loc, splat(b, loc, slope, chunkType),
+              arith::SIToFPOp::create(b, loc, chunkType, magnitude)));
+    }
+    Value visible = arith::AndIOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, keyIndex,
+                              splatIndex(g.lo)),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, keyIndex,
+                              splatIndex(g.hi)));
+    return {logits, visible};
+  }
+};
 
 /// The blocked forward pass of one op: tiles of query rows of one (batch,
 /// head), each tile going once over its key chunks, each chunk applied to
@@ -814,13 +936,7 @@ struct BlockedForward {
       rowOf.push_back(tileRow(im, first, local.back()));
       geometry.push_back(computeRowGeometry(b, loc, c, batch, rowOf.back()));
     }
-    Value lo = geometry[0].lo, hi = geometry[0].hi;
-    for (int64_t i = 1; i < rows; ++i) {
-      lo = im.min(lo, geometry[i].lo);
-      hi = im.max(hi, geometry[i].hi);
-    }
-    Value sees = arith::AndIOp::create(
-        b, loc, im.lt(key0, hi), im.lt(lo, im.add(key0, im.c(kKeyChunk))));
+    Value sees = chunkIsSeen(b, loc, geometry, key0);
     auto ifOp = scf::IfOp::create(
         b, loc, sees,
         [&](OpBuilder &b, Location loc) {
@@ -843,9 +959,8 @@ struct BlockedForward {
                                ArrayRef<RowGeometry> geometry,
                                ValueRange state) {
     IndexMath im{b, loc};
-    Type f32 = b.getF32Type(), i32 = b.getI32Type();
+    Type f32 = b.getF32Type();
     auto chunkType = VectorType::get({kKeyChunk}, f32);
-    auto keyType = VectorType::get({kKeyChunk}, i32);
     // The accumulators go in pieces of 16 floats (one AVX-512 register), so
     // that the V accumulation below works on a few registers at a time.
     int64_t pieceWidth = headDimV % 16 == 0 ? 16 : headDimV;
@@ -854,71 +969,18 @@ struct BlockedForward {
     Value negInf = emitF32Constant(b, loc, -INFINITY);
     Value zeroF = emitF32Constant(b, loc, 0.0);
 
-    // scores[i] = sum over columns t of qs[row i, t] * K^T[t, chunk]: outer
-    // products, one K^T load and `rows` broadcasts per column.
-    SmallVector<Value> scores(
-        rows,
-        arith::ConstantOp::create(
-            b, loc, DenseElementsAttr::get(chunkType, b.getF32FloatAttr(0))));
+    // scores[i] = sum over columns t of qs[row i, t] * K^T[t, chunk].
     Value chunk = im.div(key0, im.c(kKeyChunk));
-    auto columnLoop = scf::ForOp::create(
-        b, loc, im.c(0), im.c(headDimQK), im.c(1), scores,
-        [&](OpBuilder &b, Location loc, Value t, ValueRange partial) {
-          IndexMath im{b, loc};
-          Value keys = vector::TransferReadOp::create(
-              b, loc, chunkType, kt,
-              ValueRange{batch, kvHead, chunk, t, im.c(0)}, zeroF,
-              ArrayRef<bool>{true});
-          SmallVector<Value> next;
-          for (int64_t i = 0; i < rows; ++i) {
-            Value qElement = tensor::ExtractOp::create(
-                b, loc, qs, ValueRange{batch, head, rowOf[i], t});
-            next.push_back(vector::FMAOp::create(
-                b, loc, splat(b, loc, qElement, chunkType), keys, partial[i]));
-          }
-          scf::YieldOp::create(b, loc, next);
-        });
-
-    auto toKeyVector = [&](Value index) -> Value {
-      return vector::BroadcastOp::create(
-          b, loc, keyType, arith::IndexCastOp::create(b, loc, i32, index));
-    };
-    SmallVector<int32_t> offsets(kKeyChunk);
-    for (int64_t j = 0; j < kKeyChunk; ++j)
-      offsets[j] = static_cast<int32_t>(j);
-    Value keyIndex = arith::AddIOp::create(
-        b, loc, toKeyVector(key0),
-        arith::ConstantOp::create(
-            b, loc,
-            DenseElementsAttr::get(keyType, ArrayRef<int32_t>(offsets))));
+    SmallVector<Value> scores = emitChunkOuterProducts(
+        b, loc, qs, kt, headDimQK, batch, head, kvHead, chunk, rowOf);
+    ChunkKeys keys(b, loc, key0);
 
     Value mState = state[0], lState = state[1], accState = state[2],
           weightState = state[3];
     SmallVector<SmallVector<Value>> acc(rows);
     for (int64_t i = 0; i < rows; ++i) {
-      const RowGeometry &g = geometry[i];
-      Value logits = columnLoop.getResult(i);
-      if (c.biasKind == BiasKind::alibi) {
-        SmallVector<Value> at = {head};
-        if (cast<RankedTensorType>(c.slopes.getType()).getRank() == 2)
-          at = {g.sequence, head};
-        Value slope = tensor::ExtractOp::create(b, loc, c.slopes, at);
-        // -slope * |i + diag - j|.
-        Value distance =
-            arith::SubIOp::create(b, loc, keyIndex, toKeyVector(g.diagonal));
-        Value magnitude = math::AbsIOp::create(b, loc, distance);
-        logits = arith::SubFOp::create(
-            b, loc, logits,
-            arith::MulFOp::create(
-                b, loc, splat(b, loc, slope, chunkType),
-                arith::SIToFPOp::create(b, loc, chunkType, magnitude)));
-      }
-      Value visible = arith::AndIOp::create(
-          b, loc,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, keyIndex,
-                                toKeyVector(g.lo)),
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, keyIndex,
-                                toKeyVector(g.hi)));
+      auto [logits, visible] =
+          keys.biasAndMask(c, head, geometry[i], scores[i]);
       logits = arith::SelectOp::create(b, loc, visible, logits,
                                        splat(b, loc, negInf, chunkType));
 
@@ -964,7 +1026,6 @@ struct BlockedForward {
     // acc[i] += p[i][j] * v_j for the chunk's keys j, in groups of up to
     // four pieces: for each key, `rows` broadcast weights and the group's V
     // pieces feed rows x pieces FMAs into accumulators held in registers.
-    static constexpr int64_t kGroupPieces = 4;
     for (int64_t group = 0; group < pieces; group += kGroupPieces) {
       int64_t groupEnd = std::min(pieces, group + kGroupPieces);
       for (int64_t j = 0; j < kKeyChunk; ++j) {
@@ -1167,39 +1228,6 @@ struct BlockedBackward {
     return {queryRows.getResult(0), keyRows.getResult(0), keyRows.getResult(1)};
   }
 
-  /// Outer products: for each row i, the sum over t < depth of
-  /// rows[batch, head, rowOf[i], t] * columns[batch, kvHead, chunk, t, :].
-  SmallVector<Value> emitOuterProducts(OpBuilder &b, Location loc, Value rows,
-                                       Value columns, int64_t depth,
-                                       Value batch, Value head, Value kvHead,
-                                       Value chunk, ArrayRef<Value> rowOf) {
-    auto chunkType = VectorType::get({kKeyChunk}, b.getF32Type());
-    Value zeroF = emitF32Constant(b, loc, 0.0);
-    SmallVector<Value> init(
-        rowOf.size(),
-        arith::ConstantOp::create(
-            b, loc, DenseElementsAttr::get(chunkType, b.getF32FloatAttr(0))));
-    IndexMath im{b, loc};
-    auto loop = scf::ForOp::create(
-        b, loc, im.c(0), im.c(depth), im.c(1), init,
-        [&](OpBuilder &b, Location loc, Value t, ValueRange partial) {
-          IndexMath im{b, loc};
-          Value keys = vector::TransferReadOp::create(
-              b, loc, chunkType, columns,
-              ValueRange{batch, kvHead, chunk, t, im.c(0)}, zeroF,
-              ArrayRef<bool>{true});
-          SmallVector<Value> next;
-          for (auto [i, row] : llvm::enumerate(rowOf)) {
-            Value element = tensor::ExtractOp::create(
-                b, loc, rows, ValueRange{batch, head, row, t});
-            next.push_back(vector::FMAOp::create(
-                b, loc, splat(b, loc, element, chunkType), keys, partial[i]));
-          }
-          scf::YieldOp::create(b, loc, next);
-        });
-    return loop.getResults();
-  }
-
   /// acc[key0 + j, :] += sum_i weights[i, j] * rows[batch, head, rowOf[i],
   /// :] for the chunk's keys j, in groups of up to four pieces held in
   /// registers with the micro-block's row pieces.
@@ -1207,7 +1235,6 @@ struct BlockedBackward {
                             Value weights, Value rows, int64_t width,
                             Value batch, Value head, Value key0,
                             ArrayRef<Value> rowOf) {
-    static constexpr int64_t kGroupPieces = 4;
     Type f32 = b.getF32Type();
     int64_t pieceWidthValue = pieceWidth(width);
     int64_t pieces = width / pieceWidthValue;
@@ -1258,7 +1285,6 @@ struct BlockedBackward {
   Value emitQueryAccumulation(OpBuilder &b, Location loc, Value accQ, Value dS,
                               Value batch, Value kvHead, Value g, Value key0,
                               ArrayRef<Value> rowOf) {
-    static constexpr int64_t kGroupPieces = 4;
     Type f32 = b.getF32Type();
     int64_t pieceWidthValue = pieceWidth(headDimQK);
     int64_t pieces = headDimQK / pieceWidthValue;
@@ -1333,13 +1359,7 @@ struct BlockedBackward {
       rowOf.push_back(im.min(row, im.c(c.seqQ - 1)));
       geometry.push_back(computeRowGeometry(b, loc, c, batch, rowOf.back()));
     }
-    Value lo = geometry[0].lo, hi = geometry[0].hi;
-    for (int64_t i = 1; i < kBlockRows; ++i) {
-      lo = im.min(lo, geometry[i].lo);
-      hi = im.max(hi, geometry[i].hi);
-    }
-    Value sees = arith::AndIOp::create(
-        b, loc, im.lt(key0, hi), im.lt(lo, im.add(key0, im.c(kKeyChunk))));
+    Value sees = chunkIsSeen(b, loc, geometry, key0);
     auto ifOp = scf::IfOp::create(
         b, loc, sees,
         [&](OpBuilder &b, Location loc) {
@@ -1359,56 +1379,24 @@ struct BlockedBackward {
                                ArrayRef<RowGeometry> geometry,
                                ValueRange state) {
     IndexMath im{b, loc};
-    Type f32 = b.getF32Type(), i32 = b.getI32Type();
+    Type f32 = b.getF32Type();
     auto chunkType = VectorType::get({kKeyChunk}, f32);
-    auto keyType = VectorType::get({kKeyChunk}, i32);
     Value chunk = im.div(key0, im.c(kKeyChunk));
     Value zeroF = emitF32Constant(b, loc, 0.0);
     Value zeroChunk = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(chunkType, b.getF32FloatAttr(0)));
-    SmallVector<Value> scores = emitOuterProducts(
+    SmallVector<Value> scores = emitChunkOuterProducts(
         b, loc, qs, kt, headDimQK, batch, head, kvHead, chunk, rowOf);
-    SmallVector<Value> dP = emitOuterProducts(b, loc, dOs, vt, headDimV, batch,
-                                              head, kvHead, chunk, rowOf);
+    SmallVector<Value> dP = emitChunkOuterProducts(
+        b, loc, dOs, vt, headDimV, batch, head, kvHead, chunk, rowOf);
 
-    auto toKeyVector = [&](Value index) -> Value {
-      return vector::BroadcastOp::create(
-          b, loc, keyType, arith::IndexCastOp::create(b, loc, i32, index));
-    };
-    SmallVector<int32_t> offsets(kKeyChunk);
-    for (int64_t j = 0; j < kKeyChunk; ++j)
-      offsets[j] = static_cast<int32_t>(j);
-    Value keyIndex = arith::AddIOp::create(
-        b, loc, toKeyVector(key0),
-        arith::ConstantOp::create(
-            b, loc,
-            DenseElementsAttr::get(keyType, ArrayRef<int32_t>(offsets))));
+    ChunkKeys keys(b, loc, key0);
 
     Value pState = state[3], dsState = state[4];
     auto dvType = VectorType::get({headDimV}, f32);
     for (int64_t i = 0; i < kBlockRows; ++i) {
-      const RowGeometry &geo = geometry[i];
-      Value logits = scores[i];
-      if (c.biasKind == BiasKind::alibi) {
-        SmallVector<Value> at = {head};
-        if (cast<RankedTensorType>(c.slopes.getType()).getRank() == 2)
-          at = {geo.sequence, head};
-        Value slope = tensor::ExtractOp::create(b, loc, c.slopes, at);
-        Value distance =
-            arith::SubIOp::create(b, loc, keyIndex, toKeyVector(geo.diagonal));
-        Value magnitude = math::AbsIOp::create(b, loc, distance);
-        logits = arith::SubFOp::create(
-            b, loc, logits,
-            arith::MulFOp::create(
-                b, loc, splat(b, loc, slope, chunkType),
-                arith::SIToFPOp::create(b, loc, chunkType, magnitude)));
-      }
-      Value visible = arith::AndIOp::create(
-          b, loc,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, keyIndex,
-                                toKeyVector(geo.lo)),
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, keyIndex,
-                                toKeyVector(geo.hi)));
+      auto [logits, visible] =
+          keys.biasAndMask(c, head, geometry[i], scores[i]);
       visible = arith::AndIOp::create(
           b, loc, visible,
           vector::BroadcastOp::create(
@@ -1666,12 +1654,8 @@ struct AttentionBackwardOpLowering : OpConversionPattern<AttentionBackwardOp> {
     int64_t sliceBatches = parallelBatches ? 1 : batches;
     int64_t sliceKVHeads = parallelHeads ? 1 : c.headsKV;
 
-    SmallVector<OpFoldResult> lbs(2, b.getIndexAttr(0)),
-        ubs = {b.getIndexAttr(batches / sliceBatches),
-               b.getIndexAttr(c.headsKV / sliceKVHeads)},
-        steps(2, b.getIndexAttr(1));
-    auto forall = scf::ForallOp::create(b, loc, lbs, ubs, steps, init,
-                                        /*mapping=*/std::nullopt);
+    auto forall = createForall(
+        b, loc, {batches / sliceBatches, c.headsKV / sliceKVHeads}, init);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(forall.getTerminator());
     IndexMath im{b, loc};

@@ -69,14 +69,14 @@ AffineMap scalarMap(MLIRContext *ctx, int64_t rank) {
   return AffineMap::get(rank, 0, {}, ctx);
 }
 
-/// A rank-0 i32 tensor of float bits as a rank-0 f32 tensor.
+/// An i32 tensor of float bits as the f32 tensor of the same shape.
 Value bitsToF32(OpBuilder &b, Location loc, Value bits) {
-  Value result =
-      tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, b.getF32Type());
-  SmallVector<AffineMap> maps(2, scalarMap(b.getContext(), 0));
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(bits.getType()).getShape();
+  Value result = tensor::EmptyOp::create(b, loc, shape, b.getF32Type());
+  SmallVector<AffineMap> maps(2, b.getMultiDimIdentityMap(shape.size()));
   return linalg::GenericOp::create(
              b, loc, result.getType(), bits, result, maps,
-             ArrayRef<utils::IteratorType>{},
+             parallelLoops(shape.size()),
              [](OpBuilder &b, Location loc, ValueRange args) {
                linalg::YieldOp::create(
                    b, loc,
@@ -91,6 +91,39 @@ Value viewAs2D(OpBuilder &b, Location loc, Value value);
 /// Lanes of the vector accumulator of buildAmax's rows: one AVX-512
 /// register of i32.
 constexpr int64_t kAmaxLanes = 16;
+
+/// emitAmaxBits on kAmaxLanes elements: the vector<kAmaxLanes x element>
+/// read from the 2-D `matrix` at (row, col), as bits of |x| with NaN as 0.
+Value emitAmaxBitsVector(OpBuilder &b, Location loc, Value matrix, Value row,
+                         Value col) {
+  Type element = cast<RankedTensorType>(matrix.getType()).getElementType();
+  auto laneType = VectorType::get({kAmaxLanes}, b.getI32Type());
+  auto f32Type = VectorType::get({kAmaxLanes}, b.getF32Type());
+  auto splatI32 = [&](int64_t v) -> Value {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(laneType, b.getI32IntegerAttr(v)));
+  };
+  Value x = vector::TransferReadOp::create(
+      b, loc, VectorType::get({kAmaxLanes}, element), matrix,
+      ValueRange{row, col},
+      arith::ConstantOp::create(b, loc, b.getZeroAttr(element)),
+      ArrayRef<bool>{true});
+  if (x.getType() != f32Type)
+    x = arith::ExtFOp::create(b, loc, f32Type, x);
+  Value magnitude = arith::AndIOp::create(
+      b, loc, arith::BitcastOp::create(b, loc, laneType, x),
+      splatI32(0x7FFFFFFF));
+  Value isNaN = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
+  return arith::SelectOp::create(b, loc, isNaN, splatI32(0), magnitude);
+}
+
+/// A zero vector<kAmaxLanes x i32>, the start of a vector amax.
+Value emitZeroAmaxBitsVector(OpBuilder &b, Location loc) {
+  return arith::ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(VectorType::get({kAmaxLanes}, b.getI32Type()),
+                             b.getI32IntegerAttr(0)));
+}
 
 /// max |x| over the non-NaN elements of `input` (f32 scalar tensor), as TE
 /// computes it; empty or all-NaN inputs give 0. See emitAmaxBits.
@@ -133,9 +166,6 @@ Value buildAmax(OpBuilder &b, Location loc, Value input) {
     // Each row in vectors of kAmaxLanes with a vector accumulator: as a
     // scalar reduction LLVM keeps it scalar once InstCombine has folded the
     // NaN select into the maximum (the accumulator then sits in a select).
-    auto laneType = VectorType::get({kAmaxLanes}, i32);
-    auto valueType = VectorType::get({kAmaxLanes}, type.getElementType());
-    auto f32Type = VectorType::get({kAmaxLanes}, b.getF32Type());
     rowMax =
         linalg::GenericOp::create(
             b, loc, empty.getType(), ValueRange{}, empty,
@@ -145,32 +175,15 @@ Value buildAmax(OpBuilder &b, Location loc, Value input) {
               auto index = [&](int64_t v) -> Value {
                 return arith::ConstantIndexOp::create(b, loc, v);
               };
-              auto splatI32 = [&](int64_t v) -> Value {
-                return arith::ConstantOp::create(
-                    b, loc,
-                    DenseElementsAttr::get(laneType, b.getI32IntegerAttr(v)));
-              };
-              Value padding = arith::ConstantOp::create(
-                  b, loc, b.getZeroAttr(type.getElementType()));
               auto loop = scf::ForOp::create(
                   b, loc, index(0), index(cols), index(kAmaxLanes),
-                  ValueRange{splatI32(0)},
+                  ValueRange{emitZeroAmaxBitsVector(b, loc)},
                   [&](OpBuilder &b, Location loc, Value col, ValueRange acc) {
-                    Value x = vector::TransferReadOp::create(
-                        b, loc, valueType, matrix, ValueRange{row, col},
-                        padding, ArrayRef<bool>{true});
-                    if (x.getType() != f32Type)
-                      x = arith::ExtFOp::create(b, loc, f32Type, x);
-                    Value magnitude = arith::AndIOp::create(
-                        b, loc, arith::BitcastOp::create(b, loc, laneType, x),
-                        splatI32(0x7FFFFFFF));
-                    Value isNaN = arith::CmpFOp::create(
-                        b, loc, arith::CmpFPredicate::UNO, x, x);
-                    magnitude = arith::SelectOp::create(b, loc, isNaN,
-                                                        splatI32(0), magnitude);
                     scf::YieldOp::create(
                         b, loc,
-                        arith::MaxUIOp::create(b, loc, acc[0], magnitude)
+                        arith::MaxUIOp::create(
+                            b, loc, acc[0],
+                            emitAmaxBitsVector(b, loc, matrix, row, col))
                             .getResult());
                   });
               linalg::YieldOp::create(
@@ -637,9 +650,6 @@ Value buildBlockAmax(OpBuilder &b, Location loc, Value matrix,
   if (block.rows == 1 && block.cols % kAmaxLanes == 0) {
     // Row blocks (MXFP8 1x32, 1x128) as a few vectors each: see buildAmax
     // for why the scalar form of this reduction stays scalar.
-    auto laneType = VectorType::get({kAmaxLanes}, i32);
-    auto valueType = VectorType::get({kAmaxLanes}, element);
-    auto f32Type = VectorType::get({kAmaxLanes}, b.getF32Type());
     Value empty = tensor::EmptyOp::create(
         b, loc, ArrayRef<int64_t>{blockRows, blockCols}, i32);
     Value source = matrix;
@@ -652,32 +662,15 @@ Value buildBlockAmax(OpBuilder &b, Location loc, Value matrix,
               Value first = arith::MulIOp::create(
                   b, loc, linalg::IndexOp::create(b, loc, 1),
                   arith::ConstantIndexOp::create(b, loc, block.cols));
-              auto splatI32 = [&](int64_t v) -> Value {
-                return arith::ConstantOp::create(
-                    b, loc,
-                    DenseElementsAttr::get(laneType, b.getI32IntegerAttr(v)));
-              };
-              Value padding =
-                  arith::ConstantOp::create(b, loc, b.getZeroAttr(element));
-              Value acc = splatI32(0);
-              for (int64_t lane = 0; lane < block.cols; lane += kAmaxLanes) {
-                Value col = arith::AddIOp::create(
-                    b, loc, first,
-                    arith::ConstantIndexOp::create(b, loc, lane));
-                Value x = vector::TransferReadOp::create(
-                    b, loc, valueType, source, ValueRange{row, col}, padding,
-                    ArrayRef<bool>{true});
-                if (x.getType() != f32Type)
-                  x = arith::ExtFOp::create(b, loc, f32Type, x);
-                Value magnitude = arith::AndIOp::create(
-                    b, loc, arith::BitcastOp::create(b, loc, laneType, x),
-                    splatI32(0x7FFFFFFF));
-                Value isNaN = arith::CmpFOp::create(
-                    b, loc, arith::CmpFPredicate::UNO, x, x);
-                magnitude = arith::SelectOp::create(b, loc, isNaN, splatI32(0),
-                                                    magnitude);
-                acc = arith::MaxUIOp::create(b, loc, acc, magnitude);
-              }
+              Value acc = emitZeroAmaxBitsVector(b, loc);
+              for (int64_t lane = 0; lane < block.cols; lane += kAmaxLanes)
+                acc = arith::MaxUIOp::create(
+                    b, loc, acc,
+                    emitAmaxBitsVector(
+                        b, loc, source, row,
+                        arith::AddIOp::create(
+                            b, loc, first,
+                            arith::ConstantIndexOp::create(b, loc, lane))));
               linalg::YieldOp::create(
                   b, loc,
                   vector::ReductionOp::create(b, loc,
@@ -685,19 +678,7 @@ Value buildBlockAmax(OpBuilder &b, Location loc, Value matrix,
                       .getResult());
             })
             .getResult(0);
-    Value result = tensor::EmptyOp::create(
-        b, loc, ArrayRef<int64_t>{blockRows, blockCols}, b.getF32Type());
-    SmallVector<AffineMap> identity(2, b.getMultiDimIdentityMap(2));
-    return linalg::GenericOp::create(
-               b, loc, result.getType(), bits, result, identity,
-               parallelLoops(2),
-               [](OpBuilder &b, Location loc, ValueRange args) {
-                 linalg::YieldOp::create(
-                     b, loc,
-                     arith::BitcastOp::create(b, loc, b.getF32Type(), args[0])
-                         .getResult());
-               })
-        .getResult(0);
+    return bitsToF32(b, loc, bits);
   }
   auto blocked = RankedTensorType::get(
       {blockRows, block.rows, blockCols, block.cols}, element);
@@ -725,18 +706,7 @@ Value buildBlockAmax(OpBuilder &b, Location loc, Value matrix,
                 arith::MaxUIOp::create(b, loc, args[1], magnitude).getResult());
           })
           .getResult(0);
-  Value result = tensor::EmptyOp::create(
-      b, loc, ArrayRef<int64_t>{blockRows, blockCols}, b.getF32Type());
-  SmallVector<AffineMap> identity(2, b.getMultiDimIdentityMap(2));
-  return linalg::GenericOp::create(
-             b, loc, result.getType(), bits, result, identity, parallelLoops(2),
-             [](OpBuilder &b, Location loc, ValueRange args) {
-               linalg::YieldOp::create(
-                   b, loc,
-                   arith::BitcastOp::create(b, loc, b.getF32Type(), args[0])
-                       .getResult());
-             })
-      .getResult(0);
+  return bitsToF32(b, loc, bits);
 }
 
 /// The map from an element (i, j) of the matrix to its block's scale.
