@@ -616,7 +616,39 @@ def te_run_with_rss(te_run, args, cache_dir, timeout=600):
     return stdout, stderr, max(peak) if peak else None
 
 
-class NumpyWorker:
+class JsonLinesWorker:
+    """A worker process spoken to in JSON lines over stdin/stdout: each
+    request gets one reply; a reply with "error" raises."""
+
+    def __init__(self, name, command, env=None):
+        self.name = name
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True,
+                                     env=env)
+
+    def __call__(self, **request):
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {self.name} process exited "
+                               f"(code {self.proc.poll()})")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise RuntimeError(f"{self.name}: {reply['error']}")
+        return reply
+
+    def close(self, timeout=30):
+        try:
+            self.proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
+            self.proc.stdin.close()
+            self.proc.wait(timeout=timeout)
+        except (OSError, subprocess.SubprocessError):
+            self.proc.kill()
+            self.proc.wait()
+
+
+class NumpyWorker(JsonLinesWorker):
     """bench/attention_numpy.py in its own process (see that file), with
     OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed from its environment:
     set, they make OpenBLAS use other kernels than it would pick for the
@@ -633,30 +665,8 @@ class NumpyWorker:
             importlib.util.find_spec("threadpoolctl") is not None)
         if not self.has_threadpoolctl:
             env["OPENBLAS_NUM_THREADS"] = "1"
-        self.proc = subprocess.Popen(
-            [sys.executable, str(NUMPY_WORKER)], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, text=True, env=env)
-
-    def __call__(self, **request):
-        self.proc.stdin.write(json.dumps(request) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError("the numpy attention process exited "
-                               f"(code {self.proc.poll()})")
-        reply = json.loads(line)
-        if "error" in reply:
-            raise RuntimeError(f"numpy attention: {reply['error']}")
-        return reply
-
-    def close(self):
-        try:
-            self.proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
-            self.proc.stdin.close()
-            self.proc.wait(timeout=30)
-        except (OSError, subprocess.SubprocessError):
-            self.proc.kill()
-            self.proc.wait()
+        super().__init__("numpy attention",
+                         [sys.executable, str(NUMPY_WORKER)], env=env)
 
 
 def attention_check(te_run, worker, work, c, seed):
@@ -1244,36 +1254,16 @@ func.func @backward(%q: {t}, %k: {t}, %v: {t}, %o: {t}, %do: {t}, %lse: {l})
 """
 
 
-class PeerWorker:
+class PeerWorker(JsonLinesWorker):
     """bench/attention_peers.py for one library and thread count."""
 
     def __init__(self, peer, threads):
-        self.name = f"{peer}/{threads}"
-        self.proc = subprocess.Popen(
-            [sys.executable, str(PEER_WORKER), peer, "--threads",
-             str(threads)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-
-    def __call__(self, **request):
-        self.proc.stdin.write(json.dumps(request) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the {self.name} peer process exited "
-                               f"(code {self.proc.poll()})")
-        reply = json.loads(line)
-        if "error" in reply:
-            raise RuntimeError(f"{self.name}: {reply['error']}")
-        return reply
+        super().__init__(f"{peer}/{threads} peer",
+                         [sys.executable, str(PEER_WORKER), peer,
+                          "--threads", str(threads)])
 
     def close(self):
-        try:
-            self.proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
-            self.proc.stdin.close()
-            self.proc.wait(timeout=60)
-        except (OSError, subprocess.SubprocessError):
-            self.proc.kill()
-            self.proc.wait()
+        super().close(timeout=60)
 
 
 def peers_available():

@@ -99,6 +99,30 @@ def test_bad_input_raises_with_the_reason():
         te_mlir.load_runtime_plugin(os.path.join(FIXTURES, "missing.so"))
 
 
+def test_thread_count():
+    """te_mlir.set_num_threads changes the threads of host kernels from the
+    next call on; 0 restores the default; bad counts raise. The results do
+    not depend on it."""
+    x, y, s = step_inputs()
+    module = te_mlir.Jit().compile(SOURCE)
+    default = te_mlir.get_num_threads()
+    assert default >= 1
+    try:
+        te_mlir.set_num_threads(3)
+        assert te_mlir.get_num_threads() == 3
+        three = module(x, y, s)
+        with pytest.raises(te_mlir.Error,
+                           match=r"te_set_num_threads: -1 threads; give 1 "
+                                 r"to 4096, or 0 for the default"):
+            te_mlir.set_num_threads(-1)
+        assert te_mlir.get_num_threads() == 3
+    finally:
+        te_mlir.set_num_threads(0)
+    assert te_mlir.get_num_threads() == default
+    for got, want in zip(module(x, y, s), three):
+        assert got.tobytes() == want.tobytes()
+
+
 THD = """func.func @thd(%q: tensor<13x2x8xf32>, %k: tensor<13x2x8xf32>,
                 %v: tensor<13x2x8xf32>, %cq: tensor<3xi32>, %ckv: tensor<3xi32>)
     -> tensor<13x2x8xf32> {

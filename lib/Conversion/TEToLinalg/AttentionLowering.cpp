@@ -795,6 +795,53 @@ struct ChunkKeys {
   }
 };
 
+/// scale * q as an f32 [b, h_q, s_q, d_qk] tensor: the rows of the blocked
+/// paths' score outer products.
+Value emitScaledQueries(OpBuilder &b, Location loc, const AttentionConfig &c,
+                        int64_t headDim) {
+  return generateF32(
+      b, loc, {c.batches, c.headsQ, c.seqQ, headDim},
+      [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+        return arith::MulFOp::create(
+            b, loc, readElementF32(b, loc, c, c.q, i[0], i[2], i[1], i[3]),
+            emitF32Constant(b, loc, c.scale));
+      });
+}
+
+/// K or V (`tensor`, head dimension `depth`) transposed in chunks of
+/// kKeyChunk keys, as an f32 [b, h_kv, chunks, depth, kKeyChunk] tensor
+/// padded with zero keys.
+Value emitTransposedChunks(OpBuilder &b, Location loc, const AttentionConfig &c,
+                           Value tensor, int64_t depth) {
+  return generateF32(
+      b, loc,
+      {c.batches, c.headsKV,
+       static_cast<int64_t>(llvm::divideCeil(c.seqKV, kKeyChunk)), depth,
+       kKeyChunk},
+      [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+        IndexMath im{b, loc};
+        Value token = im.add(im.mul(i[2], im.c(kKeyChunk)), i[4]);
+        return readPaddedKV(b, loc, c, tensor, i[0], token, i[1], i[3]);
+      });
+}
+
+/// K or V rows as an f32 [b, h_kv, chunks * kKeyChunk, depth] tensor padded
+/// with zero keys.
+Value emitPaddedRows(OpBuilder &b, Location loc, const AttentionConfig &c,
+                     Value tensor, int64_t depth) {
+  return generateF32(
+      b, loc,
+      {c.batches, c.headsKV,
+       static_cast<int64_t>(llvm::alignTo(c.seqKV, kKeyChunk)), depth},
+      [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+        return readPaddedKV(b, loc, c, tensor, i[0], i[2], i[1], i[3]);
+      });
+}
+
+/// Floats per register piece of a row of `width` columns: 16 (one AVX-512
+/// register) when they divide it, else the whole row.
+int64_t pieceWidthOf(int64_t width) { return width % 16 == 0 ? 16 : width; }
+
 /// The blocked forward pass of one op: tiles of query rows of one (batch,
 /// head), each tile going once over its key chunks, each chunk applied to
 /// the tile's rows in micro-blocks.
@@ -815,26 +862,9 @@ struct BlockedForward {
         tileRows(std::min<int64_t>(kTileRows, llvm::alignTo(c.seqQ, rows))) {}
 
   void prepare(OpBuilder &b, Location loc) {
-    int64_t chunks = llvm::divideCeil(c.seqKV, kKeyChunk);
-    qs = generateF32(
-        b, loc, {c.batches, c.headsQ, c.seqQ, headDimQK},
-        [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
-          return arith::MulFOp::create(
-              b, loc, readElementF32(b, loc, c, c.q, i[0], i[2], i[1], i[3]),
-              emitF32Constant(b, loc, c.scale));
-        });
-    kt = generateF32(
-        b, loc, {c.batches, c.headsKV, chunks, headDimQK, kKeyChunk},
-        [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
-          IndexMath im{b, loc};
-          Value token = im.add(im.mul(i[2], im.c(kKeyChunk)), i[4]);
-          return readPaddedKV(b, loc, c, c.k, i[0], token, i[1], i[3]);
-        });
-    vs = generateF32(
-        b, loc, {c.batches, c.headsKV, chunks * kKeyChunk, headDimV},
-        [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
-          return readPaddedKV(b, loc, c, c.v, i[0], i[2], i[1], i[3]);
-        });
+    qs = emitScaledQueries(b, loc, c, headDimQK);
+    kt = emitTransposedChunks(b, loc, c, c.k, headDimQK);
+    vs = emitPaddedRows(b, loc, c, c.v, headDimV);
   }
 
   /// Query row `index` of the tile starting at `first`, clamped to the last
@@ -963,7 +993,7 @@ struct BlockedForward {
     auto chunkType = VectorType::get({kKeyChunk}, f32);
     // The accumulators go in pieces of 16 floats (one AVX-512 register), so
     // that the V accumulation below works on a few registers at a time.
-    int64_t pieceWidth = headDimV % 16 == 0 ? 16 : headDimV;
+    int64_t pieceWidth = pieceWidthOf(headDimV);
     int64_t pieces = headDimV / pieceWidth;
     auto pieceType = VectorType::get({pieceWidth}, f32);
     Value negInf = emitF32Constant(b, loc, -INFINITY);
@@ -1099,40 +1129,15 @@ struct BlockedBackward {
         group(c.headsQ / c.headsKV) {}
 
   void prepare(OpBuilder &b, Location loc) {
-    qs = generateF32(
-        b, loc, {c.batches, c.headsQ, c.seqQ, headDimQK},
-        [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
-          return arith::MulFOp::create(
-              b, loc, readElementF32(b, loc, c, c.q, i[0], i[2], i[1], i[3]),
-              emitF32Constant(b, loc, c.scale));
-        });
-    auto transposed = [&](Value tensor, int64_t depth) {
-      return generateF32(
-          b, loc, {c.batches, c.headsKV, chunks, depth, kKeyChunk},
-          [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
-            IndexMath im{b, loc};
-            Value token = im.add(im.mul(i[2], im.c(kKeyChunk)), i[4]);
-            return readPaddedKV(b, loc, c, tensor, i[0], token, i[1], i[3]);
-          });
-    };
-    kt = transposed(c.k, headDimQK);
-    vt = transposed(c.v, headDimV);
-    ks = generateF32(
-        b, loc, {c.batches, c.headsKV, chunks * kKeyChunk, headDimQK},
-        [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
-          return readPaddedKV(b, loc, c, c.k, i[0], i[2], i[1], i[3]);
-        });
+    qs = emitScaledQueries(b, loc, c, headDimQK);
+    kt = emitTransposedChunks(b, loc, c, c.k, headDimQK);
+    vt = emitTransposedChunks(b, loc, c, c.v, headDimV);
+    ks = emitPaddedRows(b, loc, c, c.k, headDimQK);
     dOs = generateF32(b, loc, {c.batches, c.headsQ, c.seqQ, headDimV},
                       [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
                         return readElementF32(b, loc, c, dO, i[0], i[2], i[1],
                                               i[3]);
                       });
-  }
-
-  /// Vectors of at most 16 floats (one AVX-512 register) that make up a row
-  /// of `width` columns.
-  static int64_t pieceWidth(int64_t width) {
-    return width % 16 == 0 ? 16 : width;
   }
 
   /// The gradients of (batch, kvHead) into `local`: the iteration's slices
@@ -1236,7 +1241,7 @@ struct BlockedBackward {
                             Value batch, Value head, Value key0,
                             ArrayRef<Value> rowOf) {
     Type f32 = b.getF32Type();
-    int64_t pieceWidthValue = pieceWidth(width);
+    int64_t pieceWidthValue = pieceWidthOf(width);
     int64_t pieces = width / pieceWidthValue;
     auto pieceType = VectorType::get({pieceWidthValue}, f32);
     Value zeroF = emitF32Constant(b, loc, 0.0);
@@ -1286,7 +1291,7 @@ struct BlockedBackward {
                               Value batch, Value kvHead, Value g, Value key0,
                               ArrayRef<Value> rowOf) {
     Type f32 = b.getF32Type();
-    int64_t pieceWidthValue = pieceWidth(headDimQK);
+    int64_t pieceWidthValue = pieceWidthOf(headDimQK);
     int64_t pieces = headDimQK / pieceWidthValue;
     auto pieceType = VectorType::get({pieceWidthValue}, f32);
     Value zeroF = emitF32Constant(b, loc, 0.0);
@@ -1712,30 +1717,39 @@ struct AttentionBackwardOpLowering : OpConversionPattern<AttentionBackwardOp> {
           b, loc, tensor, slice.first, slice.second, strides));
     }
 
-    b.setInsertionPoint(forall.getTerminator());
-    if (blocked) {
+    SmallVector<Value> grads;
+    if (blocked)
       // One (batch, key/value head) per iteration.
-      SmallVector<Value> grads =
-          blocked->emitIteration(b, loc, base.batch, base.kvHead, local);
-      b.setInsertionPointToEnd(forall.getTerminator().getBody());
-      for (auto [result, tensor, slice] : llvm::zip(grads, shared, slices)) {
-        SmallVector<OpFoldResult> strides(slice.first.size(),
-                                          b.getIndexAttr(1));
-        tensor::ParallelInsertSliceOp::create(
-            b, loc, result, tensor, slice.first, slice.second, strides);
-      }
-      return forall.getResults();
-    }
+      grads = blocked->emitIteration(b, loc, base.batch, base.kvHead, local);
+    else
+      grads = emitRowLoops(b, loc, c, in, base, sliceBatches,
+                           sliceKVHeads * group, local);
 
-    // Batch, query head and row loops over the iteration's slices.
+    b.setInsertionPointToEnd(forall.getTerminator().getBody());
+    for (auto [result, tensor, slice] : llvm::zip(grads, shared, slices)) {
+      SmallVector<OpFoldResult> strides(slice.first.size(), b.getIndexAttr(1));
+      tensor::ParallelInsertSliceOp::create(b, loc, result, tensor, slice.first,
+                                            slice.second, strides);
+    }
+    return forall.getResults();
+  }
+
+  /// The per-row backward over the iteration's slices `local`: batch, query
+  /// head and row loops from `base`.
+  static SmallVector<Value> emitRowLoops(OpBuilder &b, Location loc,
+                                         const AttentionConfig &c,
+                                         const BackwardOperands &in,
+                                         const SliceBase &base, int64_t batches,
+                                         int64_t heads, ValueRange local) {
+    IndexMath im{b, loc};
+    int64_t group = c.headsQ / c.headsKV;
     auto batchLoop = scf::ForOp::create(
-        b, loc, base.batch, im.add(base.batch, im.c(sliceBatches)), im.c(1),
-        local,
+        b, loc, base.batch, im.add(base.batch, im.c(batches)), im.c(1), local,
         [&](OpBuilder &b, Location loc, Value batch, ValueRange batchIter) {
           IndexMath im{b, loc};
           auto headLoop = scf::ForOp::create(
-              b, loc, base.head, im.add(base.head, im.c(sliceKVHeads * group)),
-              im.c(1), batchIter,
+              b, loc, base.head, im.add(base.head, im.c(heads)), im.c(1),
+              batchIter,
               [&](OpBuilder &b, Location loc, Value head, ValueRange headIter) {
                 IndexMath im{b, loc};
                 Value kvHead = im.div(head, im.c(group));
@@ -1752,15 +1766,7 @@ struct AttentionBackwardOpLowering : OpConversionPattern<AttentionBackwardOp> {
               });
           scf::YieldOp::create(b, loc, headLoop.getResults());
         });
-
-    b.setInsertionPointToEnd(forall.getTerminator().getBody());
-    for (auto [result, tensor, slice] :
-         llvm::zip(batchLoop.getResults(), shared, slices)) {
-      SmallVector<OpFoldResult> strides(slice.first.size(), b.getIndexAttr(1));
-      tensor::ParallelInsertSliceOp::create(b, loc, result, tensor, slice.first,
-                                            slice.second, strides);
-    }
-    return forall.getResults();
+    return batchLoop.getResults();
   }
 
   /// One query row's contributions; `carried` is the iteration's slices of

@@ -63,6 +63,24 @@ std::optional<int64_t> staticTrips(Value lb, Value ub, Value step) {
   return *u <= *l ? 0 : (*u - *l + *s - 1) / *s;
 }
 
+/// The iterations of all dimensions of `loop`; a dimension whose bounds are
+/// not constants counts `unknown` iterations, or makes the result nullopt.
+std::optional<int64_t>
+staticTrips(scf::ParallelOp loop,
+            std::optional<int64_t> unknown = std::nullopt) {
+  int64_t trips = 1;
+  for (auto [lb, ub, step] :
+       llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
+    std::optional<int64_t> dim = staticTrips(lb, ub, step);
+    if (!dim)
+      dim = unknown;
+    if (!dim)
+      return std::nullopt;
+    trips = saturatingMul(trips, *dim);
+  }
+  return trips;
+}
+
 int64_t estimateWork(Region &region);
 
 /// Operations executed by one run of `op`, nested loops included.
@@ -72,14 +90,9 @@ int64_t estimateWork(Operation &op) {
         staticTrips(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())
             .value_or(kUnknownTrips),
         estimateWork(loop.getRegion()));
-  if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
-    int64_t trips = 1;
-    for (auto [lb, ub, step] :
-         llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))
-      trips = saturatingMul(trips,
-                            staticTrips(lb, ub, step).value_or(kUnknownTrips));
-    return saturatingMul(trips, estimateWork(loop.getRegion()));
-  }
+  if (auto loop = dyn_cast<scf::ParallelOp>(op))
+    return saturatingMul(*staticTrips(loop, kUnknownTrips),
+                         estimateWork(loop.getRegion()));
   // The outlined bodies of parallel loops count where they are called.
   if (auto call = dyn_cast<func::CallOp>(op))
     if (auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
@@ -104,19 +117,6 @@ int64_t estimateWork(Region &region) {
     for (Operation &op : block)
       work = saturatingAdd(work, estimateWork(op));
   return work;
-}
-
-/// The constant trip count of all dimensions of `loop`, or nullopt.
-std::optional<int64_t> staticTrips(scf::ParallelOp loop) {
-  int64_t trips = 1;
-  for (auto [lb, ub, step] :
-       llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
-    std::optional<int64_t> dim = staticTrips(lb, ub, step);
-    if (!dim)
-      return std::nullopt;
-    trips = saturatingMul(trips, *dim);
-  }
-  return trips;
 }
 
 /// Iterations of a parallel loop's outer dimensions enough to share out
