@@ -40,11 +40,23 @@ def ConvertTEToLinalg : Pass<"convert-te-to-linalg", "ModuleOp"> {
 
     An op (or configuration) the host lowering does not cover yet is an
     error that names it; plugins that lower such ops run before this pass.
+
+    `dot-unit` names a bf16 dot-product unit of the target (the cpu target
+    sets it from the host's features): with `avx512-bf16`, the attention
+    scores of bf16 inputs (q k^T, and dO v^T in the backward) are
+    AVX512-BF16 dot products of bf16 pairs (`x86vector.avx512.dot`) rather
+    than f32 FMAs on widened inputs. Empty (the default): f32 FMAs only.
   }];
+  let options = [
+    Option<"dotUnit", "dot-unit", "std::string", /*default=*/"\"\"",
+           "bf16 dot-product unit for attention scores: avx512-bf16, or "
+           "empty for none">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect", "::mlir::scf::SCFDialect",
-    "::mlir::tensor::TensorDialect", "::mlir::vector::VectorDialect"
+    "::mlir::tensor::TensorDialect", "::mlir::vector::VectorDialect",
+    "::mlir::x86vector::X86VectorDialect"
   ];
 }
 

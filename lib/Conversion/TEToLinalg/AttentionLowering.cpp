@@ -644,13 +644,14 @@ bool canUseBlockedForward(const AttentionConfig &c) {
          (c.biasKind == BiasKind::no_bias || c.biasKind == BiasKind::alibi);
 }
 
-/// A new f32 tensor of `shape` whose element at `indices` is
+using ElementFn = function_ref<Value(OpBuilder &, Location, ArrayRef<Value>)>;
+
+/// A new tensor of `shape` and `elementType` whose element at `indices` is
 /// `element(indices)`.
-Value generateF32(
-    OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
-    function_ref<Value(OpBuilder &, Location, ArrayRef<Value>)> element) {
-  auto type = RankedTensorType::get(shape, b.getF32Type());
-  Value init = tensor::EmptyOp::create(b, loc, shape, b.getF32Type());
+Value generateTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                     Type elementType, ElementFn element) {
+  auto type = RankedTensorType::get(shape, elementType);
+  Value init = tensor::EmptyOp::create(b, loc, shape, elementType);
   SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(shape.size())};
   SmallVector<utils::IteratorType> loops(shape.size(),
                                          utils::IteratorType::parallel);
@@ -665,6 +666,13 @@ Value generateF32(
       .getResult(0);
 }
 
+/// A new f32 tensor of `shape` whose element at `indices` is
+/// `element(indices)`.
+Value generateF32(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                  ElementFn element) {
+  return generateTensor(b, loc, shape, b.getF32Type(), element);
+}
+
 /// Element `column` of the row (batch, position, head) of a Q/K/V tensor,
 /// as f32.
 Value readElementF32(OpBuilder &b, Location loc, const AttentionConfig &c,
@@ -674,17 +682,28 @@ Value readElementF32(OpBuilder &b, Location loc, const AttentionConfig &c,
   return emitExtToF32(b, loc, tensor::ExtractOp::create(b, loc, tensor, at));
 }
 
+/// K or V element (batch, token, head, column) in its own type, or 0 for
+/// the padding tokens at and past s_kv.
+Value readPaddedElement(OpBuilder &b, Location loc, const AttentionConfig &c,
+                        Value tensor, Value batch, Value token, Value head,
+                        Value column) {
+  IndexMath im{b, loc};
+  Value last = im.c(c.seqKV - 1);
+  Value value = tensor::ExtractOp::create(
+      b, loc, tensor,
+      rowIndices(c.layout, batch, im.min(token, last), head, column));
+  Value zero = arith::ConstantOp::create(
+      b, loc, cast<TypedAttr>(b.getZeroAttr(value.getType())));
+  return arith::SelectOp::create(b, loc, im.le(token, last), value, zero);
+}
+
 /// K or V element (batch, token, head, column) as f32, or 0 for the padding
 /// tokens at and past s_kv.
 Value readPaddedKV(OpBuilder &b, Location loc, const AttentionConfig &c,
                    Value tensor, Value batch, Value token, Value head,
                    Value column) {
-  IndexMath im{b, loc};
-  Value last = im.c(c.seqKV - 1);
-  Value value = readElementF32(b, loc, c, tensor, batch, im.min(token, last),
-                               head, column);
-  return arith::SelectOp::create(b, loc, im.le(token, last), value,
-                                 emitF32Constant(b, loc, 0.0));
+  return emitExtToF32(
+      b, loc, readPaddedElement(b, loc, c, tensor, batch, token, head, column));
 }
 
 /// Whether any of the rows with `geometry` sees a key of the chunk
@@ -734,6 +753,114 @@ SmallVector<Value> emitChunkOuterProducts(OpBuilder &b, Location loc,
         scf::YieldOp::create(b, loc, next);
       });
   return loop.getResults();
+}
+
+/// `dotUnit` if the scores of `rows` (Q or dO) against `columns` (K or V)
+/// can use it: both bf16, with an even head dimension. Null otherwise.
+const BF16PairDotUnit *pairDotFor(const BF16PairDotUnit *dotUnit, Value rows,
+                                  Value columns) {
+  auto rowType = cast<RankedTensorType>(rows.getType());
+  auto columnType = cast<RankedTensorType>(columns.getType());
+  if (!dotUnit || !rowType.getElementType().isBF16() ||
+      !columnType.getElementType().isBF16() ||
+      rowType.getShape().back() % 2 != 0)
+    return nullptr;
+  return dotUnit;
+}
+
+/// K or V (`tensor`, bf16, head dimension `depth`) in chunks of kKeyChunk
+/// keys as column pairs, the layout of a BF16PairDotUnit's vector operand:
+/// a bf16 [b, h_kv, chunks, depth / 2, 2 * kKeyChunk] tensor whose element
+/// (.., chunk, t, 2 j + e) is column 2 t + e of key chunk * kKeyChunk + j,
+/// padded with zero keys.
+Value emitPairedChunks(OpBuilder &b, Location loc, const AttentionConfig &c,
+                       Value tensor, int64_t depth) {
+  return generateTensor(
+      b, loc,
+      {c.batches, c.headsKV,
+       static_cast<int64_t>(llvm::divideCeil(c.seqKV, kKeyChunk)), depth / 2,
+       2 * kKeyChunk},
+      b.getBF16Type(), [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+        IndexMath im{b, loc};
+        Value token = im.add(im.mul(i[2], im.c(kKeyChunk)),
+                             arith::DivUIOp::create(b, loc, i[4], im.c(2)));
+        Value column = im.add(im.mul(i[3], im.c(2)),
+                              arith::RemUIOp::create(b, loc, i[4], im.c(2)));
+        return readPaddedElement(b, loc, c, tensor, i[0], token, i[1], column);
+      });
+}
+
+/// emitChunkOuterProducts for bf16 operands on `unit`: for each row i, the
+/// sum over t < depth of rows[batch, rowOf[i], head, t] (Q or dO, read in
+/// place two columns at a time, broadcast as one i32) * the keys' column t
+/// in `pairs` (emitPairedChunks). The products are exact; the sums are f32.
+SmallVector<Value> emitChunkPairDots(OpBuilder &b, Location loc,
+                                     const AttentionConfig &c,
+                                     const BF16PairDotUnit &unit, Value rows,
+                                     Value pairs, int64_t depth, Value batch,
+                                     Value head, Value kvHead, Value chunk,
+                                     ArrayRef<Value> rowOf) {
+  constexpr int64_t kLanes = 16;
+  constexpr int64_t kHalves = kKeyChunk / kLanes;
+  Type bf16 = b.getBF16Type();
+  auto laneType = VectorType::get({kLanes}, b.getF32Type());
+  auto operandType = VectorType::get({2 * kLanes}, bf16);
+  auto twoType = VectorType::get({2}, bf16);
+  auto wordType = VectorType::get({1}, b.getI32Type());
+  auto wordsType = VectorType::get({kLanes}, b.getI32Type());
+  Value zeroBF = arith::ConstantOp::create(b, loc, b.getZeroAttr(bf16));
+  SmallVector<Value> init(
+      rowOf.size() * kHalves,
+      arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(laneType, b.getF32FloatAttr(0))));
+  IndexMath im{b, loc};
+  auto loop = scf::ForOp::create(
+      b, loc, im.c(0), im.c(depth / 2), im.c(1), init,
+      [&](OpBuilder &b, Location loc, Value t, ValueRange partial) {
+        IndexMath im{b, loc};
+        SmallVector<Value> keys;
+        for (int64_t half = 0; half < kHalves; ++half)
+          keys.push_back(vector::TransferReadOp::create(
+              b, loc, operandType, pairs,
+              ValueRange{batch, kvHead, chunk, t, im.c(half * 2 * kLanes)},
+              zeroBF, ArrayRef<bool>{true}));
+        SmallVector<Value> next;
+        for (auto [i, row] : llvm::enumerate(rowOf)) {
+          Value two = vector::TransferReadOp::create(
+              b, loc, twoType, rows,
+              rowIndices(c.layout, batch, row, head, im.mul(t, im.c(2))),
+              zeroBF, ArrayRef<bool>{true});
+          Value word = vector::BitCastOp::create(b, loc, wordType, two);
+          Value broadcast = vector::BitCastOp::create(
+              b, loc, operandType,
+              vector::BroadcastOp::create(b, loc, wordsType, word));
+          for (int64_t half = 0; half < kHalves; ++half)
+            next.push_back(unit.emitDot(b, loc, partial[i * kHalves + half],
+                                        broadcast, keys[half]));
+        }
+        scf::YieldOp::create(b, loc, next);
+      });
+  SmallVector<int64_t> concat(kKeyChunk);
+  for (int64_t j = 0; j < kKeyChunk; ++j)
+    concat[j] = j;
+  static_assert(kHalves == 2, "the halves join with one shuffle");
+  SmallVector<Value> scores;
+  for (size_t i = 0; i < rowOf.size(); ++i)
+    scores.push_back(
+        vector::ShuffleOp::create(b, loc, loop.getResult(i * kHalves),
+                                  loop.getResult(i * kHalves + 1), concat));
+  return scores;
+}
+
+/// Each of `scores` times the scalar `factor`.
+SmallVector<Value> scaleScores(OpBuilder &b, Location loc,
+                               ArrayRef<Value> scores, float factor) {
+  auto chunkType = VectorType::get({kKeyChunk}, b.getF32Type());
+  Value splatFactor = splat(b, loc, emitF32Constant(b, loc, factor), chunkType);
+  SmallVector<Value> scaled;
+  for (Value score : scores)
+    scaled.push_back(arith::MulFOp::create(b, loc, score, splatFactor));
+  return scaled;
 }
 
 /// The keys of the chunk starting at `key0` as an i32 vector, to mask and
@@ -851,19 +978,28 @@ struct BlockedForward {
   int64_t headDimQK, headDimV;
   /// Rows per micro-block and per tile (a multiple of the former).
   int64_t rows, tileRows;
-  /// scale * q as [b, h_q, s_q, d_qk]; K^T in chunks as [b, h_kv, chunks,
-  /// d_qk, chunk]; V as [b, h_kv, chunks * chunk, d_v].
+  /// The unit of the scores, or null for f32 FMAs.
+  const BF16PairDotUnit *scoreDot;
+  /// With f32 FMAs: scale * q as [b, h_q, s_q, d_qk] and K^T in chunks as
+  /// [b, h_kv, chunks, d_qk, chunk]; on a dot unit: K in paired chunks
+  /// (emitPairedChunks). V as [b, h_kv, chunks * chunk, d_v].
   Value qs, kt, vs;
 
-  BlockedForward(const AttentionConfig &c, RankedTensorType oType)
+  BlockedForward(const AttentionConfig &c, RankedTensorType oType,
+                 const BF16PairDotUnit *dotUnit)
       : c(c), oType(oType),
         headDimQK(cast<RankedTensorType>(c.q.getType()).getShape().back()),
         headDimV(oType.getShape().back()), rows(kBlockRows),
-        tileRows(std::min<int64_t>(kTileRows, llvm::alignTo(c.seqQ, rows))) {}
+        tileRows(std::min<int64_t>(kTileRows, llvm::alignTo(c.seqQ, rows))),
+        scoreDot(pairDotFor(dotUnit, c.q, c.k)) {}
 
   void prepare(OpBuilder &b, Location loc) {
-    qs = emitScaledQueries(b, loc, c, headDimQK);
-    kt = emitTransposedChunks(b, loc, c, c.k, headDimQK);
+    if (scoreDot) {
+      kt = emitPairedChunks(b, loc, c, c.k, headDimQK);
+    } else {
+      qs = emitScaledQueries(b, loc, c, headDimQK);
+      kt = emitTransposedChunks(b, loc, c, c.k, headDimQK);
+    }
     vs = emitPaddedRows(b, loc, c, c.v, headDimV);
   }
 
@@ -999,10 +1135,16 @@ struct BlockedForward {
     Value negInf = emitF32Constant(b, loc, -INFINITY);
     Value zeroF = emitF32Constant(b, loc, 0.0);
 
-    // scores[i] = sum over columns t of qs[row i, t] * K^T[t, chunk].
+    // scores[i] = scale * sum over columns t of q[row i, t] * K^T[t, chunk].
     Value chunk = im.div(key0, im.c(kKeyChunk));
-    SmallVector<Value> scores = emitChunkOuterProducts(
-        b, loc, qs, kt, headDimQK, batch, head, kvHead, chunk, rowOf);
+    SmallVector<Value> scores =
+        scoreDot ? scaleScores(b, loc,
+                               emitChunkPairDots(b, loc, c, *scoreDot, c.q, kt,
+                                                 headDimQK, batch, head, kvHead,
+                                                 chunk, rowOf),
+                               c.scale)
+                 : emitChunkOuterProducts(b, loc, qs, kt, headDimQK, batch,
+                                          head, kvHead, chunk, rowOf);
     ChunkKeys keys(b, loc, key0);
 
     Value mState = state[0], lState = state[1], accState = state[2],
@@ -1116,22 +1258,29 @@ struct BlockedBackward {
   const AttentionConfig &c;
   Value o, dO, lse;
   int64_t headDimQK, headDimV, chunks, group;
+  /// The units of S = q k^T and dP = dO v^T, or null for f32 FMAs.
+  const BF16PairDotUnit *scoreDot, *gradDot;
   /// scale * q as [b, h_q, s_q, d_qk]; K^T and V^T in chunks as [b, h_kv,
-  /// chunks, d, chunk]; K as [b, h_kv, chunks * chunk, d_qk]; dO as
-  /// [b, h_q, s_q, d_v]; all f32.
+  /// chunks, d, chunk] (f32, or paired bf16 chunks for a dot unit); K as
+  /// [b, h_kv, chunks * chunk, d_qk]; dO as [b, h_q, s_q, d_v]; all f32
+  /// but the paired chunks.
   Value qs, kt, vt, ks, dOs;
 
-  BlockedBackward(const AttentionConfig &c, Value o, Value dO, Value lse)
+  BlockedBackward(const AttentionConfig &c, Value o, Value dO, Value lse,
+                  const BF16PairDotUnit *dotUnit)
       : c(c), o(o), dO(dO), lse(lse),
         headDimQK(cast<RankedTensorType>(c.q.getType()).getShape().back()),
         headDimV(cast<RankedTensorType>(c.v.getType()).getShape().back()),
         chunks(llvm::divideCeil(c.seqKV, kKeyChunk)),
-        group(c.headsQ / c.headsKV) {}
+        group(c.headsQ / c.headsKV), scoreDot(pairDotFor(dotUnit, c.q, c.k)),
+        gradDot(pairDotFor(dotUnit, dO, c.v)) {}
 
   void prepare(OpBuilder &b, Location loc) {
     qs = emitScaledQueries(b, loc, c, headDimQK);
-    kt = emitTransposedChunks(b, loc, c, c.k, headDimQK);
-    vt = emitTransposedChunks(b, loc, c, c.v, headDimV);
+    kt = scoreDot ? emitPairedChunks(b, loc, c, c.k, headDimQK)
+                  : emitTransposedChunks(b, loc, c, c.k, headDimQK);
+    vt = gradDot ? emitPairedChunks(b, loc, c, c.v, headDimV)
+                 : emitTransposedChunks(b, loc, c, c.v, headDimV);
     ks = emitPaddedRows(b, loc, c, c.k, headDimQK);
     dOs = generateF32(b, loc, {c.batches, c.headsQ, c.seqQ, headDimV},
                       [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
@@ -1390,10 +1539,19 @@ struct BlockedBackward {
     Value zeroF = emitF32Constant(b, loc, 0.0);
     Value zeroChunk = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(chunkType, b.getF32FloatAttr(0)));
-    SmallVector<Value> scores = emitChunkOuterProducts(
-        b, loc, qs, kt, headDimQK, batch, head, kvHead, chunk, rowOf);
-    SmallVector<Value> dP = emitChunkOuterProducts(
-        b, loc, dOs, vt, headDimV, batch, head, kvHead, chunk, rowOf);
+    SmallVector<Value> scores =
+        scoreDot ? scaleScores(b, loc,
+                               emitChunkPairDots(b, loc, c, *scoreDot, c.q, kt,
+                                                 headDimQK, batch, head, kvHead,
+                                                 chunk, rowOf),
+                               c.scale)
+                 : emitChunkOuterProducts(b, loc, qs, kt, headDimQK, batch,
+                                          head, kvHead, chunk, rowOf);
+    SmallVector<Value> dP =
+        gradDot ? emitChunkPairDots(b, loc, c, *gradDot, dO, vt, headDimV,
+                                    batch, head, kvHead, chunk, rowOf)
+                : emitChunkOuterProducts(b, loc, dOs, vt, headDimV, batch, head,
+                                         kvHead, chunk, rowOf);
 
     ChunkKeys keys(b, loc, key0);
 
@@ -1447,7 +1605,11 @@ struct BlockedBackward {
 };
 
 struct AttentionOpLowering : OpConversionPattern<AttentionOp> {
-  using OpConversionPattern::OpConversionPattern;
+  AttentionOpLowering(MLIRContext *context, const BF16PairDotUnit *dotUnit)
+      : OpConversionPattern(context), dotUnit(dotUnit) {}
+
+  /// The target's bf16 dot unit, or null.
+  const BF16PairDotUnit *dotUnit;
 
   LogicalResult
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
@@ -1465,7 +1627,7 @@ struct AttentionOpLowering : OpConversionPattern<AttentionOp> {
                                : RankedTensorType();
 
     if (canUseBlockedForward(c)) {
-      BlockedForward blocked(c, oType);
+      BlockedForward blocked(c, oType, dotUnit);
       blocked.prepare(b, loc);
       rewriter.replaceOp(
           op, forEachRowTile(b, loc, c, oType, lseType, blocked.tileRows,
@@ -1568,7 +1730,12 @@ struct AttentionOpLowering : OpConversionPattern<AttentionOp> {
 /// dK, dV, dbias and d_softmax_offset accumulate in f32 and are rounded to
 /// their types at the end; each dQ row is written once.
 struct AttentionBackwardOpLowering : OpConversionPattern<AttentionBackwardOp> {
-  using OpConversionPattern::OpConversionPattern;
+  AttentionBackwardOpLowering(MLIRContext *context,
+                              const BF16PairDotUnit *dotUnit)
+      : OpConversionPattern(context), dotUnit(dotUnit) {}
+
+  /// The target's bf16 dot unit, or null.
+  const BF16PairDotUnit *dotUnit;
 
   LogicalResult
   matchAndRewrite(AttentionBackwardOp op, OpAdaptor adaptor,
@@ -1604,7 +1771,7 @@ struct AttentionBackwardOpLowering : OpConversionPattern<AttentionBackwardOp> {
                               hasBiasGrad, hasOffsetGrad};
     std::optional<BlockedBackward> blocked;
     if (canUseBlockedForward(c) && !hasBiasGrad && !hasOffsetGrad) {
-      blocked.emplace(c, operands.o, operands.dO, operands.lse);
+      blocked.emplace(c, operands.o, operands.dO, operands.lse, dotUnit);
       blocked->prepare(b, loc);
     }
     SmallVector<Value> grads = emitParallelBackward(
@@ -1904,7 +2071,8 @@ mlir::te::getAttentionUnsupportedReason(AttentionBackwardOp op) {
   return getUnsupportedReason(op);
 }
 
-void mlir::te::populateAttentionLoweringPatterns(RewritePatternSet &patterns) {
+void mlir::te::populateAttentionLoweringPatterns(
+    RewritePatternSet &patterns, const BF16PairDotUnit *dotUnit) {
   patterns.add<AttentionOpLowering, AttentionBackwardOpLowering>(
-      patterns.getContext());
+      patterns.getContext(), dotUnit);
 }

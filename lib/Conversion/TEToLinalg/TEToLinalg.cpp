@@ -21,6 +21,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <cfloat>
@@ -870,6 +871,8 @@ struct BlockDequantizeOpLowering : OpConversionPattern<DequantizeOp> {
 
 struct ConvertTEToLinalgPass
     : te::impl::ConvertTEToLinalgBase<ConvertTEToLinalgPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     // Report every op the lowering cannot take, with the reason, rather
@@ -884,14 +887,45 @@ struct ConvertTEToLinalgPass
     if (unsupported)
       return signalPassFailure();
 
-    if (failed(applyTEToLinalgConversion(module.getOperation())))
+    ConvertTEToLinalgOptions options;
+    options.dotUnit = dotUnit;
+    if (failed(applyTEToLinalgConversion(module.getOperation(), options)))
       signalPassFailure();
   }
 };
 
+/// The unit `options` names, or failure (reported at `anchor`) for a name
+/// no unit has.
+FailureOr<const BF16PairDotUnit *>
+lookUpDotUnit(Operation *anchor, const ConvertTEToLinalgOptions &options) {
+  if (options.dotUnit.empty())
+    return static_cast<const BF16PairDotUnit *>(nullptr);
+  if (const BF16PairDotUnit *unit = getBF16PairDotUnit(options.dotUnit))
+    return unit;
+  return emitError(anchor->getLoc(), "convert-te-to-linalg: unknown dot-unit '")
+         << options.dotUnit << "'; known units: " << getBF16PairDotUnitNames()
+         << ", or empty for none";
+}
+
 } // namespace
 
-LogicalResult mlir::te::applyTEToLinalgConversion(ArrayRef<Operation *> ops) {
+BF16PairDotUnit::~BF16PairDotUnit() = default;
+
+const BF16PairDotUnit *mlir::te::getBF16PairDotUnit(StringRef name) {
+  const BF16PairDotUnit *units[] = {&getAVX512BF16DotUnit()};
+  for (const BF16PairDotUnit *unit : units)
+    if (unit->getName() == name)
+      return unit;
+  return nullptr;
+}
+
+std::string mlir::te::getBF16PairDotUnitNames() {
+  return getAVX512BF16DotUnit().getName().str();
+}
+
+LogicalResult
+mlir::te::applyTEToLinalgConversion(ArrayRef<Operation *> ops,
+                                    const ConvertTEToLinalgOptions &options) {
   if (ops.empty())
     return success();
   MLIRContext *context = ops.front()->getContext();
@@ -900,18 +934,31 @@ LogicalResult mlir::te::applyTEToLinalgConversion(ArrayRef<Operation *> ops) {
   target.addLegalOp<ProcessGroupOp>();
   target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                          math::MathDialect, scf::SCFDialect,
-                         tensor::TensorDialect, vector::VectorDialect>();
+                         tensor::TensorDialect, vector::VectorDialect,
+                         x86vector::X86VectorDialect>();
   RewritePatternSet patterns(context);
-  populateTEToLinalgConversionPatterns(patterns);
+  if (failed(
+          populateTEToLinalgConversionPatterns(patterns, options, ops.front())))
+    return failure();
   return applyPartialConversion(ops, target, std::move(patterns));
 }
 
-void mlir::te::populateTEToLinalgConversionPatterns(
-    RewritePatternSet &patterns) {
+LogicalResult mlir::te::populateTEToLinalgConversionPatterns(
+    RewritePatternSet &patterns, const ConvertTEToLinalgOptions &options,
+    Operation *anchor) {
+  FailureOr<const BF16PairDotUnit *> dotUnit = lookUpDotUnit(anchor, options);
+  if (failed(dotUnit))
+    return failure();
   patterns.add<AmaxOpLowering, ComputeScaleOpLowering,
                UpdateDelayedScalingOpLowering, QuantizeOpLowering,
                DequantizeOpLowering, ScaledMatmulOpLowering,
                BlockQuantizeOpLowering, BlockDequantizeOpLowering>(
       patterns.getContext());
-  populateAttentionLoweringPatterns(patterns);
+  populateAttentionLoweringPatterns(patterns, *dotUnit);
+  return success();
+}
+
+void mlir::te::populateTEToLinalgConversionPatterns(
+    RewritePatternSet &patterns) {
+  (void)populateTEToLinalgConversionPatterns(patterns, {}, nullptr);
 }

@@ -17,8 +17,37 @@ std::optional<std::string> getAttentionUnsupportedReason(AttentionOp op);
 std::optional<std::string>
 getAttentionUnsupportedReason(AttentionBackwardOp op);
 
-/// te.attention as online-softmax loops over rows (AttentionLowering.cpp).
-void populateAttentionLoweringPatterns(RewritePatternSet &patterns);
+/// A unit of the target that computes dot products of bf16 pairs with f32
+/// accumulation: dst[i] = acc[i] + a[2i] b[2i] + a[2i+1] b[2i+1] for 16
+/// accumulators. The products of two bf16 are exact in f32, so scores
+/// computed this way are as accurate as f32 FMAs on the widened inputs, at
+/// half the instructions. The attention lowering uses one for bf16 scores
+/// when the target names it (convert-te-to-linalg's dot-unit option);
+/// the units of an instruction set live in their own file.
+class BF16PairDotUnit {
+public:
+  virtual ~BF16PairDotUnit();
+  /// The name the dot-unit option gives it.
+  virtual StringRef getName() const = 0;
+  /// `acc` (vector<16xf32>) plus the pair dot products of `a` and `b`
+  /// (vector<32xbf16> each).
+  virtual Value emitDot(OpBuilder &b, Location loc, Value acc, Value lhs,
+                        Value rhs) const = 0;
+};
+
+/// The unit called `name`, or null if there is none of that name.
+const BF16PairDotUnit *getBF16PairDotUnit(StringRef name);
+
+/// The names getBF16PairDotUnit knows, comma-separated, for error messages.
+std::string getBF16PairDotUnitNames();
+
+/// AVX512-BF16's vdpbf16ps (X86DotUnits.cpp).
+const BF16PairDotUnit &getAVX512BF16DotUnit();
+
+/// te.attention as online-softmax loops over rows (AttentionLowering.cpp);
+/// bf16 scores on `dotUnit` when it is not null.
+void populateAttentionLoweringPatterns(RewritePatternSet &patterns,
+                                       const BF16PairDotUnit *dotUnit);
 
 } // namespace mlir::te
 

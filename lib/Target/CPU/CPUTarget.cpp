@@ -30,8 +30,17 @@
 using namespace mlir;
 using namespace mlir::te;
 
+ConvertTEToLinalgOptions mlir::te::getHostLoweringOptions() {
+  ConvertTEToLinalgOptions options;
+  // bf16 scores on the dot-product unit the host has (the features are
+  // part of the kernel cache key); without one, f32 FMAs.
+  if (plugin::getHostTarget().hasFeature("avx512bf16"))
+    options.dotUnit = "avx512-bf16";
+  return options;
+}
+
 void mlir::te::buildCPUTargetPipeline(OpPassManager &pm) {
-  pm.addPass(te::createConvertTEToLinalg());
+  pm.addPass(te::createConvertTEToLinalg(getHostLoweringOptions()));
   pm.addPass(createCanonicalizerPass());
 
   // Kernels write their results into caller-provided buffers.
@@ -60,7 +69,10 @@ void mlir::te::buildCPUTargetPipeline(OpPassManager &pm) {
   // The offsets of views with run-time offsets (a parallel iteration's
   // rows) come out of expand-strided-metadata as affine.apply.
   pm.addPass(createLowerAffinePass());
-  pm.addPass(createConvertVectorToLLVMPass());
+  ConvertVectorToLLVMPassOptions vectorToLLVM;
+  // The x86vector ops of the dot units.
+  vectorToLLVM.x86Vector = true;
+  pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
@@ -118,7 +130,7 @@ public:
   LogicalResult lower(Operation *op) const override {
     if (std::optional<std::string> reason = getCPUUnsupportedReason(op))
       return op->emitError(*reason);
-    return applyTEToLinalgConversion(op);
+    return applyTEToLinalgConversion(op, getHostLoweringOptions());
   }
 };
 

@@ -22,9 +22,18 @@ namespace mlir::te {
 /// lowering of the ops they do not replace.
 void populateTEToLinalgConversionPatterns(RewritePatternSet &patterns);
 
+/// The same with convert-te-to-linalg's options (the target's dot unit);
+/// fails, with an error at `anchor`, for options that name nothing known.
+LogicalResult
+populateTEToLinalgConversionPatterns(RewritePatternSet &patterns,
+                                     const ConvertTEToLinalgOptions &options,
+                                     Operation *anchor);
+
 /// Lowers every te op in or under `ops` (except te.process_group) with the
-/// native host patterns, as convert-te-to-linalg does.
-LogicalResult applyTEToLinalgConversion(ArrayRef<Operation *> ops);
+/// native host patterns, as convert-te-to-linalg does with `options`.
+LogicalResult
+applyTEToLinalgConversion(ArrayRef<Operation *> ops,
+                          const ConvertTEToLinalgOptions &options = {});
 
 /// Why the host lowering cannot take the te op `op` (in its configuration)
 /// yet, or nullopt when it can. This is what convert-te-to-linalg reports

@@ -17,6 +17,7 @@
 #ifndef TE_TARGET_CPU_CPUTARGET_H
 #define TE_TARGET_CPU_CPUTARGET_H
 
+#include "te/Conversion/TEToLinalg/TEToLinalg.h"
 #include "te/Target/Target.h"
 #include "te/Version.h"
 
@@ -34,6 +35,10 @@ void registerCPUTarget();
 /// The cpu target's native lowering: convert-te-to-linalg's patterns, one
 /// op at a time, with its reasons for the configurations it does not cover.
 const plugin::NativeLowering &getCPUNativeLowering();
+
+/// convert-te-to-linalg's options for the host (getHostTarget(), so
+/// TE_CPU_ARCH included): its bf16 dot-product unit, if it has one.
+ConvertTEToLinalgOptions getHostLoweringOptions();
 
 /// te -> LLVM dialect for the host CPU: lowers te ops to linalg, bufferizes
 /// (results become out-parameters), lowers to loops and on to the LLVM

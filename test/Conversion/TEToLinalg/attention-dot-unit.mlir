@@ -1,0 +1,91 @@
+// With a bf16 dot-product unit (dot-unit=avx512-bf16, which the cpu target
+// sets on hosts with AVX512-BF16), the scores of bf16 attention are pair
+// dot products: K (and, backward, V) in chunks of 32 keys as column pairs,
+// the rows of Q (dO) read in place two columns at a time and broadcast as
+// one i32, two 16-lane dot products per pair of columns and row.
+// RUN: te-opt %s -split-input-file --convert-te-to-linalg="dot-unit=avx512-bf16" --canonicalize | FileCheck %s
+// Without the option nothing changes: f32 FMAs.
+// RUN: te-opt %s -split-input-file --convert-te-to-linalg --canonicalize | FileCheck %s --check-prefix=FMA
+// A unit nobody knows: an error that names the known ones.
+// RUN: not te-opt %s -split-input-file --convert-te-to-linalg="dot-unit=amx9" 2>&1 | FileCheck %s --check-prefix=BAD
+
+// BAD: error: convert-te-to-linalg: unknown dot-unit 'amx9'; known units: avx512-bf16, or empty for none
+
+// CHECK-LABEL: func @forward
+// No scaled f32 copy of Q, no f32 K^T: K as [b, h_kv, chunks, d / 2, 64].
+// CHECK-NOT: tensor<1x2x40x16xf32>
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x2x2x8x64xbf16>)
+// CHECK: scf.for %[[T:[a-z0-9_]+]] = %c0 to %c8 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: %[[LO:.*]] = vector.transfer_read %{{.*}}[%c0, %{{.*}}, %{{.*}}, %[[T]], %c0]{{.*}} : tensor<1x2x2x8x64xbf16>, vector<32xbf16>
+// CHECK: %[[HI:.*]] = vector.transfer_read %{{.*}}[%c0, %{{.*}}, %{{.*}}, %[[T]], %c32]{{.*}} : tensor<1x2x2x8x64xbf16>, vector<32xbf16>
+// CHECK: %[[TWO:.*]] = vector.transfer_read %arg0[{{.*}}], {{.*}} : tensor<1x40x2x16xbf16>, vector<2xbf16>
+// CHECK: %[[WORD:.*]] = vector.bitcast %[[TWO]] : vector<2xbf16> to vector<1xi32>
+// CHECK: %[[WORDS:.*]] = vector.broadcast %[[WORD]] : vector<1xi32> to vector<16xi32>
+// CHECK: %[[ROW:.*]] = vector.bitcast %[[WORDS]] : vector<16xi32> to vector<32xbf16>
+// CHECK: x86vector.avx512.dot %{{.*}}, %[[ROW]], %[[LO]] : vector<32xbf16> -> vector<16xf32>
+// CHECK: x86vector.avx512.dot %{{.*}}, %[[ROW]], %[[HI]] : vector<32xbf16> -> vector<16xf32>
+// The halves joined, then scaled (1/sqrt(16)).
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, {{.*}}, 31] : vector<16xf32>, vector<16xf32>
+// CHECK: arith.mulf %{{.*}}, %cst{{.*}} : vector<32xf32>
+// FMA-LABEL: func @forward
+// FMA-NOT: x86vector
+// FMA: vector.fma %{{.*}} : vector<32xf32>
+func.func @forward(%q: tensor<1x40x2x16xbf16>, %k: tensor<1x40x2x16xbf16>,
+                   %v: tensor<1x40x2x16xbf16>) -> tensor<1x40x2x16xbf16> {
+  %o = te.attention %q, %k, %v layout bshd mask causal
+      : (tensor<1x40x2x16xbf16>, tensor<1x40x2x16xbf16>, tensor<1x40x2x16xbf16>)
+      -> tensor<1x40x2x16xbf16>
+  return %o : tensor<1x40x2x16xbf16>
+}
+
+// -----
+
+// The backward: S = q k^T and dP = dO v^T both on the unit (K and V paired),
+// the gradient accumulations stay f32 FMAs.
+// CHECK-LABEL: func @backward
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x2x2x8x64xbf16>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x2x2x4x64xbf16>)
+// CHECK: scf.for {{.*}} to %c8 step %c1 {{.*}} -> (vector<16xf32>,
+// CHECK-COUNT-8: x86vector.avx512.dot
+// CHECK: scf.for {{.*}} to %c4 step %c1 {{.*}} -> (vector<16xf32>,
+// CHECK-COUNT-8: x86vector.avx512.dot
+// CHECK: vector.fma
+// FMA-LABEL: func @backward
+// FMA-NOT: x86vector
+func.func @backward(%q: tensor<1x40x2x16xbf16>, %k: tensor<1x40x2x16xbf16>,
+                    %v: tensor<1x40x2x8xbf16>, %o: tensor<1x40x2x8xbf16>,
+                    %do: tensor<1x40x2x8xbf16>, %lse: tensor<1x2x40x1xf32>)
+    -> (tensor<1x40x2x16xbf16>, tensor<1x40x2x16xbf16>, tensor<1x40x2x8xbf16>) {
+  %dq, %dk, %dv = te.attention_backward %q, %k, %v, %o, %do, %lse layout bshd mask causal
+      : (tensor<1x40x2x16xbf16>, tensor<1x40x2x16xbf16>, tensor<1x40x2x8xbf16>,
+         tensor<1x40x2x8xbf16>, tensor<1x40x2x8xbf16>, tensor<1x2x40x1xf32>)
+      -> (tensor<1x40x2x16xbf16>, tensor<1x40x2x16xbf16>, tensor<1x40x2x8xbf16>)
+  return %dq, %dk, %dv : tensor<1x40x2x16xbf16>, tensor<1x40x2x16xbf16>, tensor<1x40x2x8xbf16>
+}
+
+// -----
+
+// f32 inputs and odd head dimensions have no bf16 pairs: f32 FMAs.
+// CHECK-LABEL: func @f32_inputs
+// CHECK-NOT: x86vector
+// CHECK: vector.fma
+func.func @f32_inputs(%q: tensor<1x40x2x16xf32>, %k: tensor<1x40x2x16xf32>,
+                      %v: tensor<1x40x2x16xf32>) -> tensor<1x40x2x16xf32> {
+  %o = te.attention %q, %k, %v layout bshd mask causal
+      : (tensor<1x40x2x16xf32>, tensor<1x40x2x16xf32>, tensor<1x40x2x16xf32>)
+      -> tensor<1x40x2x16xf32>
+  return %o : tensor<1x40x2x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @odd_head_dim
+// CHECK-NOT: x86vector
+// CHECK: vector.fma
+func.func @odd_head_dim(%q: tensor<1x40x2x7xbf16>, %k: tensor<1x40x2x7xbf16>,
+                        %v: tensor<1x40x2x7xbf16>) -> tensor<1x40x2x7xbf16> {
+  %o = te.attention %q, %k, %v layout bshd mask causal
+      : (tensor<1x40x2x7xbf16>, tensor<1x40x2x7xbf16>, tensor<1x40x2x7xbf16>)
+      -> tensor<1x40x2x7xbf16>
+  return %o : tensor<1x40x2x7xbf16>
+}
