@@ -49,12 +49,20 @@ FORWARD_CASES = {
     "odd-d": dict(mask="no_mask", s_q=20, s_kv=40, d_qk=7, d_v=5),
     "off_by_one": dict(mask="causal", softmax="off_by_one", s_q=33, s_kv=33),
 }
+# With head dimensions of whole 16-float pieces the dQ, dK and dV sums run on
+# the unit too (P and scale * dS rounded to bf16 once); otherwise only the
+# scores S and dP do.
 BACKWARD_CASES = {
-    "bshd-causal": dict(mask="causal", s_q=37, s_kv=70),
-    "gqa-no_mask": dict(mask="no_mask", s_q=37, s_kv=40, h_q=4, h_kv=1),
-    "bhsd-window": dict(layout="bhsd", mask="causal", window=(9, 0), s_q=40, s_kv=40),
-    "alibi": dict(layout="sbhd", mask="no_mask", bias_kind="alibi", s_q=33, s_kv=35),
-    "d_qk-ne-d_v": dict(mask="causal", s_q=35, s_kv=35, d_qk=16, d_v=6),
+    "bshd-causal": dict(mask="causal", s_q=37, s_kv=70, d_qk=16),
+    "gqa-no_mask": dict(mask="no_mask", s_q=37, s_kv=40, h_q=4, h_kv=1, d_qk=32,
+                        d_v=16),
+    "bhsd-window": dict(layout="bhsd", mask="causal", window=(9, 0), s_q=40, s_kv=40,
+                        d_qk=16),
+    "alibi": dict(layout="sbhd", mask="no_mask", bias_kind="alibi", s_q=33, s_kv=35,
+                  d_qk=16),
+    "bottom_right-long-kv": dict(mask="causal_bottom_right", s_q=10, s_kv=75, d_qk=16),
+    "scores-only-d8": dict(mask="causal", s_q=37, s_kv=70),
+    "scores-only-d_v6": dict(mask="causal", s_q=35, s_kv=35, d_qk=16, d_v=6),
 }
 
 

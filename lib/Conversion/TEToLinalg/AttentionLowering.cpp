@@ -790,6 +790,36 @@ Value emitPairedChunks(OpBuilder &b, Location loc, const AttentionConfig &c,
       });
 }
 
+/// K (`tensor`, bf16, head dimension `depth`) as pairs of keys, the layout
+/// of a BF16PairDotUnit's vector operand for sums over keys: a bf16
+/// [b, h_kv, chunks * kKeyChunk / 2, 2 * depth] tensor whose element
+/// (.., p, 2 t + e) is column t of key 2 p + e, padded with zero keys.
+Value emitKeyPairs(OpBuilder &b, Location loc, const AttentionConfig &c,
+                   Value tensor, int64_t depth) {
+  return generateTensor(
+      b, loc,
+      {c.batches, c.headsKV,
+       static_cast<int64_t>(llvm::alignTo(c.seqKV, kKeyChunk)) / 2, 2 * depth},
+      b.getBF16Type(), [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+        IndexMath im{b, loc};
+        Value token = im.add(im.mul(i[2], im.c(2)),
+                             arith::RemUIOp::create(b, loc, i[3], im.c(2)));
+        Value column = arith::DivUIOp::create(b, loc, i[3], im.c(2));
+        return readPaddedElement(b, loc, c, tensor, i[0], token, i[1], column);
+      });
+}
+
+/// The i32 at `indices` of `words` in all 16 lanes, as the 32 bf16 of a
+/// BF16PairDotUnit's broadcast operand.
+Value broadcastPair(OpBuilder &b, Location loc, Value words,
+                    ValueRange indices) {
+  Value word = tensor::ExtractOp::create(b, loc, words, indices);
+  return vector::BitCastOp::create(
+      b, loc, VectorType::get({32}, b.getBF16Type()),
+      vector::BroadcastOp::create(b, loc, VectorType::get({16}, b.getI32Type()),
+                                  word));
+}
+
 /// emitChunkOuterProducts for bf16 operands on `unit`: for each row i, the
 /// sum over t < depth of rows[batch, rowOf[i], head, t] (Q or dO, read in
 /// place two columns at a time, broadcast as one i32) * the keys' column t
@@ -1260,10 +1290,18 @@ struct BlockedBackward {
   int64_t headDimQK, headDimV, chunks, group;
   /// The units of S = q k^T and dP = dO v^T, or null for f32 FMAs.
   const BF16PairDotUnit *scoreDot, *gradDot;
-  /// scale * q as [b, h_q, s_q, d_qk]; K^T and V^T in chunks as [b, h_kv,
-  /// chunks, d, chunk] (f32, or paired bf16 chunks for a dot unit); K as
-  /// [b, h_kv, chunks * chunk, d_qk]; dO as [b, h_q, s_q, d_v]; all f32
-  /// but the paired chunks.
+  /// The unit of the dQ, dK and dV sums, which then take P and scale * dS
+  /// rounded to bf16 once; null for f32 FMAs. Needs bf16 q, k, v and dO
+  /// and head dimensions of whole 16-float pieces.
+  const BF16PairDotUnit *sumDot;
+  /// K as key pairs (emitKeyPairs), for dQ on sumDot.
+  Value kPairs;
+  /// D = dO . O of every row, as f32 [b, h_q, s_q].
+  Value deltas;
+  /// K^T and V^T in chunks as [b, h_kv, chunks, d, chunk] (f32, or paired
+  /// bf16 chunks for a dot unit). With f32 sums: scale * q as [b, h_q, s_q,
+  /// d_qk], K as [b, h_kv, chunks * chunk, d_qk] and dO as [b, h_q, s_q,
+  /// d_v], all f32.
   Value qs, kt, vt, ks, dOs;
 
   BlockedBackward(const AttentionConfig &c, Value o, Value dO, Value lse,
@@ -1273,20 +1311,54 @@ struct BlockedBackward {
         headDimV(cast<RankedTensorType>(c.v.getType()).getShape().back()),
         chunks(llvm::divideCeil(c.seqKV, kKeyChunk)),
         group(c.headsQ / c.headsKV), scoreDot(pairDotFor(dotUnit, c.q, c.k)),
-        gradDot(pairDotFor(dotUnit, dO, c.v)) {}
+        gradDot(pairDotFor(dotUnit, dO, c.v)),
+        sumDot(scoreDot && gradDot && headDimQK % 16 == 0 && headDimV % 16 == 0
+                   ? dotUnit
+                   : nullptr) {}
 
   void prepare(OpBuilder &b, Location loc) {
-    qs = emitScaledQueries(b, loc, c, headDimQK);
     kt = scoreDot ? emitPairedChunks(b, loc, c, c.k, headDimQK)
                   : emitTransposedChunks(b, loc, c, c.k, headDimQK);
     vt = gradDot ? emitPairedChunks(b, loc, c, c.v, headDimV)
                  : emitTransposedChunks(b, loc, c, c.v, headDimV);
+    deltas = generateF32(b, loc, {c.batches, c.headsQ, c.seqQ},
+                         [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+                           IndexMath im{b, loc};
+                           SmallVector<Value> at =
+                               rowIndices(c.layout, i[0], i[2], i[1], im.c(0));
+                           return dotProduct(b, loc, readRow(b, loc, dO, at),
+                                             readRow(b, loc, o, at));
+                         });
+    if (sumDot) {
+      kPairs = emitKeyPairs(b, loc, c, c.k, headDimQK);
+      return;
+    }
+    qs = emitScaledQueries(b, loc, c, headDimQK);
     ks = emitPaddedRows(b, loc, c, c.k, headDimQK);
     dOs = generateF32(b, loc, {c.batches, c.headsQ, c.seqQ, headDimV},
                       [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
                         return readElementF32(b, loc, c, dO, i[0], i[2], i[1],
                                               i[3]);
                       });
+  }
+
+  /// A micro-block's P and dS, broadcast from memory in the sums: f32
+  /// [rows, keys] each; on sumDot, bf16 pairs as i32: P and scale * dS with
+  /// rows paired ([rows / 2, keys], for dV and dK), and scale * dS with keys
+  /// paired ([rows, keys / 2], for dQ).
+  SmallVector<Value> emitScratch(OpBuilder &b, Location loc) {
+    // Each a tensor of its own: bufferization would give iteration
+    // arguments that start from one tensor one buffer.
+    auto zeros = [&](ArrayRef<int64_t> shape, Type type) {
+      return filledTensor(b, loc, shape, type,
+                          cast<TypedAttr>(b.getZeroAttr(type)));
+    };
+    if (!sumDot)
+      return {zeros({kBlockRows, kKeyChunk}, b.getF32Type()),
+              zeros({kBlockRows, kKeyChunk}, b.getF32Type())};
+    return {zeros({kBlockRows / 2, kKeyChunk}, b.getI32Type()),
+            zeros({kBlockRows / 2, kKeyChunk}, b.getI32Type()),
+            zeros({kBlockRows, kKeyChunk / 2}, b.getI32Type())};
   }
 
   /// The gradients of (batch, kvHead) into `local`: the iteration's slices
@@ -1303,12 +1375,8 @@ struct BlockedBackward {
         filledTensor(b, loc, {chunks * kKeyChunk, headDimQK}, f32,
                      b.getF32FloatAttr(0.0f)),
         filledTensor(b, loc, {chunks * kKeyChunk, headDimV}, f32,
-                     b.getF32FloatAttr(0.0f)),
-        // A micro-block's P and dS, broadcast from memory key by key.
-        filledTensor(b, loc, {kBlockRows, kKeyChunk}, f32,
-                     b.getF32FloatAttr(0.0f)),
-        filledTensor(b, loc, {kBlockRows, kKeyChunk}, f32,
                      b.getF32FloatAttr(0.0f))};
+    llvm::append_range(state, emitScratch(b, loc));
     int64_t blockEnd = llvm::alignTo(c.seqQ, kBlockRows);
     auto chunkLoop = scf::ForOp::create(
         b, loc, zero, im.c(chunks * kKeyChunk), im.c(kKeyChunk), state,
@@ -1536,7 +1604,6 @@ struct BlockedBackward {
     Type f32 = b.getF32Type();
     auto chunkType = VectorType::get({kKeyChunk}, f32);
     Value chunk = im.div(key0, im.c(kKeyChunk));
-    Value zeroF = emitF32Constant(b, loc, 0.0);
     Value zeroChunk = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(chunkType, b.getF32FloatAttr(0)));
     SmallVector<Value> scores =
@@ -1555,8 +1622,7 @@ struct BlockedBackward {
 
     ChunkKeys keys(b, loc, key0);
 
-    Value pState = state[3], dsState = state[4];
-    auto dvType = VectorType::get({headDimV}, f32);
+    SmallVector<Value> pRows, dsRows;
     for (int64_t i = 0; i < kBlockRows; ++i) {
       auto [logits, visible] =
           keys.biasAndMask(c, head, geometry[i], scores[i]);
@@ -1573,23 +1639,25 @@ struct BlockedBackward {
               arith::SubFOp::create(b, loc, logits,
                                     splat(b, loc, rowLse, chunkType))),
           zeroChunk);
-      // D_i = dO_i . O_i.
-      Value dORow = vector::TransferReadOp::create(
-          b, loc, dvType, dOs, ValueRange{batch, head, rowOf[i], im.c(0)},
-          zeroF, ArrayRef<bool>{true});
-      Value delta = dotProduct(
-          b, loc, dORow,
-          readRow(b, loc, o,
-                  rowIndices(c.layout, batch, rowOf[i], head, im.c(0))));
-      Value dS = arith::MulFOp::create(
+      Value delta = tensor::ExtractOp::create(
+          b, loc, deltas, ValueRange{batch, head, rowOf[i]});
+      pRows.push_back(p);
+      dsRows.push_back(arith::MulFOp::create(
           b, loc, p,
           arith::SubFOp::create(b, loc, dP[i],
-                                splat(b, loc, delta, chunkType)));
-      pState = vector::TransferWriteOp::create(b, loc, p, pState,
+                                splat(b, loc, delta, chunkType))));
+    }
+    if (sumDot)
+      return emitPairSums(b, loc, state, pRows, dsRows, batch, head, kvHead, g,
+                          key0, rowOf);
+
+    Value pState = state[3], dsState = state[4];
+    for (int64_t i = 0; i < kBlockRows; ++i) {
+      pState = vector::TransferWriteOp::create(b, loc, pRows[i], pState,
                                                ValueRange{im.c(i), im.c(0)},
                                                ArrayRef<bool>{true})
                    .getResult();
-      dsState = vector::TransferWriteOp::create(b, loc, dS, dsState,
+      dsState = vector::TransferWriteOp::create(b, loc, dsRows[i], dsState,
                                                 ValueRange{im.c(i), im.c(0)},
                                                 ArrayRef<bool>{true})
                     .getResult();
@@ -1601,6 +1669,177 @@ struct BlockedBackward {
     Value accQ = emitQueryAccumulation(b, loc, state[0], dsState, batch, kvHead,
                                        g, key0, rowOf);
     return {accQ, accK, accV, pState, dsState};
+  }
+
+  /// dV += P^T dO, dK += (scale dS)^T q and dQ += (scale dS) K of the
+  /// micro-block on sumDot, from its rows' P and dS (`pRows`, `dsRows`:
+  /// vectors of kKeyChunk f32), rounded to bf16 once. `state` is (accQ,
+  /// accK, accV, then emitScratch's P and dS row pairs and dS key pairs).
+  SmallVector<Value> emitPairSums(OpBuilder &b, Location loc, ValueRange state,
+                                  ArrayRef<Value> pRows, ArrayRef<Value> dsRows,
+                                  Value batch, Value head, Value kvHead,
+                                  Value g, Value key0, ArrayRef<Value> rowOf) {
+    static_assert(kBlockRows % 2 == 0, "the sums over rows go in row pairs");
+    IndexMath im{b, loc};
+    Type bf16 = b.getBF16Type(), i32 = b.getI32Type();
+    auto rowType = VectorType::get({kKeyChunk}, bf16);
+    Value scale = splat(b, loc, emitF32Constant(b, loc, c.scale),
+                        VectorType::get({kKeyChunk}, b.getF32Type()));
+    SmallVector<Value> p, ds;
+    for (int64_t i = 0; i < kBlockRows; ++i) {
+      p.push_back(arith::TruncFOp::create(b, loc, rowType, pRows[i]));
+      ds.push_back(arith::TruncFOp::create(
+          b, loc, rowType, arith::MulFOp::create(b, loc, dsRows[i], scale)));
+    }
+    auto write = [&](Value vector, Value into, int64_t row) {
+      return vector::TransferWriteOp::create(b, loc, vector, into,
+                                             ValueRange{im.c(row), im.c(0)},
+                                             ArrayRef<bool>{true})
+          .getResult();
+    };
+    // Rows 2r and 2r + 1 interleaved: the i32 of key j is their pair.
+    auto rowPairs = [&](ArrayRef<Value> rows, int64_t r) {
+      return vector::BitCastOp::create(
+          b, loc, VectorType::get({kKeyChunk}, i32),
+          vector::InterleaveOp::create(b, loc, rows[2 * r], rows[2 * r + 1]));
+    };
+    Value pPairs = state[3], dsPairs = state[4], dsKeyPairs = state[5];
+    for (int64_t r = 0; r < kBlockRows / 2; ++r) {
+      pPairs = write(rowPairs(p, r), pPairs, r);
+      dsPairs = write(rowPairs(ds, r), dsPairs, r);
+    }
+    for (int64_t i = 0; i < kBlockRows; ++i)
+      dsKeyPairs =
+          write(vector::BitCastOp::create(
+                    b, loc, VectorType::get({kKeyChunk / 2}, i32), ds[i]),
+                dsKeyPairs, i);
+    Value accV = emitPairKeySums(b, loc, state[2], pPairs, dO, headDimV, batch,
+                                 head, key0, rowOf);
+    Value accK = emitPairKeySums(b, loc, state[1], dsPairs, c.q, headDimQK,
+                                 batch, head, key0, rowOf);
+    Value accQ = emitPairQuerySums(b, loc, state[0], dsKeyPairs, batch, kvHead,
+                                   g, key0, rowOf);
+    return {accQ, accK, accV, pPairs, dsPairs, dsKeyPairs};
+  }
+
+  /// acc[key0 + j] += sum over the micro-block's rows i of weight(i, j) *
+  /// rows[i] on sumDot: `pairs` holds the weights of rows 2r and 2r + 1 for
+  /// each key as one i32, `rows` is the bf16 Q or dO (width columns) whose
+  /// rows pair up the same way.
+  Value emitPairKeySums(OpBuilder &b, Location loc, Value acc, Value pairs,
+                        Value rows, int64_t width, Value batch, Value head,
+                        Value key0, ArrayRef<Value> rowOf) {
+    constexpr int64_t kLanes = 16;
+    Type bf16 = b.getBF16Type();
+    auto pieceType = VectorType::get({kLanes}, b.getF32Type());
+    auto halfType = VectorType::get({kLanes}, bf16);
+    Value zeroF = emitF32Constant(b, loc, 0.0);
+    Value zeroBF = arith::ConstantOp::create(b, loc, b.getZeroAttr(bf16));
+    IndexMath im{b, loc};
+    int64_t pieces = width / kLanes, rowPairCount = rowOf.size() / 2;
+    for (int64_t groupStart = 0; groupStart < pieces;
+         groupStart += kGroupPieces) {
+      int64_t groupEnd = std::min(pieces, groupStart + kGroupPieces);
+      // The pieces of rows 2r and 2r + 1, interleaved.
+      SmallVector<SmallVector<Value>> rowPieces(rowPairCount);
+      for (int64_t r = 0; r < rowPairCount; ++r)
+        for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
+          SmallVector<Value> halves;
+          for (int64_t e = 0; e < 2; ++e)
+            halves.push_back(vector::TransferReadOp::create(
+                b, loc, halfType, rows,
+                rowIndices(c.layout, batch, rowOf[2 * r + e], head,
+                           im.c(piece * kLanes)),
+                zeroBF, ArrayRef<bool>{true}));
+          rowPieces[r].push_back(
+              vector::InterleaveOp::create(b, loc, halves[0], halves[1]));
+        }
+      auto keyLoop = scf::ForOp::create(
+          b, loc, im.c(0), im.c(kKeyChunk), im.c(1), ValueRange{acc},
+          [&](OpBuilder &b, Location loc, Value j, ValueRange carried) {
+            IndexMath im{b, loc};
+            Value key = im.add(key0, j);
+            SmallVector<Value> w;
+            for (int64_t r = 0; r < rowPairCount; ++r)
+              w.push_back(broadcastPair(b, loc, pairs, ValueRange{im.c(r), j}));
+            Value updated = carried[0];
+            for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
+              SmallVector<Value> at = {key, im.c(piece * kLanes)};
+              Value sum = vector::TransferReadOp::create(
+                  b, loc, pieceType, updated, at, zeroF, ArrayRef<bool>{true});
+              for (int64_t r = 0; r < rowPairCount; ++r)
+                sum = sumDot->emitDot(b, loc, sum, w[r],
+                                      rowPieces[r][piece - groupStart]);
+              updated = vector::TransferWriteOp::create(
+                            b, loc, sum, updated, at, ArrayRef<bool>{true})
+                            .getResult();
+            }
+            scf::YieldOp::create(b, loc, updated);
+          });
+      acc = keyLoop.getResult(0);
+    }
+    return acc;
+  }
+
+  /// dQ[row i] += sum over the chunk's keys j of (scale dS)[i, j] k_j on
+  /// sumDot: `keyPairs` holds the weights of keys 2p and 2p + 1 of each row
+  /// as one i32, kPairs the keys paired the same way.
+  Value emitPairQuerySums(OpBuilder &b, Location loc, Value accQ,
+                          Value keyPairs, Value batch, Value kvHead, Value g,
+                          Value key0, ArrayRef<Value> rowOf) {
+    constexpr int64_t kLanes = 16;
+    Type f32 = b.getF32Type(), bf16 = b.getBF16Type();
+    auto pieceType = VectorType::get({kLanes}, f32);
+    auto operandType = VectorType::get({2 * kLanes}, bf16);
+    Value zeroF = emitF32Constant(b, loc, 0.0);
+    Value zeroBF = arith::ConstantOp::create(b, loc, b.getZeroAttr(bf16));
+    Value zeroPiece = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(pieceType, b.getF32FloatAttr(0)));
+    IndexMath im{b, loc};
+    Value pair0 = im.div(key0, im.c(2));
+    int64_t pieces = headDimQK / kLanes;
+    int64_t rows = rowOf.size();
+    for (int64_t groupStart = 0; groupStart < pieces;
+         groupStart += kGroupPieces) {
+      int64_t groupEnd = std::min(pieces, groupStart + kGroupPieces);
+      int64_t width = groupEnd - groupStart;
+      SmallVector<Value> init(rows * width, zeroPiece);
+      auto pairLoop = scf::ForOp::create(
+          b, loc, im.c(0), im.c(kKeyChunk / 2), im.c(1), init,
+          [&](OpBuilder &b, Location loc, Value pair, ValueRange sums) {
+            IndexMath im{b, loc};
+            SmallVector<Value> w;
+            for (int64_t i = 0; i < rows; ++i)
+              w.push_back(
+                  broadcastPair(b, loc, keyPairs, ValueRange{im.c(i), pair}));
+            SmallVector<Value> next(sums.begin(), sums.end());
+            for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
+              Value k = vector::TransferReadOp::create(
+                  b, loc, operandType, kPairs,
+                  ValueRange{batch, kvHead, im.add(pair0, pair),
+                             im.c(piece * 2 * kLanes)},
+                  zeroBF, ArrayRef<bool>{true});
+              for (int64_t i = 0; i < rows; ++i) {
+                Value &sum = next[i * width + piece - groupStart];
+                sum = sumDot->emitDot(b, loc, sum, w[i], k);
+              }
+            }
+            scf::YieldOp::create(b, loc, next);
+          });
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
+          SmallVector<Value> at = {g, rowOf[i], im.c(piece * kLanes)};
+          Value sum = arith::AddFOp::create(
+              b, loc,
+              vector::TransferReadOp::create(b, loc, pieceType, accQ, at, zeroF,
+                                             ArrayRef<bool>{true}),
+              pairLoop.getResult(i * width + piece - groupStart));
+          accQ = vector::TransferWriteOp::create(b, loc, sum, accQ, at,
+                                                 ArrayRef<bool>{true})
+                     .getResult();
+        }
+    }
+    return accQ;
   }
 };
 

@@ -40,8 +40,8 @@ func.func @forward(%q: tensor<1x40x2x16xbf16>, %k: tensor<1x40x2x16xbf16>,
 
 // -----
 
-// The backward: S = q k^T and dP = dO v^T both on the unit (K and V paired),
-// the gradient accumulations stay f32 FMAs.
+// The backward: S = q k^T and dP = dO v^T both on the unit (K and V paired);
+// with d_v = 8 (no whole 16-float piece) the gradient sums stay f32 FMAs.
 // CHECK-LABEL: func @backward
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x2x2x8x64xbf16>)
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x2x2x4x64xbf16>)
@@ -61,6 +61,42 @@ func.func @backward(%q: tensor<1x40x2x16xbf16>, %k: tensor<1x40x2x16xbf16>,
          tensor<1x40x2x8xbf16>, tensor<1x40x2x8xbf16>, tensor<1x2x40x1xf32>)
       -> (tensor<1x40x2x16xbf16>, tensor<1x40x2x16xbf16>, tensor<1x40x2x8xbf16>)
   return %dq, %dk, %dv : tensor<1x40x2x16xbf16>, tensor<1x40x2x16xbf16>, tensor<1x40x2x8xbf16>
+}
+
+// -----
+
+// With head dimensions of whole 16-float pieces, dV, dK and dQ are sums on
+// the unit too: P and scale * dS rounded to bf16 once, stored as i32 pairs
+// of two rows (for dV and dK: a key at a time against the rows' pieces
+// interleaved) and of two keys (for dQ: against K in key pairs,
+// [b, h_kv, keys / 2, 2 d]).
+// CHECK-LABEL: func @backward_sums
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x2x40xf32>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x2x32x32xbf16>)
+// CHECK: scf.for {{.*}} -> (tensor<1x40x16xf32>, tensor<64x16xf32>, tensor<64x16xf32>, tensor<2x32xi32>, tensor<2x32xi32>, tensor<4x16xi32>)
+// CHECK-COUNT-8: arith.truncf %{{.*}} : vector<32xf32> to vector<32xbf16>
+// CHECK: vector.interleave %{{.*}}, %{{.*}} : vector<32xbf16> -> vector<64xbf16>
+// dV, then dK: per key, one dot per row pair.
+// CHECK: %[[ROWS:.*]] = vector.interleave %{{.*}}, %{{.*}} : vector<16xbf16> -> vector<32xbf16>
+// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args(%{{.*}}) -> (tensor<64x16xf32>)
+// CHECK: x86vector.avx512.dot %{{.*}}, %{{.*}}, %[[ROWS]] : vector<32xbf16> -> vector<16xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args(%{{.*}}) -> (tensor<64x16xf32>)
+// CHECK: x86vector.avx512.dot
+// dQ: per pair of keys, one dot per row.
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: vector.transfer_read {{.*}} : tensor<1x2x32x32xbf16>, vector<32xbf16>
+// CHECK-COUNT-4: x86vector.avx512.dot
+// FMA-LABEL: func @backward_sums
+// FMA-NOT: x86vector
+func.func @backward_sums(%q: tensor<1x40x2x16xbf16>, %k: tensor<1x40x2x16xbf16>,
+                         %v: tensor<1x40x2x16xbf16>, %o: tensor<1x40x2x16xbf16>,
+                         %do: tensor<1x40x2x16xbf16>, %lse: tensor<1x2x40x1xf32>)
+    -> (tensor<1x40x2x16xbf16>, tensor<1x40x2x16xbf16>, tensor<1x40x2x16xbf16>) {
+  %dq, %dk, %dv = te.attention_backward %q, %k, %v, %o, %do, %lse layout bshd mask causal
+      : (tensor<1x40x2x16xbf16>, tensor<1x40x2x16xbf16>, tensor<1x40x2x16xbf16>,
+         tensor<1x40x2x16xbf16>, tensor<1x40x2x16xbf16>, tensor<1x2x40x1xf32>)
+      -> (tensor<1x40x2x16xbf16>, tensor<1x40x2x16xbf16>, tensor<1x40x2x16xbf16>)
+  return %dq, %dk, %dv : tensor<1x40x2x16xbf16>, tensor<1x40x2x16xbf16>, tensor<1x40x2x16xbf16>
 }
 
 // -----

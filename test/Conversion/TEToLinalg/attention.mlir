@@ -139,13 +139,15 @@ func.func @backward_gqa_dbias(%q: tensor<3x6x4x8xf32>, %k: tensor<3x5x2x8xf32>,
 // -----
 
 // Without a bias tensor, mask tensor, dropout, thd or d_softmax_offset the
-// backward is blocked like the forward: f32 copies (scale * q, K^T and V^T
-// in chunks of 32 keys, K rows, dO), then per (batch, key/value head) the
-// key chunks, the group's query heads and micro-blocks of 4 rows.
+// backward is blocked like the forward: f32 copies (K^T and V^T in chunks
+// of 32 keys, D = dO . O of every row, scale * q, K rows, dO), then per
+// (batch, key/value head) the key chunks, the group's query heads and
+// micro-blocks of 4 rows.
 // CHECK-LABEL: func @backward_blocked
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x2x2x16x32xf32>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x2x2x16x32xf32>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x4x40xf32>)
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x4x40x16xf32>)
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x2x2x16x32xf32>)
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x2x2x16x32xf32>)
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x2x64x16xf32>)
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x4x40x16xf32>)
 // CHECK: scf.forall (%{{.*}}, %{{.*}}) in (2, 2)
