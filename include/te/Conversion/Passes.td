@@ -45,7 +45,9 @@ def ConvertTEToLinalg : Pass<"convert-te-to-linalg", "ModuleOp"> {
     sets it from the host's features): with `avx512-bf16`, the attention
     scores of bf16 inputs (q k^T, and dO v^T in the backward) are
     AVX512-BF16 dot products of bf16 pairs (`x86vector.avx512.dot`) rather
-    than f32 FMAs on widened inputs. Empty (the default): f32 FMAs only.
+    than f32 FMAs on widened inputs, and so are the backward's dQ, dK and
+    dV sums when the head dimensions are multiples of 16 (P and scale * dS
+    rounded to bf16 once). Empty (the default): f32 FMAs only.
   }];
   let options = [
     Option<"dotUnit", "dot-unit", "std::string", /*default=*/"\"\"",
