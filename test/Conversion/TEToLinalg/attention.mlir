@@ -3,17 +3,17 @@
 // RUN: te-opt %s -split-input-file --convert-te-to-linalg --canonicalize | FileCheck %s
 
 // Without an arbitrary mask, bias tensor, dropout or thd: the blocked path.
-// Q (scaled), K^T in chunks of 32 keys and V are copied to f32 first; then
+// Q (scaled), K^T in chunks of 64 keys and V are copied to f32 first; then
 // per (batch, head, tile of query rows) one pass over the key chunks, each
 // applied to micro-blocks of 4 rows.
 // CHECK-LABEL: func @causal_gqa
 // CHECK-NOT: tensor<2x4x16x16xf32>
 // The copies: scale * q as [b, h_q, s_q, d_qk], K^T as [b, h_kv, chunks,
-// d_qk, 32], V as [b, h_kv, chunks * 32, d_v].
+// d_qk, 64], V as [b, h_kv, chunks * 64, d_v].
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x4x16x32xf32>)
 // CHECK: arith.mulf %{{.*}}, %cst{{.*}} : f32
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x2x1x32x32xf32>)
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x2x32x16xf32>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x2x1x32x64xf32>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x2x64x16xf32>)
 // The tiles of all (batch, head) in parallel (one tile of all 16 rows here,
 // so the tile dimension folds away); each iteration writes its rows into
 // slices of O and LSE.
@@ -25,19 +25,19 @@
 // The tile's key range first.
 // CHECK: scf.for %{{.*}} = %c0 to %c16 step %c1 iter_args({{.*}}) -> (index, index)
 // Key chunks, then micro-blocks of 4 rows, skipped when they see no key.
-// CHECK: scf.for %[[KEY0:[a-z0-9_]+]] = %{{.*}} to %{{.*}} step %c32 iter_args({{.*}}) -> (tensor<16xf32>, tensor<16xf32>, tensor<16x16xf32>, tensor<4x32xf32>)
+// CHECK: scf.for %[[KEY0:[a-z0-9_]+]] = %{{.*}} to %{{.*}} step %c64 iter_args({{.*}}) -> (tensor<16xf32>, tensor<16xf32>, tensor<16x16xf32>, tensor<4x64xf32>)
 // CHECK: scf.for %{{.*}} = %c0 to %c16 step %c4
 // CHECK: scf.if
 // Scores: outer products over the d_qk columns.
-// CHECK: scf.for %[[T:[a-z0-9_]+]] = %c0 to %c32 step %c1 iter_args({{.*}}) -> (vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>)
-// CHECK: vector.transfer_read %{{.*}}[%[[B]], %[[KVH]], %{{.*}}, %[[T]], %c0]{{.*}} : tensor<2x2x1x32x32xf32>, vector<32xf32>
-// CHECK: vector.fma %{{.*}} : vector<32xf32>
-// The online softmax on vectors of 32 logits.
-// CHECK: vector.reduction <maximumf>, %{{.*}} : vector<32xf32> into f32
-// CHECK: math.exp %{{.*}} : vector<32xf32>
-// CHECK: vector.reduction <add>, %{{.*}} fastmath<reassoc> : vector<32xf32> into f32
+// CHECK: scf.for %[[T:[a-z0-9_]+]] = %c0 to %c32 step %c1 iter_args({{.*}}) -> (vector<64xf32>, vector<64xf32>, vector<64xf32>, vector<64xf32>)
+// CHECK: vector.transfer_read %{{.*}}[%[[B]], %[[KVH]], %{{.*}}, %[[T]], %c0]{{.*}} : tensor<2x2x1x32x64xf32>, vector<64xf32>
+// CHECK: vector.fma %{{.*}} : vector<64xf32>
+// The online softmax on vectors of 64 logits.
+// CHECK: vector.reduction <maximumf>, %{{.*}} : vector<64xf32> into f32
+// CHECK: math.exp %{{.*}} : vector<64xf32>
+// CHECK: vector.reduction <add>, %{{.*}} fastmath<reassoc> : vector<64xf32> into f32
 // V rows, 16 columns at a time.
-// CHECK: vector.transfer_read %{{.*}}[%[[B]], %[[KVH]], %{{.*}}, %c0]{{.*}} : tensor<2x2x32x16xf32>, vector<16xf32>
+// CHECK: vector.transfer_read %{{.*}}[%[[B]], %[[KVH]], %{{.*}}, %c0]{{.*}} : tensor<2x2x64x16xf32>, vector<16xf32>
 // CHECK: vector.fma %{{.*}} : vector<16xf32>
 // Then each row: O = acc / l in bf16, LSE.
 // CHECK: math.log
@@ -140,12 +140,12 @@ func.func @backward_gqa_dbias(%q: tensor<3x6x4x8xf32>, %k: tensor<3x5x2x8xf32>,
 
 // Without a bias tensor, mask tensor, dropout, thd or d_softmax_offset the
 // backward is blocked like the forward: f32 copies (K^T and V^T in chunks
-// of 32 keys, D = dO . O of every row, scale * q, K rows, dO), then per
-// (batch, key/value head) the key chunks, the group's query heads and
-// micro-blocks of 4 rows.
+// of 64 keys, D = dO . O of every row, scale * q, K rows, dO), then per
+// (batch, key/value head) the key chunks (one here: the loop folds away),
+// the group's query heads and micro-blocks of 4 rows.
 // CHECK-LABEL: func @backward_blocked
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x2x2x16x32xf32>)
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x2x2x16x32xf32>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x2x1x16x64xf32>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x2x1x16x64xf32>)
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x4x40xf32>)
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x4x40x16xf32>)
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x2x64x16xf32>)
@@ -153,18 +153,17 @@ func.func @backward_gqa_dbias(%q: tensor<3x6x4x8xf32>, %k: tensor<3x5x2x8xf32>,
 // CHECK: scf.forall (%{{.*}}, %{{.*}}) in (2, 2)
 // The accumulators: dQ of the group [2, s_q, d], dK and dV of the padded
 // keys, and the micro-block's P and dS.
-// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c32 iter_args({{.*}}) -> (tensor<2x40x16xf32>, tensor<64x16xf32>, tensor<64x16xf32>, tensor<4x32xf32>, tensor<4x32xf32>)
-// CHECK: scf.for %{{.*}} = %c0 to %c2 step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args({{.*}}) -> (tensor<2x40x16xf32>, tensor<64x16xf32>, tensor<64x16xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
 // CHECK: scf.for %{{.*}} = %c0 to %c40 step %c4
 // CHECK: scf.if
 // S and dP as outer products over the head dimension.
-// CHECK: scf.for {{.*}} -> (vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>)
-// CHECK: scf.for {{.*}} -> (vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>)
-// CHECK-COUNT-4: math.exp %{{.*}} : vector<32xf32>
+// CHECK: scf.for {{.*}} -> (vector<64xf32>, vector<64xf32>, vector<64xf32>, vector<64xf32>)
+// CHECK: scf.for {{.*}} -> (vector<64xf32>, vector<64xf32>, vector<64xf32>, vector<64xf32>)
+// CHECK-COUNT-4: math.exp %{{.*}} : vector<64xf32>
 // dV and dK key by key, then dQ in registers.
-// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args(%{{.*}}) -> (tensor<64x16xf32>)
-// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args(%{{.*}}) -> (tensor<64x16xf32>)
-// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%{{.*}}) -> (tensor<64x16xf32>)
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%{{.*}}) -> (tensor<64x16xf32>)
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK: scf.forall.in_parallel
 // CHECK-COUNT-3: tensor.parallel_insert_slice
 func.func @backward_blocked(%q: tensor<2x40x4x16xbf16>, %k: tensor<2x40x2x16xbf16>,
