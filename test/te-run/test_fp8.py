@@ -19,12 +19,32 @@ func.func @quantize(%x: tensor<{n}x{src}>, %s: tensor<f32>)
 }}
 """
 
+# The per-tensor quantize has two lowerings: one pass over the input (the
+# cast and amax in vectors of 16 along the rows of a tensor of rank >= 2
+# whose last dimension is a multiple of 16) and two loops (anything else).
+# The bit-exact tests run on both: each input as a 1-D tensor and as rows
+# of ROW.
+ROW = 64
+LAYOUTS = ("two_loops", "one_pass")
 
+
+def quantize_case(te_run, layout, x, src, fmt):
+    """The quantize program for the elements of `x` laid out as `layout`,
+    with `x` padded (by repeating its first element) to whole rows for
+    one_pass."""
+    if layout == "one_pass":
+        pad = (-x.size) % ROW
+        x = np.concatenate([x, np.repeat(x[:1], pad)]).reshape(-1, ROW)
+    dims = "x".join(map(str, x.shape))
+    return te_run.program(QUANTIZE.format(n=dims, src=src, fmt=fmt)), x
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_quantize_every_bf16_pattern(te_run, fmt):
+def test_quantize_every_bf16_pattern(te_run, fmt, layout):
     bits = np.arange(1 << 16, dtype=np.uint16)
+    program, bits = quantize_case(te_run, layout, bits, "bf16", fmt)
     x = (bits.astype(np.uint32) << 16).view(np.float32)
-    program = te_run.program(QUANTIZE.format(n=1 << 16, src="bf16", fmt=fmt))
     data, scale_inv, amax = te_run.run_kernel(
         program, [bits, np.array(1.0, np.float32)])
     assert data.dtype == np.uint8
@@ -35,8 +55,9 @@ def test_quantize_every_bf16_pattern(te_run, fmt):
     assert amax == amax_of(x) == np.inf
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_quantize_random_f32_with_scale(te_run, fmt):
+def test_quantize_random_f32_with_scale(te_run, fmt, layout):
     rng = np.random.default_rng(7)
     fp8_max = FORMATS[fmt][1]
     x = np.concatenate([
@@ -50,7 +71,7 @@ def test_quantize_random_f32_with_scale(te_run, fmt):
     ties = ((codes[:-1].astype(np.float64) + codes[1:]) / 2).astype(np.float32)
     scale = np.float32(4.0)
     x = np.concatenate([x, ties / scale, -ties / scale]).astype(np.float32)
-    program = te_run.program(QUANTIZE.format(n=x.size, src="f32", fmt=fmt))
+    program, x = quantize_case(te_run, layout, x, "f32", fmt)
     data, scale_inv, amax = te_run.run_kernel(program, [x, np.array(scale)])
     with np.errstate(over="ignore", invalid="ignore"):
         scaled = (x * scale).astype(np.float32)

@@ -50,58 +50,74 @@ Value mlir::te::emitF32ToFP8(OpBuilder &b, Location loc, Value x,
                              FloatType fp8Type) {
   FP8Format fmt = getFormat(fp8Type);
   unsigned shift = 23 - fmt.mantissaBits;
-  Type i32 = b.getI32Type();
+  // Scalars or vectors: every type and constant has x's shape.
+  auto shaped = [&](Type element) -> Type {
+    if (auto vector = dyn_cast<VectorType>(x.getType()))
+      return vector.clone(element);
+    return element;
+  };
+  Type i32 = shaped(b.getI32Type());
+  auto intConst = [&](int64_t value) -> Value {
+    if (auto vector = dyn_cast<VectorType>(i32))
+      return arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(vector, b.getI32IntegerAttr(value)));
+    return i32Const(b, loc, value);
+  };
+  auto floatConst = [&](double value) -> Value {
+    if (auto vector = dyn_cast<VectorType>(x.getType()))
+      return arith::ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(vector,
+                                 b.getF32FloatAttr(static_cast<float>(value))));
+    return emitF32Constant(b, loc, value);
+  };
 
   Value bits = arith::BitcastOp::create(b, loc, i32, x);
   Value sign = arith::AndIOp::create(
-      b, loc, arith::ShRUIOp::create(b, loc, bits, i32Const(b, loc, 24)),
-      i32Const(b, loc, 0x80));
+      b, loc, arith::ShRUIOp::create(b, loc, bits, intConst(24)),
+      intConst(0x80));
   Value abs = math::AbsFOp::create(b, loc, x);
   Value absBits = arith::BitcastOp::create(b, loc, i32, abs);
 
   // Normal range: round the f32 mantissa to the format's width (ties to
   // even), then rebias the exponent. A carry into the exponent is correct.
   Value lsb = arith::AndIOp::create(
-      b, loc, arith::ShRUIOp::create(b, loc, absBits, i32Const(b, loc, shift)),
-      i32Const(b, loc, 1));
+      b, loc, arith::ShRUIOp::create(b, loc, absBits, intConst(shift)),
+      intConst(1));
   Value roundingBias = arith::AddIOp::create(
-      b, loc, lsb, i32Const(b, loc, (int64_t(1) << (shift - 1)) - 1));
+      b, loc, lsb, intConst((int64_t(1) << (shift - 1)) - 1));
   Value rounded = arith::ShRUIOp::create(
       b, loc, arith::AddIOp::create(b, loc, absBits, roundingBias),
-      i32Const(b, loc, shift));
+      intConst(shift));
   Value normalCode = arith::SubIOp::create(
-      b, loc, rounded,
-      i32Const(b, loc, int64_t(127 - fmt.bias) << fmt.mantissaBits));
+      b, loc, rounded, intConst(int64_t(127 - fmt.bias) << fmt.mantissaBits));
 
   // Subnormal range: the value in units of the smallest subnormal, rounded
   // to an integer (ties to even); the scaling by a power of two is exact.
   // Rounding up to 2^mantissaBits yields the smallest normal's code.
   double subnormalUnit = std::ldexp(1.0, fmt.bias + fmt.mantissaBits - 1);
-  Value units = arith::MulFOp::create(b, loc, abs,
-                                      emitF32Constant(b, loc, subnormalUnit));
+  Value units = arith::MulFOp::create(b, loc, abs, floatConst(subnormalUnit));
   // Only subnormal inputs use this code; clamping keeps the integer
   // conversion in range (and defined) for every other input, NaN included.
-  units = arith::MinNumFOp::create(
-      b, loc, units, emitF32Constant(b, loc, 2 << fmt.mantissaBits));
+  units = arith::MinNumFOp::create(b, loc, units,
+                                   floatConst(2 << fmt.mantissaBits));
   Value subnormalCode = arith::FPToUIOp::create(
       b, loc, i32, math::RoundEvenOp::create(b, loc, units));
 
-  Value isSubnormal = arith::CmpFOp::create(
-      b, loc, arith::CmpFPredicate::OLT, abs,
-      emitF32Constant(b, loc, std::ldexp(1.0, 1 - fmt.bias)));
+  Value isSubnormal =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, abs,
+                            floatConst(std::ldexp(1.0, 1 - fmt.bias)));
   Value code =
       arith::SelectOp::create(b, loc, isSubnormal, subnormalCode, normalCode);
-  Value saturates =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, abs,
-                            emitF32Constant(b, loc, fmt.maxValue));
-  code = arith::SelectOp::create(b, loc, saturates,
-                                 i32Const(b, loc, fmt.maxCode), code);
+  Value saturates = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE,
+                                          abs, floatConst(fmt.maxValue));
+  code =
+      arith::SelectOp::create(b, loc, saturates, intConst(fmt.maxCode), code);
   code = arith::OrIOp::create(b, loc, code, sign);
   Value isNaN = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
-  code = arith::SelectOp::create(b, loc, isNaN, i32Const(b, loc, kCanonicalNaN),
-                                 code);
-  Value byte = arith::TruncIOp::create(b, loc, b.getI8Type(), code);
-  return arith::BitcastOp::create(b, loc, fp8Type, byte);
+  code = arith::SelectOp::create(b, loc, isNaN, intConst(kCanonicalNaN), code);
+  Value byte = arith::TruncIOp::create(b, loc, shaped(b.getI8Type()), code);
+  return arith::BitcastOp::create(b, loc, shaped(fp8Type), byte);
 }
 
 Value mlir::te::emitFP8ToF32(OpBuilder &b, Location loc, Value value) {

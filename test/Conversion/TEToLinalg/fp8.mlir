@@ -103,11 +103,41 @@ func.func @delayed_scaling_most_recent(%h: tensor<4xf32>, %amax: tensor<f32>, %s
 
 // -----
 
+// per_tensor quantize, row-wise data only, rows of whole vectors of 16:
+// one pass over the input. Each row (in parallel) is read 16 elements at a
+// time; the same vector feeds the row's maximum of the bits of |x| and the
+// FP8 cast of x * scale; then the maximum of the rows.
+// CHECK-LABEL: func @quantize_one_pass
+// CHECK-SAME: (%[[X:.*]]: tensor<3x4x32xbf16>, %[[S:.*]]: tensor<f32>)
+// CHECK: %[[M:.*]] = tensor.collapse_shape %[[X]] {{\[}}[0, 1], [2]] : tensor<3x4x32xbf16> into tensor<12x32xbf16>
+// CHECK: %[[ROWS:.*]]:2 = scf.forall (%[[R:.*]]) in (12) shared_outs({{.*}}) -> (tensor<12x32xf8E4M3FN>, tensor<12xi32>)
+// CHECK: scf.for %[[C:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (vector<16xi32>, tensor<32xf8E4M3FN>)
+// CHECK: %[[V:.*]] = vector.transfer_read %[[M]][%[[R]], %[[C]]]{{.*}} : tensor<12x32xbf16>, vector<16xbf16>
+// CHECK: %[[F:.*]] = arith.extf %[[V]] : vector<16xbf16> to vector<16xf32>
+// CHECK: arith.maxui %{{.*}} : vector<16xi32>
+// CHECK: arith.mulf %[[F]], %{{.*}} : vector<16xf32>
+// CHECK: math.roundeven %{{.*}} : vector<16xf32>
+// CHECK: arith.bitcast %{{.*}} : vector<16xi8> to vector<16xf8E4M3FN>
+// CHECK: vector.transfer_write %{{.*}}, %{{.*}}[%[[C]]] {{.*}} : vector<16xf8E4M3FN>, tensor<32xf8E4M3FN>
+// CHECK: vector.reduction <maxui>, %{{.*}} : vector<16xi32> into i32
+// CHECK: scf.forall.in_parallel
+// CHECK: %[[D:.*]] = tensor.expand_shape %[[ROWS]]#0
+// CHECK: %[[BITS:.*]] = linalg.generic {{.*}}iterator_types = ["reduction"]{{.*}} ins(%[[ROWS]]#1 : tensor<12xi32>) outs(%{{.*}} : tensor<i32>)
+// CHECK: return %[[D]]
+func.func @quantize_one_pass(%x: tensor<3x4x32xbf16>, %s: tensor<f32>)
+    -> (tensor<3x4x32xf8E4M3FN>, tensor<f32>, tensor<f32>) {
+  %d, %si, %a = te.quantize %x scale(%s) mode per_tensor
+      : tensor<3x4x32xbf16>, tensor<f32>
+      -> tensor<3x4x32xf8E4M3FN>, tensor<f32>, tensor<f32>
+  return %d, %si, %a : tensor<3x4x32xf8E4M3FN>, tensor<f32>, tensor<f32>
+}
+
+// -----
+
 // per_tensor quantize with a transposed copy: the row-wise cast (parallel
 // over the input), the transposed cast reading the input transposed,
 // scale_inv = 1 / scale, and the amax as its own full reduction of the
-// bits of |x| (two loops LLVM vectorizes, rather than one that reduces
-// each row while casting it and stays scalar).
+// bits of |x| (two loops that LLVM vectorizes).
 // CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-DAG: #[[T:.*]] = affine_map<(d0, d1) -> (d1, d0)>
 // CHECK-LABEL: func @quantize_both

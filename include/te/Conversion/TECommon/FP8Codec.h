@@ -26,7 +26,8 @@ bool isFP8Type(Type type);
 
 /// f32 -> FP8: round-to-nearest-even; finite values beyond the format's
 /// largest finite value and +-inf saturate to +-max; NaN becomes the
-/// format's canonical NaN (0x7F).
+/// format's canonical NaN (0x7F). `f32Value` may be a scalar or a vector
+/// (the result is then a vector of the FP8 type).
 Value emitF32ToFP8(OpBuilder &b, Location loc, Value f32Value,
                    FloatType fp8Type);
 
