@@ -834,15 +834,125 @@ AffineMap blockOfElementMap(MLIRContext *ctx, BlockShape block) {
 
 /// Quantizes the 2-D `matrix` in `block`s; returns (data [rows, cols] of
 /// `fp8Type`, scale_inv [block rows, block cols] of `scaleType`).
+/// A block's (scale_inv result element, multiplier of its data) from its
+/// f32 amax: MXFP8's E8M0 code and 2^-e, or TE's block scale's inverse and
+/// the scale.
+std::pair<Value, Value> emitBlockScale(OpBuilder &b, Location loc,
+                                       QuantizeOp op, Value amax,
+                                       FloatType fp8Type, Type scaleType) {
+  double fp8Max = *getFP8Max(fp8Type);
+  if (op.getMode() == ScalingMode::mxfp8_1x32) {
+    auto [e, multiplier] = emitE8M0Scale(b, loc, amax, fp8Max);
+    Value code = arith::BitcastOp::create(
+        b, loc, scaleType, arith::TruncIOp::create(b, loc, b.getI8Type(), e));
+    return {code, multiplier};
+  }
+  Value scale =
+      emitScaleFromAmax(b, loc, amax, fp8Max, op.getEpsilon().convertToFloat(),
+                        op.getPow2Scales());
+  return {arith::DivFOp::create(b, loc, emitF32Constant(b, loc, 1.0), scale),
+          scale};
+}
+
+/// buildBlockQuantize in one pass over `matrix`, for blocks of one row and
+/// whole vectors of kAmaxLanes that tile the rows: the rows in parallel,
+/// each block's vectors read once for its amax, its scale and its FP8
+/// cast. nullopt for other blocks and shapes.
+std::optional<std::pair<Value, Value>>
+buildRowBlockQuantize(OpBuilder &b, Location loc, QuantizeOp op, Value matrix,
+                      BlockShape block, FloatType fp8Type, Type scaleType) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(matrix.getType()).getShape();
+  int64_t rows = shape[0], cols = shape[1];
+  if (block.rows != 1 || block.cols % kAmaxLanes != 0 || cols % block.cols != 0)
+    return std::nullopt;
+  int64_t blocks = cols / block.cols, lanesPerBlock = block.cols / kAmaxLanes;
+  auto index = [&](OpBuilder &b, Location loc, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  SmallVector<Value> outputs = {
+      tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{rows, cols}, fp8Type),
+      tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{rows, blocks},
+                              scaleType)};
+  auto forall =
+      scf::ForallOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
+                            ArrayRef<OpFoldResult>{b.getIndexAttr(rows)},
+                            ArrayRef<OpFoldResult>{b.getIndexAttr(1)}, outputs,
+                            /*mapping=*/std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(forall.getBody());
+  Value row = forall.getInductionVar(0);
+  ValueRange shared = forall.getRegionIterArgs();
+  // The row's slices of the data and of the scales.
+  auto rowSlice = [&](Value dest, int64_t width) {
+    return std::make_tuple(
+        SmallVector<OpFoldResult>{row, b.getIndexAttr(0)},
+        SmallVector<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(width)},
+        SmallVector<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)},
+        RankedTensorType::get(
+            {width}, cast<RankedTensorType>(dest.getType()).getElementType()));
+  };
+  auto [dataOffsets, dataSizes, strides, dataRowType] =
+      rowSlice(shared[0], cols);
+  auto [scaleOffsets, scaleSizes, scaleStrides, scaleRowType] =
+      rowSlice(shared[1], blocks);
+  Value dataRow = tensor::ExtractSliceOp::create(
+      b, loc, dataRowType, shared[0], dataOffsets, dataSizes, strides);
+  Value scaleRow = tensor::ExtractSliceOp::create(
+      b, loc, scaleRowType, shared[1], scaleOffsets, scaleSizes, strides);
+  auto laneType = VectorType::get({kAmaxLanes}, b.getF32Type());
+  auto loop = scf::ForOp::create(
+      b, loc, index(b, loc, 0), index(b, loc, blocks), index(b, loc, 1),
+      ValueRange{dataRow, scaleRow},
+      [&](OpBuilder &b, Location loc, Value blockIndex, ValueRange carried) {
+        Value col0 = arith::MulIOp::create(b, loc, blockIndex,
+                                           index(b, loc, block.cols));
+        SmallVector<Value> xs, cols;
+        Value bits = emitZeroAmaxBitsVector(b, loc);
+        for (int64_t part = 0; part < lanesPerBlock; ++part) {
+          cols.push_back(arith::AddIOp::create(
+              b, loc, col0, index(b, loc, part * kAmaxLanes)));
+          xs.push_back(readLanesF32(b, loc, matrix, row, cols.back()));
+          bits = arith::MaxUIOp::create(b, loc, bits,
+                                        emitAmaxBitsOfLanes(b, loc, xs.back()));
+        }
+        Value amax = arith::BitcastOp::create(
+            b, loc, b.getF32Type(),
+            vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXUI,
+                                        bits));
+        auto [scaleInv, multiplier] =
+            emitBlockScale(b, loc, op, amax, fp8Type, scaleType);
+        Value scales = tensor::InsertOp::create(b, loc, scaleInv, carried[1],
+                                                ValueRange{blockIndex});
+        Value data = carried[0];
+        Value multiplierLanes =
+            vector::BroadcastOp::create(b, loc, laneType, multiplier);
+        for (int64_t part = 0; part < lanesPerBlock; ++part)
+          data = vector::TransferWriteOp::create(
+                     b, loc,
+                     emitF32ToFP8(b, loc,
+                                  arith::MulFOp::create(b, loc, xs[part],
+                                                        multiplierLanes),
+                                  fp8Type),
+                     data, ValueRange{cols[part]}, ArrayRef<bool>{true})
+                     .getResult();
+        scf::YieldOp::create(b, loc, ValueRange{data, scales});
+      });
+  b.setInsertionPointToEnd(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(b, loc, loop.getResult(0), shared[0],
+                                        dataOffsets, dataSizes, strides);
+  tensor::ParallelInsertSliceOp::create(b, loc, loop.getResult(1), shared[1],
+                                        scaleOffsets, scaleSizes, strides);
+  return std::make_pair(forall.getResult(0), forall.getResult(1));
+}
+
 std::pair<Value, Value> buildBlockQuantize(OpBuilder &b, Location loc,
                                            QuantizeOp op, Value matrix,
                                            BlockShape block, FloatType fp8Type,
                                            Type scaleType) {
+  if (std::optional<std::pair<Value, Value>> fused =
+          buildRowBlockQuantize(b, loc, op, matrix, block, fp8Type, scaleType))
+    return *fused;
   MLIRContext *ctx = b.getContext();
-  double fp8Max = *getFP8Max(fp8Type);
-  bool mxfp8 = op.getMode() == ScalingMode::mxfp8_1x32;
-  float epsilon = op.getEpsilon().convertToFloat();
-  bool pow2 = op.getPow2Scales();
   Value amax = buildBlockAmax(b, loc, matrix, block);
   auto amaxType = cast<RankedTensorType>(amax.getType());
 
@@ -856,18 +966,9 @@ std::pair<Value, Value> buildBlockQuantize(OpBuilder &b, Location loc,
       b, loc, TypeRange{scaleInit.getType(), multiplierInit.getType()}, amax,
       ValueRange{scaleInit, multiplierInit}, maps, parallelLoops(2),
       [&](OpBuilder &b, Location loc, ValueRange args) {
-        if (mxfp8) {
-          auto [e, multiplier] = emitE8M0Scale(b, loc, args[0], fp8Max);
-          Value code = arith::BitcastOp::create(
-              b, loc, scaleType,
-              arith::TruncIOp::create(b, loc, b.getI8Type(), e));
-          linalg::YieldOp::create(b, loc, ValueRange{code, multiplier});
-          return;
-        }
-        Value scale = emitScaleFromAmax(b, loc, args[0], fp8Max, epsilon, pow2);
-        Value scaleInv =
-            arith::DivFOp::create(b, loc, emitF32Constant(b, loc, 1.0), scale);
-        linalg::YieldOp::create(b, loc, ValueRange{scaleInv, scale});
+        auto [scaleInv, multiplier] =
+            emitBlockScale(b, loc, op, args[0], fp8Type, scaleType);
+        linalg::YieldOp::create(b, loc, ValueRange{scaleInv, multiplier});
       });
 
   auto matrixType = cast<RankedTensorType>(matrix.getType());
