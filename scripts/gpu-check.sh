@@ -100,6 +100,17 @@ if command -v nvidia-smi > /dev/null; then
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
     > "$out/nvidia-smi.txt" 2>&1 || true
 fi
+# The host CPU of the GPU machine and its matrix and dot-product units
+# (AMX, AVX512-BF16), which the CPU backend's bf16 paths depend on.
+if [[ -r /proc/cpuinfo ]]; then
+  {
+    grep -m1 '^model name' /proc/cpuinfo || true
+    grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' |
+      grep -E '^(avx512f|avx512_bf16|amx_bf16|amx_tile|avx512_fp16)$' |
+      tr '\n' ' ' || true
+    echo
+  } > "$out/host-cpu.txt"
+fi
 # 1. The device itself: copies and their bandwidths (gpu-check.json).
 status=0
 timeout 120 "$runner" --device "$device" --json "$out/gpu-check.json" || status=$?
