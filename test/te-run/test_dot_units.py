@@ -66,20 +66,21 @@ BACKWARD_CASES = {
 }
 
 
-@pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("name", FORWARD_CASES)
-def test_forward(te_run, name, path):
-    if PATHS[path]:
-        te_run.env["TE_CPU_ARCH"] = PATHS[path]
-    fwd.run_case(te_run, fwd.make_case(3, elem="bf16", **FORWARD_CASES[name]))
+# (module of the reference and the case builder, seed, cases) per direction.
+DIRECTIONS = {
+    "forward": (fwd, 3, FORWARD_CASES),
+    "backward": (bwd, 4, BACKWARD_CASES),
+}
 
 
 @pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("name", BACKWARD_CASES)
-def test_backward(te_run, name, path):
+@pytest.mark.parametrize("direction,name",
+                         [(d, n) for d, (_, _, cases) in DIRECTIONS.items() for n in cases])
+def test_bf16_attention(te_run, direction, name, path):
+    cases, seed, table = DIRECTIONS[direction]
     if PATHS[path]:
         te_run.env["TE_CPU_ARCH"] = PATHS[path]
-    bwd.run_case(te_run, bwd.make_case(4, elem="bf16", **BACKWARD_CASES[name]))
+    cases.run_case(te_run, cases.make_case(seed, elem="bf16", **table[name]))
 
 
 def assembly(te_run, case_module, case, arch):

@@ -149,3 +149,20 @@ Value mlir::te::emitE8M0ToF32(OpBuilder &b, Location loc, Value code) {
       c(0x7FC00000), bits);
   return arith::BitcastOp::create(b, loc, b.getF32Type(), bits);
 }
+
+BlockScale mlir::te::emitBlockScale(OpBuilder &b, Location loc, QuantizeOp op,
+                                    Value amax, FloatType fp8Type,
+                                    Type scaleType) {
+  double fp8Max = *getFP8Max(fp8Type);
+  if (op.getMode() == ScalingMode::mxfp8_1x32) {
+    auto [e, multiplier] = emitE8M0Scale(b, loc, amax, fp8Max);
+    Value code = arith::BitcastOp::create(
+        b, loc, scaleType, arith::TruncIOp::create(b, loc, b.getI8Type(), e));
+    return {code, multiplier};
+  }
+  Value scale =
+      emitScaleFromAmax(b, loc, amax, fp8Max, op.getEpsilon().convertToFloat(),
+                        op.getPow2Scales());
+  return {arith::DivFOp::create(b, loc, emitF32Constant(b, loc, 1.0), scale),
+          scale};
+}

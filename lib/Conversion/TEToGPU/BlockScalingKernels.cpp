@@ -71,31 +71,6 @@ std::pair<int64_t, int64_t> as2D(ArrayRef<int64_t> shape) {
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/// What one block's scale gives: the scale_inv to store and the multiplier
-/// applied to its elements.
-struct BlockScale {
-  Value scaleInv, multiplier;
-};
-
-/// The scale of a block from its amax: MXFP8's E8M0 code, or the fp32
-/// current-scaling scale and its inverse.
-BlockScale emitBlockScale(OpBuilder &b, Location loc, QuantizeOp op, Value amax,
-                          FloatType fp8Type, Type scaleType) {
-  double fp8Max = *getFP8Max(fp8Type);
-  if (op.getMode() == ScalingMode::mxfp8_1x32) {
-    auto [e, multiplier] = emitE8M0Scale(b, loc, amax, fp8Max);
-    Value code = arith::BitcastOp::create(
-        b, loc, scaleType, arith::TruncIOp::create(b, loc, b.getI8Type(), e));
-    return {code, multiplier};
-  }
-  Value scale =
-      emitScaleFromAmax(b, loc, amax, fp8Max, op.getEpsilon().convertToFloat(),
-                        op.getPow2Scales());
-  Value scaleInv =
-      arith::DivFOp::create(b, loc, emitF32Constant(b, loc, 1.0), scale);
-  return {scaleInv, scale};
-}
-
 /// Loops `body(i)` over [first, first + length) with constant bounds when
 /// the length is, else up to `limit`.
 void forRange(OpBuilder &b, Location loc, Value first, int64_t length,

@@ -510,18 +510,6 @@ unsigned headDimension(QKVLayout layout) {
   llvm_unreachable("unknown layout");
 }
 
-/// An scf.forall over [0, n) for each n of `upperBounds`, with `outputs` as
-/// its shared outputs.
-scf::ForallOp createForall(OpBuilder &b, Location loc,
-                           ArrayRef<int64_t> upperBounds, ValueRange outputs) {
-  SmallVector<OpFoldResult> lbs(upperBounds.size(), b.getIndexAttr(0)),
-      steps(upperBounds.size(), b.getIndexAttr(1)), ubs;
-  for (int64_t n : upperBounds)
-    ubs.push_back(b.getIndexAttr(n));
-  return scf::ForallOp::create(b, loc, lbs, ubs, steps, outputs,
-                               /*mapping=*/std::nullopt);
-}
-
 /// The forward pass's rows in tiles of `tileRows` query rows of one (batch,
 /// head), the tiles of all (batch, head) in parallel: an scf.forall whose
 /// iterations each compute a tile (`body`, given the tile's first row, its
@@ -1554,20 +1542,34 @@ struct BlockedBackward {
             }
             scf::YieldOp::create(b, loc, next);
           });
-      // Row by row: padding rows repeat the last row and add 0 to it.
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
-          SmallVector<Value> at = {g, rowOf[i], im.c(piece * pieceWidthValue)};
-          Value sum = arith::AddFOp::create(
-              b, loc,
-              vector::TransferReadOp::create(b, loc, pieceType, accQ, at, zeroF,
-                                             ArrayRef<bool>{true}),
-              keyLoop.getResult(i * width + piece - groupStart));
-          accQ = vector::TransferWriteOp::create(b, loc, sum, accQ, at,
-                                                 ArrayRef<bool>{true})
-                     .getResult();
-        }
+      accQ = addQuerySums(b, loc, accQ, keyLoop.getResults(), g, rowOf,
+                          groupStart, groupEnd, pieceWidthValue);
     }
+    return accQ;
+  }
+
+  /// accQ[g, row] += the micro-block's dQ sums of the pieces [groupStart,
+  /// groupEnd) (`sums`: row by row, each row's pieces in order), row by row:
+  /// padding rows repeat the last row and add 0 to it.
+  Value addQuerySums(OpBuilder &b, Location loc, Value accQ, ValueRange sums,
+                     Value g, ArrayRef<Value> rowOf, int64_t groupStart,
+                     int64_t groupEnd, int64_t pieceWidth) {
+    IndexMath im{b, loc};
+    auto pieceType = VectorType::get({pieceWidth}, b.getF32Type());
+    Value zeroF = emitF32Constant(b, loc, 0.0);
+    int64_t width = groupEnd - groupStart;
+    for (auto [i, row] : llvm::enumerate(rowOf))
+      for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
+        SmallVector<Value> at = {g, row, im.c(piece * pieceWidth)};
+        Value sum = arith::AddFOp::create(
+            b, loc,
+            vector::TransferReadOp::create(b, loc, pieceType, accQ, at, zeroF,
+                                           ArrayRef<bool>{true}),
+            sums[i * width + piece - groupStart]);
+        accQ = vector::TransferWriteOp::create(b, loc, sum, accQ, at,
+                                               ArrayRef<bool>{true})
+                   .getResult();
+      }
     return accQ;
   }
 
@@ -1796,7 +1798,6 @@ struct BlockedBackward {
     Type f32 = b.getF32Type(), bf16 = b.getBF16Type();
     auto pieceType = VectorType::get({kLanes}, f32);
     auto operandType = VectorType::get({2 * kLanes}, bf16);
-    Value zeroF = emitF32Constant(b, loc, 0.0);
     Value zeroBF = arith::ConstantOp::create(b, loc, b.getZeroAttr(bf16));
     Value zeroPiece = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(pieceType, b.getF32FloatAttr(0)));
@@ -1831,18 +1832,8 @@ struct BlockedBackward {
             }
             scf::YieldOp::create(b, loc, next);
           });
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
-          SmallVector<Value> at = {g, rowOf[i], im.c(piece * kLanes)};
-          Value sum = arith::AddFOp::create(
-              b, loc,
-              vector::TransferReadOp::create(b, loc, pieceType, accQ, at, zeroF,
-                                             ArrayRef<bool>{true}),
-              pairLoop.getResult(i * width + piece - groupStart));
-          accQ = vector::TransferWriteOp::create(b, loc, sum, accQ, at,
-                                                 ArrayRef<bool>{true})
-                     .getResult();
-        }
+      accQ = addQuerySums(b, loc, accQ, pairLoop.getResults(), g, rowOf,
+                          groupStart, groupEnd, kLanes);
     }
     return accQ;
   }

@@ -249,6 +249,17 @@ Value reduceRowMaxima(OpBuilder &b, Location loc, Value rowMax) {
 
 } // namespace
 
+scf::ForallOp mlir::te::createForall(OpBuilder &b, Location loc,
+                                     ArrayRef<int64_t> upperBounds,
+                                     ValueRange outputs) {
+  SmallVector<OpFoldResult> lbs(upperBounds.size(), b.getIndexAttr(0)),
+      steps(upperBounds.size(), b.getIndexAttr(1)), ubs;
+  for (int64_t n : upperBounds)
+    ubs.push_back(b.getIndexAttr(n));
+  return scf::ForallOp::create(b, loc, lbs, ubs, steps, outputs,
+                               /*mapping=*/std::nullopt);
+}
+
 std::optional<std::string> mlir::te::getCPUUnsupportedReason(Operation *op) {
   if (isa<QuantizeOp, DequantizeOp>(op)) {
     // Block modes reshape through static shapes.
@@ -393,6 +404,41 @@ struct UpdateDelayedScalingOpLowering
 
 Value viewAs(OpBuilder &b, Location loc, Value matrix, RankedTensorType type);
 
+/// Row slices of 2-D tensors, the body of forEachRowInParallel.
+using RowBody = function_ref<SmallVector<Value>(OpBuilder &, Location,
+                                                Value row, ValueRange slices)>;
+
+/// An scf.forall over the rows [0, rows) of the 2-D `outputs` ([rows, w]
+/// each): `body` gets a row's index and its slices (tensor<w x T>) and
+/// returns them written. Returns the outputs.
+SmallVector<Value> forEachRowInParallel(OpBuilder &b, Location loc,
+                                        int64_t rows, ValueRange outputs,
+                                        RowBody body) {
+  scf::ForallOp forall = createForall(b, loc, {rows}, outputs);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(forall.getBody());
+  Value row = forall.getInductionVar(0);
+  SmallVector<SmallVector<OpFoldResult>> offsets, sizes;
+  SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
+  SmallVector<Value> slices;
+  for (Value shared : forall.getRegionIterArgs()) {
+    auto type = cast<RankedTensorType>(shared.getType());
+    int64_t width = type.getDimSize(1);
+    offsets.push_back({row, b.getIndexAttr(0)});
+    sizes.push_back({b.getIndexAttr(1), b.getIndexAttr(width)});
+    slices.push_back(tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({width}, type.getElementType()), shared,
+        offsets.back(), sizes.back(), strides));
+  }
+  SmallVector<Value> written = body(b, loc, row, slices);
+  b.setInsertionPointToEnd(forall.getTerminator().getBody());
+  for (auto [i, slice] : llvm::enumerate(written))
+    tensor::ParallelInsertSliceOp::create(b, loc, slice,
+                                          forall.getRegionIterArgs()[i],
+                                          offsets[i], sizes[i], strides);
+  return forall.getResults();
+}
+
 /// data = cast(x * scale) and amax = max |x| in one pass over x, for the
 /// per-tensor quantize: the rows of x's 2-D view in parallel, each row in
 /// vectors of kAmaxLanes whose loads feed both the FP8 cast and the row's
@@ -413,59 +459,46 @@ buildFusedQuantize(OpBuilder &b, Location loc, Value input, Value scale,
   auto index = [&](OpBuilder &b, Location loc, int64_t v) -> Value {
     return arith::ConstantIndexOp::create(b, loc, v);
   };
+  // The data and each row's maximum of |x| bits ([rows, 1]).
   SmallVector<Value> outputs = {
       tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{rows, cols}, fp8Type),
-      tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{rows}, i32)};
-  auto forall =
-      scf::ForallOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
-                            ArrayRef<OpFoldResult>{b.getIndexAttr(rows)},
-                            ArrayRef<OpFoldResult>{b.getIndexAttr(1)}, outputs,
-                            /*mapping=*/std::nullopt);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(forall.getBody());
-  Value row = forall.getInductionVar(0);
-  ValueRange shared = forall.getRegionIterArgs();
-  SmallVector<OpFoldResult> rowOffsets = {row, b.getIndexAttr(0)},
-                            rowSizes = {b.getIndexAttr(1),
-                                        b.getIndexAttr(cols)},
-                            unitStrides = {b.getIndexAttr(1),
-                                           b.getIndexAttr(1)};
-  auto rowType = RankedTensorType::get({cols}, fp8Type);
-  Value dataRow = tensor::ExtractSliceOp::create(
-      b, loc, rowType, shared[0], rowOffsets, rowSizes, unitStrides);
+      tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{rows, 1}, i32)};
   auto laneType = VectorType::get({kAmaxLanes}, b.getF32Type());
   Value scaleLanes = vector::BroadcastOp::create(
       b, loc, laneType, tensor::ExtractOp::create(b, loc, scale, ValueRange{}));
-  auto loop = scf::ForOp::create(
-      b, loc, index(b, loc, 0), index(b, loc, cols), index(b, loc, kAmaxLanes),
-      ValueRange{emitZeroAmaxBitsVector(b, loc), dataRow},
-      [&](OpBuilder &b, Location loc, Value col, ValueRange carried) {
-        Value x = readLanesF32(b, loc, matrix, row, col);
-        Value max = arith::MaxUIOp::create(b, loc, carried[0],
-                                           emitAmaxBitsOfLanes(b, loc, x));
-        Value codes = emitF32ToFP8(
-            b, loc, arith::MulFOp::create(b, loc, x, scaleLanes), fp8Type);
-        Value written = vector::TransferWriteOp::create(
-                            b, loc, codes, carried[1], ValueRange{col},
-                            ArrayRef<bool>{true})
-                            .getResult();
-        scf::YieldOp::create(b, loc, ValueRange{max, written});
+  SmallVector<Value> results = forEachRowInParallel(
+      b, loc, rows, outputs,
+      [&](OpBuilder &b, Location loc, Value row, ValueRange slices) {
+        auto loop = scf::ForOp::create(
+            b, loc, index(b, loc, 0), index(b, loc, cols),
+            index(b, loc, kAmaxLanes),
+            ValueRange{emitZeroAmaxBitsVector(b, loc), slices[0]},
+            [&](OpBuilder &b, Location loc, Value col, ValueRange carried) {
+              Value x = readLanesF32(b, loc, matrix, row, col);
+              Value max = arith::MaxUIOp::create(
+                  b, loc, carried[0], emitAmaxBitsOfLanes(b, loc, x));
+              Value codes = emitF32ToFP8(
+                  b, loc, arith::MulFOp::create(b, loc, x, scaleLanes),
+                  fp8Type);
+              Value written = vector::TransferWriteOp::create(
+                                  b, loc, codes, carried[1], ValueRange{col},
+                                  ArrayRef<bool>{true})
+                                  .getResult();
+              scf::YieldOp::create(b, loc, ValueRange{max, written});
+            });
+        Value rowMax = tensor::FromElementsOp::create(
+            b, loc, RankedTensorType::get({1}, i32),
+            ValueRange{vector::ReductionOp::create(b, loc,
+                                                   vector::CombiningKind::MAXUI,
+                                                   loop.getResult(0))
+                           .getResult()});
+        return SmallVector<Value>{loop.getResult(1), rowMax};
       });
-  Value rowMax = tensor::FromElementsOp::create(
-      b, loc, RankedTensorType::get({1}, i32),
-      ValueRange{vector::ReductionOp::create(
-                     b, loc, vector::CombiningKind::MAXUI, loop.getResult(0))
-                     .getResult()});
-  b.setInsertionPointToEnd(forall.getTerminator().getBody());
-  tensor::ParallelInsertSliceOp::create(b, loc, loop.getResult(1), shared[0],
-                                        rowOffsets, rowSizes, unitStrides);
-  tensor::ParallelInsertSliceOp::create(
-      b, loc, rowMax, shared[1], ArrayRef<OpFoldResult>{row},
-      ArrayRef<OpFoldResult>{b.getIndexAttr(1)},
-      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-  b.setInsertionPointAfter(forall);
-  return std::make_pair(viewAs(b, loc, forall.getResult(0), dataType),
-                        reduceRowMaxima(b, loc, forall.getResult(1)));
+  Value rowMax = tensor::CollapseShapeOp::create(
+      b, loc, RankedTensorType::get({rows}, i32), results[1],
+      ArrayRef<ReassociationIndices>{{0, 1}});
+  return std::make_pair(viewAs(b, loc, results[0], dataType),
+                        reduceRowMaxima(b, loc, rowMax));
 }
 
 /// data = cast(x * scale) over the loops of `resultType`; `inputMap` reads
@@ -834,26 +867,6 @@ AffineMap blockOfElementMap(MLIRContext *ctx, BlockShape block) {
 
 /// Quantizes the 2-D `matrix` in `block`s; returns (data [rows, cols] of
 /// `fp8Type`, scale_inv [block rows, block cols] of `scaleType`).
-/// A block's (scale_inv result element, multiplier of its data) from its
-/// f32 amax: MXFP8's E8M0 code and 2^-e, or TE's block scale's inverse and
-/// the scale.
-std::pair<Value, Value> emitBlockScale(OpBuilder &b, Location loc,
-                                       QuantizeOp op, Value amax,
-                                       FloatType fp8Type, Type scaleType) {
-  double fp8Max = *getFP8Max(fp8Type);
-  if (op.getMode() == ScalingMode::mxfp8_1x32) {
-    auto [e, multiplier] = emitE8M0Scale(b, loc, amax, fp8Max);
-    Value code = arith::BitcastOp::create(
-        b, loc, scaleType, arith::TruncIOp::create(b, loc, b.getI8Type(), e));
-    return {code, multiplier};
-  }
-  Value scale =
-      emitScaleFromAmax(b, loc, amax, fp8Max, op.getEpsilon().convertToFloat(),
-                        op.getPow2Scales());
-  return {arith::DivFOp::create(b, loc, emitF32Constant(b, loc, 1.0), scale),
-          scale};
-}
-
 /// buildBlockQuantize in one pass over `matrix`, for blocks of one row and
 /// whole vectors of kAmaxLanes that tile the rows: the rows in parallel,
 /// each block's vectors read once for its amax, its scale and its FP8
@@ -873,76 +886,52 @@ buildRowBlockQuantize(OpBuilder &b, Location loc, QuantizeOp op, Value matrix,
       tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{rows, cols}, fp8Type),
       tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{rows, blocks},
                               scaleType)};
-  auto forall =
-      scf::ForallOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
-                            ArrayRef<OpFoldResult>{b.getIndexAttr(rows)},
-                            ArrayRef<OpFoldResult>{b.getIndexAttr(1)}, outputs,
-                            /*mapping=*/std::nullopt);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(forall.getBody());
-  Value row = forall.getInductionVar(0);
-  ValueRange shared = forall.getRegionIterArgs();
-  // The row's slices of the data and of the scales.
-  auto rowSlice = [&](Value dest, int64_t width) {
-    return std::make_tuple(
-        SmallVector<OpFoldResult>{row, b.getIndexAttr(0)},
-        SmallVector<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(width)},
-        SmallVector<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)},
-        RankedTensorType::get(
-            {width}, cast<RankedTensorType>(dest.getType()).getElementType()));
-  };
-  auto [dataOffsets, dataSizes, strides, dataRowType] =
-      rowSlice(shared[0], cols);
-  auto [scaleOffsets, scaleSizes, scaleStrides, scaleRowType] =
-      rowSlice(shared[1], blocks);
-  Value dataRow = tensor::ExtractSliceOp::create(
-      b, loc, dataRowType, shared[0], dataOffsets, dataSizes, strides);
-  Value scaleRow = tensor::ExtractSliceOp::create(
-      b, loc, scaleRowType, shared[1], scaleOffsets, scaleSizes, strides);
   auto laneType = VectorType::get({kAmaxLanes}, b.getF32Type());
-  auto loop = scf::ForOp::create(
-      b, loc, index(b, loc, 0), index(b, loc, blocks), index(b, loc, 1),
-      ValueRange{dataRow, scaleRow},
-      [&](OpBuilder &b, Location loc, Value blockIndex, ValueRange carried) {
-        Value col0 = arith::MulIOp::create(b, loc, blockIndex,
-                                           index(b, loc, block.cols));
-        SmallVector<Value> xs, cols;
-        Value bits = emitZeroAmaxBitsVector(b, loc);
-        for (int64_t part = 0; part < lanesPerBlock; ++part) {
-          cols.push_back(arith::AddIOp::create(
-              b, loc, col0, index(b, loc, part * kAmaxLanes)));
-          xs.push_back(readLanesF32(b, loc, matrix, row, cols.back()));
-          bits = arith::MaxUIOp::create(b, loc, bits,
-                                        emitAmaxBitsOfLanes(b, loc, xs.back()));
-        }
-        Value amax = arith::BitcastOp::create(
-            b, loc, b.getF32Type(),
-            vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXUI,
-                                        bits));
-        auto [scaleInv, multiplier] =
-            emitBlockScale(b, loc, op, amax, fp8Type, scaleType);
-        Value scales = tensor::InsertOp::create(b, loc, scaleInv, carried[1],
-                                                ValueRange{blockIndex});
-        Value data = carried[0];
-        Value multiplierLanes =
-            vector::BroadcastOp::create(b, loc, laneType, multiplier);
-        for (int64_t part = 0; part < lanesPerBlock; ++part)
-          data = vector::TransferWriteOp::create(
-                     b, loc,
-                     emitF32ToFP8(b, loc,
-                                  arith::MulFOp::create(b, loc, xs[part],
-                                                        multiplierLanes),
-                                  fp8Type),
-                     data, ValueRange{cols[part]}, ArrayRef<bool>{true})
-                     .getResult();
-        scf::YieldOp::create(b, loc, ValueRange{data, scales});
+  SmallVector<Value> results = forEachRowInParallel(
+      b, loc, rows, outputs,
+      [&](OpBuilder &b, Location loc, Value row, ValueRange slices) {
+        auto loop = scf::ForOp::create(
+            b, loc, index(b, loc, 0), index(b, loc, blocks), index(b, loc, 1),
+            slices,
+            [&](OpBuilder &b, Location loc, Value blockIndex,
+                ValueRange carried) {
+              Value col0 = arith::MulIOp::create(b, loc, blockIndex,
+                                                 index(b, loc, block.cols));
+              SmallVector<Value> xs, columns;
+              Value bits = emitZeroAmaxBitsVector(b, loc);
+              for (int64_t part = 0; part < lanesPerBlock; ++part) {
+                columns.push_back(arith::AddIOp::create(
+                    b, loc, col0, index(b, loc, part * kAmaxLanes)));
+                xs.push_back(readLanesF32(b, loc, matrix, row, columns.back()));
+                bits = arith::MaxUIOp::create(
+                    b, loc, bits, emitAmaxBitsOfLanes(b, loc, xs.back()));
+              }
+              Value amax = arith::BitcastOp::create(
+                  b, loc, b.getF32Type(),
+                  vector::ReductionOp::create(
+                      b, loc, vector::CombiningKind::MAXUI, bits));
+              BlockScale scale =
+                  emitBlockScale(b, loc, op, amax, fp8Type, scaleType);
+              Value scales = tensor::InsertOp::create(
+                  b, loc, scale.scaleInv, carried[1], ValueRange{blockIndex});
+              Value data = carried[0];
+              Value multiplier = vector::BroadcastOp::create(b, loc, laneType,
+                                                             scale.multiplier);
+              for (int64_t part = 0; part < lanesPerBlock; ++part)
+                data =
+                    vector::TransferWriteOp::create(
+                        b, loc,
+                        emitF32ToFP8(
+                            b, loc,
+                            arith::MulFOp::create(b, loc, xs[part], multiplier),
+                            fp8Type),
+                        data, ValueRange{columns[part]}, ArrayRef<bool>{true})
+                        .getResult();
+              scf::YieldOp::create(b, loc, ValueRange{data, scales});
+            });
+        return SmallVector<Value>(loop.getResults());
       });
-  b.setInsertionPointToEnd(forall.getTerminator().getBody());
-  tensor::ParallelInsertSliceOp::create(b, loc, loop.getResult(0), shared[0],
-                                        dataOffsets, dataSizes, strides);
-  tensor::ParallelInsertSliceOp::create(b, loc, loop.getResult(1), shared[1],
-                                        scaleOffsets, scaleSizes, strides);
-  return std::make_pair(forall.getResult(0), forall.getResult(1));
+  return std::make_pair(results[0], results[1]);
 }
 
 std::pair<Value, Value> buildBlockQuantize(OpBuilder &b, Location loc,
@@ -966,9 +955,10 @@ std::pair<Value, Value> buildBlockQuantize(OpBuilder &b, Location loc,
       b, loc, TypeRange{scaleInit.getType(), multiplierInit.getType()}, amax,
       ValueRange{scaleInit, multiplierInit}, maps, parallelLoops(2),
       [&](OpBuilder &b, Location loc, ValueRange args) {
-        auto [scaleInv, multiplier] =
+        BlockScale scale =
             emitBlockScale(b, loc, op, args[0], fp8Type, scaleType);
-        linalg::YieldOp::create(b, loc, ValueRange{scaleInv, multiplier});
+        linalg::YieldOp::create(b, loc,
+                                ValueRange{scale.scaleInv, scale.multiplier});
       });
 
   auto matrixType = cast<RankedTensorType>(matrix.getType());

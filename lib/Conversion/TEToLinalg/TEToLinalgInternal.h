@@ -5,6 +5,7 @@
 #include "te/Conversion/TEToLinalg/TEToLinalg.h"
 #include "te/Dialect/TE/IR/TEOps.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <optional>
@@ -16,6 +17,11 @@ namespace mlir::te {
 std::optional<std::string> getAttentionUnsupportedReason(AttentionOp op);
 std::optional<std::string>
 getAttentionUnsupportedReason(AttentionBackwardOp op);
+
+/// An scf.forall over [0, n) for each n of `upperBounds`, with `outputs` as
+/// its shared outputs.
+scf::ForallOp createForall(OpBuilder &b, Location loc,
+                           ArrayRef<int64_t> upperBounds, ValueRange outputs);
 
 /// A unit of the target that computes dot products of bf16 pairs with f32
 /// accumulation: dst[i] = acc[i] + a[2i] b[2i] + a[2i+1] b[2i+1] for 16

@@ -110,7 +110,7 @@ func.func @delayed_scaling_most_recent(%h: tensor<4xf32>, %amax: tensor<f32>, %s
 // CHECK-LABEL: func @quantize_one_pass
 // CHECK-SAME: (%[[X:.*]]: tensor<3x4x32xbf16>, %[[S:.*]]: tensor<f32>)
 // CHECK: %[[M:.*]] = tensor.collapse_shape %[[X]] {{\[}}[0, 1], [2]] : tensor<3x4x32xbf16> into tensor<12x32xbf16>
-// CHECK: %[[ROWS:.*]]:2 = scf.forall (%[[R:.*]]) in (12) shared_outs({{.*}}) -> (tensor<12x32xf8E4M3FN>, tensor<12xi32>)
+// CHECK: %[[ROWS:.*]]:2 = scf.forall (%[[R:.*]]) in (12) shared_outs({{.*}}) -> (tensor<12x32xf8E4M3FN>, tensor<12x1xi32>)
 // CHECK: scf.for %[[C:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (vector<16xi32>, tensor<32xf8E4M3FN>)
 // CHECK: %[[V:.*]] = vector.transfer_read %[[M]][%[[R]], %[[C]]]{{.*}} : tensor<12x32xbf16>, vector<16xbf16>
 // CHECK: %[[F:.*]] = arith.extf %[[V]] : vector<16xbf16> to vector<16xf32>
@@ -121,8 +121,9 @@ func.func @delayed_scaling_most_recent(%h: tensor<4xf32>, %amax: tensor<f32>, %s
 // CHECK: vector.transfer_write %{{.*}}, %{{.*}}[%[[C]]] {{.*}} : vector<16xf8E4M3FN>, tensor<32xf8E4M3FN>
 // CHECK: vector.reduction <maxui>, %{{.*}} : vector<16xi32> into i32
 // CHECK: scf.forall.in_parallel
+// CHECK: %[[MAX:.*]] = tensor.collapse_shape %[[ROWS]]#1 {{\[}}[0, 1]] : tensor<12x1xi32> into tensor<12xi32>
 // CHECK: %[[D:.*]] = tensor.expand_shape %[[ROWS]]#0
-// CHECK: %[[BITS:.*]] = linalg.generic {{.*}}iterator_types = ["reduction"]{{.*}} ins(%[[ROWS]]#1 : tensor<12xi32>) outs(%{{.*}} : tensor<i32>)
+// CHECK: %[[BITS:.*]] = linalg.generic {{.*}}iterator_types = ["reduction"]{{.*}} ins(%[[MAX]] : tensor<12xi32>) outs(%{{.*}} : tensor<i32>)
 // CHECK: return %[[D]]
 func.func @quantize_one_pass(%x: tensor<3x4x32xbf16>, %s: tensor<f32>)
     -> (tensor<3x4x32xf8E4M3FN>, tensor<f32>, tensor<f32>) {

@@ -12,6 +12,7 @@
 #define TE_CONVERSION_TECOMMON_SCALINGMATH_H
 
 #include "te/Dialect/TE/IR/TEAttrs.h"
+#include "te/Dialect/TE/IR/TEOps.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -53,6 +54,20 @@ std::pair<Value, Value> emitE8M0Scale(OpBuilder &b, Location loc, Value amax,
 
 /// The value 2^(e - 127) of an E8M0 scale (NaN for e = 255), exact.
 Value emitE8M0ToF32(OpBuilder &b, Location loc, Value code);
+
+/// A quantization block's scale: the element stored in scale_inv (MXFP8's
+/// E8M0 code, or the fp32 scale's inverse) and the multiplier applied to
+/// the block's data before the FP8 cast.
+struct BlockScale {
+  Value scaleInv, multiplier;
+};
+
+/// The scale of a block of the block-scaling te.quantize `op` from the
+/// block's f32 amax, with scale_inv elements of `scaleType`: MXFP8's E8M0
+/// scale, or current scaling with the op's epsilon and pow2_scales
+/// (emitScaleFromAmax) for the fp32 modes.
+BlockScale emitBlockScale(OpBuilder &b, Location loc, QuantizeOp op, Value amax,
+                          FloatType fp8Type, Type scaleType);
 
 } // namespace mlir::te
 
