@@ -1466,34 +1466,61 @@ struct BlockedBackward {
               b, loc, pieceType, rows,
               ValueRange{batch, head, row, im.c(piece * pieceWidthValue)},
               zeroF, ArrayRef<bool>{true}));
-      auto keyLoop = scf::ForOp::create(
-          b, loc, im.c(0), im.c(kKeyChunk), im.c(1), ValueRange{acc},
-          [&](OpBuilder &b, Location loc, Value j, ValueRange carried) {
+      acc = emitKeyLoop(
+          b, loc, acc, key0, groupStart, groupEnd, pieceWidthValue,
+          [&](OpBuilder &b, Location loc, Value j) {
             IndexMath im{b, loc};
-            Value key = im.add(key0, j);
             SmallVector<Value> w;
             for (int64_t i = 0, e = rowOf.size(); i < e; ++i)
               w.push_back(splat(b, loc,
                                 tensor::ExtractOp::create(
                                     b, loc, weights, ValueRange{im.c(i), j}),
                                 pieceType));
-            Value updated = carried[0];
-            for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
-              SmallVector<Value> at = {key, im.c(piece * pieceWidthValue)};
-              Value sum = vector::TransferReadOp::create(
-                  b, loc, pieceType, updated, at, zeroF, ArrayRef<bool>{true});
-              for (int64_t i = 0, e = rowOf.size(); i < e; ++i)
-                sum = vector::FMAOp::create(
-                    b, loc, w[i], rowPieces[i][piece - groupStart], sum);
-              updated = vector::TransferWriteOp::create(
-                            b, loc, sum, updated, at, ArrayRef<bool>{true})
-                            .getResult();
-            }
-            scf::YieldOp::create(b, loc, updated);
+            return w;
+          },
+          [&](OpBuilder &b, Location loc, Value sum, ArrayRef<Value> w,
+              int64_t piece) {
+            for (int64_t i = 0, e = rowOf.size(); i < e; ++i)
+              sum = vector::FMAOp::create(
+                  b, loc, w[i], rowPieces[i][piece - groupStart], sum);
+            return sum;
           });
-      acc = keyLoop.getResult(0);
     }
     return acc;
+  }
+
+  /// acc[key0 + j, pieces [groupStart, groupEnd)] for the chunk's keys j,
+  /// each piece read once, updated by `accumulate` (given the piece's sum,
+  /// the key's `weightsAt(j)` and the piece) and written back.
+  Value emitKeyLoop(
+      OpBuilder &b, Location loc, Value acc, Value key0, int64_t groupStart,
+      int64_t groupEnd, int64_t pieceWidth,
+      function_ref<SmallVector<Value>(OpBuilder &, Location, Value)> weightsAt,
+      function_ref<Value(OpBuilder &, Location, Value, ArrayRef<Value>,
+                         int64_t)>
+          accumulate) {
+    IndexMath im{b, loc};
+    auto pieceType = VectorType::get({pieceWidth}, b.getF32Type());
+    Value zeroF = emitF32Constant(b, loc, 0.0);
+    auto keyLoop = scf::ForOp::create(
+        b, loc, im.c(0), im.c(kKeyChunk), im.c(1), ValueRange{acc},
+        [&](OpBuilder &b, Location loc, Value j, ValueRange carried) {
+          IndexMath im{b, loc};
+          Value key = im.add(key0, j);
+          SmallVector<Value> w = weightsAt(b, loc, j);
+          Value updated = carried[0];
+          for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
+            SmallVector<Value> at = {key, im.c(piece * pieceWidth)};
+            Value sum = vector::TransferReadOp::create(
+                b, loc, pieceType, updated, at, zeroF, ArrayRef<bool>{true});
+            updated = vector::TransferWriteOp::create(
+                          b, loc, accumulate(b, loc, sum, w, piece), updated,
+                          at, ArrayRef<bool>{true})
+                          .getResult();
+          }
+          scf::YieldOp::create(b, loc, updated);
+        });
+    return keyLoop.getResult(0);
   }
 
   /// accQ[g, rowOf[i], :] += scale * sum_j dS[i, j] * K[key0 + j, :].
@@ -1738,9 +1765,7 @@ struct BlockedBackward {
                         Value key0, ArrayRef<Value> rowOf) {
     constexpr int64_t kLanes = 16;
     Type bf16 = b.getBF16Type();
-    auto pieceType = VectorType::get({kLanes}, b.getF32Type());
     auto halfType = VectorType::get({kLanes}, bf16);
-    Value zeroF = emitF32Constant(b, loc, 0.0);
     Value zeroBF = arith::ConstantOp::create(b, loc, b.getZeroAttr(bf16));
     IndexMath im{b, loc};
     int64_t pieces = width / kLanes, rowPairCount = rowOf.size() / 2;
@@ -1761,29 +1786,22 @@ struct BlockedBackward {
           rowPieces[r].push_back(
               vector::InterleaveOp::create(b, loc, halves[0], halves[1]));
         }
-      auto keyLoop = scf::ForOp::create(
-          b, loc, im.c(0), im.c(kKeyChunk), im.c(1), ValueRange{acc},
-          [&](OpBuilder &b, Location loc, Value j, ValueRange carried) {
+      acc = emitKeyLoop(
+          b, loc, acc, key0, groupStart, groupEnd, kLanes,
+          [&](OpBuilder &b, Location loc, Value j) {
             IndexMath im{b, loc};
-            Value key = im.add(key0, j);
             SmallVector<Value> w;
             for (int64_t r = 0; r < rowPairCount; ++r)
               w.push_back(broadcastPair(b, loc, pairs, ValueRange{im.c(r), j}));
-            Value updated = carried[0];
-            for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
-              SmallVector<Value> at = {key, im.c(piece * kLanes)};
-              Value sum = vector::TransferReadOp::create(
-                  b, loc, pieceType, updated, at, zeroF, ArrayRef<bool>{true});
-              for (int64_t r = 0; r < rowPairCount; ++r)
-                sum = sumDot->emitDot(b, loc, sum, w[r],
-                                      rowPieces[r][piece - groupStart]);
-              updated = vector::TransferWriteOp::create(
-                            b, loc, sum, updated, at, ArrayRef<bool>{true})
-                            .getResult();
-            }
-            scf::YieldOp::create(b, loc, updated);
+            return w;
+          },
+          [&](OpBuilder &b, Location loc, Value sum, ArrayRef<Value> w,
+              int64_t piece) {
+            for (int64_t r = 0; r < rowPairCount; ++r)
+              sum = sumDot->emitDot(b, loc, sum, w[r],
+                                    rowPieces[r][piece - groupStart]);
+            return sum;
           });
-      acc = keyLoop.getResult(0);
     }
     return acc;
   }
