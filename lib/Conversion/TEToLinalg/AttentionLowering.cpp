@@ -886,6 +886,24 @@ SmallVector<Value> scaleScores(OpBuilder &b, Location loc,
   return scaled;
 }
 
+/// The scores of the rows `rowOf` against one chunk of keys, as vectors of
+/// kKeyChunk f32: on `dot`, pair dots of the bf16 `rows` (Q or dO) against
+/// the paired chunks `columns`, times `factor`; without, outer products of
+/// `f32Rows` (the rows in f32, already times `factor`) against the
+/// transposed chunks `columns`.
+SmallVector<Value>
+emitChunkScores(OpBuilder &b, Location loc, const AttentionConfig &c,
+                const BF16PairDotUnit *dot, Value rows, Value f32Rows,
+                Value columns, int64_t depth, float factor, Value batch,
+                Value head, Value kvHead, Value chunk, ArrayRef<Value> rowOf) {
+  if (!dot)
+    return emitChunkOuterProducts(b, loc, f32Rows, columns, depth, batch, head,
+                                  kvHead, chunk, rowOf);
+  SmallVector<Value> scores = emitChunkPairDots(
+      b, loc, c, *dot, rows, columns, depth, batch, head, kvHead, chunk, rowOf);
+  return factor == 1.0f ? scores : scaleScores(b, loc, scores, factor);
+}
+
 /// The keys of the chunk starting at `key0` as an i32 vector, to mask and
 /// bias a row's logits of the chunk.
 struct ChunkKeys {
@@ -1161,13 +1179,8 @@ struct BlockedForward {
     // scores[i] = scale * sum over columns t of q[row i, t] * K^T[t, chunk].
     Value chunk = im.div(key0, im.c(kKeyChunk));
     SmallVector<Value> scores =
-        scoreDot ? scaleScores(b, loc,
-                               emitChunkPairDots(b, loc, c, *scoreDot, c.q, kt,
-                                                 headDimQK, batch, head, kvHead,
-                                                 chunk, rowOf),
-                               c.scale)
-                 : emitChunkOuterProducts(b, loc, qs, kt, headDimQK, batch,
-                                          head, kvHead, chunk, rowOf);
+        emitChunkScores(b, loc, c, scoreDot, c.q, qs, kt, headDimQK, c.scale,
+                        batch, head, kvHead, chunk, rowOf);
     ChunkKeys keys(b, loc, key0);
 
     Value mState = state[0], lState = state[1], accState = state[2],
@@ -1641,18 +1654,11 @@ struct BlockedBackward {
     Value zeroChunk = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(chunkType, b.getF32FloatAttr(0)));
     SmallVector<Value> scores =
-        scoreDot ? scaleScores(b, loc,
-                               emitChunkPairDots(b, loc, c, *scoreDot, c.q, kt,
-                                                 headDimQK, batch, head, kvHead,
-                                                 chunk, rowOf),
-                               c.scale)
-                 : emitChunkOuterProducts(b, loc, qs, kt, headDimQK, batch,
-                                          head, kvHead, chunk, rowOf);
+        emitChunkScores(b, loc, c, scoreDot, c.q, qs, kt, headDimQK, c.scale,
+                        batch, head, kvHead, chunk, rowOf);
     SmallVector<Value> dP =
-        gradDot ? emitChunkPairDots(b, loc, c, *gradDot, dO, vt, headDimV,
-                                    batch, head, kvHead, chunk, rowOf)
-                : emitChunkOuterProducts(b, loc, dOs, vt, headDimV, batch, head,
-                                         kvHead, chunk, rowOf);
+        emitChunkScores(b, loc, c, gradDot, dO, dOs, vt, headDimV, 1.0f, batch,
+                        head, kvHead, chunk, rowOf);
 
     ChunkKeys keys(b, loc, key0);
 
