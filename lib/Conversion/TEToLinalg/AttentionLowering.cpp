@@ -1456,161 +1456,179 @@ struct BlockedBackward {
     return {queryRows.getResult(0), keyRows.getResult(0), keyRows.getResult(1)};
   }
 
-  /// acc[key0 + j, :] += sum_i weights[i, j] * rows[batch, head, rowOf[i],
-  /// :] for the chunk's keys j, in groups of up to four pieces held in
-  /// registers with the micro-block's row pieces.
-  Value emitKeyAccumulation(OpBuilder &b, Location loc, Value acc,
-                            Value weights, Value rows, int64_t width,
-                            Value batch, Value head, Value key0,
-                            ArrayRef<Value> rowOf) {
-    Type f32 = b.getF32Type();
-    int64_t pieceWidthValue = pieceWidthOf(width);
-    int64_t pieces = width / pieceWidthValue;
-    auto pieceType = VectorType::get({pieceWidthValue}, f32);
+  /// w * x + sum: an f32 FMA, or on sumDot the pair dot product of the
+  /// bf16 pairs w and x added to sum.
+  Value multiplyAdd(OpBuilder &b, Location loc, Value w, Value x,
+                    Value sum) const {
+    if (sumDot)
+      return sumDot->emitDot(b, loc, sum, w, x);
+    return vector::FMAOp::create(b, loc, w, x, sum);
+  }
+
+  /// acc[key0 + j, :] += sum over the micro-block's sources s of
+  /// weightsAt(j)[s] * sourcePieces(piece)[s] for the chunk's keys j (acc
+  /// has `width` columns). The sources are its rows (f32) or its row pairs
+  /// (sumDot). In groups of up to kGroupPieces pieces of `pieceWidth`, the
+  /// group's source pieces held in registers while each key's accumulator
+  /// pieces are read, updated and written back.
+  Value
+  emitKeySums(OpBuilder &b, Location loc, Value acc, Value key0, int64_t width,
+              int64_t pieceWidth,
+              function_ref<SmallVector<Value>(OpBuilder &, Location, int64_t)>
+                  sourcePieces,
+              function_ref<SmallVector<Value>(OpBuilder &, Location, Value)>
+                  weightsAt) {
+    auto pieceType = VectorType::get({pieceWidth}, b.getF32Type());
     Value zeroF = emitF32Constant(b, loc, 0.0);
-    IndexMath im{b, loc};
+    int64_t pieces = width / pieceWidth;
     for (int64_t groupStart = 0; groupStart < pieces;
          groupStart += kGroupPieces) {
       int64_t groupEnd = std::min(pieces, groupStart + kGroupPieces);
-      SmallVector<SmallVector<Value>> rowPieces(rowOf.size());
-      for (auto [i, row] : llvm::enumerate(rowOf))
-        for (int64_t piece = groupStart; piece < groupEnd; ++piece)
-          rowPieces[i].push_back(vector::TransferReadOp::create(
-              b, loc, pieceType, rows,
-              ValueRange{batch, head, row, im.c(piece * pieceWidthValue)},
-              zeroF, ArrayRef<bool>{true}));
-      acc = emitKeyLoop(
-          b, loc, acc, key0, groupStart, groupEnd, pieceWidthValue,
-          [&](OpBuilder &b, Location loc, Value j) {
+      SmallVector<SmallVector<Value>> sources;
+      for (int64_t piece = groupStart; piece < groupEnd; ++piece)
+        sources.push_back(sourcePieces(b, loc, piece));
+      IndexMath im{b, loc};
+      auto keyLoop = scf::ForOp::create(
+          b, loc, im.c(0), im.c(kKeyChunk), im.c(1), ValueRange{acc},
+          [&](OpBuilder &b, Location loc, Value j, ValueRange carried) {
             IndexMath im{b, loc};
-            SmallVector<Value> w;
-            for (int64_t i = 0, e = rowOf.size(); i < e; ++i)
-              w.push_back(splat(b, loc,
-                                tensor::ExtractOp::create(
-                                    b, loc, weights, ValueRange{im.c(i), j}),
-                                pieceType));
-            return w;
-          },
-          [&](OpBuilder &b, Location loc, Value sum, ArrayRef<Value> w,
-              int64_t piece) {
-            for (int64_t i = 0, e = rowOf.size(); i < e; ++i)
-              sum = vector::FMAOp::create(
-                  b, loc, w[i], rowPieces[i][piece - groupStart], sum);
-            return sum;
+            Value key = im.add(key0, j);
+            SmallVector<Value> w = weightsAt(b, loc, j);
+            Value updated = carried[0];
+            for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
+              SmallVector<Value> at = {key, im.c(piece * pieceWidth)};
+              Value sum = vector::TransferReadOp::create(
+                  b, loc, pieceType, updated, at, zeroF, ArrayRef<bool>{true});
+              for (auto [weight, source] :
+                   llvm::zip(w, sources[piece - groupStart]))
+                sum = multiplyAdd(b, loc, weight, source, sum);
+              updated = vector::TransferWriteOp::create(
+                            b, loc, sum, updated, at, ArrayRef<bool>{true})
+                            .getResult();
+            }
+            scf::YieldOp::create(b, loc, updated);
           });
+      acc = keyLoop.getResult(0);
     }
     return acc;
   }
 
-  /// acc[key0 + j, pieces [groupStart, groupEnd)] for the chunk's keys j,
-  /// each piece read once, updated by `accumulate` (given the piece's sum,
-  /// the key's `weightsAt(j)` and the piece) and written back.
-  Value emitKeyLoop(
-      OpBuilder &b, Location loc, Value acc, Value key0, int64_t groupStart,
-      int64_t groupEnd, int64_t pieceWidth,
+  /// accQ[g, rowOf[i], :] += sum over `steps` steps t of weightsAt(t)[i] *
+  /// columnAt(t, piece): steps are the chunk's keys (f32) or key pairs
+  /// (sumDot). In groups of up to kGroupPieces pieces of `pieceWidth`, the
+  /// micro-block's sums held in registers over the steps and added to accQ
+  /// once, row by row: padding rows repeat the last row and add 0 to it.
+  Value emitQuerySums(
+      OpBuilder &b, Location loc, Value accQ, Value g, ArrayRef<Value> rowOf,
+      int64_t pieceWidth, int64_t steps,
       function_ref<SmallVector<Value>(OpBuilder &, Location, Value)> weightsAt,
-      function_ref<Value(OpBuilder &, Location, Value, ArrayRef<Value>,
-                         int64_t)>
-          accumulate) {
-    IndexMath im{b, loc};
+      function_ref<Value(OpBuilder &, Location, Value, int64_t)> columnAt) {
     auto pieceType = VectorType::get({pieceWidth}, b.getF32Type());
     Value zeroF = emitF32Constant(b, loc, 0.0);
-    auto keyLoop = scf::ForOp::create(
-        b, loc, im.c(0), im.c(kKeyChunk), im.c(1), ValueRange{acc},
-        [&](OpBuilder &b, Location loc, Value j, ValueRange carried) {
-          IndexMath im{b, loc};
-          Value key = im.add(key0, j);
-          SmallVector<Value> w = weightsAt(b, loc, j);
-          Value updated = carried[0];
-          for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
-            SmallVector<Value> at = {key, im.c(piece * pieceWidth)};
-            Value sum = vector::TransferReadOp::create(
-                b, loc, pieceType, updated, at, zeroF, ArrayRef<bool>{true});
-            updated = vector::TransferWriteOp::create(
-                          b, loc, accumulate(b, loc, sum, w, piece), updated,
-                          at, ArrayRef<bool>{true})
-                          .getResult();
-          }
-          scf::YieldOp::create(b, loc, updated);
-        });
-    return keyLoop.getResult(0);
-  }
-
-  /// accQ[g, rowOf[i], :] += scale * sum_j dS[i, j] * K[key0 + j, :].
-  Value emitQueryAccumulation(OpBuilder &b, Location loc, Value accQ, Value dS,
-                              Value batch, Value kvHead, Value g, Value key0,
-                              ArrayRef<Value> rowOf) {
-    Type f32 = b.getF32Type();
-    int64_t pieceWidthValue = pieceWidthOf(headDimQK);
-    int64_t pieces = headDimQK / pieceWidthValue;
-    auto pieceType = VectorType::get({pieceWidthValue}, f32);
-    Value zeroF = emitF32Constant(b, loc, 0.0);
-    Value scale = emitF32Constant(b, loc, c.scale);
     Value zeroPiece = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(pieceType, b.getF32FloatAttr(0)));
     IndexMath im{b, loc};
+    int64_t pieces = headDimQK / pieceWidth;
     int64_t rows = rowOf.size();
     for (int64_t groupStart = 0; groupStart < pieces;
          groupStart += kGroupPieces) {
       int64_t groupEnd = std::min(pieces, groupStart + kGroupPieces);
       int64_t width = groupEnd - groupStart;
       SmallVector<Value> init(rows * width, zeroPiece);
-      auto keyLoop = scf::ForOp::create(
-          b, loc, im.c(0), im.c(kKeyChunk), im.c(1), init,
-          [&](OpBuilder &b, Location loc, Value j, ValueRange sums) {
-            IndexMath im{b, loc};
-            SmallVector<Value> w;
-            for (int64_t i = 0; i < rows; ++i)
-              w.push_back(splat(
-                  b, loc,
-                  arith::MulFOp::create(b, loc,
-                                        tensor::ExtractOp::create(
-                                            b, loc, dS, ValueRange{im.c(i), j}),
-                                        scale),
-                  pieceType));
+      auto stepLoop = scf::ForOp::create(
+          b, loc, im.c(0), im.c(steps), im.c(1), init,
+          [&](OpBuilder &b, Location loc, Value step, ValueRange sums) {
+            SmallVector<Value> w = weightsAt(b, loc, step);
             SmallVector<Value> next(sums.begin(), sums.end());
             for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
-              Value k = vector::TransferReadOp::create(
-                  b, loc, pieceType, ks,
-                  ValueRange{batch, kvHead, im.add(key0, j),
-                             im.c(piece * pieceWidthValue)},
-                  zeroF, ArrayRef<bool>{true});
+              Value column = columnAt(b, loc, step, piece);
               for (int64_t i = 0; i < rows; ++i) {
                 Value &sum = next[i * width + piece - groupStart];
-                sum = vector::FMAOp::create(b, loc, w[i], k, sum);
+                sum = multiplyAdd(b, loc, w[i], column, sum);
               }
             }
             scf::YieldOp::create(b, loc, next);
           });
-      accQ = addQuerySums(b, loc, accQ, keyLoop.getResults(), g, rowOf,
-                          groupStart, groupEnd, pieceWidthValue);
+      for (auto [i, row] : llvm::enumerate(rowOf))
+        for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
+          SmallVector<Value> at = {g, row, im.c(piece * pieceWidth)};
+          Value sum = arith::AddFOp::create(
+              b, loc,
+              vector::TransferReadOp::create(b, loc, pieceType, accQ, at, zeroF,
+                                             ArrayRef<bool>{true}),
+              stepLoop.getResult(i * width + piece - groupStart));
+          accQ = vector::TransferWriteOp::create(b, loc, sum, accQ, at,
+                                                 ArrayRef<bool>{true})
+                     .getResult();
+        }
     }
     return accQ;
   }
 
-  /// accQ[g, row] += the micro-block's dQ sums of the pieces [groupStart,
-  /// groupEnd) (`sums`: row by row, each row's pieces in order), row by row:
-  /// padding rows repeat the last row and add 0 to it.
-  Value addQuerySums(OpBuilder &b, Location loc, Value accQ, ValueRange sums,
-                     Value g, ArrayRef<Value> rowOf, int64_t groupStart,
-                     int64_t groupEnd, int64_t pieceWidth) {
-    IndexMath im{b, loc};
+  /// acc[key0 + j, :] += sum_i weights[i, j] * rows[batch, head, rowOf[i],
+  /// :] for the chunk's keys j, in f32.
+  Value emitKeyAccumulation(OpBuilder &b, Location loc, Value acc,
+                            Value weights, Value rows, int64_t width,
+                            Value batch, Value head, Value key0,
+                            ArrayRef<Value> rowOf) {
+    int64_t pieceWidth = pieceWidthOf(width);
     auto pieceType = VectorType::get({pieceWidth}, b.getF32Type());
     Value zeroF = emitF32Constant(b, loc, 0.0);
-    int64_t width = groupEnd - groupStart;
-    for (auto [i, row] : llvm::enumerate(rowOf))
-      for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
-        SmallVector<Value> at = {g, row, im.c(piece * pieceWidth)};
-        Value sum = arith::AddFOp::create(
-            b, loc,
-            vector::TransferReadOp::create(b, loc, pieceType, accQ, at, zeroF,
-                                           ArrayRef<bool>{true}),
-            sums[i * width + piece - groupStart]);
-        accQ = vector::TransferWriteOp::create(b, loc, sum, accQ, at,
-                                               ArrayRef<bool>{true})
-                   .getResult();
-      }
-    return accQ;
+    return emitKeySums(
+        b, loc, acc, key0, width, pieceWidth,
+        [&](OpBuilder &b, Location loc, int64_t piece) {
+          IndexMath im{b, loc};
+          SmallVector<Value> pieces;
+          for (Value row : rowOf)
+            pieces.push_back(vector::TransferReadOp::create(
+                b, loc, pieceType, rows,
+                ValueRange{batch, head, row, im.c(piece * pieceWidth)}, zeroF,
+                ArrayRef<bool>{true}));
+          return pieces;
+        },
+        [&](OpBuilder &b, Location loc, Value j) {
+          IndexMath im{b, loc};
+          SmallVector<Value> w;
+          for (int64_t i = 0, e = rowOf.size(); i < e; ++i)
+            w.push_back(splat(b, loc,
+                              tensor::ExtractOp::create(b, loc, weights,
+                                                        ValueRange{im.c(i), j}),
+                              pieceType));
+          return w;
+        });
+  }
+
+  /// accQ[g, rowOf[i], :] += scale * sum_j dS[i, j] * K[key0 + j, :], in f32.
+  Value emitQueryAccumulation(OpBuilder &b, Location loc, Value accQ, Value dS,
+                              Value batch, Value kvHead, Value g, Value key0,
+                              ArrayRef<Value> rowOf) {
+    int64_t pieceWidth = pieceWidthOf(headDimQK);
+    auto pieceType = VectorType::get({pieceWidth}, b.getF32Type());
+    Value zeroF = emitF32Constant(b, loc, 0.0);
+    Value scale = emitF32Constant(b, loc, c.scale);
+    return emitQuerySums(
+        b, loc, accQ, g, rowOf, pieceWidth, kKeyChunk,
+        [&](OpBuilder &b, Location loc, Value j) {
+          IndexMath im{b, loc};
+          SmallVector<Value> w;
+          for (int64_t i = 0, e = rowOf.size(); i < e; ++i)
+            w.push_back(splat(
+                b, loc,
+                arith::MulFOp::create(b, loc,
+                                      tensor::ExtractOp::create(
+                                          b, loc, dS, ValueRange{im.c(i), j}),
+                                      scale),
+                pieceType));
+          return w;
+        },
+        [&](OpBuilder &b, Location loc, Value j, int64_t piece) -> Value {
+          IndexMath im{b, loc};
+          return vector::TransferReadOp::create(
+              b, loc, pieceType, ks,
+              ValueRange{batch, kvHead, im.add(key0, j),
+                         im.c(piece * pieceWidth)},
+              zeroF, ArrayRef<bool>{true});
+        });
   }
 
   /// The micro-block of query rows [first, first + kBlockRows) of `head`
@@ -1762,10 +1780,9 @@ struct BlockedBackward {
     return {accQ, accK, accV, pPairs, dsPairs, dsKeyPairs};
   }
 
-  /// acc[key0 + j] += sum over the micro-block's rows i of weight(i, j) *
-  /// rows[i] on sumDot: `pairs` holds the weights of rows 2r and 2r + 1 for
-  /// each key as one i32, `rows` is the bf16 Q or dO (width columns) whose
-  /// rows pair up the same way.
+  /// emitKeyAccumulation on sumDot: `pairs` holds the weights of rows 2r
+  /// and 2r + 1 for each key as one i32, `rows` is the bf16 Q or dO (width
+  /// columns) whose rows pair up the same way (pieces interleaved).
   Value emitPairKeySums(OpBuilder &b, Location loc, Value acc, Value pairs,
                         Value rows, int64_t width, Value batch, Value head,
                         Value key0, ArrayRef<Value> rowOf) {
@@ -1773,93 +1790,63 @@ struct BlockedBackward {
     Type bf16 = b.getBF16Type();
     auto halfType = VectorType::get({kLanes}, bf16);
     Value zeroBF = arith::ConstantOp::create(b, loc, b.getZeroAttr(bf16));
-    IndexMath im{b, loc};
-    int64_t pieces = width / kLanes, rowPairCount = rowOf.size() / 2;
-    for (int64_t groupStart = 0; groupStart < pieces;
-         groupStart += kGroupPieces) {
-      int64_t groupEnd = std::min(pieces, groupStart + kGroupPieces);
-      // The pieces of rows 2r and 2r + 1, interleaved.
-      SmallVector<SmallVector<Value>> rowPieces(rowPairCount);
-      for (int64_t r = 0; r < rowPairCount; ++r)
-        for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
-          SmallVector<Value> halves;
-          for (int64_t e = 0; e < 2; ++e)
-            halves.push_back(vector::TransferReadOp::create(
-                b, loc, halfType, rows,
-                rowIndices(c.layout, batch, rowOf[2 * r + e], head,
-                           im.c(piece * kLanes)),
-                zeroBF, ArrayRef<bool>{true}));
-          rowPieces[r].push_back(
-              vector::InterleaveOp::create(b, loc, halves[0], halves[1]));
-        }
-      acc = emitKeyLoop(
-          b, loc, acc, key0, groupStart, groupEnd, kLanes,
-          [&](OpBuilder &b, Location loc, Value j) {
-            IndexMath im{b, loc};
-            SmallVector<Value> w;
-            for (int64_t r = 0; r < rowPairCount; ++r)
-              w.push_back(broadcastPair(b, loc, pairs, ValueRange{im.c(r), j}));
-            return w;
-          },
-          [&](OpBuilder &b, Location loc, Value sum, ArrayRef<Value> w,
-              int64_t piece) {
-            for (int64_t r = 0; r < rowPairCount; ++r)
-              sum = sumDot->emitDot(b, loc, sum, w[r],
-                                    rowPieces[r][piece - groupStart]);
-            return sum;
-          });
-    }
-    return acc;
+    int64_t rowPairCount = rowOf.size() / 2;
+    return emitKeySums(
+        b, loc, acc, key0, width, kLanes,
+        [&](OpBuilder &b, Location loc, int64_t piece) {
+          IndexMath im{b, loc};
+          SmallVector<Value> pieces;
+          for (int64_t r = 0; r < rowPairCount; ++r) {
+            SmallVector<Value> halves;
+            for (int64_t e = 0; e < 2; ++e)
+              halves.push_back(vector::TransferReadOp::create(
+                  b, loc, halfType, rows,
+                  rowIndices(c.layout, batch, rowOf[2 * r + e], head,
+                             im.c(piece * kLanes)),
+                  zeroBF, ArrayRef<bool>{true}));
+            pieces.push_back(
+                vector::InterleaveOp::create(b, loc, halves[0], halves[1]));
+          }
+          return pieces;
+        },
+        [&](OpBuilder &b, Location loc, Value j) {
+          IndexMath im{b, loc};
+          SmallVector<Value> w;
+          for (int64_t r = 0; r < rowPairCount; ++r)
+            w.push_back(broadcastPair(b, loc, pairs, ValueRange{im.c(r), j}));
+          return w;
+        });
   }
 
-  /// dQ[row i] += sum over the chunk's keys j of (scale dS)[i, j] k_j on
-  /// sumDot: `keyPairs` holds the weights of keys 2p and 2p + 1 of each row
-  /// as one i32, kPairs the keys paired the same way.
+  /// emitQueryAccumulation on sumDot: `keyPairs` holds the weights (scale
+  /// dS) of keys 2p and 2p + 1 of each row as one i32, kPairs the keys
+  /// paired the same way.
   Value emitPairQuerySums(OpBuilder &b, Location loc, Value accQ,
                           Value keyPairs, Value batch, Value kvHead, Value g,
                           Value key0, ArrayRef<Value> rowOf) {
     constexpr int64_t kLanes = 16;
-    Type f32 = b.getF32Type(), bf16 = b.getBF16Type();
-    auto pieceType = VectorType::get({kLanes}, f32);
+    Type bf16 = b.getBF16Type();
     auto operandType = VectorType::get({2 * kLanes}, bf16);
     Value zeroBF = arith::ConstantOp::create(b, loc, b.getZeroAttr(bf16));
-    Value zeroPiece = arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(pieceType, b.getF32FloatAttr(0)));
-    IndexMath im{b, loc};
-    Value pair0 = im.div(key0, im.c(2));
-    int64_t pieces = headDimQK / kLanes;
-    int64_t rows = rowOf.size();
-    for (int64_t groupStart = 0; groupStart < pieces;
-         groupStart += kGroupPieces) {
-      int64_t groupEnd = std::min(pieces, groupStart + kGroupPieces);
-      int64_t width = groupEnd - groupStart;
-      SmallVector<Value> init(rows * width, zeroPiece);
-      auto pairLoop = scf::ForOp::create(
-          b, loc, im.c(0), im.c(kKeyChunk / 2), im.c(1), init,
-          [&](OpBuilder &b, Location loc, Value pair, ValueRange sums) {
-            IndexMath im{b, loc};
-            SmallVector<Value> w;
-            for (int64_t i = 0; i < rows; ++i)
-              w.push_back(
-                  broadcastPair(b, loc, keyPairs, ValueRange{im.c(i), pair}));
-            SmallVector<Value> next(sums.begin(), sums.end());
-            for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
-              Value k = vector::TransferReadOp::create(
-                  b, loc, operandType, kPairs,
-                  ValueRange{batch, kvHead, im.add(pair0, pair),
-                             im.c(piece * 2 * kLanes)},
-                  zeroBF, ArrayRef<bool>{true});
-              for (int64_t i = 0; i < rows; ++i) {
-                Value &sum = next[i * width + piece - groupStart];
-                sum = sumDot->emitDot(b, loc, sum, w[i], k);
-              }
-            }
-            scf::YieldOp::create(b, loc, next);
-          });
-      accQ = addQuerySums(b, loc, accQ, pairLoop.getResults(), g, rowOf,
-                          groupStart, groupEnd, kLanes);
-    }
-    return accQ;
+    Value pair0 = IndexMath{b, loc}.div(key0, IndexMath{b, loc}.c(2));
+    return emitQuerySums(
+        b, loc, accQ, g, rowOf, kLanes, kKeyChunk / 2,
+        [&](OpBuilder &b, Location loc, Value pair) {
+          IndexMath im{b, loc};
+          SmallVector<Value> w;
+          for (int64_t i = 0, e = rowOf.size(); i < e; ++i)
+            w.push_back(
+                broadcastPair(b, loc, keyPairs, ValueRange{im.c(i), pair}));
+          return w;
+        },
+        [&](OpBuilder &b, Location loc, Value pair, int64_t piece) -> Value {
+          IndexMath im{b, loc};
+          return vector::TransferReadOp::create(
+              b, loc, operandType, kPairs,
+              ValueRange{batch, kvHead, im.add(pair0, pair),
+                         im.c(piece * 2 * kLanes)},
+              zeroBF, ArrayRef<bool>{true});
+        });
   }
 };
 
