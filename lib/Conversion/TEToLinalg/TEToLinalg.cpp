@@ -1116,16 +1116,24 @@ lookUpDotUnit(Operation *anchor, const ConvertTEToLinalgOptions &options) {
 
 BF16PairDotUnit::~BF16PairDotUnit() = default;
 
+/// Every unit the dot-unit option can name.
+static ArrayRef<const BF16PairDotUnit *> getBF16PairDotUnits() {
+  static const BF16PairDotUnit *const units[] = {&getAVX512BF16DotUnit()};
+  return units;
+}
+
 const BF16PairDotUnit *mlir::te::getBF16PairDotUnit(StringRef name) {
-  const BF16PairDotUnit *units[] = {&getAVX512BF16DotUnit()};
-  for (const BF16PairDotUnit *unit : units)
+  for (const BF16PairDotUnit *unit : getBF16PairDotUnits())
     if (unit->getName() == name)
       return unit;
   return nullptr;
 }
 
 std::string mlir::te::getBF16PairDotUnitNames() {
-  return getAVX512BF16DotUnit().getName().str();
+  std::string names;
+  for (const BF16PairDotUnit *unit : getBF16PairDotUnits())
+    names += (names.empty() ? "" : ", ") + unit->getName().str();
+  return names;
 }
 
 LogicalResult
