@@ -28,6 +28,9 @@ APT_PACKAGES=(
   # calls find_package(OpenCL), which needs ocl-icd-opencl-dev: libdnnl-dev
   # only recommends it, and recommends are not installed.
   libdnnl-dev ocl-icd-opencl-dev
+  # MPI, which the cpu device's collectives run on (lib/Runtime/MPI), and
+  # mpirun for their tests.
+  libopenmpi-dev openmpi-bin
 )
 PIP_PACKAGES=(numpy ml_dtypes pytest nanobind matplotlib threadpoolctl
   # cuobjdump and nvdisasm (4.8 MB in all), which disassemble the cuda

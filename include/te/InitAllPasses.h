@@ -29,9 +29,9 @@ inline constexpr llvm::StringLiteral kTEPassArguments[] = {
     "te-lower-target",       "te-insert-checks",
     "te-dispatch",           "te-explain-dispatch",
     "te-materialize-checks", "te-decompose-reference",
-    "convert-te-to-linalg",  "te-approximate-math",
-    "te-cpu-parallel-loops", "te-cpu-openmp-threads",
-    "convert-te-to-gpu"};
+    "convert-te-to-linalg",  "te-cpu-host-steps",
+    "te-approximate-math",   "te-cpu-parallel-loops",
+    "te-cpu-openmp-threads", "convert-te-to-gpu"};
 
 /// Registers te's passes and pipelines.
 inline void registerTEPasses() {

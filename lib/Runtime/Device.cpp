@@ -202,6 +202,19 @@ te_status Registry::validate(const te_device_ops *ops, const char *fn,
                 "and exec_context_destroy; implement both or neither",
                 fn, ops->name);
 
+  const Entry collectiveGroup[] = {
+      {"world", ops->world != nullptr},
+      {"channel_create", ops->channel_create != nullptr},
+      {"channel_destroy", ops->channel_destroy != nullptr},
+      {"collective", ops->collective != nullptr},
+  };
+  if (splitGroup(collectiveGroup, present, missing))
+    return fail(TE_ERROR_INVALID_ARGUMENT,
+                "%s: device '%s' implements %s but not %s; a device with "
+                "collectives needs all four collective entries, a device "
+                "without them none",
+                fn, ops->name, present.c_str(), missing.c_str());
+
   bool pendingDuplicate = false;
   for (const std::string &name : pending)
     pendingDuplicate = pendingDuplicate || name == ops->name;
@@ -253,6 +266,7 @@ void te::runtime::releaseDevice(te_device *device) {
       return;
     registry.lookup(device->name)->openInstances.erase(device->index);
   }
+  destroyChannels(device);
   if (device->defaultExecContext)
     device->ops->exec_context_destroy(device->instance,
                                       device->defaultExecContext);

@@ -11,7 +11,9 @@
 
 #include "te/Runtime/Device.h"
 
+#include <map>
 #include <mutex>
+#include <string>
 
 struct te_device {
   /// The registry's copy of the table; registry entries are never removed, so
@@ -28,6 +30,10 @@ struct te_device {
   /// NULL stream), created at the first launch that needs it.
   std::mutex execContextMutex;
   void *defaultExecContext = nullptr;
+  /// The channels of the process groups collectives have run on, by their
+  /// spec (Collective.cpp); destroyed with the instance.
+  std::mutex channelMutex;
+  std::map<std::string, void *> channels;
 };
 
 namespace te::runtime {
@@ -47,6 +53,10 @@ void forgetStreamTemporaries(te_device *device, void *stream);
 /// all together or, if any is invalid or its name taken, none of them.
 te_status registerDeviceGroup(const te_device_ops *const *ops,
                               void *const *contexts, int count, const char *fn);
+
+/// Destroys the channels the device's collectives created (before the
+/// instance closes).
+void destroyChannels(te_device *device);
 
 /// Whether the table implements kernel modules (the optional entry group).
 bool supportsModules(const te_device_ops &ops);

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "HostDevice.h"
+#include "Error.h"
+#include "MPI/MPIChannels.h"
 
 #include "te/Runtime/Threads.h"
 
@@ -35,6 +37,7 @@ using SetThreadsFunction = void (*)(int);
 
 constexpr const char *kManifestSymbol = "te_kernel_manifest";
 constexpr const char *kSetThreadsSymbol = "te_kernel_set_num_threads";
+constexpr int kMPIChannelsVersion = TE_MPI_CHANNELS_VERSION;
 
 /// A loaded library: the dlopen handle and its entry points, each handed
 /// out once (get_function's handle is the HostFunction's address).
@@ -216,6 +219,121 @@ te_status launch(void *, void *function, void **args, int, const void *) {
 // outstanding work.
 te_status synchronize(void *) { return TE_OK; }
 
+//===----------------------------------------------------------------------===//
+// Collectives: libTEMPI, opened at the first one
+//===----------------------------------------------------------------------===//
+
+/// The functions of libTEMPI (lib/Runtime/MPI/MPIChannels.h), or why they
+/// are not there.
+struct MPILibrary {
+  te_status (*world)(int *, int *, char *, size_t) = nullptr;
+  te_status (*channelCreate)(const te_channel_spec *, void **, char *,
+                             size_t) = nullptr;
+  void (*channelDestroy)(void *) = nullptr;
+  te_status (*collective)(void *, const te_collective_desc *, const void *,
+                          void *, char *, size_t) = nullptr;
+  std::string error;
+};
+
+/// TE_MPI_LIBRARY, else libTEMPI.so beside this runtime library (the build
+/// tree and an installation keep them together).
+std::string findMPILibrary() {
+  if (const char *path = std::getenv("TE_MPI_LIBRARY"); path && *path)
+    return path;
+  Dl_info info;
+  if (!dladdr(reinterpret_cast<void *>(&findMPILibrary), &info) ||
+      !info.dli_fname)
+    return "libTEMPI.so";
+  std::string self = info.dli_fname;
+  size_t slash = self.rfind('/');
+  return (slash == std::string::npos ? "" : self.substr(0, slash + 1)) +
+         "libTEMPI.so";
+}
+
+const MPILibrary &getMPILibrary() {
+  static const MPILibrary library = [] {
+    MPILibrary loaded;
+    std::string path = findMPILibrary();
+    void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      loaded.error = "collectives on the cpu device need te-mlir's MPI "
+                     "library, which did not load (" +
+                     std::string(dlerror()) +
+                     "); build te-mlir with OpenMPI installed "
+                     "(scripts/bootstrap.sh installs it), or set "
+                     "TE_MPI_LIBRARY to its libTEMPI.so";
+      return loaded;
+    }
+    auto version =
+        reinterpret_cast<int (*)()>(dlsym(handle, "te_mpi_channels_version"));
+    loaded.world =
+        reinterpret_cast<decltype(loaded.world)>(dlsym(handle, "te_mpi_world"));
+    loaded.channelCreate = reinterpret_cast<decltype(loaded.channelCreate)>(
+        dlsym(handle, "te_mpi_channel_create"));
+    loaded.channelDestroy = reinterpret_cast<decltype(loaded.channelDestroy)>(
+        dlsym(handle, "te_mpi_channel_destroy"));
+    loaded.collective = reinterpret_cast<decltype(loaded.collective)>(
+        dlsym(handle, "te_mpi_collective"));
+    if (!version || version() != kMPIChannelsVersion || !loaded.world ||
+        !loaded.channelCreate || !loaded.channelDestroy || !loaded.collective) {
+      loaded.error = "'" + path +
+                     "' is not the MPI library of this te-mlir runtime "
+                     "(another version); rebuild te-mlir or unset "
+                     "TE_MPI_LIBRARY";
+      loaded.world = nullptr;
+    }
+    // Never closed: MPI stays initialized until the process exits.
+    return loaded;
+  }();
+  return library;
+}
+
+/// The library, or TE_ERROR_UNSUPPORTED with why not as the device detail.
+const MPILibrary *requireMPI() {
+  const MPILibrary &library = getMPILibrary();
+  if (library.world)
+    return &library;
+  te::runtime::setDeviceDetail("%s", library.error.c_str());
+  return nullptr;
+}
+
+/// Passes a libTEMPI failure on as the device detail.
+te_status passOn(te_status status, const char *error) {
+  if (status != TE_OK)
+    te::runtime::setDeviceDetail("%s", error);
+  return status;
+}
+
+te_status world(void *, int *rank, int *size) {
+  const MPILibrary *library = requireMPI();
+  if (!library)
+    return TE_ERROR_UNSUPPORTED;
+  char error[2048] = "";
+  return passOn(library->world(rank, size, error, sizeof(error)), error);
+}
+
+te_status channelCreate(void *, const te_channel_spec *spec, void **channel) {
+  const MPILibrary *library = requireMPI();
+  if (!library)
+    return TE_ERROR_UNSUPPORTED;
+  char error[2048] = "";
+  return passOn(library->channelCreate(spec, channel, error, sizeof(error)),
+                error);
+}
+
+void channelDestroy(void *, void *channel) {
+  getMPILibrary().channelDestroy(channel);
+}
+
+te_status collective(void *, void *channel, const te_collective_desc *desc,
+                     const void *input, void *output,
+                     const te_launch_config *) {
+  char error[4096] = "";
+  return passOn(getMPILibrary().collective(channel, desc, input, output, error,
+                                           sizeof(error)),
+                error);
+}
+
 te_device_ops makeHostDeviceOps() {
   te_device_ops ops = {};
   ops.struct_size = sizeof(te_device_ops);
@@ -232,6 +350,10 @@ te_device_ops makeHostDeviceOps() {
   ops.get_function = getFunction;
   ops.launch = launch;
   ops.synchronize = synchronize;
+  ops.world = world;
+  ops.channel_create = channelCreate;
+  ops.channel_destroy = channelDestroy;
+  ops.collective = collective;
   return ops;
 }
 

@@ -7,12 +7,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "BufferImpl.h"
+#include "CollectiveCall.h"
 #include "DeviceImpl.h"
 #include "Error.h"
 #include "Manifest.h"
 #include "Shape.h"
 #include "StreamImpl.h"
 
+#include "te/Runtime/Collective.h"
 #include "te/Runtime/Module.h"
 
 #include <algorithm>
@@ -95,6 +97,8 @@ struct te_kernel {
   void *function;
   /// The function of each of the entry's steps, in order.
   std::vector<void *> stepFunctions;
+  /// Each step's collective, parsed at load; null for the other steps.
+  std::vector<std::shared_ptr<const CollectiveCall>> stepCollectives;
   /// The steps' temporaries (a pointer: te_kernel moves into its module).
   std::unique_ptr<TemporaryPool> temporaries =
       std::make_unique<TemporaryPool>();
@@ -197,7 +201,7 @@ te_status loadModule(const char *fn, te_device *device, const char *path,
   };
   module->kernels.reserve(entries.size());
   for (ManifestEntry &entry : entries) {
-    te_kernel kernel{module.get(), {}, nullptr, {}};
+    te_kernel kernel{module.get(), {}, nullptr, {}, {}};
     // An entry that runs as steps names the program function its plan was
     // made from; only the steps' kernels exist in the module.
     if (entry.steps.empty()) {
@@ -207,7 +211,26 @@ te_status loadModule(const char *fn, te_device *device, const char *path,
     }
     for (const ManifestStep &step : entry.steps) {
       void *function = nullptr;
-      if (!step.function.empty()) {
+      std::shared_ptr<CollectiveCall> collective;
+      if (isCollectiveFunction(step.function)) {
+        // A collective: the runtime runs it on the device's channels.
+        if (!device->ops->collective)
+          return fail(TE_ERROR_UNSUPPORTED,
+                      "%s: '%s': manifest line %d: entry '%s' runs the "
+                      "collective '%s', but device '%s' has no collectives; "
+                      "run the program on a device that has them (cpu, "
+                      "cuda)",
+                      fn, origin.c_str(), step.line, entry.name.c_str(),
+                      step.function.c_str(), device->name);
+        collective = std::make_shared<CollectiveCall>();
+        std::string why =
+            parseCollectiveCall(step.function, step.parameters, *collective);
+        if (!why.empty())
+          return fail(TE_ERROR_LOAD_FAILED,
+                      "%s: '%s': manifest line %d: entry '%s': %s", fn,
+                      origin.c_str(), step.line, entry.name.c_str(),
+                      why.c_str());
+      } else if (!step.function.empty()) {
         // A library call: the device runs it, if it runs library calls.
         if (!device->ops->library_call)
           return fail(TE_ERROR_UNSUPPORTED,
@@ -221,6 +244,7 @@ te_status loadModule(const char *fn, te_device *device, const char *path,
         return failed;
       }
       kernel.stepFunctions.push_back(function);
+      kernel.stepCollectives.push_back(std::move(collective));
     }
     kernel.entry = std::move(entry);
     kernel.temporaries->device = device;
@@ -454,6 +478,15 @@ static te_status checkKernelStatus(const char *fn, const te_kernel &kernel,
   return fail(TE_ERROR_KERNEL_FAILED, "%s", text.c_str());
 }
 
+extern "C" int te_kernel_num_collectives(const te_kernel *kernel) {
+  if (!kernel)
+    return -1;
+  int count = 0;
+  for (const auto &collective : kernel->stepCollectives)
+    count += collective != nullptr;
+  return count;
+}
+
 extern "C" int te_kernel_num_args(const te_kernel *kernel) {
   return kernel ? static_cast<int>(kernel->entry.args.size()) : -1;
 }
@@ -586,7 +619,12 @@ static te_status launchSteps(const char *fn, te_kernel &kernel,
     }
     config.shared_memory_bytes = step.sharedMemoryBytes;
     takeDeviceDetail();
-    if (!step.function.empty()) {
+    if (const CollectiveCall *collective = kernel.stepCollectives[i].get()) {
+      if (te_status failed =
+              runCollectiveCall(device, *collective, data.data(), sizes.data(),
+                                static_cast<int>(data.size()), &config))
+        result = failLaunch(fn, kernel, failed);
+    } else if (!step.function.empty()) {
       if (te_status failed = device->ops->library_call(
               device->instance, step.function.c_str(), step.parameters.c_str(),
               data.data(), sizes.data(), static_cast<int>(data.size()),

@@ -431,3 +431,42 @@ void mlir::te::addKernelBufferization(OpPassManager &pm) {
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
 }
+
+std::vector<bool> mlir::te::getEntriesWithStatus(StringRef manifest) {
+  std::vector<bool> statuses;
+  SmallVector<StringRef> lines;
+  manifest.split(lines, '\n', -1, /*KeepEmpty=*/false);
+  for (StringRef line : lines) {
+    if (line.starts_with("entry "))
+      statuses.push_back(false);
+    else if (line.starts_with("status ") && !statuses.empty())
+      statuses.back() = true;
+  }
+  return statuses;
+}
+
+std::string
+mlir::te::insertStepPlans(StringRef manifest,
+                          ArrayRef<std::vector<std::string>> plans) {
+  SmallVector<StringRef> lines;
+  manifest.split(lines, '\n', -1, /*KeepEmpty=*/false);
+  bool steps = false, calls = false;
+  for (const std::vector<std::string> &plan : plans)
+    for (const std::string &line : plan) {
+      steps = true;
+      calls |= StringRef(line).starts_with("call ");
+    }
+  if (!steps)
+    return manifest.str();
+  // Version 5 only where a library call needs it: older runtimes keep
+  // loading everything else.
+  std::string text = calls ? "te-kernel-abi 5\n" : "te-kernel-abi 4\n";
+  size_t entry = 0;
+  for (StringRef line : llvm::drop_begin(lines)) {
+    if (line == "end" && entry < plans.size())
+      for (const std::string &planned : plans[entry++])
+        text += planned + "\n";
+    text += line.str() + "\n";
+  }
+  return text;
+}

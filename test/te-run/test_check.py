@@ -184,6 +184,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 @pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.mlir")),
                          ids=lambda path: path.stem)
 def test_example_check_passes(te_run, example):
+    if "te.process_group" in example.read_text():
+        pytest.skip("collectives run under mpirun: test_collectives.py")
     proc = te_run(example, "--random-inputs", "--seed", "1", "--check",
                   check=False)
     if proc.returncode == 2 and "has no CPU lowering yet" in proc.stderr:

@@ -169,14 +169,29 @@ def test_explain_says_why_an_op_is_not_lowered(te_run):
     program = te_run.program("""
 te.process_group @tp size 2
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %y = te.all_reduce %x group @tp : tensor<4xf32>
-  return %y : tensor<4xf32>
+  %d = tensor.cast %x : tensor<4xf32> to tensor<?xf32>
+  %y = te.all_reduce %d group @tp : tensor<?xf32>
+  %s = tensor.cast %y : tensor<?xf32> to tensor<4xf32>
+  return %s : tensor<4xf32>
 }""")
     proc = te_run(program, "--explain", "--random-inputs", check=False)
     assert "te.all_reduce" in proc.stdout
-    assert "none: te.all_reduce has no CPU lowering yet" in proc.stdout
+    assert "none: te.all_reduce with dynamic shapes cannot run yet" in proc.stdout
     assert proc.returncode == 2
-    assert "te.all_reduce has no CPU lowering yet" in error_of(proc)
+    assert "te.all_reduce with dynamic shapes cannot run yet" in error_of(proc)
+
+
+def test_explain_shows_collectives_as_native_calls(te_run):
+    program = te_run.program("""
+te.process_group @tp size 2
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = te.all_reduce %x group @tp : tensor<4xf32>
+  return %y : tensor<4xf32>
+}""")
+    proc = te_run(program, "--explain", "--emit=mlir", "-o", "-")
+    row = next(line.split() for line in proc.stdout.splitlines()
+               if line.startswith("te.all_reduce"))
+    assert " ".join(row[2:]) == "cpu (native) -"
 
 
 @pytest.mark.parametrize("text,needle", [
@@ -400,14 +415,17 @@ def test_emit_to_stdout_and_both_forms(te_run):
 def test_emit_compile_errors(te_run):
     program = te_run.program("""
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %y = te.all_reduce %x group @tp : tensor<4xf32>
-  return %y : tensor<4xf32>
+  %d = tensor.cast %x : tensor<4xf32> to tensor<?xf32>
+  %y = te.all_reduce %d group @tp : tensor<?xf32>
+  %s = tensor.cast %y : tensor<?xf32> to tensor<4xf32>
+  return %s : tensor<4xf32>
 }
 te.process_group @tp size 2
 """)
     line = error_of(te_run(program, "--emit=llvm", "-o", te_run.tmp / "x.ll",
                            check=False))
-    assert line == f"te-run: error: {program}:3:8: te.all_reduce has no CPU lowering yet"
+    assert line == (f"te-run: error: {program}:4:8: te.all_reduce with dynamic "
+                    "shapes cannot run yet")
     line = error_of(te_run(te_run.program(PROGRAM), "--emit=mlir", "-o", "-",
                            "--backend", "nope", check=False))
     assert "no target produces kernel modules for device 'nope'" in line

@@ -85,6 +85,14 @@ const char *kUsage =
     "defined in docs/Runtime.md so that numpy reproduces it; with\n"
     "--output-dir the inputs are also written, as DIR/in0.npy, ...\n"
     "\n"
+    "A program with collectives (te.all_reduce, ...) runs as one rank of\n"
+    "a job: mpirun -np N te-run FILE ... (MPI on the cpu device). Each\n"
+    "rank reads and writes its own files where a path holds {rank}\n"
+    "(--input x.{rank}.npy --output-dir out.{rank}), and draws its own\n"
+    "--random-inputs from seed N + rank. A collective whose group's ranks\n"
+    "disagree on its shapes fails on every rank; one that waits longer than\n"
+    "TE_COLLECTIVE_TIMEOUT seconds (default 300) for the others fails too.\n"
+    "\n"
     "--threads N runs host (cpu) kernels on N threads. The default is\n"
     "TE_NUM_THREADS, else the CPUs the process may use (its affinity\n"
     "mask); the kernels' parallel loops run on LLVM's OpenMP runtime.\n"
@@ -768,6 +776,25 @@ int main(int argc, char **argv) {
   if (te_module_get_kernel(module, entry.c_str(), &kernel) != TE_OK)
     fail(std::string("unknown entry: ") + te_last_error_message());
 
+  // A program with collectives runs as one rank of a job (mpirun -np N
+  // te-run ...): `{rank}` in paths names this rank's files, and each rank
+  // draws its own random inputs.
+  int rank = 0, worldSize = 1;
+  if (te_kernel_num_collectives(kernel) > 0)
+    check(te_device_world(device, &rank, &worldSize),
+          "cannot join the job's collectives");
+  auto perRank = [&](std::string path) {
+    for (size_t at = path.find("{rank}"); at != std::string::npos;
+         at = path.find("{rank}", at))
+      path.replace(at, 6, std::to_string(rank));
+    return path;
+  };
+  options.outputDir = perRank(options.outputDir);
+  for (std::string &input : options.inputs)
+    input = perRank(input);
+  if (worldSize > 1)
+    options.seed += static_cast<uint64_t>(rank);
+
   std::vector<Argument> inputs, outputs;
   for (int i = 0; i < te_kernel_num_args(kernel); ++i) {
     te_arg_info info;
@@ -844,6 +871,8 @@ int main(int argc, char **argv) {
                 options.bench, best * 1e3, mid * 1e3, bytesMoved / mid / 1e9);
   }
 
+  if (worldSize > 1)
+    std::printf("rank %d of %d: ", rank, worldSize);
   std::printf("@%s: %zu inputs, %zu outputs\n", entry.c_str(), inputs.size(),
               outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {

@@ -69,7 +69,11 @@ static void *hostPointer(void *instance, void *ptr) {
    NULL,                                                                       \
    NULL,                                                                       \
    NULL, /* Version 3: no target arch. */                                      \
-   NULL /* Version 4: no library calls. */}
+   NULL, /* Version 4: no library calls. */                                   \
+   NULL,                                                                       \
+   NULL,                                                                       \
+   NULL,                                                                       \
+   NULL /* Version 5: no collectives. */}
 
 static const te_device_ops deviceA = DEVICE("fixture_mem_a", synchronize);
 #if defined(RUNTIME_FIXTURE_INVALID_SECOND)

@@ -38,6 +38,14 @@ def ConvertTEToLinalg : Pass<"convert-te-to-linalg", "ModuleOp"> {
         ins(%x : tensor<4x8xbf16>) outs(%init : tensor<f32>) { ... }
     ```
 
+    Collectives (te.all_reduce, all_gather, reduce_scatter, all_to_all,
+    permute) are not computed by the kernel: each becomes a call, on
+    buffers, of a private declaration whose `te.library_function` is
+    `collective.<op>` and whose `te.library_parameters` give the group,
+    dtype, shape and attributes; the runtime's device runs it
+    (te/Runtime/Collective.h), and `te-cpu-host-steps` cuts the kernel
+    around it.
+
     An op (or configuration) the host lowering does not cover yet is an
     error that names it; plugins that lower such ops run before this pass.
 
@@ -55,10 +63,12 @@ def ConvertTEToLinalg : Pass<"convert-te-to-linalg", "ModuleOp"> {
            "empty for none">
   ];
   let dependentDialects = [
-    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
-    "::mlir::math::MathDialect", "::mlir::scf::SCFDialect",
-    "::mlir::tensor::TensorDialect", "::mlir::vector::VectorDialect",
-    "::mlir::x86vector::X86VectorDialect"
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::vector::VectorDialect", "::mlir::x86vector::X86VectorDialect"
   ];
 }
 
@@ -196,6 +206,28 @@ def ApproximateMathForCPU : Pass<"te-approximate-math"> {
 //===----------------------------------------------------------------------===//
 // Host threads
 //===----------------------------------------------------------------------===//
+
+def CPUHostSteps : Pass<"te-cpu-host-steps", "ModuleOp"> {
+  let summary = "Cut entry points around their library calls into steps";
+  let description = [{
+    After bufferization, before deallocation: an entry point (a public
+    function) that calls a library function the device runs (a
+    collective) cannot be one kernel, because the runtime runs the call.
+    Its top-level ops are cut at each such call into steps: each run of ops
+    between calls becomes a function `<entry>__step<k>` of its own, taking
+    the entry's arguments and the buffers it shares with other steps or
+    calls; those shared buffers become the entry's temporaries. The plan
+    (manifest `temp`, `step` and `call` lines, te/Runtime/Module.h, with
+    operands `a<N>` for argument N and `t<N>` for temporary N) is recorded
+    in the module's `te.host_steps` dictionary under the entry's name, and
+    the entry's body is emptied: the runtime runs the steps instead. A
+    library call's operands must be whole buffers; a call's output that is
+    only copied into an output argument is written there directly.
+    Entry points without library calls are left alone. The module's
+    `te.process_group` declarations, to which nothing refers once the
+    collectives are calls, are erased.
+  }];
+}
 
 def CPUParallelLoops : Pass<"te-cpu-parallel-loops", "ModuleOp"> {
   let summary = "Choose the scf.parallel loops that run on several host threads";

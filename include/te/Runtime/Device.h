@@ -21,6 +21,8 @@ extern "C" {
 #endif
 
 struct te_launch_config;
+struct te_channel_spec;
+struct te_collective_desc;
 
 /// Operations a device implements. A plugin fills one in and passes it to
 /// te_device_register.
@@ -32,7 +34,7 @@ struct te_launch_config;
 /// ending at `synchronize`): the fields it lacks read as NULL. Version 2
 /// appended the stream group and the execution context pair, and gave
 /// `launch` its te_launch_config; version 3 target_arch; version 4
-/// library_call.
+/// library_call; version 5 the collective group.
 ///
 /// Contexts: `context` is the pointer given to te_device_register. Each opened
 /// device instance has its own `instance` pointer: what `open` returned for it,
@@ -50,8 +52,9 @@ struct te_launch_config;
 /// unload_module, get_manifest, get_function, launch) are optional as a group:
 /// all present, or all NULL for a device that only stores buffers (loading a
 /// module then fails with TE_ERROR_UNSUPPORTED). The stream group (the nine
-/// stream_* and event_* entries) and the exec_context pair are optional as
-/// groups too; the other entries are optional individually.
+/// stream_* and event_* entries), the exec_context pair and the collective
+/// group are optional as groups too; the other entries are optional
+/// individually.
 typedef struct te_device_ops {
   /// sizeof(te_device_ops) as compiled into the plugin.
   size_t struct_size;
@@ -182,6 +185,32 @@ typedef struct te_device_ops {
                             const char *parameters, void **args,
                             const size_t *sizes, int nargs,
                             const struct te_launch_config *config);
+
+  /* ---- Version 5: collectives (te/Runtime/Collective.h). ---- */
+
+  /// Collective group (all four or none). `world` gives this process's
+  /// rank in the device's world and the world's size, starting the
+  /// device's collective library on first use. `channel_create` makes the
+  /// communicator of the group `spec` puts this rank in; every rank of the
+  /// world calls it for the same specs in the same order (it may
+  /// communicate). `collective` runs one collective on a channel from
+  /// `input` into `output` (device addresses; the runtime checked their
+  /// sizes against `desc`), ordered on `config`'s stream. It checks that
+  /// the group's ranks agree on `desc` and fails on every rank, naming the
+  /// group and both shapes, when they do not; it fails rather than wait
+  /// longer than the spec's timeout for a rank that does not arrive. A
+  /// failed channel keeps failing. Errors say what happened through the
+  /// returned status (TE_ERROR_KERNEL_FAILED for the group's failures,
+  /// TE_ERROR_UNSUPPORTED when the library is missing).
+  te_status (*world)(void *instance, int *rank, int *size);
+  te_status (*channel_create)(void *instance,
+                              const struct te_channel_spec *spec,
+                              void **channel);
+  void (*channel_destroy)(void *instance, void *channel);
+  te_status (*collective)(void *instance, void *channel,
+                          const struct te_collective_desc *desc,
+                          const void *input, void *output,
+                          const struct te_launch_config *config);
 } te_device_ops;
 
 /// The size of a version 1 table (everything up to `synchronize`): the

@@ -1,8 +1,8 @@
 //===- Runtime.h - The te-mlir runtime C API ----------------------*- C -*-===//
 //
-// Umbrella header of libTERuntime: devices, buffers, kernel modules and
-// launches. The runtime has no MLIR or LLVM dependency; everything here is
-// plain C.
+// Umbrella header of libTERuntime: devices, buffers, kernel modules,
+// launches and collectives. The runtime has no MLIR or LLVM dependency;
+// everything here is plain C.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +10,7 @@
 #define TE_RUNTIME_RUNTIME_H
 
 #include "te/Runtime/Buffer.h"
+#include "te/Runtime/Collective.h"
 #include "te/Runtime/DType.h"
 #include "te/Runtime/Device.h"
 #include "te/Runtime/Module.h"

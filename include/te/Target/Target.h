@@ -149,6 +149,17 @@ std::string formatKernelManifest(ArrayRef<KernelEntry> entries,
                                  const KernelChecks &checks = {},
                                  const ArgumentRoles &roles = {});
 
+/// Whether each entry of `manifest` (formatKernelManifest's text) reports
+/// a status (has a `status` line), in the manifest's order.
+std::vector<bool> getEntriesWithStatus(StringRef manifest);
+
+/// `manifest` (formatKernelManifest's text) with `plans[i]`, the `temp`,
+/// `step` and `call` lines of entry i, inserted before its `end`, as
+/// manifest version 4, or 5 when there is a `call` line. An entry with an
+/// empty plan stays a single kernel.
+std::string insertStepPlans(StringRef manifest,
+                            ArrayRef<std::vector<std::string>> plans);
+
 namespace plugin {
 
 /// How a te module becomes a kernel module file for one runtime device.

@@ -189,41 +189,8 @@ LogicalResult mlir::te::lowerToLibraryCall(Operation *op,
                                            ArrayRef<Value> inputs,
                                            StringRef library,
                                            StringRef parameters) {
-  Location loc = op->getLoc();
-  OpBuilder host(op);
-  SmallVector<Value> operands, outputs;
-  for (Value input : inputs)
-    if (input)
-      operands.push_back(readBuffer(host, loc, input));
-  for (Value result : op->getResults()) {
-    outputs.push_back(
-        allocateOutput(host, loc, cast<RankedTensorType>(result.getType())));
-    operands.push_back(outputs.back());
-  }
-
-  auto module = op->getParentOfType<ModuleOp>();
-  SmallVector<Type> types;
-  std::string key = (library + ";" + parameters).str();
-  for (Value operand : operands) {
-    types.push_back(operand.getType());
-    llvm::raw_string_ostream(key) << ";" << operand.getType();
-  }
-  std::string name;
-  llvm::raw_string_ostream(name)
-      << "te_" << library.split('.').first << "_"
-      << llvm::format_hex_no_prefix(llvm::xxh3_64bits(key), 16);
-  if (!module.lookupSymbol<func::FuncOp>(name)) {
-    OpBuilder top = OpBuilder::atBlockEnd(module.getBody());
-    auto declaration =
-        func::FuncOp::create(top, loc, name, host.getFunctionType(types, {}));
-    declaration.setPrivate();
-    declaration->setAttr(kLibraryFunctionAttr, host.getStringAttr(library));
-    declaration->setAttr(kLibraryParametersAttr,
-                         host.getStringAttr(parameters));
-  }
-  func::CallOp::create(host, loc, name, TypeRange{}, operands);
-  replaceWithOutputs(host, op, outputs);
-  return success();
+  IRRewriter rewriter(op->getContext());
+  return lowerToLibraryCall(rewriter, op, inputs, library, parameters);
 }
 
 //===----------------------------------------------------------------------===//

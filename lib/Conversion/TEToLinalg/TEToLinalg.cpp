@@ -12,12 +12,16 @@
 #include "TEToLinalgInternal.h"
 #include "te/Conversion/TECommon/Epilogue.h"
 #include "te/Conversion/TECommon/FP8Codec.h"
+#include "te/Conversion/TECommon/LibraryCall.h"
 #include "te/Conversion/TECommon/ScalingMath.h"
 #include "te/Dialect/TE/IR/TEOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -276,6 +280,9 @@ std::optional<std::string> mlir::te::getCPUUnsupportedReason(Operation *op) {
   if (isa<AmaxOp, ComputeScaleOp, UpdateDelayedScalingOp, ScaledMatmulOp,
           ProcessGroupOp>(op))
     return std::nullopt;
+  // The runtime's device runs collectives (te/Runtime/Collective.h).
+  if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, PermuteOp>(op))
+    return getCollectiveUnsupportedReason(op);
   if (op->getDialect() && isa<TEDialect>(op->getDialect()))
     return op->getName().getStringRef().str() + " has no CPU lowering yet";
   return std::nullopt;
@@ -1099,6 +1106,20 @@ struct ConvertTEToLinalgPass
   }
 };
 
+/// A collective as a call of the device's collective library; the cpu
+/// target runs the program's other ops as kernels before and after it.
+template <typename CollectiveOp>
+struct CollectiveLowering : OpConversionPattern<CollectiveOp> {
+  using OpConversionPattern<CollectiveOp>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CollectiveOp op, typename CollectiveOp::Adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (std::optional<std::string> reason = getCollectiveUnsupportedReason(op))
+      return rewriter.notifyMatchFailure(op, *reason);
+    return lowerCollective(rewriter, op);
+  }
+};
+
 /// The unit `options` names, or failure (reported at `anchor`) for a name
 /// no unit has.
 FailureOr<const BF16PairDotUnit *>
@@ -1145,10 +1166,11 @@ mlir::te::applyTEToLinalgConversion(ArrayRef<Operation *> ops,
   ConversionTarget target(*context);
   target.addIllegalDialect<TEDialect>();
   target.addLegalOp<ProcessGroupOp>();
-  target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
-                         math::MathDialect, scf::SCFDialect,
-                         tensor::TensorDialect, vector::VectorDialect,
-                         x86vector::X86VectorDialect>();
+  target.addLegalDialect<
+      arith::ArithDialect, bufferization::BufferizationDialect,
+      func::FuncDialect, linalg::LinalgDialect, math::MathDialect,
+      memref::MemRefDialect, scf::SCFDialect, tensor::TensorDialect,
+      vector::VectorDialect, x86vector::X86VectorDialect>();
   RewritePatternSet patterns(context);
   if (failed(
           populateTEToLinalgConversionPatterns(patterns, options, ops.front())))
@@ -1165,7 +1187,10 @@ LogicalResult mlir::te::populateTEToLinalgConversionPatterns(
   patterns.add<AmaxOpLowering, ComputeScaleOpLowering,
                UpdateDelayedScalingOpLowering, QuantizeOpLowering,
                DequantizeOpLowering, ScaledMatmulOpLowering,
-               BlockQuantizeOpLowering, BlockDequantizeOpLowering>(
+               BlockQuantizeOpLowering, BlockDequantizeOpLowering,
+               CollectiveLowering<AllReduceOp>, CollectiveLowering<AllGatherOp>,
+               CollectiveLowering<ReduceScatterOp>,
+               CollectiveLowering<AllToAllOp>, CollectiveLowering<PermuteOp>>(
       patterns.getContext());
   populateAttentionLoweringPatterns(patterns, *dotUnit);
   return success();

@@ -45,6 +45,9 @@ void mlir::te::buildCPUTargetPipeline(OpPassManager &pm) {
 
   // Kernels write their results into caller-provided buffers.
   addKernelBufferization(pm);
+  // An entry point with collectives becomes steps around them, which the
+  // runtime runs in order with the collectives between them.
+  pm.addPass(createCPUHostSteps());
   bufferization::BufferDeallocationPipelineOptions deallocation;
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
 

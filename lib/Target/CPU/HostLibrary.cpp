@@ -9,6 +9,7 @@
 #include "te/Target/CPU/CPUTarget.h"
 #include "te/Target/CompileRecorder.h"
 
+#include "te/Conversion/TEToLinalg/TEToLinalg.h"
 #include "te/Plugin/Plugin.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -67,32 +68,18 @@ LogicalResult mlir::te::emitKernelABI(ModuleOp llvmModule,
   auto ptrType = LLVM::LLVMPointerType::get(ctx);
   auto voidType = LLVM::LLVMVoidType::get(ctx);
 
-  for (const KernelEntry &entry : entries) {
-    auto callee = llvmModule.lookupSymbol<LLVM::LLVMFuncOp>(entry.name);
-    size_t numArgs = entry.inputs.size() + entry.outputs.size();
-    if (!callee || callee.getNumArguments() != numArgs ||
-        !isa<LLVM::LLVMVoidType>(callee.getFunctionType().getReturnType()))
-      return mlir::emitError(callee ? callee.getLoc() : loc, "kernel @")
-             << entry.name << " did not lower to a function taking " << numArgs
-             << " buffer pointers";
+  // `<name>__te_packed(void **args)`, calling `callee` with the pointers.
+  auto addPackedEntry = [&](LLVM::LLVMFuncOp callee, StringRef name) {
     // Only the packed entry point is the library's interface.
     callee.setLinkage(LLVM::Linkage::Internal);
-    // te_kernel_launch refuses an output that aliases another argument, so
-    // the outputs are noalias: without it LLVM must assume that every FP8
-    // or bf16 store may overwrite the inputs it reads (a scale, say), keeps
-    // reloading them and does not vectorize the loop.
-    for (size_t i = entry.inputs.size(); i < numArgs; ++i)
-      callee.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
-                        b.getUnitAttr());
-
     auto wrapper = LLVM::LLVMFuncOp::create(
-        b, loc, entry.name + "__te_packed",
+        b, loc, (name + "__te_packed").str(),
         LLVM::LLVMFunctionType::get(voidType, {ptrType}));
     OpBuilder::InsertionGuard guard(b);
     Block *body = wrapper.addEntryBlock(b);
     b.setInsertionPointToStart(body);
     SmallVector<Value> pointers;
-    for (size_t i = 0; i < numArgs; ++i) {
+    for (unsigned i = 0; i < callee.getNumArguments(); ++i) {
       Value slot =
           LLVM::GEPOp::create(b, loc, ptrType, ptrType, body->getArgument(0),
                               ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
@@ -100,6 +87,59 @@ LogicalResult mlir::te::emitKernelABI(ModuleOp llvmModule,
     }
     LLVM::CallOp::create(b, loc, callee, pointers);
     LLVM::ReturnOp::create(b, loc, ValueRange{});
+  };
+
+  // Entry points cut into steps (te-cpu-host-steps): their plans go into
+  // the manifest, and each step is a packed function of its own.
+  auto steps = llvmModule->getAttrOfType<DictionaryAttr>(kHostStepsAttrName);
+  llvmModule->removeAttr(kHostStepsAttrName);
+  std::vector<bool> statuses = getEntriesWithStatus(manifestText);
+  std::vector<std::vector<std::string>> plans(entries.size());
+
+  for (auto [index, entry] : llvm::enumerate(entries)) {
+    auto callee = llvmModule.lookupSymbol<LLVM::LLVMFuncOp>(entry.name);
+    size_t numArgs = entry.inputs.size() + entry.outputs.size();
+    if (!callee || callee.getNumArguments() != numArgs ||
+        !isa<LLVM::LLVMVoidType>(callee.getFunctionType().getReturnType()))
+      return mlir::emitError(callee ? callee.getLoc() : loc, "kernel @")
+             << entry.name << " did not lower to a function taking " << numArgs
+             << " buffer pointers";
+    // te_kernel_launch refuses an output that aliases another argument, so
+    // the outputs are noalias: without it LLVM must assume that every FP8
+    // or bf16 store may overwrite the inputs it reads (a scale, say), keeps
+    // reloading them and does not vectorize the loop.
+    for (size_t i = entry.inputs.size(); i < numArgs; ++i)
+      callee.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
+                        b.getUnitAttr());
+    addPackedEntry(callee, entry.name);
+
+    auto plan = steps ? steps.getAs<ArrayAttr>(entry.name) : ArrayAttr();
+    if (!plan)
+      continue;
+    // The status of run-time checks is the last argument, `s` in a plan.
+    std::string status = "a" + std::to_string(numArgs - 1);
+    bool hasStatus = index < statuses.size() && statuses[index];
+    for (auto line : plan.getAsValueRange<StringAttr>()) {
+      SmallVector<StringRef> words;
+      line.split(words, ' ');
+      std::string text;
+      for (StringRef word : words)
+        text += (text.empty() ? "" : " ") +
+                (hasStatus && word == status ? std::string("s") : word.str());
+      plans[index].push_back(text);
+      if (words[0] != "step")
+        continue;
+      StringRef symbol = words[1];
+      if (!symbol.consume_back("__te_packed"))
+        return mlir::emitError(loc, "a step of @")
+               << entry.name << " names '" << words[1]
+               << "', not a packed function";
+      auto step = llvmModule.lookupSymbol<LLVM::LLVMFuncOp>(symbol);
+      if (!step)
+        return mlir::emitError(loc, "step function @")
+               << symbol << " of @" << entry.name << " is missing";
+      addPackedEntry(step, symbol);
+    }
   }
 
   // te_kernel_set_num_threads(n): the thread count of the kernels'
@@ -124,7 +164,7 @@ LogicalResult mlir::te::emitKernelABI(ModuleOp llvmModule,
     LLVM::ReturnOp::create(b, loc, ValueRange{});
   }
 
-  std::string manifest = manifestText.str();
+  std::string manifest = insertStepPlans(manifestText, plans);
   manifest.push_back('\0');
   auto textType =
       LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), manifest.size());

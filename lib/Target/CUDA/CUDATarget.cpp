@@ -648,8 +648,6 @@ namespace {
 /// The manifest lines of one entry's steps.
 struct EntryPlan {
   std::vector<std::string> lines;
-  /// Whether a line is a library call (manifest version 5).
-  bool hasCalls = false;
 };
 
 /// Reads the host function of `entry`: its allocations become temporaries
@@ -754,7 +752,6 @@ FailureOr<EntryPlan> planEntry(func::FuncOp function, const KernelEntry &entry,
       if (failed(appendOperands(call, call.getOperands(), line)))
         return failure();
       plan.lines.push_back(std::move(line));
-      plan.hasCalls = true;
       continue;
     }
     if (isa<memref::CopyOp>(op))
@@ -767,26 +764,6 @@ FailureOr<EntryPlan> planEntry(func::FuncOp function, const KernelEntry &entry,
            << "allocate temporaries and launch kernels";
   }
   return plan;
-}
-
-/// `manifest` (as formatKernelManifest wrote it) with each entry's plan
-/// inserted before its `end`, as version 4 (5 with library calls).
-std::string insertPlans(StringRef manifest, ArrayRef<EntryPlan> plans) {
-  SmallVector<StringRef> lines;
-  manifest.split(lines, '\n', -1, /*KeepEmpty=*/false);
-  bool calls =
-      llvm::any_of(plans, [](const EntryPlan &plan) { return plan.hasCalls; });
-  // Version 5 only where a library call needs it: older runtimes keep
-  // loading everything else.
-  std::string text = calls ? "te-kernel-abi 5\n" : "te-kernel-abi 4\n";
-  size_t entry = 0;
-  for (StringRef line : llvm::drop_begin(lines)) {
-    if (line == "end" && entry < plans.size())
-      for (const std::string &planned : plans[entry++].lines)
-        text += planned + "\n";
-    text += line.str() + "\n";
-  }
-  return text;
 }
 
 /// The kernels of every gpu.module in one (their names are unique: each
@@ -854,18 +831,8 @@ FailureOr<std::string> compileKernels(ModuleOp lowered, StringRef manifest,
 FailureOr<std::string> formatPlannedManifest(ModuleOp lowered,
                                              ArrayRef<KernelEntry> entries,
                                              StringRef manifest) {
-  // Which entries report a status: those whose manifest block has a
-  // 'status' line, in the manifest's order (the entries' order).
-  std::vector<bool> statuses;
-  SmallVector<StringRef> lines;
-  manifest.split(lines, '\n', -1, /*KeepEmpty=*/false);
-  for (StringRef line : lines) {
-    if (line.starts_with("entry "))
-      statuses.push_back(false);
-    else if (line.starts_with("status ") && !statuses.empty())
-      statuses.back() = true;
-  }
-  std::vector<EntryPlan> plans;
+  std::vector<bool> statuses = getEntriesWithStatus(manifest);
+  std::vector<std::vector<std::string>> plans;
   for (auto [index, entry] : llvm::enumerate(entries)) {
     auto function = lowered.lookupSymbol<func::FuncOp>(entry.name);
     if (!function)
@@ -875,9 +842,9 @@ FailureOr<std::string> formatPlannedManifest(ModuleOp lowered,
     FailureOr<EntryPlan> plan = planEntry(function, entry, hasStatus);
     if (failed(plan))
       return failure();
-    plans.push_back(std::move(*plan));
+    plans.push_back(std::move(plan->lines));
   }
-  return insertPlans(manifest, plans);
+  return insertStepPlans(manifest, plans);
 }
 
 //===----------------------------------------------------------------------===//

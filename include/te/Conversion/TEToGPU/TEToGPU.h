@@ -22,6 +22,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Pass/Pass.h"
+#include "te/Conversion/TECommon/LibraryCall.h"
 
 #include <memory>
 #include <optional>
@@ -109,18 +110,8 @@ std::optional<std::string> getGPUUnsupportedReason(Operation *op,
 /// diagnostic on `op` when getGPUUnsupportedReason has a reason.
 LogicalResult lowerTEOpToGPU(Operation *op, const GPUTargetInfo &target);
 
-/// The attributes that make a private function declaration a call of a
-/// library the runtime's device runs (cuBLASLt, cuDNN; a vendor's for a
-/// plugin target): the function's name for the device and its parameters.
-constexpr const char *kLibraryFunctionAttr = "te.library_function";
-constexpr const char *kLibraryParametersAttr = "te.library_parameters";
-
-/// Replaces `op` by a call of `library(parameters)` on buffers, the way the
-/// kernel lowerings take their operands: `inputs` (null ones skipped)
-/// read-only, then one fresh allocation per result that the call writes.
-/// The callee is a private declaration carrying kLibraryFunctionAttr and
-/// kLibraryParametersAttr, named after the library, its parameters and
-/// operand types (one per distinct call), for the target's serializer.
+/// lowerToLibraryCall (te/Conversion/TECommon/LibraryCall.h) outside a
+/// pattern rewrite.
 LogicalResult lowerToLibraryCall(Operation *op, ArrayRef<Value> inputs,
                                  StringRef library, StringRef parameters);
 

@@ -11,6 +11,7 @@
 namespace mlir::te {
 
 #define GEN_PASS_DECL_APPROXIMATEMATHFORCPU
+#define GEN_PASS_DECL_CPUHOSTSTEPS
 #define GEN_PASS_DECL_CPUOPENMPTHREADS
 #define GEN_PASS_DECL_CPUPARALLELLOOPS
 #define GEN_PASS_DECL_CONVERTTETOLINALG
@@ -50,6 +51,11 @@ void populateTEReferenceDecompositionPatterns(RewritePatternSet &patterns);
 /// dynamic shapes), or nullopt when it has one or `op` needs none (ops whose
 /// host lowering is bit-exact).
 std::optional<std::string> getReferenceDecompositionGap(Operation *op);
+
+/// The module attribute in which te-cpu-host-steps records each cut entry
+/// point's plan: a dictionary from the entry's name to its manifest lines
+/// (an array of strings).
+constexpr const char *kHostStepsAttrName = "te.host_steps";
 
 } // namespace mlir::te
 

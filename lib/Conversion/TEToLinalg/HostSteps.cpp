@@ -1,0 +1,362 @@
+//===- HostSteps.cpp - Entry points cut into steps around library calls ---===//
+//
+// The runtime runs a collective itself (te/Runtime/Collective.h), so an
+// entry point with one is a list of steps: kernels of its own ops, and the
+// calls between them. See te-cpu-host-steps in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/Conversion/TECommon/LibraryCall.h"
+#include "te/Conversion/TEToLinalg/TEToLinalg.h"
+#include "te/Dialect/TE/IR/TEOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <functional>
+
+namespace mlir::te {
+#define GEN_PASS_DEF_CPUHOSTSTEPS
+#include "te/Conversion/Passes.h.inc"
+} // namespace mlir::te
+
+using namespace mlir;
+using namespace mlir::te;
+
+namespace {
+
+/// The library call `op` makes, if it is one.
+std::optional<std::pair<StringRef, StringRef>> getLibraryCall(Operation *op) {
+  auto call = dyn_cast<func::CallOp>(op);
+  if (!call)
+    return std::nullopt;
+  return getLibraryFunction(
+      SymbolTable::lookupNearestSymbolFrom(call, call.getCalleeAttr()));
+}
+
+/// Follows view ops (reshapes, casts, subviews) from `value` to the buffer
+/// they view: an allocation or an argument.
+Value getRoot(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+    value = view.getViewSource();
+  return value;
+}
+
+/// Whether `value` covers its whole root buffer with the same bytes in the
+/// same order: dense reshapes and casts of it (a call may then take the
+/// root itself).
+bool isWholeBuffer(Value value) {
+  while (Operation *op = value.getDefiningOp()) {
+    if (!isa<memref::CollapseShapeOp, memref::ExpandShapeOp, memref::CastOp>(
+            op))
+      return isa<memref::AllocOp>(op);
+    auto type = dyn_cast<MemRefType>(value.getType());
+    if (!type || !type.getLayout().isIdentity() || !type.hasStaticShape())
+      return false;
+    value = op->getOperand(0);
+  }
+  return true;
+}
+
+/// A call's output that is only copied into an argument afterwards (the
+/// entry's result) is written there directly.
+void writeOutputsInPlace(func::CallOp call) {
+  for (OpOperand &operand : call->getOpOperands()) {
+    auto alloc = operand.get().getDefiningOp<memref::AllocOp>();
+    if (!alloc || !alloc.getResult().hasNUses(2))
+      continue;
+    memref::CopyOp copy;
+    for (Operation *user : alloc->getUsers())
+      if (auto candidate = dyn_cast<memref::CopyOp>(user))
+        if (candidate.getSource() == alloc.getResult())
+          copy = candidate;
+    if (!copy || copy->getBlock() != call->getBlock() ||
+        !call->isBeforeInBlock(copy))
+      continue;
+    auto target = dyn_cast<BlockArgument>(copy.getTarget());
+    if (!target || !target.hasOneUse() || target.getType() != alloc.getType())
+      continue;
+    operand.set(target);
+    copy.erase();
+    alloc.erase();
+  }
+}
+
+/// The plan of one entry point and the step functions made for it.
+class StepCutter {
+public:
+  StepCutter(func::FuncOp entry) : entry(entry) {}
+
+  FailureOr<ArrayAttr> run();
+
+private:
+  /// Makes the function of segment `index`, or returns "" when the segment
+  /// has nothing to run.
+  FailureOr<std::string> outline(ArrayRef<Operation *> segment, int index,
+                                 SmallVectorImpl<Value> &roots);
+
+  func::FuncOp entry;
+  /// Allocations the runtime provides, in order.
+  llvm::SetVector<Value> temporaries;
+  /// Which segment (or call, as -1) each top-level op is in.
+  DenseMap<Operation *, int> segmentOf;
+};
+
+FailureOr<std::string> StepCutter::outline(ArrayRef<Operation *> segment,
+                                           int index,
+                                           SmallVectorImpl<Value> &roots) {
+  // Nothing to run: only constants and views, which the next segment
+  // clones where it needs them.
+  if (llvm::all_of(segment, [&](Operation *op) {
+        return isPure(op) || isa<ViewLikeOpInterface>(op) ||
+               (isa<memref::AllocOp>(op) &&
+                temporaries.contains(op->getResult(0)));
+      }))
+    return std::string();
+
+  // What the segment uses from outside: roots become arguments; constants
+  // and views are cloned in.
+  llvm::SetVector<Value> used;
+  for (Operation *op : segment) {
+    for (Value operand : op->getOperands())
+      used.insert(operand);
+    for (Region &region : op->getRegions()) {
+      llvm::SetVector<Value> above;
+      getUsedValuesDefinedAbove(region, above);
+      used.insert(above.begin(), above.end());
+    }
+  }
+  llvm::SetVector<Operation *> clones;
+  llvm::SetVector<Value> arguments;
+  std::function<LogicalResult(Value)> require =
+      [&](Value value) -> LogicalResult {
+    Operation *def = value.getDefiningOp();
+    if (!def) {
+      arguments.insert(value);
+      return success();
+    }
+    if (segmentOf.lookup(def) == index && !temporaries.contains(value))
+      return success();
+    if (temporaries.contains(value)) {
+      arguments.insert(value);
+      return success();
+    }
+    if (def->getNumRegions() == 0 &&
+        (isPure(def) || isa<ViewLikeOpInterface>(def))) {
+      for (Value operand : def->getOperands())
+        if (failed(require(operand)))
+          return failure();
+      clones.insert(def);
+      return success();
+    }
+    return def->emitError("the cpu target cuts this entry point into steps "
+                          "around its collectives, but this value (not a "
+                          "buffer) crosses from one step to another");
+  };
+  for (Value value : used)
+    if (failed(require(value)))
+      return failure();
+
+  MLIRContext *ctx = entry.getContext();
+  SmallVector<Type> types;
+  for (Value value : arguments) {
+    types.push_back(value.getType());
+    roots.push_back(value);
+  }
+  OpBuilder b(ctx);
+  b.setInsertionPointAfter(entry);
+  std::string name = (entry.getSymName() + "__step" + Twine(index)).str();
+  auto step = func::FuncOp::create(b, entry.getLoc(), name,
+                                   b.getFunctionType(types, {}));
+  Block *body = step.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  IRMapping mapping;
+  for (auto [value, argument] : llvm::zip(arguments, body->getArguments()))
+    mapping.map(value, argument);
+  // Clones in their original order, so that a view follows its source.
+  SmallVector<Operation *> ordered(clones.begin(), clones.end());
+  llvm::sort(ordered,
+             [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+  for (Operation *op : ordered)
+    b.clone(*op, mapping);
+  for (Operation *op : segment) {
+    if (isa<memref::AllocOp>(op) && temporaries.contains(op->getResult(0)))
+      continue;
+    b.clone(*op, mapping);
+  }
+  func::ReturnOp::create(b, entry.getLoc());
+  return name + "__te_packed";
+}
+
+FailureOr<ArrayAttr> StepCutter::run() {
+  if (!entry.getBody().hasOneBlock())
+    return entry.emitError("the cpu target cuts entry points with "
+                           "collectives into steps, but '")
+           << entry.getSymName() << "' has control flow";
+  Block &body = entry.front();
+  SmallVector<func::CallOp> calls;
+  for (Operation &op : body)
+    if (getLibraryCall(&op))
+      calls.push_back(cast<func::CallOp>(op));
+  WalkResult nested = entry.walk([&](Operation *op) {
+    if (op->getBlock() != &body && getLibraryCall(op)) {
+      op->emitError("a collective inside a loop or region cannot run on the "
+                    "cpu yet; call it at the top level of the function");
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (nested.wasInterrupted())
+    return failure();
+
+  // Calls take whole buffers: a view that is not one is copied first.
+  for (func::CallOp call : calls) {
+    writeOutputsInPlace(call);
+    OpBuilder b(call);
+    for (OpOperand &operand : call->getOpOperands()) {
+      Value value = operand.get();
+      auto type = dyn_cast<MemRefType>(value.getType());
+      if (!type || !type.hasStaticShape())
+        return call.emitError("a library call's operand must be a buffer of "
+                              "static shape");
+      if (isWholeBuffer(value))
+        continue;
+      auto copy = memref::AllocOp::create(
+          b, call.getLoc(),
+          MemRefType::get(type.getShape(), type.getElementType()),
+          b.getI64IntegerAttr(256));
+      memref::CopyOp::create(b, call.getLoc(), value, copy);
+      operand.set(copy);
+    }
+  }
+
+  // Segments between the calls.
+  SmallVector<SmallVector<Operation *>> segments(1);
+  for (Operation &op : body.without_terminator()) {
+    if (getLibraryCall(&op)) {
+      segmentOf[&op] = -1;
+      segments.emplace_back();
+      continue;
+    }
+    segmentOf[&op] = static_cast<int>(segments.size()) - 1;
+    segments.back().push_back(&op);
+  }
+
+  // Allocations used by a call or by another segment are temporaries.
+  for (Operation &op : body.without_terminator()) {
+    auto alloc = dyn_cast<memref::AllocOp>(op);
+    if (!alloc)
+      continue;
+    int home = segmentOf[alloc];
+    SmallVector<Value> views = {alloc.getResult()};
+    bool shared = false;
+    while (!views.empty() && !shared) {
+      Value value = views.pop_back_val();
+      for (Operation *user : value.getUsers()) {
+        Operation *top = body.findAncestorOpInBlock(*user);
+        if (!top || segmentOf.lookup(top) != home)
+          shared = true;
+        if (isa<ViewLikeOpInterface>(user) && user->getNumResults() == 1)
+          views.push_back(user->getResult(0));
+      }
+    }
+    if (shared) {
+      if (!alloc.getType().hasStaticShape())
+        return alloc.emitError("a buffer shared between steps needs a "
+                               "static shape");
+      temporaries.insert(alloc.getResult());
+    }
+  }
+
+  Builder b(entry.getContext());
+  SmallVector<Attribute> lines;
+  for (Value temporary : temporaries) {
+    auto type = cast<MemRefType>(temporary.getType());
+    int64_t bytes =
+        type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+    lines.push_back(
+        b.getStringAttr("temp " + std::to_string(std::max<int64_t>(bytes, 1))));
+  }
+  auto name = [&](Value root) -> std::string {
+    if (auto argument = dyn_cast<BlockArgument>(root))
+      return "a" + std::to_string(argument.getArgNumber());
+    return "t" +
+           std::to_string(llvm::find(temporaries, root) - temporaries.begin());
+  };
+  for (size_t k = 0; k < segments.size(); ++k) {
+    SmallVector<Value> roots;
+    FailureOr<std::string> symbol =
+        outline(segments[k], static_cast<int>(k), roots);
+    if (failed(symbol))
+      return failure();
+    if (!symbol->empty()) {
+      std::string line = "step " + *symbol + " 1x1x1 1x1x1 0";
+      for (Value root : roots)
+        line += " " + name(root);
+      lines.push_back(b.getStringAttr(line));
+    }
+    if (k < calls.size()) {
+      func::CallOp call = calls[k];
+      auto [function, parameters] = *getLibraryCall(call);
+      std::string line = "call " + function.str() + " " + parameters.str();
+      for (Value operand : call.getOperands()) {
+        Value root = getRoot(operand);
+        if (!isa<BlockArgument>(root) && !temporaries.contains(root))
+          return call.emitError("a library call's operand is neither an "
+                                "argument nor a buffer of the steps");
+        line += " " + name(root);
+      }
+      lines.push_back(b.getStringAttr(line));
+    }
+  }
+
+  // The runtime runs the steps; the entry itself is never called.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+    if (!op.hasTrait<OpTrait::IsTerminator>()) {
+      op.dropAllUses();
+      op.erase();
+    }
+  return b.getArrayAttr(lines);
+}
+
+struct CPUHostStepsPass : mlir::te::impl::CPUHostStepsBase<CPUHostStepsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    // The calls carry their groups' sizes: the declarations are dead.
+    for (auto group :
+         llvm::make_early_inc_range(module.getOps<ProcessGroupOp>()))
+      group.erase();
+    SmallVector<func::FuncOp> entries;
+    for (func::FuncOp function : module.getOps<func::FuncOp>()) {
+      if (function.isDeclaration() || !function.isPublic())
+        continue;
+      WalkResult found = function.walk([](Operation *op) {
+        return getLibraryCall(op) ? WalkResult::interrupt()
+                                  : WalkResult::advance();
+      });
+      if (found.wasInterrupted())
+        entries.push_back(function);
+    }
+    if (entries.empty())
+      return;
+    SmallVector<NamedAttribute> plans;
+    for (func::FuncOp entry : entries) {
+      FailureOr<ArrayAttr> plan = StepCutter(entry).run();
+      if (failed(plan))
+        return signalPassFailure();
+      plans.emplace_back(entry.getSymNameAttr(), *plan);
+    }
+    module->setAttr(kHostStepsAttrName,
+                    DictionaryAttr::get(module.getContext(), plans));
+  }
+};
+
+} // namespace

@@ -1,0 +1,370 @@
+"""Collectives across processes: te-run under mpirun (MPI on the cpu device).
+
+Every collective, reduction and dtype at 2 and 4 ranks (4 oversubscribed on
+this machine's cores), over the world and over sub-groups, against numpy;
+and the failures: ranks that disagree on shapes, a rank that never arrives,
+a rank that dies, a group that does not fit the world.
+"""
+import os
+import shutil
+import subprocess
+import time
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from conftest import TE_RUN
+
+MPIRUN = shutil.which("mpirun")
+
+# mpirun refuses root without these; more ranks than cores must be allowed.
+MPI_ENV = {
+    "OMPI_ALLOW_RUN_AS_ROOT": "1",
+    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+    "OMPI_MCA_rmaps_base_oversubscribe": "1",
+    # Tear a failed job down at once instead of after a second.
+    "OMPI_MCA_odls_base_sigkill_timeout": "0",
+}
+
+NUMPY_TYPES = {
+    "f32": np.float32, "f64": np.float64, "f16": np.float16,
+    "bf16": ml_dtypes.bfloat16, "f8E4M3FN": ml_dtypes.float8_e4m3fn,
+    "f8E5M2": ml_dtypes.float8_e5m2, "f8E8M0FNU": ml_dtypes.float8_e8m0fnu,
+    "i1": np.bool_, "i8": np.int8, "i32": np.int32, "i64": np.int64,
+}
+# Raw bits as te-run reads and writes them.
+BITS = {"bf16": np.uint16, "f8E4M3FN": np.uint8, "f8E5M2": np.uint8,
+        "f8E8M0FNU": np.uint8}
+FLOATS = {"f32", "f64", "f16", "bf16", "f8E4M3FN", "f8E5M2"}
+# Half an ulp, relative: each rounding of a reduction's partial result.
+EPSILON = {"f32": 2.0**-24, "f64": 2.0**-53, "f16": 2.0**-11,
+           "bf16": 2.0**-8, "f8E4M3FN": 2.0**-4, "f8E5M2": 2.0**-3}
+
+ROWS, COLS = 8, 12
+
+
+def test_mpirun_is_installed():
+    assert MPIRUN, "mpirun is missing: scripts/bootstrap.sh installs OpenMPI"
+
+
+def mpirun(tmp_path, apps, timeout=120, env=None):
+    """Runs `apps` (each a (ranks, argv) pair) as one MPI job."""
+    command = [MPIRUN, "--bind-to", "none"]
+    for i, (ranks, argv) in enumerate(apps):
+        command += ([":"] if i else []) + ["-np", str(ranks), *map(str, argv)]
+    run_env = dict(os.environ, TE_CACHE_DIR=str(tmp_path / "cache"),
+                   **MPI_ENV, **(env or {}))
+    for var in ("TE_CACHE_DISABLE", "NVTE_PLUGIN", "TE_COLLECTIVE_TIMEOUT"):
+        if var not in (env or {}):
+            run_env.pop(var, None)
+    start = time.monotonic()
+    proc = subprocess.run(command, capture_output=True, text=True,
+                          env=run_env, timeout=timeout)
+    proc.seconds = time.monotonic() - start
+    return proc
+
+
+def program_for(dtype, group_size, world):
+    """One entry running every collective on x: tensor<8x12xT>, over the
+    group @g of `group_size` ranks; returns the text and the output names."""
+    t = f"tensor<{ROWS}x{COLS}x{dtype}>"
+    g = group_size
+    lines, names, types = [], [], []
+
+    def add(name, text, result_type):
+        lines.append(f"  %{name} = {text}")
+        names.append(name)
+        types.append(result_type)
+
+    reduces = ["max", "min"]
+    if dtype != "f8E8M0FNU":
+        reduces = ["sum", "max", "min"] + (["avg"] if dtype in FLOATS else [])
+        for kind in reduces:
+            add(f"ar_{kind}", f"te.all_reduce %x group @g reduce {kind} : {t}",
+                t)
+        add("rs0_sum", f"te.reduce_scatter %x group @g dim 0 reduce sum : {t} "
+            f"-> tensor<{ROWS // g}x{COLS}x{dtype}>",
+            f"tensor<{ROWS // g}x{COLS}x{dtype}>")
+        add(f"rs1_{reduces[-1]}",
+            f"te.reduce_scatter %x group @g dim 1 reduce {reduces[-1]} : {t} "
+            f"-> tensor<{ROWS}x{COLS // g}x{dtype}>",
+            f"tensor<{ROWS}x{COLS // g}x{dtype}>")
+    add("ag0", f"te.all_gather %x group @g dim 0 : {t} -> "
+        f"tensor<{ROWS * g}x{COLS}x{dtype}>", f"tensor<{ROWS * g}x{COLS}x{dtype}>")
+    add("ag1", f"te.all_gather %x group @g dim 1 : {t} -> "
+        f"tensor<{ROWS}x{COLS * g}x{dtype}>", f"tensor<{ROWS}x{COLS * g}x{dtype}>")
+    for split, concat in [(0, 1), (1, 0), (1, 1)]:
+        shape = [ROWS, COLS]
+        shape[split] //= g
+        shape[concat] *= g
+        rt = f"tensor<{shape[0]}x{shape[1]}x{dtype}>"
+        add(f"a2a_{split}{concat}", f"te.all_to_all %x group @g split_dim {split} "
+            f"concat_dim {concat} : {t} -> {rt}", rt)
+    add("shift1", f"te.permute %x group @g shift 1 : {t}", t)
+    add("shift_back", f"te.permute %x group @g shift -1 : {t}", t)
+    pairs = [0, 1, 1, 0] if g == 2 else [0, 2, 2, 1, 1, 0]
+    add("pairs", f"te.permute %x group @g pairs [{', '.join(map(str, pairs))}] "
+        f": {t}", t)
+    body = "\n".join(lines)
+    text = (f"te.process_group @g size {g}\n"
+            f"func.func @f(%x: {t}) -> ({', '.join(types)}) {{\n{body}\n"
+            f"  return {', '.join('%' + n for n in names)} : "
+            f"{', '.join(types)}\n}}\n")
+    return text, names, pairs
+
+
+def random_input(dtype, rank, rng):
+    if dtype == "i1":
+        return rng.integers(0, 2, (ROWS, COLS)).astype(np.bool_)
+    if dtype.startswith("i"):
+        info = np.iinfo(NUMPY_TYPES[dtype])
+        low, high = max(info.min, -1000), min(info.max, 1000)
+        return rng.integers(low, high, (ROWS, COLS)).astype(NUMPY_TYPES[dtype])
+    if dtype == "f8E8M0FNU":
+        # Powers of two, as block scales are.
+        return np.exp2(rng.integers(-10, 10, (ROWS, COLS))).astype(
+            NUMPY_TYPES[dtype])
+    # Small enough that a group's sums stay finite in FP8.
+    return (rng.standard_normal((ROWS, COLS)) * 4).astype(NUMPY_TYPES[dtype])
+
+
+def reduce(values, kind, dtype):
+    """The group's reduction, exact for max/min and integers (wrapping like
+    the hardware), in f64 for floats."""
+    if kind in ("max", "min"):
+        op = np.maximum if kind == "max" else np.minimum
+        if dtype == "i1":
+            op = np.logical_or if kind == "max" else np.logical_and
+        out = values[0]
+        for value in values[1:]:
+            out = op(out, value)
+        return out
+    if dtype == "i1":
+        return (np.sum([v.astype(np.int64) for v in values], axis=0) % 2
+                ).astype(np.bool_)
+    if dtype.startswith("i"):
+        return np.sum(values, axis=0, dtype=np.int64).astype(NUMPY_TYPES[dtype])
+    total = np.sum([v.astype(np.float64) for v in values], axis=0)
+    return total / len(values) if kind == "avg" else total
+
+
+def assert_reduced(got, values, kind, dtype, what):
+    want = reduce(values, kind, dtype)
+    if dtype not in FLOATS or kind in ("max", "min"):
+        np.testing.assert_array_equal(got, want.astype(got.dtype), err_msg=what)
+        return
+    # Every partial sum is rounded once (g - 1 of them), the average's
+    # division once more; MPI may add in any order.
+    g = len(values)
+    magnitude = np.sum([np.abs(v.astype(np.float64)) for v in values], axis=0)
+    if kind == "avg":
+        magnitude = magnitude / g
+    tolerance = (g + 1) * EPSILON[dtype] * magnitude + 1e-30
+    error = np.abs(got.astype(np.float64) - want)
+    assert np.all(error <= tolerance), (
+        f"{what}: max err {error.max()} over tolerance at "
+        f"{np.unravel_index(np.argmax(error - tolerance), error.shape)}")
+
+
+def run_all(tmp_path, dtype, world, group_size, seed):
+    text, names, pairs = program_for(dtype, group_size, world)
+    program = tmp_path / f"collectives_{dtype}.mlir"
+    program.write_text(text)
+    rng = np.random.default_rng(seed)
+    inputs = [random_input(dtype, r, rng) for r in range(world)]
+    for r, value in enumerate(inputs):
+        raw = value.view(BITS[dtype]) if dtype in BITS else value
+        np.save(tmp_path / f"x.{r}.npy", raw)
+    proc = mpirun(tmp_path, [(world, [
+        TE_RUN, program, "--input", tmp_path / "x.{rank}.npy",
+        "--output-dir", tmp_path / "out.{rank}"])])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    outputs = []
+    for r in range(world):
+        loaded = [np.load(tmp_path / f"out.{r}" / f"out{i}.npy")
+                  for i in range(len(names))]
+        if dtype in BITS:
+            loaded = [value.view(NUMPY_TYPES[dtype]) for value in loaded]
+        outputs.append(dict(zip(names, loaded)))
+    return inputs, outputs, pairs
+
+
+CASES = [(dtype, 2, 2) for dtype in NUMPY_TYPES]
+CASES += [(dtype, 4, 2) for dtype in NUMPY_TYPES]
+CASES += [(dtype, 4, 4) for dtype in ("f32", "bf16", "f8E4M3FN", "i64", "i1")]
+
+
+@pytest.mark.parametrize("dtype,world,group_size", CASES,
+                         ids=[f"{d}-np{w}-g{g}" for d, w, g in CASES])
+def test_every_collective(tmp_path, dtype, world, group_size):
+    inputs, outputs, pairs = run_all(tmp_path, dtype, world, group_size,
+                                     seed=world * 100 + group_size)
+    g = group_size
+    for r in range(world):
+        members = list(range(r // g * g, r // g * g + g))
+        me = r % g
+        group = [inputs[m] for m in members]
+        out = outputs[r]
+        what = f"rank {r}"
+        for name, got in out.items():
+            if name.startswith("ar_"):
+                assert_reduced(got, group, name[3:], dtype, f"{what} {name}")
+            elif name.startswith("rs"):
+                dim, kind = int(name[2]), name.split("_")[1]
+                parts = [np.split(value, g, axis=dim)[me] for value in group]
+                assert_reduced(got, parts, kind, dtype, f"{what} {name}")
+            elif name.startswith("ag"):
+                want = np.concatenate(group, axis=int(name[2]))
+                np.testing.assert_array_equal(got, want, err_msg=name)
+            elif name.startswith("a2a_"):
+                split, concat = int(name[4]), int(name[5])
+                want = np.concatenate(
+                    [np.split(value, g, axis=split)[me] for value in group],
+                    axis=concat)
+                np.testing.assert_array_equal(got, want, err_msg=name)
+            elif name == "shift1":
+                np.testing.assert_array_equal(got, group[(me - 1) % g])
+            elif name == "shift_back":
+                np.testing.assert_array_equal(got, group[(me + 1) % g])
+            elif name == "pairs":
+                sources = {dst: src for src, dst in zip(pairs[::2], pairs[1::2])}
+                want = (group[sources[me]] if me in sources
+                        else np.zeros_like(group[0]))
+                np.testing.assert_array_equal(got, want, err_msg=f"{what} pairs")
+
+
+TWO_GROUPS = """
+te.process_group @world size 4
+te.process_group @pair size 2
+func.func @f(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<f32>) {
+  %w = te.all_reduce %x group @world reduce sum : tensor<4xf32>
+  %p = te.all_reduce %x group @pair reduce sum : tensor<4xf32>
+  %a = te.amax %p : tensor<4xf32> -> tensor<f32>
+  %m = te.all_reduce %a group @world reduce max : tensor<f32>
+  return %w, %p, %m : tensor<4xf32>, tensor<4xf32>, tensor<f32>
+}
+"""
+
+
+def test_two_groups_and_kernels_between_collectives(tmp_path):
+    """A world group and pairs in one program, with a kernel (te.amax)
+    between collectives: the entry runs as steps and calls."""
+    program = tmp_path / "groups.mlir"
+    program.write_text(TWO_GROUPS)
+    proc = mpirun(tmp_path, [(4, [TE_RUN, program, "--random-inputs",
+                                  "--seed", "5",
+                                  "--output-dir", tmp_path / "out.{rank}"])])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    x = [np.load(tmp_path / f"out.{r}" / "in0.npy") for r in range(4)]
+    # Each rank drew its own inputs (seed + rank).
+    assert not np.array_equal(x[0], x[1])
+    pair_sums = [x[0] + x[1], x[0] + x[1], x[2] + x[3], x[2] + x[3]]
+    amax = max(np.abs(p).max() for p in pair_sums)
+    for r in range(4):
+        w, p, m = (np.load(tmp_path / f"out.{r}" / f"out{i}.npy")
+                   for i in range(3))
+        np.testing.assert_allclose(w, sum(np.float64(v) for v in x),
+                                   rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(p, pair_sums[r])
+        assert m == np.float32(amax)
+
+
+def test_check_runs_the_reference_on_every_rank(tmp_path):
+    program = tmp_path / "groups.mlir"
+    program.write_text(TWO_GROUPS)
+    proc = mpirun(tmp_path, [(4, [TE_RUN, program, "--random-inputs",
+                                  "--check"])])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("check out2:") == 4
+    assert "FAILED" not in proc.stdout
+
+
+GATHER = """
+te.process_group @tp size 2
+func.func @f(%x: tensor<4x{cols}xf32>) -> tensor<8x{cols}xf32> {{
+  %g = te.all_gather %x group @tp dim 0 : tensor<4x{cols}xf32> -> tensor<8x{cols}xf32>
+  return %g : tensor<8x{cols}xf32>
+}}
+"""
+
+
+def test_ranks_that_disagree_on_a_shape_fail_on_every_rank(tmp_path):
+    a, b = tmp_path / "a.mlir", tmp_path / "b.mlir"
+    a.write_text(GATHER.format(cols=8))
+    b.write_text(GATHER.format(cols=9))
+    proc = mpirun(tmp_path, [(1, [TE_RUN, a, "--random-inputs"]),
+                             (1, [TE_RUN, b, "--random-inputs"])], timeout=60)
+    assert proc.returncode != 0
+    errors = [line for line in proc.stderr.splitlines()
+              if line.startswith("te-run: error:")]
+    assert len(errors) == 2, proc.stderr
+    for line in errors:
+        assert "te.all_gather over group 'tp'" in line
+        assert "f32 4x8 dim 0" in line and "f32 4x9 dim 0" in line
+
+
+TWICE = """
+te.process_group @world size 2
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = te.all_reduce %x group @world reduce sum : tensor<4xf32>
+  %b = te.all_reduce %a group @world reduce sum : tensor<4xf32>
+  return %b : tensor<4xf32>
+}
+"""
+ONCE = """
+te.process_group @world size 2
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = te.all_reduce %x group @world reduce sum : tensor<4xf32>
+  return %a : tensor<4xf32>
+}
+"""
+
+
+def test_a_rank_that_never_arrives_times_out(tmp_path):
+    """Rank 1 leaves after one all_reduce; rank 0 waits in its second for
+    TE_COLLECTIVE_TIMEOUT seconds, then fails, and the job ends."""
+    twice, once = tmp_path / "twice.mlir", tmp_path / "once.mlir"
+    twice.write_text(TWICE)
+    once.write_text(ONCE)
+    proc = mpirun(tmp_path, [(1, [TE_RUN, twice, "--random-inputs"]),
+                             (1, [TE_RUN, once, "--random-inputs"])],
+                  env={"TE_COLLECTIVE_TIMEOUT": "3"}, timeout=90)
+    assert proc.returncode != 0
+    assert ("te.all_reduce over group 'world': rank 0 of the group waited 3 s "
+            "(TE_COLLECTIVE_TIMEOUT)") in proc.stderr, proc.stderr
+    assert proc.seconds < 60
+
+
+def test_a_rank_that_dies_ends_the_job(tmp_path):
+    program = tmp_path / "once.mlir"
+    program.write_text(ONCE)
+    proc = mpirun(tmp_path, [(1, [TE_RUN, program, "--random-inputs"]),
+                             (1, ["bash", "-c", "kill -9 $$"])], timeout=90)
+    assert proc.returncode != 0
+    assert "signal 9" in proc.stderr, proc.stderr
+    assert proc.seconds < 60
+
+
+def test_a_group_larger_than_the_world(tmp_path):
+    program = tmp_path / "big.mlir"
+    program.write_text(ONCE.replace("size 2", "size 4"))
+    proc = mpirun(tmp_path, [(2, [TE_RUN, program, "--random-inputs"])])
+    assert proc.returncode != 0
+    assert ("process group 'world' has 4 ranks, which do not divide the "
+            "world's 2 (mpirun -np 2)") in proc.stderr
+
+
+def test_without_mpirun_the_world_is_one_rank(te_run):
+    """Started alone, te-run is a world of one: a group of one runs, a larger
+    one says what to do."""
+    one = te_run.program(ONCE.replace("size 2", "size 1").replace(
+        "te.all_reduce %x group @world reduce sum : tensor<4xf32>",
+        "te.permute %x group @world pairs [0, 0] : tensor<4xf32>"))
+    x = np.arange(4, dtype=np.float32)
+    (out,) = te_run.run_kernel(one, [x])
+    np.testing.assert_array_equal(out, x)
+    two = te_run.program(ONCE)
+    proc = te_run(two, "--random-inputs", check=False)
+    assert proc.returncode == 2
+    assert "do not divide the world's 1" in proc.stderr
