@@ -69,7 +69,7 @@ static void *hostPointer(void *instance, void *ptr) {
    NULL,                                                                       \
    NULL,                                                                       \
    NULL, /* Version 3: no target arch. */                                      \
-   NULL, /* Version 4: no library calls. */                                   \
+   NULL, /* Version 4: no library calls. */                                    \
    NULL,                                                                       \
    NULL,                                                                       \
    NULL,                                                                       \
