@@ -6,6 +6,7 @@ and the failures: ranks that disagree on shapes, a rank that never arrives,
 a rank that dies, a group that does not fit the world.
 """
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -14,7 +15,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from conftest import TE_RUN
+import fp8_reference
+from conftest import ROOT, TE_RUN
 
 MPIRUN = shutil.which("mpirun")
 
@@ -280,6 +282,39 @@ def test_check_runs_the_reference_on_every_rank(tmp_path):
     assert "FAILED" not in proc.stdout
 
 
+STRIDED = """
+te.process_group @tp size 2
+te.process_group @dp size 2 ranks [0, 2, 1, 3]
+func.func @f(%x: tensor<3xi32>) -> (tensor<6xi32>, tensor<6xi32>) {
+  %t = te.all_gather %x group @tp dim 0 : tensor<3xi32> -> tensor<6xi32>
+  %d = te.all_gather %x group @dp dim 0 : tensor<3xi32> -> tensor<6xi32>
+  return %t, %d : tensor<6xi32>, tensor<6xi32>
+}
+"""
+
+
+def test_groups_given_by_rank_lists(tmp_path):
+    """Data-parallel groups strided across the tensor-parallel ones."""
+    program = tmp_path / "strided.mlir"
+    program.write_text(STRIDED)
+    for r in range(4):
+        np.save(tmp_path / f"x.{r}.npy", np.full(3, r, np.int32))
+    proc = mpirun(tmp_path, [(4, [TE_RUN, program, "--input",
+                                  tmp_path / "x.{rank}.npy", "--output-dir",
+                                  tmp_path / "out.{rank}"])])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for r in range(4):
+        tp = np.load(tmp_path / f"out.{r}" / "out0.npy")
+        dp = np.load(tmp_path / f"out.{r}" / "out1.npy")
+        np.testing.assert_array_equal(tp, np.repeat([r // 2 * 2, r // 2 * 2 + 1], 3))
+        np.testing.assert_array_equal(dp, np.repeat([r % 2, r % 2 + 2], 3))
+    # The list describes a world of 4 ranks.
+    proc = mpirun(tmp_path, [(2, [TE_RUN, program, "--random-inputs"])])
+    assert proc.returncode != 0
+    assert ("process group 'dp' lists 4 ranks, but the world has 2"
+            in proc.stderr), proc.stderr
+
+
 GATHER = """
 te.process_group @tp size 2
 func.func @f(%x: tensor<4x{cols}xf32>) -> tensor<8x{cols}xf32> {{
@@ -368,3 +403,169 @@ def test_without_mpirun_the_world_is_one_rank(te_run):
     proc = te_run(two, "--random-inputs", check=False)
     assert proc.returncode == 2
     assert "do not divide the world's 1" in proc.stderr
+
+
+# ---------------------------------------------------------------------------
+# TE's uses: the example programs, against single-process references
+# ---------------------------------------------------------------------------
+
+EXAMPLES = ROOT / "examples"
+COLLECTIVE_EXAMPLES = sorted(path for path in EXAMPLES.glob("*.mlir")
+                             if "te.process_group" in path.read_text())
+
+
+def entries_of(path):
+    return re.findall(r"^func\.func @(\w+)", path.read_text(), re.MULTILINE)
+
+
+EXAMPLE_RUNS = [(path, entry, world) for path in COLLECTIVE_EXAMPLES
+                for entry in entries_of(path) for world in (2, 4)]
+
+
+@pytest.mark.parametrize("path,entry,world", EXAMPLE_RUNS,
+                         ids=[f"{p.stem}-{e}-np{w}" for p, e, w in EXAMPLE_RUNS])
+def test_example_passes_check(tmp_path, path, entry, world):
+    proc = mpirun(tmp_path, [(world, [TE_RUN, path, "--entry", entry,
+                                      "--random-inputs", "--check"])])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    checks = re.findall(r"check out\d+: .*: (ok|FAILED)", proc.stdout)
+    assert checks and set(checks) == {"ok"}, proc.stdout
+    assert len(re.findall(r"rank \d of " + str(world), proc.stdout)) == world
+
+
+def run_example(tmp_path, path, entry, world, per_rank_inputs):
+    """Runs `entry` of `path` with each rank's inputs; returns each rank's
+    outputs (raw bits for bf16 and FP8)."""
+    names = []
+    for i in range(len(per_rank_inputs[0])):
+        for r in range(world):
+            np.save(tmp_path / f"in{i}.{r}.npy", per_rank_inputs[r][i])
+        names += ["--input", tmp_path / f"in{i}.{{rank}}.npy"]
+    proc = mpirun(tmp_path, [(world, [TE_RUN, path, "--entry", entry, *names,
+                                      "--output-dir", tmp_path / "out.{rank}"])])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    outputs = []
+    for r in range(world):
+        directory = tmp_path / f"out.{r}"
+        count = len(list(directory.glob("out*.npy")))
+        outputs.append([np.load(directory / f"out{i}.npy") for i in range(count)])
+    return outputs
+
+
+def bf16(shape, rng, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(ml_dtypes.bfloat16)
+
+
+def bits(array):
+    return array.view(np.uint16) if array.dtype == ml_dtypes.bfloat16 else array
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_fp8_all_gather_gemm(tmp_path, world):
+    """Column-parallel: the amax all-reduce makes one scale for the group,
+    the gathered FP8 activations are what one process quantizing the
+    whole sequence would have."""
+    rng = np.random.default_rng(world)
+    xs = [bf16((64, 256), rng, scale=1 + r) for r in range(world)]
+    ws = [bf16((96, 256), rng) for _ in range(world)]
+    outputs = run_example(tmp_path, EXAMPLES / "fp8_tensor_parallel_linear.mlir",
+                          "column_parallel", world,
+                          [[bits(x), bits(w)] for x, w in zip(xs, ws)])
+    for r in range(world):
+        members = range(r // 2 * 2, r // 2 * 2 + 2)
+        x_full = np.concatenate([xs[m] for m in members]).astype(np.float32)
+        amax = fp8_reference.amax_of(x_full)
+        scale = fp8_reference.compute_scale(amax, "f8E4M3FN")
+        xq = fp8_reference.cast_fp8(x_full * scale, "f8E4M3FN").astype(np.float64)
+        w = ws[r].astype(np.float32)
+        w_scale = fp8_reference.compute_scale(fp8_reference.amax_of(w), "f8E4M3FN")
+        wq = fp8_reference.cast_fp8(w * w_scale, "f8E4M3FN").astype(np.float64)
+        si = np.float64(1 / np.float32(scale)) * np.float64(1 / np.float32(w_scale))
+        exact = (xq @ wq.T) * si
+        bound = 256 * 2.0**-24 * (np.abs(xq) @ np.abs(wq.T)) * si
+        y = outputs[r][0].view(ml_dtypes.bfloat16).astype(np.float64)
+        assert outputs[r][1] == amax, f"rank {r} group amax"
+        assert np.all(np.abs(y - exact) <= bound + np.abs(exact) * 2.0**-8 + 1e-30)
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_fp8_gemm_reduce_scatter(tmp_path, world):
+    """Row-parallel: the sum of the group's partial products, scattered by
+    sequence, as one process multiplying the whole inner dimension."""
+    rng = np.random.default_rng(10 + world)
+    xs = [bf16((128, 64), rng) for _ in range(world)]
+    ws = [bf16((96, 64), rng) for _ in range(world)]
+    outputs = run_example(tmp_path, EXAMPLES / "fp8_tensor_parallel_linear.mlir",
+                          "row_parallel", world,
+                          [[bits(x), bits(w)] for x, w in zip(xs, ws)])
+
+    def partial(x, w):
+        x, w = x.astype(np.float32), w.astype(np.float32)
+        sx = fp8_reference.compute_scale(fp8_reference.amax_of(x), "f8E4M3FN")
+        sw = fp8_reference.compute_scale(fp8_reference.amax_of(w), "f8E4M3FN")
+        xq = fp8_reference.cast_fp8(x * sx, "f8E4M3FN").astype(np.float64)
+        wq = fp8_reference.cast_fp8(w * sw, "f8E4M3FN").astype(np.float64)
+        si = np.float64(1 / np.float32(sx)) * np.float64(1 / np.float32(sw))
+        return (xq @ wq.T) * si, 64 * 2.0**-24 * (np.abs(xq) @ np.abs(wq.T)) * si
+
+    for r in range(world):
+        members = range(r // 2 * 2, r // 2 * 2 + 2)
+        parts = [partial(xs[m], ws[m]) for m in members]
+        exact = sum(p[0] for p in parts)[(r % 2) * 64:(r % 2 + 1) * 64]
+        bound = sum(p[1] + np.abs(p[0]) * 2.0**-24 for p in parts)
+        bound = bound[(r % 2) * 64:(r % 2 + 1) * 64]
+        y = outputs[r][0].astype(np.float64)
+        assert np.all(np.abs(y - exact) <= bound + np.abs(exact) * 2.0**-24)
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_delayed_scaling_with_a_reduced_amax(tmp_path, world):
+    rng = np.random.default_rng(20 + world)
+    xs = [bf16((64, 256), rng, scale=1 + r) for r in range(world)]
+    history = np.abs(rng.standard_normal(16)).astype(np.float32)
+    scale = np.array(2.0, np.float32)
+    outputs = run_example(tmp_path, EXAMPLES / "fp8_tensor_parallel_linear.mlir",
+                          "delayed_scaling_step", world,
+                          [[bits(x), history, scale] for x in xs])
+    for r in range(world):
+        members = range(r // 2 * 2, r // 2 * 2 + 2)
+        amax = max(fp8_reference.amax_of(xs[m].astype(np.float32))
+                   for m in members)
+        want_history, want_scale = fp8_reference.update_delayed_scaling(
+            history, amax, scale, "f8E4M3FN")
+        np.testing.assert_array_equal(outputs[r][2], want_history)
+        np.testing.assert_array_equal(outputs[r][3], want_scale)
+
+
+ATTENTION = """
+func.func @full(%q: tensor<1x{s}x4x32xbf16>, %k: tensor<1x{s}x4x32xbf16>,
+                %v: tensor<1x{s}x4x32xbf16>) -> tensor<1x{s}x4x32xbf16> {{
+  %o = te.attention %q, %k, %v layout bshd mask causal
+      : (tensor<1x{s}x4x32xbf16>, tensor<1x{s}x4x32xbf16>, tensor<1x{s}x4x32xbf16>)
+      -> tensor<1x{s}x4x32xbf16>
+  return %o : tensor<1x{s}x4x32xbf16>
+}}
+"""
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_ulysses_attention_equals_single_process_attention(tmp_path, te_run,
+                                                           world):
+    """Each rank's sequence shard of the output is that of causal attention
+    over the group's whole sequence, run in one process."""
+    rng = np.random.default_rng(30 + world)
+    shards = [[bf16((1, 64, 4, 32), rng) for _ in range(3)] for _ in range(world)]
+    outputs = run_example(tmp_path, EXAMPLES / "ulysses_attention.mlir",
+                          "ulysses", world,
+                          [[bits(t) for t in shard] for shard in shards])
+    full = te_run.program(ATTENTION.format(s=128))
+    for group in range(world // 2):
+        members = [2 * group, 2 * group + 1]
+        qkv = [np.concatenate([shards[m][i] for m in members], axis=1)
+               for i in range(3)]
+        (want,) = te_run.run_kernel(full, [bits(t) for t in qkv])
+        want = want.view(ml_dtypes.bfloat16).astype(np.float32)
+        for position, m in enumerate(members):
+            got = outputs[m][0].view(ml_dtypes.bfloat16).astype(np.float32)
+            np.testing.assert_array_equal(
+                got, want[:, position * 64:(position + 1) * 64])

@@ -12,7 +12,8 @@ using namespace te::runtime::testing;
 
 FakeDevice &te::runtime::testing::registerFakeDevice(const std::string &name,
                                                      bool withModules,
-                                                     bool withStreams) {
+                                                     bool withStreams,
+                                                     bool withCollectives) {
   static std::mutex mutex;
   // Leaked like the registry: registered contexts must outlive the process.
   static auto *devices = new std::map<std::string, std::unique_ptr<FakeDevice>>;
@@ -21,7 +22,8 @@ FakeDevice &te::runtime::testing::registerFakeDevice(const std::string &name,
   if (!device) {
     device = std::make_unique<FakeDevice>();
     device->name = name;
-    te_device_ops table = device->ops(withModules, withStreams);
+    te_device_ops table =
+        device->ops(withModules, withStreams, withCollectives);
     EXPECT_EQ(te_device_register(&table, device.get()), TE_OK)
         << te_last_error_message();
   }

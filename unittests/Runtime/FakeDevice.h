@@ -10,11 +10,13 @@
 #ifndef TE_UNITTESTS_RUNTIME_FAKEDEVICE_H
 #define TE_UNITTESTS_RUNTIME_FAKEDEVICE_H
 
+#include "te/Runtime/Collective.h"
 #include "te/Runtime/Device.h"
 
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -67,8 +69,26 @@ struct FakeDevice {
   std::mutex callsMutex;
   std::vector<LibraryCall> calls;
 
+  /// The channels made and the collectives run (withCollectives): a world
+  /// of one rank, whose collectives copy their input to their output.
+  struct Channel {
+    std::string group;
+    int size;
+    std::vector<int> ranks;
+    double timeout;
+  };
+  struct Collective {
+    Channel *channel;
+    te_collective_desc desc;
+    std::vector<int64_t> pairs;
+  };
+  std::vector<std::unique_ptr<Channel>> channels;
+  std::vector<Collective> collectives;
+  std::atomic<int> liveChannels{0};
+
   /// Registers nothing; returns a complete table for this device.
-  te_device_ops ops(bool withModules = false, bool withStreams = false) {
+  te_device_ops ops(bool withModules = false, bool withStreams = false,
+                    bool withCollectives = false) {
     te_device_ops table = {};
     table.struct_size = sizeof(te_device_ops);
     table.name = name.c_str();
@@ -223,6 +243,45 @@ struct FakeDevice {
         delete static_cast<void **>(context);
       };
     }
+    if (withCollectives) {
+      table.world = [](void *, int *rank, int *size) {
+        *rank = 0;
+        *size = 1;
+        return TE_OK;
+      };
+      table.channel_create = [](void *instance, const te_channel_spec *spec,
+                                void **channel) {
+        FakeDevice &fake = *self(instance);
+        std::lock_guard<std::mutex> lock(fake.callsMutex);
+        fake.channels.push_back(std::make_unique<Channel>(Channel{
+            spec->group, spec->size,
+            spec->ranks
+                ? std::vector<int>(spec->ranks, spec->ranks + spec->num_ranks)
+                : std::vector<int>(),
+            spec->timeout_seconds}));
+        ++fake.liveChannels;
+        *channel = fake.channels.back().get();
+        return TE_OK;
+      };
+      table.channel_destroy = [](void *instance, void *) {
+        --self(instance)->liveChannels;
+      };
+      table.collective = [](void *instance, void *channel,
+                            const te_collective_desc *desc, const void *input,
+                            void *output, const te_launch_config *) {
+        FakeDevice &fake = *self(instance);
+        std::lock_guard<std::mutex> lock(fake.callsMutex);
+        fake.collectives.push_back(
+            {static_cast<Channel *>(channel), *desc,
+             std::vector<int64_t>(desc->pairs,
+                                  desc->pairs + 2 * desc->num_pairs)});
+        size_t bytes = te_dtype_size(desc->dtype);
+        for (int d = 0; d < desc->rank; ++d)
+          bytes *= static_cast<size_t>(desc->dims[d]);
+        std::memcpy(output, input, bytes);
+        return TE_OK;
+      };
+    }
     return table;
   }
 
@@ -242,7 +301,8 @@ private:
 /// tests can run in any order and in one process or many.
 FakeDevice &registerFakeDevice(const std::string &name,
                                bool withModules = false,
-                               bool withStreams = false);
+                               bool withStreams = false,
+                               bool withCollectives = false);
 
 } // namespace te::runtime::testing
 

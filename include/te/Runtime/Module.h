@@ -71,7 +71,10 @@
 // digits, '.' and '_'), <parameters> its configuration as key=value pairs
 // separated by commas (no spaces), <operand> as for `step`. The device
 // (te_device_ops.library_call) validates the parameters; a module with
-// `call` lines loads only on a device that runs library calls.
+// `call` lines loads only on a device that runs library calls. The
+// runtime runs `collective.<op>` calls itself, on the device's collective
+// group (te/Runtime/Collective.h); a module with them loads only on a
+// device that has collectives.
 //
 // Thread safety: a loaded module and its kernels are immutable (but for the
 // temporaries a kernel keeps, under its own lock), so getters and

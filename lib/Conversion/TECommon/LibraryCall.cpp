@@ -110,7 +110,12 @@ std::string commonParameters(Operation *op, FlatSymbolRefAttr group,
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "group=" << group.getValue() << ",size=" << processGroup.getSize()
-     << ",ranks=blocks,dtype=" << type.getElementType() << ",shape=";
+     << ",ranks=";
+  if (std::optional<ArrayRef<int64_t>> ranks = processGroup.getRanks())
+    llvm::interleave(*ranks, os, "_");
+  else
+    os << "blocks";
+  os << ",dtype=" << type.getElementType() << ",shape=";
   if (type.getRank() == 0)
     os << "scalar";
   llvm::interleave(type.getShape(), os, "x");

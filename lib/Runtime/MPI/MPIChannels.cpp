@@ -1,14 +1,17 @@
 //===- MPIChannels.cpp - The cpu device's collectives on MPI --------------===//
 //
 // Each channel is an MPI communicator split from MPI_COMM_WORLD. Every
-// collective first checks, with one small all-reduce, that the group's ranks
-// agree on what they run (the op, dtype and shapes), then runs MPI's
-// non-blocking collective and polls it until it completes or the channel's
-// timeout passes: MPI's blocking calls would wait forever for a rank that
-// never arrives. Layouts MPI does not produce directly (gathering along an
-// inner dimension, all_to_all's split and concatenation) are packed into
-// or out of a contiguous scratch buffer; sums of the narrow float types
-// (bf16, f16, FP8) and of i1 use MPI reduction ops of their own.
+// collective first checks, with one small non-blocking all-reduce polled
+// until it completes or the channel's timeout passes, that every rank of
+// the group has arrived and runs the same collective on the same dtype and
+// shapes: MPI's blocking calls would wait forever for a rank that never
+// comes, and garble data whose sizes disagree. Then it runs MPI's blocking
+// collective, whose algorithms are faster than the non-blocking ones (and
+// only a rank dying in between can stop it, which ends the MPI job). Layouts
+// MPI does not produce directly (gathering along an inner dimension,
+// all_to_all's split and concatenation) are packed into or out of a contiguous
+// scratch buffer; sums of the narrow float types (bf16, f16, FP8) and of i1 use
+// MPI reduction ops of their own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -552,7 +555,6 @@ te_status run(Channel &channel, const te_collective_desc &desc,
   int intBytes = static_cast<int>(bytes);
   const char *in = static_cast<const char *>(input);
   char *out = static_cast<char *>(output);
-  std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
   int code = MPI_SUCCESS;
   // After the exchange: the layout of the result, the average's division.
   const char *unpackFrom = nullptr;
@@ -561,9 +563,8 @@ te_status run(Channel &channel, const te_collective_desc &desc,
   switch (desc.kind) {
   case TE_COLLECTIVE_ALL_REDUCE: {
     Reduction reduction = getReduction(desc.dtype, desc.reduce);
-    code =
-        MPI_Iallreduce(input, output, static_cast<int>(count), reduction.type,
-                       reduction.op, channel.comm, &requests[0]);
+    code = MPI_Allreduce(input, output, static_cast<int>(count), reduction.type,
+                         reduction.op, channel.comm);
     break;
   }
   case TE_COLLECTIVE_REDUCE_SCATTER: {
@@ -575,9 +576,8 @@ te_status run(Channel &channel, const te_collective_desc &desc,
       source = packed;
     }
     Reduction reduction = getReduction(desc.dtype, desc.reduce);
-    code = MPI_Ireduce_scatter_block(
-        source, output, static_cast<int>(count / n), reduction.type,
-        reduction.op, channel.comm, &requests[0]);
+    code = MPI_Reduce_scatter_block(source, output, static_cast<int>(count / n),
+                                    reduction.type, reduction.op, channel.comm);
     break;
   }
   case TE_COLLECTIVE_ALL_GATHER: {
@@ -589,8 +589,8 @@ te_status run(Channel &channel, const te_collective_desc &desc,
       unpackView = view;
       unpackView.dim *= n;
     }
-    code = MPI_Iallgather(input, intBytes, MPI_BYTE, target, intBytes, MPI_BYTE,
-                          channel.comm, &requests[0]);
+    code = MPI_Allgather(input, intBytes, MPI_BYTE, target, intBytes, MPI_BYTE,
+                         channel.comm);
     break;
   }
   case TE_COLLECTIVE_ALL_TO_ALL: {
@@ -615,8 +615,8 @@ te_status run(Channel &channel, const te_collective_desc &desc,
       unpackView.dim *= n;
     }
     int partBytes = intBytes / static_cast<int>(n);
-    code = MPI_Ialltoall(source, partBytes, MPI_BYTE, target, partBytes,
-                         MPI_BYTE, channel.comm, &requests[0]);
+    code = MPI_Alltoall(source, partBytes, MPI_BYTE, target, partBytes,
+                        MPI_BYTE, channel.comm);
     break;
   }
   case TE_COLLECTIVE_PERMUTE: {
@@ -640,14 +640,11 @@ te_status run(Channel &channel, const te_collective_desc &desc,
       std::memcpy(output, input, bytes);
       return TE_OK;
     }
-    requests.assign(2, MPI_REQUEST_NULL);
     constexpr int kTag = 7321;
-    if (from >= 0)
-      code = MPI_Irecv(output, intBytes, MPI_BYTE, from, kTag, channel.comm,
-                       &requests[0]);
-    if (code == MPI_SUCCESS && to >= 0)
-      code = MPI_Isend(input, intBytes, MPI_BYTE, to, kTag, channel.comm,
-                       &requests[1]);
+    code = MPI_Sendrecv(input, intBytes, MPI_BYTE, to < 0 ? MPI_PROC_NULL : to,
+                        kTag, output, intBytes, MPI_BYTE,
+                        from < 0 ? MPI_PROC_NULL : from, kTag, channel.comm,
+                        MPI_STATUS_IGNORE);
     break;
   }
   }
@@ -656,8 +653,6 @@ te_status run(Channel &channel, const te_collective_desc &desc,
            channel.group.c_str(), mpiErrorString(code).c_str());
     return TE_ERROR_KERNEL_FAILED;
   }
-  if (te_status failed = waitAll(channel, requests, what, error, errorSize))
-    return failed;
   if (unpackFrom)
     unpack(unpackFrom, out, unpackView, n, element);
   if ((desc.kind == TE_COLLECTIVE_ALL_REDUCE ||

@@ -17,6 +17,24 @@ te.process_group @g size -4
 
 // -----
 
+// A rank list holds whole groups...
+// expected-error @+1 {{'ranks' must list whole groups of 2 ranks, got 3}}
+te.process_group @g size 2 ranks [0, 1, 2]
+
+// -----
+
+// ...of the ranks of the world it describes...
+// expected-error @+1 {{rank 4 in 'ranks' is outside the world of 4 ranks the list describes}}
+te.process_group @g size 2 ranks [0, 4, 1, 2]
+
+// -----
+
+// ...each once.
+// expected-error @+1 {{rank 1 is listed twice in 'ranks'}}
+te.process_group @g size 2 ranks [0, 1, 1, 3]
+
+// -----
+
 // Two groups may not share a name.
 // expected-note @+1 {{see existing symbol definition here}}
 te.process_group @g size 2

@@ -8,11 +8,13 @@
 // CHECK-NEXT: te.process_group @tp size 8{{$}}
 // CHECK-NEXT: te.process_group @dp size 1{{$}}
 // CHECK-NEXT: te.process_group @cp size 4 {note = "context parallel"}{{$}}
+// CHECK-NEXT: te.process_group @strided size 2 ranks [0, 2, 1, 3]{{$}}
 // CHECK-NEXT: }
 module @groups {
   te.process_group @tp size 8
   te.process_group @dp size 1
   te.process_group @cp size 4 {note = "context parallel"}
+  te.process_group @strided size 2 ranks [0, 2, 1, 3]
 }
 
 // -----

@@ -867,6 +867,27 @@ LogicalResult CheckOp::verify() {
 // Collectives
 //===----------------------------------------------------------------------===//
 
+LogicalResult ProcessGroupOp::verify() {
+  std::optional<ArrayRef<int64_t>> ranks = getRanks();
+  if (!ranks)
+    return success();
+  int64_t size = getSize();
+  if (ranks->empty() || static_cast<int64_t>(ranks->size()) % size != 0)
+    return emitOpError("'ranks' must list whole groups of ")
+           << size << " ranks, got " << ranks->size();
+  llvm::SmallVector<bool> seen(ranks->size(), false);
+  for (int64_t rank : *ranks) {
+    if (rank < 0 || rank >= static_cast<int64_t>(ranks->size()))
+      return emitOpError("rank ")
+             << rank << " in 'ranks' is outside the world of " << ranks->size()
+             << " ranks the list describes";
+    if (seen[rank])
+      return emitOpError("rank ") << rank << " is listed twice in 'ranks'";
+    seen[rank] = true;
+  }
+  return success();
+}
+
 static FailureOr<ProcessGroupOp>
 lookupProcessGroup(Operation *op, FlatSymbolRefAttr group,
                    SymbolTableCollection &symbolTable) {

@@ -562,16 +562,27 @@ def TE_ProcessGroupOp : TE_Op<"process_group", [Symbol]> {
   let description = [{
     Declares a process group (a tensor-, data-, sequence- or
     context-parallel group) of `size` ranks. Collectives name it by symbol;
-    their verifiers check shapes against its size. Which ranks belong to the
-    group is decided by the runtime that executes the module.
+    their verifiers check shapes against its size.
+
+    The group is one group per `size` ranks of the job's world: without
+    `ranks`, consecutive blocks (ranks 0 .. size-1, then size .. 2 size-1,
+    ...; the world's size must be a multiple of `size`), as TE lays out
+    tensor-parallel groups. With `ranks`, the listed world ranks, group
+    after group: every rank of the world exactly once, so the world has as
+    many ranks as the list (data-parallel groups across tensor-parallel
+    ones are strided this way). Within a group, ranks are numbered in the
+    group's order.
 
     ```mlir
-    te.process_group @tp size 8
+    te.process_group @tp size 2
+    te.process_group @dp size 2 ranks [0, 2, 1, 3]
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
-                       ConfinedAttr<I64Attr, [IntPositive]>:$size);
-  let assemblyFormat = "$sym_name `size` $size attr-dict";
+                       ConfinedAttr<I64Attr, [IntPositive]>:$size,
+                       OptionalAttr<DenseI64ArrayAttr>:$ranks);
+  let assemblyFormat = "$sym_name `size` $size (`ranks` $ranks^)? attr-dict";
+  let hasVerifier = 1;
 }
 
 class TE_CollectiveOp<string mnemonic, list<Trait> traits = []>
