@@ -28,6 +28,13 @@ The sections:
    correctness check of both against the float64 reference.
    Target: speedup (numpy time / te time) >= 1.5 at s=4096.
 
+5. collectives: te.all_reduce (sum) and te.all_gather (dim 0) of f32 from
+   1 KiB to 64 MiB per rank, at 2 and 4 ranks (mpirun; 4 oversubscribes a
+   2-core machine), against MPI_Allreduce / MPI_Allgather on the same
+   buffers in alternating rounds of one run (build/bin/te-collective-bench).
+   Targets: bus bandwidth >= 0.95 x raw MPI from 1 MiB; per-call overhead
+   <= 5 us above raw MPI up to 4 KiB.
+
 Only te-run (a subprocess), numpy, ml_dtypes, threadpoolctl (optional: it
 limits and reports numpy's BLAS) and, for the chart, matplotlib are used.
 Nothing outside bench/results/ and a temporary directory is written.
@@ -1129,7 +1136,7 @@ def draw_chart(records, path, machine, date):
 
 
 SECTION_NAMES = ("fp8_quantize", "jit_latency", "attention_fwd",
-                 "attention_peers")
+                 "attention_peers", "collectives")
 
 
 def print_peer_table(record):
@@ -1457,6 +1464,61 @@ def draw_peer_chart(record, path):
 
 
 # ---------------------------------------------------------------------------
+# 5. Collectives against raw MPI
+# ---------------------------------------------------------------------------
+
+# OpenMPI refuses root without the first two; 4 ranks may exceed the cores.
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+
+
+def bench_collectives(te_run, work, opts):
+    """te-collective-bench under mpirun at 2 and 4 ranks: te's all_reduce
+    and all_gather against MPI_Allreduce / MPI_Allgather on the same
+    buffers, in alternating rounds of one run."""
+    bin_dir = Path(te_run.path).parent
+    tool = bin_dir / "te-collective-bench"
+    mpirun = shutil.which("mpirun")
+    if not tool.is_file() or not mpirun:
+        return ({}, {"status": "skipped: no te-collective-bench or mpirun"},
+                {})
+    rounds = 3 if opts.quick else 7
+    rows = []
+    for ranks in (2, 4):
+        out = work / f"collectives{ranks}.json"
+        env = dict(os.environ, **MPI_ENV,
+                   TE_CACHE_DIR=str(work / "collective-cache"),
+                   TE_COMPILER_LIBRARY=str(
+                       bin_dir.parent / "lib" / "libTECompiler.so"))
+        proc = subprocess.run(
+            [mpirun, "-np", str(ranks), "--bind-to", "none", str(tool),
+             "--rounds", str(rounds), "--json", str(out)],
+            capture_output=True, text=True, env=env, timeout=1800)
+        if proc.returncode != 0:
+            raise RuntimeError(f"te-collective-bench -np {ranks} failed:\n"
+                               f"{proc.stdout}{proc.stderr}")
+        print(proc.stdout, flush=True)
+        rows += json.loads(out.read_text())
+    for row in rows:
+        row["ratio"] = sig(row["mpi_us"] / row["te_us"])
+        row["overhead_us"] = sig(row["te_us"] - row["mpi_us"])
+    large = [r for r in rows if r["bytes"] >= 1 << 20]
+    small = [r for r in rows if r["bytes"] <= 4096]
+    targets = {}
+    for ranks in (2, 4):
+        worst = min(r["ratio"] for r in large if r["ranks"] == ranks)
+        targets[f"np{ranks}_large_ratio"] = target(
+            worst, ">=", 0.95, "worst te / raw MPI bus bandwidth, >= 1 MiB")
+        over = max(r["overhead_us"] for r in small if r["ranks"] == ranks)
+        targets[f"np{ranks}_small_overhead_us"] = target(
+            over, "<=", 5.0, "worst per-call overhead above raw MPI, <= 4 KiB")
+    config = {"rounds": rounds, "ranks": [2, 4], "dtype": "f32",
+              "ops": ["all_reduce sum", "all_gather dim 0"],
+              "bytes": sorted({r["bytes"] for r in rows})}
+    return config, {"status": "ok", "rows": rows}, targets
+
+
+# ---------------------------------------------------------------------------
 
 
 def main():
@@ -1510,6 +1572,9 @@ def main():
             ("attention_peers", bench_attention_peers,
              "attention forward and backward against PyTorch and JAX, at "
              "one thread and at every core"),
+            ("collectives", bench_collectives,
+             "all_reduce and all_gather on MPI against raw MPI calls on the "
+             "same buffers, at 2 and 4 ranks"),
         ]
         for name, run, description in sections:
             if opts.only and name not in opts.only:

@@ -197,8 +197,10 @@ typedef struct te_device_ops {
   /// `input` into `output` (device addresses; the runtime checked their
   /// sizes against `desc`), ordered on `config`'s stream. It checks that
   /// the group's ranks agree on `desc` and fails on every rank, naming the
-  /// group and both shapes, when they do not; it fails rather than wait
-  /// longer than the spec's timeout for a rank that does not arrive. A
+  /// group and both shapes, when they do not (TE_ERROR_SHAPE_MISMATCH);
+  /// it never waits longer than the spec's timeout for a rank that does
+  /// not arrive: it fails then, or, where its library cannot give up on a
+  /// call (MPI), ends the process with a message (the cpu device). A
   /// failed channel keeps failing. Errors say what happened through the
   /// returned status (TE_ERROR_KERNEL_FAILED for the group's failures,
   /// TE_ERROR_UNSUPPORTED when the library is missing).
