@@ -13,6 +13,7 @@
 #include "te/Runtime/Runtime.h"
 
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -60,6 +61,16 @@ public:
   std::string name() const { return te_device_name(device); }
   int index() const { return te_device_index(device); }
   void synchronize() { check(te_device_synchronize(device), "synchronize"); }
+  std::pair<int, int> world() {
+    int rank = 0, size = 1;
+    te_status status;
+    {
+      nb::gil_scoped_release release;
+      status = te_device_world(device, &rank, &size);
+    }
+    check(status, "cannot join the job's collectives");
+    return {rank, size};
+  }
   te_device *get() const { return device; }
 
 private:
@@ -253,7 +264,11 @@ NB_MODULE(_core, m) {
            nb::arg("index") = 0)
       .def_prop_ro("name", &Device::name)
       .def_prop_ro("index", &Device::index)
-      .def("synchronize", &Device::synchronize);
+      .def("synchronize", &Device::synchronize)
+      .def("world", &Device::world,
+           "(rank, size): this process's rank in the job the device's "
+           "collectives run in (MPI's world on the cpu device; mpirun -np "
+           "N python ...) and the job's size; (0, 1) outside a job.");
 
   nb::class_<Module>(m, "Module")
       .def_prop_ro("kernels", &Module::kernels)

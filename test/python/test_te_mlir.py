@@ -333,3 +333,43 @@ def test_plugins_loaded_behind_the_jits_back_do_not_alias_the_cache(tmp_path):
     """, TE_CACHE_DIR=cache)
     assert second.returncode == 0, second.stderr
     assert second.stdout.splitlines() == ["cpu (native) miss"]
+
+
+ALL_REDUCE = """
+te.process_group @world size 2
+func.func @f(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<8xf32>) {
+  %s = te.all_reduce %x group @world reduce sum : tensor<4xf32>
+  %g = te.all_gather %x group @world dim 0 : tensor<4xf32> -> tensor<8xf32>
+  return %s, %g : tensor<4xf32>, tensor<8xf32>
+}
+"""
+
+
+def test_collectives_under_mpirun(tmp_path):
+    """`mpirun -np 2 python ...`: each interpreter is a rank of the job."""
+    import shutil
+    mpirun = shutil.which("mpirun")
+    assert mpirun, "mpirun is missing: scripts/bootstrap.sh installs OpenMPI"
+    script = tmp_path / "rank.py"
+    script.write_text(textwrap.dedent(f"""
+        import numpy as np, te_mlir
+        rank, size = te_mlir.Device().world()
+        module = te_mlir.Jit().compile({ALL_REDUCE!r})
+        x = np.full(4, rank + 1, np.float32)
+        total, gathered = module(x)
+        assert size == 2, size
+        assert (total == 3).all(), total
+        assert (gathered == np.repeat([1, 2], 4)).all(), gathered
+        print("rank", rank, "ok")
+    """))
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    proc = subprocess.run([mpirun, "-np", "2", "--bind-to", "none",
+                           sys.executable, str(script)],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted(proc.stdout.split("\n")[:2]) == ["rank 0 ok", "rank 1 ok"]
+
+
+def test_outside_a_job_the_world_is_one_rank():
+    assert te_mlir.Device().world() == (0, 1)
