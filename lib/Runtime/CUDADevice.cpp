@@ -19,6 +19,7 @@
 #include "CUBLASLt.h"
 #include "CUDNN.h"
 #include "Error.h"
+#include "NCCL.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -45,6 +46,24 @@ constexpr CUresult kOutOfMemory = 2;
 constexpr CUresult kNoDevice = 100;
 constexpr int kComputeCapabilityMajor = 75;
 constexpr int kComputeCapabilityMinor = 76;
+constexpr CUresult kNotReady = 600;
+constexpr int kMemoryTypeDevice = 2;
+/// CUDA_MEMCPY2D (version 2), for the collectives' 2-D copies.
+struct Memcpy2D {
+  size_t srcXInBytes, srcY;
+  int srcMemoryType;
+  const void *srcHost;
+  CUdeviceptr srcDevice;
+  void *srcArray;
+  size_t srcPitch;
+  size_t dstXInBytes, dstY;
+  int dstMemoryType;
+  void *dstHost;
+  CUdeviceptr dstDevice;
+  void *dstArray;
+  size_t dstPitch;
+  size_t WidthInBytes, Height;
+};
 /// The driver API version the entry points are asked for (CUDA 12.0).
 constexpr int kDriverAPIVersion = 12000;
 
@@ -86,6 +105,11 @@ struct Driver {
   CUresult (*cuLaunchKernel)(Handle, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, unsigned, Handle, void **,
                              void **) = nullptr;
+  // Only the collectives use these: a driver without them runs the rest.
+  CUresult (*cuMemcpy2DAsync)(const Memcpy2D *, Handle) = nullptr;
+  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t,
+                              Handle) = nullptr;
+  CUresult (*cuStreamQuery)(Handle) = nullptr;
 
   /// "CUDA_ERROR_...: text" for `result`.
   std::string describe(CUresult result) const {
@@ -167,6 +191,13 @@ void loadDriver(Driver &driver) {
   resolve("cuModuleGetFunction", driver.cuModuleGetFunction);
   resolve("cuModuleGetGlobal", driver.cuModuleGetGlobal);
   resolve("cuLaunchKernel", driver.cuLaunchKernel);
+  {
+    std::string required = missing;
+    resolve("cuMemcpy2DAsync", driver.cuMemcpy2DAsync);
+    resolve("cuMemsetD8Async", driver.cuMemsetD8Async);
+    resolve("cuStreamQuery", driver.cuStreamQuery);
+    missing = required;
+  }
   if (!missing.empty()) {
     driver.unavailable = "the CUDA driver " + path +
                          " lacks entry points te-mlir needs (" + missing +
@@ -561,6 +592,90 @@ te_status libraryCall(void *instance, const char *function,
                                      sizes, nargs, config->stream);
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives: NCCL (NCCL.h)
+//===----------------------------------------------------------------------===//
+
+te_status world(void *, int *rank, int *size) {
+  te::runtime::nccl::World world = te::runtime::nccl::findWorld();
+  if (!world.error.empty()) {
+    te::runtime::setDeviceDetail("%s", world.error.c_str());
+    return TE_ERROR_INVALID_ARGUMENT;
+  }
+  *rank = world.rank;
+  *size = world.size;
+  return TE_OK;
+}
+
+/// The driver calls of the collectives, on `owner` (an Instance) with its
+/// context current (the entries below make it so).
+te::runtime::nccl::Gpu makeGpu(void *instance) {
+  te::runtime::nccl::Gpu gpu = {};
+  gpu.owner = instance;
+  gpu.allocate = [](void *owner, size_t bytes, void **pointer) {
+    return allocate(owner, bytes, 256, pointer);
+  };
+  gpu.free = [](void *owner, void *pointer) { free(owner, pointer); };
+  gpu.copy2D = [](void *, void *dst, size_t dstPitch, const void *src,
+                  size_t srcPitch, size_t width, size_t height, void *stream) {
+    Driver &driver = getDriver();
+    if (!driver.cuMemcpy2DAsync)
+      return check(kNotReady, "cuMemcpy2DAsync (missing from the driver)");
+    Memcpy2D copy = {};
+    copy.srcMemoryType = kMemoryTypeDevice;
+    copy.srcDevice = address(src);
+    copy.srcPitch = srcPitch;
+    copy.dstMemoryType = kMemoryTypeDevice;
+    copy.dstDevice = address(dst);
+    copy.dstPitch = dstPitch;
+    copy.WidthInBytes = width;
+    copy.Height = height;
+    return check(driver.cuMemcpy2DAsync(&copy, stream), "cuMemcpy2DAsync");
+  };
+  gpu.zero = [](void *, void *pointer, size_t bytes, void *stream) {
+    Driver &driver = getDriver();
+    if (!driver.cuMemsetD8Async)
+      return check(kNotReady, "cuMemsetD8Async (missing from the driver)");
+    return check(driver.cuMemsetD8Async(address(pointer), 0, bytes, stream),
+                 "cuMemsetD8Async");
+  };
+  gpu.write = [](void *, void *device, const void *host, size_t bytes) {
+    return check(getDriver().cuMemcpyHtoD(address(device), host, bytes),
+                 "cuMemcpyHtoD");
+  };
+  gpu.read = [](void *, void *host, const void *device, size_t bytes) {
+    return check(getDriver().cuMemcpyDtoH(host, address(device), bytes),
+                 "cuMemcpyDtoH");
+  };
+  gpu.query = [](void *, void *stream) {
+    Driver &driver = getDriver();
+    if (!driver.cuStreamQuery)
+      return -1;
+    CUresult result = driver.cuStreamQuery(stream);
+    return result == kSuccess ? 1 : result == kNotReady ? 0 : -1;
+  };
+  return gpu;
+}
+
+te_status channelCreate(void *instance, const te_channel_spec *spec,
+                        void **channel) {
+  ContextScope scope(self(instance));
+  return te::runtime::nccl::createChannel(makeGpu(instance), spec, channel);
+}
+
+void channelDestroy(void *instance, void *channel) {
+  ContextScope scope(self(instance));
+  te::runtime::nccl::destroyChannel(channel);
+}
+
+te_status collective(void *instance, void *channel,
+                     const te_collective_desc *desc, const void *input,
+                     void *output, const te_launch_config *config) {
+  ContextScope scope(self(instance));
+  return te::runtime::nccl::runCollective(channel, desc, input, output,
+                                          config ? config->stream : nullptr);
+}
+
 } // namespace
 
 const te_device_ops &te::runtime::getCUDADeviceOps() {
@@ -597,6 +712,10 @@ const te_device_ops &te::runtime::getCUDADeviceOps() {
       return self(instance).arch.c_str();
     };
     table.library_call = libraryCall;
+    table.world = world;
+    table.channel_create = channelCreate;
+    table.channel_destroy = channelDestroy;
+    table.collective = collective;
     return table;
   }();
   return ops;

@@ -9,7 +9,7 @@
 
 #include "HostDevice.h"
 #include "Error.h"
-#include "MPI/MPIChannels.h"
+#include "MPILibrary.h"
 
 #include "te/Runtime/Threads.h"
 
@@ -37,7 +37,6 @@ using SetThreadsFunction = void (*)(int);
 
 constexpr const char *kManifestSymbol = "te_kernel_manifest";
 constexpr const char *kSetThreadsSymbol = "te_kernel_set_num_threads";
-constexpr int kMPIChannelsVersion = TE_MPI_CHANNELS_VERSION;
 
 /// A loaded library: the dlopen handle and its entry points, each handed
 /// out once (get_function's handle is the HostFunction's address).
@@ -220,82 +219,22 @@ te_status launch(void *, void *function, void **args, int, const void *) {
 te_status synchronize(void *) { return TE_OK; }
 
 //===----------------------------------------------------------------------===//
-// Collectives: libTEMPI, opened at the first one
+// Collectives: MPI (libTEMPI, opened at the first one) inside an MPI job;
+// a world of one rank outside
 //===----------------------------------------------------------------------===//
 
-/// The functions of libTEMPI (lib/Runtime/MPI/MPIChannels.h), or why they
-/// are not there.
-struct MPILibrary {
-  te_status (*world)(int *, int *, char *, size_t) = nullptr;
-  te_status (*channelCreate)(const te_channel_spec *, void **, char *,
-                             size_t) = nullptr;
-  void (*channelDestroy)(void *) = nullptr;
-  te_status (*collective)(void *, const te_collective_desc *, const void *,
-                          void *, char *, size_t) = nullptr;
-  std::string error;
-};
-
-/// TE_MPI_LIBRARY, else libTEMPI.so beside this runtime library (the build
-/// tree and an installation keep them together).
-std::string findMPILibrary() {
-  if (const char *path = std::getenv("TE_MPI_LIBRARY"); path && *path)
-    return path;
-  Dl_info info;
-  if (!dladdr(reinterpret_cast<void *>(&findMPILibrary), &info) ||
-      !info.dli_fname)
-    return "libTEMPI.so";
-  std::string self = info.dli_fname;
-  size_t slash = self.rfind('/');
-  return (slash == std::string::npos ? "" : self.substr(0, slash + 1)) +
-         "libTEMPI.so";
+/// Whether a launcher started this process as a rank of a job (Open MPI's
+/// mpirun, or MPICH's, Slurm's and PMIx's): only then is MPI started.
+/// Outside a job the world is this process alone, and no MPI is loaded.
+bool inMPIJob() {
+  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+    if (std::getenv(name))
+      return true;
+  return false;
 }
 
-const MPILibrary &getMPILibrary() {
-  static const MPILibrary library = [] {
-    MPILibrary loaded;
-    std::string path = findMPILibrary();
-    void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-      loaded.error = "collectives on the cpu device need te-mlir's MPI "
-                     "library, which did not load (" +
-                     std::string(dlerror()) +
-                     "); build te-mlir with OpenMPI installed "
-                     "(scripts/bootstrap.sh installs it), or set "
-                     "TE_MPI_LIBRARY to its libTEMPI.so";
-      return loaded;
-    }
-    auto version =
-        reinterpret_cast<int (*)()>(dlsym(handle, "te_mpi_channels_version"));
-    loaded.world =
-        reinterpret_cast<decltype(loaded.world)>(dlsym(handle, "te_mpi_world"));
-    loaded.channelCreate = reinterpret_cast<decltype(loaded.channelCreate)>(
-        dlsym(handle, "te_mpi_channel_create"));
-    loaded.channelDestroy = reinterpret_cast<decltype(loaded.channelDestroy)>(
-        dlsym(handle, "te_mpi_channel_destroy"));
-    loaded.collective = reinterpret_cast<decltype(loaded.collective)>(
-        dlsym(handle, "te_mpi_collective"));
-    if (!version || version() != kMPIChannelsVersion || !loaded.world ||
-        !loaded.channelCreate || !loaded.channelDestroy || !loaded.collective) {
-      loaded.error = "'" + path +
-                     "' is not the MPI library of this te-mlir runtime "
-                     "(another version); rebuild te-mlir or unset "
-                     "TE_MPI_LIBRARY";
-      loaded.world = nullptr;
-    }
-    // Never closed: MPI stays initialized until the process exits.
-    return loaded;
-  }();
-  return library;
-}
-
-/// The library, or TE_ERROR_UNSUPPORTED with why not as the device detail.
-const MPILibrary *requireMPI() {
-  const MPILibrary &library = getMPILibrary();
-  if (library.world)
-    return &library;
-  te::runtime::setDeviceDetail("%s", library.error.c_str());
-  return nullptr;
-}
+/// The channel of a group of one outside a job.
+int localChannel;
 
 /// Passes a libTEMPI failure on as the device detail.
 te_status passOn(te_status status, const char *error) {
@@ -305,7 +244,12 @@ te_status passOn(te_status status, const char *error) {
 }
 
 te_status world(void *, int *rank, int *size) {
-  const MPILibrary *library = requireMPI();
+  if (!inMPIJob()) {
+    *rank = 0;
+    *size = 1;
+    return TE_OK;
+  }
+  const te::runtime::MPILibrary *library = te::runtime::requireMPILibrary();
   if (!library)
     return TE_ERROR_UNSUPPORTED;
   char error[2048] = "";
@@ -313,7 +257,21 @@ te_status world(void *, int *rank, int *size) {
 }
 
 te_status channelCreate(void *, const te_channel_spec *spec, void **channel) {
-  const MPILibrary *library = requireMPI();
+  if (!inMPIJob()) {
+    bool one = spec->size == 1 &&
+               (!spec->ranks || (spec->num_ranks == 1 && spec->ranks[0] == 0));
+    if (!one) {
+      te::runtime::setDeviceDetail(
+          "process group '%s' has %d ranks, which do not divide the world's "
+          "1: this process is not a rank of an MPI job; start the program "
+          "with mpirun -np N",
+          spec->group ? spec->group : "?", spec->size);
+      return TE_ERROR_INVALID_ARGUMENT;
+    }
+    *channel = &localChannel;
+    return TE_OK;
+  }
+  const te::runtime::MPILibrary *library = te::runtime::requireMPILibrary();
   if (!library)
     return TE_ERROR_UNSUPPORTED;
   char error[2048] = "";
@@ -322,15 +280,24 @@ te_status channelCreate(void *, const te_channel_spec *spec, void **channel) {
 }
 
 void channelDestroy(void *, void *channel) {
-  getMPILibrary().channelDestroy(channel);
+  if (channel != &localChannel)
+    te::runtime::getMPILibrary().channelDestroy(channel);
 }
 
 te_status collective(void *, void *channel, const te_collective_desc *desc,
                      const void *input, void *output,
                      const te_launch_config *) {
+  if (channel == &localChannel) {
+    // Every collective over a group of one is the identity.
+    size_t bytes = te_dtype_size(desc->dtype);
+    for (int d = 0; d < desc->rank; ++d)
+      bytes *= static_cast<size_t>(desc->dims[d]);
+    std::memmove(output, input, bytes);
+    return TE_OK;
+  }
   char error[4096] = "";
-  return passOn(getMPILibrary().collective(channel, desc, input, output, error,
-                                           sizeof(error)),
+  return passOn(te::runtime::getMPILibrary().collective(
+                    channel, desc, input, output, error, sizeof(error)),
                 error);
 }
 

@@ -569,3 +569,17 @@ def test_ulysses_attention_equals_single_process_attention(tmp_path, te_run,
             got = outputs[m][0].view(ml_dtypes.bfloat16).astype(np.float32)
             np.testing.assert_array_equal(
                 got, want[:, position * 64:(position + 1) * 64])
+
+
+def test_nccl_on_the_gpu(te_run):
+    """The cuda device's collectives on NCCL: a group of one rank (the
+    smoke scripts/gpu-check.sh runs too); skipped, saying why, where there
+    is no GPU."""
+    program = ROOT / "bench" / "gpu" / "collectives.mlir"
+    proc = te_run(program, "--backend", "cuda", "--random-inputs",
+                  "--output-dir", te_run.tmp / "out", check=False)
+    if "device 'cuda' is not available" in proc.stderr:
+        pytest.skip("no GPU: " + proc.stderr.strip().splitlines()[-1])
+    assert proc.returncode == 0, proc.stderr
+    np.testing.assert_array_equal(np.load(te_run.tmp / "out" / "out0.npy"),
+                                  np.load(te_run.tmp / "out" / "in0.npy"))

@@ -91,6 +91,11 @@ mlir::te::getLibraryFunction(Operation *callee) {
 // Collectives
 //===----------------------------------------------------------------------===//
 
+bool mlir::te::isCollective(Operation *op) {
+  return isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, PermuteOp>(
+      op);
+}
+
 std::optional<std::string>
 mlir::te::getCollectiveUnsupportedReason(Operation *op) {
   for (Value value : llvm::concat<Value>(op->getOperands(), op->getResults()))

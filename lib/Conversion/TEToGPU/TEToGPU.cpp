@@ -483,6 +483,9 @@ mlir::te::getGPUUnsupportedReason(Operation *op, const GPUTargetInfo &target) {
              "): kernels are generated for static shapes";
   if (gpu_lowering::isFP8Op(op))
     return gpu_lowering::getFP8UnsupportedReason(op);
+  // The runtime's device runs collectives (NCCL on the cuda device).
+  if (isCollective(op))
+    return getCollectiveUnsupportedReason(op);
   if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
     return gpu_lowering::getMatmulUnsupportedReason(matmul, target);
   if (auto attention = dyn_cast<AttentionOp>(op))
@@ -499,6 +502,10 @@ LogicalResult mlir::te::lowerTEOpToGPU(Operation *op,
     return op->emitError(*reason);
   if (isa<ProcessGroupOp>(op))
     return success();
+  if (isCollective(op)) {
+    IRRewriter rewriter(op->getContext());
+    return lowerCollective(rewriter, op);
+  }
   if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
     return gpu_lowering::lowerScaledMatmul(matmul, target);
   if (auto attention = dyn_cast<AttentionOp>(op))

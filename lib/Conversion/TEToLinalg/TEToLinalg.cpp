@@ -281,7 +281,7 @@ std::optional<std::string> mlir::te::getCPUUnsupportedReason(Operation *op) {
           ProcessGroupOp>(op))
     return std::nullopt;
   // The runtime's device runs collectives (te/Runtime/Collective.h).
-  if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, PermuteOp>(op))
+  if (isCollective(op))
     return getCollectiveUnsupportedReason(op);
   if (op->getDialect() && isa<TEDialect>(op->getDialect()))
     return op->getName().getStringRef().str() + " has no CPU lowering yet";

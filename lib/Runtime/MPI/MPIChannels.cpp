@@ -18,6 +18,8 @@
 
 #include "MPIChannels.h"
 
+#include "../CollectiveSignature.h"
+
 #include "te/Support/DType.h"
 #include "te/Support/FloatConversion.h"
 
@@ -217,96 +219,11 @@ te_status startMPI(char *error, size_t errorSize) {
   return TE_OK;
 }
 
-const char *opName(te_collective_kind kind) {
-  switch (kind) {
-  case TE_COLLECTIVE_ALL_REDUCE:
-    return "te.all_reduce";
-  case TE_COLLECTIVE_ALL_GATHER:
-    return "te.all_gather";
-  case TE_COLLECTIVE_REDUCE_SCATTER:
-    return "te.reduce_scatter";
-  case TE_COLLECTIVE_ALL_TO_ALL:
-    return "te.all_to_all";
-  case TE_COLLECTIVE_PERMUTE:
-    return "te.permute";
-  }
-  return "a collective";
-}
-
-//===----------------------------------------------------------------------===//
-// Agreement: every rank of the group runs the same collective
-//===----------------------------------------------------------------------===//
-
-/// What the ranks compare, as fixed-size integers.
-struct Signature {
-  int64_t kind, reduce, dtype, rank, dim, concatDim, shift, numPairs;
-  int64_t dims[TE_MAX_RANK];
-  uint64_t pairsHash;
-};
-
-Signature makeSignature(const te_collective_desc &desc) {
-  Signature signature = {};
-  signature.kind = desc.kind;
-  signature.reduce = desc.reduce;
-  signature.dtype = desc.dtype;
-  signature.rank = desc.rank;
-  signature.dim = desc.dim;
-  signature.concatDim = desc.concat_dim;
-  signature.shift = desc.pairs ? 0 : desc.shift;
-  signature.numPairs = desc.pairs ? desc.num_pairs : -1;
-  for (int d = 0; d < desc.rank; ++d)
-    signature.dims[d] = desc.dims[d];
-  uint64_t hash = 1469598103934665603ull;
-  for (int i = 0; desc.pairs && i < 2 * desc.num_pairs; ++i)
-    hash = (hash ^ static_cast<uint64_t>(desc.pairs[i])) * 1099511628211ull;
-  signature.pairsHash = hash;
-  return signature;
-}
-
-uint64_t hashSignature(const Signature &signature) {
-  uint64_t hash = 1469598103934665603ull;
-  const auto *bytes = reinterpret_cast<const unsigned char *>(&signature);
-  for (size_t i = 0; i < sizeof(Signature); ++i)
-    hash = (hash ^ bytes[i]) * 1099511628211ull;
-  return hash;
-}
-
-/// "f32 4x8 dim 0" (what a rank's signature says, for messages).
-std::string describe(const Signature &signature) {
-  std::string text = te_dtype_name(static_cast<te_dtype>(signature.dtype))
-                         ? te_dtype_name(static_cast<te_dtype>(signature.dtype))
-                         : "?";
-  text += " ";
-  if (signature.rank == 0)
-    text += "scalar";
-  for (int d = 0; d < signature.rank && d < TE_MAX_RANK; ++d)
-    text += (d ? "x" : "") + std::to_string(signature.dims[d]);
-  switch (static_cast<te_collective_kind>(signature.kind)) {
-  case TE_COLLECTIVE_ALL_GATHER:
-  case TE_COLLECTIVE_REDUCE_SCATTER:
-    text += " dim " + std::to_string(signature.dim);
-    break;
-  case TE_COLLECTIVE_ALL_TO_ALL:
-    text += " split_dim " + std::to_string(signature.dim) + " concat_dim " +
-            std::to_string(signature.concatDim);
-    break;
-  case TE_COLLECTIVE_PERMUTE:
-    text += signature.numPairs < 0
-                ? " shift " + std::to_string(signature.shift)
-                : " with " + std::to_string(signature.numPairs) + " pairs";
-    break;
-  default:
-    break;
-  }
-  if (signature.kind == TE_COLLECTIVE_ALL_REDUCE ||
-      signature.kind == TE_COLLECTIVE_REDUCE_SCATTER) {
-    static const char *const reduces[] = {"sum", "max", "min", "avg"};
-    if (signature.reduce >= 0 && signature.reduce < 4)
-      text += std::string(" reduce ") + reduces[signature.reduce];
-  }
-  return std::string(opName(static_cast<te_collective_kind>(signature.kind))) +
-         " on " + text;
-}
+using te::runtime::describeDisagreement;
+using te::runtime::hashSignature;
+using te::runtime::makeSignature;
+using te::runtime::opName;
+using te::runtime::Signature;
 
 /// Checks that every rank of the channel runs `desc`; on disagreement,
 /// fails on every rank with each rank's signature.
@@ -333,15 +250,10 @@ te_status checkAgreement(Channel &channel, const te_collective_desc &desc,
                         sizeof(Signature), MPI_BYTE, channel.comm),
           what, error, errorSize))
     return failed;
-  std::string ranks;
-  for (int r = 0; r < channel.size; ++r)
-    ranks += (r ? "; rank " : "rank ") + std::to_string(r) +
-             (r == channel.rank ? " (this one)" : "") + ": " + describe(all[r]);
-  report(error, errorSize,
-         "%s over group '%s': the group's ranks disagree on what they run "
-         "(%s); every rank must run the same collective on the same shapes "
-         "and dtype",
-         what, channel.group.c_str(), ranks.c_str());
+  report(error, errorSize, "%s",
+         describeDisagreement(all.data(), channel.size, channel.rank, what,
+                              channel.group)
+             .c_str());
   return TE_ERROR_SHAPE_MISMATCH;
 }
 
@@ -810,4 +722,22 @@ extern "C" te_status te_mpi_collective(void *opaque,
   if (te_status failed = checkAgreement(channel, *desc, error, errorSize))
     return failed;
   return run(channel, *desc, input, output, error, errorSize);
+}
+
+extern "C" te_status te_mpi_broadcast(void *data, size_t bytes, int root,
+                                      char *error, size_t errorSize) {
+  std::lock_guard<std::mutex> lock(mpiMutex());
+  if (te_status failed = startMPI(error, errorSize))
+    return failed;
+  World &world = getWorld();
+  Channel worldChannel;
+  worldChannel.rank = world.rank;
+  worldChannel.size = world.size;
+  worldChannel.group = "world";
+  worldChannel.timeout = te_collective_timeout();
+  Watched watched(worldChannel, "broadcasting the NCCL id");
+  return checkCode(
+      worldChannel,
+      MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD),
+      "broadcasting the NCCL id", error, errorSize);
 }

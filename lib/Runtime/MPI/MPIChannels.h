@@ -1,7 +1,8 @@
 //===- MPIChannels.h - The cpu device's collectives on MPI --------*- C -*-===//
 //
 // libTEMPI: what the host device loads (with dlopen, at the first
-// collective) to run collectives on MPI. It is a library of its own so that
+// collective) to run collectives on MPI, and the cuda device to exchange
+// its NCCL id under mpirun. It is a library of its own so that
 // the runtime neither links MPI nor needs it installed until a program
 // runs a collective. The functions mirror the collective group of
 // te_device_ops (te/Runtime/Device.h); each failure writes a NUL-terminated
@@ -20,7 +21,7 @@ extern "C" {
 
 /// Bumped when a signature below changes; the host device refuses a
 /// library of another version.
-#define TE_MPI_CHANNELS_VERSION 1
+#define TE_MPI_CHANNELS_VERSION 2
 
 TE_RUNTIME_EXPORT int te_mpi_channels_version(void);
 
@@ -32,6 +33,12 @@ TE_RUNTIME_EXPORT te_status te_mpi_channel_create(const te_channel_spec *spec,
                                                   size_t error_size);
 
 TE_RUNTIME_EXPORT void te_mpi_channel_destroy(void *channel);
+
+/// Broadcasts `bytes` at `data` from world rank `root` to every rank of
+/// the world (the cuda device's NCCL id under mpirun); starts MPI if needed.
+/// Waits at most TE_COLLECTIVE_TIMEOUT seconds, as collectives do.
+TE_RUNTIME_EXPORT te_status te_mpi_broadcast(void *data, size_t bytes, int root,
+                                             char *error, size_t error_size);
 
 TE_RUNTIME_EXPORT te_status te_mpi_collective(void *channel,
                                               const te_collective_desc *desc,

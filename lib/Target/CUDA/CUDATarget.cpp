@@ -602,6 +602,32 @@ struct LowerToCUDALibrariesPass
   std::string arch;
 };
 
+/// Gives a module without kernels (its entries are library calls only,
+/// such as collectives) an empty gpu.module, the binary that carries the
+/// manifest.
+struct ManifestModulePass
+    : PassWrapper<ManifestModulePass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ManifestModulePass)
+
+  StringRef getArgument() const override { return "te-cuda-manifest-module"; }
+  StringRef getDescription() const override {
+    return "add an empty gpu.module to carry the manifest of a module "
+           "without kernels";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<gpu::GPUDialect>();
+  }
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (!module.getOps<gpu::GPUModuleOp>().empty())
+      return;
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    gpu::GPUModuleOp::create(b, module.getLoc(), "te_manifest");
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    b.getUnitAttr());
+  }
+};
+
 } // namespace
 
 void mlir::te::buildCUDATargetPipeline(OpPassManager &pm, StringRef arch) {
@@ -615,6 +641,7 @@ void mlir::te::buildCUDATargetPipeline(OpPassManager &pm, StringRef arch) {
   pm.addPass(createHostCopiesToGPUPass(info));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addPass(std::make_unique<ManifestModulePass>());
 
   GpuNVVMAttachTargetOptions attach;
   attach.chip = arch.str();

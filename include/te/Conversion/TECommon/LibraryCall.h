@@ -40,6 +40,10 @@ LogicalResult lowerToLibraryCall(RewriterBase &rewriter, Operation *op,
 std::optional<std::pair<StringRef, StringRef>>
 getLibraryFunction(Operation *callee);
 
+/// Whether `op` is a te collective (all_reduce, all_gather, reduce_scatter,
+/// all_to_all, permute).
+bool isCollective(Operation *op);
+
 /// Why `op` (a te collective) cannot become a library call, or nullopt.
 std::optional<std::string> getCollectiveUnsupportedReason(Operation *op);
 

@@ -1,0 +1,141 @@
+//===- NCCLTest.cpp - The cuda device's NCCL collectives without a GPU ----===//
+//
+// What can be checked without a GPU or NCCL: the copy of NCCL's constants
+// against the real header where the CUDA toolkit has it (it is only read;
+// nothing is linked), how the job is read from the environment, and which
+// reductions NCCL takes. test/te-run/test_collectives.py runs the cpu
+// device's collectives; scripts/gpu-check.sh the NCCL smoke on a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NCCL.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#ifdef TE_HAVE_NCCL_HEADER
+#include <nccl.h>
+#endif
+
+using namespace te::runtime::nccl;
+
+namespace {
+
+#ifdef TE_HAVE_NCCL_HEADER
+TEST(NCCL, ConstantsMatchTheHeader) {
+  EXPECT_EQ(kSuccess, ncclSuccess);
+  EXPECT_EQ(kInProgress, ncclInProgress);
+  EXPECT_EQ(kUniqueIdBytes, sizeof(ncclUniqueId));
+  EXPECT_EQ(sizeof(UniqueId), sizeof(ncclUniqueId));
+  EXPECT_EQ(kInt8, ncclInt8);
+  EXPECT_EQ(kUint8, ncclUint8);
+  EXPECT_EQ(kInt32, ncclInt32);
+  EXPECT_EQ(kInt64, ncclInt64);
+  EXPECT_EQ(kUint64, ncclUint64);
+  EXPECT_EQ(kFloat16, ncclFloat16);
+  EXPECT_EQ(kFloat32, ncclFloat32);
+  EXPECT_EQ(kFloat64, ncclFloat64);
+  EXPECT_EQ(kBfloat16, ncclBfloat16);
+  EXPECT_EQ(kFloat8e4m3, ncclFloat8e4m3);
+  EXPECT_EQ(kFloat8e5m2, ncclFloat8e5m2);
+  EXPECT_EQ(kSum, ncclSum);
+  EXPECT_EQ(kMax, ncclMax);
+  EXPECT_EQ(kMin, ncclMin);
+  EXPECT_EQ(kAvg, ncclAvg);
+}
+#else
+TEST(NCCL, ConstantsMatchTheHeader) {
+  GTEST_SKIP() << "nccl.h not found (no CUDA toolkit with NCCL)";
+}
+#endif
+
+/// Sets the variables of one test and clears the others.
+class Environment {
+public:
+  explicit Environment(const std::map<std::string, std::string> &values) {
+    for (const char *name : kNames) {
+      auto found = values.find(name);
+      if (found == values.end())
+        unsetenv(name);
+      else
+        setenv(name, found->second.c_str(), 1);
+    }
+  }
+  ~Environment() {
+    for (const char *name : kNames)
+      unsetenv(name);
+  }
+
+private:
+  static constexpr const char *kNames[] = {"TE_RANK",
+                                           "TE_WORLD_SIZE",
+                                           "OMPI_COMM_WORLD_RANK",
+                                           "OMPI_COMM_WORLD_SIZE",
+                                           "PMI_RANK",
+                                           "PMI_SIZE"};
+};
+
+TEST(NCCL, TheJobComesFromTheEnvironment) {
+  {
+    Environment none({});
+    World world = findWorld();
+    EXPECT_EQ(world.rank, 0);
+    EXPECT_EQ(world.size, 1);
+    EXPECT_FALSE(world.mpi);
+    EXPECT_EQ(world.error, "");
+  }
+  {
+    // torch.distributed's names win over a launcher's.
+    Environment torch({{"TE_RANK", "3"},
+                       {"TE_WORLD_SIZE", "4"},
+                       {"OMPI_COMM_WORLD_RANK", "1"},
+                       {"OMPI_COMM_WORLD_SIZE", "2"}});
+    World world = findWorld();
+    EXPECT_EQ(world.rank, 3);
+    EXPECT_EQ(world.size, 4);
+    EXPECT_FALSE(world.mpi);
+  }
+  {
+    Environment mpirun(
+        {{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}});
+    World world = findWorld();
+    EXPECT_EQ(world.rank, 1);
+    EXPECT_EQ(world.size, 2);
+    EXPECT_TRUE(world.mpi);
+  }
+  {
+    Environment pmi({{"PMI_RANK", "0"}, {"PMI_SIZE", "8"}});
+    World world = findWorld();
+    EXPECT_EQ(world.size, 8);
+    EXPECT_TRUE(world.mpi);
+  }
+  {
+    Environment outside({{"TE_RANK", "4"}, {"TE_WORLD_SIZE", "4"}});
+    EXPECT_EQ(findWorld().error, "TE_RANK='4' is not a number from 0 to 3");
+  }
+  {
+    Environment missing({{"TE_WORLD_SIZE", "2"}});
+    EXPECT_EQ(findWorld().error, "TE_WORLD_SIZE is set but TE_RANK is not");
+  }
+  {
+    Environment bad({{"TE_WORLD_SIZE", "two"}, {"TE_RANK", "0"}});
+    EXPECT_EQ(findWorld().error,
+              "TE_WORLD_SIZE='two' is not a number from 1 to 1048576");
+  }
+}
+
+TEST(NCCL, ReductionsNCCLCannotDoAreRefused) {
+  std::string why;
+  EXPECT_EQ(reductionType(TE_DTYPE_BF16, TE_REDUCE_SUM, why), kBfloat16);
+  EXPECT_EQ(reductionType(TE_DTYPE_F8E4M3FN, TE_REDUCE_MAX, why), kFloat8e4m3);
+  EXPECT_EQ(reductionType(TE_DTYPE_I1, TE_REDUCE_MAX, why), kUint8);
+  EXPECT_EQ(why, "");
+  EXPECT_EQ(reductionType(TE_DTYPE_I1, TE_REDUCE_SUM, why), -1);
+  EXPECT_NE(why.find("NCCL cannot sum i1 values modulo 2"), std::string::npos)
+      << why;
+}
+
+} // namespace
