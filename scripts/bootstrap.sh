@@ -29,8 +29,9 @@ APT_PACKAGES=(
   # only recommends it, and recommends are not installed.
   libdnnl-dev ocl-icd-opencl-dev
   # MPI, which the cpu device's collectives run on (lib/Runtime/MPI), and
-  # mpirun for their tests.
-  libopenmpi-dev openmpi-bin
+  # mpirun for their tests; ip, with which a test puts ranks in network
+  # namespaces of their own.
+  libopenmpi-dev openmpi-bin iproute2
 )
 PIP_PACKAGES=(numpy ml_dtypes pytest nanobind matplotlib threadpoolctl
   # cuobjdump and nvdisasm (4.8 MB in all), which disassemble the cuda

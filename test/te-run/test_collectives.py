@@ -583,3 +583,82 @@ def test_nccl_on_the_gpu(te_run):
     assert proc.returncode == 0, proc.stderr
     np.testing.assert_array_equal(np.load(te_run.tmp / "out" / "out0.npy"),
                                   np.load(te_run.tmp / "out" / "in0.npy"))
+
+
+NETWORK_GATHER = """
+te.process_group @world size 2
+func.func @f(%x: tensor<262144xf32>) -> tensor<524288xf32> {
+  %a = te.all_gather %x group @world dim 0 : tensor<262144xf32> -> tensor<524288xf32>
+  return %a : tensor<524288xf32>
+}
+"""
+
+
+def test_ranks_on_separate_network_namespaces(tmp_path):
+    """Two ranks in network namespaces of their own, each joined by a veth
+    pair to a bridge where mpirun listens, with MPI's TCP transport only:
+    the all_gather's megabyte must cross the ranks' interfaces (their byte
+    counters say so). (PMIx, how ranks reach mpirun, only speaks TCP, so
+    mpirun must be reachable from the namespaces: the bridge's address.)"""
+    tag = f"te{os.getpid() % 100000}"
+    spaces = [f"{tag}a", f"{tag}b"]
+    bridge = f"{tag}br"
+    subnet = f"10.{77 + os.getpid() % 100}.0"
+
+    def ip(*args):
+        return subprocess.run(["ip", *args], capture_output=True, text=True)
+
+    made = ip("link", "add", bridge, "type", "bridge")
+    if made.returncode != 0:
+        pytest.skip("cannot make network interfaces here (needs root and "
+                    "CAP_NET_ADMIN): " + made.stderr.strip())
+    try:
+        steps = [("addr", "add", f"{subnet}.254/24", "dev", bridge),
+                 ("link", "set", bridge, "up")]
+        for i, space in enumerate(spaces):
+            host, inside = f"{space}h", f"{space}n"
+            steps += [("netns", "add", space),
+                      ("link", "add", host, "type", "veth", "peer", "name",
+                       inside),
+                      ("link", "set", inside, "netns", space),
+                      ("link", "set", host, "master", bridge),
+                      ("link", "set", host, "up"),
+                      ("-n", space, "addr", "add", f"{subnet}.{i + 1}/24",
+                       "dev", inside),
+                      ("-n", space, "link", "set", inside, "up"),
+                      ("-n", space, "link", "set", "lo", "up")]
+        for step in steps:
+            done = ip(*step)
+            assert done.returncode == 0, f"ip {' '.join(step)}: {done.stderr}"
+
+        def received(i):
+            done = subprocess.run(
+                ["ip", "netns", "exec", spaces[i], "cat",
+                 f"/sys/class/net/{spaces[i]}n/statistics/rx_bytes"],
+                capture_output=True, text=True)
+            return int(done.stdout)
+
+        before = [received(0), received(1)]
+        program = tmp_path / "gather.mlir"
+        program.write_text(NETWORK_GATHER)
+        apps = [(1, ["ip", "netns", "exec", space, TE_RUN, program,
+                     "--random-inputs", "--output-dir",
+                     tmp_path / "out.{rank}"]) for space in spaces]
+        network = f"{subnet}.0/24"
+        proc = mpirun(tmp_path, apps, env={
+            "OMPI_MCA_btl": "self,tcp",
+            "OMPI_MCA_btl_tcp_if_include": network,
+            "OMPI_MCA_oob_tcp_if_include": network,
+            "PMIX_MCA_ptl_tcp_if_include": network})
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        crossed = [received(i) - before[i] for i in range(2)]
+        assert min(crossed) >= 1 << 20, crossed
+        x = [np.load(tmp_path / f"out.{r}" / "in0.npy") for r in range(2)]
+        for r in range(2):
+            np.testing.assert_array_equal(
+                np.load(tmp_path / f"out.{r}" / "out0.npy"),
+                np.concatenate(x))
+    finally:
+        for space in spaces:
+            ip("netns", "del", space)
+        ip("link", "del", bridge)
