@@ -201,6 +201,16 @@ std::string te::runtime::parseCollectiveCall(const std::string &function,
     } else if (route.rfind("pairs_", 0) == 0 &&
                parseList(route.substr(6), 0, size - 1, values) &&
                values.size() % 2 == 0) {
+      // Each rank at most once a source and once a target, as the op's
+      // verifier requires: a second send to one rank would never be
+      // received.
+      std::vector<int> sources(size, 0), targets(size, 0);
+      for (size_t i = 0; i < values.size(); i += 2)
+        if (sources[values[i]]++ || targets[values[i + 1]]++)
+          why = "route '" + route + "' names rank " +
+                std::to_string(sources[values[i]] > 1 ? values[i]
+                                                      : values[i + 1]) +
+                " twice as a " + (sources[values[i]] > 1 ? "source" : "target");
       call.pairs = values;
     } else {
       why = "invalid route '" + route +
@@ -272,6 +282,16 @@ te_status te::runtime::runCollectiveCall(te_device *device,
   if (!why.empty()) {
     setDeviceDetail("collective over group '%s': %s", call.group.c_str(),
                     why.c_str());
+    return TE_ERROR_INVALID_ARGUMENT;
+  }
+  // The manifest is untrusted: MPI and NCCL forbid overlapping send and
+  // receive buffers.
+  auto begin0 = static_cast<const char *>(data[0]),
+       begin1 = static_cast<const char *>(data[1]);
+  if (begin0 < begin1 + call.outputBytes && begin1 < begin0 + call.inputBytes) {
+    setDeviceDetail("collective over group '%s': its input and output "
+                    "overlap",
+                    call.group.c_str());
     return TE_ERROR_INVALID_ARGUMENT;
   }
   void *channel = nullptr;

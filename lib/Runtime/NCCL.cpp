@@ -233,13 +233,16 @@ std::string rendezvous(const World &world, UniqueId &id, double timeout) {
   } else {
     int fd = -1;
     while (fd < 0 && remainingMs() > 0) {
-      fd = socket(addresses->ai_family, SOCK_STREAM, 0);
-      if (fd >= 0 &&
-          connect(fd, addresses->ai_addr, addresses->ai_addrlen) != 0) {
-        close(fd);
-        fd = -1;
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      // Every address the name has (IPv6 and IPv4), until rank 0 listens.
+      for (addrinfo *a = addresses; a && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, SOCK_STREAM, 0);
+        if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+          close(fd);
+          fd = -1;
+        }
       }
+      if (fd < 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     if (fd < 0 || !receiveAll(fd, reinterpret_cast<char *>(&id), sizeof(id),
                               remainingMs()))
@@ -283,6 +286,13 @@ struct Channel {
   /// Device memory for the agreement check: this rank's signature, then
   /// every rank's.
   void *signatures = nullptr;
+  /// NCCL takes one call at a time per communicator, and the scratch is
+  /// the channel's: collectives on one channel are serialized, and one on
+  /// another stream than the last waits for that stream first (its work may
+  /// still read the scratch).
+  std::mutex mutex;
+  void *lastStream = nullptr;
+  bool used = false;
   std::string broken;
 };
 
@@ -440,7 +450,7 @@ World nccl::findWorld() {
   return world;
 }
 
-int nccl::reductionType(te_dtype dtype, te_reduce_kind reduce,
+int nccl::reductionType(te_dtype dtype, te_reduce_kind reduce, int version,
                         std::string &why) {
   switch (dtype) {
   case TE_DTYPE_F32:
@@ -452,9 +462,13 @@ int nccl::reductionType(te_dtype dtype, te_reduce_kind reduce,
   case TE_DTYPE_BF16:
     return kBfloat16;
   case TE_DTYPE_F8E4M3FN:
-    return kFloat8e4m3;
   case TE_DTYPE_F8E5M2:
-    return kFloat8e5m2;
+    if (version < kFP8Version) {
+      why = "NCCL " + std::to_string(version) +
+            " cannot reduce FP8 values (NCCL 2.24 can, on sm_90 and later)";
+      return -1;
+    }
+    return dtype == TE_DTYPE_F8E4M3FN ? kFloat8e4m3 : kFloat8e5m2;
   case TE_DTYPE_I8:
     return kInt8;
   case TE_DTYPE_I32:
@@ -543,17 +557,19 @@ te_status nccl::createChannel(const Gpu &gpu, const te_channel_spec *spec,
   channel->rank = position % spec->size;
   channel->timeout = spec->timeout_seconds > 0 ? spec->timeout_seconds : 300;
   channel->gpu = gpu;
-  if (te_status failed =
-          gpu.allocate(gpu.owner, sizeof(Signature) * (spec->size + 1),
-                       &channel->signatures))
-    return failed;
   if (Result result =
           nccl.ncclCommSplit(worldComm.comm, position / spec->size,
-                             position % spec->size, &channel->comm, nullptr)) {
-    gpu.free(gpu.owner, channel->signatures);
+                             position % spec->size, &channel->comm, nullptr))
     return failWith("ncclCommSplit for group '" + channel->group +
                         "' failed: " + nccl.describe(result),
                     TE_ERROR_KERNEL_FAILED);
+  // After the split, which every rank must reach: a rank short of memory
+  // here fails alone, instead of leaving the others in the split.
+  if (te_status failed =
+          gpu.allocate(gpu.owner, sizeof(Signature) * (spec->size + 1),
+                       &channel->signatures)) {
+    nccl.ncclCommAbort(channel->comm);
+    return failed;
   }
   *out = channel.release();
   return TE_OK;
@@ -561,8 +577,11 @@ te_status nccl::createChannel(const Gpu &gpu, const te_channel_spec *spec,
 
 void nccl::destroyChannel(void *opaque) {
   auto *channel = static_cast<Channel *>(opaque);
-  if (channel->comm)
+  // A failed communicator may have work that never completes: abort it.
+  if (channel->comm && channel->broken.empty())
     getLibrary().ncclCommDestroy(channel->comm);
+  else if (channel->comm)
+    getLibrary().ncclCommAbort(channel->comm);
   for (void *pointer : channel->scratch)
     if (pointer)
       channel->gpu.free(channel->gpu.owner, pointer);
@@ -576,6 +595,12 @@ te_status nccl::runCollective(void *opaque, const te_collective_desc *desc,
   auto &channel = *static_cast<Channel *>(opaque);
   const Library &nccl = getLibrary();
   const char *what = opName(desc->kind);
+  std::lock_guard<std::mutex> lock(channel.mutex);
+  if (channel.used && channel.lastStream != stream && channel.comm)
+    if (te_status failed = waitFor(channel, channel.lastStream, what))
+      return failed;
+  channel.used = true;
+  channel.lastStream = stream;
   if (!channel.broken.empty())
     return failWith(std::string(what) + " over group '" + channel.group +
                         "': the group failed before (" + channel.broken +
@@ -595,7 +620,7 @@ te_status nccl::runCollective(void *opaque, const te_collective_desc *desc,
   std::string why;
   switch (desc->kind) {
   case TE_COLLECTIVE_ALL_REDUCE: {
-    int type = reductionType(desc->dtype, desc->reduce, why);
+    int type = reductionType(desc->dtype, desc->reduce, nccl.version, why);
     if (type < 0)
       return failWith(std::string(what) + ": " + why, TE_ERROR_UNSUPPORTED);
     return checkResult(channel,
@@ -604,7 +629,7 @@ te_status nccl::runCollective(void *opaque, const te_collective_desc *desc,
                        what);
   }
   case TE_COLLECTIVE_REDUCE_SCATTER: {
-    int type = reductionType(desc->dtype, desc->reduce, why);
+    int type = reductionType(desc->dtype, desc->reduce, nccl.version, why);
     if (type < 0)
       return failWith(std::string(what) + ": " + why, TE_ERROR_UNSUPPORTED);
     Around view = around(desc->dims, desc->rank, desc->dim);

@@ -50,8 +50,9 @@ constexpr int kSum = 0;         // ncclSum
 constexpr int kMax = 2;         // ncclMax
 constexpr int kMin = 3;         // ncclMin
 constexpr int kAvg = 4;         // ncclAvg
-/// The first NCCL with ncclCommSplit.
+/// The first NCCL with ncclCommSplit, and the first with FP8 reductions.
 constexpr int kMinimumVersion = 21800;
+constexpr int kFP8Version = 22400;
 
 /// This process's place in its job.
 struct World {
@@ -66,9 +67,11 @@ struct World {
 /// Reads the job from the environment (see above).
 World findWorld();
 
-/// NCCL's data type for a reduction of `dtype` with `reduce`, or -1 with
-/// `why` (i1 sums, which NCCL cannot make modulo 2).
-int reductionType(te_dtype dtype, te_reduce_kind reduce, std::string &why);
+/// NCCL's data type for a reduction of `dtype` with `reduce` on NCCL
+/// `version`, or -1 with `why` (i1 sums, which NCCL cannot make modulo 2;
+/// FP8 before NCCL 2.24).
+int reductionType(te_dtype dtype, te_reduce_kind reduce, int version,
+                  std::string &why);
 
 /// What the collectives need of the GPU: the cuda device's driver, called
 /// with the instance's context current. Copies and sets run on `stream`.

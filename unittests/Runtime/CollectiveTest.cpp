@@ -93,8 +93,8 @@ TEST(Collective, RankListsAndShiftsArePassedOn) {
       "call collective.all_reduce "
       "group=dp,size=2,ranks=0_2_1_3,dtype=f32,shape=2x3,reduce=avg a0 a2\n"
       "call collective.permute "
-      "group=dp,size=2,ranks=0_2_1_3,dtype=f32,shape=2x3,route=shift_-1 a2 "
-      "a2\n");
+      "group=dp,size=2,ranks=0_2_1_3,dtype=f32,shape=2x3,route=shift_-1 a0 "
+      "a1\n");
   DevicePtr device = openDevice("fake-collective-ranks");
   ModulePtr module = loadModule(device.get(), "ranks.so");
   BufferPtr in = createBuffer(device.get(), TE_DTYPE_F32, {2, 3});
@@ -138,6 +138,9 @@ TEST(Collective, MalformedCallsFailTheLoadWithTheirLine) {
                 "shape=2x3,route=pairs_0_2 "
                 "a0 a1",
             "invalid route 'pairs_0_2'"},
+           {"call collective.permute " + common +
+                "shape=2x3,route=pairs_0_1_1_1 a0 a1",
+            "route 'pairs_0_1_1_1' names rank 1 twice as a target"},
            {"call collective.all_reduce group=tp,size=2,ranks=0_1_2,dtype=f32,"
             "shape=2x3,reduce=sum a0 a1",
             "invalid ranks '0_1_2'"},
@@ -172,6 +175,27 @@ TEST(Collective, OperandsTooSmallForTheCallAreRefused) {
       [&] { return te_kernel_launch(kernel, args, 3); },
       TE_ERROR_INVALID_ARGUMENT,
       {"collective over group 'tp'", "operand 1 has 24 bytes", "needs 48"});
+  EXPECT_TRUE(fake.collectives.empty());
+}
+
+TEST(Collective, OverlappingOperandsAreRefused) {
+  FakeDevice &fake =
+      registerFakeDevice("fake-collective-overlap", true, false, true);
+  // MPI and NCCL forbid a send buffer that overlaps the receive buffer.
+  fake.manifest = manifest(
+      "call collective.permute "
+      "group=tp,size=2,ranks=blocks,dtype=f32,shape=2x3,route=shift_1 a2 "
+      "a2\n");
+  DevicePtr device = openDevice("fake-collective-overlap");
+  ModulePtr module = loadModule(device.get(), "overlap.so");
+  BufferPtr in = createBuffer(device.get(), TE_DTYPE_F32, {2, 3});
+  BufferPtr gathered = createBuffer(device.get(), TE_DTYPE_F32, {2, 6});
+  BufferPtr out = createBuffer(device.get(), TE_DTYPE_F32, {2, 3});
+  te_buffer *args[] = {in.get(), gathered.get(), out.get()};
+  te_kernel *kernel = getKernel(module.get());
+  expectError([&] { return te_kernel_launch(kernel, args, 3); },
+              TE_ERROR_INVALID_ARGUMENT,
+              {"collective over group 'tp': its input and output overlap"});
   EXPECT_TRUE(fake.collectives.empty());
 }
 

@@ -129,12 +129,17 @@ TEST(NCCL, TheJobComesFromTheEnvironment) {
 
 TEST(NCCL, ReductionsNCCLCannotDoAreRefused) {
   std::string why;
-  EXPECT_EQ(reductionType(TE_DTYPE_BF16, TE_REDUCE_SUM, why), kBfloat16);
-  EXPECT_EQ(reductionType(TE_DTYPE_F8E4M3FN, TE_REDUCE_MAX, why), kFloat8e4m3);
-  EXPECT_EQ(reductionType(TE_DTYPE_I1, TE_REDUCE_MAX, why), kUint8);
+  EXPECT_EQ(reductionType(TE_DTYPE_BF16, TE_REDUCE_SUM, 21800, why), kBfloat16);
+  EXPECT_EQ(reductionType(TE_DTYPE_F8E4M3FN, TE_REDUCE_MAX, 22809, why),
+            kFloat8e4m3);
+  EXPECT_EQ(reductionType(TE_DTYPE_I1, TE_REDUCE_MAX, 22809, why), kUint8);
   EXPECT_EQ(why, "");
-  EXPECT_EQ(reductionType(TE_DTYPE_I1, TE_REDUCE_SUM, why), -1);
+  EXPECT_EQ(reductionType(TE_DTYPE_I1, TE_REDUCE_SUM, 22809, why), -1);
   EXPECT_NE(why.find("NCCL cannot sum i1 values modulo 2"), std::string::npos)
+      << why;
+  EXPECT_EQ(reductionType(TE_DTYPE_F8E5M2, TE_REDUCE_SUM, 22300, why), -1);
+  EXPECT_NE(why.find("cannot reduce FP8 values (NCCL 2.24 can"),
+            std::string::npos)
       << why;
 }
 

@@ -268,9 +268,10 @@ FailureOr<ArrayAttr> StepCutter::run() {
       }
     }
     if (shared) {
-      if (!alloc.getType().hasStaticShape())
+      if (!alloc.getType().hasStaticShape() ||
+          !alloc.getType().getElementType().isIntOrFloat())
         return alloc.emitError("a buffer shared between steps needs a "
-                               "static shape");
+                               "static shape and integer or float elements");
       temporaries.insert(alloc.getResult());
     }
   }
@@ -335,14 +336,24 @@ struct CPUHostStepsPass : mlir::te::impl::CPUHostStepsBase<CPUHostStepsPass> {
       group.erase();
     SmallVector<func::FuncOp> entries;
     for (func::FuncOp function : module.getOps<func::FuncOp>()) {
-      if (function.isDeclaration() || !function.isPublic())
+      if (function.isDeclaration())
         continue;
-      WalkResult found = function.walk([](Operation *op) {
-        return getLibraryCall(op) ? WalkResult::interrupt()
-                                  : WalkResult::advance();
+      Operation *call = nullptr;
+      function.walk([&](Operation *op) {
+        if (!getLibraryCall(op))
+          return WalkResult::advance();
+        call = op;
+        return WalkResult::interrupt();
       });
-      if (found.wasInterrupted())
-        entries.push_back(function);
+      if (!call)
+        continue;
+      // The runtime runs the calls of entry points only.
+      if (!function.isPublic()) {
+        call->emitError("a collective in a private function cannot run on "
+                        "the cpu; call it in the entry point itself");
+        return signalPassFailure();
+      }
+      entries.push_back(function);
     }
     if (entries.empty())
       return;

@@ -211,6 +211,18 @@ te_status startMPI(char *error, size_t errorSize) {
     world.owned = true;
     std::atexit(finishMPI);
   }
+  // Launches may come from any thread (one at a time: mpiMutex).
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  if (level < MPI_THREAD_SERIALIZED) {
+    report(error, errorSize,
+           "MPI runs at thread level %d, below MPI_THREAD_SERIALIZED, which "
+           "collectives called from any thread need; initialize MPI with "
+           "MPI_Init_thread(MPI_THREAD_SERIALIZED) or higher, or let "
+           "te-mlir initialize it",
+           level);
+    return TE_ERROR_UNSUPPORTED;
+  }
   startWatchdog();
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &world.rank);
