@@ -12,7 +12,7 @@
 
 #include "NCCL.h"
 
-#include "CollectiveSignature.h"
+#include "CollectiveCommon.h"
 #include "Error.h"
 #include "MPILibrary.h"
 
@@ -406,19 +406,6 @@ te_status copyParts(Channel &channel, char *target, const char *source,
   return TE_OK;
 }
 
-struct Around {
-  size_t outer = 1, dim = 1, inner = 1;
-};
-
-Around around(const int64_t *dims, int rank, int dim) {
-  Around view;
-  for (int d = 0; d < rank; ++d) {
-    size_t size = static_cast<size_t>(dims[d]);
-    (d < dim ? view.outer : d == dim ? view.dim : view.inner) *= size;
-  }
-  return view;
-}
-
 int ncclOp(te_reduce_kind kind) {
   return kind == TE_REDUCE_MAX   ? kMax
          : kind == TE_REDUCE_MIN ? kMin
@@ -526,31 +513,10 @@ te_status nccl::createChannel(const Gpu &gpu, const te_channel_spec *spec,
   }
   const World &world = worldComm.world;
   const char *group = spec->group ? spec->group : "?";
-  if (spec->size <= 0 || world.size % spec->size != 0)
-    return failWith("process group '" + std::string(group) + "' has " +
-                        std::to_string(spec->size) +
-                        " ranks, which do not divide the world's " +
-                        std::to_string(world.size),
-                    TE_ERROR_INVALID_ARGUMENT);
-  int position = world.rank;
-  if (spec->ranks) {
-    position = -1;
-    std::vector<int> seen(world.size, 0);
-    bool valid = spec->num_ranks == world.size;
-    for (int i = 0; valid && i < spec->num_ranks; ++i) {
-      int rank = spec->ranks[i];
-      valid = rank >= 0 && rank < world.size && !seen[rank]++;
-      if (valid && rank == world.rank)
-        position = i;
-    }
-    if (!valid || position < 0)
-      return failWith("process group '" + std::string(group) + "' lists " +
-                          std::to_string(spec->num_ranks) +
-                          " ranks, but the world has " +
-                          std::to_string(world.size) +
-                          ": its rank list must hold every rank once",
-                      TE_ERROR_INVALID_ARGUMENT);
-  }
+  int position = 0;
+  std::string misfit = placeInGroups(*spec, world.rank, world.size, position);
+  if (!misfit.empty())
+    return failWith(misfit, TE_ERROR_INVALID_ARGUMENT);
   auto channel = std::make_unique<Channel>();
   channel->group = group;
   channel->size = spec->size;
@@ -711,20 +677,8 @@ te_status nccl::runCollective(void *opaque, const te_collective_desc *desc,
                      concat.dim * concat.inner * element, false, stream);
   }
   case TE_COLLECTIVE_PERMUTE: {
-    int size = channel.size, rank = channel.rank;
-    int to = -1, from = -1;
-    if (desc->pairs) {
-      for (int p = 0; p < desc->num_pairs; ++p) {
-        if (desc->pairs[2 * p] == rank)
-          to = static_cast<int>(desc->pairs[2 * p + 1]);
-        if (desc->pairs[2 * p + 1] == rank)
-          from = static_cast<int>(desc->pairs[2 * p]);
-      }
-    } else {
-      int64_t shift = ((desc->shift % size) + size) % size;
-      to = static_cast<int>((rank + shift) % size);
-      from = static_cast<int>((rank - shift + size) % size);
-    }
+    int to, from;
+    permutePeers(*desc, channel.rank, channel.size, to, from);
     if (from < 0)
       if (te_status failed =
               channel.gpu.zero(channel.gpu.owner, output, bytes, stream))

@@ -18,7 +18,7 @@
 
 #include "MPIChannels.h"
 
-#include "../CollectiveSignature.h"
+#include "../CollectiveCommon.h"
 
 #include "te/Support/DType.h"
 #include "te/Support/FloatConversion.h"
@@ -231,10 +231,14 @@ te_status startMPI(char *error, size_t errorSize) {
   return TE_OK;
 }
 
+using te::runtime::around;
+using te::runtime::Around;
 using te::runtime::describeDisagreement;
 using te::runtime::hashSignature;
 using te::runtime::makeSignature;
 using te::runtime::opName;
+using te::runtime::permutePeers;
+using te::runtime::placeInGroups;
 using te::runtime::Signature;
 
 /// Checks that every rank of the channel runs `desc`; on disagreement,
@@ -451,25 +455,6 @@ void divide(void *data, size_t count, te_dtype dtype, int size) {
 // Layouts
 //===----------------------------------------------------------------------===//
 
-/// A shape seen around one dimension: [outer][dim][inner] elements.
-struct Around {
-  size_t outer = 1, dim = 1, inner = 1;
-};
-
-Around around(const int64_t *dims, int rank, int dim) {
-  Around view;
-  for (int d = 0; d < rank; ++d) {
-    size_t size = static_cast<size_t>(dims[d]);
-    if (d < dim)
-      view.outer *= size;
-    else if (d == dim)
-      view.dim = size;
-    else
-      view.inner *= size;
-  }
-  return view;
-}
-
 /// [outer][n*m][inner] -> [n][outer][m][inner]: part j of each outer row
 /// goes to block j (what MPI sends to rank j).
 void pack(const char *source, char *target, const Around &view, size_t parts,
@@ -587,20 +572,8 @@ te_status run(Channel &channel, const te_collective_desc &desc,
     break;
   }
   case TE_COLLECTIVE_PERMUTE: {
-    int size = channel.size, rank = channel.rank;
-    int to = -1, from = -1;
-    if (desc.pairs) {
-      for (int p = 0; p < desc.num_pairs; ++p) {
-        if (desc.pairs[2 * p] == rank)
-          to = static_cast<int>(desc.pairs[2 * p + 1]);
-        if (desc.pairs[2 * p + 1] == rank)
-          from = static_cast<int>(desc.pairs[2 * p]);
-      }
-    } else {
-      int64_t shift = ((desc.shift % size) + size) % size;
-      to = static_cast<int>((rank + shift) % size);
-      from = static_cast<int>((rank - shift + size) % size);
-    }
+    int rank = channel.rank, to, from;
+    permutePeers(desc, rank, channel.size, to, from);
     if (from < 0)
       std::memset(output, 0, bytes);
     if (to == rank && from == rank) {
@@ -649,32 +622,11 @@ extern "C" te_status te_mpi_channel_create(const te_channel_spec *spec,
     return failed;
   World &world = getWorld();
   const char *group = spec->group ? spec->group : "?";
-  if (spec->size <= 0 || world.size % spec->size != 0) {
-    report(error, errorSize,
-           "process group '%s' has %d ranks, which do not divide the "
-           "world's %d (mpirun -np %d); start the job with a multiple of %d "
-           "processes",
-           group, spec->size, world.size, world.size, spec->size);
+  int position = 0;
+  std::string misfit = placeInGroups(*spec, world.rank, world.size, position);
+  if (!misfit.empty()) {
+    report(error, errorSize, "%s", misfit.c_str());
     return TE_ERROR_INVALID_ARGUMENT;
-  }
-  int position = world.rank;
-  if (spec->ranks) {
-    std::vector<int> seen(world.size, 0);
-    bool valid = spec->num_ranks == world.size;
-    position = -1;
-    for (int i = 0; valid && i < spec->num_ranks; ++i) {
-      int rank = spec->ranks[i];
-      valid = rank >= 0 && rank < world.size && !seen[rank]++;
-      if (valid && rank == world.rank)
-        position = i;
-    }
-    if (!valid || position < 0) {
-      report(error, errorSize,
-             "process group '%s' lists %d ranks, but the world has %d: its "
-             "rank list must hold every rank from 0 to %d once",
-             group, spec->num_ranks, world.size, world.size - 1);
-      return TE_ERROR_INVALID_ARGUMENT;
-    }
   }
   auto channel = std::make_unique<Channel>();
   channel->group = group;

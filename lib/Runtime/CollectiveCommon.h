@@ -1,22 +1,24 @@
-//===- CollectiveSignature.h - What a group's ranks compare ------*- C++
-//-*-===//
+//===- CollectiveCommon.h - What collective libraries share -----*- C++ -*-===//
 //
-// Before a collective moves data, the devices' collective libraries (MPI's
-// in lib/Runtime/MPI, NCCL's for the cuda device) check that every rank of
-// the group runs the same one: each reduces a hash of its signature (the
-// op, reduction, dtype, shape and attributes) and, when the hashes differ,
-// gathers the signatures to name every rank's in the error. Header-only,
-// since libTEMPI and libTERuntime each compile it.
+// What the devices' collective libraries (MPI's in lib/Runtime/MPI, NCCL's
+// for the cuda device) share. Before a collective moves data, each checks
+// that every rank of the group runs the same one: it compares a hash of
+// its signature (the op, reduction, dtype, shape and attributes) and, when
+// the hashes differ, gathers the signatures to name every rank's in the
+// error. Both place ranks in groups, route permutes and cut tensors into
+// parts the same way. Header-only, since libTEMPI and libTERuntime each
+// compile it.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TE_LIB_RUNTIME_COLLECTIVESIGNATURE_H
-#define TE_LIB_RUNTIME_COLLECTIVESIGNATURE_H
+#ifndef TE_LIB_RUNTIME_COLLECTIVECOMMON_H
+#define TE_LIB_RUNTIME_COLLECTIVECOMMON_H
 
 #include "te/Runtime/Collective.h"
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace te::runtime {
 
@@ -122,6 +124,78 @@ inline std::string describeDisagreement(const Signature *all, int size, int me,
          "and dtype";
 }
 
+/// Where `worldRank` sits among the groups of `spec` in a world of
+/// `worldSize` ranks: its position in the group-major list (its group is
+/// position / size, its rank in the group position % size). "" on success,
+/// else why the groups do not fit the world.
+inline std::string placeInGroups(const te_channel_spec &spec, int worldRank,
+                                 int worldSize, int &position) {
+  std::string group = spec.group ? spec.group : "?";
+  if (spec.size <= 0 || worldSize % spec.size != 0)
+    return "process group '" + group + "' has " + std::to_string(spec.size) +
+           " ranks, which do not divide the world's " +
+           std::to_string(worldSize) + " (mpirun -np " +
+           std::to_string(worldSize) + "); start the job with a multiple of " +
+           std::to_string(spec.size) + " processes";
+  position = worldRank;
+  if (!spec.ranks)
+    return "";
+  std::vector<char> seen(worldSize, 0);
+  bool valid = spec.num_ranks == worldSize;
+  position = -1;
+  for (int i = 0; valid && i < spec.num_ranks; ++i) {
+    int rank = spec.ranks[i];
+    valid = rank >= 0 && rank < worldSize && !seen[rank]++;
+    if (valid && rank == worldRank)
+      position = i;
+  }
+  if (valid && position >= 0)
+    return "";
+  return "process group '" + group + "' lists " +
+         std::to_string(spec.num_ranks) + " ranks, but the world has " +
+         std::to_string(worldSize) + ": its rank list must hold every rank " +
+         "from 0 to " + std::to_string(worldSize - 1) + " once";
+}
+
+/// The group ranks a permute on rank `rank` of `size` sends to and
+/// receives from (-1: none; a rank no pair targets receives zeros).
+inline void permutePeers(const te_collective_desc &desc, int rank, int size,
+                         int &to, int &from) {
+  to = from = -1;
+  if (desc.pairs) {
+    for (int p = 0; p < desc.num_pairs; ++p) {
+      if (desc.pairs[2 * p] == rank)
+        to = static_cast<int>(desc.pairs[2 * p + 1]);
+      if (desc.pairs[2 * p + 1] == rank)
+        from = static_cast<int>(desc.pairs[2 * p]);
+    }
+    return;
+  }
+  int64_t shift = ((desc.shift % size) + size) % size;
+  to = static_cast<int>((rank + shift) % size);
+  from = static_cast<int>((rank - shift + size) % size);
+}
+
+/// A shape seen around one dimension: [outer][dim][inner] elements (how
+/// the gathers, scatters and all_to_all cut a tensor into parts).
+struct Around {
+  size_t outer = 1, dim = 1, inner = 1;
+};
+
+inline Around around(const int64_t *dims, int rank, int dim) {
+  Around view;
+  for (int d = 0; d < rank; ++d) {
+    size_t size = static_cast<size_t>(dims[d]);
+    if (d < dim)
+      view.outer *= size;
+    else if (d == dim)
+      view.dim = size;
+    else
+      view.inner *= size;
+  }
+  return view;
+}
+
 } // namespace te::runtime
 
-#endif // TE_LIB_RUNTIME_COLLECTIVESIGNATURE_H
+#endif // TE_LIB_RUNTIME_COLLECTIVECOMMON_H
