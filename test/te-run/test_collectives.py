@@ -574,6 +574,33 @@ def test_ulysses_attention_equals_single_process_attention(tmp_path, te_run,
                 got, want[:, position * 64:(position + 1) * 64])
 
 
+@pytest.mark.parametrize("world", [2, 4])
+def test_ring_attention_equals_single_process_attention(tmp_path, te_run,
+                                                        world):
+    """The K/V ring with LSE merging: each rank's output is its shard of
+    attention over the group's whole sequence in one process. The partial
+    outputs are rounded to bf16 before the merge, so the merged output may
+    differ from the single pass by a bf16 rounding of each part."""
+    rng = np.random.default_rng(40 + world)
+    shards = [[bf16((1, 64, 4, 32), rng) for _ in range(3)] for _ in range(world)]
+    outputs = run_example(tmp_path, EXAMPLES / "ring_attention.mlir",
+                          "ring_attention", world,
+                          [[bits(t) for t in shard] for shard in shards])
+    full = te_run.program(ATTENTION.replace("mask causal", "").format(s=128))
+    for group in range(world // 2):
+        members = [2 * group, 2 * group + 1]
+        qkv = [np.concatenate([shards[m][i] for m in members], axis=1)
+               for i in range(3)]
+        (want,) = te_run.run_kernel(full, [bits(t) for t in qkv])
+        want = want.view(ml_dtypes.bfloat16).astype(np.float32)
+        for position, m in enumerate(members):
+            got = outputs[m][0].view(ml_dtypes.bfloat16).astype(np.float32)
+            part = want[:, position * 64:(position + 1) * 64]
+            tolerance = 2.0**-7 * (np.abs(part) + np.abs(part).max())
+            assert np.all(np.abs(got - part) <= tolerance), (
+                f"rank {m}: max err {np.abs(got - part).max()}")
+
+
 def test_nccl_on_the_gpu(te_run):
     """The cuda device's collectives on NCCL: a group of one rank (the
     smoke scripts/gpu-check.sh runs too); skipped, saying why, where there
