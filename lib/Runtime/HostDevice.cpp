@@ -227,10 +227,14 @@ te_status synchronize(void *) { return TE_OK; }
 /// mpirun, or MPICH's, Slurm's and PMIx's): only then is MPI started.
 /// Outside a job the world is this process alone, and no MPI is loaded.
 bool inMPIJob() {
-  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
-    if (std::getenv(name))
-      return true;
-  return false;
+  // Read once: the launcher's environment does not change.
+  static const bool inJob = [] {
+    for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+      if (std::getenv(name))
+        return true;
+    return false;
+  }();
+  return inJob;
 }
 
 /// The channel of a group of one outside a job.

@@ -551,17 +551,17 @@ func.func @full(%q: tensor<1x{s}x4x32xbf16>, %k: tensor<1x{s}x4x32xbf16>,
 """
 
 
-@pytest.mark.parametrize("world", [2, 4])
-def test_ulysses_attention_equals_single_process_attention(tmp_path, te_run,
-                                                           world):
-    """Each rank's sequence shard of the output is that of causal attention
-    over the group's whole sequence, run in one process."""
-    rng = np.random.default_rng(30 + world)
+def context_parallel_shards(tmp_path, te_run, world, seed, example, entry,
+                            mask):
+    """Runs `entry` of `example` on each rank's sequence shard of q, k and
+    v (groups of 2 ranks), and attention with `mask` over each group's
+    whole sequence in one process; yields (rank, its output, its shard of
+    the single-process output), as f32."""
+    rng = np.random.default_rng(seed)
     shards = [[bf16((1, 64, 4, 32), rng) for _ in range(3)] for _ in range(world)]
-    outputs = run_example(tmp_path, EXAMPLES / "ulysses_attention.mlir",
-                          "ulysses", world,
+    outputs = run_example(tmp_path, EXAMPLES / example, entry, world,
                           [[bits(t) for t in shard] for shard in shards])
-    full = te_run.program(ATTENTION.format(s=128))
+    full = te_run.program(ATTENTION.replace("mask causal", mask).format(s=128))
     for group in range(world // 2):
         members = [2 * group, 2 * group + 1]
         qkv = [np.concatenate([shards[m][i] for m in members], axis=1)
@@ -570,8 +570,18 @@ def test_ulysses_attention_equals_single_process_attention(tmp_path, te_run,
         want = want.view(ml_dtypes.bfloat16).astype(np.float32)
         for position, m in enumerate(members):
             got = outputs[m][0].view(ml_dtypes.bfloat16).astype(np.float32)
-            np.testing.assert_array_equal(
-                got, want[:, position * 64:(position + 1) * 64])
+            yield m, got, want[:, position * 64:(position + 1) * 64]
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_ulysses_attention_equals_single_process_attention(tmp_path, te_run,
+                                                           world):
+    """Each rank's sequence shard of the output is that of causal attention
+    over the group's whole sequence, run in one process."""
+    for rank, got, want in context_parallel_shards(
+            tmp_path, te_run, world, 30 + world, "ulysses_attention.mlir",
+            "ulysses", "mask causal"):
+        np.testing.assert_array_equal(got, want, err_msg=f"rank {rank}")
 
 
 @pytest.mark.parametrize("world", [2, 4])
@@ -581,24 +591,12 @@ def test_ring_attention_equals_single_process_attention(tmp_path, te_run,
     attention over the group's whole sequence in one process. The partial
     outputs are rounded to bf16 before the merge, so the merged output may
     differ from the single pass by a bf16 rounding of each part."""
-    rng = np.random.default_rng(40 + world)
-    shards = [[bf16((1, 64, 4, 32), rng) for _ in range(3)] for _ in range(world)]
-    outputs = run_example(tmp_path, EXAMPLES / "ring_attention.mlir",
-                          "ring_attention", world,
-                          [[bits(t) for t in shard] for shard in shards])
-    full = te_run.program(ATTENTION.replace("mask causal", "").format(s=128))
-    for group in range(world // 2):
-        members = [2 * group, 2 * group + 1]
-        qkv = [np.concatenate([shards[m][i] for m in members], axis=1)
-               for i in range(3)]
-        (want,) = te_run.run_kernel(full, [bits(t) for t in qkv])
-        want = want.view(ml_dtypes.bfloat16).astype(np.float32)
-        for position, m in enumerate(members):
-            got = outputs[m][0].view(ml_dtypes.bfloat16).astype(np.float32)
-            part = want[:, position * 64:(position + 1) * 64]
-            tolerance = 2.0**-7 * (np.abs(part) + np.abs(part).max())
-            assert np.all(np.abs(got - part) <= tolerance), (
-                f"rank {m}: max err {np.abs(got - part).max()}")
+    for rank, got, want in context_parallel_shards(
+            tmp_path, te_run, world, 40 + world, "ring_attention.mlir",
+            "ring_attention", ""):
+        tolerance = 2.0**-7 * (np.abs(want) + np.abs(want).max())
+        assert np.all(np.abs(got - want) <= tolerance), (
+            f"rank {rank}: max err {np.abs(got - want).max()}")
 
 
 def test_nccl_on_the_gpu(te_run):

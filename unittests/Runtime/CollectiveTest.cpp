@@ -13,6 +13,7 @@
 
 #include "te/Runtime/Collective.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,19 @@ std::string manifest(const std::string &lines) {
          "out f32 2x3\n" +
          lines + "end\n";
 }
+
+/// The buffers of `manifest`'s entry: f32 2x3 in, 2x6 and 2x3 out.
+struct Arguments {
+  explicit Arguments(te_device *device)
+      : in(createBuffer(device, TE_DTYPE_F32, {2, 3})),
+        wide(createBuffer(device, TE_DTYPE_F32, {2, 6})),
+        out(createBuffer(device, TE_DTYPE_F32, {2, 3})) {}
+  te_status launch(te_kernel *kernel) {
+    te_buffer *args[] = {in.get(), wide.get(), out.get()};
+    return te_kernel_launch(kernel, args, 3);
+  }
+  BufferPtr in, wide, out;
+};
 
 te_kernel *getKernel(te_module *module) {
   te_kernel *kernel = nullptr;
@@ -48,14 +62,9 @@ TEST(Collective, CallsReachTheDeviceWithTheirDescriptionOnOneChannel) {
   ModulePtr module = loadModule(device.get(), "collectives.so");
   te_kernel *kernel = getKernel(module.get());
   EXPECT_EQ(te_kernel_num_collectives(kernel), 2);
-  BufferPtr in = createBuffer(device.get(), TE_DTYPE_F32, {2, 3});
-  BufferPtr gathered = createBuffer(device.get(), TE_DTYPE_F32, {2, 6});
-  BufferPtr permuted = createBuffer(device.get(), TE_DTYPE_F32, {2, 3});
-  te_buffer *args[] = {in.get(), gathered.get(), permuted.get()};
-  ASSERT_EQ(te_kernel_launch(kernel, args, 3), TE_OK)
-      << te_last_error_message();
-  ASSERT_EQ(te_kernel_launch(kernel, args, 3), TE_OK)
-      << te_last_error_message();
+  auto args = std::make_unique<Arguments>(device.get());
+  ASSERT_EQ(args->launch(kernel), TE_OK) << te_last_error_message();
+  ASSERT_EQ(args->launch(kernel), TE_OK) << te_last_error_message();
 
   // One channel for the group, made at its first collective.
   ASSERT_EQ(fake.channels.size(), 1u);
@@ -78,9 +87,7 @@ TEST(Collective, CallsReachTheDeviceWithTheirDescriptionOnOneChannel) {
   EXPECT_EQ(permute.pairs, (std::vector<int64_t>{1, 0}));
 
   // The channel goes with the device.
-  in.reset();
-  gathered.reset();
-  permuted.reset();
+  args.reset();
   module.reset();
   device.reset();
   EXPECT_EQ(fake.liveChannels, 0);
@@ -97,11 +104,8 @@ TEST(Collective, RankListsAndShiftsArePassedOn) {
       "a1\n");
   DevicePtr device = openDevice("fake-collective-ranks");
   ModulePtr module = loadModule(device.get(), "ranks.so");
-  BufferPtr in = createBuffer(device.get(), TE_DTYPE_F32, {2, 3});
-  BufferPtr gathered = createBuffer(device.get(), TE_DTYPE_F32, {2, 6});
-  BufferPtr out = createBuffer(device.get(), TE_DTYPE_F32, {2, 3});
-  te_buffer *args[] = {in.get(), gathered.get(), out.get()};
-  ASSERT_EQ(te_kernel_launch(getKernel(module.get()), args, 3), TE_OK)
+  Arguments args(device.get());
+  ASSERT_EQ(args.launch(getKernel(module.get())), TE_OK)
       << te_last_error_message();
   ASSERT_EQ(fake.channels.size(), 1u);
   EXPECT_EQ(fake.channels[0]->ranks, (std::vector<int>{0, 2, 1, 3}));
@@ -166,14 +170,10 @@ TEST(Collective, OperandsTooSmallForTheCallAreRefused) {
       "group=tp,size=2,ranks=blocks,dtype=f32,shape=2x3,dim=1 a0 a2\n");
   DevicePtr device = openDevice("fake-collective-sizes");
   ModulePtr module = loadModule(device.get(), "sizes.so");
-  BufferPtr in = createBuffer(device.get(), TE_DTYPE_F32, {2, 3});
-  BufferPtr gathered = createBuffer(device.get(), TE_DTYPE_F32, {2, 6});
-  BufferPtr out = createBuffer(device.get(), TE_DTYPE_F32, {2, 3});
-  te_buffer *args[] = {in.get(), gathered.get(), out.get()};
+  Arguments args(device.get());
   te_kernel *kernel = getKernel(module.get());
   expectError(
-      [&] { return te_kernel_launch(kernel, args, 3); },
-      TE_ERROR_INVALID_ARGUMENT,
+      [&] { return args.launch(kernel); }, TE_ERROR_INVALID_ARGUMENT,
       {"collective over group 'tp'", "operand 1 has 24 bytes", "needs 48"});
   EXPECT_TRUE(fake.collectives.empty());
 }
@@ -188,13 +188,9 @@ TEST(Collective, OverlappingOperandsAreRefused) {
       "a2\n");
   DevicePtr device = openDevice("fake-collective-overlap");
   ModulePtr module = loadModule(device.get(), "overlap.so");
-  BufferPtr in = createBuffer(device.get(), TE_DTYPE_F32, {2, 3});
-  BufferPtr gathered = createBuffer(device.get(), TE_DTYPE_F32, {2, 6});
-  BufferPtr out = createBuffer(device.get(), TE_DTYPE_F32, {2, 3});
-  te_buffer *args[] = {in.get(), gathered.get(), out.get()};
+  Arguments args(device.get());
   te_kernel *kernel = getKernel(module.get());
-  expectError([&] { return te_kernel_launch(kernel, args, 3); },
-              TE_ERROR_INVALID_ARGUMENT,
+  expectError([&] { return args.launch(kernel); }, TE_ERROR_INVALID_ARGUMENT,
               {"collective over group 'tp': its input and output overlap"});
   EXPECT_TRUE(fake.collectives.empty());
 }

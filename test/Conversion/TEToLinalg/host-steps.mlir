@@ -60,3 +60,17 @@ func.func @in_branch(%x: tensor<4xf32>, %c: i1) -> tensor<4xf32> {
   }
   return %r : tensor<4xf32>
 }
+
+// -----
+
+// The runtime runs the calls of entry points only.
+te.process_group @tp size 2
+func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{a collective in a private function cannot run on the cpu; call it in the entry point itself}}
+  %s = te.all_reduce %x group @tp : tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+func.func @calls_helper(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %s = func.call @helper(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}
