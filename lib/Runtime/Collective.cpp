@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CollectiveCall.h"
+#include "CollectiveCommon.h"
 #include "DeviceImpl.h"
 #include "Error.h"
 #include "LibraryCall.h"
@@ -22,6 +23,7 @@ using namespace te::runtime;
 namespace {
 
 constexpr const char *kPrefix = "collective.";
+constexpr const char *kGroupRank = "group_rank";
 
 struct Operation {
   const char *name;
@@ -102,15 +104,20 @@ std::string te::runtime::parseCollectiveCall(const std::string &function,
   for (const Operation &candidate : getOperations())
     if (name == candidate.name)
       operation = &candidate;
-  if (!operation) {
+  call.groupRank = name == kGroupRank;
+  if (!operation && !call.groupRank) {
     std::string known;
     for (const Operation &candidate : getOperations())
       known +=
           (known.empty() ? "" : ", ") + std::string(kPrefix) + candidate.name;
-    return "unknown collective '" + function + "'; the runtime knows " + known;
+    return "unknown collective '" + function + "'; the runtime knows " + known +
+           ", " + kPrefix + kGroupRank;
   }
-  std::vector<std::string> keys = {"group", "size", "ranks", "dtype", "shape"};
-  keys.insert(keys.end(), operation->extra.begin(), operation->extra.end());
+  std::vector<std::string> keys = {"group", "size", "ranks"};
+  if (operation) {
+    keys.insert(keys.end(), {"dtype", "shape"});
+    keys.insert(keys.end(), operation->extra.begin(), operation->extra.end());
+  }
   std::string expected;
   for (const std::string &key : keys)
     expected += (expected.empty() ? "" : ",") + key + "=...";
@@ -120,8 +127,6 @@ std::string te::runtime::parseCollectiveCall(const std::string &function,
     return error;
 
   te_collective_desc &desc = call.desc;
-  desc.struct_size = sizeof(te_collective_desc);
-  desc.kind = operation->kind;
   call.group = pairs["group"];
   int64_t size;
   if (!parseInteger(pairs["size"], 1, 1 << 20, size))
@@ -137,6 +142,13 @@ std::string te::runtime::parseCollectiveCall(const std::string &function,
              pairs["size"] + " of them";
     call.ranks.assign(ranks.begin(), ranks.end());
   }
+  call.channelKey = pairs["size"] + "/" + pairs["ranks"];
+  if (call.groupRank) {
+    call.outputBytes = sizeof(int32_t);
+    return "";
+  }
+  desc.struct_size = sizeof(te_collective_desc);
+  desc.kind = operation->kind;
   if (te_dtype_from_name(pairs["dtype"].c_str(), &desc.dtype) != TE_OK)
     return "invalid dtype '" + pairs["dtype"] + "'";
   if (!parseShape(pairs["shape"], desc))
@@ -234,7 +246,6 @@ std::string te::runtime::parseCollectiveCall(const std::string &function,
     if (desc.dtype == TE_DTYPE_F8E8M0FNU)
       return "f8E8M0FNU values (scales) cannot be reduced; gather them";
   }
-  call.channelKey = pairs["size"] + "/" + pairs["ranks"];
   return "";
 }
 
@@ -272,11 +283,50 @@ te_status getChannel(te_device *device, const CollectiveCall &call,
 
 } // namespace
 
+namespace {
+
+/// Writes this rank's position in `call`'s group to `output` (an i32 on the
+/// device). The group's place in the world is the channels' rule
+/// (CollectiveCommon.h), so it needs the world but no channel.
+te_status writeGroupRank(te_device *device, const CollectiveCall &call,
+                         void *output) {
+  int worldRank = 0, worldSize = 1;
+  if (te_status failed =
+          device->ops->world(device->instance, &worldRank, &worldSize))
+    return failed;
+  te_channel_spec spec = {};
+  spec.struct_size = sizeof(te_channel_spec);
+  spec.group = call.group.c_str();
+  spec.size = call.groupSize;
+  spec.ranks = call.ranks.empty() ? nullptr : call.ranks.data();
+  spec.num_ranks = static_cast<int>(call.ranks.size());
+  int position = 0;
+  std::string why = placeInGroups(spec, worldRank, worldSize, position);
+  if (!why.empty()) {
+    setDeviceDetail("te.group_rank: %s", why.c_str());
+    return TE_ERROR_INVALID_ARGUMENT;
+  }
+  int32_t rank = position % call.groupSize;
+  return device->ops->copy_to_device(device->instance, output, &rank,
+                                     sizeof(rank));
+}
+
+} // namespace
+
 te_status te::runtime::runCollectiveCall(te_device *device,
                                          const CollectiveCall &call,
                                          void *const *data, const size_t *sizes,
                                          int nargs,
                                          const te_launch_config *config) {
+  if (call.groupRank) {
+    std::string why = checkOperands("", sizes, nargs, {call.outputBytes});
+    if (!why.empty()) {
+      setDeviceDetail("te.group_rank of group '%s': %s", call.group.c_str(),
+                      why.c_str());
+      return TE_ERROR_INVALID_ARGUMENT;
+    }
+    return writeGroupRank(device, call, data[0]);
+  }
   std::string why =
       checkOperands("", sizes, nargs, {call.inputBytes, call.outputBytes});
   if (!why.empty()) {

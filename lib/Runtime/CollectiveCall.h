@@ -32,6 +32,9 @@ struct CollectiveCall {
   size_t outputBytes = 0;
   /// The channel's key on its device: the size and the rank list.
   std::string channelKey;
+  /// `collective.group_rank`: no data moves; the runtime writes this rank's
+  /// position in the group (an i32) to the only operand. `desc` is unset.
+  bool groupRank = false;
 };
 
 /// Whether a manifest's library function is a collective.
@@ -43,8 +46,9 @@ std::string parseCollectiveCall(const std::string &function,
                                 const std::string &parameters,
                                 CollectiveCall &call);
 
-/// Runs `call` on `device` with its two operands (the input, then the
-/// output), whose byte sizes the manifest is not trusted to match.
+/// Runs `call` on `device` with its operands (the input, then the output;
+/// a group_rank's output alone), whose byte sizes the manifest is not
+/// trusted to match.
 te_status runCollectiveCall(te_device *device, const CollectiveCall &call,
                             void *const *data, const size_t *sizes, int nargs,
                             const te_launch_config *config);

@@ -551,17 +551,16 @@ func.func @full(%q: tensor<1x{s}x4x32xbf16>, %k: tensor<1x{s}x4x32xbf16>,
 """
 
 
-def context_parallel_shards(tmp_path, te_run, world, seed, example, entry,
-                            mask):
+def context_parallel_shards(tmp_path, te_run, world, seed, example, entry):
     """Runs `entry` of `example` on each rank's sequence shard of q, k and
-    v (groups of 2 ranks), and attention with `mask` over each group's
-    whole sequence in one process; yields (rank, its output, its shard of
+    v (groups of 2 ranks, consecutive shards), and causal attention over
+    each group's whole sequence in one process; yields (rank, its output, its shard of
     the single-process output), as f32."""
     rng = np.random.default_rng(seed)
     shards = [[bf16((1, 64, 4, 32), rng) for _ in range(3)] for _ in range(world)]
     outputs = run_example(tmp_path, EXAMPLES / example, entry, world,
                           [[bits(t) for t in shard] for shard in shards])
-    full = te_run.program(ATTENTION.replace("mask causal", mask).format(s=128))
+    full = te_run.program(ATTENTION.format(s=128))
     for group in range(world // 2):
         members = [2 * group, 2 * group + 1]
         qkv = [np.concatenate([shards[m][i] for m in members], axis=1)
@@ -580,23 +579,111 @@ def test_ulysses_attention_equals_single_process_attention(tmp_path, te_run,
     over the group's whole sequence, run in one process."""
     for rank, got, want in context_parallel_shards(
             tmp_path, te_run, world, 30 + world, "ulysses_attention.mlir",
-            "ulysses", "mask causal"):
+            "ulysses"):
         np.testing.assert_array_equal(got, want, err_msg=f"rank {rank}")
+
+
+RING_REFERENCE = """
+func.func @forward(%q: tensor<1x{s}x4x32xbf16>, %k: tensor<1x{s}x4x32xbf16>,
+                   %v: tensor<1x{s}x4x32xbf16>)
+    -> (tensor<1x{s}x4x32xbf16>, tensor<1x4x{s}x1xf32>) {{
+  %o, %lse = te.attention %q, %k, %v layout bshd mask causal {{return_lse}}
+      : (tensor<1x{s}x4x32xbf16>, tensor<1x{s}x4x32xbf16>, tensor<1x{s}x4x32xbf16>)
+      -> (tensor<1x{s}x4x32xbf16>, tensor<1x4x{s}x1xf32>)
+  return %o, %lse : tensor<1x{s}x4x32xbf16>, tensor<1x4x{s}x1xf32>
+}}
+"""
+
+RING_REFERENCE_BACKWARD = """
+func.func @backward(%q: tensor<1x{s}x4x32xbf16>, %k: tensor<1x{s}x4x32xbf16>,
+                    %v: tensor<1x{s}x4x32xbf16>, %o: tensor<1x{s}x4x32xbf16>,
+                    %do: tensor<1x{s}x4x32xbf16>, %lse: tensor<1x4x{s}x1xf32>)
+    -> (tensor<1x{s}x4x32xbf16>, tensor<1x{s}x4x32xbf16>, tensor<1x{s}x4x32xbf16>) {{
+  %dq, %dk, %dv = te.attention_backward %q, %k, %v, %o, %do, %lse
+      layout bshd mask causal
+      : (tensor<1x{s}x4x32xbf16>, tensor<1x{s}x4x32xbf16>, tensor<1x{s}x4x32xbf16>,
+         tensor<1x{s}x4x32xbf16>, tensor<1x{s}x4x32xbf16>, tensor<1x4x{s}x1xf32>)
+      -> (tensor<1x{s}x4x32xbf16>, tensor<1x{s}x4x32xbf16>, tensor<1x{s}x4x32xbf16>)
+  return %dq, %dk, %dv : tensor<1x{s}x4x32xbf16>, tensor<1x{s}x4x32xbf16>, tensor<1x{s}x4x32xbf16>
+}}
+"""
+
+
+def load_balanced_shard(x, position, cp, axis):
+    """Rank `position`'s shard in TE's load-balanced order: of 2 cp chunks
+    along `axis`, chunks position and 2 cp - 1 - position."""
+    chunks = np.split(x, 2 * cp, axis=axis)
+    return np.concatenate([chunks[position], chunks[2 * cp - 1 - position]],
+                          axis=axis)
+
+
+def as_f32(array):
+    if array.dtype == np.uint16:
+        array = array.view(ml_dtypes.bfloat16)
+    return array.astype(np.float32)
+
+
+def assert_within_bf16_parts(got, want, what):
+    """The ring rounds each step's partial result to bf16 before merging
+    them, the single pass rounds once: they may differ by a bf16 rounding
+    (2^-8 relative) of each part, and no part exceeds the largest value by
+    much, so 2^-7 of |want| plus its maximum bounds the difference."""
+    got, want = as_f32(got), as_f32(want)
+    tolerance = 2.0**-7 * (np.abs(want) + np.abs(want).max())
+    assert np.all(np.abs(got - want) <= tolerance), (
+        f"{what}: max err {np.abs(got - want).max()}")
+
+
+def check_ring_attention(tmp_path, te_run, example, cp, world, seed):
+    """Runs the forward and the backward entries of `example` (context
+    parallelism over groups of `cp` ranks) on each rank's load-balanced
+    shards of a sequence, and checks them against causal attention and its
+    backward over each group's whole sequence in one process. The backward
+    gets the single pass's output and log-sum-exp, so that it is checked on
+    its own."""
+    s = 64 * cp
+    rng = np.random.default_rng(seed)
+    forward = te_run.program(RING_REFERENCE.format(s=s))
+    backward = te_run.program(RING_REFERENCE_BACKWARD.format(s=s))
+    inputs, wants = [None] * world, [None] * world
+    for group in range(world // cp):
+        q, k, v, do = [bf16((1, s, 4, 32), rng) for _ in range(4)]
+        o, lse = te_run.run_kernel(forward, [bits(q), bits(k), bits(v)])
+        grads = te_run.run_kernel(backward, [bits(q), bits(k), bits(v), o,
+                                             bits(do), lse])
+        for position in range(cp):
+            rank = group * cp + position
+            shard = [load_balanced_shard(x, position, cp, axis=1)
+                     for x in (bits(q), bits(k), bits(v), o, bits(do))]
+            shard.append(load_balanced_shard(lse, position, cp, axis=2))
+            inputs[rank] = shard
+            wants[rank] = [shard[3], shard[5]] + [
+                load_balanced_shard(g, position, cp, axis=1) for g in grads]
+    for run in ("forward", "backward"):
+        (tmp_path / run).mkdir()
+    outputs = run_example(tmp_path / "forward", EXAMPLES / example,
+                          "ring_attention", world,
+                          [shard[:3] for shard in inputs])
+    gradients = run_example(tmp_path / "backward", EXAMPLES / example,
+                            "ring_attention_backward", world, inputs)
+    for rank in range(world):
+        (o, lse), want = outputs[rank], wants[rank]
+        assert_within_bf16_parts(o, want[0], f"rank {rank}: o")
+        # Log-sum-exps are f32 throughout: only the merge's rounding.
+        np.testing.assert_allclose(lse, want[1], rtol=1e-5, atol=1e-5,
+                                   err_msg=f"rank {rank}: lse")
+        for name, got, expected in zip(("dq", "dk", "dv"), gradients[rank],
+                                       want[2:]):
+            assert_within_bf16_parts(got, expected, f"rank {rank}: {name}")
 
 
 @pytest.mark.parametrize("world", [2, 4])
 def test_ring_attention_equals_single_process_attention(tmp_path, te_run,
                                                         world):
-    """The K/V ring with LSE merging: each rank's output is its shard of
-    attention over the group's whole sequence in one process. The partial
-    outputs are rounded to bf16 before the merge, so the merged output may
-    differ from the single pass by a bf16 rounding of each part."""
-    for rank, got, want in context_parallel_shards(
-            tmp_path, te_run, world, 40 + world, "ring_attention.mlir",
-            "ring_attention", ""):
-        tolerance = 2.0**-7 * (np.abs(want) + np.abs(want).max())
-        assert np.all(np.abs(got - want) <= tolerance), (
-            f"rank {rank}: max err {np.abs(got - want).max()}")
+    """Causal ring attention over groups of 2, forward and backward, in
+    TE's load-balanced chunk order."""
+    check_ring_attention(tmp_path, te_run, "ring_attention.mlir", 2, world,
+                         40 + world)
 
 
 def test_nccl_on_the_gpu(te_run):

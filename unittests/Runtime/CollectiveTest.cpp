@@ -15,6 +15,7 @@
 
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace te::runtime::testing;
@@ -130,6 +131,9 @@ TEST(Collective, MalformedCallsFailTheLoadWithTheirLine) {
             "collective.all_reduce, collective.all_gather"},
            {"call collective.all_gather " + common + "shape=2x3 a0 a1",
             "parameter 'dim' is missing"},
+           {"call collective.group_rank " + common + "shape=2x3 a0",
+            "invalid parameter 'dtype=f32'; expected "
+            "group=...,size=...,ranks=..."},
            {"call collective.all_gather " + common + "shape=2x3,dim=2 a0 a1",
             "invalid dim '2' for an input of rank 2"},
            {"call collective.reduce_scatter " + common +
@@ -193,6 +197,50 @@ TEST(Collective, OverlappingOperandsAreRefused) {
   expectError([&] { return args.launch(kernel); }, TE_ERROR_INVALID_ARGUMENT,
               {"collective over group 'tp': its input and output overlap"});
   EXPECT_TRUE(fake.collectives.empty());
+}
+
+TEST(Collective, GroupRankIsThePlaceInTheGroup) {
+  FakeDevice &fake =
+      registerFakeDevice("fake-collective-rank", true, false, true);
+  fake.manifest = "te-kernel-abi 5\n"
+                  "entry f program\n"
+                  "out i32 scalar\n"
+                  "out i32 scalar\n"
+                  "call collective.group_rank group=tp,size=2,ranks=blocks a0\n"
+                  "call collective.group_rank group=dp,size=2,ranks=0_2_1_3 "
+                  "a1\n"
+                  "end\n";
+  DevicePtr device = openDevice("fake-collective-rank");
+  ModulePtr module = loadModule(device.get(), "rank.so");
+  te_kernel *kernel = getKernel(module.get());
+  EXPECT_EQ(te_kernel_num_collectives(kernel), 2);
+  BufferPtr tp = createBuffer(device.get(), TE_DTYPE_I32, {});
+  BufferPtr dp = createBuffer(device.get(), TE_DTYPE_I32, {});
+  te_buffer *args[] = {tp.get(), dp.get()};
+  // World rank r: consecutive pairs put it at r % 2; the rank list
+  // [[0, 2], [1, 3]] at its index in its pair.
+  fake.worldSize = 4;
+  for (auto [worldRank, inTP, inDP] :
+       {std::tuple{0, 0, 0}, {1, 1, 0}, {2, 0, 1}, {3, 1, 1}}) {
+    fake.worldRank = worldRank;
+    ASSERT_EQ(te_kernel_launch(kernel, args, 2), TE_OK)
+        << te_last_error_message();
+    int32_t got[2] = {-1, -1};
+    ASSERT_EQ(te_buffer_read(tp.get(), &got[0], sizeof(int32_t)), TE_OK);
+    ASSERT_EQ(te_buffer_read(dp.get(), &got[1], sizeof(int32_t)), TE_OK);
+    EXPECT_EQ(got[0], inTP) << "world rank " << worldRank;
+    EXPECT_EQ(got[1], inDP) << "world rank " << worldRank;
+  }
+  // No data moves: no channel, no collective.
+  EXPECT_TRUE(fake.channels.empty());
+  EXPECT_TRUE(fake.collectives.empty());
+  // A group that does not fit the world.
+  fake.worldSize = 3;
+  fake.worldRank = 0;
+  expectError([&] { return te_kernel_launch(kernel, args, 2); },
+              TE_ERROR_INVALID_ARGUMENT,
+              {"te.group_rank: process group 'tp' has 2 ranks, which do not "
+               "divide the world's 3"});
 }
 
 TEST(Collective, DevicesWithoutCollectivesRefuseSuchModules) {

@@ -70,7 +70,10 @@ struct FakeDevice {
   std::vector<LibraryCall> calls;
 
   /// The channels made and the collectives run (withCollectives): a world
-  /// of one rank, whose collectives copy their input to their output.
+  /// (of one rank unless a test says otherwise), whose collectives copy
+  /// their input to their output.
+  int worldRank = 0;
+  int worldSize = 1;
   struct Channel {
     std::string group;
     int size;
@@ -244,9 +247,9 @@ struct FakeDevice {
       };
     }
     if (withCollectives) {
-      table.world = [](void *, int *rank, int *size) {
-        *rank = 0;
-        *size = 1;
+      table.world = [](void *instance, int *rank, int *size) {
+        *rank = self(instance)->worldRank;
+        *size = self(instance)->worldSize;
         return TE_OK;
       };
       table.channel_create = [](void *instance, const te_channel_spec *spec,

@@ -92,8 +92,8 @@ mlir::te::getLibraryFunction(Operation *callee) {
 //===----------------------------------------------------------------------===//
 
 bool mlir::te::isCollective(Operation *op) {
-  return isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, PermuteOp>(
-      op);
+  return isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, PermuteOp,
+             GroupRankOp>(op);
 }
 
 std::optional<std::string>
@@ -107,11 +107,10 @@ mlir::te::getCollectiveUnsupportedReason(Operation *op) {
 
 namespace {
 
-/// The parameters every collective call has: the group, its size and rank
-/// list, the input's dtype and shape.
-std::string commonParameters(Operation *op, FlatSymbolRefAttr group,
-                             ProcessGroupOp processGroup, Value input) {
-  auto type = cast<RankedTensorType>(input.getType());
+/// The parameters every call over a group has: the group, its size and rank
+/// list.
+std::string groupParameters(FlatSymbolRefAttr group,
+                            ProcessGroupOp processGroup) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "group=" << group.getValue() << ",size=" << processGroup.getSize()
@@ -120,6 +119,16 @@ std::string commonParameters(Operation *op, FlatSymbolRefAttr group,
     llvm::interleave(*ranks, os, "_");
   else
     os << "blocks";
+  return text;
+}
+
+/// The parameters every data collective has: the group's, then the input's
+/// dtype and shape.
+std::string commonParameters(FlatSymbolRefAttr group,
+                             ProcessGroupOp processGroup, Value input) {
+  auto type = cast<RankedTensorType>(input.getType());
+  std::string text = groupParameters(group, processGroup);
+  llvm::raw_string_ostream os(text);
   os << ",dtype=" << type.getElementType() << ",shape=";
   if (type.getRank() == 0)
     os << "scalar";
@@ -139,6 +148,14 @@ LogicalResult mlir::te::lowerCollective(RewriterBase &rewriter, Operation *op) {
   auto reduce = [](ReduceKind kind) {
     return ",reduce=" + stringifyReduceKind(kind).str();
   };
+  if (auto rank = dyn_cast<GroupRankOp>(op)) {
+    if (!rank.getProcessGroup())
+      return op->emitError("group ")
+             << rank.getGroupAttr() << " does not name a te.process_group";
+    return lowerToLibraryCall(
+        rewriter, op, {}, "collective.group_rank",
+        groupParameters(rank.getGroupAttr(), rank.getProcessGroup()));
+  }
   if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
     function = "collective.all_reduce";
     input = allReduce.getInput();
@@ -184,7 +201,6 @@ LogicalResult mlir::te::lowerCollective(RewriterBase &rewriter, Operation *op) {
   if (!processGroup)
     return op->emitError("group ")
            << group << " does not name a te.process_group";
-  std::string parameters =
-      commonParameters(op, group, processGroup, input) + extra;
+  std::string parameters = commonParameters(group, processGroup, input) + extra;
   return lowerToLibraryCall(rewriter, op, {input}, function, parameters);
 }

@@ -89,6 +89,38 @@ void writeOutputsInPlace(func::CallOp call) {
   }
 }
 
+/// A buffer that an op with regions returns (an scf.if's result) is not an
+/// allocation the runtime can keep between steps: where a later step uses
+/// it, it is copied into one right after the op.
+void copyRegionResultsAcrossCalls(Block &body) {
+  for (Operation &op : llvm::make_early_inc_range(body)) {
+    if (op.getNumRegions() == 0)
+      continue;
+    for (Value result : op.getResults()) {
+      auto type = dyn_cast<MemRefType>(result.getType());
+      if (!type || !type.hasStaticShape())
+        continue;
+      bool crosses = false;
+      for (Operation *user : result.getUsers()) {
+        Operation *top = body.findAncestorOpInBlock(*user);
+        for (Operation *it = op.getNextNode(); top && it != top && !crosses;
+             it = it->getNextNode())
+          crosses = getLibraryCall(it).has_value();
+      }
+      if (!crosses)
+        continue;
+      OpBuilder b(op.getContext());
+      b.setInsertionPointAfter(&op);
+      auto copy = memref::AllocOp::create(
+          b, op.getLoc(),
+          MemRefType::get(type.getShape(), type.getElementType()),
+          b.getI64IntegerAttr(256));
+      auto fill = memref::CopyOp::create(b, op.getLoc(), result, copy);
+      result.replaceAllUsesExcept(copy, fill);
+    }
+  }
+}
+
 /// The plan of one entry point and the step functions made for it.
 class StepCutter {
 public:
@@ -102,6 +134,10 @@ private:
   FailureOr<std::string> outline(ArrayRef<Operation *> segment, int index,
                                  SmallVectorImpl<Value> &roots);
 
+  /// Whether `op` is a scalar load that a later step may repeat: of an
+  /// argument or a temporary that nothing writes after it.
+  bool isRereadable(Operation *op);
+
   func::FuncOp entry;
   /// Allocations the runtime provides, in order.
   llvm::SetVector<Value> temporaries;
@@ -109,13 +145,39 @@ private:
   DenseMap<Operation *, int> segmentOf;
 };
 
+bool StepCutter::isRereadable(Operation *op) {
+  auto load = dyn_cast<memref::LoadOp>(op);
+  if (!load)
+    return false;
+  Value root = getRoot(load.getMemRef());
+  if (!isa<BlockArgument>(root) && !temporaries.contains(root))
+    return false;
+  // Every op that may write the buffer (calls write theirs) comes first.
+  SmallVector<Value> views = {root};
+  while (!views.empty()) {
+    Value value = views.pop_back_val();
+    for (Operation *user : value.getUsers()) {
+      if (isa<ViewLikeOpInterface>(user) && user->getNumResults() == 1) {
+        views.push_back(user->getResult(0));
+        continue;
+      }
+      if (isa<memref::LoadOp>(user))
+        continue;
+      Operation *top = entry.front().findAncestorOpInBlock(*user);
+      if (!top || !top->isBeforeInBlock(load))
+        return false;
+    }
+  }
+  return load->getBlock() == &entry.front();
+}
+
 FailureOr<std::string> StepCutter::outline(ArrayRef<Operation *> segment,
                                            int index,
                                            SmallVectorImpl<Value> &roots) {
-  // Nothing to run: only constants and views, which the next segment
-  // clones where it needs them.
+  // Nothing to run: only constants, views and loads a later segment may
+  // repeat, which the next segment clones where it needs them.
   if (llvm::all_of(segment, [&](Operation *op) {
-        return isPure(op) || isa<ViewLikeOpInterface>(op) ||
+        return isPure(op) || isa<ViewLikeOpInterface>(op) || isRereadable(op) ||
                (isa<memref::AllocOp>(op) &&
                 temporaries.contains(op->getResult(0)));
       }))
@@ -149,7 +211,7 @@ FailureOr<std::string> StepCutter::outline(ArrayRef<Operation *> segment,
       return success();
     }
     if (def->getNumRegions() == 0 &&
-        (isPure(def) || isa<ViewLikeOpInterface>(def))) {
+        (isPure(def) || isa<ViewLikeOpInterface>(def) || isRereadable(def))) {
       for (Value operand : def->getOperands())
         if (failed(require(operand)))
           return failure();
@@ -216,6 +278,7 @@ FailureOr<ArrayAttr> StepCutter::run() {
   if (nested.wasInterrupted())
     return failure();
 
+  copyRegionResultsAcrossCalls(body);
   // Calls take whole buffers: a view that is not one is copied first.
   for (func::CallOp call : calls) {
     writeOutputsInPlace(call);

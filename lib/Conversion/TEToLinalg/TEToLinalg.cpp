@@ -1184,13 +1184,13 @@ LogicalResult mlir::te::populateTEToLinalgConversionPatterns(
   FailureOr<const BF16PairDotUnit *> dotUnit = lookUpDotUnit(anchor, options);
   if (failed(dotUnit))
     return failure();
-  patterns.add<AmaxOpLowering, ComputeScaleOpLowering,
-               UpdateDelayedScalingOpLowering, QuantizeOpLowering,
-               DequantizeOpLowering, ScaledMatmulOpLowering,
-               BlockQuantizeOpLowering, BlockDequantizeOpLowering,
-               CollectiveLowering<AllReduceOp>, CollectiveLowering<AllGatherOp>,
-               CollectiveLowering<ReduceScatterOp>,
-               CollectiveLowering<AllToAllOp>, CollectiveLowering<PermuteOp>>(
+  patterns.add<
+      AmaxOpLowering, ComputeScaleOpLowering, UpdateDelayedScalingOpLowering,
+      QuantizeOpLowering, DequantizeOpLowering, ScaledMatmulOpLowering,
+      BlockQuantizeOpLowering, BlockDequantizeOpLowering,
+      CollectiveLowering<AllReduceOp>, CollectiveLowering<AllGatherOp>,
+      CollectiveLowering<ReduceScatterOp>, CollectiveLowering<AllToAllOp>,
+      CollectiveLowering<PermuteOp>, CollectiveLowering<GroupRankOp>>(
       patterns.getContext());
   populateAttentionLoweringPatterns(patterns, *dotUnit);
   return success();

@@ -38,3 +38,17 @@ func.func @others(%q: tensor<4x8xf8E4M3FN>, %x: tensor<4x8xf32>)
   return %g, %s, %a, %p, %l
       : tensor<4x16xf8E4M3FN>, tensor<2x8xf32>, tensor<8x4xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// A rank's place in its group: a call with the group's parameters alone,
+// writing the i32.
+te.process_group @dp size 2 ranks [0, 2, 1, 3]
+// CHECK-LABEL: func.func @group_rank
+// CHECK: %[[OUT:.*]] = memref.alloc() {alignment = 256 : i64} : memref<i32>
+// CHECK: call @[[RANK:te_collective_[0-9a-f]+]](%[[OUT]])
+// CHECK-DAG: func.func private @[[RANK]](memref<i32>) attributes {te.library_function = "collective.group_rank", te.library_parameters = "group=dp,size=2,ranks=0_2_1_3"}
+func.func @group_rank() -> tensor<i32> {
+  %r = te.group_rank group @dp : tensor<i32>
+  return %r : tensor<i32>
+}

@@ -74,3 +74,44 @@ func.func @calls_helper(%x: tensor<4xf32>) -> tensor<4xf32> {
   %s = func.call @helper(%x) : (tensor<4xf32>) -> tensor<4xf32>
   return %s : tensor<4xf32>
 }
+
+// -----
+
+// A rank-dependent branch: the rank's load repeats in the step that uses
+// it (the group_rank call alone writes its buffer), and the branch's
+// result, which a later step reads, is copied into a temporary.
+// CHECK-LABEL: module attributes {te.host_steps = {branch = [
+// CHECK-SAME: "temp 4", "temp 128", "temp 128", "temp 128",
+// CHECK-SAME: "call collective.group_rank group=cp,size=2,ranks=blocks t0",
+// CHECK-SAME: "call collective.permute group=cp,size=2,ranks=blocks,dtype=f32,shape=4x8,route=shift_1 a0 t1",
+// CHECK-SAME: "step branch__step2__te_packed 1x1x1 1x1x1 0 t0 a0 t1 t2",
+// CHECK-SAME: "call collective.permute group=cp,size=2,ranks=blocks,dtype=f32,shape=4x8,route=shift_1 t2 t3",
+// CHECK-SAME: "step branch__step3__te_packed 1x1x1 1x1x1 0 t3 t2 a1"]}}
+// CHECK: func.func @branch__step3(%[[Q:.*]]: memref<4x8xf32>, %[[Y:.*]]: memref<4x8xf32>, %[[OUT:.*]]: memref<4x8xf32>)
+// CHECK-NEXT: linalg.add ins(%[[Q]], %[[Y]] : {{.*}}) outs(%[[OUT]] : {{.*}})
+// CHECK: func.func @branch__step2(%[[RANK:.*]]: memref<i32>, %{{.*}}: memref<4x8xf32>, %{{.*}}: memref<4x8xf32>, %[[COPY:.*]]: memref<4x8xf32>)
+// CHECK: memref.load %[[RANK]][] : memref<i32>
+// CHECK: %[[IF:.*]] = scf.if
+// CHECK: memref.copy %[[IF]], %[[COPY]]
+// CHECK-NOT: func.func @branch__step1
+te.process_group @cp size 2
+func.func @branch(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %rank_tensor = te.group_rank group @cp : tensor<i32>
+  %rank = tensor.extract %rank_tensor[] : tensor<i32>
+  %p = te.permute %x group @cp shift 1 : tensor<4x8xf32>
+  %zero = arith.constant 0 : i32
+  %first = arith.cmpi eq, %rank, %zero : i32
+  %y = scf.if %first -> tensor<4x8xf32> {
+    %init = tensor.empty() : tensor<4x8xf32>
+    %d = linalg.add ins(%x, %p : tensor<4x8xf32>, tensor<4x8xf32>)
+        outs(%init : tensor<4x8xf32>) -> tensor<4x8xf32>
+    scf.yield %d : tensor<4x8xf32>
+  } else {
+    scf.yield %p : tensor<4x8xf32>
+  }
+  %q = te.permute %y group @cp shift 1 : tensor<4x8xf32>
+  %init = tensor.empty() : tensor<4x8xf32>
+  %s = linalg.add ins(%q, %y : tensor<4x8xf32>, tensor<4x8xf32>)
+      outs(%init : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %s : tensor<4x8xf32>
+}

@@ -1,4 +1,4 @@
-// Negative tests for te.process_group and the collectives (all_reduce, all_gather, reduce_scatter, all_to_all, permute).
+// Negative tests for te.process_group and the collectives (all_reduce, all_gather, reduce_scatter, all_to_all, permute) and te.group_rank.
 // RUN: te-opt %s -split-input-file -verify-diagnostics
 
 //===----------------------------------------------------------------------===//
@@ -491,5 +491,22 @@ te.process_group @g size 2
 func.func @all_to_all_overflow(%x: tensor<4x4611686018427387905xf32>) {
   // expected-error @+1 {{does not fit a tensor dimension}}
   %y = te.all_to_all %x group @g split_dim 0 concat_dim 1 : tensor<4x4611686018427387905xf32> -> tensor<2x?xf32>
+  return
+}
+
+// -----
+
+func.func @group_rank_unknown_group() {
+  // expected-error @+1 {{group @nowhere does not name a te.process_group}}
+  %r = te.group_rank group @nowhere : tensor<i32>
+  return
+}
+
+// -----
+
+te.process_group @g size 2
+func.func @group_rank_type() {
+  // expected-error @+1 {{must be 0D tensor of 32-bit signless integer values}}
+  %r = te.group_rank group @g : tensor<2xi32>
   return
 }

@@ -1,4 +1,4 @@
-// Round-trips te.process_group and the collectives (all_reduce, all_gather, reduce_scatter, all_to_all, permute) through the custom and generic forms with every reduction kind and attribute.
+// Round-trips te.process_group and the collectives (all_reduce, all_gather, reduce_scatter, all_to_all, permute) and te.group_rank through the custom and generic forms with every reduction kind and attribute.
 // RUN: te-opt %s -split-input-file | te-opt -split-input-file | FileCheck %s
 // RUN: te-opt %s -split-input-file --mlir-print-op-generic | te-opt -split-input-file | FileCheck %s
 // RUN: te-opt %s -split-input-file > %t.1 && te-opt %t.1 -split-input-file > %t.2 && diff %t.1 %t.2
@@ -155,4 +155,14 @@ module @outer {
       return %r : tensor<64x8xf32>
     }
   }
+}
+
+// -----
+
+// CHECK-LABEL: func @rank
+// CHECK: te.group_rank group @cp : tensor<i32>
+te.process_group @cp size 4
+func.func @rank() -> tensor<i32> {
+  %r = te.group_rank group @cp : tensor<i32>
+  return %r : tensor<i32>
 }

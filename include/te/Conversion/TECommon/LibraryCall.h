@@ -41,15 +41,17 @@ std::optional<std::pair<StringRef, StringRef>>
 getLibraryFunction(Operation *callee);
 
 /// Whether `op` is a te collective (all_reduce, all_gather, reduce_scatter,
-/// all_to_all, permute).
+/// all_to_all, permute) or asks its group for its rank (group_rank): ops
+/// the runtime runs over a process group.
 bool isCollective(Operation *op);
 
 /// Why `op` (a te collective) cannot become a library call, or nullopt.
 std::optional<std::string> getCollectiveUnsupportedReason(Operation *op);
 
 /// Replaces a te collective by its library call (`collective.<op>` with the
-/// group, dtype, shape and attributes as parameters), which every device
-/// with collectives runs (te/Runtime/Collective.h).
+/// group, dtype, shape and attributes as parameters; `collective.group_rank`
+/// with the group's only), which the runtime runs on every device with
+/// collectives (te/Runtime/Collective.h).
 LogicalResult lowerCollective(RewriterBase &rewriter, Operation *op);
 
 } // namespace mlir::te

@@ -1116,5 +1116,10 @@ OpFoldResult PermuteOp::fold(FoldAdaptor) {
   return {};
 }
 
+LogicalResult
+GroupRankOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return lookupProcessGroup(*this, getGroupAttr(), symbolTable);
+}
+
 #define GET_OP_CLASSES
 #include "te/Dialect/TE/IR/TEOps.cpp.inc"

@@ -725,4 +725,33 @@ def TE_PermuteOp : TE_CollectiveOp<"permute", [SameOperandsAndResultType]> {
   let hasFolder = 1;
 }
 
+def TE_GroupRankOp : TE_Op<"group_rank", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "this rank's position within its process group";
+  let description = [{
+    The calling rank's number within its group of `group` (0 .. size - 1,
+    in the group's order), as TE's `get_rank(cp_group)`. Programs whose
+    work depends on the rank branch on it: context parallelism's causal
+    ring, for one, computes a different block of the attention matrix on
+    each rank at each step.
+
+    ```mlir
+    %r = te.group_rank group @cp : tensor<i32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$group);
+  let results = (outs 0DTensorOf<[I32]>:$result);
+  let assemblyFormat = "`group` $group attr-dict `:` type($result)";
+  let extraClassDeclaration = [{
+    /// The process group (valid after verification).
+    ProcessGroupOp getProcessGroup();
+  }];
+  let extraClassDefinition = [{
+    ProcessGroupOp $cppClass::getProcessGroup() {
+      return ::mlir::SymbolTable::lookupNearestSymbolFrom<ProcessGroupOp>(
+          *this, getGroupAttr());
+    }
+  }];
+}
+
 #endif // TE_DIALECT_TE_IR_TEOPS_TD
