@@ -23,6 +23,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -159,6 +160,16 @@ LogicalResult lowerWithProvider(Operation *op, const ProviderRef &ref,
   OpBuilder builder(context);
   OwningOpRef<ModuleOp> scratch = ModuleOp::create(loc);
   builder.setInsertionPointToEnd(scratch->getBody());
+  // The process group a collective names comes along, so that the op
+  // verifies in the scratch module and the provider can read the group; it
+  // stays the real module's.
+  llvm::SmallPtrSet<Operation *, 2> borrowed;
+  for (NamedAttribute attribute : op->getAttrs())
+    if (auto symbol = dyn_cast<FlatSymbolRefAttr>(attribute.getValue()))
+      if (auto group =
+              SymbolTable::lookupNearestSymbolFrom<ProcessGroupOp>(op, symbol))
+        if (!SymbolTable::lookupSymbolIn(*scratch, symbol.getAttr()))
+          borrowed.insert(builder.clone(*group));
   FunctionType type =
       builder.getFunctionType(op->getOperandTypes(), op->getResultTypes());
   auto function = func::FuncOp::create(builder, loc, kScratchName, type);
@@ -221,7 +232,7 @@ LogicalResult lowerWithProvider(Operation *op, const ProviderRef &ref,
   auto parent = op->getParentOfType<ModuleOp>();
   SmallVector<Operation *> symbols;
   for (Operation &other : scratch->getBody()->getOperations()) {
-    if (&other == function.getOperation())
+    if (&other == function.getOperation() || borrowed.contains(&other))
       continue;
     auto symbol = dyn_cast<SymbolOpInterface>(other);
     if (!symbol) {

@@ -60,7 +60,8 @@ struct TemporaryFile {
 
 LogicalResult mlir::te::emitKernelABI(ModuleOp llvmModule,
                                       ArrayRef<KernelEntry> entries,
-                                      StringRef manifestText) {
+                                      StringRef manifestText,
+                                      std::string *finalManifest) {
   MLIRContext *ctx = llvmModule.getContext();
   Location loc = llvmModule.getLoc();
   OpBuilder b(ctx);
@@ -165,6 +166,8 @@ LogicalResult mlir::te::emitKernelABI(ModuleOp llvmModule,
   }
 
   std::string manifest = insertStepPlans(manifestText, plans);
+  if (finalManifest)
+    *finalManifest = manifest;
   manifest.push_back('\0');
   auto textType =
       LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), manifest.size());
@@ -277,7 +280,7 @@ LogicalResult mlir::te::writeHostArtifact(ModuleOp module,
   Location loc = module.getLoc();
   std::unique_ptr<StageTimer> stage =
       std::make_unique<StageTimer>("llvm-translate");
-  if (failed(emitKernelABI(module, entries, manifest)))
+  if (failed(emitKernelABI(module, entries, manifest, options.manifest)))
     return failure();
 
   // Runtime libraries of plugin lowerings: linked, and found at load time

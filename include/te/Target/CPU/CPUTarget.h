@@ -62,16 +62,24 @@ void buildLowerToCPUReferencePipeline(OpPassManager &pm);
 void registerCPUPipelines();
 
 /// Adds the `<name>__te_packed` entry points and `te_kernel_manifest`
-/// (returning `manifest`) to a module that the cpu target's pipeline has
-/// taken to the LLVM dialect.
+/// (returning `manifest` with the step plans of entry points cut around
+/// library calls, te-cpu-host-steps) to a module that the cpu target's
+/// pipeline has taken to the LLVM dialect. `finalManifest`, if given,
+/// receives that manifest.
 LogicalResult emitKernelABI(ModuleOp llvmModule, ArrayRef<KernelEntry> entries,
-                            StringRef manifest);
+                            StringRef manifest,
+                            std::string *finalManifest = nullptr);
 
 struct HostLibraryOptions {
   /// LLVM optimization level of the generated code (0-3).
   unsigned optLevel = 3;
   /// The linker that turns the object file into a shared library.
   std::string linker = TE_MLIR_DEFAULT_LINKER;
+  /// If set, receives the manifest the library carries: the one given with
+  /// the entry points' step plans (te-cpu-host-steps). A device that keeps
+  /// the manifest outside the library must keep this one: without the
+  /// plans, an entry point with collectives runs nothing.
+  std::string *manifest = nullptr;
 };
 
 /// Writes the host shared library of `llvmModule` (the cpu target's
