@@ -258,6 +258,18 @@ void te::runtime::destroyChannels(te_device *device) {
 
 namespace {
 
+/// The spec of `call`'s group, pointing into `call`.
+te_channel_spec makeSpec(const CollectiveCall &call) {
+  te_channel_spec spec = {};
+  spec.struct_size = sizeof(te_channel_spec);
+  spec.group = call.group.c_str();
+  spec.size = call.groupSize;
+  spec.ranks = call.ranks.empty() ? nullptr : call.ranks.data();
+  spec.num_ranks = static_cast<int>(call.ranks.size());
+  spec.timeout_seconds = te_collective_timeout();
+  return spec;
+}
+
 /// The channel of `call`'s group on `device`, created at first use.
 te_status getChannel(te_device *device, const CollectiveCall &call,
                      void **channel) {
@@ -267,23 +279,13 @@ te_status getChannel(te_device *device, const CollectiveCall &call,
     *channel = found->second;
     return TE_OK;
   }
-  te_channel_spec spec = {};
-  spec.struct_size = sizeof(te_channel_spec);
-  spec.group = call.group.c_str();
-  spec.size = call.groupSize;
-  spec.ranks = call.ranks.empty() ? nullptr : call.ranks.data();
-  spec.num_ranks = static_cast<int>(call.ranks.size());
-  spec.timeout_seconds = te_collective_timeout();
+  te_channel_spec spec = makeSpec(call);
   if (te_status failed =
           device->ops->channel_create(device->instance, &spec, channel))
     return failed;
   device->channels.emplace(call.channelKey, *channel);
   return TE_OK;
 }
-
-} // namespace
-
-namespace {
 
 /// Writes this rank's position in `call`'s group to `output` (an i32 on the
 /// device). The group's place in the world is the channels' rule
@@ -294,12 +296,7 @@ te_status writeGroupRank(te_device *device, const CollectiveCall &call,
   if (te_status failed =
           device->ops->world(device->instance, &worldRank, &worldSize))
     return failed;
-  te_channel_spec spec = {};
-  spec.struct_size = sizeof(te_channel_spec);
-  spec.group = call.group.c_str();
-  spec.size = call.groupSize;
-  spec.ranks = call.ranks.empty() ? nullptr : call.ranks.data();
-  spec.num_ranks = static_cast<int>(call.ranks.size());
+  te_channel_spec spec = makeSpec(call);
   int position = 0;
   std::string why = placeInGroups(spec, worldRank, worldSize, position);
   if (!why.empty()) {

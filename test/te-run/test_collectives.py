@@ -428,7 +428,8 @@ def group_size_of(path, entry):
     body = text[text.index(f"func.func @{entry}("):]
     end = body.find("\nfunc.func", 1)
     body = body if end < 0 else body[:end]
-    return max(int(sizes[g]) for g in re.findall(r"group @(\w+)", body))
+    return max((int(sizes[g]) for g in re.findall(r"group @(\w+)", body)),
+               default=1)
 
 
 EXAMPLE_RUNS = [(path, entry, world) for path in COLLECTIVE_EXAMPLES
