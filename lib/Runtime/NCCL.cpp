@@ -14,10 +14,12 @@
 
 #include "CollectiveCommon.h"
 #include "Error.h"
+#include "ExitDeadline.h"
 #include "MPILibrary.h"
 
 #include <arpa/inet.h>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -320,6 +322,13 @@ te_status checkResult(Channel &channel, Result result, const char *what) {
                   TE_ERROR_KERNEL_FAILED);
 }
 
+/// "300", "2.5": seconds for messages.
+std::string formatSeconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", seconds);
+  return text;
+}
+
 /// Waits for `stream` at most the channel's timeout; then aborts the
 /// communicator, which NCCL cannot otherwise get out of the wait.
 te_status waitFor(Channel &channel, void *stream, const char *what) {
@@ -344,7 +353,7 @@ te_status waitFor(Channel &channel, void *stream, const char *what) {
   return failWith(
       std::string(what) + " over group '" + channel.group + "': rank " +
           std::to_string(channel.rank) + " of the group waited " +
-          std::to_string(channel.timeout) +
+          formatSeconds(channel.timeout) +
           " s (TE_COLLECTIVE_TIMEOUT) for the group's other " +
           std::to_string(channel.size - 1) +
           " ranks, and not all of them arrived: one died, hangs, or "
@@ -476,11 +485,26 @@ int nccl::reductionType(te_dtype dtype, te_reduce_kind reduce, int version,
   }
 }
 
+namespace {
+
+/// Why a rank ends itself when a communicator is not made in time.
+std::string describeCreationTimeout(const std::string &what, int rank, int size,
+                                    double seconds) {
+  return "creating " + what + ": rank " + std::to_string(rank) + " of " +
+         std::to_string(size) + " waited " + formatSeconds(seconds) +
+         " s (TE_COLLECTIVE_TIMEOUT) for the other ranks, and not all of "
+         "them arrived: one died, hangs, or runs another program; ending "
+         "this rank (exit status 2)";
+}
+
+} // namespace
+
 te_status nccl::createChannel(const Gpu &gpu, const te_channel_spec *spec,
                               void **out) {
   const Library &nccl = getLibrary();
   if (!nccl.unavailable.empty())
     return failWith(nccl.unavailable, TE_ERROR_UNSUPPORTED);
+  double timeout = spec->timeout_seconds > 0 ? spec->timeout_seconds : 300;
   WorldComm &worldComm = getWorldComm();
   std::lock_guard<std::mutex> lock(worldComm.mutex);
   if (!worldComm.comm) {
@@ -501,12 +525,20 @@ te_status nccl::createChannel(const Gpu &gpu, const te_channel_spec *spec,
               mpi->broadcast(&id, sizeof(id), 0, error, sizeof(error)))
         return failWith(error, failed);
     } else if (world.size > 1) {
-      std::string error = rendezvous(world, id, spec->timeout_seconds);
+      std::string error = rendezvous(world, id, timeout);
       if (!error.empty())
         return failWith(error, TE_ERROR_KERNEL_FAILED);
     }
-    if (Result result =
-            nccl.ncclCommInitRank(&worldComm.comm, world.size, id, world.rank))
+    Result result;
+    {
+      // Every rank of the job must come; NCCL waits for them unbounded.
+      ExitDeadline deadline(
+          timeout, describeCreationTimeout("the job's NCCL communicator",
+                                           world.rank, world.size, timeout));
+      result =
+          nccl.ncclCommInitRank(&worldComm.comm, world.size, id, world.rank);
+    }
+    if (result)
       return failWith("ncclCommInitRank failed: " + nccl.describe(result),
                       TE_ERROR_KERNEL_FAILED);
     worldComm.world = world;
@@ -521,11 +553,20 @@ te_status nccl::createChannel(const Gpu &gpu, const te_channel_spec *spec,
   channel->group = group;
   channel->size = spec->size;
   channel->rank = position % spec->size;
-  channel->timeout = spec->timeout_seconds > 0 ? spec->timeout_seconds : 300;
+  channel->timeout = timeout;
   channel->gpu = gpu;
-  if (Result result =
-          nccl.ncclCommSplit(worldComm.comm, position / spec->size,
-                             position % spec->size, &channel->comm, nullptr))
+  Result split;
+  {
+    // A split, too, waits for every rank of the world.
+    ExitDeadline deadline(
+        channel->timeout,
+        describeCreationTimeout("the NCCL communicator of group '" +
+                                    channel->group + "'",
+                                world.rank, world.size, channel->timeout));
+    split = nccl.ncclCommSplit(worldComm.comm, position / spec->size,
+                               position % spec->size, &channel->comm, nullptr);
+  }
+  if (Result result = split)
     return failWith("ncclCommSplit for group '" + channel->group +
                         "' failed: " + nccl.describe(result),
                     TE_ERROR_KERNEL_FAILED);

@@ -3,18 +3,23 @@
 // What can be checked without a GPU or NCCL: the copy of NCCL's constants
 // against the real header where the CUDA toolkit has it (it is only read;
 // nothing is linked), how the job is read from the environment, and which
-// reductions NCCL takes. test/te-run/test_collectives.py runs the cpu
+// reductions NCCL takes, and the deadline that ends a rank whose
+// communicator creation waits too long. test/te-run/test_collectives.py
+// runs the cpu
 // device's collectives; scripts/gpu-check.sh the NCCL smoke on a GPU.
 //
 //===----------------------------------------------------------------------===//
 
 #include "NCCL.h"
+#include "ExitDeadline.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <thread>
 
 #ifdef TE_HAVE_NCCL_HEADER
 #include <nccl.h>
@@ -141,6 +146,28 @@ TEST(NCCL, ReductionsNCCLCannotDoAreRefused) {
   EXPECT_NE(why.find("cannot reduce FP8 values (NCCL 2.24 can"),
             std::string::npos)
       << why;
+}
+
+// NCCL's communicator creation waits for every rank, without a timeout:
+// a rank that waits longer than TE_COLLECTIVE_TIMEOUT ends itself, saying
+// why, with exit status 2.
+TEST(NCCL, ARankWaitingPastItsDeadlineEndsItself) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        te::runtime::ExitDeadline deadline(0.05, "creating it: waited 0.05 s");
+        std::this_thread::sleep_for(std::chrono::seconds(10));
+      },
+      testing::ExitedWithCode(2), "te-mlir: error: creating it: waited 0.05 s");
+}
+
+TEST(NCCL, ACallDoneInTimeEndsNothing) {
+  auto start = std::chrono::steady_clock::now();
+  {
+    te::runtime::ExitDeadline deadline(30, "never printed");
+  }
+  // The watcher stops at once, not after the deadline.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
 } // namespace
