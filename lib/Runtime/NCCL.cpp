@@ -176,10 +176,19 @@ bool receiveAll(int fd, char *data, size_t bytes, int timeoutMs) {
   return true;
 }
 
-/// Rank 0 accepts the other ranks at TE_MASTER_ADDR:TE_MASTER_PORT and
-/// sends each the id; they connect (retrying while rank 0 is not yet
-/// listening) and receive it.
-std::string rendezvous(const World &world, UniqueId &id, double timeout) {
+/// What a rank sends rank 0 first: who it is.
+struct Hello {
+  char magic[16];
+  int32_t rank;
+  int32_t size;
+};
+constexpr char kHelloMagic[16] = "te-mlir nccl 1";
+/// How long rank 0 waits for a connection to say who it is.
+constexpr int kHelloMs = 2000;
+
+} // namespace
+
+std::string nccl::rendezvous(const World &world, UniqueId &id, double timeout) {
   const char *host = std::getenv("TE_MASTER_ADDR");
   const char *port = std::getenv("TE_MASTER_PORT");
   if (!host || !*host || !port || !*port)
@@ -214,21 +223,37 @@ std::string rendezvous(const World &world, UniqueId &id, double timeout) {
       error = std::string("rank 0 cannot listen on port ") + port + ": " +
               std::strerror(errno);
     }
-    for (int joined = 1; error.empty() && joined < world.size; ++joined) {
+    std::vector<char> joined(world.size, 0);
+    int count = 1;
+    while (error.empty() && count < world.size) {
       pollfd event = {listener, POLLIN, 0};
       if (poll(&event, 1, remainingMs()) <= 0) {
-        error = "only " + std::to_string(joined) + " of " +
+        error = "only " + std::to_string(count) + " of " +
                 std::to_string(world.size) + " ranks came to port " + port +
                 " within TE_COLLECTIVE_TIMEOUT";
         break;
       }
       int peer = accept(listener, nullptr, nullptr);
-      if (peer < 0 ||
-          !sendAll(peer, reinterpret_cast<const char *>(&id), sizeof(id)))
-        error =
-            std::string("sending the NCCL id failed: ") + std::strerror(errno);
-      if (peer >= 0)
-        close(peer);
+      if (peer < 0)
+        continue;
+      // Only another rank of this job counts: a stray connection to the
+      // port (a scanner, another job) is closed.
+      Hello hello = {};
+      bool valid =
+          receiveAll(peer, reinterpret_cast<char *>(&hello), sizeof(hello),
+                     std::min(kHelloMs, remainingMs())) &&
+          std::memcmp(hello.magic, kHelloMagic, sizeof(kHelloMagic)) == 0 &&
+          hello.size == world.size && hello.rank > 0 &&
+          hello.rank < world.size && !joined[hello.rank];
+      if (valid) {
+        if (!sendAll(peer, reinterpret_cast<const char *>(&id), sizeof(id)))
+          error = std::string("sending the NCCL id to rank ") +
+                  std::to_string(hello.rank) +
+                  " failed: " + std::strerror(errno);
+        joined[hello.rank] = 1;
+        ++count;
+      }
+      close(peer);
     }
     if (listener >= 0)
       close(listener);
@@ -246,8 +271,14 @@ std::string rendezvous(const World &world, UniqueId &id, double timeout) {
       if (fd < 0)
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    if (fd < 0 || !receiveAll(fd, reinterpret_cast<char *>(&id), sizeof(id),
-                              remainingMs()))
+    Hello hello = {};
+    std::memcpy(hello.magic, kHelloMagic, sizeof(kHelloMagic));
+    hello.rank = world.rank;
+    hello.size = world.size;
+    if (fd < 0 ||
+        !sendAll(fd, reinterpret_cast<const char *>(&hello), sizeof(hello)) ||
+        !receiveAll(fd, reinterpret_cast<char *>(&id), sizeof(id),
+                    remainingMs()))
       error = std::string("rank ") + std::to_string(world.rank) +
               " could not get the NCCL id from rank 0 at " + host + ":" + port +
               " within TE_COLLECTIVE_TIMEOUT";
@@ -257,6 +288,8 @@ std::string rendezvous(const World &world, UniqueId &id, double timeout) {
   freeaddrinfo(addresses);
   return error;
 }
+
+namespace {
 
 /// The world's communicator, made once per process.
 struct WorldComm {

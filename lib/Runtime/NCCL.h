@@ -67,6 +67,14 @@ struct World {
 /// Reads the job from the environment (see above).
 World findWorld();
 
+/// Gives every rank of a job outside mpirun rank 0's `id`: rank 0 listens
+/// at TE_MASTER_ADDR:TE_MASTER_PORT, the others connect (retrying while it
+/// is not listening yet), say who they are, and receive the id. A
+/// connection that does not say it is another rank of this job is closed
+/// and not counted. Returns "" or why the ranks did not meet within
+/// `timeout` seconds.
+std::string rendezvous(const World &world, UniqueId &id, double timeout);
+
 /// NCCL's data type for a reduction of `dtype` with `reduce` on NCCL
 /// `version`, or -1 with `why` (i1 sums, which NCCL cannot make modulo 2;
 /// FP8 before NCCL 2.24).

@@ -3,8 +3,9 @@
 // What can be checked without a GPU or NCCL: the copy of NCCL's constants
 // against the real header where the CUDA toolkit has it (it is only read;
 // nothing is linked), how the job is read from the environment, and which
-// reductions NCCL takes, and the deadline that ends a rank whose
-// communicator creation waits too long. test/te-run/test_collectives.py
+// reductions NCCL takes, the TCP rendezvous that hands out the NCCL id
+// outside mpirun, and the deadline that ends a rank whose communicator
+// creation waits too long. test/te-run/test_collectives.py
 // runs the cpu
 // device's collectives; scripts/gpu-check.sh the NCCL smoke on a GPU.
 //
@@ -15,8 +16,14 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 #include <thread>
@@ -168,6 +175,110 @@ TEST(NCCL, ACallDoneInTimeEndsNothing) {
   }
   // The watcher stops at once, not after the deadline.
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+/// A port on the loopback interface that was free a moment ago.
+int freePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address = {};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address));
+  socklen_t length = sizeof(address);
+  getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+/// Connects to the loopback `port`, retrying for a while; -1 if it cannot.
+int connectTo(int port) {
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address = {};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address)) ==
+        0)
+      return fd;
+    close(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return -1;
+}
+
+class Rendezvous : public testing::Test {
+protected:
+  void SetUp() override {
+    port = freePort();
+    setenv("TE_MASTER_ADDR", "127.0.0.1", 1);
+    setenv("TE_MASTER_PORT", std::to_string(port).c_str(), 1);
+  }
+  void TearDown() override {
+    unsetenv("TE_MASTER_ADDR");
+    unsetenv("TE_MASTER_PORT");
+  }
+  static World rank(int r, int size) {
+    World world;
+    world.rank = r;
+    world.size = size;
+    return world;
+  }
+  int port = 0;
+};
+
+TEST_F(Rendezvous, EveryRankGetsRankZerosIdAndStrangersDoNotCount) {
+  UniqueId root = {}, ids[3] = {};
+  for (size_t i = 0; i < sizeof(root.internal); ++i)
+    root.internal[i] = static_cast<char>(i * 7 + 1);
+  std::string errors[3];
+  std::thread zero(
+      [&] { errors[0] = rendezvous(rank(0, 3), (ids[0] = root), 20); });
+  // Strangers first: one that sends junk, one that says nothing and hangs
+  // up, one from another job (rank 7 of 8).
+  int junk = connectTo(port);
+  ASSERT_GE(junk, 0);
+  ASSERT_EQ(write(junk, "GET / HTTP/1.0\r\n\r\n-------------------", 36), 36);
+  int silent = connectTo(port);
+  ASSERT_GE(silent, 0);
+  close(silent);
+  int other = connectTo(port);
+  ASSERT_GE(other, 0);
+  struct {
+    char magic[16] = "te-mlir nccl 1";
+    int32_t rank = 7;
+    int32_t size = 8;
+  } otherJob;
+  ASSERT_EQ(write(other, &otherJob, sizeof(otherJob)),
+            static_cast<ssize_t>(sizeof(otherJob)));
+  std::thread one([&] { errors[1] = rendezvous(rank(1, 3), ids[1], 20); });
+  std::thread two([&] { errors[2] = rendezvous(rank(2, 3), ids[2], 20); });
+  zero.join();
+  one.join();
+  two.join();
+  close(junk);
+  close(other);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(errors[r], "") << "rank " << r;
+    EXPECT_EQ(std::memcmp(&ids[r], &root, sizeof(root)), 0) << "rank " << r;
+  }
+}
+
+TEST_F(Rendezvous, ARankThatNeverComesIsAnErrorAfterTheTimeout) {
+  UniqueId id = {};
+  auto start = std::chrono::steady_clock::now();
+  std::string error = rendezvous(rank(0, 2), id, 0.3);
+  EXPECT_NE(error.find("only 1 of 2 ranks came to port " +
+                       std::to_string(port) + " within TE_COLLECTIVE_TIMEOUT"),
+            std::string::npos)
+      << error;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  error = rendezvous(rank(1, 2), id, 0.3);
+  EXPECT_NE(error.find("rank 1 could not get the NCCL id from rank 0 at "
+                       "127.0.0.1:" +
+                       std::to_string(port)),
+            std::string::npos)
+      << error;
 }
 
 } // namespace
