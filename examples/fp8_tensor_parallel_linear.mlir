@@ -11,6 +11,9 @@
 // @row_parallel: each rank holds a shard of the inner dimension of both;
 // the partial products are reduce-scattered (SUM) along the sequence, the
 // input of the next sequence-parallel region.
+//
+// @delayed_scaling_step and @mxfp8_all_gather (below): delayed scaling with
+// a reduced amax, and the all-gather of an MXFP8 payload with its scales.
 te.process_group @tp size 2
 
 func.func @column_parallel(%x: tensor<64x256xbf16>, %w: tensor<96x256xbf16>)
@@ -69,4 +72,23 @@ func.func @delayed_scaling_step(%x: tensor<64x256xbf16>, %history: tensor<16xf32
       : tensor<16xf32>, tensor<f32>, tensor<f32> -> tensor<16xf32>, tensor<f32>
   return %xq, %x_si, %history2, %scale2
       : tensor<64x256xf8E4M3FN>, tensor<f32>, tensor<16xf32>, tensor<f32>
+}
+
+// MXFP8 with sequence parallelism: each rank quantizes its shard of the
+// activations (E4M3, one E8M0 scale per 32 elements of a row), and the
+// group all-gathers both the payload and its scales. Scales belong to
+// rows, so the gathered pair is what one process quantizing the whole
+// sequence would have; the dequantized result shows it.
+func.func @mxfp8_all_gather(%x: tensor<64x256xbf16>)
+    -> (tensor<128x256xf8E4M3FN>, tensor<128x8xf8E8M0FNU>, tensor<128x256xbf16>) {
+  %d, %s = te.quantize %x mode mxfp8_1x32
+      : tensor<64x256xbf16> -> tensor<64x256xf8E4M3FN>, tensor<64x8xf8E8M0FNU>
+  %d_full = te.all_gather %d group @tp dim 0
+      : tensor<64x256xf8E4M3FN> -> tensor<128x256xf8E4M3FN>
+  %s_full = te.all_gather %s group @tp dim 0
+      : tensor<64x8xf8E8M0FNU> -> tensor<128x8xf8E8M0FNU>
+  %y = te.dequantize %d_full, %s_full mode mxfp8_1x32
+      : tensor<128x256xf8E4M3FN>, tensor<128x8xf8E8M0FNU> -> tensor<128x256xbf16>
+  return %d_full, %s_full, %y
+      : tensor<128x256xf8E4M3FN>, tensor<128x8xf8E8M0FNU>, tensor<128x256xbf16>
 }

@@ -577,6 +577,38 @@ def test_delayed_scaling_with_a_reduced_amax(tmp_path, world):
         np.testing.assert_array_equal(outputs[r][3], want_scale)
 
 
+
+MXFP8_WHOLE = """
+func.func @whole(%x: tensor<128x256xbf16>)
+    -> (tensor<128x256xf8E4M3FN>, tensor<128x8xf8E8M0FNU>) {
+  %d, %s = te.quantize %x mode mxfp8_1x32
+      : tensor<128x256xbf16> -> tensor<128x256xf8E4M3FN>, tensor<128x8xf8E8M0FNU>
+  return %d, %s : tensor<128x256xf8E4M3FN>, tensor<128x8xf8E8M0FNU>
+}
+"""
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_mxfp8_all_gather_equals_quantizing_the_whole(tmp_path, te_run,
+                                                      world):
+    """The gathered MXFP8 payload and scales are, bit for bit, those of one
+    process quantizing the group's whole sequence."""
+    rng = np.random.default_rng(60 + world)
+    # Rows of very different magnitudes, so that the scales differ.
+    xs = [bf16((64, 256), rng, scale=4.0 ** (r + 1)) for r in range(world)]
+    outputs = run_example(tmp_path, EXAMPLES / "fp8_tensor_parallel_linear.mlir",
+                          "mxfp8_all_gather", world, [[bits(x)] for x in xs])
+    whole = te_run.program(MXFP8_WHOLE)
+    for group in range(world // 2):
+        members = [2 * group, 2 * group + 1]
+        x = np.concatenate([xs[m] for m in members])
+        want_d, want_s = te_run.run_kernel(whole, [bits(x)])
+        assert len(np.unique(want_s)) > 1
+        for m in members:
+            np.testing.assert_array_equal(outputs[m][0], want_d)
+            np.testing.assert_array_equal(outputs[m][1], want_s)
+
+
 ATTENTION = """
 func.func @full(%q: tensor<1x{s}x4x32xbf16>, %k: tensor<1x{s}x4x32xbf16>,
                 %v: tensor<1x{s}x4x32xbf16>) -> tensor<1x{s}x4x32xbf16> {{
