@@ -5,14 +5,19 @@
 #include "Error.h"
 #include "Shape.h"
 
+#include <cstdint>
 #include <memory>
+#include <string>
 
 using namespace te::runtime;
 
-extern "C" te_status te_buffer_create(te_device *device, te_dtype dtype,
-                                      int rank, const int64_t *dims,
-                                      te_buffer **out) {
-  const char *fn = "te_buffer_create";
+namespace {
+
+/// The checks te_buffer_create and te_buffer_wrap share: the arguments and
+/// the byte size of the shape, into `bytes`.
+te_status checkShape(const char *fn, te_device *device, te_dtype dtype,
+                     int rank, const int64_t *dims, te_buffer **out,
+                     size_t &bytes) {
   if (out)
     *out = nullptr;
   if (!device || !out)
@@ -34,24 +39,43 @@ extern "C" te_status te_buffer_create(te_device *device, te_dtype dtype,
       return fail(TE_ERROR_INVALID_ARGUMENT,
                   "%s: dimension %d is %lld; dimensions must be >= 0", fn, i,
                   static_cast<long long>(dims[i]));
-  size_t bytes = 0;
   if (!computeByteSize(dtype, rank, dims, bytes))
     return guard(fn, [&] {
       return fail(TE_ERROR_INVALID_ARGUMENT,
                   "%s: a %s buffer does not fit in the address space", fn,
                   formatTensorType(dtype, rank, dims).c_str());
     });
+  return TE_OK;
+}
 
+/// A buffer of the shape, without memory yet.
+std::unique_ptr<te_buffer> makeBuffer(te_device *device, te_dtype dtype,
+                                      int rank, const int64_t *dims,
+                                      size_t bytes) {
+  auto buffer = std::make_unique<te_buffer>();
+  buffer->device = device;
+  buffer->dtype = dtype;
+  buffer->rank = rank;
+  for (int i = 0; i < rank; ++i)
+    buffer->dims[i] = dims[i];
+  buffer->bytes = bytes;
+  buffer->data = nullptr;
+  buffer->refCount.store(1, std::memory_order_relaxed);
+  return buffer;
+}
+
+} // namespace
+
+extern "C" te_status te_buffer_create(te_device *device, te_dtype dtype,
+                                      int rank, const int64_t *dims,
+                                      te_buffer **out) {
+  const char *fn = "te_buffer_create";
+  size_t bytes = 0;
+  if (te_status failed = checkShape(fn, device, dtype, rank, dims, out, bytes))
+    return failed;
   return guard(fn, [&] {
-    auto buffer = std::make_unique<te_buffer>();
-    buffer->device = device;
-    buffer->dtype = dtype;
-    buffer->rank = rank;
-    for (int i = 0; i < rank; ++i)
-      buffer->dims[i] = dims[i];
-    buffer->bytes = bytes;
-    buffer->data = nullptr;
-    buffer->refCount.store(1, std::memory_order_relaxed);
+    std::unique_ptr<te_buffer> buffer =
+        makeBuffer(device, dtype, rank, dims, bytes);
     if (bytes > 0) {
       te_status status = device->ops->allocate(
           device->instance, bytes, TE_BUFFER_ALIGNMENT, &buffer->data);
@@ -64,6 +88,43 @@ extern "C" te_status te_buffer_create(te_device *device, te_dtype dtype,
                     status != TE_OK ? te_status_string(status)
                                     : "it returned TE_OK but no memory");
     }
+    retainDevice(device);
+    *out = buffer.release();
+    return TE_OK;
+  });
+}
+
+extern "C" te_status te_buffer_wrap(te_device *device, te_dtype dtype, int rank,
+                                    const int64_t *dims, void *data,
+                                    size_t bytes, te_buffer_release_fn release,
+                                    void *context, te_buffer **out) {
+  const char *fn = "te_buffer_wrap";
+  size_t needed = 0;
+  if (te_status failed = checkShape(fn, device, dtype, rank, dims, out, needed))
+    return failed;
+  return guard(fn, [&] {
+    std::string type = formatTensorType(dtype, rank, dims);
+    if (bytes != needed)
+      return fail(TE_ERROR_SHAPE_MISMATCH,
+                  "%s: a %s buffer holds %zu bytes, but %zu were given; wrap "
+                  "a dense array of exactly that shape",
+                  fn, type.c_str(), needed, bytes);
+    if (bytes > 0 && !data)
+      return fail(TE_ERROR_INVALID_ARGUMENT,
+                  "%s: data must not be NULL for a %s buffer", fn,
+                  type.c_str());
+    size_t element = te_dtype_size(dtype);
+    if (element > 1 && reinterpret_cast<uintptr_t>(data) % element != 0)
+      return fail(TE_ERROR_INVALID_ARGUMENT,
+                  "%s: data %p is not aligned to the %zu bytes of a %s "
+                  "element; copy the array into aligned memory first",
+                  fn, data, element, te_dtype_name(dtype));
+    std::unique_ptr<te_buffer> buffer =
+        makeBuffer(device, dtype, rank, dims, bytes);
+    buffer->data = bytes > 0 ? data : nullptr;
+    buffer->borrowed = true;
+    buffer->release = release;
+    buffer->context = context;
     retainDevice(device);
     *out = buffer.release();
     return TE_OK;
@@ -195,8 +256,12 @@ extern "C" void te_buffer_release(te_buffer *buffer) {
   if (!buffer || buffer->refCount.fetch_sub(1, std::memory_order_acq_rel) != 1)
     return;
   te_device *device = buffer->device;
-  if (buffer->data)
+  if (buffer->borrowed) {
+    if (buffer->release)
+      buffer->release(buffer->context);
+  } else if (buffer->data) {
     device->ops->free(device->instance, buffer->data);
+  }
   delete buffer;
   releaseDevice(device);
 }

@@ -14,9 +14,15 @@ struct te_buffer {
   int rank;
   int64_t dims[TE_MAX_RANK];
   size_t bytes;
-  /// Device address from te_device_ops::allocate; NULL when bytes is 0.
+  /// Device address from te_device_ops::allocate, or the borrowed memory
+  /// of te_buffer_wrap; NULL when bytes is 0.
   void *data;
   std::atomic<int> refCount;
+  /// te_buffer_wrap: the memory is borrowed; `release(context)` (if set)
+  /// runs instead of the device's free.
+  bool borrowed = false;
+  te_buffer_release_fn release = nullptr;
+  void *context = nullptr;
 };
 
 #endif // TE_LIB_RUNTIME_BUFFERIMPL_H

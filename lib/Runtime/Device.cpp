@@ -10,6 +10,7 @@
 #include "DeviceImpl.h"
 #include "Error.h"
 #include "HostDevice.h"
+#include "te/Runtime/Buffer.h"
 
 #include <algorithm>
 #include <cassert>
@@ -381,6 +382,26 @@ extern "C" te_status te_device_open(const char *name, int index,
 
 extern "C" const char *te_device_name(const te_device *device) {
   return device ? device->name : nullptr;
+}
+
+extern "C" int te_device_host_memory(te_device *device) {
+  if (!device || !device->ops->host_pointer)
+    return 0;
+  int known = device->hostMemory.load(std::memory_order_acquire);
+  if (known >= 0)
+    return known;
+  // The device's memory is the host's when the host sees an allocation at
+  // its own address.
+  void *probe = nullptr;
+  int same = 0;
+  if (device->ops->allocate(device->instance, TE_BUFFER_ALIGNMENT,
+                            TE_BUFFER_ALIGNMENT, &probe) == TE_OK &&
+      probe) {
+    same = device->ops->host_pointer(device->instance, probe) == probe;
+    device->ops->free(device->instance, probe);
+  }
+  device->hostMemory.store(same, std::memory_order_release);
+  return same;
 }
 
 extern "C" const char *te_device_target_arch(const te_device *device) {

@@ -11,6 +11,7 @@
 
 #include "te/Runtime/Device.h"
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <string>
@@ -34,6 +35,8 @@ struct te_device {
   /// spec (Collective.cpp); destroyed with the instance.
   std::mutex channelMutex;
   std::map<std::string, void *> channels;
+  /// te_device_host_memory's answer once probed; -1 before.
+  std::atomic<int> hostMemory{-1};
 };
 
 namespace te::runtime {

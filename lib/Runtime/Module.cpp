@@ -312,13 +312,27 @@ te_status checkLaunchArgs(const char *fn, const te_kernel &kernel,
     if (!expected[i].isOutput)
       continue;
     for (int j = 0; j < nargs; ++j) {
-      if (j == i || args[j] != args[i])
+      if (j == i)
+        continue;
+      // Buffers of te_buffer_wrap may share memory without being the same
+      // buffer.
+      auto begin = [](const te_buffer *b) {
+        return reinterpret_cast<uintptr_t>(b->data);
+      };
+      bool overlap = args[j] == args[i] ||
+                     (args[i]->bytes && args[j]->bytes &&
+                      begin(args[i]) < begin(args[j]) + args[j]->bytes &&
+                      begin(args[j]) < begin(args[i]) + args[i]->bytes);
+      if (!overlap)
         continue;
       return fail(TE_ERROR_INVALID_ARGUMENT,
-                  "%s: kernel '%s': argument %d (output) is the same buffer "
-                  "as argument %d (%s); outputs must not alias other "
-                  "arguments, pass a separate buffer",
-                  fn, name, i, j, expected[j].isOutput ? "output" : "input");
+                  "%s: kernel '%s': argument %d (output) %s argument %d "
+                  "(%s); outputs must not alias other arguments, pass a "
+                  "separate buffer",
+                  fn, name, i,
+                  args[j] == args[i] ? "is the same buffer as"
+                                     : "overlaps the memory of",
+                  j, expected[j].isOutput ? "output" : "input");
     }
   }
   return TE_OK;

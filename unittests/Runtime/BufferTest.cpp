@@ -30,6 +30,65 @@ TEST_F(BufferTest, CreateDescribesTheTensor) {
   EXPECT_EQ(te_buffer_device(buffer.get()), cpu.get());
 }
 
+// te_buffer_wrap borrows memory: reads and writes go to it, and the last
+// release calls the owner's release function once instead of freeing.
+TEST_F(BufferTest, WrappedMemoryIsBorrowedAndGivenBack) {
+  EXPECT_EQ(te_device_host_memory(cpu.get()), 1);
+  std::vector<float> memory = {1, 2, 3, 4, 5, 6};
+  int released = 0;
+  int64_t dims[] = {2, 3};
+  te_buffer *buffer = nullptr;
+  ASSERT_EQ(te_buffer_wrap(
+                cpu.get(), TE_DTYPE_F32, 2, dims, memory.data(),
+                memory.size() * sizeof(float),
+                [](void *context) { ++*static_cast<int *>(context); },
+                &released, &buffer),
+            TE_OK)
+      << te_last_error_message();
+  EXPECT_EQ(te_buffer_host_pointer(buffer), memory.data());
+  float values[6] = {};
+  ASSERT_EQ(te_buffer_read(buffer, values, sizeof(values)), TE_OK);
+  EXPECT_EQ(values[5], 6);
+  const float written[6] = {-1, -2, -3, -4, -5, -6};
+  ASSERT_EQ(te_buffer_write(buffer, written, sizeof(written)), TE_OK);
+  EXPECT_EQ(memory[0], -1);
+  te_buffer_retain(buffer);
+  te_buffer_release(buffer);
+  EXPECT_EQ(released, 0);
+  te_buffer_release(buffer);
+  EXPECT_EQ(released, 1);
+  EXPECT_EQ(memory[5], -6);
+}
+
+TEST_F(BufferTest, WrapRefusesMemoryThatDoesNotFit) {
+  alignas(8) char memory[32] = {};
+  int released = 0;
+  auto release = [](void *context) { ++*static_cast<int *>(context); };
+  int64_t dims[] = {4};
+  te_buffer *buffer = reinterpret_cast<te_buffer *>(&released);
+  expectError(
+      [&] {
+        return te_buffer_wrap(cpu.get(), TE_DTYPE_F32, 1, dims, memory, 12,
+                              release, &released, &buffer);
+      },
+      TE_ERROR_SHAPE_MISMATCH,
+      {"te_buffer_wrap", "holds 16 bytes, but 12 were given"});
+  EXPECT_EQ(buffer, nullptr);
+  expectError(
+      [&] {
+        return te_buffer_wrap(cpu.get(), TE_DTYPE_F32, 1, dims, memory + 2, 16,
+                              release, &released, &buffer);
+      },
+      TE_ERROR_INVALID_ARGUMENT, {"is not aligned to the 4 bytes of a f32"});
+  expectError(
+      [&] {
+        return te_buffer_wrap(cpu.get(), TE_DTYPE_F32, 1, dims, nullptr, 16,
+                              release, &released, &buffer);
+      },
+      TE_ERROR_INVALID_ARGUMENT, {"data must not be NULL"});
+  EXPECT_EQ(released, 0);
+}
+
 TEST_F(BufferTest, HostMemoryIsVisibleAndAligned) {
   BufferPtr buffer = createBuffer(cpu.get(), TE_DTYPE_I8, {3});
   void *host = te_buffer_host_pointer(buffer.get());

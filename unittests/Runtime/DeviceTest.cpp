@@ -25,6 +25,17 @@ TEST(DeviceTest, HostDeviceIsBuiltIn) {
   EXPECT_EQ(te_device_synchronize(cpu.get()), TE_OK);
 }
 
+// Host arrays can be wrapped on the cpu device, not on one whose memory
+// the host reaches only through copies.
+TEST(DeviceTest, HostMemoryIsTheCpuDevicesOnly) {
+  DevicePtr cpu = openDevice("cpu");
+  EXPECT_EQ(te_device_host_memory(cpu.get()), 1);
+  registerFakeDevice("fake-host-memory");
+  DevicePtr fake = openDevice("fake-host-memory");
+  EXPECT_EQ(te_device_host_memory(fake.get()), 0);
+  EXPECT_EQ(te_device_host_memory(nullptr), 0);
+}
+
 TEST(DeviceTest, OpeningTwiceSharesTheDevice) {
   DevicePtr first = openDevice("cpu");
   DevicePtr second = openDevice("cpu");

@@ -291,6 +291,34 @@ TEST_F(LaunchTest, RejectsOutputsAliasingOtherArguments) {
                   "(output)"});
 }
 
+// Kernels read and write wrapped memory in place; wrapped buffers that
+// share memory are not the same buffer, so the check compares addresses.
+TEST_F(LaunchTest, WrappedMemoryIsUsedInPlaceAndOverlapsAreRefused) {
+  alignas(64) float memory[12] = {1, 2, 3, 4, 10, 20, 30, 40, 0, 0, 0, 0};
+  auto wrap = [&](float *data) {
+    int64_t dims[] = {4};
+    te_buffer *buffer = nullptr;
+    EXPECT_EQ(te_buffer_wrap(cpu.get(), TE_DTYPE_F32, 1, dims, data,
+                             4 * sizeof(float), nullptr, nullptr, &buffer),
+              TE_OK)
+        << te_last_error_message();
+    return BufferPtr(buffer);
+  };
+  BufferPtr a = wrap(memory), b = wrap(memory + 4), out = wrap(memory + 8);
+  te_buffer *args[] = {a.get(), b.get(), out.get()};
+  ASSERT_EQ(te_kernel_launch(kernel("add"), args, 3), TE_OK)
+      << te_last_error_message();
+  ASSERT_EQ(te_device_synchronize(cpu.get()), TE_OK);
+  EXPECT_EQ(std::vector<float>(memory + 8, memory + 12),
+            (std::vector<float>{11, 22, 33, 44}));
+  // An output over the second half of an input and the first of another.
+  BufferPtr across = wrap(memory + 2);
+  expectRejected(kernel("add"), {a.get(), b.get(), across.get()}, across.get(),
+                 TE_ERROR_INVALID_ARGUMENT,
+                 {"argument 2 (output) overlaps the memory of argument 0 "
+                  "(input)"});
+}
+
 // The launch path is generic: a plugin's kernels run through its table.
 TEST_F(LaunchTest, PluginKernelsLaunchThroughTheTable) {
   FakeDevice &fake =

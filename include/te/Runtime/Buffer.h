@@ -1,8 +1,10 @@
 //===- Buffer.h - Dense tensors in device memory ------------------*- C -*-===//
 //
 // A buffer is a dense, row-major tensor of a fixed element type and shape,
-// stored in the memory of one device. Buffers own their memory; two distinct
-// buffers never overlap.
+// stored in the memory of one device. A buffer owns its memory
+// (te_buffer_create) or borrows memory its creator owns (te_buffer_wrap:
+// an array of a framework, without a copy); buffers the runtime allocates
+// never overlap, and kernels refuse outputs that overlap another argument.
 //
 // Thread safety: a buffer's type, shape, size and device never change, so the
 // getters may be called from any thread. Retain and release are atomic.
@@ -48,6 +50,28 @@ TE_RUNTIME_EXPORT te_status te_buffer_create(te_device *device, te_dtype dtype,
                                              int rank, const int64_t *dims,
                                              te_buffer **out);
 
+/// Called once when the last reference to a buffer of te_buffer_wrap goes,
+/// with the `context` given there: the owner may free the memory then.
+typedef void (*te_buffer_release_fn)(void *context);
+
+/// Makes a buffer of `rank` dimensions `dims` over `bytes` bytes at `data`,
+/// memory of `device` that the caller owns (for a device whose memory is
+/// the host's, te_device_host_memory, any host memory), without copying.
+/// `bytes` must be the dense size of dtype and shape, and `data` aligned
+/// to the element size (NULL only for 0 bytes); the memory must stay valid
+/// and be written by no one else while kernels use the buffer. When the
+/// last reference goes, the runtime calls `release(context)` (if `release`
+/// is not NULL) and frees nothing itself. The buffer holds a reference to
+/// `device`. On error `release` is not called and *out is NULL.
+/// Errors: those of te_buffer_create for the shape; TE_ERROR_SHAPE_MISMATCH
+/// when bytes is not the shape's size; TE_ERROR_INVALID_ARGUMENT for NULL
+/// data with bytes > 0 or misaligned data. Thread safe.
+TE_RUNTIME_EXPORT te_status te_buffer_wrap(te_device *device, te_dtype dtype,
+                                           int rank, const int64_t *dims,
+                                           void *data, size_t bytes,
+                                           te_buffer_release_fn release,
+                                           void *context, te_buffer **out);
+
 /// Copies `bytes` bytes from host memory into the buffer. `bytes` must equal
 /// te_buffer_size_bytes: partial writes are rejected to catch shape mistakes.
 /// `host` may be NULL only when bytes is 0.
@@ -90,8 +114,9 @@ TE_RUNTIME_EXPORT size_t te_buffer_size_bytes(const te_buffer *buffer);
 TE_RUNTIME_EXPORT te_device *te_buffer_device(const te_buffer *buffer);
 
 /// Returns the address of the contents in host memory if the device's memory
-/// is host visible (TE_BUFFER_ALIGNMENT aligned, valid while the buffer is
-/// alive), otherwise NULL. Also NULL for NULL and for buffers of 0 bytes.
+/// is host visible (TE_BUFFER_ALIGNMENT aligned for buffers the runtime
+/// allocated, valid while the buffer is alive), otherwise NULL. Also NULL
+/// for NULL and for buffers of 0 bytes.
 TE_RUNTIME_EXPORT void *te_buffer_host_pointer(te_buffer *buffer);
 
 /// Adds a reference. NULL is ignored. Thread safe.

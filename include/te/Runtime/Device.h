@@ -269,6 +269,12 @@ TE_RUNTIME_EXPORT te_status te_device_open(const char *name, int index,
 /// The string lives as long as the process. Thread safe.
 TE_RUNTIME_EXPORT const char *te_device_name(const te_device *device);
 
+/// 1 when `device`'s memory is the host's: an address of host memory is a
+/// device address, so te_buffer_wrap takes any host array (the cpu
+/// device); else 0 (memory the host reaches only through copies), and 0
+/// for NULL. Thread safe.
+TE_RUNTIME_EXPORT int te_device_host_memory(te_device *device);
+
 /// Returns the instance index the device was opened with, or -1 for NULL.
 /// Thread safe.
 TE_RUNTIME_EXPORT int te_device_index(const te_device *device);
