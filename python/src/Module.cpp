@@ -3,8 +3,10 @@
 // Binds the runtime's C API (devices, runtime plugins, kernel modules,
 // checked launches) and the JIT's (compile, cache, load, plugins). Like
 // every runtime client it links no MLIR: the compiler is loaded by the JIT
-// on the first miss. Data crosses as bytes; te_mlir/__init__.py converts
-// numpy arrays.
+// on the first miss. Arrays cross as DLPack/buffer-protocol arrays
+// (nanobind's ndarray): on a device whose memory is the host's, inputs are
+// wrapped in place (te_buffer_wrap) and outputs returned over the buffers
+// the kernel wrote, without a copy; elsewhere each is copied once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +15,7 @@
 #include "te/Runtime/Runtime.h"
 
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -86,6 +89,60 @@ struct BufferRef {
 /// One argument of a kernel: (is_output, dtype name, shape).
 using ArgInfo = std::tuple<bool, std::string, std::vector<int64_t>>;
 
+/// A host array of any dtype (numpy, torch, anything with DLPack or the
+/// buffer protocol), dense: a strided one is copied by nanobind.
+using HostArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+/// An output handed to Python as a numpy array.
+using NumpyArray = nb::ndarray<nb::numpy>;
+
+/// The DLPack type of `dtype`'s values, or its raw bits (unsigned integers
+/// of its width) where numpy has no such type (bf16, FP8).
+nb::dlpack::dtype dlpackType(te_dtype dtype, bool rawBits) {
+  using Code = nb::dlpack::dtype_code;
+  uint8_t bits = static_cast<uint8_t>(8 * te_dtype_size(dtype));
+  auto make = [&](Code code) {
+    return nb::dlpack::dtype{static_cast<uint8_t>(code), bits, 1};
+  };
+  switch (dtype) {
+  case TE_DTYPE_F32:
+  case TE_DTYPE_F64:
+  case TE_DTYPE_F16:
+    return make(Code::Float);
+  case TE_DTYPE_BF16:
+    return make(rawBits ? Code::UInt : Code::Bfloat);
+  case TE_DTYPE_F8E4M3FN:
+    return make(rawBits ? Code::UInt : Code::Float8_E4M3FN);
+  case TE_DTYPE_F8E5M2:
+    return make(rawBits ? Code::UInt : Code::Float8_E5M2);
+  case TE_DTYPE_F8E8M0FNU:
+    return make(rawBits ? Code::UInt : Code::Float8_E8M0FNU);
+  case TE_DTYPE_I1:
+    return make(Code::Bool);
+  default:
+    return make(Code::Int);
+  }
+}
+
+/// Whether `array` holds `dtype`'s values: its type, or the raw bits of a
+/// float type (uint16 for bf16, uint8 for FP8), as te-run takes them.
+bool holds(const HostArray &array, te_dtype dtype) {
+  nb::dlpack::dtype type = array.dtype();
+  if (type == dlpackType(dtype, false))
+    return true;
+  bool floating = dtype == TE_DTYPE_F16 || dtype == TE_DTYPE_BF16 ||
+                  dtype == TE_DTYPE_F8E4M3FN || dtype == TE_DTYPE_F8E5M2 ||
+                  dtype == TE_DTYPE_F8E8M0FNU;
+  return floating && type == dlpackType(dtype, true);
+}
+
+std::string describe(const std::string &dtype,
+                     const std::vector<int64_t> &shape) {
+  std::string text = dtype + " ";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? "x" : "") + std::to_string(shape[i]);
+  return shape.empty() ? text + "scalar" : text;
+}
+
 /// A loaded kernel module.
 class Module {
 public:
@@ -117,12 +174,14 @@ public:
     return args;
   }
 
-  /// Runs `entry` on the module's device with `inputs` (the raw bytes of
-  /// each input, in order) and returns the raw bytes of each output.
-  std::vector<nb::bytes> run(const std::string &entry,
-                             const std::vector<nb::bytes> &inputs) const {
+  /// Runs `entry` on the module's device with `inputs` (host arrays of
+  /// each input's dtype, or its raw bits, and exact shape) and returns the
+  /// outputs as numpy arrays (bf16 and FP8 as raw bits).
+  std::vector<NumpyArray> run(const std::string &entry,
+                              const std::vector<HostArray> &inputs) const {
     te_kernel *kernel = lookup(entry);
     te_device *device = te_module_device(module);
+    bool hostMemory = te_device_host_memory(device) != 0;
     std::vector<ArgInfo> args = signature(entry);
     size_t numInputs = 0;
     for (const ArgInfo &arg : args)
@@ -137,13 +196,38 @@ public:
       te_dtype dtype;
       check(te_dtype_from_name(dtypeName.c_str(), &dtype), "dtype");
       auto buffer = std::make_unique<BufferRef>();
-      check(te_buffer_create(device, dtype, int(shape.size()), shape.data(),
-                             &buffer->buffer),
-            "cannot allocate argument " + std::to_string(i));
-      if (!isOutput) {
-        const nb::bytes &data = inputs[i];
-        check(te_buffer_write(buffer->buffer, data.c_str(), data.size()),
-              "input " + std::to_string(i) + " (" + dtypeName + ")");
+      int rank = static_cast<int>(shape.size());
+      if (isOutput) {
+        check(te_buffer_create(device, dtype, rank, shape.data(),
+                               &buffer->buffer),
+              "cannot allocate output " + std::to_string(i - numInputs));
+      } else {
+        const HostArray &array = inputs[i];
+        std::vector<int64_t> got(array.shape_ptr(),
+                                 array.shape_ptr() + array.ndim());
+        if (!holds(array, dtype) || got != shape)
+          throw Error("@" + entry + " input " + std::to_string(i) +
+                      ": expected " + describe(dtypeName, shape) + ", got " +
+                      describe(std::to_string(array.dtype().code) + ":" +
+                                   std::to_string(array.dtype().bits),
+                               got) +
+                      " (DLPack type code:bits)");
+        auto *data = const_cast<void *>(array.data());
+        size_t element = te_dtype_size(dtype);
+        // The array itself where the device's memory is the host's (the
+        // caller's reference keeps it alive through the call); else a copy.
+        if (hostMemory && reinterpret_cast<uintptr_t>(data) % element == 0) {
+          check(te_buffer_wrap(device, dtype, rank, shape.data(), data,
+                               array.nbytes(), nullptr, nullptr,
+                               &buffer->buffer),
+                "input " + std::to_string(i));
+        } else {
+          check(te_buffer_create(device, dtype, rank, shape.data(),
+                                 &buffer->buffer),
+                "cannot allocate input " + std::to_string(i));
+          check(te_buffer_write(buffer->buffer, data, array.nbytes()),
+                "input " + std::to_string(i) + " (" + dtypeName + ")");
+        }
       }
       handles.push_back(buffer->buffer);
       buffers.push_back(std::move(buffer));
@@ -154,12 +238,32 @@ public:
             "launch of @" + entry);
       check(te_device_synchronize(device), "synchronize");
     }
-    std::vector<nb::bytes> outputs;
+    std::vector<NumpyArray> outputs;
     for (size_t i = numInputs; i < handles.size(); ++i) {
-      std::string bytes(te_buffer_size_bytes(handles[i]), '\0');
-      check(te_buffer_read(handles[i], bytes.data(), bytes.size()),
+      te_buffer *buffer = handles[i];
+      te_dtype dtype = te_buffer_dtype(buffer);
+      std::vector<size_t> shape(te_buffer_dims(buffer),
+                                te_buffer_dims(buffer) +
+                                    te_buffer_rank(buffer));
+      nb::dlpack::dtype type = dlpackType(dtype, true);
+      if (void *host = te_buffer_host_pointer(buffer)) {
+        // The array is the buffer the kernel wrote; it owns the buffer.
+        te_buffer_retain(buffer);
+        nb::capsule owner(buffer, [](void *p) noexcept {
+          te_buffer_release(static_cast<te_buffer *>(p));
+        });
+        outputs.emplace_back(host, shape.size(), shape.data(), owner, nullptr,
+                             type);
+        continue;
+      }
+      size_t bytes = te_buffer_size_bytes(buffer);
+      auto *copy = new char[bytes ? bytes : 1];
+      nb::capsule owner(
+          copy, [](void *p) noexcept { delete[] static_cast<char *>(p); });
+      check(te_buffer_read(buffer, copy, bytes),
             "output " + std::to_string(i - numInputs));
-      outputs.emplace_back(bytes.data(), bytes.size());
+      outputs.emplace_back(copy, shape.size(), shape.data(), owner, nullptr,
+                           type);
     }
     return outputs;
   }

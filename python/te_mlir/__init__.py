@@ -9,8 +9,9 @@
 
 A plugin's own device comes from its runtime plugin:
 te_mlir.load_runtime_plugin(path), then jit.compile(source,
-device=te_mlir.Device("vendor")). Arrays are numpy arrays; bf16 and FP8
-use ml_dtypes' types. Errors raise te_mlir.Error with the runtime's or the
+device=te_mlir.Device("vendor")). Arrays are numpy arrays (or other host
+arrays with DLPack); bf16 and FP8 use ml_dtypes' types. On the cpu device
+inputs and outputs cross without copies. Errors raise te_mlir.Error with the runtime's or the
 compiler's message.
 """
 
@@ -40,6 +41,15 @@ _DTYPES = {
     "i8": np.dtype(np.int8),
     "i32": np.dtype(np.int32),
     "i64": np.dtype(np.int64),
+}
+
+# Types numpy arrays hold through ml_dtypes, which cross to the runtime as
+# their raw bits.
+_RAW_BITS = {
+    "bf16": np.dtype(np.uint16),
+    "f8E4M3FN": np.dtype(np.uint8),
+    "f8E5M2": np.dtype(np.uint8),
+    "f8E8M0FNU": np.dtype(np.uint8),
 }
 
 ExplainRow = namedtuple("ExplainRow", "op location backend notes")
@@ -106,25 +116,35 @@ class Module:
     def __call__(self, *inputs, entry=None):
         """Runs `entry` (the only kernel by default) on `inputs` and returns
         its outputs as a tuple of numpy arrays. Each input must have the
-        argument's exact dtype and shape."""
+        argument's exact dtype and shape: a numpy array (ml_dtypes for bf16
+        and FP8) or any host array with DLPack (a CPU torch tensor, say).
+        On the cpu device the kernel reads the inputs where they are and
+        the outputs are the buffers it wrote: nothing is copied (a
+        non-contiguous input is made contiguous first)."""
         entry = self._entry(entry)
         args = self.signature(entry)
         expected = [a for a in args if not a[0]]
         if len(inputs) != len(expected):
             raise Error(f"@{entry} takes {len(expected)} inputs, "
                         f"got {len(inputs)}")
-        data = []
+        arrays = []
         for i, (array, (_, dtype, shape)) in enumerate(zip(inputs, expected)):
-            array = np.asarray(array)
-            if array.dtype != _DTYPES[dtype] or array.shape != shape:
-                raise Error(
-                    f"@{entry} input {i}: expected {dtype} "
-                    f"{'x'.join(map(str, shape)) or 'scalar'}, got "
-                    f"{array.dtype} {'x'.join(map(str, array.shape)) or 'scalar'}")
-            data.append(np.ascontiguousarray(array).tobytes())
-        outputs = self._core.run(entry, data)
-        results = [np.frombuffer(raw, _DTYPES[dtype]).reshape(shape).copy()
-                   for raw, (_, dtype, shape) in
+            if isinstance(array, np.ndarray) or not hasattr(array,
+                                                            "__dlpack__"):
+                array = np.asarray(array)
+                if array.dtype != _DTYPES[dtype] or array.shape != shape:
+                    raise Error(
+                        f"@{entry} input {i}: expected {dtype} "
+                        f"{'x'.join(map(str, shape)) or 'scalar'}, got "
+                        f"{array.dtype} "
+                        f"{'x'.join(map(str, array.shape)) or 'scalar'}")
+                # numpy has no DLPack type for ml_dtypes' types: their bits.
+                if dtype in _RAW_BITS:
+                    array = array.view(_RAW_BITS[dtype])
+            arrays.append(array)
+        outputs = self._core.run(entry, arrays)
+        results = [out.view(_DTYPES[dtype]) if dtype in _RAW_BITS else out
+                   for out, (_, dtype, _) in
                    zip(outputs, [a for a in args if a[0]])]
         return tuple(results)
 
