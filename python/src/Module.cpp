@@ -35,27 +35,70 @@ namespace nb = nanobind;
 
 namespace {
 
-/// Raised as te_mlir.Error; the message is the runtime's.
+/// The classes of te_mlir/errors.py a failure is raised as.
+enum class Kind { Error, Compile, Shape, DType, Plugin, Device };
+
+/// What a status says, where the call does not say more.
+Kind kindOf(te_status status) {
+  switch (status) {
+  case TE_ERROR_COMPILE_FAILED:
+    return Kind::Compile;
+  case TE_ERROR_SHAPE_MISMATCH:
+    return Kind::Shape;
+  case TE_ERROR_DTYPE_MISMATCH:
+    return Kind::DType;
+  case TE_ERROR_OUT_OF_MEMORY:
+  case TE_ERROR_KERNEL_FAILED:
+    return Kind::Device;
+  default:
+    return Kind::Error;
+  }
+}
+
+/// Raised as the te_mlir.errors class of `kind`, with the message (the
+/// runtime's or the compiler's) and the status's name.
 struct Error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  Error(const std::string &message, te_status status, Kind kind)
+      : std::runtime_error(message), status(status), kind(kind) {}
+  Error(const std::string &message, te_status status)
+      : Error(message, status, kindOf(status)) {}
+  te_status status;
+  Kind kind;
 };
 
 void check(te_status status, const std::string &what) {
   if (status != TE_OK)
-    throw Error(what + ": " + te_last_error_message());
+    throw Error(what + ": " + te_last_error_message(), status);
 }
 
-void checkJit(te_status status) {
+void checkAs(Kind kind, te_status status, const std::string &what) {
   if (status != TE_OK)
-    throw Error(te_jit_last_error_message());
+    throw Error(what + ": " + te_last_error_message(), status, kind);
+}
+
+void checkJit(te_status status, Kind kind) {
+  if (status != TE_OK)
+    throw Error(te_jit_last_error_message(), status, kind);
+}
+
+void checkJit(te_status status) { checkJit(status, kindOf(status)); }
+
+/// Raises `error` as its te_mlir.errors class.
+void raise(const Error &error) {
+  static const char *names[] = {"Error",      "CompileError", "ShapeError",
+                                "DTypeError", "PluginError",  "DeviceError"};
+  nb::object errors = nb::module_::import_("te_mlir.errors");
+  nb::object type = errors.attr(names[static_cast<int>(error.kind)]);
+  nb::object instance = type(error.what(), te_status_string(error.status));
+  PyErr_SetObject(type.ptr(), instance.ptr());
 }
 
 /// An opened device instance.
 class Device {
 public:
   Device(const std::string &name, int index) {
-    check(te_device_open(name.c_str(), index, &device),
-          "cannot open device '" + name + "'");
+    checkAs(Kind::Device, te_device_open(name.c_str(), index, &device),
+            "cannot open device '" + name + "'");
   }
   ~Device() { te_device_release(device); }
   Device(const Device &) = delete;
@@ -63,7 +106,9 @@ public:
 
   std::string name() const { return te_device_name(device); }
   int index() const { return te_device_index(device); }
-  void synchronize() { check(te_device_synchronize(device), "synchronize"); }
+  void synchronize() {
+    checkAs(Kind::Device, te_device_synchronize(device), "synchronize");
+  }
   std::pair<int, int> world() {
     int rank = 0, size = 1;
     te_status status;
@@ -71,7 +116,7 @@ public:
       nb::gil_scoped_release release;
       status = te_device_world(device, &rank, &size);
     }
-    check(status, "cannot join the job's collectives");
+    checkAs(Kind::Device, status, "cannot join the job's collectives");
     return {rank, size};
   }
   te_device *get() const { return device; }
@@ -188,7 +233,8 @@ public:
       numInputs += std::get<0>(arg) ? 0 : 1;
     if (inputs.size() != numInputs)
       throw Error("@" + entry + " takes " + std::to_string(numInputs) +
-                  " inputs, got " + std::to_string(inputs.size()));
+                      " inputs, got " + std::to_string(inputs.size()),
+                  TE_ERROR_INVALID_ARGUMENT);
     std::vector<std::unique_ptr<BufferRef>> buffers;
     std::vector<te_buffer *> handles;
     for (size_t i = 0; i < args.size(); ++i) {
@@ -205,13 +251,16 @@ public:
         const HostArray &array = inputs[i];
         std::vector<int64_t> got(array.shape_ptr(),
                                  array.shape_ptr() + array.ndim());
-        if (!holds(array, dtype) || got != shape)
-          throw Error("@" + entry + " input " + std::to_string(i) +
-                      ": expected " + describe(dtypeName, shape) + ", got " +
-                      describe(std::to_string(array.dtype().code) + ":" +
-                                   std::to_string(array.dtype().bits),
-                               got) +
-                      " (DLPack type code:bits)");
+        bool sameType = holds(array, dtype);
+        if (!sameType || got != shape)
+          throw Error(
+              "@" + entry + " input " + std::to_string(i) + ": expected " +
+                  describe(dtypeName, shape) + ", got " +
+                  describe(std::to_string(array.dtype().code) + ":" +
+                               std::to_string(array.dtype().bits),
+                           got) +
+                  " (DLPack type code:bits)",
+              sameType ? TE_ERROR_SHAPE_MISMATCH : TE_ERROR_DTYPE_MISMATCH);
         auto *data = const_cast<void *>(array.data());
         size_t element = te_dtype_size(dtype);
         // The array itself where the device's memory is the host's (the
@@ -236,7 +285,7 @@ public:
       nb::gil_scoped_release release;
       check(te_kernel_launch(kernel, handles.data(), int(handles.size())),
             "launch of @" + entry);
-      check(te_device_synchronize(device), "synchronize");
+      checkAs(Kind::Device, te_device_synchronize(device), "synchronize");
     }
     std::vector<NumpyArray> outputs;
     for (size_t i = numInputs; i < handles.size(); ++i) {
@@ -295,7 +344,7 @@ public:
       nb::gil_scoped_release release;
       status = te_jit_load_plugins(jit, specs.c_str());
     }
-    checkJit(status);
+    checkJit(status, Kind::Plugin);
   }
 
   /// The explain table as te_jit_explain returns it: a line per op, four
@@ -340,13 +389,20 @@ private:
 
 NB_MODULE(_core, m) {
   m.doc() = "te-mlir's runtime and JIT (C API bindings; see te_mlir).";
-  nb::exception<Error>(m, "Error", PyExc_RuntimeError);
+  nb::register_exception_translator(
+      [](const std::exception_ptr &pending, void *) {
+        try {
+          std::rethrow_exception(pending);
+        } catch (const Error &error) {
+          raise(error);
+        }
+      });
 
   m.def(
       "load_runtime_plugin",
       [](const std::string &path) {
-        check(te_runtime_load_plugin(path.c_str()),
-              "cannot load runtime plugin " + path);
+        checkAs(Kind::Plugin, te_runtime_load_plugin(path.c_str()),
+                "cannot load runtime plugin " + path);
       },
       nb::arg("path"),
       "Registers the devices of the runtime plugin at `path` (all or none).");

@@ -11,8 +11,10 @@ A plugin's own device comes from its runtime plugin:
 te_mlir.load_runtime_plugin(path), then jit.compile(source,
 device=te_mlir.Device("vendor")). Arrays are numpy arrays (or other host
 arrays with DLPack); bf16 and FP8 use ml_dtypes' types. On the cpu device
-inputs and outputs cross without copies. Errors raise te_mlir.Error with the runtime's or the
-compiler's message.
+inputs and outputs cross without copies. Failures raise te_mlir.Error
+(te_mlir/errors.py: CompileError, ShapeError, DTypeError, PluginError,
+DeviceError) with the runtime's or the compiler's message and the
+runtime's status name.
 """
 
 import os
@@ -21,11 +23,14 @@ from collections import namedtuple
 import ml_dtypes
 import numpy as np
 
-from ._core import Device, Error, get_num_threads, load_runtime_plugin
+from ._core import Device, get_num_threads, load_runtime_plugin
 from ._core import set_num_threads
 from ._core import Jit as _Jit
+from .errors import (CompileError, DTypeError, DeviceError, Error,
+                     PluginError, ShapeError)
 
-__all__ = ["Device", "Error", "ExplainRow", "Jit", "Module",
+__all__ = ["CompileError", "DTypeError", "Device", "DeviceError", "Error",
+           "ExplainRow", "Jit", "Module", "PluginError", "ShapeError",
            "format_explain", "get_num_threads", "load_runtime_plugin",
            "numpy_dtype", "set_num_threads"]
 
@@ -126,14 +131,16 @@ class Module:
         expected = [a for a in args if not a[0]]
         if len(inputs) != len(expected):
             raise Error(f"@{entry} takes {len(expected)} inputs, "
-                        f"got {len(inputs)}")
+                        f"got {len(inputs)}", "TE_ERROR_INVALID_ARGUMENT")
         arrays = []
         for i, (array, (_, dtype, shape)) in enumerate(zip(inputs, expected)):
             if isinstance(array, np.ndarray) or not hasattr(array,
                                                             "__dlpack__"):
                 array = np.asarray(array)
                 if array.dtype != _DTYPES[dtype] or array.shape != shape:
-                    raise Error(
+                    kind = (ShapeError if array.dtype == _DTYPES[dtype]
+                            else DTypeError)
+                    raise kind(
                         f"@{entry} input {i}: expected {dtype} "
                         f"{'x'.join(map(str, shape)) or 'scalar'}, got "
                         f"{array.dtype} "
@@ -154,7 +161,8 @@ class Module:
         kernels = self._kernels
         if len(kernels) != 1:
             raise Error("the module has several entry functions "
-                        f"({', '.join(kernels)}); pass entry=")
+                        f"({', '.join(kernels)}); pass entry=",
+                        "TE_ERROR_INVALID_ARGUMENT")
         return kernels[0]
 
 

@@ -130,18 +130,34 @@ def test_bad_input_raises_with_the_reason():
     x, y, s = step_inputs()
     jit = te_mlir.Jit()
     module = jit.compile(SOURCE)
-    with pytest.raises(te_mlir.Error, match=r"input 0: expected f32 4x8, "
-                                            r"got float64 4x8"):
+    with pytest.raises(te_mlir.DTypeError, match=r"input 0: expected f32 4x8, "
+                                                 r"got float64 4x8"):
         module(x.astype(np.float64), y, s)
+    with pytest.raises(ValueError, match=r"input 0: expected f32 4x8, "
+                                         r"got float32 8x4") as shape:
+        module(x.T.copy(), y, s)
+    assert isinstance(shape.value, te_mlir.ShapeError)
     with pytest.raises(te_mlir.Error, match=r"@step takes 3 inputs, got 2"):
         module(x, y)
-    with pytest.raises(te_mlir.Error, match=r"no device named 'nope' is "
-                                            r"registered"):
+    with pytest.raises(te_mlir.DeviceError, match=r"no device named 'nope' "
+                                                  r"is registered") as device:
         te_mlir.Device("nope")
-    with pytest.raises(te_mlir.Error, match=r"broken.mlir:1:\d+: error"):
+    assert device.value.status == "TE_ERROR_NOT_FOUND"
+    with pytest.raises(te_mlir.CompileError,
+                       match=r"broken.mlir:1:\d+: error") as compile_error:
         jit.compile("func.func @f( {", name="broken.mlir")
-    with pytest.raises(te_mlir.Error, match=r"cannot load runtime plugin"):
+    assert compile_error.value.status == "TE_ERROR_COMPILE_FAILED"
+    assert compile_error.value.location.startswith("broken.mlir:1:")
+    assert "expected" in compile_error.value.diagnostics
+    with pytest.raises(te_mlir.PluginError,
+                       match=r"cannot load runtime plugin") as plugin:
         te_mlir.load_runtime_plugin(os.path.join(FIXTURES, "missing.so"))
+    assert plugin.value.status == "TE_ERROR_LOAD_FAILED"
+    # Every kind is an Error.
+    for kind in (te_mlir.CompileError, te_mlir.ShapeError,
+                 te_mlir.DTypeError, te_mlir.PluginError,
+                 te_mlir.DeviceError):
+        assert issubclass(kind, te_mlir.Error)
 
 
 def test_thread_count():
@@ -189,11 +205,12 @@ def test_bad_index_operands_raise():
     good = np.array([0, 6, 13], np.int32)
     (out,) = module(q, k, v, good, good)
     assert np.isfinite(out).all()
-    with pytest.raises(te_mlir.Error,
+    with pytest.raises(te_mlir.DeviceError,
                        match=r"te\.attention at thd\.mlir:4:8: "
                              r"cu_seqlens_kv\[2\] = 100000 is past the 13 "
-                             r"tokens of k and v \(t_kv\)"):
+                             r"tokens of k and v \(t_kv\)") as refused:
         module(q, k, v, good, np.array([0, 6, 100000], np.int32))
+    assert refused.value.status == "TE_ERROR_KERNEL_FAILED"
     (again,) = module(q, k, v, good, good)
     assert again.tobytes() == out.tobytes()
 
@@ -270,7 +287,7 @@ def test_broken_plugin_warns_or_raises_in_strict_mode():
         jit = te_mlir.Jit()
         try:
             jit.load_plugins(FIXTURES + "/libte-fixture-abi-major.so")
-        except te_mlir.Error as error:
+        except te_mlir.PluginError as error:
             print("raised:", error)
         print([r.backend for r in jit.explain(SOURCE)])
     """
