@@ -13,6 +13,7 @@
 #include "te/JIT/Jit.h"
 #include "te/Runtime/Plugin.h"
 #include "te/Runtime/Runtime.h"
+#include "te/Version.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -389,6 +390,8 @@ private:
 
 NB_MODULE(_core, m) {
   m.doc() = "te-mlir's runtime and JIT (C API bindings; see te_mlir).";
+  m.attr("__version__") = TE_MLIR_VERSION;
+  m.attr("build_id") = TE_MLIR_BUILD_ID;
   nb::register_exception_translator(
       [](const std::exception_ptr &pending, void *) {
         try {
@@ -419,29 +422,56 @@ NB_MODULE(_core, m) {
   m.def("get_num_threads", &te_get_num_threads,
         "The threads host kernels use (at least 1).");
 
-  nb::class_<Device>(m, "Device")
+  nb::class_<Device>(m, "Device",
+                     "An opened device instance: 'cpu', 'cuda', or a runtime "
+                     "plugin's.")
       .def(nb::init<const std::string &, int>(), nb::arg("name") = "cpu",
-           nb::arg("index") = 0)
-      .def_prop_ro("name", &Device::name)
-      .def_prop_ro("index", &Device::index)
-      .def("synchronize", &Device::synchronize)
+           nb::arg("index") = 0,
+           "Opens instance `index` of the device registered as `name`; "
+           "raises DeviceError when there is none.")
+      .def_prop_ro("name", &Device::name, "The device's registry name.")
+      .def_prop_ro("index", &Device::index, "The instance's index.")
+      .def("synchronize", &Device::synchronize,
+           "Waits for everything launched on the device.")
+      .def("__repr__",
+           [](const Device &device) {
+             return "<te_mlir.Device '" + device.name() + "' " +
+                    std::to_string(device.index()) + ">";
+           })
       .def("world", &Device::world,
            "(rank, size): this process's rank in the job the device's "
            "collectives run in (MPI's world on the cpu device; mpirun -np "
            "N python ...) and the job's size; (0, 1) outside a job.");
 
-  nb::class_<Module>(m, "Module")
-      .def_prop_ro("kernels", &Module::kernels)
-      .def_prop_ro("device_name", &Module::deviceName)
-      .def("signature", &Module::signature, nb::arg("entry"))
-      .def("run", &Module::run, nb::arg("entry"), nb::arg("inputs"));
+  nb::class_<Module>(m, "Module",
+                     "A loaded kernel module (te_mlir.Module wraps it).")
+      .def_prop_ro("kernels", &Module::kernels, "The entry points' names.")
+      .def_prop_ro("device_name", &Module::deviceName,
+                   "The device the module is loaded on.")
+      .def("signature", &Module::signature, nb::arg("entry"),
+           "[(is_output, dtype name, shape)] of `entry`'s arguments: the "
+           "inputs, then the outputs.")
+      .def("run", &Module::run, nb::arg("entry"), nb::arg("inputs"),
+           "Runs `entry` on host arrays of the inputs' dtypes (or their raw "
+           "bits) and shapes; returns the outputs as numpy arrays (bf16 and "
+           "FP8 as raw bits), without copies where the device's memory is "
+           "the host's.");
 
-  nb::class_<Jit>(m, "Jit")
+  nb::class_<Jit>(m, "Jit",
+                  "Compiles, caches and loads te programs (te_mlir.Jit wraps "
+                  "it).")
       .def(nb::init<const std::optional<std::string> &>(),
-           nb::arg("compiler_library").none() = nb::none())
-      .def("load_plugins", &Jit::loadPlugins, nb::arg("specs"))
+           nb::arg("compiler_library").none() = nb::none(),
+           "`compiler_library`: libTECompiler.so, loaded on the first cache "
+           "miss (None: TE_COMPILER_LIBRARY).")
+      .def("load_plugins", &Jit::loadPlugins, nb::arg("specs"),
+           "Loads compiler plugins (comma-separated paths or names); raises "
+           "PluginError under NVTE_PLUGIN_STRICT=1.")
       .def("explain", &Jit::explain, nb::arg("source"), nb::arg("source_name"),
-           nb::arg("device_name"))
+           nb::arg("device_name"),
+           "The dispatch table: a line per op, four tab-separated columns.")
       .def("load", &Jit::load, nb::arg("device"), nb::arg("source"),
-           nb::arg("source_name"));
+           nb::arg("source_name"),
+           "(module, cache outcome, compile milliseconds) of `source` on "
+           "`device`.");
 }

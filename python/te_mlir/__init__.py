@@ -23,13 +23,13 @@ from collections import namedtuple
 import ml_dtypes
 import numpy as np
 
-from ._core import Device, get_num_threads, load_runtime_plugin
+from ._core import Device, __version__, get_num_threads, load_runtime_plugin
 from ._core import set_num_threads
 from ._core import Jit as _Jit
 from .errors import (CompileError, DTypeError, DeviceError, Error,
                      PluginError, ShapeError)
 
-__all__ = ["CompileError", "DTypeError", "Device", "DeviceError", "Error",
+__all__ = ["__version__", "CompileError", "DTypeError", "Device", "DeviceError", "Error",
            "ExplainRow", "Jit", "Module", "PluginError", "ShapeError",
            "format_explain", "get_num_threads", "load_runtime_plugin",
            "numpy_dtype", "set_num_threads"]
@@ -103,11 +103,17 @@ class Module:
 
     @property
     def kernels(self):
+        """The entry functions' names."""
         return list(self._kernels)
 
     @property
     def device_name(self):
+        """The device the module runs on ("cpu", ...)."""
         return self._core.device_name
+
+    def __repr__(self):
+        return (f"<te_mlir.Module {', '.join(self._kernels)} on "
+                f"{self.device_name} (cache {self.cache})>")
 
     def signature(self, entry=None):
         """[(is_output, dtype name, shape)] of `entry`'s arguments."""
@@ -174,7 +180,11 @@ class Jit:
     explain or load_plugins."""
 
     def __init__(self, compiler_library=None):
-        self._core = _Jit(compiler_library or _default_compiler_library())
+        self._library = compiler_library or _default_compiler_library()
+        self._core = _Jit(self._library)
+
+    def __repr__(self):
+        return f"<te_mlir.Jit compiler={os.path.normpath(self._library)}>"
 
     def load_plugins(self, *specs):
         """Loads te-mlir plugins (paths, or names searched in TE_PLUGIN_PATH

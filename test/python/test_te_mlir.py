@@ -126,6 +126,26 @@ def test_arrays_cross_without_copies():
     assert strided.tobytes() == want.tobytes()
 
 
+def test_version_reprs_and_stubs():
+    """The package says its version (the project's), its objects say what
+    they are, and the extension has type stubs with its docstrings."""
+    import re
+    cmake = open(os.path.join(os.path.dirname(__file__), os.pardir,
+                              os.pardir, "CMakeLists.txt")).read()
+    version = re.search(r"project\(te-mlir VERSION ([0-9.]+)", cmake).group(1)
+    assert te_mlir.__version__ == version
+    assert repr(te_mlir.Device()) == "<te_mlir.Device 'cpu' 0>"
+    jit = te_mlir.Jit()
+    assert re.fullmatch(r"<te_mlir\.Jit compiler=\S+libTECompiler\.so>",
+                        repr(jit))
+    module = jit.compile(SOURCE)
+    assert repr(module) == "<te_mlir.Module step on cpu (cache miss)>"
+    stub = open(os.path.join(os.path.dirname(te_mlir.__file__),
+                             "_core.pyi")).read()
+    assert "class Device:" in stub and "def run(self, entry: str" in stub
+    assert "without copies where the device's memory is the host's" in stub
+
+
 def test_bad_input_raises_with_the_reason():
     x, y, s = step_inputs()
     jit = te_mlir.Jit()
