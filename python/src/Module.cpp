@@ -382,6 +382,30 @@ public:
     return {std::make_unique<Module>(module), outcomes[outcome], compileMs};
   }
 
+  /// What te_jit_get_cache_info says, as a dict.
+  nb::dict cacheInfo() {
+    te_jit_cache_info info = {};
+    info.struct_size = sizeof(info);
+    checkJit(te_jit_get_cache_info(jit, &info));
+    nb::dict result;
+    result["memory_modules"] = info.memory_modules;
+    result["disk_enabled"] = info.disk_enabled != 0;
+    result["disk_directory"] = std::string(info.disk_directory);
+    result["disk_entries"] = info.disk_entries;
+    result["disk_bytes"] = info.disk_bytes;
+    result["disk_max_bytes"] = info.disk_max_bytes;
+    return result;
+  }
+
+  void clearCache(bool disk) {
+    te_status status;
+    {
+      nb::gil_scoped_release release;
+      status = te_jit_clear_cache(jit, disk ? 1 : 0);
+    }
+    checkJit(status);
+  }
+
 private:
   te_jit *jit = nullptr;
 };
@@ -470,6 +494,12 @@ NB_MODULE(_core, m) {
       .def("explain", &Jit::explain, nb::arg("source"), nb::arg("source_name"),
            nb::arg("device_name"),
            "The dispatch table: a line per op, four tab-separated columns.")
+      .def("cache_info", &Jit::cacheInfo,
+           "The caches: memory_modules, disk_enabled, disk_directory, "
+           "disk_entries, disk_bytes, disk_max_bytes.")
+      .def("clear_cache", &Jit::clearCache, nb::arg("disk"),
+           "Empties the memory cache and, with `disk`, the disk cache's "
+           "entries.")
       .def("load", &Jit::load, nb::arg("device"), nb::arg("source"),
            nb::arg("source_name"),
            "(module, cache outcome, compile milliseconds) of `source` on "

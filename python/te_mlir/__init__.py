@@ -18,6 +18,7 @@ runtime's status name.
 """
 
 import os
+import threading
 from collections import namedtuple
 
 import ml_dtypes
@@ -29,7 +30,7 @@ from ._core import Jit as _Jit
 from .errors import (CompileError, DTypeError, DeviceError, Error,
                      PluginError, ShapeError)
 
-__all__ = ["__version__", "CompileError", "DTypeError", "Device", "DeviceError", "Error",
+__all__ = ["__version__", "cache", "default_jit", "CompileError", "DTypeError", "Device", "DeviceError", "Error",
            "ExplainRow", "Jit", "Module", "PluginError", "ShapeError",
            "format_explain", "get_num_threads", "load_runtime_plugin",
            "numpy_dtype", "set_num_threads"]
@@ -194,6 +195,19 @@ class Jit:
         NVTE_PLUGIN_STRICT=1."""
         self._core.load_plugins(",".join(specs))
 
+    def cache_info(self):
+        """What the caches hold: a dict with memory_modules (modules this
+        Jit keeps loaded), disk_enabled, disk_directory, disk_entries and
+        disk_bytes (compiled libraries on disk) and disk_max_bytes (the
+        bound, TE_CACHE_MAX_BYTES; 0 for none)."""
+        return self._core.cache_info()
+
+    def clear_cache(self, disk=True):
+        """Forgets the loaded modules (those in use stay alive) and, with
+        `disk`, removes the disk cache's entries, which every process
+        using that directory then compiles again."""
+        self._core.clear_cache(disk)
+
     def explain(self, source, device="cpu", name="<python>"):
         """Which backend lowers each te op of `source` for `device` (a
         Device or a device name), and why plugin providers declined."""
@@ -207,3 +221,20 @@ class Jit:
         device = device if device is not None else Device("cpu")
         core, outcome, compile_ms = self._core.load(device, source, name)
         return Module(core, outcome, compile_ms)
+
+
+_DEFAULT_JIT = None
+_DEFAULT_JIT_LOCK = threading.Lock()
+
+
+def default_jit():
+    """The process's shared Jit, created at first use: te_mlir.cache's
+    functions work on it."""
+    global _DEFAULT_JIT
+    with _DEFAULT_JIT_LOCK:
+        if _DEFAULT_JIT is None:
+            _DEFAULT_JIT = Jit()
+        return _DEFAULT_JIT
+
+
+from . import cache  # noqa: E402  (needs default_jit)

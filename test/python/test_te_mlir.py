@@ -146,6 +146,28 @@ def test_concurrent_calls_from_threads():
     assert len(addresses) == len(got)
 
 
+def test_cache_info_and_clear(tmp_path):
+    """te_mlir.cache reports the shared Jit's caches and clears them; a
+    cleared disk cache makes the next compile a miss."""
+    jit = te_mlir.default_jit()
+    assert te_mlir.default_jit() is jit
+    te_mlir.cache.clear()
+    info = te_mlir.cache.info()
+    assert info["memory_modules"] == 0 and info["disk_entries"] == 0
+    assert info["disk_directory"] == str(tmp_path / "cache")
+    assert info["disk_enabled"] and info["disk_max_bytes"] == 0
+    assert jit.compile(SOURCE).cache == "miss"
+    info = te_mlir.cache.info()
+    assert info["memory_modules"] == 1 and info["disk_entries"] == 1
+    assert info["disk_bytes"] > 0
+    te_mlir.cache.clear(disk=False)
+    assert te_mlir.cache.info()["memory_modules"] == 0
+    assert jit.compile(SOURCE).cache == "hit (disk)"
+    te_mlir.cache.clear()
+    assert te_mlir.cache.info()["disk_entries"] == 0
+    assert jit.compile(SOURCE).cache == "miss"
+
+
 def test_version_reprs_and_stubs():
     """The package says its version (the project's), its objects say what
     they are, and the extension has type stubs with its docstrings."""

@@ -151,6 +151,48 @@ TEST_F(JitTest, CompileReportSaysWhatEachLoadDid) {
   te_jit_release(fresh);
 }
 
+// The caches' contents, and clearing them: the memory cache alone, then
+// the disk's too, after which a new context compiles again.
+TEST_F(JitTest, CacheInfoAndClear) {
+  te_jit *jit = makeJit();
+  te_module *module = nullptr;
+  te_cache_outcome outcome;
+  ASSERT_EQ(load(jit, kProgram, &module, &outcome), TE_OK)
+      << te_jit_last_error_message();
+  te_module_release(module);
+  te_jit_cache_info info = {};
+  info.struct_size = sizeof(info);
+  ASSERT_EQ(te_jit_get_cache_info(jit, &info), TE_OK);
+  EXPECT_EQ(info.memory_modules, 1u);
+  EXPECT_EQ(info.disk_enabled, 1);
+  EXPECT_EQ(std::string(info.disk_directory), cacheDir);
+  EXPECT_EQ(info.disk_entries, 1u);
+  EXPECT_GT(info.disk_bytes, 0u);
+  EXPECT_EQ(info.disk_max_bytes, 0u);
+
+  ASSERT_EQ(te_jit_clear_cache(jit, /*disk=*/0), TE_OK);
+  ASSERT_EQ(te_jit_get_cache_info(jit, &info), TE_OK);
+  EXPECT_EQ(info.memory_modules, 0u);
+  EXPECT_EQ(info.disk_entries, 1u);
+  ASSERT_EQ(load(jit, kProgram, &module, &outcome), TE_OK);
+  EXPECT_EQ(outcome, TE_CACHE_HIT_DISK);
+  te_module_release(module);
+
+  ASSERT_EQ(te_jit_clear_cache(jit, /*disk=*/1), TE_OK);
+  ASSERT_EQ(te_jit_get_cache_info(jit, &info), TE_OK);
+  EXPECT_EQ(info.memory_modules, 0u);
+  EXPECT_EQ(info.disk_entries, 0u);
+  ASSERT_EQ(load(jit, kProgram, &module, &outcome), TE_OK);
+  EXPECT_EQ(outcome, TE_CACHE_MISS);
+  te_module_release(module);
+
+  info.struct_size = 8;
+  EXPECT_EQ(te_jit_get_cache_info(jit, &info), TE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(te_jit_last_error_message()).find("struct_size is 8"),
+            std::string::npos);
+  te_jit_release(jit);
+}
+
 TEST_F(JitTest, ModulesOutliveTheContext) {
   te_jit *jit = makeJit();
   te_module *module = nullptr;

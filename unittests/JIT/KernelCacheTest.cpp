@@ -175,6 +175,25 @@ TEST_F(DiskCacheTest, EvictsLeastRecentlyUsedBeyondTheLimit) {
   EXPECT_NE(cache.lookup("c"), "");
 }
 
+// Usage counts the entries and their bytes; clear removes entries and
+// aliases and leaves other files alone.
+TEST_F(DiskCacheTest, UsageAndClear) {
+  DiskCache cache = makeCache();
+  EXPECT_EQ(cache.getUsage().entries, 0u);
+  std::string a = cache.publish("a", library);
+  cache.publish("b", library);
+  cache.publishAlias("source-a", "a");
+  writeAll(root + "/cache/notes.txt", "mine");
+  DiskCache::Usage usage = cache.getUsage();
+  EXPECT_EQ(usage.entries, 2u);
+  EXPECT_EQ(usage.bytes, 2 * readAll(a).size());
+  EXPECT_EQ(cache.clear(), 3u);
+  EXPECT_EQ(cache.getUsage().entries, 0u);
+  EXPECT_EQ(cache.lookup("a"), "");
+  EXPECT_EQ(cache.resolveAlias("source-a"), "");
+  EXPECT_EQ(readAll(root + "/cache/notes.txt"), "mine");
+}
+
 TEST_F(DiskCacheTest, DisabledCacheNeverTouchesDisk) {
   CacheConfig config;
   config.directory = root + "/never";

@@ -94,6 +94,36 @@ TE_RUNTIME_EXPORT te_status te_jit_explain(te_jit *jit, const char *device_name,
                                            const char *source_name,
                                            char **table);
 
+/// What a context's caches hold.
+typedef struct te_jit_cache_info {
+  /// sizeof(te_jit_cache_info) as the caller was compiled.
+  size_t struct_size;
+  /// Modules in the context's memory cache.
+  uint64_t memory_modules;
+  /// Whether the disk cache is in use (not TE_CACHE_DISABLE=1, and its
+  /// directory is usable), its directory (NUL-terminated; truncated to
+  /// fit), its entries (compiled libraries), their bytes, and its bound
+  /// (TE_CACHE_MAX_BYTES; 0: none).
+  int disk_enabled;
+  char disk_directory[4096];
+  uint64_t disk_entries;
+  uint64_t disk_bytes;
+  uint64_t disk_max_bytes;
+} te_jit_cache_info;
+
+/// Fills *info (whose struct_size the caller sets). Errors:
+/// TE_ERROR_INVALID_ARGUMENT for NULL or a struct_size other than this
+/// header's.
+TE_RUNTIME_EXPORT te_status te_jit_get_cache_info(te_jit *jit,
+                                                  te_jit_cache_info *info);
+
+/// Empties the context's memory cache (modules stay alive while callers
+/// hold references) and, when `disk` is nonzero, removes every entry and
+/// alias of the disk cache directory (its *.so and *.ref files, nothing
+/// else; other processes using it compile again). Errors:
+/// TE_ERROR_INVALID_ARGUMENT for NULL.
+TE_RUNTIME_EXPORT te_status te_jit_clear_cache(te_jit *jit, int disk);
+
 /// Frees a string returned by te_jit_explain; NULL is ignored.
 TE_RUNTIME_EXPORT void te_jit_free(char *text);
 

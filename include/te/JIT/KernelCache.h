@@ -80,7 +80,23 @@ public:
   std::string resolveAlias(const std::string &alias,
                            std::string *note = nullptr);
 
+  /// The entries (compiled libraries) in the directory and their bytes.
+  struct Usage {
+    uint64_t entries = 0;
+    uint64_t bytes = 0;
+  };
+  Usage getUsage() const;
+
+  /// Removes every entry and alias from the directory (the files this
+  /// cache writes: *.so and *.ref; nothing else); returns how many files
+  /// it removed.
+  uint64_t clear();
+
 private:
+  /// Calls `visit(path, stat)` for each file of the directory whose name
+  /// ends in `suffix`.
+  template <typename Visit>
+  void forEachFile(const char *suffix, Visit &&visit) const;
   void evictToLimit(const std::string &keep);
   void warnOnce(const std::string &kind, const std::string &message);
 

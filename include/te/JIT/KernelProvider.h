@@ -129,6 +129,8 @@ public:
 
   /// The te-mlir build identity that keys the cache.
   const std::string &getBuildId() const { return buildId; }
+  /// The disk cache.
+  DiskCache &getDiskCache() { return cache; }
 
 private:
   struct Compiler;

@@ -337,11 +337,52 @@ std::string DiskCache::resolveAlias(const std::string &alias,
   return contents.substr(0, 64);
 }
 
-void DiskCache::evictToLimit(const std::string &keep) {
-  if (config.maxBytes == 0)
-    return;
+template <typename Visit>
+void DiskCache::forEachFile(const char *suffix, Visit &&visit) const {
   DIR *dir = opendir(config.directory.c_str());
   if (!dir)
+    return;
+  size_t length = std::strlen(suffix);
+  while (dirent *item = readdir(dir)) {
+    std::string name = item->d_name;
+    if (name.size() <= length ||
+        name.compare(name.size() - length, length, suffix) != 0)
+      continue;
+    std::string path = config.directory + "/" + name;
+    struct stat info;
+    if (stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode))
+      visit(path, info);
+  }
+  closedir(dir);
+}
+
+DiskCache::Usage DiskCache::getUsage() const {
+  Usage usage;
+  if (!usable)
+    return usage;
+  forEachFile(".so", [&](const std::string &, const struct stat &info) {
+    ++usage.entries;
+    usage.bytes += uint64_t(info.st_size);
+  });
+  return usage;
+}
+
+uint64_t DiskCache::clear() {
+  if (!usable)
+    return 0;
+  std::vector<std::string> paths;
+  for (const char *suffix : {".so", ".ref"})
+    forEachFile(suffix, [&](const std::string &path, const struct stat &) {
+      paths.push_back(path);
+    });
+  uint64_t removed = 0;
+  for (const std::string &path : paths)
+    removed += std::remove(path.c_str()) == 0;
+  return removed;
+}
+
+void DiskCache::evictToLimit(const std::string &keep) {
+  if (config.maxBytes == 0)
     return;
   struct Entry {
     std::string path;
@@ -350,18 +391,10 @@ void DiskCache::evictToLimit(const std::string &keep) {
   };
   std::vector<Entry> entries;
   uint64_t total = 0;
-  while (dirent *item = readdir(dir)) {
-    std::string name = item->d_name;
-    if (name.size() < 3 || name.compare(name.size() - 3, 3, ".so") != 0)
-      continue;
-    std::string path = config.directory + "/" + name;
-    struct stat info;
-    if (stat(path.c_str(), &info) != 0)
-      continue;
+  forEachFile(".so", [&](const std::string &path, const struct stat &info) {
     entries.push_back({path, uint64_t(info.st_size), info.st_mtim});
     total += info.st_size;
-  }
-  closedir(dir);
+  });
   std::sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) {
     return a.used.tv_sec != b.used.tv_sec ? a.used.tv_sec < b.used.tv_sec
                                           : a.used.tv_nsec < b.used.tv_nsec;
