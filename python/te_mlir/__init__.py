@@ -30,8 +30,9 @@ from ._core import Jit as _Jit
 from .errors import (CompileError, DTypeError, DeviceError, Error,
                      PluginError, ShapeError)
 
-__all__ = ["__version__", "cache", "default_jit", "CompileError", "DTypeError", "Device", "DeviceError", "Error",
-           "ExplainRow", "Jit", "Module", "PluginError", "ShapeError",
+__all__ = ["__version__", "CompileError", "DTypeError", "Device",
+           "DeviceError", "Error", "ExplainRow", "Jit", "Module",
+           "PluginError", "ShapeError", "cache", "default_jit",
            "format_explain", "get_num_threads", "load_runtime_plugin",
            "numpy_dtype", "set_num_threads"]
 
