@@ -211,6 +211,16 @@ extern "C" te_status te_buffer_copy(te_buffer *dst, const te_buffer *src) {
     });
   if (dst == src || dst->bytes == 0)
     return TE_OK;
+  // Buffers of te_buffer_wrap may share memory; device copies may not.
+  auto begin = [](const te_buffer *b) {
+    return reinterpret_cast<uintptr_t>(b->data);
+  };
+  if (begin(dst) < begin(src) + src->bytes &&
+      begin(src) < begin(dst) + dst->bytes)
+    return fail(TE_ERROR_INVALID_ARGUMENT,
+                "%s: dst and src are different buffers over overlapping "
+                "memory; copy through a separate buffer",
+                fn);
   te_device *device = dst->device;
   if (te_status status = device->ops->copy_device_to_device(
           device->instance, dst->data, src->data, dst->bytes))

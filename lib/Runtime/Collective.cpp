@@ -14,6 +14,7 @@
 #include "Error.h"
 #include "LibraryCall.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -356,8 +357,10 @@ extern "C" double te_collective_timeout(void) {
   if (const char *text = std::getenv("TE_COLLECTIVE_TIMEOUT")) {
     char *rest = nullptr;
     double seconds = std::strtod(text, &rest);
+    // Bounded, so that deadlines in nanoseconds and poll's milliseconds
+    // do not overflow.
     if (rest != text && !*rest && seconds > 0)
-      return seconds;
+      return std::min(seconds, 1e6);
   }
   return 300.0;
 }

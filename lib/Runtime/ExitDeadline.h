@@ -30,7 +30,10 @@ public:
   ExitDeadline(double seconds, std::string message)
       : watcher([this, seconds, message = std::move(message)] {
           std::unique_lock<std::mutex> lock(mutex);
-          if (finished.wait_for(lock, std::chrono::duration<double>(seconds),
+          // Bounded as te_collective_timeout is: a duration in
+          // nanoseconds must not overflow.
+          double bounded = seconds < 1e6 ? seconds : 1e6;
+          if (finished.wait_for(lock, std::chrono::duration<double>(bounded),
                                 [this] { return done; }))
             return;
           std::fprintf(stderr, "te-mlir: error: %s\n", message.c_str());

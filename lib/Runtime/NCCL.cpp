@@ -17,12 +17,14 @@
 #include "ExitDeadline.h"
 #include "MPILibrary.h"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <limits>
 #include <mutex>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -210,7 +212,8 @@ std::string nccl::rendezvous(const World &world, UniqueId &id, double timeout) {
   auto remainingMs = [&] {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    return static_cast<int>(std::max<int64_t>(left.count(), 0));
+    return static_cast<int>(
+        std::clamp<int64_t>(left.count(), 0, std::numeric_limits<int>::max()));
   };
   std::string error;
   if (world.rank == 0) {

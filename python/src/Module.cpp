@@ -386,7 +386,13 @@ public:
   nb::dict cacheInfo() {
     te_jit_cache_info info = {};
     info.struct_size = sizeof(info);
-    checkJit(te_jit_get_cache_info(jit, &info));
+    te_status status;
+    {
+      // It waits for a compile in progress on another thread.
+      nb::gil_scoped_release release;
+      status = te_jit_get_cache_info(jit, &info);
+    }
+    checkJit(status);
     nb::dict result;
     result["memory_modules"] = info.memory_modules;
     result["disk_enabled"] = info.disk_enabled != 0;

@@ -60,6 +60,25 @@ TEST_F(BufferTest, WrappedMemoryIsBorrowedAndGivenBack) {
   EXPECT_EQ(memory[5], -6);
 }
 
+// Two wrapped buffers over overlapping memory are not copied onto each
+// other: a device's copy may not overlap.
+TEST_F(BufferTest, CopyRefusesOverlappingWrappedBuffers) {
+  alignas(64) float memory[6] = {1, 2, 3, 4, 5, 6};
+  int64_t dims[] = {4};
+  te_buffer *a = nullptr, *b = nullptr;
+  ASSERT_EQ(te_buffer_wrap(cpu.get(), TE_DTYPE_F32, 1, dims, memory, 16,
+                           nullptr, nullptr, &a),
+            TE_OK);
+  ASSERT_EQ(te_buffer_wrap(cpu.get(), TE_DTYPE_F32, 1, dims, memory + 2, 16,
+                           nullptr, nullptr, &b),
+            TE_OK);
+  expectError([&] { return te_buffer_copy(b, a); }, TE_ERROR_INVALID_ARGUMENT,
+              {"te_buffer_copy", "overlapping memory"});
+  EXPECT_EQ(memory[2], 3);
+  te_buffer_release(a);
+  te_buffer_release(b);
+}
+
 TEST_F(BufferTest, WrapRefusesMemoryThatDoesNotFit) {
   alignas(8) char memory[32] = {};
   int released = 0;

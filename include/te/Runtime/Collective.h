@@ -115,7 +115,8 @@ TE_RUNTIME_EXPORT int te_kernel_num_collectives(const te_kernel *kernel);
 
 /// The seconds a collective waits for the other ranks of its group before
 /// it fails: TE_COLLECTIVE_TIMEOUT when the environment gives a positive
-/// number, else 300. Devices' collective libraries honour it.
+/// number (at most 10^6, about 11.6 days: larger values, inf included, are
+/// that), else 300. Devices' collective libraries honour it.
 TE_RUNTIME_EXPORT double te_collective_timeout(void);
 
 #ifdef __cplusplus

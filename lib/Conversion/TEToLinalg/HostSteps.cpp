@@ -97,8 +97,11 @@ void copyRegionResultsAcrossCalls(Block &body) {
     if (op.getNumRegions() == 0)
       continue;
     for (Value result : op.getResults()) {
+      // A strided result cannot become a dense temporary in place of its
+      // users (a call still copies its operands to whole buffers).
       auto type = dyn_cast<MemRefType>(result.getType());
-      if (!type || !type.hasStaticShape())
+      if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity() ||
+          type.getMemorySpace())
         continue;
       bool crosses = false;
       for (Operation *user : result.getUsers()) {
@@ -163,6 +166,12 @@ bool StepCutter::isRereadable(Operation *op) {
       }
       if (isa<memref::LoadOp>(user))
         continue;
+      // An op that passes the buffer on (an scf.if yielding it) makes an
+      // alias whose writes this walk would not see.
+      if (user->hasTrait<OpTrait::IsTerminator>() ||
+          llvm::any_of(user->getResultTypes(),
+                       [](Type type) { return isa<MemRefType>(type); }))
+        return false;
       Operation *top = entry.front().findAncestorOpInBlock(*user);
       if (!top || !top->isBeforeInBlock(load))
         return false;

@@ -144,10 +144,12 @@ te_status te_jit_load(te_jit *jit, te_device *device, const char *source,
       return failJit(status, te_last_error_message());
     }
     {
+      // The caller's reference first: te_jit_clear_cache may drop the
+      // cache's as soon as the lock is released.
       std::lock_guard<std::mutex> lock(jit->modulesMutex);
+      te_module_retain(loaded);
       jit->modules[key] = loaded;
     }
-    te_module_retain(loaded);
     *module = loaded;
     if (outcome)
       *outcome = provided->outcome == cache::CacheOutcome::DiskHit
@@ -219,40 +221,44 @@ te_status te_jit_get_cache_info(te_jit *jit, te_jit_cache_info *info) {
                        ", not sizeof(te_jit_cache_info) (" +
                        std::to_string(sizeof(te_jit_cache_info)) +
                        "); set it, and build against this te-mlir's headers");
-  *info = te_jit_cache_info{};
-  info->struct_size = sizeof(te_jit_cache_info);
-  {
-    std::lock_guard<std::mutex> lock(jit->modulesMutex);
-    info->memory_modules = jit->modules.size();
-  }
-  std::lock_guard<std::mutex> lock(jit->compileMutex);
-  cache::DiskCache &disk = jit->provider.getDiskCache();
-  const cache::CacheConfig &config = disk.getConfig();
-  info->disk_enabled = disk.isUsable();
-  std::snprintf(info->disk_directory, sizeof(info->disk_directory), "%s",
-                config.directory.c_str());
-  cache::DiskCache::Usage usage = disk.getUsage();
-  info->disk_entries = usage.entries;
-  info->disk_bytes = usage.bytes;
-  info->disk_max_bytes = config.maxBytes;
-  return TE_OK;
+  return guarded("te_jit_get_cache_info", [&]() -> te_status {
+    *info = te_jit_cache_info{};
+    info->struct_size = sizeof(te_jit_cache_info);
+    {
+      std::lock_guard<std::mutex> lock(jit->modulesMutex);
+      info->memory_modules = jit->modules.size();
+    }
+    std::lock_guard<std::mutex> lock(jit->compileMutex);
+    cache::DiskCache &disk = jit->provider.getDiskCache();
+    const cache::CacheConfig &config = disk.getConfig();
+    info->disk_enabled = disk.isUsable();
+    std::snprintf(info->disk_directory, sizeof(info->disk_directory), "%s",
+                  config.directory.c_str());
+    cache::DiskCache::Usage usage = disk.getUsage();
+    info->disk_entries = usage.entries;
+    info->disk_bytes = usage.bytes;
+    info->disk_max_bytes = config.maxBytes;
+    return TE_OK;
+  });
 }
 
 te_status te_jit_clear_cache(te_jit *jit, int disk) {
   if (!jit)
     return failJit(TE_ERROR_INVALID_ARGUMENT,
                    "te_jit_clear_cache: jit must not be NULL");
-  {
-    std::lock_guard<std::mutex> lock(jit->modulesMutex);
-    for (auto &entry : jit->modules)
-      te_module_release(entry.second);
-    jit->modules.clear();
-  }
-  if (disk) {
-    std::lock_guard<std::mutex> lock(jit->compileMutex);
-    jit->provider.getDiskCache().clear();
-  }
-  return TE_OK;
+  return guarded("te_jit_clear_cache", [&]() -> te_status {
+    {
+      std::lock_guard<std::mutex> lock(jit->modulesMutex);
+      for (auto &entry : jit->modules)
+        te_module_release(entry.second);
+      jit->modules.clear();
+    }
+    if (disk) {
+      std::lock_guard<std::mutex> lock(jit->compileMutex);
+      jit->provider.getDiskCache().clear();
+    }
+    return TE_OK;
+  });
 }
 
 void te_jit_free(char *text) { std::free(text); }
