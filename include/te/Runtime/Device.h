@@ -272,7 +272,11 @@ TE_RUNTIME_EXPORT const char *te_device_name(const te_device *device);
 /// 1 when `device`'s memory is the host's: an address of host memory is a
 /// device address, so te_buffer_wrap takes any host array (the cpu
 /// device); else 0 (memory the host reaches only through copies), and 0
-/// for NULL. Thread safe.
+/// for NULL. Probed once: the host sees an allocation of the device at the
+/// allocation's own address (host_pointer is the identity). A device whose
+/// allocations are host-mapped but whose kernels cannot read ordinary
+/// (pageable) host memory must not make host_pointer the identity. Thread
+/// safe.
 TE_RUNTIME_EXPORT int te_device_host_memory(te_device *device);
 
 /// Returns the instance index the device was opened with, or -1 for NULL.
