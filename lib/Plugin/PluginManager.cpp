@@ -598,6 +598,39 @@ std::string PluginManager::getLoadState() const {
          ";";
 }
 
+std::string PluginManager::describeStates() const {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  auto field = [](std::string text) {
+    for (char &c : text)
+      if (c == '\t' || c == '\n')
+        c = ' ';
+    return text;
+  };
+  std::string text;
+  for (const auto &record : records) {
+    std::vector<std::string> providers;
+    if (record->state != PluginState::Failed)
+      for (const auto &provider : record->providers)
+        providers.push_back(provider->getName() + ": " +
+                            llvm::join(provider->getOpNames(), " "));
+    std::string failure = record->state == PluginState::Failed
+                              ? record->failedStep + ": " + record->error
+                              : std::string();
+    std::vector<std::string> fields = {record->spec,
+                                       record->source,
+                                       stateName(record->state),
+                                       record->name,
+                                       record->version,
+                                       record->path,
+                                       failure,
+                                       llvm::join(providers, "; ")};
+    for (std::string &value : fields)
+      value = field(value);
+    text += llvm::join(fields, "\t") + "\n";
+  }
+  return text;
+}
+
 void PluginManager::printInfo(llvm::raw_ostream &os) const {
   std::lock_guard<std::recursive_mutex> lock(mutex);
   os << "te-mlir plugin ABI " << getHostABIVersion() << ", LLVM/MLIR "

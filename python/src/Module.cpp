@@ -382,6 +382,20 @@ public:
     return {std::make_unique<Module>(module), outcomes[outcome], compileMs};
   }
 
+  /// te_jit_plugin_states's table.
+  std::string pluginStates() {
+    char *table = nullptr;
+    te_status status;
+    {
+      nb::gil_scoped_release release;
+      status = te_jit_plugin_states(jit, &table);
+    }
+    checkJit(status, Kind::Plugin);
+    std::string text = table;
+    te_jit_free(table);
+    return text;
+  }
+
   /// What te_jit_get_cache_info says, as a dict.
   nb::dict cacheInfo() {
     te_jit_cache_info info = {};
@@ -500,6 +514,9 @@ NB_MODULE(_core, m) {
       .def("explain", &Jit::explain, nb::arg("source"), nb::arg("source_name"),
            nb::arg("device_name"),
            "The dispatch table: a line per op, four tab-separated columns.")
+      .def("plugin_states", &Jit::pluginStates,
+           "The listed plugins, a tab-separated line each: spec, source, "
+           "state, name, version, library, failure, providers.")
       .def("cache_info", &Jit::cacheInfo,
            "The caches: memory_modules, disk_enabled, disk_directory, "
            "disk_entries, disk_bytes, disk_max_bytes.")

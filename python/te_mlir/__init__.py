@@ -32,7 +32,7 @@ from .errors import (CompileError, DTypeError, DeviceError, Error,
 
 __all__ = ["__version__", "CompileError", "DTypeError", "Device",
            "DeviceError", "Error", "ExplainRow", "Jit", "Module",
-           "PluginError", "ShapeError", "cache", "default_jit",
+           "PluginError", "ShapeError", "cache", "default_jit", "plugins",
            "format_explain", "get_num_threads", "load_runtime_plugin",
            "numpy_dtype", "set_num_threads"]
 
@@ -238,4 +238,4 @@ def default_jit():
         return _DEFAULT_JIT
 
 
-from . import cache  # noqa: E402  (needs default_jit)
+from . import cache, plugins  # noqa: E402  (need default_jit)

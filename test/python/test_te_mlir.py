@@ -168,6 +168,28 @@ def test_cache_info_and_clear(tmp_path):
     assert jit.compile(SOURCE).cache == "miss"
 
 
+def test_plugins_info_says_which_plugins_are_available_active_or_failed():
+    """te_mlir.plugins.info() lists NVTE_PLUGIN's plugins with their states:
+    the good fixture available, then active once a compile started it; the
+    one built for another plugin ABI failed, with the step and the reason."""
+    script = """
+        good, broken = te_mlir.plugins.info()
+        print(good["state"], good["name"], good["version"], good["source"],
+              good["failure"], good["providers"]["amax"])
+        print(broken["state"], broken["name"], broken["failure"])
+        te_mlir.default_jit().compile(SOURCE)
+        print([p["state"] for p in te_mlir.plugins.info()])
+    """
+    proc = run_script(script, NVTE_PLUGIN=FIXTURES + "/libte-fixture-good.so,"
+                      + FIXTURES + "/libte-fixture-abi-major.so")
+    assert proc.returncode == 0, proc.stderr
+    available, failed, after = proc.stdout.splitlines()
+    assert available == "available fixture 1.0 NVTE_PLUGIN None ['te.amax']"
+    assert failed.startswith("failed None handshake: the plugin is built for "
+                             "plugin ABI 2.0")
+    assert after == "['active', 'failed']"
+
+
 def test_version_reprs_and_stubs():
     """The package says its version (the project's), its objects say what
     they are, and the extension has type stubs with its docstrings."""

@@ -157,6 +157,13 @@ TE_COMPILER_EXPORT int te_compiler_targets(char **list, char **error);
 /// with `*error` set. Failures otherwise only warn (on stderr).
 TE_COMPILER_EXPORT int te_compiler_plugins(char **fingerprint, char **error);
 
+/// Loads the plugins of NVTE_PLUGIN (as te_compiler_plugins does) and sets
+/// `*states` to one line per listed plugin, in priority order: what
+/// PluginManager::describeStates says (spec, source, state, name, version,
+/// path, failure, providers; tab-separated). Returns non-zero with
+/// `*error` set only where te_compiler_plugins would.
+TE_COMPILER_EXPORT int te_compiler_plugin_states(char **states, char **error);
+
 /// Loads the plugins of `specs` (comma-separated paths or names, as in
 /// NVTE_PLUGIN) after those of NVTE_PLUGIN, for every later compile and
 /// explain of this process; list order is priority. A plugin that fails is

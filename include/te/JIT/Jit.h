@@ -124,7 +124,20 @@ TE_RUNTIME_EXPORT te_status te_jit_get_cache_info(te_jit *jit,
 /// TE_ERROR_INVALID_ARGUMENT for NULL.
 TE_RUNTIME_EXPORT te_status te_jit_clear_cache(te_jit *jit, int disk);
 
-/// Frees a string returned by te_jit_explain; NULL is ignored.
+/// The plugins listed (NVTE_PLUGIN, te_jit_load_plugins) and their states:
+/// sets `*table` to one line per plugin, in priority order, "<spec>\t
+/// <source>\t<state>\t<name>\t<version>\t<library>\t<failure>\t<providers>",
+/// state being available, active (started for a compile) or failed,
+/// failure "<step>: <error>" for a failed one, providers "<provider>: <op>
+/// <op>..." separated by "; " (te_compiler_plugin_states). Loads the
+/// compiler. Free the table with te_jit_free. Errors:
+/// TE_ERROR_INVALID_ARGUMENT for NULL; TE_ERROR_LOAD_FAILED when the
+/// compiler cannot be loaded, or under NVTE_PLUGIN_STRICT=1 when a plugin
+/// of NVTE_PLUGIN fails.
+TE_RUNTIME_EXPORT te_status te_jit_plugin_states(te_jit *jit, char **table);
+
+/// Frees a string returned by te_jit_explain or te_jit_plugin_states; NULL
+/// is ignored.
 TE_RUNTIME_EXPORT void te_jit_free(char *text);
 
 /// The message of this thread's last failing te_jit_* call ("" if none).

@@ -127,6 +127,10 @@ public:
   /// that fails under NVTE_PLUGIN_STRICT=1, otherwise failures only warn.
   support::Status loadPlugins(const std::string &specs);
 
+  /// The listed plugins and their states, one line each
+  /// (te_compiler_plugin_states). Loads the compiler.
+  support::Expected<std::string> pluginStates();
+
   /// The te-mlir build identity that keys the cache.
   const std::string &getBuildId() const { return buildId; }
   /// The disk cache.

@@ -151,6 +151,14 @@ public:
   /// The table of --te-print-plugin-info.
   void printInfo(llvm::raw_ostream &os) const;
 
+  /// One line per listed plugin, in priority order, tab-separated:
+  /// spec, source, state ("available", "active", "failed"), name, version,
+  /// library path, why it failed ("<step>: <error>", or ""), and its
+  /// providers ("<provider>: <op> <op>...", separated by "; "). Fields a
+  /// plugin never reached are empty; tabs and newlines in them become
+  /// spaces.
+  std::string describeStates() const;
+
   bool isStrict() const { return strict; }
 
   /// Prints a one-line warning on stderr.

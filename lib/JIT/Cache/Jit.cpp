@@ -210,6 +210,26 @@ te_status te_jit_explain(te_jit *jit, const char *device_name,
   });
 }
 
+te_status te_jit_plugin_states(te_jit *jit, char **table) {
+  if (!jit || !table)
+    return failJit(TE_ERROR_INVALID_ARGUMENT,
+                   "te_jit_plugin_states: jit and table must not be NULL");
+  *table = nullptr;
+  return guarded("te_jit_plugin_states", [&]() -> te_status {
+    std::lock_guard<std::mutex> compileLock(jit->compileMutex);
+    support::Expected<std::string> states = jit->provider.pluginStates();
+    if (!states)
+      return failJit(TE_ERROR_LOAD_FAILED, states.message());
+    const std::string &text = *states;
+    *table = static_cast<char *>(std::malloc(text.size() + 1));
+    if (!*table)
+      return failJit(TE_ERROR_OUT_OF_MEMORY,
+                     "te_jit_plugin_states: out of memory");
+    std::memcpy(*table, text.c_str(), text.size() + 1);
+    return TE_OK;
+  });
+}
+
 te_status te_jit_get_cache_info(te_jit *jit, te_jit_cache_info *info) {
   if (!jit || !info)
     return failJit(TE_ERROR_INVALID_ARGUMENT,

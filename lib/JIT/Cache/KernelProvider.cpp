@@ -201,6 +201,7 @@ struct KernelProvider::Compiler {
   decltype(&te_compiler_emit) emit = nullptr;
   decltype(&te_compiler_explain_for) explain = nullptr;
   decltype(&te_compiler_plugins) plugins = nullptr;
+  decltype(&te_compiler_plugin_states) pluginStates = nullptr;
   decltype(&te_compiler_load_plugins) loadPlugins = nullptr;
   decltype(&te_compiler_targets) targets = nullptr;
   decltype(&te_compiler_free) release = nullptr;
@@ -258,6 +259,7 @@ Status KernelProvider::loadCompiler() {
       !resolve(loaded->emit, "te_compiler_emit") ||
       !resolve(loaded->explain, "te_compiler_explain_for") ||
       !resolve(loaded->plugins, "te_compiler_plugins") ||
+      !resolve(loaded->pluginStates, "te_compiler_plugin_states") ||
       !resolve(loaded->loadPlugins, "te_compiler_load_plugins") ||
       !resolve(loaded->targets, "te_compiler_targets") ||
       !resolve(loaded->release, "te_compiler_free"))
@@ -314,6 +316,20 @@ Status KernelProvider::loadPlugins(const std::string &specs) {
     return Status::error(message.empty() ? "plugins could not be loaded"
                                          : message);
   return Status::success();
+}
+
+Expected<std::string> KernelProvider::pluginStates() {
+  if (Status status = loadCompiler(); !status.ok())
+    return status;
+  char *states = nullptr, *error = nullptr;
+  if (compiler->pluginStates(&states, &error) != 0) {
+    std::string message = error ? error : "unknown plugin error";
+    compiler->release(error);
+    return Status::error(message);
+  }
+  std::string text = states;
+  compiler->release(states);
+  return text;
 }
 
 Expected<std::string> KernelProvider::explainText(const std::string &source,

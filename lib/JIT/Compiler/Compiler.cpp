@@ -362,6 +362,14 @@ int te_compiler_plugins(char **fingerprint, char **error) {
   return 0;
 }
 
+int te_compiler_plugin_states(char **states, char **error) {
+  te::plugin::PluginManager *plugins = loadedPlugins(error);
+  if (!plugins)
+    return 1;
+  *states = copyString(plugins->describeStates());
+  return 0;
+}
+
 int te_compiler_load_plugins(const char *specs, char **error) {
   te::plugin::PluginManager &plugins = te::plugin::PluginManager::get();
   std::string message;
