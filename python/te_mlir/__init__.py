@@ -32,9 +32,9 @@ from .errors import (CompileError, DTypeError, DeviceError, Error,
 
 __all__ = ["__version__", "CompileError", "DTypeError", "Device",
            "DeviceError", "Error", "ExplainRow", "Jit", "Module",
-           "PluginError", "ShapeError", "cache", "default_jit", "plugins",
+           "PluginError", "ShapeError", "cache", "default_jit", "explain",
            "format_explain", "get_num_threads", "load_runtime_plugin",
-           "numpy_dtype", "set_num_threads"]
+           "numpy_dtype", "plugins", "set_num_threads"]
 
 _DTYPES = {
     "f32": np.dtype(np.float32),
@@ -94,8 +94,9 @@ def format_explain(rows):
 class Module:
     """A compiled te program loaded on a device; call it with numpy arrays."""
 
-    def __init__(self, core, outcome, compile_ms):
+    def __init__(self, core, outcome, compile_ms, explain=None):
         self._core = core
+        self._explain = explain
         #: "miss", "hit (disk)" or "hit (memory)".
         self.cache = outcome
         #: Milliseconds spent compiling (0 on a hit).
@@ -112,6 +113,12 @@ class Module:
     def device_name(self):
         """The device the module runs on ("cpu", ...)."""
         return self._core.device_name
+
+    def explain(self):
+        """Which backend lowered each te op of the module's program, and why
+        plugin providers declined: Jit.explain of its source for its
+        device (the dispatch as it is now, with the plugins loaded now)."""
+        return self._explain()
 
     def __repr__(self):
         return (f"<te_mlir.Module {', '.join(self._kernels)} on "
@@ -221,7 +228,16 @@ class Jit:
         compiled for the target registered for that device."""
         device = device if device is not None else Device("cpu")
         core, outcome, compile_ms = self._core.load(device, source, name)
-        return Module(core, outcome, compile_ms)
+        return Module(core, outcome, compile_ms,
+                      lambda: self.explain(source, device, name))
+
+
+def explain(program, device="cpu", name="<python>"):
+    """The dispatch table (ExplainRows) of a Module's program, or of a
+    program's source text for `device` on the shared Jit."""
+    if isinstance(program, Module):
+        return program.explain()
+    return default_jit().explain(program, device, name)
 
 
 _DEFAULT_JIT = None

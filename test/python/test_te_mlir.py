@@ -345,6 +345,18 @@ def test_load_plugins_from_python():
     ]
 
 
+def test_explain_a_module_or_a_source():
+    """te_mlir.explain takes a compiled Module (its program on its device)
+    or source text (on the shared Jit)."""
+    module = te_mlir.Jit().compile(SOURCE, name="step.mlir")
+    rows = te_mlir.explain(module)
+    assert [r.op for r in rows] == ["te.amax", "te.amax", "te.quantize"]
+    assert rows[0].location == "step.mlir:5:8"
+    assert all(r.backend == "cpu (native)" for r in rows)
+    assert module.explain() == rows
+    assert te_mlir.explain(SOURCE, name="step.mlir") == rows
+
+
 def test_format_explain_prints_te_runs_table():
     """format_explain is te-run --explain's table, byte for byte."""
     te_run = os.path.join(os.path.dirname(te_mlir.__file__), os.pardir,
