@@ -170,21 +170,19 @@ TEST_F(JitTest, CacheInfoAndClear) {
   EXPECT_GT(info.disk_bytes, 0u);
   EXPECT_EQ(info.disk_max_bytes, 0u);
 
-  ASSERT_EQ(te_jit_clear_cache(jit, /*disk=*/0), TE_OK);
-  ASSERT_EQ(te_jit_get_cache_info(jit, &info), TE_OK);
-  EXPECT_EQ(info.memory_modules, 0u);
-  EXPECT_EQ(info.disk_entries, 1u);
-  ASSERT_EQ(load(jit, kProgram, &module, &outcome), TE_OK);
-  EXPECT_EQ(outcome, TE_CACHE_HIT_DISK);
-  te_module_release(module);
-
-  ASSERT_EQ(te_jit_clear_cache(jit, /*disk=*/1), TE_OK);
-  ASSERT_EQ(te_jit_get_cache_info(jit, &info), TE_OK);
-  EXPECT_EQ(info.memory_modules, 0u);
-  EXPECT_EQ(info.disk_entries, 0u);
-  ASSERT_EQ(load(jit, kProgram, &module, &outcome), TE_OK);
-  EXPECT_EQ(outcome, TE_CACHE_MISS);
-  te_module_release(module);
+  // Clears, then checks what is left and where the next load comes from.
+  auto clearThenLoad = [&](int disk, uint64_t entriesLeft,
+                           te_cache_outcome expected) {
+    ASSERT_EQ(te_jit_clear_cache(jit, disk), TE_OK);
+    ASSERT_EQ(te_jit_get_cache_info(jit, &info), TE_OK);
+    EXPECT_EQ(info.memory_modules, 0u);
+    EXPECT_EQ(info.disk_entries, entriesLeft);
+    ASSERT_EQ(load(jit, kProgram, &module, &outcome), TE_OK);
+    EXPECT_EQ(outcome, expected);
+    te_module_release(module);
+  };
+  clearThenLoad(/*disk=*/0, 1, TE_CACHE_HIT_DISK);
+  clearThenLoad(/*disk=*/1, 0, TE_CACHE_MISS);
 
   info.struct_size = 8;
   EXPECT_EQ(te_jit_get_cache_info(jit, &info), TE_ERROR_INVALID_ARGUMENT);

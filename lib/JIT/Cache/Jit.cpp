@@ -26,6 +26,16 @@ te_status failJit(te_status status, std::string message) {
   return status;
 }
 
+/// `text` in memory the caller frees with te_jit_free.
+te_status copyOut(const char *function, const std::string &text, char **out) {
+  *out = static_cast<char *>(std::malloc(text.size() + 1));
+  if (!*out)
+    return failJit(TE_ERROR_OUT_OF_MEMORY,
+                   std::string(function) + ": out of memory");
+  std::memcpy(*out, text.c_str(), text.size() + 1);
+  return TE_OK;
+}
+
 /// A provider failure as a status: the compiler missing, or a compile error.
 te_status compilerStatus(const std::string &message) {
   bool notLoadable =
@@ -201,12 +211,7 @@ te_status te_jit_explain(te_jit *jit, const char *device_name,
         device_name);
     if (!explained)
       return failJit(compilerStatus(explained.message()), explained.message());
-    const std::string &text = *explained;
-    *table = static_cast<char *>(std::malloc(text.size() + 1));
-    if (!*table)
-      return failJit(TE_ERROR_OUT_OF_MEMORY, "te_jit_explain: out of memory");
-    std::memcpy(*table, text.c_str(), text.size() + 1);
-    return TE_OK;
+    return copyOut("te_jit_explain", *explained, table);
   });
 }
 
@@ -220,13 +225,7 @@ te_status te_jit_plugin_states(te_jit *jit, char **table) {
     support::Expected<std::string> states = jit->provider.pluginStates();
     if (!states)
       return failJit(TE_ERROR_LOAD_FAILED, states.message());
-    const std::string &text = *states;
-    *table = static_cast<char *>(std::malloc(text.size() + 1));
-    if (!*table)
-      return failJit(TE_ERROR_OUT_OF_MEMORY,
-                     "te_jit_plugin_states: out of memory");
-    std::memcpy(*table, text.c_str(), text.size() + 1);
-    return TE_OK;
+    return copyOut("te_jit_plugin_states", *states, table);
   });
 }
 

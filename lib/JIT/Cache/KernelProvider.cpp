@@ -205,6 +205,20 @@ struct KernelProvider::Compiler {
   decltype(&te_compiler_load_plugins) loadPlugins = nullptr;
   decltype(&te_compiler_targets) targets = nullptr;
   decltype(&te_compiler_free) release = nullptr;
+
+  /// The text a te_compiler_* call that returns (status, text, error)
+  /// produced, or its error (`fallback` when it gave none); frees both.
+  Expected<std::string> takeText(int failed, char *text, char *error,
+                                 const char *fallback) const {
+    std::string message = error ? error : fallback;
+    std::string result = text ? text : "";
+    release(error);
+    release(text);
+    if (failed)
+      return Status::error(message);
+    return result;
+  }
+
   ~Compiler() {
     if (handle)
       dlclose(handle);
@@ -270,26 +284,19 @@ Status KernelProvider::loadCompiler() {
 
 Expected<std::string> KernelProvider::queryPlugins() {
   char *fingerprint = nullptr, *error = nullptr;
-  if (compiler->plugins(&fingerprint, &error) != 0) {
-    std::string message = error ? error : "unknown plugin error";
-    compiler->release(error);
-    return Status::error(message);
-  }
-  std::string text = fingerprint;
-  compiler->release(fingerprint);
-  return text;
+  int failed = compiler->plugins(&fingerprint, &error);
+  return compiler->takeText(failed, fingerprint, error, "unknown plugin error");
 }
 
 Expected<std::string>
 KernelProvider::describeTarget(const std::string &device) {
   char *list = nullptr, *error = nullptr;
-  if (compiler->targets(&list, &error) != 0) {
-    std::string message = error ? error : "unknown plugin error";
-    compiler->release(error);
-    return Status::error(message);
-  }
-  std::istringstream lines(list);
-  compiler->release(list);
+  int failed = compiler->targets(&list, &error);
+  Expected<std::string> targets =
+      compiler->takeText(failed, list, error, "unknown plugin error");
+  if (!targets)
+    return targets.status();
+  std::istringstream lines(*targets);
   std::string line;
   while (std::getline(lines, line))
     if (line.rfind(device + "\t", 0) == 0)
@@ -322,14 +329,8 @@ Expected<std::string> KernelProvider::pluginStates() {
   if (Status status = loadCompiler(); !status.ok())
     return status;
   char *states = nullptr, *error = nullptr;
-  if (compiler->pluginStates(&states, &error) != 0) {
-    std::string message = error ? error : "unknown plugin error";
-    compiler->release(error);
-    return Status::error(message);
-  }
-  std::string text = states;
-  compiler->release(states);
-  return text;
+  int failed = compiler->pluginStates(&states, &error);
+  return compiler->takeText(failed, states, error, "unknown plugin error");
 }
 
 Expected<std::string> KernelProvider::explainText(const std::string &source,
@@ -338,15 +339,9 @@ Expected<std::string> KernelProvider::explainText(const std::string &source,
   if (Status status = loadCompiler(); !status.ok())
     return status;
   char *table = nullptr, *error = nullptr;
-  if (compiler->explain(device.c_str(), source.data(), source.size(),
-                        sourceName.c_str(), &table, &error) != 0) {
-    std::string message = error ? error : "unknown compiler error";
-    compiler->release(error);
-    return Status::error(message);
-  }
-  std::string text = table;
-  compiler->release(table);
-  return text;
+  int failed = compiler->explain(device.c_str(), source.data(), source.size(),
+                                 sourceName.c_str(), &table, &error);
+  return compiler->takeText(failed, table, error, "unknown compiler error");
 }
 
 Expected<std::vector<std::array<std::string, 4>>>
