@@ -258,6 +258,14 @@ TEST_F(JitTest, BadArgumentsAndMissingCompiler) {
   EXPECT_EQ(te_jit_load_plugins(jit, nullptr), TE_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(te_jit_explain(jit, nullptr, kProgram, 1, "x", &table),
             TE_ERROR_INVALID_ARGUMENT);
+  // Plugin states need the compiler; cache calls check their arguments.
+  EXPECT_EQ(te_jit_plugin_states(jit, &table), TE_ERROR_LOAD_FAILED);
+  EXPECT_EQ(table, nullptr);
+  EXPECT_NE(std::string(te_jit_last_error_message()).find("cannot load"),
+            std::string::npos);
+  EXPECT_EQ(te_jit_plugin_states(nullptr, &table), TE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(te_jit_get_cache_info(jit, nullptr), TE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(te_jit_clear_cache(nullptr, 1), TE_ERROR_INVALID_ARGUMENT);
   te_jit_release(jit);
   te_jit_release(nullptr);
   te_jit_free(nullptr);
