@@ -32,9 +32,10 @@ from .errors import (CompileError, DTypeError, DeviceError, Error,
 
 __all__ = ["__version__", "CompileError", "DTypeError", "Device",
            "DeviceError", "Error", "ExplainRow", "Jit", "Module",
-           "PluginError", "ShapeError", "cache", "default_jit", "explain",
+           "PluginError", "ShapeError", "cache", "compile", "default_jit",
+           "explain",
            "format_explain", "get_num_threads", "load_runtime_plugin",
-           "numpy_dtype", "plugins", "set_num_threads"]
+           "numpy_dtype", "ops", "plugins", "set_num_threads"]
 
 _DTYPES = {
     "f32": np.dtype(np.float32),
@@ -254,4 +255,24 @@ def default_jit():
         return _DEFAULT_JIT
 
 
-from . import cache, plugins  # noqa: E402  (need default_jit)
+def compile(source, device=None, plugins=None, name=None):
+    """A whole te program compiled and loaded on `device` (default: the host
+    CPU) by the shared Jit: `source` is program text or the path of a
+    .mlir file. `plugins` (a name, a path or a list of them) are loaded
+    first, as Jit.load_plugins loads them."""
+    if name is None:
+        name = "<python>"
+        if "\n" not in source and os.path.isfile(source):
+            name = source
+            with open(source) as f:
+                source = f.read()
+    jit = default_jit()
+    if plugins:
+        jit.load_plugins(*([plugins] if isinstance(plugins, str)
+                           else plugins))
+    if isinstance(device, str):
+        device = Device(device)
+    return jit.compile(source, device=device, name=name)
+
+
+from . import cache, ops, plugins  # noqa: E402  (need default_jit)

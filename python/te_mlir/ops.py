@@ -1,0 +1,708 @@
+"""TE's operations as Python functions over arrays.
+
+    from te_mlir import ops
+    o, lse = ops.attention(q, k, v, layout="bshd", mask="causal",
+                           return_lse=True)
+    x8 = ops.quantize(x, fp8="e4m3")          # current scaling
+    y = ops.scaled_matmul(x8, w8, transpose_b=True, out_dtype="bf16")
+
+Each function writes the te program of one op for the arrays' dtypes and
+shapes and the attributes given, compiles it on the shared Jit
+(te_mlir.default_jit(): memory and disk caches) the first time that
+configuration is seen, and keeps the loaded module: a later call with the
+same configuration runs it at once. The attributes are the dialect's
+(docs/TEDialect.md), whose verifier checks them; a configuration it
+rejects raises CompileError with its diagnostic.
+
+Arrays are numpy arrays (ml_dtypes for bf16 and FP8) or torch tensors. On
+the cpu device inputs are read in place and outputs are the buffers the
+kernel wrote; torch inputs give torch outputs (over the same memory). A
+torch tensor on a CUDA device selects the runtime's cuda device, unless
+device= names another.
+"""
+
+import threading
+
+import numpy as np
+
+from . import _DTYPES, _RAW_BITS, Device, default_jit
+from .errors import DTypeError, ShapeError
+
+__all__ = ["Float8Tensor", "amax", "attention", "attention_backward",
+           "compute_scale", "dequantize", "dtype_name", "quantize",
+           "scaled_matmul", "update_delayed_scaling"]
+
+_FP8_ALIASES = {"e4m3": "f8E4M3FN", "e5m2": "f8E5M2",
+                "float8_e4m3fn": "f8E4M3FN", "float8_e5m2": "f8E5M2"}
+_NAME_ALIASES = {"float32": "f32", "float64": "f64", "float16": "f16",
+                 "bfloat16": "bf16", "float8_e8m0fnu": "f8E8M0FNU",
+                 "bool": "i1", "int8": "i8", "int32": "i32", "int64": "i64",
+                 **_FP8_ALIASES}
+_NUMPY_NAMES = {dtype: name for name, dtype in _DTYPES.items()}
+_TORCH_DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16",
+                 "bf16": "bfloat16", "f8E4M3FN": "float8_e4m3fn",
+                 "f8E5M2": "float8_e5m2", "f8E8M0FNU": "float8_e8m0fnu",
+                 "i1": "bool", "i8": "int8", "i32": "int32", "i64": "int64"}
+
+LAYOUTS = ("bshd", "sbhd", "bhsd", "thd")
+MASKS = ("no_mask", "padding", "causal", "causal_bottom_right",
+         "padding_causal", "padding_causal_bottom_right", "arbitrary")
+BIAS_KINDS = ("no_bias", "pre_scale", "post_scale", "alibi")
+SOFTMAX_KINDS = ("vanilla", "off_by_one", "learnable")
+SCALING_MODES = ("per_tensor", "mxfp8_1x32", "block_1x128", "block_128x128")
+USAGES = ("rowwise", "columnwise", "both")
+AMAX_ALGOS = ("max", "most_recent")
+
+
+def dtype_name(dtype):
+    """The te element type name of a dtype spelled as te spells it ("bf16",
+    "f8E4M3FN"), as TE does ("e4m3", "e5m2"), or as a numpy, ml_dtypes or
+    torch dtype."""
+    if isinstance(dtype, str):
+        name = _NAME_ALIASES.get(dtype, dtype)
+        if name in _DTYPES:
+            return name
+    text = str(dtype)
+    if text.startswith("torch."):
+        name = _NAME_ALIASES.get(text[len("torch."):])
+        if name:
+            return name
+    else:
+        try:
+            name = _NUMPY_NAMES.get(np.dtype(dtype))
+        except TypeError:
+            name = None
+        if name:
+            return name
+    raise DTypeError(f"{dtype!r} is not an element type te knows (f32, f64, "
+                     "f16, bf16, f8E4M3FN / e4m3, f8E5M2 / e5m2, f8E8M0FNU, "
+                     "i1, i8, i32, i64)")
+
+
+def _fp8_name(fp8):
+    name = dtype_name(fp8)
+    if name not in ("f8E4M3FN", "f8E5M2"):
+        raise DTypeError(f"fp8={fp8!r}: expected e4m3 (f8E4M3FN) or e5m2 "
+                         "(f8E5M2)")
+    return name
+
+
+def _choice(what, value, allowed):
+    if value not in allowed:
+        raise ValueError(f"{what}={value!r}: expected one of "
+                         f"{', '.join(allowed)}")
+    return value
+
+
+def _is_torch(x):
+    return type(x).__module__.split(".")[0] == "torch"
+
+
+class _Arg:
+    """One array argument: its te dtype, shape, and the object handed to
+    the module (a contiguous array)."""
+
+    __slots__ = ("value", "dtype", "shape", "torch_device")
+
+    def __init__(self, value, what):
+        if _is_torch(value):
+            self.torch_device = value.device
+            if not value.is_contiguous():
+                value = value.contiguous()
+            self.dtype = dtype_name(value.dtype)
+        else:
+            self.torch_device = None
+            if isinstance(value, (float, int)) and not isinstance(value,
+                                                                  bool):
+                value = np.asarray(value, np.float32)
+            value = np.asarray(value)
+            if not value.flags.c_contiguous:  # (keeps 0-d arrays 0-d)
+                value = np.ascontiguousarray(value)
+            try:
+                self.dtype = dtype_name(value.dtype)
+            except DTypeError:
+                raise DTypeError(f"{what}: element type {value.dtype} is "
+                                 "not one te takes") from None
+        self.value = value
+        self.shape = tuple(int(d) for d in value.shape)
+
+    @property
+    def type(self):
+        return _tensor_type(self.dtype, self.shape)
+
+
+def _arg(value, what, dtypes=None, rank=None):
+    if value is None:
+        return None
+    a = value if isinstance(value, _Arg) else _Arg(value, what)
+    if dtypes is not None and a.dtype not in dtypes:
+        raise DTypeError(f"{what}: expected {' or '.join(dtypes)}, got "
+                         f"{a.dtype}")
+    if rank is not None and len(a.shape) != rank:
+        raise ShapeError(f"{what}: expected rank {rank}, got shape "
+                         f"{list(a.shape)}")
+    return a
+
+
+def _tensor_type(dtype, shape):
+    dims = "".join(f"{d}x" for d in shape)
+    return f"tensor<{dims}{dtype}>"
+
+
+def _float(value):
+    """An f32 attribute value, spelled so that it parses back exactly."""
+    return repr(float(np.float32(value)))
+
+
+def _function(args, op, results):
+    """The source of @op over `args` (_Arg list, bound to %a0...) whose body
+    is `op`, a te op writing %r (one result) or %r:N."""
+    params = ", ".join(f"%a{i}: {a.type}" for i, a in enumerate(args))
+    types = ", ".join(results)
+    values = ("%r" if len(results) == 1 else
+              ", ".join(f"%r#{i}" for i in range(len(results))))
+    return (f"func.func @op({params}) -> ({types}) {{\n"
+            f"  {op}\n"
+            f"  return {values} : {types}\n"
+            "}\n")
+
+
+def _result_name(count):
+    return "%r" if count == 1 else f"%r:{count}"
+
+
+_DEVICES = {}
+_PROGRAMS = {}
+_PROGRAMS_LOCK = threading.Lock()
+
+
+def _device(args, device):
+    if isinstance(device, Device):
+        return device
+    if device is None:
+        device = "cpu"
+        for a in args:
+            if a is not None and a.torch_device is not None and \
+                    a.torch_device.type != "cpu":
+                device = a.torch_device.type
+                break
+    with _PROGRAMS_LOCK:
+        if device not in _DEVICES:
+            _DEVICES[device] = Device(device)
+        return _DEVICES[device]
+
+
+def _run(key, args, source, device=None):
+    """Runs the program `source()` writes for configuration `key` on `args`
+    (None entries are left out), compiling it once per configuration and
+    device. Returns its outputs, as torch tensors when an input was one."""
+    args = [a for a in args if a is not None]
+    device = _device(args, device)
+    jit = default_jit()
+    full_key = (key, tuple((a.dtype, a.shape) for a in args), device.name,
+                id(jit))
+    module = _PROGRAMS.get(full_key)
+    if module is None:
+        module = jit.compile(source(args), device=device,
+                             name=f"<te_mlir.ops.{key[0]}>")
+        with _PROGRAMS_LOCK:
+            module = _PROGRAMS.setdefault(full_key, module)
+    outputs = module(*[a.value for a in args])
+    torch_device = next((a.torch_device for a in args
+                         if a.torch_device is not None), None)
+    if torch_device is None:
+        return outputs
+    return tuple(_to_torch(out, torch_device) for out in outputs)
+
+
+def _to_torch(array, device):
+    import torch
+    name = dtype_name(array.dtype)
+    if name in _RAW_BITS:
+        tensor = torch.from_numpy(array.view(_RAW_BITS[name]))
+        tensor = tensor.view(getattr(torch, _TORCH_DTYPES[name]))
+    else:
+        tensor = torch.from_numpy(array)
+    return tensor if device.type == "cpu" else tensor.to(device)
+
+
+def _forget_programs():
+    """Drops the loaded modules (te_mlir.cache.clear calls this)."""
+    with _PROGRAMS_LOCK:
+        _PROGRAMS.clear()
+
+
+# --- FP8 ---------------------------------------------------------------
+
+
+def amax(x, *, device=None):
+    """max |x| over the elements of x (f32, f16 or bf16), NaN skipped, as an
+    f32 scalar array (te.amax)."""
+    x = _arg(x, "x", ("f32", "f16", "bf16"))
+    src = lambda a: _function(
+        a, f"%r = te.amax %a0 : {a[0].type} -> tensor<f32>", ["tensor<f32>"])
+    return _run(("amax",), [x], src, device)[0]
+
+
+def compute_scale(amax, fp8="e4m3", *, epsilon=0.0, pow2_scales=False,
+                  device=None):
+    """Float8CurrentScaling's scale from an f32 amax (any shape): fp8_max /
+    max(amax, epsilon), 1 for 0/inf/NaN, optionally rounded down to a power
+    of two (te.compute_scale)."""
+    fp8 = _fp8_name(fp8)
+    a = _arg(amax, "amax", ("f32",))
+    attrs = f"fp8_type {fp8}"
+    if epsilon:
+        attrs += f" epsilon {_float(epsilon)}"
+    if pow2_scales:
+        attrs += " pow2_scales"
+    src = lambda args: _function(
+        args, f"%r = te.compute_scale %a0 {attrs} : {args[0].type} -> "
+        f"{args[0].type}", [args[0].type])
+    return _run(("compute_scale", fp8, attrs), [a], src, device)[0]
+
+
+def update_delayed_scaling(amax_history, amax, scale, fp8="e4m3", *,
+                           amax_algo="max", margin=0, device=None):
+    """One DelayedScaling step: the history [L, ...] with `amax` rolled in
+    front, and the new scale (te.update_delayed_scaling). Returns
+    (new_history, new_scale)."""
+    fp8 = _fp8_name(fp8)
+    _choice("amax_algo", amax_algo, AMAX_ALGOS)
+    margin = int(margin)
+    args = [_arg(amax_history, "amax_history", ("f32",)),
+            _arg(amax, "amax", ("f32",)), _arg(scale, "scale", ("f32",))]
+    attrs = f"fp8_type {fp8} amax_algo {amax_algo} margin {margin}"
+
+    def src(a):
+        types = f"{a[0].type}, {a[1].type}, {a[2].type}"
+        return _function(
+            a, f"%r:2 = te.update_delayed_scaling %a0, %a1, %a2 {attrs} : "
+            f"{types} -> {a[0].type}, {a[2].type}", [a[0].type, a[2].type])
+    return _run(("update_delayed_scaling", attrs), args, src, device)
+
+
+class Float8Tensor:
+    """What ops.quantize returns: FP8 data with its scales, in one of TE's
+    scaling modes.
+
+    data, scale_inv: the row-wise copy (None without it);
+    columnwise_data, columnwise_scale_inv: the column-wise copy (None
+    without it), stored transposed for per_tensor and the block modes
+    (TE's cast_transpose) and in the input's layout for mxfp8_1x32; for
+    per_tensor both copies share scale_inv; amax: max |x| (per_tensor
+    only); mode, fp8 (te type name), dtype (the input's element type,
+    dequantize's default) and shape (the input's)."""
+
+    __slots__ = ("data", "scale_inv", "columnwise_data",
+                 "columnwise_scale_inv", "amax", "mode", "fp8", "dtype",
+                 "shape")
+
+    def __init__(self, data, scale_inv, columnwise_data, columnwise_scale_inv,
+                 amax, mode, fp8, dtype, shape):
+        self.data = data
+        self.scale_inv = scale_inv
+        self.columnwise_data = columnwise_data
+        self.columnwise_scale_inv = columnwise_scale_inv
+        self.amax = amax
+        self.mode = mode
+        self.fp8 = fp8
+        self.dtype = dtype
+        self.shape = tuple(shape)
+
+    def __repr__(self):
+        copies = [c for c, d in (("rowwise", self.data),
+                                 ("columnwise", self.columnwise_data))
+                  if d is not None]
+        return (f"<te_mlir.ops.Float8Tensor {self.fp8} "
+                f"{'x'.join(map(str, self.shape))} {self.mode} "
+                f"({' and '.join(copies)}) of {self.dtype}>")
+
+    def dequantize(self, dtype=None, *, columnwise=False):
+        """ops.dequantize(self, ...)."""
+        return dequantize(self, dtype, columnwise=columnwise)
+
+
+def _quantize_types(x, fp8, mode, usage):
+    """The result types of te.quantize (see its verifier)."""
+    shape = list(x.shape)
+    rowwise, columnwise = usage in ("rowwise", "both"), usage in (
+        "columnwise", "both")
+    if mode != "mxfp8_1x32" and columnwise and len(shape) != 2:
+        raise ShapeError(f"quantize: the column-wise copy of mode {mode} is "
+                         f"stored transposed and needs a 2-D input, got "
+                         f"shape {shape}")
+    if mode in ("block_1x128", "block_128x128") and len(shape) != 2:
+        raise ShapeError(f"quantize: mode {mode} needs a 2-D input, got "
+                         f"shape {shape}")
+
+    def scales(data_shape, axis_from_end):
+        if mode == "mxfp8_1x32":
+            s = list(data_shape)
+            axis = len(s) - axis_from_end
+            if axis < 0 or s[axis] % 32:
+                raise ShapeError(
+                    f"quantize: mode mxfp8_1x32 needs dimension {axis} of "
+                    f"shape {list(data_shape)} to be a multiple of 32")
+            s[axis] //= 32
+            return _tensor_type("f8E8M0FNU", s)
+        rows, cols = data_shape
+        ceil = lambda n: -(-n // 128)
+        return _tensor_type("f32", [ceil(rows) if mode == "block_128x128"
+                                    else rows, ceil(cols)])
+
+    transposed = shape[::-1] if len(shape) == 2 else shape
+    types = []
+    if mode == "per_tensor":
+        if rowwise:
+            types.append(_tensor_type(fp8, shape))
+        if columnwise:
+            types.append(_tensor_type(fp8, transposed))
+        return types + ["tensor<f32>", "tensor<f32>"]
+    if rowwise:
+        types += [_tensor_type(fp8, shape), scales(shape, 1)]
+    if columnwise:
+        col = shape if mode == "mxfp8_1x32" else transposed
+        types += [_tensor_type(fp8, col),
+                  scales(col, 2 if mode == "mxfp8_1x32" else 1)]
+    return types
+
+
+def quantize(x, fp8="e4m3", mode="per_tensor", *, scale=None, usage=None,
+             transpose=False, pow2_scales=None, epsilon=None, device=None):
+    """x (f32, f16 or bf16) cast to FP8 in one of TE's scaling modes
+    (te.quantize); returns a Float8Tensor.
+
+    mode: per_tensor, mxfp8_1x32, block_1x128 or block_128x128.
+    per_tensor takes `scale` (an f32 scalar: delayed scaling); without it
+    the scale is this tensor's current scale, computed in the same program
+    (te.amax, te.compute_scale with `epsilon` and `pow2_scales`: TE's
+    Float8CurrentScaling). The block modes take `epsilon` and
+    `pow2_scales` (default True) for their own block scales.
+    usage: rowwise (default), columnwise or both; transpose=True is
+    usage both (TE's cast_transpose)."""
+    fp8 = _fp8_name(fp8)
+    _choice("mode", mode, SCALING_MODES)
+    usage = _choice("usage", usage or ("both" if transpose else "rowwise"),
+                    USAGES)
+    x = _arg(x, "x", ("f32", "f16", "bf16"))
+    scale = _arg(scale, "scale", ("f32",), rank=0)
+    types = _quantize_types(x, fp8, mode, usage)
+    current = mode == "per_tensor" and scale is None
+    attrs = f"mode {mode} usage {usage}"
+    scale_attrs = f"fp8_type {fp8}"
+    if mode in ("block_1x128", "block_128x128"):
+        if pow2_scales is False:
+            attrs += " pow2_scales false"
+        if epsilon:
+            attrs += f" epsilon {_float(epsilon)}"
+    elif current:
+        if epsilon:
+            scale_attrs += f" epsilon {_float(epsilon)}"
+        if pow2_scales:
+            scale_attrs += " pow2_scales"
+    elif pow2_scales or epsilon:
+        raise ValueError(f"quantize: pow2_scales and epsilon shape the "
+                         f"scales that mode {mode} computes itself; "
+                         + ("a given scale is used as it is"
+                            if mode == "per_tensor" else
+                            "MXFP8's scales are fixed by its format"))
+
+    def src(a):
+        head = f"{_result_name(len(types))} = te.quantize %a0"
+        if current:
+            body = (f"%amax = te.amax %a0 : {a[0].type} -> tensor<f32>\n"
+                    f"  %scale = te.compute_scale %amax {scale_attrs} : "
+                    f"tensor<f32> -> tensor<f32>\n"
+                    f"  {head} scale(%scale) {attrs} : {a[0].type}, "
+                    "tensor<f32>")
+        elif scale is not None:
+            body = f"{head} scale(%a1) {attrs} : {a[0].type}, tensor<f32>"
+        else:
+            body = f"{head} {attrs} : {a[0].type}"
+        return _function(a, f"{body} -> {', '.join(types)}", types)
+    key = ("quantize", fp8, attrs, scale_attrs if current else None)
+    out = list(_run(key, [x, scale], src, device))
+    rowwise, columnwise = usage in ("rowwise", "both"), usage in (
+        "columnwise", "both")
+    if mode == "per_tensor":
+        data = out.pop(0) if rowwise else None
+        data_t = out.pop(0) if columnwise else None
+        scale_inv, amax_value = out
+        return Float8Tensor(data, scale_inv, data_t,
+                            scale_inv if columnwise else None, amax_value,
+                            mode, fp8, x.dtype, x.shape)
+    data, scale_inv = (out.pop(0), out.pop(0)) if rowwise else (None, None)
+    col, col_scale = (out.pop(0), out.pop(0)) if columnwise else (None, None)
+    return Float8Tensor(data, scale_inv, col, col_scale, None, mode, fp8,
+                        x.dtype, x.shape)
+
+
+def dequantize(data, dtype=None, *, scale_inv=None, mode=None,
+               columnwise=False, device=None):
+    """FP8 data times its scales (te.dequantize), as f32, f16 or bf16.
+
+    `data` is a Float8Tensor (its row-wise copy, or with columnwise=True
+    its column-wise one; dtype defaults to the quantized input's), or raw
+    FP8 data with `scale_inv` and `mode` (dtype defaults to f32; for
+    mxfp8_1x32, columnwise=True says the scales run along the
+    second-to-last dimension)."""
+    if isinstance(data, Float8Tensor):
+        q = data
+        if scale_inv is not None or mode is not None:
+            raise ValueError("dequantize: a Float8Tensor carries its scales "
+                             "and mode; pass scale_inv and mode only with "
+                             "raw data")
+        data, scale_inv = ((q.columnwise_data, q.columnwise_scale_inv)
+                           if columnwise else (q.data, q.scale_inv))
+        if data is None:
+            raise ValueError(f"dequantize: {q!r} has no "
+                             f"{'column' if columnwise else 'row'}-wise copy")
+        mode, dtype = q.mode, dtype or q.dtype
+        columnwise = columnwise and mode == "mxfp8_1x32"
+    elif scale_inv is None or mode is None:
+        raise ValueError("dequantize: raw FP8 data needs scale_inv= and "
+                         "mode= (or pass the Float8Tensor quantize returned)")
+    _choice("mode", mode, SCALING_MODES)
+    out = dtype_name(dtype or "f32")
+    data = _arg(data, "data", ("f8E4M3FN", "f8E5M2"))
+    scale_inv = _arg(scale_inv, "scale_inv", ("f32", "f8E8M0FNU"))
+    attrs = f"mode {mode}" + (" columnwise" if columnwise else "")
+    result = _tensor_type(out, data.shape)
+    src = lambda a: _function(
+        a, f"%r = te.dequantize %a0, %a1 {attrs} : {a[0].type}, {a[1].type} "
+        f"-> {result}", [result])
+    return _run(("dequantize", attrs, out), [data, scale_inv], src,
+                device)[0]
+
+
+def scaled_matmul(a, b, a_scale_inv=None, b_scale_inv=None, *, bias=None,
+                  out_scale=None, transpose_a=False, transpose_b=False,
+                  gelu=False, out_dtype="bf16", device=None):
+    """The FP8 GEMM D = epilogue((op(A) a_scale_inv) (op(B) b_scale_inv) +
+    bias) (te.scaled_matmul), accumulated in f32.
+
+    a, b: FP8 arrays with their f32 scalar scale_inv, or per_tensor
+    Float8Tensors (their row-wise data and scale_inv). op(A) = A^T with
+    transpose_a (A stored [K, M]); op(B) = B^T with transpose_b (B stored
+    [N, K], TE's TN layout). bias: [N]; gelu: TE's tanh GELU after the
+    bias. out_dtype f32, f16, bf16 or an FP8 type; an FP8 output needs
+    out_scale and returns (D, amax of D before scaling)."""
+    def operand(x, scale_inv, name):
+        if isinstance(x, Float8Tensor):
+            if x.mode != "per_tensor" or x.data is None:
+                raise ValueError(f"scaled_matmul: {name} must be a "
+                                 "per_tensor Float8Tensor with its row-wise "
+                                 f"data, got {x!r}")
+            if scale_inv is not None:
+                raise ValueError(f"scaled_matmul: {name} is a Float8Tensor; "
+                                 f"{name}_scale_inv comes from it")
+            x, scale_inv = x.data, x.scale_inv
+        if scale_inv is None:
+            raise ValueError(f"scaled_matmul: {name} needs {name}_scale_inv "
+                             "(or pass a Float8Tensor)")
+        return (_arg(x, name, ("f8E4M3FN", "f8E5M2"), rank=2),
+                _arg(scale_inv, f"{name}_scale_inv", ("f32",), rank=0))
+    a, a_si = operand(a, a_scale_inv, "a")
+    b, b_si = operand(b, b_scale_inv, "b")
+    out = dtype_name(out_dtype)
+    fp8_out = out in ("f8E4M3FN", "f8E5M2")
+    bias = _arg(bias, "bias", ("f32", "f16", "bf16"), rank=1)
+    out_scale = _arg(out_scale, "out_scale", ("f32",), rank=0)
+    if fp8_out != (out_scale is not None):
+        raise ValueError("scaled_matmul: an FP8 out_dtype needs out_scale, "
+                         "and only an FP8 out_dtype takes it")
+    m = a.shape[1] if transpose_a else a.shape[0]
+    k_a = a.shape[0] if transpose_a else a.shape[1]
+    n = b.shape[0] if transpose_b else b.shape[1]
+    k_b = b.shape[1] if transpose_b else b.shape[0]
+    if k_a != k_b:
+        raise ShapeError(f"scaled_matmul: op(A) is {m}x{k_a} but op(B) is "
+                         f"{k_b}x{n}: the inner dimensions differ")
+    types = [_tensor_type(out, (m, n))] + (["tensor<f32>"] if fp8_out else [])
+    attrs = "".join(f" {flag}" for flag, on in (
+        ("transpose_a", transpose_a), ("transpose_b", transpose_b),
+        ("gelu", gelu)) if on)
+
+    def src(args):
+        operands = "%a0, %a1 scales(%a2, %a3)"
+        i = 4
+        if bias is not None:
+            operands += f" bias(%a{i})"
+            i += 1
+        if out_scale is not None:
+            operands += f" out_scale(%a{i})"
+        return _function(
+            args, f"{_result_name(len(types))} = te.scaled_matmul {operands}"
+            f"{attrs} : {', '.join(x.type for x in args)} -> "
+            f"{', '.join(types)}", types)
+    result = _run(("scaled_matmul", attrs, out),
+                  [a, b, a_si, b_si, bias, out_scale], src, device)
+    return result if fp8_out else result[0]
+
+
+# --- Attention -----------------------------------------------------------
+
+
+def _attention_operands(kw, backward):
+    """The optional operand groups of te.attention(_backward), in the
+    order of its syntax: [(keyword, [_Arg, ...])], and the attribute text
+    before them."""
+    layout = _choice("layout", kw["layout"], LAYOUTS)
+    mask = _choice("mask", kw["mask"] or "no_mask", MASKS)
+    softmax = kw["softmax"].replace("-", "_")
+    _choice("softmax", softmax, SOFTMAX_KINDS)
+    bias_kind = kw["bias_type"]
+    if bias_kind is None:
+        bias_kind = ("alibi" if kw["alibi_slopes"] is not None else
+                     "post_scale" if kw["bias"] is not None else "no_bias")
+    _choice("bias_type", bias_kind, BIAS_KINDS)
+    attrs = f"layout {layout} mask {mask}"
+    window = kw["window"]
+    if window is not None:
+        left, right = (int(w) for w in window)
+        attrs += f" window [{left}, {right}]"
+    if kw["bottom_right_diagonal"] is not None:
+        attrs += (" bottom_right_diagonal "
+                  f"{'true' if kw['bottom_right_diagonal'] else 'false'}")
+    if kw["scale"] is not None:
+        attrs += f" scale {_float(kw['scale'])}"
+    if bias_kind != "no_bias":
+        attrs += f" bias {bias_kind}"
+    if softmax != "vanilla":
+        attrs += f" softmax {softmax}"
+    rng_state = None
+    dropout = float(kw["dropout"] or 0.0)
+    if dropout:
+        attrs += f" dropout {_float(dropout)}"
+        if kw["seed"] is None:
+            raise ValueError(
+                "attention: dropout needs seed= (and rng_offset=): the same "
+                "ones reproduce the kept set in attention_backward")
+        rng_state = np.array([kw["seed"], kw["rng_offset"]],
+                             np.uint64).view(np.int64)
+    groups = []
+
+    def group(keyword, names, dtypes):
+        values = [kw[n] for n in names]
+        if all(v is None for v in values):
+            return
+        if any(v is None for v in values):
+            raise ValueError(f"attention: {' and '.join(names)} go together")
+        groups.append((keyword, [_arg(v, n, dtypes) for n, v in
+                                 zip(names, values)]))
+    group("cu_seqlens", ("cu_seqlens_q", "cu_seqlens_kv"), ("i32",))
+    group("seq_offsets", ("seq_offsets_q", "seq_offsets_kv"), ("i32",))
+    group("seqlens", ("seqlens_q", "seqlens_kv"), ("i32",))
+    group("mask_tensor", ("mask_tensor",), ("i1",))
+    group("bias_tensor", ("bias",), ("f32", "f16", "bf16"))
+    group("alibi_slopes", ("alibi_slopes",), ("f32",))
+    if rng_state is not None:
+        groups.append(("rng_state", [_arg(rng_state, "rng_state")]))
+    group("softmax_offset", ("softmax_offset",), ("f32",))
+    return attrs, groups, bias_kind, softmax
+
+
+def _attention(q, k, v, extra, kw, backward):
+    _choice("layout", kw["layout"], LAYOUTS)
+    q, k, v = (_arg(x, n, ("f32", "f16", "bf16"))
+               for x, n in ((q, "q"), (k, "k"), (v, "v")))
+    if len(q.shape) != (3 if kw["layout"] == "thd" else 4):
+        raise ShapeError(f"attention: layout {kw['layout']} needs q of rank "
+                         f"{3 if kw['layout'] == 'thd' else 4}, got shape "
+                         f"{list(q.shape)}")
+    attrs, groups, bias_kind, softmax = _attention_operands(kw, backward)
+    extra = [_arg(x, n) for x, n in extra]
+    args = [q, k, v] + extra
+    operand_text = []
+    for keyword, values in groups:
+        names = ", ".join(f"%a{len(args) + i}" for i in range(len(values)))
+        operand_text.append(f" {keyword}({names})")
+        args += values
+    if backward:
+        types = [q.type, k.type, v.type]
+        if bias_kind in ("pre_scale", "post_scale"):
+            types.append(dict(groups)["bias_tensor"][0].type)
+        if softmax == "learnable":
+            types.append(dict(groups)["softmax_offset"][0].type)
+    else:
+        types = [_tensor_type(q.dtype, q.shape[:-1] + (v.shape[-1],))]
+        if kw["return_lse"]:
+            layout = kw["layout"]
+            if layout == "thd":
+                lse = (q.shape[0], q.shape[1], 1)
+            else:
+                b, h, s = {"bshd": (0, 2, 1), "sbhd": (1, 2, 0),
+                           "bhsd": (0, 1, 2)}[layout]
+                lse = (q.shape[b], q.shape[h], q.shape[s], 1)
+            types.append(_tensor_type("f32", lse))
+    op = "te.attention_backward" if backward else "te.attention"
+    values = ", ".join(f"%a{i}" for i in range(6 if backward else 3))
+    lse_attr = " {return_lse}" if kw["return_lse"] and not backward else ""
+    text = (f"{_result_name(len(types))} = {op} {values} {attrs}"
+            f"{''.join(operand_text)}{lse_attr}")
+    src = lambda a: _function(
+        a, f"{text} : ({', '.join(x.type for x in a)}) -> "
+        f"({', '.join(types)})", types)
+    return _run((op, text), args, src, kw["device"])
+
+
+def _attention_kwargs(layout, mask, window, bottom_right_diagonal, scale,
+                      bias, bias_type, alibi_slopes, softmax, softmax_offset,
+                      dropout, seed, rng_offset, return_lse, cu_seqlens_q,
+                      cu_seqlens_kv, seq_offsets_q, seq_offsets_kv,
+                      seqlens_q, seqlens_kv, mask_tensor, device):
+    return dict(locals())
+
+
+def attention(q, k, v, *, layout="bshd", mask="causal", window=None,
+              bottom_right_diagonal=None, scale=None, bias=None,
+              bias_type=None, alibi_slopes=None, softmax="vanilla",
+              softmax_offset=None, dropout=0.0, seed=None, rng_offset=0,
+              return_lse=False, cu_seqlens_q=None, cu_seqlens_kv=None,
+              seq_offsets_q=None, seq_offsets_kv=None, seqlens_q=None,
+              seqlens_kv=None, mask_tensor=None, device=None):
+    """Fused attention forward (te.attention, docs/TEDialect.md): o, or
+    (o, lse) with return_lse.
+
+    layout: bshd, sbhd, bhsd or thd (with cu_seqlens_q/_kv, and
+    seq_offsets_q/_kv for padded packing); mask: no_mask, padding (with
+    seqlens_q/_kv for non-thd layouts), causal, causal_bottom_right,
+    padding_causal, padding_causal_bottom_right or arbitrary (with an i1
+    mask_tensor, True excludes); window (left, right), -1 unbounded;
+    scale defaults to 1/sqrt(d); bias [1|b, 1|h, s_q, s_kv] with
+    bias_type post_scale (default) or pre_scale; alibi_slopes [h] or
+    [b, h]; softmax vanilla, off_by_one or learnable (softmax_offset
+    [1, h, 1, 1]); dropout p with seed (and rng_offset). GQA/MQA: k and v
+    may have fewer heads than q."""
+    kw = _attention_kwargs(layout, mask, window, bottom_right_diagonal,
+                           scale, bias, bias_type, alibi_slopes, softmax,
+                           softmax_offset, dropout, seed, rng_offset,
+                           return_lse, cu_seqlens_q, cu_seqlens_kv,
+                           seq_offsets_q, seq_offsets_kv, seqlens_q,
+                           seqlens_kv, mask_tensor, device)
+    out = _attention(q, k, v, [], kw, backward=False)
+    return out if return_lse else out[0]
+
+
+def attention_backward(q, k, v, o, d_o, lse, *, layout="bshd", mask="causal",
+                       window=None, bottom_right_diagonal=None, scale=None,
+                       bias=None, bias_type=None, alibi_slopes=None,
+                       softmax="vanilla", softmax_offset=None, dropout=0.0,
+                       seed=None, rng_offset=0, cu_seqlens_q=None,
+                       cu_seqlens_kv=None, seq_offsets_q=None,
+                       seq_offsets_kv=None, seqlens_q=None, seqlens_kv=None,
+                       mask_tensor=None, device=None):
+    """Gradients of ops.attention with the same arguments, from its output
+    o, the output's gradient d_o and lse (attention(..., return_lse=True)):
+    (dq, dk, dv), then dbias with a pre_scale/post_scale bias, then
+    d_softmax_offset with the learnable softmax
+    (te.attention_backward)."""
+    kw = _attention_kwargs(layout, mask, window, bottom_right_diagonal,
+                           scale, bias, bias_type, alibi_slopes, softmax,
+                           softmax_offset, dropout, seed, rng_offset, False,
+                           cu_seqlens_q, cu_seqlens_kv, seq_offsets_q,
+                           seq_offsets_kv, seqlens_q, seqlens_kv,
+                           mask_tensor, device)
+    return _attention(q, k, v, [(o, "o"), (d_o, "d_o"), (lse, "lse")], kw,
+                      backward=True)

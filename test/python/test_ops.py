@@ -1,0 +1,418 @@
+"""te_mlir.ops against the independent numpy/ml_dtypes references of the
+te-run tests (test/te-run/fp8_reference.py, attention_backward_reference.py,
+written from the ops' contracts, not from any lowering)."""
+
+import os
+import sys
+import threading
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import te_mlir
+from te_mlir import ops
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir,
+                                "te-run"))
+import attention_backward_reference as attn_ref  # noqa: E402
+import fp8_reference as fp8_ref  # noqa: E402
+
+E4M3, E5M2 = "f8E4M3FN", "f8E5M2"
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TE_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def specials(x):
+    """x with NaN, +-inf, zero and an out-of-range value planted."""
+    x = np.array(x, np.float32)
+    flat = x.reshape(-1)
+    flat[:5] = [np.nan, np.inf, -np.inf, 0.0, -1e6]
+    return x
+
+
+def bits(a):
+    return a.view(np.uint8)
+
+
+# --- FP8 ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16,
+                                   np.float16])
+def test_amax(dtype):
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((33, 70)) * 3).astype(dtype)
+    x[4, 5] = np.nan
+    got = ops.amax(x)
+    assert got.dtype == np.float32 and got.shape == ()
+    assert got == fp8_ref.amax_of(x.astype(np.float32))
+
+
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
+@pytest.mark.parametrize("pow2", [False, True])
+def test_compute_scale(fmt, pow2):
+    amax = np.array([[0.0, np.inf, np.nan, 1e-30], [3.0, 448.0, 1e-3, 7.5]],
+                    np.float32)
+    fmt_name = ops.dtype_name(fmt)
+    for eps in (0.0, 1e-2):
+        got = ops.compute_scale(amax, fmt, epsilon=eps, pow2_scales=pow2)
+        want = fp8_ref.compute_scale(amax, fmt_name, epsilon=eps, pow2=pow2)
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("fmt", [E4M3, E5M2])
+@pytest.mark.parametrize("pow2,eps", [(False, 0.0), (True, 1e-3)])
+def test_quantize_current_scaling(fmt, pow2, eps):
+    rng = np.random.default_rng(2)
+    x = specials(rng.standard_normal((48, 80)) * 5).astype(ml_dtypes.bfloat16)
+    q = ops.quantize(x, fmt, transpose=True, pow2_scales=pow2, epsilon=eps)
+    xf = x.astype(np.float32)
+    amax = fp8_ref.amax_of(xf)
+    scale = fp8_ref.compute_scale(amax, fmt, epsilon=eps, pow2=pow2)
+    want = fp8_ref.cast_fp8(xf * scale, fmt)
+    assert q.mode == "per_tensor" and q.fp8 == fmt and q.dtype == "bf16"
+    assert q.amax == amax
+    assert q.scale_inv == np.float32(1) / scale
+    assert q.columnwise_scale_inv is q.scale_inv
+    assert fp8_ref.same_fp8_bits(bits(q.data), want).all()
+    assert fp8_ref.same_fp8_bits(bits(q.columnwise_data), want.T).all()
+
+
+def test_quantize_with_given_scale_and_usage():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((16, 64)).astype(np.float32)
+    q = ops.quantize(x, "e5m2", scale=np.float32(0.5), usage="columnwise")
+    assert q.data is None and q.scale_inv == 2.0
+    want = fp8_ref.cast_fp8(x * np.float32(0.5), E5M2)
+    assert fp8_ref.same_fp8_bits(bits(q.columnwise_data), want.T).all()
+    # A 3-D input has no transposed copy; row-wise works.
+    y = ops.quantize(x.reshape(4, 4, 64), scale=1.0)
+    assert y.data.shape == (4, 4, 64)
+    with pytest.raises(te_mlir.ShapeError, match="2-D"):
+        ops.quantize(x.reshape(4, 4, 64), scale=1.0, transpose=True)
+
+
+@pytest.mark.parametrize("fmt", [E4M3, E5M2])
+def test_quantize_mxfp8(fmt):
+    rng = np.random.default_rng(4)
+    x = specials(rng.standard_normal((64, 96)) *
+                 np.exp(rng.uniform(-8, 8, (64, 1)))).astype(np.float32)
+    q = ops.quantize(x, fmt, mode="mxfp8_1x32", usage="both")
+    data, codes = fp8_ref.mxfp8_quantize(x, fmt)
+    cdata, ccodes = fp8_ref.mxfp8_quantize(x, fmt, columnwise=True)
+    assert q.scale_inv.dtype == ml_dtypes.float8_e8m0fnu
+    assert q.scale_inv.shape == (64, 3) and q.columnwise_scale_inv.shape == (
+        2, 96)
+    np.testing.assert_array_equal(bits(q.scale_inv), codes)
+    np.testing.assert_array_equal(bits(q.columnwise_scale_inv), ccodes)
+    assert fp8_ref.same_fp8_bits(bits(q.data), data).all()
+    assert fp8_ref.same_fp8_bits(bits(q.columnwise_data), cdata).all()
+    with pytest.raises(te_mlir.ShapeError, match="multiple of 32"):
+        ops.quantize(x[:, :40], fmt, mode="mxfp8_1x32")
+
+
+@pytest.mark.parametrize("mode,block", [("block_1x128", (1, 128)),
+                                        ("block_128x128", (128, 128))])
+@pytest.mark.parametrize("pow2,eps", [(True, 0.0), (False, 1e-4)])
+def test_quantize_fp32_blocks(mode, block, pow2, eps):
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((130, 300)) * 4).astype(ml_dtypes.bfloat16)
+    q = ops.quantize(x, mode=mode, usage="both", pow2_scales=pow2,
+                     epsilon=eps)
+    xf = x.astype(np.float32)
+    data, scale_inv = fp8_ref.fp32_block_quantize(xf, E4M3, *block,
+                                                  epsilon=eps, pow2=pow2)
+    tdata, tscale_inv = fp8_ref.fp32_block_quantize(xf.T, E4M3, *block,
+                                                    epsilon=eps, pow2=pow2)
+    np.testing.assert_array_equal(q.scale_inv, scale_inv)
+    np.testing.assert_array_equal(q.columnwise_scale_inv, tscale_inv)
+    assert fp8_ref.same_fp8_bits(bits(q.data), data).all()
+    assert fp8_ref.same_fp8_bits(bits(q.columnwise_data), tdata).all()
+
+
+@pytest.mark.parametrize("mode", ["per_tensor", "mxfp8_1x32", "block_1x128",
+                                  "block_128x128"])
+@pytest.mark.parametrize("out", ["f32", "bf16"])
+def test_dequantize(mode, out):
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal((64, 256)) * 3).astype(np.float32)
+    q = ops.quantize(x, mode=mode, usage="both")
+    for columnwise in (False, True):
+        data, si = ((q.columnwise_data, q.columnwise_scale_inv) if columnwise
+                    else (q.data, q.scale_inv))
+        values = data.astype(np.float32)
+        if mode == "per_tensor":
+            scales = si
+        elif mode == "mxfp8_1x32":
+            scales = np.ldexp(np.float32(1), bits(si).astype(np.int32) - 127)
+            scales = np.repeat(scales, 32, axis=0 if columnwise else 1)
+        else:
+            rows = 128 if mode == "block_128x128" else 1
+            scales = fp8_ref.expand_blocks(si, data.shape, rows, 128)
+        want = (values * scales).astype(np.float32).astype(
+            te_mlir.numpy_dtype(out))
+        got = q.dequantize(out, columnwise=columnwise)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    # Raw data with its scales and mode gives the same.
+    raw = ops.dequantize(q.data, "f32", scale_inv=q.scale_inv, mode=mode)
+    np.testing.assert_array_equal(raw, q.dequantize("f32"))
+
+
+@pytest.mark.parametrize("transpose_a,transpose_b", [(False, True),
+                                                     (True, False)])
+@pytest.mark.parametrize("bias,gelu", [(False, False), (True, True)])
+def test_scaled_matmul(transpose_a, transpose_b, bias, gelu):
+    rng = np.random.default_rng(7)
+    m, n, k = 24, 40, 96
+    a = rng.standard_normal((k, m) if transpose_a else (m, k)) * 2
+    b = rng.standard_normal((n, k) if transpose_b else (k, n)) / 2
+    qa = ops.quantize(a.astype(np.float32))
+    qb = ops.quantize(b.astype(np.float32), "e5m2", scale=4.0)
+    bias_v = rng.standard_normal(n).astype(np.float32) if bias else None
+    got = ops.scaled_matmul(qa, qb, bias=bias_v, transpose_a=transpose_a,
+                            transpose_b=transpose_b, gelu=gelu,
+                            out_dtype="f32")
+    da = qa.data.astype(np.float64) * qa.scale_inv
+    db = qb.data.astype(np.float64) * qb.scale_inv
+    da = da.T if transpose_a else da
+    db = db.T if transpose_b else db
+    want = da @ db + (bias_v if bias else 0)
+    terms = np.abs(da) @ np.abs(db) + (np.abs(bias_v) if bias else 0)
+    if gelu:
+        want = fp8_ref_gelu(want)
+    # f32 accumulation of k exact products: k ulps of the term magnitudes.
+    assert got.shape == (m, n)
+    np.testing.assert_array_less(np.abs(got - want), k * 2.0**-23 * terms +
+                                 1e-30)
+    # bf16 output: one more rounding, half an ulp: 2^-8 relative (8
+    # significant bits).
+    got16 = ops.scaled_matmul(qa, qb, bias=bias_v, transpose_a=transpose_a,
+                              transpose_b=transpose_b, gelu=gelu)
+    assert got16.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_less(
+        np.abs(got16.astype(np.float64) - want),
+        2.0**-8 * np.abs(want) + k * 2.0**-23 * terms + 1e-30)
+
+
+def fp8_ref_gelu(x):
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+
+
+def test_scaled_matmul_fp8_output():
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((32, 64)).astype(np.float32)
+    w = rng.standard_normal((16, 64)).astype(np.float32)
+    qa, qw = ops.quantize(a), ops.quantize(w)
+    d, d_amax = ops.scaled_matmul(qa, qw, transpose_b=True, out_dtype="e4m3",
+                                  out_scale=np.float32(8.0))
+    exact = ops.scaled_matmul(qa, qw, transpose_b=True, out_dtype="f32")
+    assert d.dtype == ml_dtypes.float8_e4m3fn
+    assert d_amax == fp8_ref.amax_of(exact)
+    assert fp8_ref.same_fp8_bits(bits(d), fp8_ref.cast_fp8(exact * 8, E4M3)
+                                 ).all()
+
+
+def test_update_delayed_scaling_over_steps():
+    history = np.zeros((4, 2), np.float32)
+    scale = np.ones(2, np.float32)
+    want_h, want_s = history, scale
+    for step, amax in enumerate([[1.0, 3.0], [np.nan, 0.5], [8.0, 0.0]]):
+        amax = np.array(amax, np.float32)
+        history, scale = ops.update_delayed_scaling(history, amax, scale,
+                                                    "e4m3", margin=1)
+        want_h, want_s = fp8_ref.update_delayed_scaling(want_h, amax, want_s,
+                                                        E4M3, margin=1)
+        np.testing.assert_array_equal(history, want_h)
+        np.testing.assert_array_equal(scale, want_s)
+    _, s = ops.update_delayed_scaling(history[:, 0], np.float32(2.0),
+                                      np.float32(1.0), amax_algo="most_recent")
+    assert s == np.float32(224.0)
+
+
+# --- Attention -----------------------------------------------------------
+
+
+def attention_case(layout, rng, b=2, s_q=24, s_kv=24, h_q=4, h_kv=2, d=16):
+    shapes = {"bshd": lambda s, h: (b, s, h, d), "sbhd": lambda s, h: (s, b, h, d),
+              "bhsd": lambda s, h: (b, h, s, d), "thd": lambda s, h: (s, h, d)}
+    q = rng.standard_normal(shapes[layout](s_q, h_q)).astype(np.float32)
+    k = rng.standard_normal(shapes[layout](s_kv, h_kv)).astype(np.float32)
+    v = rng.standard_normal(shapes[layout](s_kv, h_kv)).astype(np.float32)
+    return q, k, v
+
+
+CASES = {
+    "bshd-causal-gqa": dict(layout="bshd", mask="causal"),
+    "sbhd-window-postbias": dict(layout="sbhd", mask="no_mask",
+                                 window=(5, 3), bias=True),
+    "bhsd-padding-learnable": dict(layout="bhsd", mask="padding",
+                                   seqlens=True, softmax="learnable"),
+    "bshd-alibi-bottom-right": dict(layout="bshd",
+                                    mask="causal_bottom_right", alibi=True,
+                                    s_q=16),
+    "thd-padding-causal": dict(layout="thd", mask="padding_causal"),
+    "bshd-arbitrary-off-by-one-prebias": dict(
+        layout="bshd", mask="arbitrary", softmax="off_by_one", bias="pre"),
+}
+
+
+def build_case(name):
+    spec = dict(CASES[name])
+    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    layout = spec["layout"]
+    s_q = spec.get("s_q", 24)
+    q, k, v = attention_case(layout, rng, s_q=s_q)
+    kw = dict(layout=layout, mask=spec["mask"], window=spec.get("window"),
+              scale=0.3)
+    cfg = attn_ref.Config(layout=layout, mask=spec["mask"],
+                          window=spec.get("window"), scale=0.3)
+    if spec.get("bias"):
+        kind = "pre_scale" if spec["bias"] == "pre" else "post_scale"
+        bias = rng.standard_normal((1, 4, s_q, 24)).astype(np.float32)
+        kw.update(bias=bias, bias_type=kind)
+        cfg.bias_kind, cfg.bias = kind, bias
+    if spec.get("alibi"):
+        slopes = rng.uniform(0.1, 0.5, 4).astype(np.float32)
+        kw.update(alibi_slopes=slopes)
+        cfg.bias_kind, cfg.alibi_slopes = "alibi", slopes
+    if spec.get("softmax"):
+        kw.update(softmax=spec["softmax"])
+        cfg.softmax = spec["softmax"]
+        if spec["softmax"] == "learnable":
+            alpha = rng.standard_normal((1, 4, 1, 1)).astype(np.float32)
+            kw.update(softmax_offset=alpha)
+            cfg.softmax_offset = alpha
+    if spec.get("seqlens"):
+        lq = np.array([24, 9], np.int32)
+        lkv = np.array([17, 24], np.int32)
+        kw.update(seqlens_q=lq, seqlens_kv=lkv)
+        cfg.seqlens_q, cfg.seqlens_kv = lq, lkv
+    if layout == "thd":
+        cu = np.array([0, 10, 24], np.int32)
+        kw.update(cu_seqlens_q=cu, cu_seqlens_kv=cu)
+        cfg.cu_seqlens_q = cfg.cu_seqlens_kv = cu
+    if spec["mask"] == "arbitrary":
+        m = rng.random((2, 1, s_q, 24)) < 0.3
+        kw.update(mask_tensor=m)
+        cfg.mask_tensor = m
+    return q, k, v, kw, cfg
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_attention_forward_and_backward(name):
+    q, k, v, kw, cfg = build_case(name)
+    o, lse = ops.attention(q, k, v, return_lse=True, **kw)
+    want_o, want_lse = attn_ref.forward(q, k, v, cfg)
+    assert o.shape == want_o.shape and lse.shape == want_lse.shape
+    # f32 throughout: a few hundred roundings of O(1) terms.
+    np.testing.assert_allclose(o, want_o, rtol=1e-5, atol=2e-5)
+    np.testing.assert_allclose(lse, want_lse, rtol=1e-5, atol=2e-5)
+    d_o = np.random.default_rng(9).standard_normal(o.shape).astype(
+        np.float32)
+    grads = ops.attention_backward(q, k, v, o, d_o, lse, **kw)
+    want = attn_ref.backward(q, k, v, o, d_o, lse, cfg).results()
+    assert len(grads) == len(want)
+    for got, ref in zip(grads, want):
+        assert got.shape == ref.shape
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_attention_bf16_gqa():
+    rng = np.random.default_rng(10)
+    q, k, v = (a.astype(ml_dtypes.bfloat16)
+               for a in attention_case("bshd", rng, h_q=8, h_kv=2))
+    o = ops.attention(q, k, v)  # causal by default, as the API promises
+    assert o.dtype == ml_dtypes.bfloat16
+    want, _ = attn_ref.forward(q, k, v, attn_ref.Config("bshd", "causal"))
+    # bf16 result of an f32 computation: half an ulp (2^-8 relative), and
+    # probabilities rounded to bf16 before P.V (2^-8 of max |v|).
+    err = np.abs(o.astype(np.float64) - want)
+    assert (err <= 2.0**-8 * np.abs(want) +
+            2.0**-8 * np.abs(v.astype(np.float32)).max()).all()
+
+
+def test_attention_dropout_needs_a_seed_and_reproduces():
+    rng = np.random.default_rng(11)
+    q, k, v = attention_case("bshd", rng)
+    with pytest.raises(ValueError, match="seed"):
+        ops.attention(q, k, v, dropout=0.25)
+    a, lse = ops.attention(q, k, v, dropout=0.25, seed=7, return_lse=True)
+    b = ops.attention(q, k, v, dropout=0.25, seed=7)
+    c = ops.attention(q, k, v, dropout=0.25, seed=8)
+    full, full_lse = ops.attention(q, k, v, return_lse=True)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c) and not np.array_equal(a, full)
+    # The statistics are those before dropout (another kernel: f32 roundings).
+    np.testing.assert_allclose(lse, full_lse, rtol=1e-6)
+    grads = ops.attention_backward(q, k, v, a, np.ones_like(a), lse,
+                                   dropout=0.25, seed=7)
+    assert all(np.isfinite(g).all() for g in grads)
+
+
+# --- Compile once, errors, concurrency ----------------------------------
+
+
+def test_one_compile_per_configuration():
+    x = np.ones((3, 5), np.float32)
+    ops.amax(x)
+    before = te_mlir.cache.info()["memory_modules"]
+    programs = len(ops._PROGRAMS)
+    for _ in range(3):
+        assert ops.amax(x * 2) == 2
+    assert len(ops._PROGRAMS) == programs
+    assert te_mlir.cache.info()["memory_modules"] == before
+    ops.amax(np.ones((3, 6), np.float32))  # a new shape: a new program
+    assert len(ops._PROGRAMS) == programs + 1
+
+
+def test_outputs_are_the_kernels_buffers():
+    y = ops.quantize(np.ones((8, 32), np.float32)).data
+    assert not y.flags.owndata and y.ctypes.data % 64 == 0
+
+
+def test_errors_are_typed():
+    x = np.ones((4, 32), np.float32)
+    with pytest.raises(te_mlir.DTypeError, match="f32 or f16 or bf16"):
+        ops.amax(np.ones(4, np.int32))
+    with pytest.raises(te_mlir.DTypeError, match="e4m3"):
+        ops.quantize(x, "f16")
+    with pytest.raises(ValueError, match="mode='mxfp9'.*per_tensor"):
+        ops.quantize(x, mode="mxfp9")
+    with pytest.raises(ValueError, match="layout='bsdh'"):
+        ops.attention(x, x, x, layout="bsdh")
+    with pytest.raises(te_mlir.ShapeError, match="inner dimensions"):
+        q = ops.quantize(x)
+        ops.scaled_matmul(q, q)
+    with pytest.raises(ValueError, match="out_scale"):
+        ops.scaled_matmul(q, q, transpose_b=True, out_dtype="e4m3")
+    q4 = np.ones((1, 8, 2, 16), np.float32)
+    # The verifier's diagnostic, with where it points.
+    with pytest.raises(te_mlir.CompileError, match="window") as info:
+        ops.attention(q4, q4, q4, mask="causal", window=(2, 1))
+    assert info.value.location and "te_mlir.ops.te.attention" in str(
+        info.value)
+    with pytest.raises(te_mlir.CompileError, match="head"):
+        ops.attention(q4, np.ones((1, 8, 3, 16), np.float32), q4)
+
+
+def test_concurrent_calls_compile_once_and_agree():
+    rng = np.random.default_rng(12)
+    xs = [rng.standard_normal((7, 9 + i % 3)).astype(np.float32)
+          for i in range(24)]
+    results = [None] * len(xs)
+
+    def work(i):
+        results[i] = ops.amax(xs[i])
+    threads = [threading.Thread(target=work, args=(i,))
+               for i in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for x, r in zip(xs, results):
+        assert r == fp8_ref.amax_of(x)
