@@ -4,9 +4,7 @@
 # go into the project's own virtual environment, .venv/.
 # With --print-apt-packages it prints the Debian package list, one a line, and
 # installs nothing (scripts/check-deps.py reads the list this way). With
-# --bench it also installs the benchmarks' peers, PyTorch and JAX, into .venv
-# (several GB: PyPI's torch wheels carry CUDA libraries); nothing in the
-# build or the tests needs them.
+# --bench it also installs JAX, the benchmarks' other peer, into .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -77,10 +75,20 @@ if ! compgen -G '.venv/lib/python3*/site-packages/include/cudnn_frontend.h' > /d
   echo "bootstrap: installing the headers of ${CUDNN_FRONTEND} into .venv"
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "${CUDNN_FRONTEND}"
 fi
+# PyTorch, for te_mlir.torch and its tests (test/python/test_torch.py) and as
+# the benchmarks' peer. PyPI's Linux wheel is the CUDA build: its CUDA
+# libraries come as nvidia-* wheels, about 4 GB in all, which torch needs to
+# import even on the CPU (a GPU is not). PyTorch's CPU-only build is on its
+# own index, not on PyPI.
+TORCH_PACKAGE="torch==2.15.0"
+if ! .venv/bin/python -c 'import torch' 2>/dev/null; then
+  echo "bootstrap: installing ${TORCH_PACKAGE} (and its CUDA libraries) into .venv"
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check "${TORCH_PACKAGE}"
+fi
 if [ "${1:-}" = "--bench" ]; then
   # bench/run_benchmarks.py's attention_peers section.
-  BENCH_PACKAGES=("torch==2.15.0" "jax==0.10.2")
-  if ! .venv/bin/python -c 'import torch, jax' 2>/dev/null; then
+  BENCH_PACKAGES=("jax==0.10.2")
+  if ! .venv/bin/python -c 'import jax' 2>/dev/null; then
     echo "bootstrap: installing the benchmark peers ${BENCH_PACKAGES[*]} into .venv"
     .venv/bin/python -m pip install --quiet --disable-pip-version-check "${BENCH_PACKAGES[@]}"
   fi

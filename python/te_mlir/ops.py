@@ -19,6 +19,10 @@ the cpu device inputs are read in place and outputs are the buffers the
 kernel wrote; torch inputs give torch outputs (over the same memory). A
 torch tensor on a CUDA device selects the runtime's cuda device, unless
 device= names another.
+
+The collectives (all_reduce, all_gather, reduce_scatter, all_to_all,
+permute) run over groups of the job's ranks: under mpirun -np N python
+..., the cpu device's MPI world (see world()).
 """
 
 import threading
@@ -28,9 +32,10 @@ import numpy as np
 from . import _DTYPES, _RAW_BITS, Device, default_jit
 from .errors import DTypeError, ShapeError
 
-__all__ = ["Float8Tensor", "amax", "attention", "attention_backward",
-           "compute_scale", "dequantize", "dtype_name", "quantize",
-           "scaled_matmul", "update_delayed_scaling"]
+__all__ = ["Float8Tensor", "all_gather", "all_reduce", "all_to_all", "amax",
+           "attention", "attention_backward", "compute_scale", "dequantize",
+           "dtype_name", "permute", "quantize", "reduce_scatter",
+           "scaled_matmul", "update_delayed_scaling", "world"]
 
 _FP8_ALIASES = {"e4m3": "f8E4M3FN", "e5m2": "f8E5M2",
                 "float8_e4m3fn": "f8E4M3FN", "float8_e5m2": "f8E5M2"}
@@ -706,3 +711,103 @@ def attention_backward(q, k, v, o, d_o, lse, *, layout="bshd", mask="causal",
                            mask_tensor, device)
     return _attention(q, k, v, [(o, "o"), (d_o, "d_o"), (lse, "lse")], kw,
                       backward=True)
+
+
+# --- Collectives ---------------------------------------------------------
+
+REDUCTIONS = ("sum", "max", "min", "avg")
+
+
+def world(device=None):
+    """(rank, size) of this process in the job the device's collectives run
+    in: MPI's world on the cpu device (mpirun -np N python ...); (0, 1)
+    outside a job."""
+    return _device([], device).world()
+
+
+def _group(group_size, ranks, device, args):
+    """The te.process_group line of a collective's program: `group_size`
+    ranks per group (default: the whole world), consecutive blocks of the
+    world or, with `ranks`, the listed world ranks group after group."""
+    if group_size is None:
+        group_size = len(ranks) if ranks is not None else world(
+            _device(args, device))[1]
+    line = f"te.process_group @g size {int(group_size)}"
+    if ranks is not None:
+        line += f" ranks [{', '.join(str(int(r)) for r in ranks)}]"
+    return int(group_size), line
+
+
+def _collective(name, x, op, result_shape, group_size, ranks, device):
+    x = _arg(x, "x")
+    size, group = _group(group_size, ranks, device, [x])
+    shape = result_shape(size, list(x.shape))
+    result = _tensor_type(x.dtype, shape)
+    src = lambda a: group + "\n" + _function(
+        a, f"%r = {op} : {a[0].type}" +
+        ("" if name in ("all_reduce", "permute") else f" -> {result}"),
+        [result])
+    return _run((name, op, group), [x], src, device)[0]
+
+
+def _split(what, size, extent):
+    if extent % size:
+        raise ShapeError(f"{what}: dimension of {extent} is not divisible "
+                         f"by the group's {size} ranks")
+    return extent // size
+
+
+def all_reduce(x, reduce="sum", *, group_size=None, ranks=None,
+               device=None):
+    """The element-wise reduction (sum, max, min, avg) of x over the group
+    (te.all_reduce)."""
+    _choice("reduce", reduce, REDUCTIONS)
+    return _collective("all_reduce", x, f"te.all_reduce %a0 group @g reduce "
+                       f"{reduce}", lambda n, s: s, group_size, ranks,
+                       device)
+
+
+def all_gather(x, dim=0, *, group_size=None, ranks=None, device=None):
+    """The group's inputs concatenated in rank order along `dim`
+    (te.all_gather)."""
+    def shape(n, s):
+        s[dim] *= n
+        return s
+    return _collective("all_gather", x, f"te.all_gather %a0 group @g dim "
+                       f"{int(dim)}", shape, group_size, ranks, device)
+
+
+def reduce_scatter(x, dim=0, reduce="sum", *, group_size=None, ranks=None,
+                   device=None):
+    """Chunk `rank` along `dim` of the group's reduction
+    (te.reduce_scatter)."""
+    _choice("reduce", reduce, REDUCTIONS)
+
+    def shape(n, s):
+        s[dim] = _split("reduce_scatter", n, s[dim])
+        return s
+    return _collective("reduce_scatter", x, f"te.reduce_scatter %a0 group @g "
+                       f"dim {int(dim)} reduce {reduce}", shape, group_size,
+                       ranks, device)
+
+
+def all_to_all(x, split_dim, concat_dim, *, group_size=None, ranks=None,
+               device=None):
+    """x split along `split_dim`, chunk j sent to rank j, the received
+    chunks concatenated along `concat_dim` (te.all_to_all)."""
+    def shape(n, s):
+        s[split_dim] = _split("all_to_all", n, s[split_dim])
+        s[concat_dim] *= n
+        return s
+    return _collective("all_to_all", x, f"te.all_to_all %a0 group @g "
+                       f"split_dim {int(split_dim)} concat_dim "
+                       f"{int(concat_dim)}", shape, group_size, ranks,
+                       device)
+
+
+def permute(x, shift=1, *, group_size=None, ranks=None, device=None):
+    """What rank r - shift of the group sent: each rank sends x to rank
+    r + shift (te.permute, the ring of context parallelism)."""
+    return _collective("permute", x, f"te.permute %a0 group @g shift "
+                       f"{int(shift)}", lambda n, s: s, group_size, ranks,
+                       device)
