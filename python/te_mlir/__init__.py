@@ -35,7 +35,7 @@ __all__ = ["__version__", "CompileError", "DTypeError", "Device",
            "PluginError", "ShapeError", "cache", "compile", "default_jit",
            "explain",
            "format_explain", "get_num_threads", "load_runtime_plugin",
-           "numpy_dtype", "ops", "plugins", "set_num_threads"]
+           "numpy_dtype", "ops", "plugins", "recipe", "set_num_threads"]
 
 _DTYPES = {
     "f32": np.dtype(np.float32),
@@ -275,4 +275,4 @@ def compile(source, device=None, plugins=None, name=None):
     return jit.compile(source, device=device, name=name)
 
 
-from . import cache, ops, plugins  # noqa: E402  (need default_jit)
+from . import cache, ops, plugins, recipe  # noqa: E402  (need default_jit)
