@@ -328,9 +328,10 @@ class Float8Tensor:
         return dequantize(self, dtype, columnwise=columnwise)
 
 
-def _quantize_types(x, fp8, mode, usage):
-    """The result types of te.quantize (see its verifier)."""
-    shape = list(x.shape)
+def quantize_results(shape, fp8, mode, usage):
+    """[(te dtype, shape)] of te.quantize's results for an input of `shape`
+    (see its verifier); raises ShapeError where the mode cannot take it."""
+    shape = list(shape)
     rowwise, columnwise = usage in ("rowwise", "both"), usage in (
         "columnwise", "both")
     if mode != "mxfp8_1x32" and columnwise and len(shape) != 2:
@@ -350,27 +351,27 @@ def _quantize_types(x, fp8, mode, usage):
                     f"quantize: mode mxfp8_1x32 needs dimension {axis} of "
                     f"shape {list(data_shape)} to be a multiple of 32")
             s[axis] //= 32
-            return _tensor_type("f8E8M0FNU", s)
+            return ("f8E8M0FNU", s)
         rows, cols = data_shape
         ceil = lambda n: -(-n // 128)
-        return _tensor_type("f32", [ceil(rows) if mode == "block_128x128"
-                                    else rows, ceil(cols)])
+        return ("f32", [ceil(rows) if mode == "block_128x128" else rows,
+                        ceil(cols)])
 
     transposed = shape[::-1] if len(shape) == 2 else shape
-    types = []
+    results = []
     if mode == "per_tensor":
         if rowwise:
-            types.append(_tensor_type(fp8, shape))
+            results.append((fp8, shape))
         if columnwise:
-            types.append(_tensor_type(fp8, transposed))
-        return types + ["tensor<f32>", "tensor<f32>"]
+            results.append((fp8, transposed))
+        return results + [("f32", []), ("f32", [])]
     if rowwise:
-        types += [_tensor_type(fp8, shape), scales(shape, 1)]
+        results += [(fp8, shape), scales(shape, 1)]
     if columnwise:
         col = shape if mode == "mxfp8_1x32" else transposed
-        types += [_tensor_type(fp8, col),
-                  scales(col, 2 if mode == "mxfp8_1x32" else 1)]
-    return types
+        results += [(fp8, col),
+                    scales(col, 2 if mode == "mxfp8_1x32" else 1)]
+    return results
 
 
 def quantize(x, fp8="e4m3", mode="per_tensor", *, scale=None, usage=None,
@@ -392,7 +393,8 @@ def quantize(x, fp8="e4m3", mode="per_tensor", *, scale=None, usage=None,
                     USAGES)
     x = _arg(x, "x", ("f32", "f16", "bf16"))
     scale = _arg(scale, "scale", ("f32",), rank=0)
-    types = _quantize_types(x, fp8, mode, usage)
+    types = [_tensor_type(*r) for r in
+             quantize_results(x.shape, fp8, mode, usage)]
     current = mode == "per_tensor" and scale is None
     attrs = f"mode {mode} usage {usage}"
     scale_attrs = f"fp8_type {fp8}"
@@ -608,6 +610,17 @@ def _attention_operands(kw, backward):
     return attrs, groups, bias_kind, softmax
 
 
+def attention_result_shapes(layout, q_shape, v_shape):
+    """(o's shape, lse's shape) of te.attention: o has q's layout with v's
+    head dimension; lse is [b, h_q, s_q, 1], or [t_q, h_q, 1] for thd."""
+    q_shape = tuple(q_shape)
+    o = q_shape[:-1] + (v_shape[-1],)
+    if layout == "thd":
+        return o, (q_shape[0], q_shape[1], 1)
+    b, h, s = {"bshd": (0, 2, 1), "sbhd": (1, 2, 0), "bhsd": (0, 1, 2)}[layout]
+    return o, (q_shape[b], q_shape[h], q_shape[s], 1)
+
+
 def _attention(q, k, v, extra, kw, backward):
     _choice("layout", kw["layout"], LAYOUTS)
     q, k, v = (_arg(x, n, ("f32", "f16", "bf16"))
@@ -631,16 +644,11 @@ def _attention(q, k, v, extra, kw, backward):
         if softmax == "learnable":
             types.append(dict(groups)["softmax_offset"][0].type)
     else:
-        types = [_tensor_type(q.dtype, q.shape[:-1] + (v.shape[-1],))]
+        o_shape, lse_shape = attention_result_shapes(kw["layout"], q.shape,
+                                                     v.shape)
+        types = [_tensor_type(q.dtype, o_shape)]
         if kw["return_lse"]:
-            layout = kw["layout"]
-            if layout == "thd":
-                lse = (q.shape[0], q.shape[1], 1)
-            else:
-                b, h, s = {"bshd": (0, 2, 1), "sbhd": (1, 2, 0),
-                           "bhsd": (0, 1, 2)}[layout]
-                lse = (q.shape[b], q.shape[h], q.shape[s], 1)
-            types.append(_tensor_type("f32", lse))
+            types.append(_tensor_type("f32", lse_shape))
     op = "te.attention_backward" if backward else "te.attention"
     values = ", ".join(f"%a{i}" for i in range(6 if backward else 3))
     lse_attr = " {return_lse}" if kw["return_lse"] and not backward else ""

@@ -146,9 +146,12 @@ def test_concurrent_calls_from_threads():
     assert len(addresses) == len(got)
 
 
-def test_cache_info_and_clear(tmp_path):
+def test_cache_info_and_clear(tmp_path, monkeypatch):
     """te_mlir.cache reports the shared Jit's caches and clears them; a
     cleared disk cache makes the next compile a miss."""
+    # A shared Jit of this test's own: an earlier test's keeps its cache
+    # directory.
+    monkeypatch.setattr(te_mlir, "_DEFAULT_JIT", None)
     jit = te_mlir.default_jit()
     assert te_mlir.default_jit() is jit
     te_mlir.cache.clear()
