@@ -32,6 +32,8 @@ APT_PACKAGES=(
   libopenmpi-dev openmpi-bin iproute2
 )
 PIP_PACKAGES=(numpy ml_dtypes pytest nanobind matplotlib threadpoolctl
+  # PyPA's build: python -m build makes te_mlir's wheel (test/python/test_wheel.py).
+  build
   # cuobjdump and nvdisasm (4.8 MB in all), which disassemble the cuda
   # target's cubins on a machine without a GPU: the SASS checks of
   # test/Target/CUDA. The toolkit's own copies are not always installed.
@@ -61,7 +63,8 @@ if [ ! -x .venv/bin/python ]; then
   echo "bootstrap: creating the Python environment .venv"
   /usr/bin/python3 -m venv .venv
 fi
-if ! .venv/bin/python -c 'import numpy, ml_dtypes, pytest, nanobind, matplotlib, threadpoolctl' 2>/dev/null ||
+# (-P: not from the working directory, whose build/ would pass for PyPA's build.)
+if ! .venv/bin/python -P -c 'import numpy, ml_dtypes, pytest, nanobind, matplotlib, threadpoolctl, build' 2>/dev/null ||
    ! compgen -G '.venv/lib/python3*/site-packages/nvidia/cu13/bin/nvdisasm' > /dev/null; then
   echo "bootstrap: installing ${PIP_PACKAGES[*]} into .venv"
   .venv/bin/python -m pip install --quiet --disable-pip-version-check "${PIP_PACKAGES[@]}"

@@ -70,12 +70,16 @@ def numpy_dtype(te_dtype):
 
 def _default_compiler_library():
     """TE_COMPILER_LIBRARY, else libTECompiler.so of the build or
-    installation this package belongs to (<prefix>/python/te_mlir ->
-    <prefix>/lib)."""
+    installation this package belongs to: te_mlir/lib in a wheel (the
+    package is the prefix), else <prefix>/lib beside
+    <prefix>/python/te_mlir."""
     path = os.environ.get("TE_COMPILER_LIBRARY")
     if path:
         return path
     here = os.path.dirname(os.path.abspath(__file__))
+    inside = os.path.join(here, "lib", "libTECompiler.so")
+    if os.path.exists(inside):
+        return inside
     return os.path.join(here, os.pardir, os.pardir, "lib", "libTECompiler.so")
 
 

@@ -44,6 +44,20 @@ _NAME_ALIASES = {"float32": "f32", "float64": "f64", "float16": "f16",
                  "bool": "i1", "int8": "i8", "int32": "i32", "int64": "i64",
                  **_FP8_ALIASES}
 _NUMPY_NAMES = {dtype: name for name, dtype in _DTYPES.items()}
+_SEEN = dict(_NUMPY_NAMES)  # dtype objects already named
+
+
+class _TorchBits(dict):
+    """torch's integer dtype of each raw-bit width (torch imported at first
+    use)."""
+
+    def __missing__(self, size):
+        import torch
+        self.update({1: torch.uint8, 2: torch.int16})
+        return self[size]
+
+
+_TORCH_BITS = _TorchBits()
 _TORCH_DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16",
                  "bf16": "bfloat16", "f8E4M3FN": "float8_e4m3fn",
                  "f8E5M2": "float8_e5m2", "f8E8M0FNU": "float8_e8m0fnu",
@@ -63,7 +77,14 @@ def dtype_name(dtype):
     """The te element type name of a dtype spelled as te spells it ("bf16",
     "f8E4M3FN"), as TE does ("e4m3", "e5m2"), or as a numpy, ml_dtypes or
     torch dtype."""
-    if isinstance(dtype, str):
+    name = _SEEN.get(dtype) if not isinstance(dtype, str) else None
+    if name:
+        return name
+    if isinstance(dtype, np.dtype):
+        name = _NUMPY_NAMES.get(dtype)
+        if name:
+            return name
+    elif isinstance(dtype, str):
         name = _NAME_ALIASES.get(dtype, dtype)
         if name in _DTYPES:
             return name
@@ -71,6 +92,7 @@ def dtype_name(dtype):
     if text.startswith("torch."):
         name = _NAME_ALIASES.get(text[len("torch."):])
         if name:
+            _SEEN[dtype] = name  # torch's dtypes: str() is slow
             return name
     else:
         try:
@@ -115,6 +137,16 @@ class _Arg:
             if not value.is_contiguous():
                 value = value.contiguous()
             self.dtype = dtype_name(value.dtype)
+            if value.device.type == "cpu":
+                # A numpy view of the same memory: cheaper to hand over than
+                # torch's DLPack export (bf16 and FP8 through their bits).
+                value = value.detach()
+                raw = _RAW_BITS.get(self.dtype)
+                if raw is None:
+                    value = value.numpy()
+                else:
+                    bits = _TORCH_BITS[raw.itemsize]
+                    value = value.view(bits).numpy().view(_DTYPES[self.dtype])
         else:
             self.torch_device = None
             if isinstance(value, (float, int)) and not isinstance(value,
@@ -129,7 +161,7 @@ class _Arg:
                 raise DTypeError(f"{what}: element type {value.dtype} is "
                                  "not one te takes") from None
         self.value = value
-        self.shape = tuple(int(d) for d in value.shape)
+        self.shape = tuple(value.shape)
 
     @property
     def type(self):
@@ -197,6 +229,24 @@ def _device(args, device):
         return _DEVICES[device]
 
 
+class _Program:
+    """A compiled op: its module's run function, with what its arguments
+    need (numpy's ml_dtypes arrays cross as their raw bits) and what its
+    results are. ops checked the arguments' dtypes and shapes already: they
+    are the configuration the program was compiled for."""
+
+    __slots__ = ("module", "run", "entry", "raw_inputs", "outputs")
+
+    def __init__(self, module):
+        self.module = module
+        self.run = module._core.run
+        (self.entry,) = module.kernels
+        signature = module.signature()
+        self.raw_inputs = [_RAW_BITS.get(dtype)
+                           for out, dtype, _ in signature if not out]
+        self.outputs = [dtype for out, dtype, _ in signature if out]
+
+
 def _run(key, args, source, device=None):
     """Runs the program `source()` writes for configuration `key` on `args`
     (None entries are left out), compiling it once per configuration and
@@ -206,29 +256,44 @@ def _run(key, args, source, device=None):
     jit = default_jit()
     full_key = (key, tuple((a.dtype, a.shape) for a in args), device.name,
                 id(jit))
-    module = _PROGRAMS.get(full_key)
-    if module is None:
-        module = jit.compile(source(args), device=device,
-                             name=f"<te_mlir.ops.{key[0]}>")
+    program = _PROGRAMS.get(full_key)
+    if program is None:
+        program = _Program(jit.compile(source(args), device=device,
+                                       name=f"<te_mlir.ops.{key[0]}>"))
         with _PROGRAMS_LOCK:
-            module = _PROGRAMS.setdefault(full_key, module)
-    outputs = module(*[a.value for a in args])
-    torch_device = next((a.torch_device for a in args
-                         if a.torch_device is not None), None)
+            program = _PROGRAMS.setdefault(full_key, program)
+    torch_device = None
+    values = []
+    for a, raw in zip(args, program.raw_inputs):
+        if a.torch_device is not None:
+            torch_device = torch_device or a.torch_device
+        if raw is not None and isinstance(a.value, np.ndarray):
+            values.append(a.value.view(raw))
+        else:
+            values.append(a.value)
+    outputs = program.run(program.entry, values)
     if torch_device is None:
-        return outputs
-    return tuple(_to_torch(out, torch_device) for out in outputs)
+        return tuple(out.view(_DTYPES[dtype]) if dtype in _RAW_BITS else out
+                     for out, dtype in zip(outputs, program.outputs))
+    return tuple(_raw_to_torch(out, dtype, torch_device)
+                 for out, dtype in zip(outputs, program.outputs))
+
+
+def _raw_to_torch(array, dtype, device):
+    """A torch tensor over `array` (raw bits for bf16 and FP8), without a
+    copy on the CPU."""
+    import torch
+    tensor = torch.from_numpy(array)
+    if dtype in _RAW_BITS:
+        tensor = tensor.view(getattr(torch, _TORCH_DTYPES[dtype]))
+    return tensor if device.type == "cpu" else tensor.to(device)
 
 
 def _to_torch(array, device):
-    import torch
+    """A torch tensor over a numpy array (ml_dtypes included)."""
     name = dtype_name(array.dtype)
-    if name in _RAW_BITS:
-        tensor = torch.from_numpy(array.view(_RAW_BITS[name]))
-        tensor = tensor.view(getattr(torch, _TORCH_DTYPES[name]))
-    else:
-        tensor = torch.from_numpy(array)
-    return tensor if device.type == "cpu" else tensor.to(device)
+    raw = array.view(_RAW_BITS[name]) if name in _RAW_BITS else array
+    return _raw_to_torch(raw, name, device)
 
 
 def _forget_programs():
