@@ -216,10 +216,13 @@ class Jit:
         return self._core.cache_info()
 
     def clear_cache(self, disk=True):
-        """Forgets the loaded modules (those in use stay alive) and, with
-        `disk`, removes the disk cache's entries, which every process
-        using that directory then compiles again."""
+        """Forgets the loaded modules (those in use stay alive; on the
+        shared Jit, te_mlir.ops's too) and, with `disk`, removes the disk
+        cache's entries, which every process using that directory then
+        compiles again."""
         self._core.clear_cache(disk)
+        if self is _DEFAULT_JIT:
+            ops._forget_programs()
 
     def explain(self, source, device="cpu", name="<python>"):
         """Which backend lowers each te op of `source` for `device` (a

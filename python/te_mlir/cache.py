@@ -15,8 +15,5 @@ def clear(disk=True, jit=None):
     """Empties the memory cache and, with `disk`, the disk cache's entries
     (see Jit.clear_cache); on the shared Jit, te_mlir.ops's loaded
     programs too."""
-    from . import default_jit, ops
-    jit = jit or default_jit()
-    jit.clear_cache(disk)
-    if jit is default_jit():
-        ops._forget_programs()
+    from . import default_jit
+    (jit or default_jit()).clear_cache(disk)

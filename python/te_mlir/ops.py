@@ -14,11 +14,13 @@ same configuration runs it at once. The attributes are the dialect's
 (docs/TEDialect.md), whose verifier checks them; a configuration it
 rejects raises CompileError with its diagnostic.
 
-Arrays are numpy arrays (ml_dtypes for bf16 and FP8) or torch tensors. On
-the cpu device inputs are read in place and outputs are the buffers the
-kernel wrote; torch inputs give torch outputs (over the same memory). A
-torch tensor on a CUDA device selects the runtime's cuda device, unless
-device= names another.
+Arrays are numpy arrays (ml_dtypes for bf16 and FP8) or CPU torch
+tensors. On the cpu device inputs are read in place and outputs are the
+buffers the kernel wrote; torch inputs give torch outputs (over the same
+memory). device= (a te_mlir.Device or a device name) runs the program on
+another device, copying host arrays to it and the results back; torch
+tensors on a GPU are refused with DeviceError (the runtime does not take
+torch's device memory yet).
 
 The collectives (all_reduce, all_gather, reduce_scatter, all_to_all,
 permute) run over groups of the job's ranks: under mpirun -np N python
@@ -30,7 +32,7 @@ import threading
 import numpy as np
 
 from . import _DTYPES, _RAW_BITS, Device, default_jit
-from .errors import DTypeError, ShapeError
+from .errors import DeviceError, DTypeError, ShapeError
 
 __all__ = ["Float8Tensor", "all_gather", "all_reduce", "all_to_all", "amax",
            "attention", "attention_backward", "compute_scale", "dequantize",
@@ -134,19 +136,23 @@ class _Arg:
     def __init__(self, value, what):
         if _is_torch(value):
             self.torch_device = value.device
+            if value.device.type != "cpu":
+                raise DeviceError(
+                    f"{what}: a torch tensor on {value.device}; te_mlir takes "
+                    "CPU tensors (the runtime's cuda device does not take "
+                    "torch's device memory yet): move it with .cpu()")
             if not value.is_contiguous():
                 value = value.contiguous()
             self.dtype = dtype_name(value.dtype)
-            if value.device.type == "cpu":
-                # A numpy view of the same memory: cheaper to hand over than
-                # torch's DLPack export (bf16 and FP8 through their bits).
-                value = value.detach()
-                raw = _RAW_BITS.get(self.dtype)
-                if raw is None:
-                    value = value.numpy()
-                else:
-                    bits = _TORCH_BITS[raw.itemsize]
-                    value = value.view(bits).numpy().view(_DTYPES[self.dtype])
+            # A numpy view of the same memory: cheaper to hand over than
+            # torch's DLPack export (bf16 and FP8 through their bits).
+            value = value.detach()
+            raw = _RAW_BITS.get(self.dtype)
+            if raw is None:
+                value = value.numpy()
+            else:
+                bits = _TORCH_BITS[raw.itemsize]
+                value = value.view(bits).numpy().view(_DTYPES[self.dtype])
         else:
             self.torch_device = None
             if isinstance(value, (float, int)) and not isinstance(value,
@@ -209,20 +215,19 @@ def _result_name(count):
 
 
 _DEVICES = {}
+#: Loaded programs kept, one per configuration; beyond this many, the
+#: oldest is dropped (and compiled again, from the JIT's caches, if seen
+#: again).
+MAX_PROGRAMS = 512
 _PROGRAMS = {}
 _PROGRAMS_LOCK = threading.Lock()
 
 
-def _device(args, device):
+def _device(device):
+    """The Device of `device` (a Device, a device name, or None: cpu)."""
     if isinstance(device, Device):
         return device
-    if device is None:
-        device = "cpu"
-        for a in args:
-            if a is not None and a.torch_device is not None and \
-                    a.torch_device.type != "cpu":
-                device = a.torch_device.type
-                break
+    device = device or "cpu"
     with _PROGRAMS_LOCK:
         if device not in _DEVICES:
             _DEVICES[device] = Device(device)
@@ -252,16 +257,18 @@ def _run(key, args, source, device=None):
     (None entries are left out), compiling it once per configuration and
     device. Returns its outputs, as torch tensors when an input was one."""
     args = [a for a in args if a is not None]
-    device = _device(args, device)
+    device = _device(device)
     jit = default_jit()
     full_key = (key, tuple((a.dtype, a.shape) for a in args), device.name,
-                id(jit))
+                device.index, id(jit))
     program = _PROGRAMS.get(full_key)
     if program is None:
         program = _Program(jit.compile(source(args), device=device,
                                        name=f"<te_mlir.ops.{key[0]}>"))
         with _PROGRAMS_LOCK:
             program = _PROGRAMS.setdefault(full_key, program)
+            while len(_PROGRAMS) > MAX_PROGRAMS:  # the oldest first
+                del _PROGRAMS[next(iter(_PROGRAMS))]
     torch_device = None
     values = []
     for a, raw in zip(args, program.raw_inputs):
@@ -275,29 +282,23 @@ def _run(key, args, source, device=None):
     if torch_device is None:
         return tuple(out.view(_DTYPES[dtype]) if dtype in _RAW_BITS else out
                      for out, dtype in zip(outputs, program.outputs))
-    return tuple(_raw_to_torch(out, dtype, torch_device)
+    return tuple(_raw_to_torch(out, dtype)
                  for out, dtype in zip(outputs, program.outputs))
 
 
-def _raw_to_torch(array, dtype, device):
-    """A torch tensor over `array` (raw bits for bf16 and FP8), without a
-    copy on the CPU."""
+def _raw_to_torch(array, dtype):
+    """A CPU torch tensor over `array` (raw bits for bf16 and FP8), without
+    a copy."""
     import torch
     tensor = torch.from_numpy(array)
     if dtype in _RAW_BITS:
         tensor = tensor.view(getattr(torch, _TORCH_DTYPES[dtype]))
-    return tensor if device.type == "cpu" else tensor.to(device)
-
-
-def _to_torch(array, device):
-    """A torch tensor over a numpy array (ml_dtypes included)."""
-    name = dtype_name(array.dtype)
-    raw = array.view(_RAW_BITS[name]) if name in _RAW_BITS else array
-    return _raw_to_torch(raw, name, device)
+    return tensor
 
 
 def _forget_programs():
-    """Drops the loaded modules (te_mlir.cache.clear calls this)."""
+    """Drops the loaded modules (clearing the shared Jit's cache calls
+    this)."""
     with _PROGRAMS_LOCK:
         _PROGRAMS.clear()
 
@@ -439,6 +440,17 @@ def quantize_results(shape, fp8, mode, usage):
     return results
 
 
+def _usage(usage, transpose):
+    """te.quantize's usage from quantize's `usage` and `transpose`."""
+    if usage is None:
+        return "both" if transpose else "rowwise"
+    _choice("usage", usage, USAGES)
+    if transpose and usage != "both":
+        raise ValueError(f"quantize: transpose=True asks for both copies, "
+                         f"but usage={usage!r}")
+    return usage
+
+
 def quantize(x, fp8="e4m3", mode="per_tensor", *, scale=None, usage=None,
              transpose=False, pow2_scales=None, epsilon=None, device=None):
     """x (f32, f16 or bf16) cast to FP8 in one of TE's scaling modes
@@ -454,8 +466,7 @@ def quantize(x, fp8="e4m3", mode="per_tensor", *, scale=None, usage=None,
     usage both (TE's cast_transpose)."""
     fp8 = _fp8_name(fp8)
     _choice("mode", mode, SCALING_MODES)
-    usage = _choice("usage", usage or ("both" if transpose else "rowwise"),
-                    USAGES)
+    usage = _usage(usage, transpose)
     x = _arg(x, "x", ("f32", "f16", "bf16"))
     scale = _arg(scale, "scale", ("f32",), rank=0)
     types = [_tensor_type(*r) for r in
@@ -548,6 +559,25 @@ def dequantize(data, dtype=None, *, scale_inv=None, mode=None,
                 device)[0]
 
 
+def check_gemm_operand(x, name):
+    """Raises unless the Float8Tensor x can be a te.scaled_matmul operand:
+    per_tensor scaling, with its row-wise data."""
+    if x.mode != "per_tensor" or x.data is None:
+        raise ValueError(f"scaled_matmul: {name} must be a per_tensor "
+                         f"Float8Tensor with its row-wise data, got {x!r}")
+
+
+def matmul_shape(a_shape, b_shape, transpose_a, transpose_b):
+    """(M, N) of te.scaled_matmul's result for stored shapes a_shape and
+    b_shape; raises ShapeError when op(A) and op(B) do not chain."""
+    m, k_a = (a_shape[1], a_shape[0]) if transpose_a else a_shape
+    k_b, n = (b_shape[1], b_shape[0]) if transpose_b else b_shape
+    if k_a != k_b:
+        raise ShapeError(f"scaled_matmul: op(A) is {m}x{k_a} but op(B) is "
+                         f"{k_b}x{n}: the inner dimensions differ")
+    return m, n
+
+
 def scaled_matmul(a, b, a_scale_inv=None, b_scale_inv=None, *, bias=None,
                   out_scale=None, transpose_a=False, transpose_b=False,
                   gelu=False, out_dtype="bf16", device=None):
@@ -562,10 +592,7 @@ def scaled_matmul(a, b, a_scale_inv=None, b_scale_inv=None, *, bias=None,
     out_scale and returns (D, amax of D before scaling)."""
     def operand(x, scale_inv, name):
         if isinstance(x, Float8Tensor):
-            if x.mode != "per_tensor" or x.data is None:
-                raise ValueError(f"scaled_matmul: {name} must be a "
-                                 "per_tensor Float8Tensor with its row-wise "
-                                 f"data, got {x!r}")
+            check_gemm_operand(x, name)
             if scale_inv is not None:
                 raise ValueError(f"scaled_matmul: {name} is a Float8Tensor; "
                                  f"{name}_scale_inv comes from it")
@@ -584,13 +611,7 @@ def scaled_matmul(a, b, a_scale_inv=None, b_scale_inv=None, *, bias=None,
     if fp8_out != (out_scale is not None):
         raise ValueError("scaled_matmul: an FP8 out_dtype needs out_scale, "
                          "and only an FP8 out_dtype takes it")
-    m = a.shape[1] if transpose_a else a.shape[0]
-    k_a = a.shape[0] if transpose_a else a.shape[1]
-    n = b.shape[0] if transpose_b else b.shape[1]
-    k_b = b.shape[1] if transpose_b else b.shape[0]
-    if k_a != k_b:
-        raise ShapeError(f"scaled_matmul: op(A) is {m}x{k_a} but op(B) is "
-                         f"{k_b}x{n}: the inner dimensions differ")
+    m, n = matmul_shape(a.shape, b.shape, transpose_a, transpose_b)
     types = [_tensor_type(out, (m, n))] + (["tensor<f32>"] if fp8_out else [])
     attrs = "".join(f" {flag}" for flag, on in (
         ("transpose_a", transpose_a), ("transpose_b", transpose_b),
@@ -616,7 +637,16 @@ def scaled_matmul(a, b, a_scale_inv=None, b_scale_inv=None, *, bias=None,
 # --- Attention -----------------------------------------------------------
 
 
-def _attention_operands(kw, backward):
+def bias_type_of(bias_type, bias, alibi_slopes):
+    """The attention bias kind: `bias_type`, else alibi with slopes,
+    post_scale (TE's default) with a bias tensor, else no_bias."""
+    if bias_type is not None:
+        return bias_type
+    return ("alibi" if alibi_slopes is not None else
+            "post_scale" if bias is not None else "no_bias")
+
+
+def _attention_operands(kw):
     """The optional operand groups of te.attention(_backward), in the
     order of its syntax: [(keyword, [_Arg, ...])], and the attribute text
     before them."""
@@ -624,11 +654,16 @@ def _attention_operands(kw, backward):
     mask = _choice("mask", kw["mask"] or "no_mask", MASKS)
     softmax = kw["softmax"].replace("-", "_")
     _choice("softmax", softmax, SOFTMAX_KINDS)
-    bias_kind = kw["bias_type"]
-    if bias_kind is None:
-        bias_kind = ("alibi" if kw["alibi_slopes"] is not None else
-                     "post_scale" if kw["bias"] is not None else "no_bias")
-    _choice("bias_type", bias_kind, BIAS_KINDS)
+    bias_kind = _choice("bias_type", bias_type_of(
+        kw["bias_type"], kw["bias"], kw["alibi_slopes"]), BIAS_KINDS)
+    if (bias_kind in ("pre_scale", "post_scale")) != (kw["bias"] is not None):
+        raise ValueError(f"attention: bias_type {bias_kind} "
+                         + ("needs bias=" if kw["bias"] is None else
+                            "takes no bias tensor"))
+    if (bias_kind == "alibi") != (kw["alibi_slopes"] is not None):
+        raise ValueError(f"attention: bias_type {bias_kind} "
+                         + ("needs alibi_slopes=" if bias_kind == "alibi"
+                            else "takes no alibi_slopes"))
     attrs = f"layout {layout} mask {mask}"
     window = kw["window"]
     if window is not None:
@@ -651,7 +686,9 @@ def _attention_operands(kw, backward):
             raise ValueError(
                 "attention: dropout needs seed= (and rng_offset=): the same "
                 "ones reproduce the kept set in attention_backward")
-        rng_state = np.array([kw["seed"], kw["rng_offset"]],
+        # (seed, offset) as 64-bit patterns: negative seeds wrap.
+        rng_state = np.array([int(kw["seed"]) % 2**64,
+                              int(kw["rng_offset"]) % 2**64],
                              np.uint64).view(np.int64)
     groups = []
 
@@ -694,7 +731,7 @@ def _attention(q, k, v, extra, kw, backward):
         raise ShapeError(f"attention: layout {kw['layout']} needs q of rank "
                          f"{3 if kw['layout'] == 'thd' else 4}, got shape "
                          f"{list(q.shape)}")
-    attrs, groups, bias_kind, softmax = _attention_operands(kw, backward)
+    attrs, groups, bias_kind, softmax = _attention_operands(kw)
     extra = [_arg(x, n) for x, n in extra]
     args = [q, k, v] + extra
     operand_text = []
@@ -795,16 +832,15 @@ def world(device=None):
     """(rank, size) of this process in the job the device's collectives run
     in: MPI's world on the cpu device (mpirun -np N python ...); (0, 1)
     outside a job."""
-    return _device([], device).world()
+    return _device(device).world()
 
 
-def _group(group_size, ranks, device, args):
+def _group(group_size, ranks, device):
     """The te.process_group line of a collective's program: `group_size`
     ranks per group (default: the whole world), consecutive blocks of the
     world or, with `ranks`, the listed world ranks group after group."""
     if group_size is None:
-        group_size = len(ranks) if ranks is not None else world(
-            _device(args, device))[1]
+        group_size = len(ranks) if ranks is not None else world(device)[1]
     line = f"te.process_group @g size {int(group_size)}"
     if ranks is not None:
         line += f" ranks [{', '.join(str(int(r)) for r in ranks)}]"
@@ -813,7 +849,7 @@ def _group(group_size, ranks, device, args):
 
 def _collective(name, x, op, result_shape, group_size, ranks, device):
     x = _arg(x, "x")
-    size, group = _group(group_size, ranks, device, [x])
+    size, group = _group(group_size, ranks, device)
     shape = result_shape(size, list(x.shape))
     result = _tensor_type(x.dtype, shape)
     src = lambda a: group + "\n" + _function(

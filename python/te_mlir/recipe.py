@@ -5,8 +5,9 @@ an fp8_autocast context.
     from te_mlir import recipe
     r = recipe.DelayedScaling(amax_history_len=16, margin=1)
     x_quantizer = r.quantizer("input")       # keeps amax history and scale
-    with recipe.fp8_autocast(fp8_recipe=r):
-        q = x_quantizer(x)                   # a te_mlir.ops.Float8Tensor
+    q = x_quantizer(x)                       # a te_mlir.ops.Float8Tensor
+    with recipe.fp8_autocast(fp8_recipe=r):  # te_mlir.torch.Linear: FP8
+        y = linear(x)
 
 A recipe is configuration, as in TE; a Quantizer is one tensor's share of
 it (TE's per-tensor FP8 metadata): DelayedScaling's quantizer quantizes
@@ -21,7 +22,7 @@ gradients ("grad") as E5M2.
 import contextlib
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 
 import numpy as np
@@ -29,7 +30,8 @@ import numpy as np
 from . import ops
 
 __all__ = ["DelayedScaling", "Float8BlockScaling", "Float8CurrentScaling",
-           "Format", "MXFP8BlockScaling", "QParams", "Quantizer", "Recipe",
+           "Format", "MMParams", "MXFP8BlockScaling", "QParams", "Quantizer",
+           "Recipe",
            "autocast", "fp8_autocast", "get_fp8_group", "get_fp8_recipe",
            "is_fp8_calibrating", "is_fp8_enabled"]
 
@@ -60,26 +62,54 @@ class QParams:
     amax_epsilon: float = 0.0
 
 
-def _no_pure_e5m2(recipe):
+@dataclass(frozen=True)
+class MMParams:
+    """TE's GEMM parameters. te.scaled_matmul always accumulates in f32
+    (what TE's split accumulator asks for), whatever this says."""
+    use_split_accumulator: bool = True
+
+
+_BACKWARD_OVERRIDES = (None, "high_precision", "dequantized")
+# As in TE, the environment is read once, when the recipes are defined.
+_ENV_BACKWARD_OVERRIDE = os.getenv("NVTE_BACKWARD_OVERRIDE", None)
+
+
+def _env_flag(name):
+    return os.getenv(name, "0") == "1"
+
+
+def _check_common(recipe):
     if recipe.fp8_format == Format.E5M2:
         raise ValueError("Pure E5M2 training is not supported (as in "
                          "Transformer Engine): use Format.HYBRID or E4M3")
+    if recipe.backward_override not in _BACKWARD_OVERRIDES:
+        raise ValueError("backward_override (NVTE_BACKWARD_OVERRIDE) must be "
+                         "unset or one of: 'high_precision', 'dequantized'")
 
 
 class Recipe:
-    """Base of the recipes: which one it is, and its quantizers."""
+    """Base of the recipes: which one it is (classmethods, as in TE), and
+    its quantizers."""
 
-    def delayed(self):
-        return isinstance(self, DelayedScaling)
+    @classmethod
+    def delayed(cls):
+        return issubclass(cls, DelayedScaling)
 
-    def float8_current_scaling(self):
-        return isinstance(self, Float8CurrentScaling)
+    @classmethod
+    def float8_current_scaling(cls):
+        return issubclass(cls, Float8CurrentScaling)
 
-    def mxfp8(self):
-        return isinstance(self, MXFP8BlockScaling)
+    @classmethod
+    def float8_per_tensor_scaling(cls):
+        return issubclass(cls, (DelayedScaling, Float8CurrentScaling))
 
-    def float8_block_scaling(self):
-        return isinstance(self, Float8BlockScaling)
+    @classmethod
+    def mxfp8(cls):
+        return issubclass(cls, MXFP8BlockScaling)
+
+    @classmethod
+    def float8_block_scaling(cls):
+        return issubclass(cls, Float8BlockScaling)
 
     def fp8_type(self, role):
         """The te FP8 type of tensors of `role` ("input", "weight",
@@ -87,12 +117,18 @@ class Recipe:
         ops._choice("role", role, ROLES)
         return self.fp8_format.bwd if role == "grad" else self.fp8_format.fwd
 
-    def quantizer(self, role="input", **kwargs):
+    def qparams(self, role):
+        """The QParams of tensors of `role` (current and block scaling)."""
+        return {"input": self.fp8_quant_fwd_inp,
+                "weight": self.fp8_quant_fwd_weight,
+                "grad": self.fp8_quant_bwd_grad}[role]
+
+    def quantizer(self, role="input"):
         """A Quantizer of one tensor of `role` under this recipe."""
-        return Quantizer(self, role, **kwargs)
+        return Quantizer(self, role)
 
 
-@dataclass(frozen=True)
+@dataclass
 class DelayedScaling(Recipe):
     """Per-tensor scales from the amax history of earlier steps.
 
@@ -109,9 +145,10 @@ class DelayedScaling(Recipe):
     reduce_amax: bool = True
     fp8_dpa: bool = False
     fp8_mha: bool = False
+    backward_override: str = _ENV_BACKWARD_OVERRIDE
 
     def __post_init__(self):
-        _no_pure_e5m2(self)
+        _check_common(self)
         ops._choice("amax_compute_algo", self.amax_compute_algo,
                     ops.AMAX_ALGOS)
         if self.scaling_factor_compute_algo is not None:
@@ -123,85 +160,90 @@ class DelayedScaling(Recipe):
                              "amax_history_len >= 1")
 
 
-def _env_flag(name):
-    return os.getenv(name, "0") == "1"
-
-
-@dataclass(frozen=True)
+@dataclass
 class Float8CurrentScaling(Recipe):
     """Per-tensor scales from each tensor's own amax (fp8_max / amax,
-    floored at amax_epsilon, optionally a power of two)."""
-    use_power_2_scales: bool = field(default_factory=lambda: _env_flag(
-        "NVTE_FP8_CURRENT_SCALING_POWER_2_SCALES"))
+    floored at the QParams' amax_epsilon, a power of two with
+    power_2_scale).
+
+    As in TE, fp8_quant_fwd_inp / _fwd_weight / _bwd_grad are class
+    attributes fixed when the module is imported (from
+    NVTE_FP8_CURRENT_SCALING_POWER_2_SCALES): use_power_2_scales given to
+    the constructor does not reach them; assign recipe.fp8_quant_fwd_inp =
+    QParams(...) to change one."""
+    use_power_2_scales: bool = _env_flag(
+        "NVTE_FP8_CURRENT_SCALING_POWER_2_SCALES")
     fp8_format: Format = Format.HYBRID
-    fp8_quant_fwd_inp: QParams = None
-    fp8_quant_fwd_weight: QParams = None
-    fp8_quant_bwd_grad: QParams = None
+    fp8_quant_fwd_inp = QParams(power_2_scale=use_power_2_scales)
+    fp8_quant_fwd_weight = QParams(power_2_scale=use_power_2_scales)
+    fp8_quant_bwd_grad = QParams(power_2_scale=use_power_2_scales)
+    fp8_gemm_fprop: MMParams = MMParams(use_split_accumulator=False)
+    fp8_gemm_dgrad: MMParams = MMParams(use_split_accumulator=True)
+    fp8_gemm_wgrad: MMParams = MMParams(use_split_accumulator=True)
     fp8_dpa: bool = False
     fp8_mha: bool = False
+    backward_override: str = _ENV_BACKWARD_OVERRIDE
 
     def __post_init__(self):
-        _no_pure_e5m2(self)
-        default = QParams(power_2_scale=self.use_power_2_scales)
-        for name in ("fp8_quant_fwd_inp", "fp8_quant_fwd_weight",
-                     "fp8_quant_bwd_grad"):
-            if getattr(self, name) is None:
-                object.__setattr__(self, name, default)
-
-    def qparams(self, role):
-        return {"input": self.fp8_quant_fwd_inp,
-                "weight": self.fp8_quant_fwd_weight,
-                "grad": self.fp8_quant_bwd_grad}[role]
+        _check_common(self)
 
 
-@dataclass(frozen=True)
+@dataclass
 class MXFP8BlockScaling(Recipe):
-    """One E8M0 scale per 32 consecutive values (te mode mxfp8_1x32)."""
+    """One E8M0 scale per 32 consecutive values (te mode mxfp8_1x32).
+    TE's enable_2d_quantization (32x32 weight blocks) has no te mode."""
     margin: int = 0
     fp8_format: Format = Format.E4M3
     fp8_dpa: bool = False
     fp8_mha: bool = False
+    backward_override: str = _ENV_BACKWARD_OVERRIDE
+    enable_2d_quantization: bool = False
 
     def __post_init__(self):
-        _no_pure_e5m2(self)
+        _check_common(self)
+        if self.enable_2d_quantization:
+            raise NotImplementedError(
+                "MXFP8BlockScaling(enable_2d_quantization=True): te has no "
+                "2-D MXFP8 scaling mode")
 
 
-@dataclass(frozen=True)
+@dataclass
 class Float8BlockScaling(Recipe):
     """f32 scales per 1x128 block (1-D, dim 1) or 128x128 block (2-D,
     dim 2): inputs and gradients 1-D, weights 2-D by default; power-of-two
-    scales unless use_f32_scales."""
-    use_f32_scales: bool = field(default_factory=lambda: _env_flag(
-        "NVTE_FP8_BLOCK_SCALING_FP32_SCALES"))
+    scales unless NVTE_FP8_BLOCK_SCALING_FP32_SCALES=1 when the module is
+    imported (fp8_quant_* are class attributes, as in TE)."""
+    use_f32_scales: bool = _env_flag("NVTE_FP8_BLOCK_SCALING_FP32_SCALES")
     fp8_format: Format = Format.E4M3
-    fp8_quant_fwd_inp: QParams = None
-    fp8_quant_fwd_weight: QParams = None
-    fp8_quant_bwd_grad: QParams = None
+    fp8_quant_fwd_inp = QParams(power_2_scale=not use_f32_scales)
+    fp8_quant_fwd_weight = QParams(power_2_scale=not use_f32_scales)
+    fp8_quant_bwd_grad = QParams(power_2_scale=not use_f32_scales)
     x_block_scaling_dim: int = 1
     w_block_scaling_dim: int = 2
     grad_block_scaling_dim: int = 1
+    fp8_gemm_fprop: MMParams = MMParams(use_split_accumulator=True)
+    fp8_gemm_dgrad: MMParams = MMParams(use_split_accumulator=True)
+    fp8_gemm_wgrad: MMParams = MMParams(use_split_accumulator=True)
     fp8_dpa: bool = False
     fp8_mha: bool = False
+    backward_override: str = _ENV_BACKWARD_OVERRIDE
 
     def __post_init__(self):
-        _no_pure_e5m2(self)
-        for name in ("x_block_scaling_dim", "w_block_scaling_dim",
-                     "grad_block_scaling_dim"):
-            if getattr(self, name) not in (1, 2):
-                raise ValueError(f"{name}: only 1-D (1x128) or 2-D "
-                                 "(128x128) blocks are supported")
-        default = QParams(power_2_scale=not self.use_f32_scales)
-        for name in ("fp8_quant_fwd_inp", "fp8_quant_fwd_weight",
-                     "fp8_quant_bwd_grad"):
-            if getattr(self, name) is None:
-                object.__setattr__(self, name, default)
-
-    def qparams(self, role):
-        return {"input": self.fp8_quant_fwd_inp,
-                "weight": self.fp8_quant_fwd_weight,
-                "grad": self.fp8_quant_bwd_grad}[role]
+        dims = {"x": self.x_block_scaling_dim, "w": self.w_block_scaling_dim,
+                "grad": self.grad_block_scaling_dim}
+        for name, dim in dims.items():
+            if dim not in (1, 2):
+                raise ValueError(f"Only 1D or 2D blocks supported for {name}")
+        for first, second in (("x", "w"), ("x", "grad"), ("w", "grad")):
+            if dims[first] == 2 and dims[second] == 2:
+                raise ValueError("2D by 2D block gemm not supported.")
+        if self.fp8_dpa or self.fp8_mha:
+            raise ValueError("FP8 attention is not supported for "
+                             "Float8BlockScaling.")
+        _check_common(self)
 
     def mode(self, role):
+        """The te scaling mode of tensors of `role`."""
         dim = {"input": self.x_block_scaling_dim,
                "weight": self.w_block_scaling_dim,
                "grad": self.grad_block_scaling_dim}[role]
@@ -229,10 +271,25 @@ class Quantizer:
         return (f"<te_mlir.recipe.Quantizer {type(self.recipe).__name__} "
                 f"{self.role} {self.fp8}>")
 
+    def mode(self):
+        """The te scaling mode this quantizer uses."""
+        r = self.recipe
+        if r.float8_per_tensor_scaling():
+            return "per_tensor"
+        return "mxfp8_1x32" if r.mxfp8() else r.mode(self.role)
+
     def __call__(self, x, usage=None, transpose=False, device=None):
         """x quantized (a te_mlir.ops.Float8Tensor); `usage` and
-        `transpose` as in ops.quantize."""
+        `transpose` as in ops.quantize. Where the mode needs a matrix (the
+        block modes, and the transposed copy of per_tensor), an input of
+        higher rank is seen as one, its leading dimensions flattened, as
+        TE does."""
         r = self.recipe
+        mode = self.mode()
+        columnwise = transpose or usage in ("columnwise", "both")
+        if len(x.shape) > 2 and mode != "mxfp8_1x32" and (
+                columnwise or mode != "per_tensor"):
+            x = x.reshape(-1, x.shape[-1])
         kw = dict(usage=usage, transpose=transpose, device=device)
         if r.delayed():
             q = ops.quantize(x, self.fp8, scale=self.scale, **kw)
@@ -243,9 +300,9 @@ class Quantizer:
             return ops.quantize(x, self.fp8, pow2_scales=p.power_2_scale,
                                 epsilon=p.amax_epsilon, **kw)
         if r.mxfp8():
-            return ops.quantize(x, self.fp8, mode="mxfp8_1x32", **kw)
+            return ops.quantize(x, self.fp8, mode=mode, **kw)
         p = r.qparams(self.role)
-        return ops.quantize(x, self.fp8, mode=r.mode(self.role),
+        return ops.quantize(x, self.fp8, mode=mode,
                             pow2_scales=p.power_2_scale,
                             epsilon=p.amax_epsilon, **kw)
 
@@ -302,9 +359,11 @@ def get_fp8_group():
 @contextlib.contextmanager
 def fp8_autocast(enabled=True, calibrating=False, fp8_recipe=None,
                  fp8_group=None):
-    """TE's fp8_autocast: inside it, te_mlir.torch's modules compute in FP8
-    under `fp8_recipe` (default DelayedScaling()); `fp8_group` is the group
-    size DelayedScaling reduces amaxes over. Nested contexts stack; the
+    """TE's fp8_autocast: inside it, te_mlir.torch.Linear runs its GEMMs in
+    FP8 under `fp8_recipe` (default DelayedScaling()), and with
+    calibrating=True (and enabled=False) records amaxes while computing in
+    high precision; `fp8_group` is the group size DelayedScaling reduces
+    amaxes over. Quantizers read the group too. Nested contexts stack; the
     state is per thread."""
     if fp8_recipe is not None and not isinstance(fp8_recipe, Recipe):
         raise TypeError(f"fp8_recipe must be a te_mlir.recipe.Recipe, got "

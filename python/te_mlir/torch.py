@@ -17,6 +17,7 @@ Tensors are CPU tensors (the runtime's cpu device), read in place; the
 outputs are the buffers the kernels wrote.
 """
 
+import math
 from typing import Optional, Sequence
 
 import torch
@@ -26,7 +27,8 @@ from . import ops as _ops
 from . import recipe as _recipe
 from .errors import DeviceError
 
-__all__ = ["DotProductAttention", "attention", "dequantize", "quantize",
+__all__ = ["DotProductAttention", "Linear", "attention",
+           "default_alibi_slopes", "dequantize", "fp8_autocast", "quantize",
            "scaled_matmul"]
 
 _TORCH_DTYPES = {name: getattr(torch, attr)
@@ -54,44 +56,49 @@ def _empty(like):
 
 # --- Attention -----------------------------------------------------------
 
+# The attention ops' tensor inputs after q, k, v, in this order, each
+# optional: the keyword arguments of te_mlir.ops.attention of those names.
+_OPTIONAL = ("bias", "alibi_slopes", "softmax_offset", "cu_seqlens_q",
+             "cu_seqlens_kv", "seq_offsets_q", "seq_offsets_kv", "seqlens_q",
+             "seqlens_kv", "mask_tensor")
+# Then the attributes.
+_ATTRIBUTES = ("layout", "mask", "window", "bottom_right_diagonal", "scale",
+               "bias_type", "softmax", "dropout", "seed")
 
-def _attention_kwargs(layout, mask, window, bottom_right_diagonal, scale,
-                      bias_type, softmax, dropout, seed):
-    return dict(layout=layout, mask=mask,
-                window=tuple(window) if window else None,
-                bottom_right_diagonal=bottom_right_diagonal, scale=scale,
-                bias_type=bias_type, softmax=softmax, dropout=dropout,
-                seed=seed if dropout else None)
+
+def _ops_kwargs(optional, attributes):
+    """te_mlir.ops.attention's keyword arguments from the ops' optional
+    tensors and attributes."""
+    kw = {name: _host(t) for name, t in zip(_OPTIONAL, optional)}
+    kw.update(zip(_ATTRIBUTES, attributes))
+    kw["window"] = tuple(kw["window"]) if kw["window"] else None
+    kw["seed"] = kw["seed"] if kw["dropout"] else None
+    return kw
 
 
 @torch.library.custom_op("te_mlir::attention", mutates_args=())
-def _attention_op(q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor],
-                  alibi_slopes: Optional[Tensor],
-                  softmax_offset: Optional[Tensor],
-                  cu_seqlens_q: Optional[Tensor],
-                  cu_seqlens_kv: Optional[Tensor],
-                  seqlens_q: Optional[Tensor], seqlens_kv: Optional[Tensor],
-                  mask_tensor: Optional[Tensor], layout: str, mask: str,
-                  window: Optional[Sequence[int]],
-                  bottom_right_diagonal: Optional[bool],
-                  scale: Optional[float], bias_type: str, softmax: str,
-                  dropout: float, seed: int) -> tuple[Tensor, Tensor]:
+def _attention_op(
+        q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor],
+        alibi_slopes: Optional[Tensor], softmax_offset: Optional[Tensor],
+        cu_seqlens_q: Optional[Tensor], cu_seqlens_kv: Optional[Tensor],
+        seq_offsets_q: Optional[Tensor], seq_offsets_kv: Optional[Tensor],
+        seqlens_q: Optional[Tensor], seqlens_kv: Optional[Tensor],
+        mask_tensor: Optional[Tensor], layout: str, mask: str,
+        window: Optional[Sequence[int]],
+        bottom_right_diagonal: Optional[bool], scale: Optional[float],
+        bias_type: str, softmax: str, dropout: float,
+        seed: int) -> tuple[Tensor, Tensor]:
     """te.attention: (o, lse)."""
+    args = locals()
     return _ops.attention(
-        _host(q), _host(k), _host(v), bias=_host(bias),
-        alibi_slopes=_host(alibi_slopes),
-        softmax_offset=_host(softmax_offset),
-        cu_seqlens_q=_host(cu_seqlens_q), cu_seqlens_kv=_host(cu_seqlens_kv),
-        seqlens_q=_host(seqlens_q), seqlens_kv=_host(seqlens_kv),
-        mask_tensor=_host(mask_tensor), return_lse=True,
-        **_attention_kwargs(layout, mask, window, bottom_right_diagonal,
-                            scale, bias_type, softmax, dropout, seed))
+        _host(q), _host(k), _host(v), return_lse=True,
+        **_ops_kwargs([args[n] for n in _OPTIONAL],
+                      [args[n] for n in _ATTRIBUTES]))
 
 
 @_attention_op.register_fake
-def _(q, k, v, bias, alibi_slopes, softmax_offset, cu_seqlens_q,
-      cu_seqlens_kv, seqlens_q, seqlens_kv, mask_tensor, layout, mask, window,
-      bottom_right_diagonal, scale, bias_type, softmax, dropout, seed):
+def _(q, k, v, *rest):
+    layout = rest[len(_OPTIONAL)]
     o, lse = _ops.attention_result_shapes(layout, q.shape, v.shape)
     return q.new_empty(o), q.new_empty(lse, dtype=torch.float32)
 
@@ -101,7 +108,8 @@ def _attention_backward_op(
         q: Tensor, k: Tensor, v: Tensor, o: Tensor, d_o: Tensor, lse: Tensor,
         bias: Optional[Tensor], alibi_slopes: Optional[Tensor],
         softmax_offset: Optional[Tensor], cu_seqlens_q: Optional[Tensor],
-        cu_seqlens_kv: Optional[Tensor], seqlens_q: Optional[Tensor],
+        cu_seqlens_kv: Optional[Tensor], seq_offsets_q: Optional[Tensor],
+        seq_offsets_kv: Optional[Tensor], seqlens_q: Optional[Tensor],
         seqlens_kv: Optional[Tensor], mask_tensor: Optional[Tensor],
         layout: str, mask: str, window: Optional[Sequence[int]],
         bottom_right_diagonal: Optional[bool], scale: Optional[float],
@@ -109,15 +117,11 @@ def _attention_backward_op(
         seed: int) -> list[Tensor]:
     """te.attention_backward: [dq, dk, dv, dbias, d_softmax_offset], the
     last two empty when the configuration has no such parameter."""
+    args = locals()
     grads = list(_ops.attention_backward(
-        _host(q), _host(k), _host(v), _host(o), _host(d_o), _host(lse),
-        bias=_host(bias), alibi_slopes=_host(alibi_slopes),
-        softmax_offset=_host(softmax_offset),
-        cu_seqlens_q=_host(cu_seqlens_q), cu_seqlens_kv=_host(cu_seqlens_kv),
-        seqlens_q=_host(seqlens_q), seqlens_kv=_host(seqlens_kv),
-        mask_tensor=_host(mask_tensor),
-        **_attention_kwargs(layout, mask, window, bottom_right_diagonal,
-                            scale, bias_type, softmax, dropout, seed)))
+        *(_host(t) for t in (q, k, v, o, d_o, lse)),
+        **_ops_kwargs([args[n] for n in _OPTIONAL],
+                      [args[n] for n in _ATTRIBUTES])))
     dq, dk, dv = grads[:3]
     rest = grads[3:]
     dbias = rest.pop(0) if _has_bias_grad(bias, bias_type) else _empty(q)
@@ -130,9 +134,8 @@ def _has_bias_grad(bias, bias_type):
 
 
 @_attention_backward_op.register_fake
-def _(q, k, v, o, d_o, lse, bias, alibi_slopes, softmax_offset, cu_seqlens_q,
-      cu_seqlens_kv, seqlens_q, seqlens_kv, mask_tensor, layout, mask, window,
-      bottom_right_diagonal, scale, bias_type, softmax, dropout, seed):
+def _(q, k, v, o, d_o, lse, bias, alibi_slopes, softmax_offset, *rest):
+    bias_type = rest[len(_OPTIONAL) - 3 + _ATTRIBUTES.index("bias_type")]
     return [q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape),
             bias.new_empty(bias.shape) if _has_bias_grad(bias, bias_type)
             else _empty(q),
@@ -140,7 +143,7 @@ def _(q, k, v, o, d_o, lse, bias, alibi_slopes, softmax_offset, cu_seqlens_q,
             if softmax_offset is not None else _empty(q)]
 
 
-_TENSOR_INPUTS = 11  # q ... mask_tensor: the attention op's tensor inputs
+_TENSOR_INPUTS = 3 + len(_OPTIONAL)
 
 
 def _setup_attention(ctx, inputs, output):
@@ -150,15 +153,17 @@ def _setup_attention(ctx, inputs, output):
 
 
 def _attention_grad(ctx, d_o, _d_lse):
-    (q, k, v, bias, alibi, offset, cu_q, cu_kv, len_q, len_kv, mask_t, o,
-     lse) = ctx.saved_tensors
+    saved = ctx.saved_tensors
+    q, k, v = saved[:3]
+    optional = saved[3:_TENSOR_INPUTS]
+    o, lse = saved[_TENSOR_INPUTS:]
     dq, dk, dv, dbias, d_offset = _attention_backward_op(
-        q, k, v, o, d_o.contiguous(), lse, bias, alibi, offset, cu_q, cu_kv,
-        len_q, len_kv, mask_t, *ctx.attrs)
-    layout, mask, window, brd, scale, bias_type = ctx.attrs[:6]
-    return (dq, dk, dv, dbias if _has_bias_grad(bias, bias_type) else None,
-            None, d_offset if offset is not None else None) + (None,) * (
-                _TENSOR_INPUTS - 6 + len(ctx.attrs))
+        q, k, v, o, d_o.contiguous(), lse, *optional, *ctx.attrs)
+    bias, _, offset = optional[:3]
+    bias_type = ctx.attrs[_ATTRIBUTES.index("bias_type")]
+    grads = (dq, dk, dv, dbias if _has_bias_grad(bias, bias_type) else None,
+             None, d_offset if offset is not None else None)
+    return grads + (None,) * (_TENSOR_INPUTS + len(_ATTRIBUTES) - len(grads))
 
 
 _attention_op.register_autograd(_attention_grad,
@@ -169,54 +174,91 @@ def attention(q, k, v, *, layout="bshd", mask="causal", window=None,
               bottom_right_diagonal=None, scale=None, bias=None,
               bias_type=None, alibi_slopes=None, softmax="vanilla",
               softmax_offset=None, dropout=0.0, seed=None,
-              cu_seqlens_q=None, cu_seqlens_kv=None, seqlens_q=None,
-              seqlens_kv=None, mask_tensor=None, return_lse=False):
+              cu_seqlens_q=None, cu_seqlens_kv=None, seq_offsets_q=None,
+              seq_offsets_kv=None, seqlens_q=None, seqlens_kv=None,
+              mask_tensor=None, return_lse=False):
     """te_mlir.ops.attention on torch tensors, differentiable (in q, k, v,
     a pre/post-scale bias and the learnable softmax offset) through
     te_mlir::attention_backward. A dropout without a seed draws one from
     torch's generator (torch.manual_seed makes it reproducible)."""
-    if bias_type is None:
-        bias_type = ("alibi" if alibi_slopes is not None else
-                     "post_scale" if bias is not None else "no_bias")
+    bias_type = _ops.bias_type_of(bias_type, bias, alibi_slopes)
     if dropout and seed is None:
         seed = int(torch.randint(0, 2**62, (1,)).item())
+    optional = dict(bias=bias, alibi_slopes=alibi_slopes,
+                    softmax_offset=softmax_offset, cu_seqlens_q=cu_seqlens_q,
+                    cu_seqlens_kv=cu_seqlens_kv, seq_offsets_q=seq_offsets_q,
+                    seq_offsets_kv=seq_offsets_kv, seqlens_q=seqlens_q,
+                    seqlens_kv=seqlens_kv, mask_tensor=mask_tensor)
     o, lse = _attention_op(
-        q, k, v, bias, alibi_slopes, softmax_offset, cu_seqlens_q,
-        cu_seqlens_kv, seqlens_q, seqlens_kv, mask_tensor, layout,
+        q, k, v, *(optional[n] for n in _OPTIONAL), layout,
         mask or "no_mask", list(window) if window is not None else None,
         bottom_right_diagonal, scale, bias_type, softmax.replace("-", "_"),
         float(dropout), int(seed or 0))
     return (o, lse) if return_lse else o
 
 
+def default_alibi_slopes(num_heads):
+    """TE's default ALiBi slopes (get_alibi): 2^(-8i/n) for the largest
+    power of two n <= num_heads, then the odd powers of 2^(-4/n) for the
+    heads beyond it; f32 [num_heads]."""
+    n = 2 ** math.floor(math.log2(num_heads))
+    slopes = torch.pow(2.0 ** (-8.0 / n), torch.arange(1, 1 + n))
+    if n < num_heads:
+        extra = torch.pow(2.0 ** (-4.0 / n),
+                          torch.arange(1, 1 + 2 * (num_heads - n), 2))
+        slopes = torch.cat([slopes, extra])
+    return slopes.to(torch.float32)
+
+
 class DotProductAttention(torch.nn.Module):
     """Transformer Engine's DotProductAttention, on te_mlir's attention.
 
-    The constructor and forward take TE's argument names: qkv_format
-    (sbhd, bshd or thd), attn_mask_type (no_mask, padding, causal,
-    causal_bottom_right, padding_causal, padding_causal_bottom_right,
-    arbitrary), window_size, bottom_right_diagonal, num_gqa_groups,
-    attention_dropout, softmax_scale and softmax_type (vanilla,
-    off-by-one, learnable, whose offset is this module's parameter
-    softmax_offset, zeros at first as in TE). forward returns the output
-    with the heads folded into the hidden size, as TE does: [s, b, h*d],
-    [b, s, h*d] or [t, h*d].
+    The constructor and forward take TE's arguments, in TE's order:
+    qkv_format (sbhd, bshd or thd), attn_mask_type (no_mask, padding,
+    causal, causal_bottom_right, padding_causal,
+    padding_causal_bottom_right, arbitrary; TE's spellings "causal,padding"
+    and "causal_padding" too), window_size, bottom_right_diagonal,
+    num_gqa_groups, attention_dropout, softmax_scale (default 1 /
+    sqrt(kv_channels), kv_channels' first entry when it is a pair) and
+    softmax_type (vanilla, off-by-one, learnable, whose offset is this
+    module's parameter softmax_offset of shape [heads], zeros at first as
+    in TE). forward returns the output with the heads folded into the
+    hidden size, as TE does: [s, b, h*d], [b, s, h*d] or [t, h*d].
 
     attention_mask: for the padding masks of sbhd/bshd, a pair of bool
     tensors ([b, 1, 1, s_q], [b, 1, 1, s_kv]) or one for both (True
     excludes a position), from which the per-sequence lengths are taken;
     for arbitrary, a bool tensor broadcastable to [b, h, s_q, s_kv]. thd
-    takes cu_seqlens_q / cu_seqlens_kv. Tensor-parallel, context-parallel
-    and FP8 attention are TE features this module does not have."""
+    takes cu_seqlens_q / cu_seqlens_kv, and cu_seqlens_q_padded /
+    cu_seqlens_kv_padded where sequences are padded apart. ALiBi without
+    alibi_slopes uses TE's default slopes. max_seqlen_q / max_seqlen_kv
+    are implied by the tensors' shapes, and checkpoint_core_attention by
+    how the backward works (it recomputes from q, k, v, o and the LSE).
+    Tensor-parallel, context-parallel and FP8 attention are TE features
+    this module does not have."""
 
     def __init__(self, num_attention_heads, kv_channels, num_gqa_groups=None,
                  attention_dropout=0.0, qkv_format="sbhd",
                  attn_mask_type="causal", window_size=None,
-                 bottom_right_diagonal=None, softmax_scale=None,
-                 softmax_type="vanilla", layer_number=None,
-                 attention_type="self"):
+                 bottom_right_diagonal=None, sequence_parallel=False,
+                 tp_size=1, get_rng_state_tracker=None, tp_group=None,
+                 layer_number=None, attention_type="self", cp_group=None,
+                 cp_global_ranks=None, cp_stream=None, cp_comm_type="p2p",
+                 softmax_scale=None, softmax_type="vanilla"):
         super().__init__()
         _ops._choice("qkv_format", qkv_format, ("sbhd", "bshd", "thd"))
+        for name, value, default in (
+                ("sequence_parallel", sequence_parallel, False),
+                ("tp_size", tp_size, 1), ("tp_group", tp_group, None),
+                ("get_rng_state_tracker", get_rng_state_tracker, None),
+                ("cp_group", cp_group, None),
+                ("cp_global_ranks", cp_global_ranks, None),
+                ("cp_stream", cp_stream, None)):
+            if value != default:
+                raise NotImplementedError(
+                    f"DotProductAttention({name}=...): tensor and context "
+                    "parallelism are not supported by te_mlir.torch (the "
+                    "collectives are in te_mlir.ops)")
         self.num_attention_heads = num_attention_heads
         self.kv_channels = kv_channels
         self.num_gqa_groups = num_gqa_groups or num_attention_heads
@@ -225,16 +267,20 @@ class DotProductAttention(torch.nn.Module):
                              "num_gqa_groups")
         self.attention_dropout = float(attention_dropout)
         self.qkv_format = qkv_format
-        self.attn_mask_type = attn_mask_type
+        self.attn_mask_type = _mask_type(attn_mask_type)
         self.window_size = window_size
         self.bottom_right_diagonal = bottom_right_diagonal
+        if softmax_scale is None:
+            d = kv_channels if isinstance(kv_channels, int) else \
+                kv_channels[0]
+            softmax_scale = 1.0 / math.sqrt(d)
         self.softmax_scale = softmax_scale
         self.softmax_type = softmax_type.replace("-", "_")
         self.layer_number = layer_number
         self.attention_type = attention_type
         if self.softmax_type == "learnable":
             self.softmax_offset = torch.nn.Parameter(
-                torch.zeros(1, num_attention_heads, 1, 1))
+                torch.zeros(num_attention_heads))
         else:
             self.softmax_offset = None
 
@@ -247,12 +293,15 @@ class DotProductAttention(torch.nn.Module):
 
     def forward(self, query_layer, key_layer, value_layer,
                 attention_mask=None, qkv_format=None, cu_seqlens_q=None,
-                cu_seqlens_kv=None, attn_mask_type=None, window_size=None,
-                bottom_right_diagonal=None,
-                core_attention_bias_type="no_bias",
-                core_attention_bias=None, alibi_slopes=None):
+                cu_seqlens_kv=None, cu_seqlens_q_padded=None,
+                cu_seqlens_kv_padded=None, max_seqlen_q=None,
+                max_seqlen_kv=None, attn_mask_type=None, window_size=None,
+                bottom_right_diagonal=None, checkpoint_core_attention=False,
+                core_attention_bias_type="no_bias", core_attention_bias=None,
+                alibi_slopes=None):
         fmt = qkv_format or self.qkv_format
-        mask = attn_mask_type or self.attn_mask_type
+        mask = _mask_type(attn_mask_type) if attn_mask_type else \
+            self.attn_mask_type
         window = window_size if window_size is not None else self.window_size
         if window is not None and tuple(window) == (-1, -1):
             window = None
@@ -272,21 +321,32 @@ class DotProductAttention(torch.nn.Module):
                 -1).to(torch.int32)
         elif mask == "arbitrary":
             mask_tensor = attention_mask
-        bias = core_attention_bias
         bias_type = core_attention_bias_type
         if alibi_slopes is not None:
             bias_type = "alibi"
-        dropout = self.attention_dropout if self.training else 0.0
+        if bias_type == "alibi" and alibi_slopes is None:
+            alibi_slopes = default_alibi_slopes(self.num_attention_heads)
+        offset = None
+        if self.softmax_offset is not None:
+            offset = self.softmax_offset.reshape(1, -1, 1, 1)
         out = attention(
             query_layer, key_layer, value_layer, layout=fmt, mask=mask,
             window=window, bottom_right_diagonal=brd,
-            scale=self.softmax_scale, bias=bias, bias_type=bias_type,
-            alibi_slopes=alibi_slopes, softmax=self.softmax_type,
-            softmax_offset=self.softmax_offset, dropout=dropout,
+            scale=self.softmax_scale, bias=core_attention_bias,
+            bias_type=bias_type, alibi_slopes=alibi_slopes,
+            softmax=self.softmax_type, softmax_offset=offset,
+            dropout=self.attention_dropout if self.training else 0.0,
             cu_seqlens_q=cu_seqlens_q, cu_seqlens_kv=cu_seqlens_kv,
-            seqlens_q=seqlens_q, seqlens_kv=seqlens_kv,
-            mask_tensor=mask_tensor)
+            seq_offsets_q=cu_seqlens_q_padded,
+            seq_offsets_kv=cu_seqlens_kv_padded, seqlens_q=seqlens_q,
+            seqlens_kv=seqlens_kv, mask_tensor=mask_tensor)
         return out.reshape(*out.shape[:-2], out.shape[-2] * out.shape[-1])
+
+
+def _mask_type(name):
+    """TE's normalisation of attn_mask_type spellings."""
+    name = name.replace(",", "_")
+    return "padding_causal" if name == "causal_padding" else name
 
 
 # --- FP8 -----------------------------------------------------------------
@@ -309,6 +369,11 @@ def _bits(t):
 def _typed(t, te_dtype):
     """Raw bits viewed as `te_dtype` (a te FP8 or E8M0 type name)."""
     return t.view(_TORCH_DTYPES[te_dtype]) if t.dtype == torch.uint8 else t
+
+
+def _scale_type(mode):
+    """The te type of `mode`'s scale_inv."""
+    return "f8E8M0FNU" if mode == "mxfp8_1x32" else "f32"
 
 
 def _fake(like, te_dtype, shape):
@@ -352,11 +417,11 @@ def quantize(x, fp8="e4m3", mode="per_tensor", *, scale=None, usage=None,
     """te_mlir.ops.quantize through te_mlir::quantize: a
     te_mlir.ops.Float8Tensor of torch tensors (float8 dtypes)."""
     fp8 = _ops._fp8_name(fp8)
-    usage = usage or ("both" if transpose else "rowwise")
+    usage = _ops._usage(usage, transpose)
     data, si, col, col_si, amax = _quantize_op(x, scale, fp8, mode, usage,
                                                pow2_scales, epsilon or 0.0)
     rowwise, columnwise = usage != "columnwise", usage != "rowwise"
-    scales = "f8E8M0FNU" if mode == "mxfp8_1x32" else "f32"
+    scales = _scale_type(mode)
     if mode == "per_tensor":
         col_si = si
     return _ops.Float8Tensor(
@@ -372,9 +437,9 @@ def quantize(x, fp8="e4m3", mode="per_tensor", *, scale=None, usage=None,
 def _dequantize_op(data: Tensor, scale_inv: Tensor, fp8: str, mode: str,
                    columnwise: bool, dtype: str) -> Tensor:
     """te.dequantize of FP8 bits (uint8) of type `fp8`."""
-    scales = "f8E8M0FNU" if mode == "mxfp8_1x32" else "f32"
     return _ops.dequantize(_typed(_host(data), fp8), dtype,
-                           scale_inv=_typed(_host(scale_inv), scales),
+                           scale_inv=_typed(_host(scale_inv),
+                                            _scale_type(mode)),
                            mode=mode, columnwise=columnwise)
 
 
@@ -417,8 +482,7 @@ def _scaled_matmul_op(a: Tensor, b: Tensor, a_scale_inv: Tensor,
 @_scaled_matmul_op.register_fake
 def _(a, b, a_scale_inv, b_scale_inv, bias, out_scale, a_fp8, b_fp8,
       transpose_a, transpose_b, gelu, out_dtype):
-    m = a.shape[1] if transpose_a else a.shape[0]
-    n = b.shape[0] if transpose_b else b.shape[1]
+    m, n = _ops.matmul_shape(a.shape, b.shape, transpose_a, transpose_b)
     return [_fake(a, out_dtype, (m, n)),
             a.new_empty((), dtype=torch.float32) if out_scale is not None
             else _empty(a)]
@@ -428,10 +492,8 @@ def scaled_matmul(a, b, *, bias=None, out_scale=None, transpose_a=False,
                   transpose_b=False, gelu=False, out_dtype=torch.bfloat16):
     """The FP8 GEMM of two per_tensor Float8Tensors (of torch tensors)
     through te_mlir::scaled_matmul: D, or (D, amax) for an FP8 out_dtype."""
-    for name, x in (("a", a), ("b", b)):
-        if x.mode != "per_tensor" or x.data is None:
-            raise ValueError(f"scaled_matmul: {name} must be a per_tensor "
-                             f"Float8Tensor with its row-wise data, got {x!r}")
+    _ops.check_gemm_operand(a, "a")
+    _ops.check_gemm_operand(b, "b")
     out = _ops.dtype_name(out_dtype)
     d, amax = _scaled_matmul_op(_bits(a.data), _bits(b.data), a.scale_inv,
                                 b.scale_inv, bias, out_scale, a.fp8, b.fp8,
@@ -442,3 +504,141 @@ def scaled_matmul(a, b, *, bias=None, out_scale=None, transpose_a=False,
 
 
 fp8_autocast = _recipe.fp8_autocast
+
+
+# --- Linear under fp8_autocast ---------------------------------------------
+
+
+class Linear(torch.nn.Module):
+    """Transformer Engine's Linear: y = x W^T + b, with its GEMMs in FP8
+    inside fp8_autocast (te_mlir.recipe), in high precision outside.
+
+    Under a per-tensor recipe (DelayedScaling, Float8CurrentScaling) the
+    three GEMMs are te.scaled_matmul on FP8 operands, as TE runs them:
+    forward x (E4M3) by W (E4M3); dgrad dy (E5M2 under HYBRID) by W's
+    transposed copy; wgrad dy's transposed copy by x's (TE's
+    cast_transpose copies). The quantizers keep their state on the
+    module: under DelayedScaling each tensor's amax history and scale
+    advance every step (x and W in forward, dy in backward). The block
+    recipes (MXFP8BlockScaling, Float8BlockScaling) quantize the same
+    way, but te.scaled_matmul takes per-tensor scales only, so their GEMMs
+    run on the dequantized values in high precision: their numerics, not
+    their speed. backward_override "high_precision" runs the backward
+    GEMMs on the unquantized tensors, "dequantized" on the dequantized
+    ones, as in TE. fp8_autocast(enabled=False, calibrating=True) runs in
+    high precision and still records amaxes into DelayedScaling's
+    histories, as TE's calibration does."""
+
+    def __init__(self, in_features, out_features, bias=True,
+                 params_dtype=None):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        dtype = params_dtype or torch.get_default_dtype()
+        self.weight = torch.nn.Parameter(
+            torch.empty(out_features, in_features, dtype=dtype))
+        self.bias = (torch.nn.Parameter(torch.zeros(out_features,
+                                                    dtype=dtype))
+                     if bias else None)
+        torch.nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        self._recipe = None
+        self.quantizers = None
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, "
+                f"out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
+
+    def _quantizers_for(self, recipe):
+        """{"input", "weight", "grad"}: Quantizers of `recipe`, kept while
+        the module runs under the same recipe object."""
+        if self._recipe is not recipe:
+            self._recipe = recipe
+            self.quantizers = {role: recipe.quantizer(role)
+                               for role in _recipe.ROLES}
+        return self.quantizers
+
+    def forward(self, inp):
+        recipe = _recipe.get_fp8_recipe()
+        if _recipe.is_fp8_enabled():
+            return _LinearFunction.apply(inp, self.weight, self.bias, recipe,
+                                         self._quantizers_for(recipe))
+        if _recipe.is_fp8_calibrating() and recipe.delayed():
+            q = self._quantizers_for(recipe)
+            q["input"].update(_ops.amax(inp.detach()))
+            q["weight"].update(_ops.amax(self.weight.detach()))
+        return torch.nn.functional.linear(inp, self.weight, self.bias)
+
+
+def _gemm(a, b, dtype, transpose_b=True):
+    """te.scaled_matmul of two per_tensor Float8Tensors' given copies:
+    a [M, K] by b stored [N, K] (transpose_b) -> [M, N] of `dtype`."""
+    (a_data, a_si), (b_data, b_si) = a, b
+    return _ops.scaled_matmul(a_data, b_data, a_si, b_si,
+                              transpose_b=transpose_b,
+                              out_dtype=_ops.dtype_name(dtype))
+
+
+class _LinearFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, inp, weight, bias, recipe, quantizers):
+        x = inp.detach().reshape(-1, inp.shape[-1])
+        w = weight.detach()
+        per_tensor = recipe.float8_per_tensor_scaling()
+        xq = quantizers["input"](x, usage="both")
+        wq = quantizers["weight"](w, usage="both")
+        if per_tensor:
+            y = _ops.scaled_matmul(
+                xq, wq, transpose_b=True, out_dtype=_ops.dtype_name(x.dtype),
+                bias=bias.detach() if bias is not None else None)
+        else:
+            y = _matrix(xq, False, x.dtype) @ _matrix(wq, False, x.dtype).T
+            if bias is not None:
+                y = y + bias.detach()
+        ctx.recipe, ctx.quantizers = recipe, quantizers
+        ctx.has_bias = bias is not None
+        ctx.shapes = inp.shape, weight.dtype
+        if recipe.backward_override == "high_precision":
+            ctx.save_for_backward(x, w)
+        else:
+            ctx.fp8 = xq, wq
+        return y.reshape(*inp.shape[:-1], y.shape[-1])
+
+    @staticmethod
+    def backward(ctx, dy):
+        in_shape, w_dtype = ctx.shapes
+        g = dy.reshape(-1, dy.shape[-1]).contiguous()
+        override = ctx.recipe.backward_override
+        if override == "high_precision":
+            x, w = ctx.saved_tensors
+            dx, dw = g @ w, g.T @ x
+        else:
+            xq, wq = ctx.fp8
+            if override == "dequantized":
+                dx = g @ _matrix(wq, False, g.dtype)
+                dw = g.T @ _matrix(xq, False, g.dtype)
+            else:
+                gq = ctx.quantizers["grad"](g, usage="both")
+                if ctx.recipe.float8_per_tensor_scaling():
+                    # dgrad: dy [N, out] by W^T, stored [in, out];
+                    # wgrad: dy^T [out, N] by x^T, stored [in, N].
+                    dx = _gemm((gq.data, gq.scale_inv),
+                               (wq.columnwise_data, wq.scale_inv), g.dtype)
+                    dw = _gemm((gq.columnwise_data, gq.scale_inv),
+                               (xq.columnwise_data, xq.scale_inv), w_dtype)
+                else:
+                    # The block recipes, emulated: each GEMM on the copy
+                    # TE would use, dequantized.
+                    dx = _matrix(gq, False, g.dtype) @ _matrix(wq, True,
+                                                               g.dtype)
+                    dw = _matrix(gq, True, g.dtype).T @ _matrix(xq, True,
+                                                                g.dtype)
+        db = g.sum(0) if ctx.has_bias else None
+        return dx.reshape(in_shape), dw.to(w_dtype), db, None, None
+
+
+def _matrix(q, columnwise, dtype):
+    """q's row-wise or column-wise copy, dequantized, in the input's
+    orientation (per_tensor and the block modes store the column-wise
+    copy transposed; MXFP8 keeps the input's layout)."""
+    m = q.dequantize(dtype, columnwise=columnwise)
+    return m.T if columnwise and q.mode != "mxfp8_1x32" else m

@@ -22,15 +22,8 @@ import fp8_reference as fp8_ref  # noqa: E402
 E4M3, E5M2 = "f8E4M3FN", "f8E5M2"
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("TE_CACHE_DIR", str(tmp_path / "cache"))
-    for name in ("NVTE_FP8_CURRENT_SCALING_POWER_2_SCALES",
-                 "NVTE_FP8_BLOCK_SCALING_FP32_SCALES"):
-        monkeypatch.delenv(name, raising=False)
 
-
-def test_defaults_are_te_defaults(monkeypatch):
+def test_defaults_are_te_defaults():
     d = recipe.DelayedScaling()
     assert (d.margin, d.fp8_format, d.amax_history_len, d.amax_compute_algo,
             d.reduce_amax) == (0, recipe.Format.HYBRID, 1024, "max", True)
@@ -43,11 +36,11 @@ def test_defaults_are_te_defaults(monkeypatch):
     assert b.fp8_quant_fwd_weight == recipe.QParams(True, 0.0)
     assert (b.x_block_scaling_dim, b.w_block_scaling_dim,
             b.grad_block_scaling_dim) == (1, 2, 1)
-    # TE's environment switches.
-    monkeypatch.setenv("NVTE_FP8_CURRENT_SCALING_POWER_2_SCALES", "1")
-    monkeypatch.setenv("NVTE_FP8_BLOCK_SCALING_FP32_SCALES", "1")
-    assert recipe.Float8CurrentScaling().fp8_quant_bwd_grad.power_2_scale
-    assert not recipe.Float8BlockScaling().fp8_quant_fwd_inp.power_2_scale
+    # TE's classmethods.
+    assert recipe.DelayedScaling.delayed() and d.float8_per_tensor_scaling()
+    assert recipe.Float8CurrentScaling.float8_per_tensor_scaling()
+    assert not recipe.MXFP8BlockScaling.delayed()
+    assert recipe.Float8BlockScaling.float8_block_scaling()
     # HYBRID: E4M3 forward, E5M2 gradients.
     assert (d.fp8_type("input"), d.fp8_type("weight"),
             d.fp8_type("grad")) == (E4M3, E4M3, E5M2)
@@ -55,9 +48,34 @@ def test_defaults_are_te_defaults(monkeypatch):
                 lambda: recipe.DelayedScaling(amax_compute_algo="mean"),
                 lambda: recipe.DelayedScaling(
                     scaling_factor_compute_algo=lambda *a: 1.0),
-                lambda: recipe.Float8BlockScaling(w_block_scaling_dim=3)):
+                lambda: recipe.Float8BlockScaling(w_block_scaling_dim=3),
+                lambda: recipe.Float8BlockScaling(x_block_scaling_dim=2),
+                lambda: recipe.Float8BlockScaling(fp8_mha=True),
+                lambda: recipe.DelayedScaling(backward_override="fp8")):
         with pytest.raises(ValueError):
             bad()
+    with pytest.raises(NotImplementedError, match="2-D MXFP8"):
+        recipe.MXFP8BlockScaling(enable_2d_quantization=True)
+
+
+def test_environment_switches_are_read_at_import():
+    """TE reads NVTE_FP8_CURRENT_SCALING_POWER_2_SCALES,
+    NVTE_FP8_BLOCK_SCALING_FP32_SCALES and NVTE_BACKWARD_OVERRIDE when the
+    recipes are defined; the QParams are class attributes."""
+    env = dict(os.environ, NVTE_FP8_CURRENT_SCALING_POWER_2_SCALES="1",
+               NVTE_FP8_BLOCK_SCALING_FP32_SCALES="1",
+               NVTE_BACKWARD_OVERRIDE="dequantized")
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        from te_mlir import recipe
+        c, b = recipe.Float8CurrentScaling(), recipe.Float8BlockScaling()
+        print(c.use_power_2_scales, c.fp8_quant_bwd_grad.power_2_scale,
+              b.fp8_quant_fwd_inp.power_2_scale, c.backward_override)
+        """)], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split() == ["True", "True", "False", "dequantized"], \
+        proc.stdout + proc.stderr
+    # As in TE, the constructor's use_power_2_scales does not reach them.
+    assert not recipe.Float8CurrentScaling(
+        use_power_2_scales=True).fp8_quant_fwd_inp.power_2_scale
 
 
 @pytest.mark.parametrize("algo,margin", [("max", 0), ("most_recent", 2)])
@@ -85,7 +103,8 @@ def test_delayed_scaling_state_over_steps(algo, margin):
 def test_stateless_recipes_quantize_as_the_ops_do():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((256, 256)).astype(np.float32)
-    cur = recipe.Float8CurrentScaling(use_power_2_scales=True)
+    cur = recipe.Float8CurrentScaling()
+    cur.fp8_quant_bwd_grad = recipe.QParams(power_2_scale=True)
     got = cur.quantizer("grad")(x)
     want = ops.quantize(x, "e5m2", pow2_scales=True)
     assert got.fp8 == E5M2 and got.scale_inv == want.scale_inv
@@ -95,6 +114,12 @@ def test_stateless_recipes_quantize_as_the_ops_do():
     block = recipe.Float8BlockScaling()
     assert block.quantizer("weight")(x).scale_inv.shape == (2, 2)
     assert block.quantizer("input")(x).scale_inv.shape == (256, 2)
+    # Activations of higher rank are seen as matrices, as TE does.
+    q = block.quantizer("input")(x.reshape(4, 64, 256))
+    assert q.data.shape == (256, 256) and q.scale_inv.shape == (256, 2)
+    t = recipe.DelayedScaling().quantizer()(x.reshape(4, 64, 256),
+                                            transpose=True)
+    assert t.columnwise_data.shape == (256, 256)
 
 
 def test_fp8_autocast_stacks_per_thread():

@@ -26,8 +26,7 @@ ROOT = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir)
 
 
 @pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("TE_CACHE_DIR", str(tmp_path / "cache"))
+def seeded():
     torch.manual_seed(0)
 
 
@@ -39,13 +38,15 @@ def qkv(b=2, s=16, h=4, g=2, d=16, dtype=torch.float32, grad=True):
 
 
 def attention_args(q, k, v, **over):
-    """The te_mlir::attention op's positional arguments."""
-    kw = dict(bias=None, alibi=None, offset=None, cu_q=None, cu_kv=None,
-              len_q=None, len_kv=None, mask_t=None, layout="bshd",
-              mask="causal", window=None, brd=None, scale=None,
-              bias_type="no_bias", softmax="vanilla", dropout=0.0, seed=0)
+    """The te_mlir::attention op's positional arguments: its optional
+    tensors and attributes by name (tet._OPTIONAL, tet._ATTRIBUTES)."""
+    kw = dict.fromkeys(tet._OPTIONAL)
+    kw.update(layout="bshd", mask="causal", window=None,
+              bottom_right_diagonal=None, scale=None, bias_type="no_bias",
+              softmax="vanilla", dropout=0.0, seed=0)
+    assert set(over) <= set(kw), set(over) - set(kw)
     kw.update(over)
-    return (q, k, v, *kw.values())
+    return (q, k, v, *(kw[n] for n in tet._OPTIONAL + tet._ATTRIBUTES))
 
 
 # --- opcheck ---------------------------------------------------------------
@@ -58,13 +59,15 @@ def test_opcheck_attention():
     bias = torch.randn(1, 4, 16, 16, requires_grad=True)
     offset = torch.randn(1, 4, 1, 1, requires_grad=True)
     torch.library.opcheck(tet._attention_op, attention_args(
-        q, k, v, bias=bias, offset=offset, bias_type="post_scale",
+        q, k, v, bias=bias, softmax_offset=offset, bias_type="post_scale",
         softmax="learnable", mask="no_mask", window=[3, 2]))
-    # thd with cu_seqlens, and dropout with its seed.
+    # thd with cu_seqlens and padded offsets, and dropout with its seed.
     qt, kt, vt = (x.detach()[0].requires_grad_() for x in (q, k, v))
-    cu = torch.tensor([0, 5, 16], dtype=torch.int32)
+    cu = torch.tensor([0, 5, 12], dtype=torch.int32)
+    offsets = torch.tensor([0, 7, 16], dtype=torch.int32)
     torch.library.opcheck(tet._attention_op, attention_args(
-        qt, kt, vt, cu_q=cu, cu_kv=cu, layout="thd", mask="padding_causal",
+        qt, kt, vt, cu_seqlens_q=cu, cu_seqlens_kv=cu, seq_offsets_q=offsets,
+        seq_offsets_kv=offsets, layout="thd", mask="padding_causal",
         dropout=0.2, seed=11))
 
 
@@ -146,7 +149,8 @@ def test_bias_and_learnable_offset_get_gradients():
                                    attn_mask_type="no_mask",
                                    softmax_type="learnable")
     attn(q.detach(), k.detach(), v.detach()).sum().backward()
-    assert attn.softmax_offset.grad.shape == (1, 2, 1, 1)
+    assert attn.softmax_offset.shape == (2,)  # TE's parameter shape
+    assert attn.softmax_offset.grad.shape == (2,)
     assert attn.softmax_offset.grad.abs().sum() > 0
 
 
@@ -194,14 +198,23 @@ def test_bf16_tensors_in_and_out_without_copies():
     assert o.dtype == torch.bfloat16
     want = sdpa(q.float(), k.float(), v.float(), is_causal=True)
     torch.testing.assert_close(o.float(), want, rtol=2**-7, atol=2**-7)
-    # An op's torch output is the array the kernel wrote, not a copy.
+    # The torch outputs are the arrays the kernel wrote, not copies: record
+    # what the runtime returns for the op's program.
     x = torch.randn(32, 64, dtype=torch.bfloat16)
-    data = ops.quantize(x).data
-    assert data.dtype == torch.float8_e4m3fn
-    array = ops.quantize(x.view(torch.int16).numpy().view(
-        te_mlir.numpy_dtype("bf16"))).data
-    wrapped = ops._to_torch(array, torch.device("cpu"))
-    assert wrapped.data_ptr() == array.ctypes.data
+    ops.quantize(x)
+    (program,) = [p for key, p in ops._PROGRAMS.items()
+                  if key[0][0] == "quantize" and key[1][0] == ("bf16",
+                                                               (32, 64))]
+    returned = []
+    run = program.run
+    program.run = lambda *a: returned.extend(run(*a)) or returned
+    try:
+        q = ops.quantize(x)
+    finally:
+        program.run = run
+    assert q.data.dtype == torch.float8_e4m3fn
+    assert q.data.data_ptr() == returned[0].ctypes.data
+    assert q.amax.data_ptr() == returned[-1].ctypes.data
 
 
 def test_fp8_ops_roundtrip():
@@ -221,11 +234,64 @@ def test_fp8_ops_roundtrip():
     torch.testing.assert_close(y.float(), want, rtol=2**-8, atol=1e-3)
 
 
-def test_cuda_tensors_are_refused_with_a_device_error():
-    class FakeCuda:
-        device = torch.device("cuda")
+def test_tensors_off_the_cpu_are_refused_with_a_device_error():
+    meta = torch.empty(4, 8, device="meta")  # not on the CPU, like CUDA's
     with pytest.raises(te_mlir.DeviceError, match="CPU tensors"):
-        tet._host(FakeCuda())
+        tet._host(meta)
+    with pytest.raises(te_mlir.DeviceError, match="meta.*cpu"):
+        ops.amax(meta)
+
+
+def test_dot_product_attention_te_arguments():
+    q, k, v = qkv(grad=False)
+    # kv_channels sets the default scale, 1/sqrt(kv_channels), as in TE.
+    attn = tet.DotProductAttention(4, 4, num_gqa_groups=2, qkv_format="bshd",
+                                   attn_mask_type="no_mask")
+    torch.testing.assert_close(attn(q, k, v), sdpa(q, k, v, scale=0.5
+                                                   ).flatten(2),
+                               rtol=1e-5, atol=1e-5)
+    # TE's spellings of the mask types.
+    pad = torch.zeros(2, 1, 1, 16, dtype=torch.bool)
+    pad[1, ..., 11:] = True
+    a = tet.DotProductAttention(4, 16, num_gqa_groups=2, qkv_format="bshd",
+                                attn_mask_type="causal,padding")
+    b = tet.DotProductAttention(4, 16, num_gqa_groups=2, qkv_format="bshd",
+                                attn_mask_type="padding_causal")
+    assert a.attn_mask_type == "padding_causal"
+    torch.testing.assert_close(a(q, k, v, attention_mask=pad),
+                               b(q, k, v, attention_mask=pad), rtol=0, atol=0)
+    # ALiBi without slopes: TE's default slopes (get_alibi).
+    torch.testing.assert_close(tet.default_alibi_slopes(4),
+                               torch.tensor([2.0**-2, 2.0**-4, 2.0**-6,
+                                             2.0**-8]))
+    torch.testing.assert_close(tet.default_alibi_slopes(6),
+                               torch.tensor([2.0**-2, 2.0**-4, 2.0**-6,
+                                             2.0**-8, 2.0**-1, 2.0**-3]))
+    qm, km, vm = qkv(g=4, grad=False)
+    alibi = tet.DotProductAttention(4, 16, qkv_format="bshd",
+                                    attn_mask_type="no_mask")
+    out = alibi(qm, km, vm, core_attention_bias_type="alibi")
+    i = torch.arange(16)
+    distance = (i[:, None] - i[None, :]).abs().float()
+    bias = -tet.default_alibi_slopes(4)[:, None, None] * distance
+    torch.testing.assert_close(out, sdpa(qm, km, vm, attn_mask=bias
+                                         ).flatten(2), rtol=1e-5, atol=1e-5)
+    # thd with sequences padded apart (cu_seqlens_*_padded).
+    t = torch.randn(20, 4, 16), torch.randn(20, 2, 16), torch.randn(20, 2, 16)
+    cu = torch.tensor([0, 5, 14], dtype=torch.int32)
+    padded = torch.tensor([0, 8, 20], dtype=torch.int32)
+    thd = tet.DotProductAttention(4, 16, num_gqa_groups=2, qkv_format="thd",
+                                  attn_mask_type="padding_causal")
+    out = thd(*t, cu_seqlens_q=cu, cu_seqlens_kv=cu, cu_seqlens_q_padded=padded,
+              cu_seqlens_kv_padded=padded)
+    for start, length in ((0, 5), (8, 9)):
+        seq = [x[None, start:start + length] for x in t]
+        want = sdpa(*seq, is_causal=True).flatten(2)[0]
+        torch.testing.assert_close(out[start:start + length], want,
+                                   rtol=1e-5, atol=1e-5)
+    assert (out[5:8] == 0).all() and (out[17:] == 0).all()
+    with pytest.raises(NotImplementedError, match="tp_size"):
+        tet.DotProductAttention(4, 16, tp_size=2)
 
 
 def test_torch_compile_traces_the_ops():
@@ -248,3 +314,115 @@ def test_example_block_trains_like_torch_sdpa():
          "--steps", "3"], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "gradients match torch's SDPA" in proc.stdout
+
+
+# --- Linear under fp8_autocast ----------------------------------------------
+
+
+def linear_case():
+    layer = tet.Linear(64, 32)
+    x = torch.randn(2, 16, 64, requires_grad=True)  # 32 tokens: MXFP8 blocks
+    dy = torch.randn(2, 16, 32)
+    return layer, x, dy
+
+
+def test_linear_outside_autocast_is_torch_linear():
+    layer, x, dy = linear_case()
+    torch.testing.assert_close(layer(x), F.linear(x, layer.weight,
+                                                  layer.bias), rtol=0, atol=0)
+
+
+def test_linear_delayed_scaling_runs_te_fp8_gemms_step_after_step():
+    layer, x, dy = linear_case()
+    r = recipe_module().DelayedScaling(amax_history_len=4)
+    x2, w = x.detach().reshape(32, 64), layer.weight.detach()
+    g = dy.reshape(32, 32)
+    scales = dict(input=1.0, weight=1.0, grad=1.0)  # TE's first scales
+    for step in range(2):
+        x.grad = None
+        layer.zero_grad()
+        with tet.fp8_autocast(fp8_recipe=r):
+            y = layer(x)
+        y.backward(dy)
+        # The same GEMMs through te_mlir.ops: x and W in E4M3 with their
+        # scales, dy in E5M2 (HYBRID), transposed copies for the backward.
+        xq = ops.quantize(x2, "e4m3", scale=scales["input"], transpose=True)
+        wq = ops.quantize(w, "e4m3", scale=scales["weight"], transpose=True)
+        gq = ops.quantize(g, "e5m2", scale=scales["grad"], transpose=True)
+        want_y = ops.scaled_matmul(xq, wq, transpose_b=True,
+                                   bias=layer.bias.detach(), out_dtype="f32")
+        want_dx = ops.scaled_matmul(gq.data, wq.columnwise_data,
+                                    gq.scale_inv, wq.scale_inv,
+                                    transpose_b=True, out_dtype="f32")
+        want_dw = ops.scaled_matmul(gq.columnwise_data, xq.columnwise_data,
+                                    gq.scale_inv, xq.scale_inv,
+                                    transpose_b=True, out_dtype="f32")
+        torch.testing.assert_close(y.reshape(32, 32), want_y, rtol=0, atol=0)
+        torch.testing.assert_close(x.grad.reshape(32, 64), want_dx, rtol=0,
+                                   atol=0)
+        torch.testing.assert_close(layer.weight.grad, want_dw, rtol=0,
+                                   atol=0)
+        torch.testing.assert_close(layer.bias.grad, g.sum(0))
+        # Each quantizer's history now starts with this step's amax, and
+        # its scale is the next step's.
+        for role, t in (("input", x2), ("weight", w), ("grad", g)):
+            q = layer.quantizers[role]
+            assert q.amax_history[0] == t.abs().max().item()
+            scales[role] = float(q.scale)
+        assert scales["input"] != 1.0
+    # And FP8 is close to the high-precision layer (E4M3/E5M2 roundings).
+    ref = F.linear(x, layer.weight, layer.bias)
+    rel = (y - ref).norm() / ref.norm()
+    assert rel < 0.1, rel
+
+
+def test_linear_block_recipes_and_backward_overrides():
+    rec = recipe_module()
+    layer, x, dy = linear_case()
+    x2, w = x.detach().reshape(32, 64), layer.weight.detach()
+    with tet.fp8_autocast(fp8_recipe=rec.MXFP8BlockScaling()):
+        y = layer(x)
+        y.backward(dy)
+    # Emulated: each GEMM on the dequantized MXFP8 copy TE would use (the
+    # row-wise one along K of forward, the column-wise ones for dgrad's W
+    # and wgrad's dy and x).
+    mx = lambda t: ops.quantize(t, mode="mxfp8_1x32", usage="both")
+    xq, wq, gq = mx(x2), mx(w), mx(dy.reshape(32, 32))
+    row = lambda q: q.dequantize("f32")
+    col = lambda q: q.dequantize("f32", columnwise=True)
+    torch.testing.assert_close(y.reshape(32, 32), row(xq) @ row(wq).T +
+                               layer.bias.detach())
+    torch.testing.assert_close(x.grad.reshape(32, 64), row(gq) @ col(wq))
+    torch.testing.assert_close(layer.weight.grad, col(gq).T @ col(xq))
+    x.grad = None
+    layer.zero_grad()
+    with tet.fp8_autocast(fp8_recipe=rec.Float8BlockScaling()):
+        y = layer(x)
+        y.backward(dy)
+    assert x.grad.shape == x.shape and layer.weight.grad.shape == w.shape
+    # high_precision: the backward GEMMs on the unquantized tensors.
+    x.grad = None
+    layer.zero_grad()
+    hp = rec.Float8CurrentScaling(backward_override="high_precision")
+    with tet.fp8_autocast(fp8_recipe=hp):
+        layer(x).backward(dy)
+    g = dy.reshape(32, 32)
+    torch.testing.assert_close(x.grad.reshape(32, 64), g @ w)
+    torch.testing.assert_close(layer.weight.grad, g.T @ x2)
+
+
+def test_linear_calibration_records_amaxes_in_high_precision():
+    rec = recipe_module()
+    layer, x, dy = linear_case()
+    r = rec.DelayedScaling(amax_history_len=2)
+    with tet.fp8_autocast(enabled=False, calibrating=True, fp8_recipe=r):
+        y = layer(x)
+    torch.testing.assert_close(y, F.linear(x, layer.weight, layer.bias),
+                               rtol=0, atol=0)
+    assert layer.quantizers["input"].amax_history[0] == x.abs().max().item()
+    assert layer.quantizers["weight"].scale != 1.0
+
+
+def recipe_module():
+    from te_mlir import recipe
+    return recipe

@@ -53,13 +53,15 @@ def test_wheel_installs_and_runs_the_quick_start(tmp_path):
     proc = run([str(python), "-c", """
 import os, te_mlir
 here = os.path.dirname(te_mlir.__file__)
+print(here)
+print(os.path.realpath(te_mlir._default_compiler_library()))
 jit = te_mlir.Jit()
-print(here, jit)
 jit.load_plugins("te-plugin-onednn")
 print([p["name"] + ":" + p["state"] for p in te_mlir.plugins.info()])
 """], cwd=where, env=env)
-    site = str(venv / "lib")
-    assert site in proc.stdout and "libTECompiler.so" in proc.stdout
-    assert "onednn" in proc.stdout, proc.stdout
-    package = Path(proc.stdout.split()[0])
+    here, compiler, plugins = proc.stdout.splitlines()[:3]
+    package = Path(here)
+    assert package.is_relative_to(venv) and package.name == "te_mlir"
+    assert compiler == str((package / "lib" / "libTECompiler.so").resolve())
+    assert "onednn" in plugins, proc.stdout
     run([str(package / "bin" / "te-run"), "--version"], env=env)
