@@ -150,6 +150,7 @@ MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMPI_MCA_rmaps_base_oversubscribe": "1"}
 
 RANKS_SCRIPT = textwrap.dedent("""
+    import sys
     import numpy as np
     from te_mlir import ops, recipe
     rank, size = ops.world()
@@ -171,7 +172,7 @@ RANKS_SCRIPT = textwrap.dedent("""
     q = recipe.DelayedScaling(amax_history_len=2).quantizer()
     q(np.full((4, 4), 1.0 + 3 * rank, np.float32))
     np.testing.assert_array_equal(q.amax_history, [4.0, 0.0])
-    print("rank", rank, "ok")
+    open(sys.argv[1] + f"/rank{rank}.ok", "w").close()
 """)
 
 
@@ -182,10 +183,13 @@ def test_collectives_under_mpirun(tmp_path):
     script.write_text(RANKS_SCRIPT)
     env = dict(os.environ, **MPI_ENV, TE_CACHE_DIR=str(tmp_path / "cache"))
     proc = subprocess.run([MPIRUN, "--bind-to", "none", "-np", "2",
-                           sys.executable, str(script)], env=env,
-                          capture_output=True, text=True, timeout=300)
+                           sys.executable, str(script), str(tmp_path)],
+                          env=env, capture_output=True, text=True,
+                          timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert sorted(proc.stdout.split("\n"))[-2:] == ["rank 0 ok", "rank 1 ok"]
+    # Each rank marks that it passed every check (their stdout interleaves).
+    assert sorted(p.name for p in tmp_path.glob("rank*.ok")) == [
+        "rank0.ok", "rank1.ok"], proc.stdout + proc.stderr
 
 
 def test_collectives_alone_are_the_identity():
