@@ -212,11 +212,7 @@ extern "C" te_status te_buffer_copy(te_buffer *dst, const te_buffer *src) {
   if (dst == src || dst->bytes == 0)
     return TE_OK;
   // Buffers of te_buffer_wrap may share memory; device copies may not.
-  auto begin = [](const te_buffer *b) {
-    return reinterpret_cast<uintptr_t>(b->data);
-  };
-  if (begin(dst) < begin(src) + src->bytes &&
-      begin(src) < begin(dst) + dst->bytes)
+  if (buffersOverlap(dst, src))
     return fail(TE_ERROR_INVALID_ARGUMENT,
                 "%s: dst and src are different buffers over overlapping "
                 "memory; copy through a separate buffer",

@@ -6,6 +6,7 @@
 #include "te/Runtime/Buffer.h"
 
 #include <atomic>
+#include <cstdint>
 
 struct te_buffer {
   /// Holds a reference for as long as the buffer lives.
@@ -24,5 +25,20 @@ struct te_buffer {
   te_buffer_release_fn release = nullptr;
   void *context = nullptr;
 };
+
+/// Whether the byte ranges [a, a + aBytes) and [b, b + bBytes) share a
+/// byte (empty ranges share none).
+inline bool rangesOverlap(const void *a, size_t aBytes, const void *b,
+                          size_t bBytes) {
+  auto begin = [](const void *p) { return reinterpret_cast<uintptr_t>(p); };
+  return aBytes && bBytes && begin(a) < begin(b) + bBytes &&
+         begin(b) < begin(a) + aBytes;
+}
+
+/// Whether two buffers' memory overlaps (te_buffer_wrap's buffers may share
+/// memory without being the same buffer).
+inline bool buffersOverlap(const te_buffer *a, const te_buffer *b) {
+  return rangesOverlap(a->data, a->bytes, b->data, b->bytes);
+}
 
 #endif // TE_LIB_RUNTIME_BUFFERIMPL_H

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BufferImpl.h"
 #include "CollectiveCall.h"
 #include "CollectiveCommon.h"
 #include "DeviceImpl.h"
@@ -334,9 +335,7 @@ te_status te::runtime::runCollectiveCall(te_device *device,
   }
   // The manifest is untrusted: MPI and NCCL forbid overlapping send and
   // receive buffers.
-  auto begin0 = static_cast<const char *>(data[0]),
-       begin1 = static_cast<const char *>(data[1]);
-  if (begin0 < begin1 + call.outputBytes && begin1 < begin0 + call.inputBytes) {
+  if (rangesOverlap(data[0], call.inputBytes, data[1], call.outputBytes)) {
     setDeviceDetail("collective over group '%s': its input and output "
                     "overlap",
                     call.group.c_str());

@@ -314,16 +314,7 @@ te_status checkLaunchArgs(const char *fn, const te_kernel &kernel,
     for (int j = 0; j < nargs; ++j) {
       if (j == i)
         continue;
-      // Buffers of te_buffer_wrap may share memory without being the same
-      // buffer.
-      auto begin = [](const te_buffer *b) {
-        return reinterpret_cast<uintptr_t>(b->data);
-      };
-      bool overlap = args[j] == args[i] ||
-                     (args[i]->bytes && args[j]->bytes &&
-                      begin(args[i]) < begin(args[j]) + args[j]->bytes &&
-                      begin(args[j]) < begin(args[i]) + args[i]->bytes);
-      if (!overlap)
+      if (args[j] != args[i] && !buffersOverlap(args[i], args[j]))
         continue;
       return fail(TE_ERROR_INVALID_ARGUMENT,
                   "%s: kernel '%s': argument %d (output) %s argument %d "

@@ -63,6 +63,13 @@ _RAW_BITS = {
 ExplainRow = namedtuple("ExplainRow", "op location backend notes")
 
 
+def _from_raw_bits(outputs, dtypes):
+    """A kernel's outputs (numpy arrays; bf16 and FP8 as their raw bits) as
+    arrays of their te `dtypes`, viewed without a copy."""
+    return tuple(out.view(_DTYPES[dtype]) if dtype in _RAW_BITS else out
+                 for out, dtype in zip(outputs, dtypes))
+
+
 def numpy_dtype(te_dtype):
     """The numpy dtype of a te element type name ("bf16" -> bfloat16)."""
     return _DTYPES[te_dtype]
@@ -170,10 +177,8 @@ class Module:
                     array = array.view(_RAW_BITS[dtype])
             arrays.append(array)
         outputs = self._core.run(entry, arrays)
-        results = [out.view(_DTYPES[dtype]) if dtype in _RAW_BITS else out
-                   for out, (_, dtype, _) in
-                   zip(outputs, [a for a in args if a[0]])]
-        return tuple(results)
+        return _from_raw_bits(outputs, [dtype for out, dtype, _ in args
+                                        if out])
 
     def _entry(self, entry):
         if entry is not None:

@@ -31,7 +31,7 @@ import threading
 
 import numpy as np
 
-from . import _DTYPES, _RAW_BITS, Device, default_jit
+from . import _DTYPES, _RAW_BITS, Device, _from_raw_bits, default_jit
 from .errors import DeviceError, DTypeError, ShapeError
 
 __all__ = ["Float8Tensor", "all_gather", "all_reduce", "all_to_all", "amax",
@@ -280,8 +280,7 @@ def _run(key, args, source, device=None):
             values.append(a.value)
     outputs = program.run(program.entry, values)
     if torch_device is None:
-        return tuple(out.view(_DTYPES[dtype]) if dtype in _RAW_BITS else out
-                     for out, dtype in zip(outputs, program.outputs))
+        return _from_raw_bits(outputs, program.outputs)
     return tuple(_raw_to_torch(out, dtype)
                  for out, dtype in zip(outputs, program.outputs))
 
@@ -398,8 +397,7 @@ def quantize_results(shape, fp8, mode, usage):
     """[(te dtype, shape)] of te.quantize's results for an input of `shape`
     (see its verifier); raises ShapeError where the mode cannot take it."""
     shape = list(shape)
-    rowwise, columnwise = usage in ("rowwise", "both"), usage in (
-        "columnwise", "both")
+    rowwise, columnwise = usage != "columnwise", usage != "rowwise"
     if mode != "mxfp8_1x32" and columnwise and len(shape) != 2:
         raise ShapeError(f"quantize: the column-wise copy of mode {mode} is "
                          f"stored transposed and needs a 2-D input, got "
@@ -505,20 +503,26 @@ def quantize(x, fp8="e4m3", mode="per_tensor", *, scale=None, usage=None,
             body = f"{head} {attrs} : {a[0].type}"
         return _function(a, f"{body} -> {', '.join(types)}", types)
     key = ("quantize", fp8, attrs, scale_attrs if current else None)
-    out = list(_run(key, [x, scale], src, device))
-    rowwise, columnwise = usage in ("rowwise", "both"), usage in (
-        "columnwise", "both")
+    out = _run(key, [x, scale], src, device)
+    return Float8Tensor(*split_quantize_results(out, mode, usage), mode, fp8,
+                        x.dtype, x.shape)
+
+
+def split_quantize_results(results, mode, usage):
+    """te.quantize's results, in its order, as (data, scale_inv,
+    columnwise_data, columnwise_scale_inv, amax), None where `mode` and
+    `usage` have none; per_tensor's two copies share scale_inv."""
+    out = list(results)
+    rowwise, columnwise = usage != "columnwise", usage != "rowwise"
     if mode == "per_tensor":
         data = out.pop(0) if rowwise else None
         data_t = out.pop(0) if columnwise else None
-        scale_inv, amax_value = out
-        return Float8Tensor(data, scale_inv, data_t,
-                            scale_inv if columnwise else None, amax_value,
-                            mode, fp8, x.dtype, x.shape)
+        scale_inv, amax = out
+        return (data, scale_inv, data_t, scale_inv if columnwise else None,
+                amax)
     data, scale_inv = (out.pop(0), out.pop(0)) if rowwise else (None, None)
     col, col_scale = (out.pop(0), out.pop(0)) if columnwise else (None, None)
-    return Float8Tensor(data, scale_inv, col, col_scale, None, mode, fp8,
-                        x.dtype, x.shape)
+    return data, scale_inv, col, col_scale, None
 
 
 def dequantize(data, dtype=None, *, scale_inv=None, mode=None,

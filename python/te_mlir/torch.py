@@ -392,24 +392,28 @@ def _quantize_op(x: Tensor, scale: Optional[Tensor], fp8: str, mode: str,
     shares scale_inv, so its own entry is empty too)."""
     q = _ops.quantize(_host(x), fp8, mode, scale=_host(scale), usage=usage,
                       pow2_scales=pow2_scales, epsilon=epsilon or None)
-    col_scale = None if mode == "per_tensor" else q.columnwise_scale_inv
-    return [_bits(t) if t is not None else _empty(x) for t in
-            (q.data, q.scale_inv, q.columnwise_data, col_scale, q.amax)]
+    return _quantize_op_results(
+        (q.data, q.scale_inv, q.columnwise_data, q.columnwise_scale_inv,
+         q.amax), mode, x)
+
+
+def _quantize_op_results(parts, mode, like):
+    """The op's five results from split_quantize_results' parts: raw bits,
+    empty for what is absent and for per_tensor's shared column-wise
+    scale_inv (an op's outputs may not alias each other)."""
+    parts = list(parts)
+    if mode == "per_tensor":
+        parts[3] = None
+    return [_bits(t) if t is not None else _empty(like) for t in parts]
 
 
 @_quantize_op.register_fake
 def _(x, scale, fp8, mode, usage, pow2_scales, epsilon):
     results = _ops.quantize_results(x.shape, _ops._fp8_name(fp8), mode,
                                     usage)
-    tensors = [_fake(x, dtype, shape) for dtype, shape in results]
-    rowwise, columnwise = usage != "columnwise", usage != "rowwise"
-    if mode == "per_tensor":
-        row = tensors.pop(0) if rowwise else _empty(x)
-        col = tensors.pop(0) if columnwise else _empty(x)
-        return [row, tensors[0], col, _empty(x), tensors[1]]
-    row = tensors[:2] if rowwise else [_empty(x), _empty(x)]
-    col = tensors[-2:] if columnwise else [_empty(x), _empty(x)]
-    return row + col + [_empty(x)]
+    return _quantize_op_results(_ops.split_quantize_results(
+        [_fake(x, dtype, shape) for dtype, shape in results], mode, usage),
+        mode, x)
 
 
 def quantize(x, fp8="e4m3", mode="per_tensor", *, scale=None, usage=None,
@@ -569,12 +573,11 @@ class Linear(torch.nn.Module):
         return torch.nn.functional.linear(inp, self.weight, self.bias)
 
 
-def _gemm(a, b, dtype, transpose_b=True):
-    """te.scaled_matmul of two per_tensor Float8Tensors' given copies:
-    a [M, K] by b stored [N, K] (transpose_b) -> [M, N] of `dtype`."""
-    (a_data, a_si), (b_data, b_si) = a, b
-    return _ops.scaled_matmul(a_data, b_data, a_si, b_si,
-                              transpose_b=transpose_b,
+def _gemm(a, a_scale_inv, b, b_scale_inv, dtype):
+    """te.scaled_matmul of FP8 copies: a [M, K] by b stored [N, K] (TE's
+    TN layout) -> [M, N] of `dtype`."""
+    return _ops.scaled_matmul(a, b, a_scale_inv, b_scale_inv,
+                              transpose_b=True,
                               out_dtype=_ops.dtype_name(dtype))
 
 
@@ -621,10 +624,10 @@ class _LinearFunction(torch.autograd.Function):
                 if ctx.recipe.float8_per_tensor_scaling():
                     # dgrad: dy [N, out] by W^T, stored [in, out];
                     # wgrad: dy^T [out, N] by x^T, stored [in, N].
-                    dx = _gemm((gq.data, gq.scale_inv),
-                               (wq.columnwise_data, wq.scale_inv), g.dtype)
-                    dw = _gemm((gq.columnwise_data, gq.scale_inv),
-                               (xq.columnwise_data, xq.scale_inv), w_dtype)
+                    dx = _gemm(gq.data, gq.scale_inv, wq.columnwise_data,
+                               wq.scale_inv, g.dtype)
+                    dw = _gemm(gq.columnwise_data, gq.scale_inv,
+                               xq.columnwise_data, xq.scale_inv, w_dtype)
                 else:
                     # The block recipes, emulated: each GEMM on the copy
                     # TE would use, dequantized.

@@ -281,6 +281,11 @@ TEST(Collective, TheTimeoutComesFromTheEnvironment) {
     setenv("TE_COLLECTIVE_TIMEOUT", bad, 1);
     EXPECT_EQ(te_collective_timeout(), 300.0) << bad;
   }
+  // Bounded, so that deadlines in nanoseconds do not overflow.
+  for (const char *huge : {"inf", "1e300", "2e6"}) {
+    setenv("TE_COLLECTIVE_TIMEOUT", huge, 1);
+    EXPECT_EQ(te_collective_timeout(), 1e6) << huge;
+  }
   unsetenv("TE_COLLECTIVE_TIMEOUT");
 }
 

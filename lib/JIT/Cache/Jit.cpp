@@ -67,7 +67,11 @@ struct te_jit {
           std::fprintf(stderr, "%s\n", warning.c_str());
         }) {}
 
-  ~te_jit() {
+  ~te_jit() { releaseModules(std::move(modules)); }
+
+  /// Drops the references of a module map (unloading what nobody else
+  /// holds).
+  template <typename Map> static void releaseModules(Map modules) {
     for (auto &entry : modules)
       te_module_release(entry.second);
   }
@@ -266,12 +270,13 @@ te_status te_jit_clear_cache(te_jit *jit, int disk) {
     return failJit(TE_ERROR_INVALID_ARGUMENT,
                    "te_jit_clear_cache: jit must not be NULL");
   return guarded("te_jit_clear_cache", [&]() -> te_status {
+    decltype(jit->modules) dropped;
     {
       std::lock_guard<std::mutex> lock(jit->modulesMutex);
-      for (auto &entry : jit->modules)
-        te_module_release(entry.second);
-      jit->modules.clear();
+      dropped.swap(jit->modules);
     }
+    // Released outside the lock: an unload must not hold up cache hits.
+    te_jit::releaseModules(std::move(dropped));
     if (disk) {
       std::lock_guard<std::mutex> lock(jit->compileMutex);
       jit->provider.getDiskCache().clear();
