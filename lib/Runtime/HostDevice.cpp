@@ -12,6 +12,7 @@
 #include "MPILibrary.h"
 
 #include "te/Runtime/Threads.h"
+#include "te/Support/FileTrust.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -34,20 +35,30 @@ using ManifestFunction = const char *(*)();
 /// Sets the threads of the library's parallel loops (te-mlir kernels built
 /// since the cpu target's abi=2; optional for other libraries).
 using SetThreadsFunction = void (*)(int);
+/// Returns and clears the calling thread's record of the first allocation
+/// of its last launch that failed: the site ("{@k}" or a source location)
+/// and, in `bytes`, its size (0: none failed). In te-mlir kernels since the
+/// cpu target's abi=3; optional for other libraries.
+using TakeAllocFailureFunction = const char *(*)(uint64_t *bytes);
 
 constexpr const char *kManifestSymbol = "te_kernel_manifest";
 constexpr const char *kSetThreadsSymbol = "te_kernel_set_num_threads";
+constexpr const char *kTakeAllocFailureSymbol = "te_kernel_take_alloc_failure";
 
 /// A loaded library: the dlopen handle and its entry points, each handed
 /// out once (get_function's handle is the HostFunction's address).
 struct HostFunction {
   HostKernel entry;
   SetThreadsFunction setThreads;
+  TakeAllocFailureFunction takeAllocFailure;
 };
 
 struct HostModule {
+  /// Loaded from a descriptor (te/Support/FileTrust.h).
+  te::support::LoadedLibrary library;
   void *handle = nullptr;
   SetThreadsFunction setThreads = nullptr;
+  TakeAllocFailureFunction takeAllocFailure = nullptr;
   std::mutex mutex;
   std::map<std::string, HostFunction> functions;
 };
@@ -78,12 +89,14 @@ void setError(char *error, size_t errorSize, const char *text) {
 }
 
 /// Loads from memory through an anonymous file, because dlopen only reads
-/// files.
-void *openImage(const void *image, size_t size, char *error, size_t errorSize) {
+/// files; the file is te-mlir's own, so nothing is checked.
+bool openImage(const void *image, size_t size,
+               te::support::LoadedLibrary &library, char *error,
+               size_t errorSize) {
   int fd = memfd_create("te-kernel-module", MFD_CLOEXEC);
   if (fd < 0) {
     setError(error, errorSize, std::strerror(errno));
-    return nullptr;
+    return false;
   }
   const char *bytes = static_cast<const char *>(image);
   size_t written = 0;
@@ -94,17 +107,51 @@ void *openImage(const void *image, size_t size, char *error, size_t errorSize) {
     if (n <= 0) {
       setError(error, errorSize, std::strerror(errno));
       close(fd);
-      return nullptr;
+      return false;
     }
     written += static_cast<size_t>(n);
   }
-  std::string path = "/proc/self/fd/" + std::to_string(fd);
-  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle)
-    setError(error, errorSize, dlerror());
-  // The mapping made by dlopen keeps the contents alive.
-  close(fd);
-  return handle;
+  std::string why;
+  if (!te::support::loadLibraryFromDescriptor(
+          fd, "the kernel image", RTLD_NOW | RTLD_LOCAL, library, why)) {
+    setError(error, errorSize, why.c_str());
+    return false;
+  }
+  return true;
+}
+
+/// Loads the kernel library at `path` through te/Support/FileTrust.h: a
+/// kernel module is code run with the caller's rights, so it is opened
+/// once, checked like a plugin (a regular file of this user or root that
+/// nobody else can write, in a directory nobody else can change) and that
+/// descriptor is loaded.
+bool openFile(const char *path, te::support::LoadedLibrary &library,
+              char *error, size_t errorSize) {
+  te::support::FileProblem problem;
+  std::string why;
+  if (te::support::loadLibrary(path, te::support::FileRules::library(),
+                               RTLD_NOW | RTLD_LOCAL, library, problem, why))
+    return true;
+  std::string message;
+  switch (problem) {
+  case te::support::FileProblem::LoadFailed:
+    message = why;
+    break;
+  case te::support::FileProblem::Untrusted:
+    message = "refusing to load it: it " + why +
+              "; a kernel module is code run with your rights, so only you "
+              "or root may be able to write it";
+    break;
+  case te::support::FileProblem::NotRegular:
+  case te::support::FileProblem::SymbolicLink:
+    message = "refusing to load it: it " + why;
+    break;
+  default:
+    message = "it " + why;
+    break;
+  }
+  setError(error, errorSize, message.c_str());
+  return false;
 }
 
 void *findOwnFunction(void *module, const char *symbol);
@@ -112,41 +159,42 @@ void *findOwnFunction(void *module, const char *symbol);
 te_status loadModule(void *, const char *path, const void *image,
                      size_t imageSize, void **module, char *error,
                      size_t errorSize) {
-  void *handle = nullptr;
+  te::support::LoadedLibrary library;
   try {
+    bool loaded;
     if (image) {
-      handle = openImage(image, imageSize, error, errorSize);
+      loaded = openImage(image, imageSize, library, error, errorSize);
     } else {
       // Without a '/', dlopen would search the library path instead of
       // opening the file the caller named.
       std::string file =
           std::strchr(path, '/') ? path : "./" + std::string(path);
-      handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (!handle)
-        setError(error, errorSize, dlerror());
+      loaded = openFile(file.c_str(), library, error, errorSize);
     }
+    if (!loaded)
+      return TE_ERROR_LOAD_FAILED;
   } catch (const std::bad_alloc &) {
+    te::support::unloadLibrary(library);
     setError(error, errorSize, "out of host memory");
     return TE_ERROR_OUT_OF_MEMORY;
   }
-  if (!handle)
-    return TE_ERROR_LOAD_FAILED;
   auto *loaded = new (std::nothrow) HostModule;
   if (!loaded) {
-    dlclose(handle);
+    te::support::unloadLibrary(library);
     setError(error, errorSize, "out of host memory");
     return TE_ERROR_OUT_OF_MEMORY;
   }
-  loaded->handle = handle;
+  loaded->handle = library.handle;
+  loaded->library = std::move(library);
   loaded->setThreads = reinterpret_cast<SetThreadsFunction>(
-      findOwnFunction(handle, kSetThreadsSymbol));
+      findOwnFunction(loaded->handle, kSetThreadsSymbol));
   *module = loaded;
   return TE_OK;
 }
 
 void unloadModule(void *, void *module) {
   auto *loaded = static_cast<HostModule *>(module);
-  dlclose(loaded->handle);
+  te::support::unloadLibrary(loaded->library);
   delete loaded;
 }
 
@@ -188,7 +236,8 @@ te_status getFunction(void *, void *module, const char *symbol,
         loaded->functions
             .try_emplace(symbol,
                          HostFunction{reinterpret_cast<HostKernel>(entry),
-                                      loaded->setThreads})
+                                      loaded->setThreads,
+                                      loaded->takeAllocFailure})
             .first->second;
     *function = &slot;
   } catch (const std::bad_alloc &) {
@@ -211,7 +260,19 @@ te_status launch(void *, void *function, void **args, int, const void *) {
   if (kernel->setThreads)
     kernel->setThreads(te_get_num_threads());
   kernel->entry(args);
-  return TE_OK;
+  if (!kernel->takeAllocFailure)
+    return TE_OK;
+  uint64_t bytes = 0;
+  const char *site = kernel->takeAllocFailure(&bytes);
+  if (bytes == 0)
+    return TE_OK;
+  te::runtime::setDeviceDetail(
+      "a temporary of %llu bytes (%.2f GiB) for the op at %s could not be "
+      "allocated; free memory, raise the limit (ulimit -v) or run smaller "
+      "shapes",
+      static_cast<unsigned long long>(bytes), bytes / double(1ull << 30),
+      site ? site : "an unknown location");
+  return TE_ERROR_OUT_OF_MEMORY;
 }
 
 // Launches run to completion on the calling thread, so there is never

@@ -440,6 +440,28 @@ extern "C" const char *te_kernel_name(const te_kernel *kernel) {
   return kernel ? kernel->entry.name.c_str() : nullptr;
 }
 
+/// `text` with each `{@k}` replaced by the location of te op k of the
+/// module's program.
+static std::string expandOpLocations(const std::string &text,
+                                     const std::vector<std::string> &locations) {
+  std::string result;
+  for (size_t i = 0; i < text.size(); ++i) {
+    size_t close = text.find('}', i);
+    if (text.compare(i, 2, "{@") == 0 && close != std::string::npos &&
+        close > i + 2 && text.find_first_not_of("0123456789", i + 2) == close &&
+        close - i - 2 < 10) {
+      size_t ordinal = std::stoul(text.substr(i + 2, close - i - 2));
+      result += ordinal < locations.size()
+                    ? locations[ordinal]
+                    : "te op " + std::to_string(ordinal) + " of its program";
+      i = close;
+      continue;
+    }
+    result += text[i];
+  }
+  return result;
+}
+
 /// Reads a kernel's status after its launch and, when a check failed,
 /// fails with that check's message, its values filled in.
 static te_status checkKernelStatus(const char *fn, const te_kernel &kernel,
@@ -466,21 +488,11 @@ static te_status checkKernelStatus(const char *fn, const te_kernel &kernel,
       i += 2;
       continue;
     }
-    // {@k}: the location of te op k of the program.
-    size_t close = message.find('}', i);
-    if (message.compare(i, 2, "{@") == 0 && close != std::string::npos &&
-        close > i + 2 &&
-        message.find_first_not_of("0123456789", i + 2) == close) {
-      size_t ordinal = std::stoul(message.substr(i + 2, close - i - 2));
-      text += ordinal < locations.size()
-                  ? locations[ordinal]
-                  : "te op " + std::to_string(ordinal) + " of its program";
-      i = close;
-      continue;
-    }
     text += message[i];
   }
-  return fail(TE_ERROR_KERNEL_FAILED, "%s", text.c_str());
+  // {@k}: the location of te op k of the program.
+  return fail(TE_ERROR_KERNEL_FAILED, "%s",
+              expandOpLocations(text, locations).c_str());
 }
 
 extern "C" int te_kernel_num_collectives(const te_kernel *kernel) {
@@ -525,11 +537,14 @@ extern "C" const char *te_kernel_arg_role(const te_kernel *kernel, int index) {
 /// "kernel 'k' failed on device 'cuda' 0: <status>: <detail>".
 static te_status failLaunch(const char *fn, const te_kernel &kernel,
                             te_status failed) {
-  const char *detail = takeDeviceDetail();
+  // The detail names ops as {@k} (a failed allocation in a kernel).
+  std::string detail =
+      expandOpLocations(takeDeviceDetail(), kernel.module->sourceLocations);
   const te_device *device = kernel.module->device;
   return fail(failed, "%s: kernel '%s' failed on device '%s' %d: %s%s%s", fn,
               kernel.entry.name.c_str(), device->name, device->index,
-              te_status_string(failed), *detail ? ": " : "", detail);
+              te_status_string(failed), detail.empty() ? "" : ": ",
+              detail.c_str());
 }
 
 /// Launches a single-kernel entry: its arguments, then the status buffer.

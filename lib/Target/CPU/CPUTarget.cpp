@@ -91,6 +91,7 @@ void mlir::te::buildCPUTargetPipeline(OpPassManager &pm) {
 void mlir::te::buildLowerToCPUPipeline(OpPassManager &pm) {
   // Plugins first: the ops they lower are gone before the native lowering.
   pm.addPass(createTEInsertChecks());
+  pm.addPass(createTEFoldEmpty());
   pm.addPass(createTEDispatch());
   pm.addPass(createTEMaterializeChecks());
   buildCPUTargetPipeline(pm);
@@ -99,6 +100,7 @@ void mlir::te::buildLowerToCPUPipeline(OpPassManager &pm) {
 void mlir::te::buildLowerToCPUReferencePipeline(OpPassManager &pm) {
   // The reference refuses bad index operands exactly as the kernels do.
   pm.addPass(createTEInsertChecks());
+  pm.addPass(createTEFoldEmpty());
   pm.addPass(createTEDecomposeReference());
   pm.addPass(createTEMaterializeChecks());
   buildCPUTargetPipeline(pm);
@@ -166,7 +168,7 @@ public:
   /// The pipeline is part of the te-mlir build (its build id covers it);
   /// the ABI version names the kernel calling convention.
   std::string getPipelineIdentity() const override {
-    return "te-lower-cpu abi=2";
+    return "te-lower-cpu abi=3";
   }
 
   void getDependentDialects(DialectRegistry &registry) const override {

@@ -10,6 +10,7 @@
 #include "te/Target/CompileRecorder.h"
 
 #include "te/Conversion/TEToLinalg/TEToLinalg.h"
+#include "te/Dialect/TE/IR/TEDialect.h"
 #include "te/Plugin/Plugin.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -56,6 +57,234 @@ struct TemporaryFile {
   }
 };
 
+/// The thread-local record of a launch's first failed allocation: its
+/// size in bytes and the address of the site's text ("{@k}", te op k of the
+/// program, or a source location), read and cleared by the runtime through
+/// te_kernel_take_alloc_failure after each launch.
+constexpr StringLiteral kAllocFailureGlobal = "__te_alloc_failure";
+
+/// Makes every heap allocation of the kernels (memref.alloc lowered to
+/// malloc or aligned_alloc) checked: a null result records the size and the
+/// op in the launching thread's record and leaves the code that would use
+/// it: a function returns, an OpenMP region ends its iteration. Callers of a
+/// function that can fail, and the code after a parallel region that can,
+/// test the record and return in turn, so the kernel returns to the runtime,
+/// which reports TE_ERROR_OUT_OF_MEMORY. Internal functions get the record's
+/// address as one more argument, because they may run on OpenMP's worker
+/// threads, whose own thread-local records the runtime never reads.
+void checkAllocations(ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  Location loc = module.getLoc();
+  auto ptrType = LLVM::LLVMPointerType::get(ctx);
+  Type i64 = b.getI64Type();
+  auto recordType = LLVM::LLVMArrayType::get(i64, 2);
+
+  // Allocation calls and the functions that contain them.
+  SmallVector<LLVM::CallOp> allocations;
+  module.walk([&](LLVM::CallOp call) {
+    std::optional<StringRef> callee = call.getCallee();
+    if (callee && (*callee == "malloc" || *callee == "aligned_alloc") &&
+        call.getNumResults() == 1)
+      allocations.push_back(call);
+  });
+
+  // The record and the getter exist in every library, so the runtime asks
+  // every library the same way.
+  b.setInsertionPointToEnd(module.getBody());
+  auto record = LLVM::GlobalOp::create(
+      b, loc, recordType, /*isConstant=*/false, LLVM::Linkage::Internal,
+      kAllocFailureGlobal,
+      DenseElementsAttr::get(RankedTensorType::get({2}, i64),
+                             ArrayRef<int64_t>{0, 0}),
+      /*alignment=*/8, /*addrSpace=*/0, /*dsoLocal=*/false,
+      /*thread_local_=*/true);
+  auto recordAddress = [&](OpBuilder &at) -> Value {
+    Value global = LLVM::AddressOfOp::create(at, loc, record);
+    return LLVM::ThreadlocalAddressOp::create(at, loc, ptrType, global);
+  };
+  auto slot = [&](OpBuilder &at, Value base, int32_t index) -> Value {
+    return LLVM::GEPOp::create(at, loc, ptrType, i64, base,
+                               ArrayRef<LLVM::GEPArg>{index});
+  };
+  {
+    // const char *te_kernel_take_alloc_failure(uint64_t *bytes): the
+    // calling thread's record, cleared.
+    auto getter = LLVM::LLVMFuncOp::create(
+        b, loc, "te_kernel_take_alloc_failure",
+        LLVM::LLVMFunctionType::get(ptrType, {ptrType}));
+    OpBuilder::InsertionGuard guard(b);
+    Block *body = getter.addEntryBlock(b);
+    b.setInsertionPointToStart(body);
+    Value base = recordAddress(b);
+    Value zero = LLVM::ConstantOp::create(b, loc, i64, 0);
+    Value bytes = LLVM::LoadOp::create(b, loc, i64, slot(b, base, 0));
+    Value site = LLVM::LoadOp::create(b, loc, i64, slot(b, base, 1));
+    LLVM::StoreOp::create(b, loc, bytes, body->getArgument(0));
+    LLVM::StoreOp::create(b, loc, zero, slot(b, base, 0));
+    LLVM::StoreOp::create(b, loc, zero, slot(b, base, 1));
+    LLVM::ReturnOp::create(b, loc,
+                           LLVM::IntToPtrOp::create(b, loc, ptrType, site));
+  }
+  if (allocations.empty())
+    return;
+
+  // __te_alloc_failed(record, bytes, site): the first failure of a launch
+  // wins; workers of a parallel region may fail at the same time.
+  auto recordFailure = LLVM::LLVMFuncOp::create(
+      b, loc, "__te_alloc_failed",
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                  {ptrType, i64, ptrType}),
+      LLVM::Linkage::Internal);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *entry = recordFailure.addEntryBlock(b);
+    Block *first = recordFailure.addBlock();
+    Block *done = recordFailure.addBlock();
+    b.setInsertionPointToStart(entry);
+    Value zero = LLVM::ConstantOp::create(b, loc, i64, 0);
+    Value exchanged = LLVM::AtomicCmpXchgOp::create(
+        b, loc, entry->getArgument(0), zero, entry->getArgument(1),
+        LLVM::AtomicOrdering::acq_rel, LLVM::AtomicOrdering::monotonic);
+    Value won = LLVM::ExtractValueOp::create(b, loc, exchanged, 1);
+    LLVM::CondBrOp::create(b, loc, won, first, done);
+    b.setInsertionPointToStart(first);
+    Value site = LLVM::PtrToIntOp::create(b, loc, i64, entry->getArgument(2));
+    LLVM::StoreOp::create(b, loc, site, slot(b, entry->getArgument(0), 1),
+                          /*alignment=*/8, /*isVolatile=*/false,
+                          /*isNonTemporal=*/false, /*isInvariantGroup=*/false,
+                          LLVM::AtomicOrdering::monotonic);
+    LLVM::BrOp::create(b, loc, done);
+    b.setInsertionPointToStart(done);
+    LLVM::ReturnOp::create(b, loc, ValueRange{});
+  }
+
+  // The functions that can fail: those with an allocation, and their
+  // callers.
+  DenseSet<Operation *> mayFail;
+  for (LLVM::CallOp call : allocations)
+    mayFail.insert(call->getParentOfType<LLVM::LLVMFuncOp>());
+  SmallVector<LLVM::CallOp> failingCalls;
+  for (bool changed = true; changed;) {
+    changed = false;
+    failingCalls.clear();
+    module.walk([&](LLVM::CallOp call) {
+      std::optional<StringRef> callee = call.getCallee();
+      auto function =
+          callee ? module.lookupSymbol<LLVM::LLVMFuncOp>(*callee) : nullptr;
+      if (!function || !mayFail.contains(function))
+        return;
+      failingCalls.push_back(call);
+      changed |= mayFail.insert(call->getParentOfType<LLVM::LLVMFuncOp>())
+                     .second;
+    });
+  }
+
+  // The record's address in each function that can fail: an argument of
+  // internal functions, the launching thread's record in entry points.
+  DenseMap<Operation *, Value> records;
+  for (Operation *op : mayFail) {
+    auto function = cast<LLVM::LLVMFuncOp>(op);
+    Block &entry = function.getBody().front();
+    if (function.getLinkage() == LLVM::Linkage::Internal ||
+        function.getLinkage() == LLVM::Linkage::Private) {
+      LLVM::LLVMFunctionType type = function.getFunctionType();
+      SmallVector<Type> inputs(type.getParams());
+      inputs.push_back(ptrType);
+      function.setFunctionType(LLVM::LLVMFunctionType::get(
+          type.getReturnType(), inputs, type.isVarArg()));
+      if (ArrayAttr argAttrs = function.getArgAttrsAttr()) {
+        SmallVector<Attribute> attrs(argAttrs.getValue());
+        attrs.push_back(b.getDictionaryAttr({}));
+        function.setArgAttrsAttr(b.getArrayAttr(attrs));
+      }
+      records[op] = entry.addArgument(ptrType, loc);
+      continue;
+    }
+    OpBuilder at = OpBuilder::atBlockBegin(&entry);
+    records[op] = recordAddress(at);
+  }
+  for (LLVM::CallOp call : failingCalls) {
+    Value record = records.lookup(call->getParentOfType<LLVM::LLVMFuncOp>());
+    call.getCalleeOperandsMutable().append(record);
+  }
+
+  // Leaves the code after `op`'s failure: returns from its function, or
+  // ends the OpenMP region it is in.
+  auto splitAfter = [&](Operation *op, Value failed,
+                        function_ref<void(OpBuilder &)> onFailure) {
+    Block *before = op->getBlock();
+    Block *rest = before->splitBlock(op->getNextNode());
+    Region *region = before->getParent();
+    Block *exit = b.createBlock(region, region->end());
+    b.setInsertionPointToStart(exit);
+    onFailure(b);
+    Operation *parent = region->getParentOp();
+    if (auto function = dyn_cast<LLVM::LLVMFuncOp>(parent)) {
+      Type result = function.getFunctionType().getReturnType();
+      if (isa<LLVM::LLVMVoidType>(result))
+        LLVM::ReturnOp::create(b, loc, ValueRange{});
+      else
+        LLVM::ReturnOp::create(b, loc,
+                               LLVM::PoisonOp::create(b, loc, result).getRes());
+    } else {
+      // The region's own terminator (omp.yield, omp.terminator), which
+      // takes no operands where te-mlir's loops have them.
+      Operation *terminator = nullptr;
+      for (Block &block : *region)
+        if (&block != exit && block.mightHaveTerminator() &&
+            block.getTerminator()->getNumSuccessors() == 0)
+          terminator = block.getTerminator();
+      b.clone(*terminator);
+    }
+    b.setInsertionPointToEnd(before);
+    LLVM::CondBrOp::create(b, loc, failed, exit, rest);
+  };
+
+  unsigned sites = 0;
+  for (LLVM::CallOp call : allocations) {
+    Value record = records.lookup(call->getParentOfType<LLVM::LLVMFuncOp>());
+    Value bytes = call.getArgOperands().back();
+    std::optional<unsigned> ordinal = getTEOpOrdinal(call.getLoc());
+    std::string site = ordinal ? "{@" + std::to_string(*ordinal) + "}"
+                               : formatSourceLocation(call.getLoc());
+    site.push_back('\0');
+    b.setInsertionPointAfter(call);
+    Value null = LLVM::ZeroOp::create(b, loc, ptrType);
+    Value failed = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq,
+                                        call.getResult(), null);
+    splitAfter(failed.getDefiningOp(), failed, [&](OpBuilder &at) {
+      Value text = LLVM::createGlobalString(
+          loc, at, "__te_alloc_site" + std::to_string(sites++), site,
+          LLVM::Linkage::Internal);
+      LLVM::CallOp::create(at, loc, recordFailure,
+                           ValueRange{record, bytes, text});
+    });
+  }
+
+  // After a call that can fail, and after a parallel region that can.
+  SmallVector<Operation *> failurePoints(failingCalls.begin(),
+                                         failingCalls.end());
+  module.walk([&](omp::ParallelOp parallel) {
+    bool fails = false;
+    parallel.walk([&](LLVM::CallOp call) {
+      fails |= call.getCallee() == recordFailure.getSymName() ||
+               llvm::is_contained(failingCalls, call);
+    });
+    if (fails)
+      failurePoints.push_back(parallel);
+  });
+  for (Operation *op : failurePoints) {
+    Value record = records.lookup(op->getParentOfType<LLVM::LLVMFuncOp>());
+    b.setInsertionPointAfter(op);
+    Value bytes = LLVM::LoadOp::create(b, loc, i64, record);
+    Value zero = LLVM::ConstantOp::create(b, loc, i64, 0);
+    Value failed =
+        LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, bytes, zero);
+    splitAfter(failed.getDefiningOp(), failed, [](OpBuilder &) {});
+  }
+}
+
 } // namespace
 
 LogicalResult mlir::te::emitKernelABI(ModuleOp llvmModule,
@@ -64,6 +293,7 @@ LogicalResult mlir::te::emitKernelABI(ModuleOp llvmModule,
                                       std::string *finalManifest) {
   MLIRContext *ctx = llvmModule.getContext();
   Location loc = llvmModule.getLoc();
+  checkAllocations(llvmModule);
   OpBuilder b(ctx);
   b.setInsertionPointToEnd(llvmModule.getBody());
   auto ptrType = LLVM::LLVMPointerType::get(ctx);
@@ -79,6 +309,14 @@ LogicalResult mlir::te::emitKernelABI(ModuleOp llvmModule,
     OpBuilder::InsertionGuard guard(b);
     Block *body = wrapper.addEntryBlock(b);
     b.setInsertionPointToStart(body);
+    // A launch starts with no failed allocation (the runtime clears the
+    // record after each launch; other hosts may not).
+    auto record = llvmModule.lookupSymbol<LLVM::GlobalOp>(kAllocFailureGlobal);
+    Value address = LLVM::ThreadlocalAddressOp::create(
+        b, loc, ptrType, LLVM::AddressOfOp::create(b, loc, record));
+    LLVM::StoreOp::create(b, loc,
+                          LLVM::ConstantOp::create(b, loc, b.getI64Type(), 0),
+                          address);
     SmallVector<Value> pointers;
     for (unsigned i = 0; i < callee.getNumArguments(); ++i) {
       Value slot =
@@ -204,6 +442,25 @@ bool isDumping() {
   return recorder && recorder->isDumping();
 }
 
+/// The JIT's object writer has no assembler for inline assembly: LLVM
+/// would end the process at code generation ("Inline asm not supported by
+/// this streamer"). Host code with llvm.inline_asm is refused where it is
+/// written. (Device modules nested in the host module are compiled by
+/// their own target, which may take it: only host code is looked at.)
+LogicalResult refuseInlineAssembly(ModuleOp module) {
+  LogicalResult result = success();
+  module.walk([&](LLVM::InlineAsmOp op) {
+    if (op->getParentWithTrait<OpTrait::SymbolTable>() != module.getOperation())
+      return WalkResult::advance();
+    result = op.emitError(
+        "inline assembly cannot be compiled for the host: te-mlir's JIT "
+        "writes object files without an assembler; express the operation "
+        "with MLIR ops or LLVM intrinsics instead");
+    return WalkResult::interrupt();
+  });
+  return result;
+}
+
 /// Runs the code generator of `machine` on `module` and returns the object
 /// file or assembly.
 FailureOr<std::string> generateCode(Location loc, llvm::Module &module,
@@ -237,9 +494,13 @@ LogicalResult linkSharedLibrary(Location loc, StringRef object,
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     os << object;
     os.flush();
-    if (os.has_error())
+    if (std::error_code ec = os.error()) {
+      // A stream destroyed with an error pending ends the process.
+      os.clear_error();
       return mlir::emitError(loc, "cannot write the temporary object file ")
-             << objectFile.path << ": " << os.error().message();
+             << objectFile.path << ": " << ec.message()
+             << " (set TMPDIR to a directory with free space)";
+    }
   }
 
   TemporaryFile linkLog;
@@ -278,6 +539,8 @@ LogicalResult mlir::te::writeHostArtifact(ModuleOp module,
                                           StringRef outputPath,
                                           const HostLibraryOptions &options) {
   Location loc = module.getLoc();
+  if (artifact != HostArtifact::LLVMIR && failed(refuseInlineAssembly(module)))
+    return failure();
   std::unique_ptr<StageTimer> stage =
       std::make_unique<StageTimer>("llvm-translate");
   if (failed(emitKernelABI(module, entries, manifest, options.manifest)))
