@@ -50,9 +50,13 @@ def test_mpirun_is_installed():
     assert MPIRUN, "mpirun is missing: scripts/bootstrap.sh installs OpenMPI"
 
 
-def mpirun(tmp_path, apps, timeout=120, env=None):
-    """Runs `apps` (each a (ranks, argv) pair) as one MPI job."""
+def mpirun(tmp_path, apps, timeout=120, env=None, outer_timeout=None):
+    """Runs `apps` (each a (ranks, argv) pair) as one MPI job. With
+    `outer_timeout`, `timeout` ends a job that hangs longer (exit status
+    124), and mpirun takes its ranks down with it."""
     command = [MPIRUN, "--bind-to", "none"]
+    if outer_timeout:
+        command = ["timeout", "-k", "5", str(outer_timeout)] + command
     for i, (ranks, argv) in enumerate(apps):
         command += ([":"] if i else []) + ["-np", str(ranks), *map(str, argv)]
     run_env = dict(os.environ, TE_CACHE_DIR=str(tmp_path / "cache"),
@@ -369,6 +373,50 @@ def test_a_rank_that_never_arrives_times_out(tmp_path):
     assert ("te.all_reduce over group 'world': rank 0 of the group waited 3 s "
             "(TE_COLLECTIVE_TIMEOUT)") in proc.stderr, proc.stderr
     assert proc.seconds < 60
+
+
+NO_COLLECTIVES = """
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  %a = linalg.add ins(%x, %x : tensor<4xf32>, tensor<4xf32>)
+      outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  return %a : tensor<4xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("late", ["rank0", "rank1"])
+def test_a_rank_that_exits_before_mpi_starts(tmp_path, te_run, late):
+    """Rank 1 runs a program without collectives, so it never starts MPI,
+    and exits 0; rank 0's MPI_Init waits for it. Either rank 1 is gone
+    before rank 0 starts (rank0 late): nothing tells rank 0, which must give
+    up after TE_COLLECTIVE_TIMEOUT seconds, saying why, instead of waiting
+    forever (the outer timeout turns such a hang into a failure); or rank 0
+    is already in MPI_Init when rank 1 leaves (rank1 late): then mpirun
+    ends the job itself, saying that a rank did not call init."""
+    once, alone = tmp_path / "once.mlir", tmp_path / "alone.mlir"
+    once.write_text(ONCE)
+    alone.write_text(NO_COLLECTIVES)
+    # Compile both first, so that the ranks start their programs at once.
+    for program in (once, alone):
+        te_run(program, "--random-inputs", check=False)
+    delay = {"rank0": (2, 0), "rank1": (0, 2)}[late]
+    apps = [(1, ["bash", "-c", f'sleep {d}; exec "$@"', "rank", TE_RUN,
+                 program, "--random-inputs"])
+            for d, program in zip(delay, (once, alone))]
+    proc = mpirun(tmp_path, apps, env={"TE_COLLECTIVE_TIMEOUT": "3"},
+                  outer_timeout=30)
+    assert proc.returncode not in (0, 124), proc.stdout + proc.stderr
+    ours = ("te-mlir: error: starting MPI: rank 0 of 2 waited 3 s "
+            "(TE_COLLECTIVE_TIMEOUT) for the job's other ranks to start MPI, "
+            "and not all of them joined: a rank likely exited before its "
+            "first collective")
+    mpiruns = 'this process did not call "init" before exiting'
+    if late == "rank0":
+        assert ours in proc.stderr, proc.stderr
+    else:
+        assert ours in proc.stderr or mpiruns in proc.stderr, proc.stderr
+    assert proc.seconds < 25
 
 
 def test_a_rank_that_dies_ends_the_job(tmp_path):

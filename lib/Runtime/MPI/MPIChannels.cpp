@@ -19,6 +19,7 @@
 #include "MPIChannels.h"
 
 #include "../CollectiveCommon.h"
+#include "../ExitDeadline.h"
 
 #include "te/Support/DType.h"
 #include "te/Support/FloatConversion.h"
@@ -37,6 +38,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -193,6 +195,37 @@ void finishMPI() {
     MPI_Finalize();
 }
 
+/// The launcher's name for this rank and the job's size, read before MPI
+/// starts (Open MPI's, then MPICH's and Slurm's; PMIx gives no size).
+std::string describeLaunchedRank() {
+  const char *rank = nullptr, *size = nullptr;
+  for (auto [rankName, sizeName] :
+       {std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+        std::pair{"PMI_RANK", "PMI_SIZE"}, std::pair{"PMIX_RANK", ""}}) {
+    rank = std::getenv(rankName);
+    size = *sizeName ? std::getenv(sizeName) : nullptr;
+    if (rank)
+      break;
+  }
+  std::string text = "rank " + std::string(rank ? rank : "?");
+  return size ? text + " of " + size : text;
+}
+
+/// Why MPI_Init did not return within `seconds`: it waits until every rank
+/// of the job has started MPI, and a rank that exited without a collective
+/// (a program without any, or one that failed before its first) never does.
+std::string describeInitTimeout(double seconds) {
+  char waited[32];
+  std::snprintf(waited, sizeof(waited), "%g", seconds);
+  return "starting MPI: " + describeLaunchedRank() + " waited " + waited +
+         " s (TE_COLLECTIVE_TIMEOUT) for the job's other ranks to start MPI, "
+         "and not all of them joined: a rank likely exited before its first "
+         "collective (it ran a program without collectives, or failed "
+         "first), or hangs; run a program with the same collectives on "
+         "every rank of the job, or raise TE_COLLECTIVE_TIMEOUT when ranks "
+         "start far apart; ending this rank (exit status 2)";
+}
+
 te_status startMPI(char *error, size_t errorSize) {
   World &world = getWorld();
   if (world.started)
@@ -201,8 +234,16 @@ te_status startMPI(char *error, size_t errorSize) {
   MPI_Initialized(&initialized);
   if (!initialized) {
     int provided = 0;
-    int code =
-        MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    int code;
+    {
+      // MPI_Init waits for every rank of the job (Open MPI's PMIx fence)
+      // and cannot be abandoned: bounded like the collectives' waits.
+      te::runtime::ExitDeadline deadline(
+          te_collective_timeout(),
+          describeInitTimeout(te_collective_timeout()));
+      code =
+          MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    }
     if (code != MPI_SUCCESS) {
       report(error, errorSize, "MPI_Init_thread failed: %s",
              mpiErrorString(code).c_str());
