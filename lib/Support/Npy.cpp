@@ -371,12 +371,19 @@ struct FileCloser {
 using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
 } // namespace
 
-static void swapElementBytes(std::vector<uint8_t> &data, size_t size) {
-  for (size_t i = 0; i + size <= data.size(); i += size)
-    std::reverse(data.begin() + i, data.begin() + i + size);
+static void swapElementBytes(uint8_t *data, size_t bytes, size_t size) {
+  for (size_t i = 0; i + size <= bytes; i += size)
+    std::reverse(data + i, data + i + size);
 }
 
-Expected<NpyArray> te::support::readNpy(const std::string &path) {
+Expected<NpyArray> te::support::readNpyHeader(const std::string &path) {
+  return readNpy(path, [](const NpyArray &, size_t) -> Expected<uint8_t *> {
+    return static_cast<uint8_t *>(nullptr);
+  });
+}
+
+Expected<NpyArray> te::support::readNpy(const std::string &path,
+                                        const NpyPayloadSink &sink) {
   // fopen succeeds on directories, and what reading one does varies.
   std::error_code ignored;
   if (std::filesystem::is_directory(path, ignored))
@@ -471,12 +478,30 @@ Expected<NpyArray> te::support::readNpy(const std::string &path) {
   NpyArray array;
   array.dtype = header->dtype;
   array.shape = std::move(header->shape);
-  array.data.resize(static_cast<size_t>(*dataSize));
-  if (Status status = readExactly(array.data.data(), array.data.size());
-      !status)
+  size_t bytes = static_cast<size_t>(*dataSize);
+  uint8_t *payload = nullptr;
+  if (sink) {
+    Expected<uint8_t *> target = sink(array, bytes);
+    if (!target)
+      return fileError(path, target.message());
+    // The header alone was asked for.
+    if (!*target)
+      return array;
+    payload = *target;
+  } else {
+    try {
+      array.data.resize(bytes);
+    } catch (const std::bad_alloc &) {
+      return fileError(path, "out of memory: cannot hold the " +
+                                 std::to_string(bytes) + " bytes of " +
+                                 description);
+    }
+    payload = array.data.data();
+  }
+  if (Status status = readExactly(payload, bytes); !status)
     return status;
   if (header->bigEndian)
-    swapElementBytes(array.data, dtypeSize(array.dtype));
+    swapElementBytes(payload, bytes, dtypeSize(array.dtype));
   return array;
 }
 

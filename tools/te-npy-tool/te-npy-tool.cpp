@@ -15,6 +15,8 @@
 
 #include <cstdio>
 #include <cstring>
+#include <new>
+#include <stdexcept>
 #include <string>
 
 using namespace te::support;
@@ -32,7 +34,8 @@ static Expected<DType> dtypeArgument(const char *name) {
 }
 
 static int info(const std::string &path) {
-  Expected<NpyArray> array = readNpy(path);
+  // The header says it all: a file of any size is described at once.
+  Expected<NpyArray> array = readNpyHeader(path);
   if (!array)
     return fail(array.message());
   std::string shape = "(";
@@ -118,7 +121,7 @@ static void printHelp() {
       std::string(dtypeNameList()).c_str());
 }
 
-int main(int argc, char **argv) {
+static int run(int argc, char **argv) {
   std::string command = argc > 1 ? argv[1] : "";
   if ((command == "--help" || command == "-h" || command == "help") &&
       argc == 2) {
@@ -133,4 +136,18 @@ int main(int argc, char **argv) {
     return widen(argv[2], argv[3], argv[4]);
   return fail("usage: te-npy-tool info <in.npy> | convert <in.npy> <dtype> "
               "<out.npy> | widen <in.npy> <dtype> <out.npy> (see --help)");
+}
+
+int main(int argc, char **argv) {
+  // An array too large for this process's memory is an error like any
+  // other, not an abort.
+  try {
+    return run(argc, argv);
+  } catch (const std::bad_alloc &) {
+    return fail("out of memory: the arrays do not fit in this process's "
+                "memory (see ulimit -v); use smaller arrays");
+  } catch (const std::length_error &error) {
+    return fail(std::string("an array is too large to hold: ") +
+                error.what());
+  }
 }

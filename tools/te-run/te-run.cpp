@@ -35,8 +35,10 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <new>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <sys/stat.h>
@@ -477,6 +479,38 @@ NpyArray loadInput(const std::string &path, const Argument &arg, int index) {
   return std::move(*converted);
 }
 
+/// Fills input `index`, `buffer`, from the file `path`. Where the file holds
+/// the argument's shape as its element type (or that type's raw bits) and
+/// the buffer is in host memory, the payload is read straight into the
+/// buffer, so an input is held once however large it is; otherwise the file
+/// is read and converted as loadInput does.
+void readInput(const std::string &path, const Argument &arg, int index,
+               te_buffer *buffer) {
+  DType dtype = toSupportDType(arg.dtype);
+  auto *memory = static_cast<uint8_t *>(te_buffer_host_pointer(buffer));
+  bool direct = false;
+  support::Expected<NpyArray> header = support::readNpy(
+      path,
+      [&](const NpyArray &array, size_t bytes) -> support::Expected<uint8_t *> {
+        bool rawBits = support::isFloat(dtype) &&
+                       ((array.dtype == DType::U16 &&
+                         support::dtypeSize(dtype) == 2) ||
+                        (array.dtype == DType::U8 &&
+                         support::dtypeSize(dtype) == 1));
+        direct = memory && array.shape == arg.shape &&
+                 (array.dtype == dtype || rawBits) &&
+                 bytes == te_buffer_size_bytes(buffer);
+        return direct ? memory : nullptr;
+      });
+  if (!header)
+    fail(header.message());
+  if (direct)
+    return;
+  NpyArray array = loadInput(path, arg, index);
+  check(te_buffer_write(buffer, array.data.data(), array.data.size()),
+        "cannot fill input " + std::to_string(index));
+}
+
 /// A result as an .npy array: raw bits for bf16/fp8, or f32 values.
 NpyArray toOutputArray(const std::vector<uint8_t> &bytes, const Argument &arg,
                        bool asF32) {
@@ -505,7 +539,7 @@ NpyArray toOutputArray(const std::vector<uint8_t> &bytes, const Argument &arg,
 }
 
 /// min / max / mean of a result, for the summary line.
-std::string summarize(const std::vector<uint8_t> &bytes, const Argument &arg) {
+std::string summarize(const uint8_t *bytes, const Argument &arg) {
   DType dtype = toSupportDType(arg.dtype);
   size_t size = support::dtypeSize(dtype);
   double lo = INFINITY, hi = -INFINITY, sum = 0;
@@ -513,14 +547,14 @@ std::string summarize(const std::vector<uint8_t> &bytes, const Argument &arg) {
   for (int64_t i = 0; i < arg.numElements(); ++i) {
     double value;
     if (dtype == DType::F64) {
-      std::memcpy(&value, bytes.data() + i * 8, 8);
+      std::memcpy(&value, bytes + i * 8, 8);
     } else if (support::isFloat(dtype)) {
       uint32_t bits = 0;
-      std::memcpy(&bits, bytes.data() + i * size, size);
+      std::memcpy(&bits, bytes + i * size, size);
       value = support::floatBitsToF32(bits, dtype);
     } else {
       int64_t integer = 0;
-      std::memcpy(&integer, bytes.data() + i * size, size);
+      std::memcpy(&integer, bytes + i * size, size);
       if (size < 8 && dtype != DType::I1 &&
           (integer >> (8 * size - 1)) & 1) // sign-extend
         integer -= int64_t(1) << (8 * size);
@@ -701,7 +735,8 @@ int checkAgainstReference(const std::string &compilerLib,
 
 } // namespace
 
-int main(int argc, char **argv) {
+/// te-run's work; main turns what it throws into an error.
+static int run(int argc, char **argv) {
   Options options = parseOptions(argc, argv);
   std::string program = readProgram(options.file);
 
@@ -818,23 +853,27 @@ int main(int argc, char **argv) {
     fail("cannot create " + options.outputDir + ": " + std::strerror(errno));
   std::vector<te_buffer *> buffers;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    NpyArray array = options.randomInputs
-                         ? makeRandomInput(inputs[i], options.seed, i)
-                         : loadInput(options.inputs[i], inputs[i], int(i));
-    // Generated inputs are written next to the outputs, to rerun or
-    // inspect them.
-    if (options.randomInputs && !options.outputDir.empty())
-      if (support::Status written = support::writeNpy(
-              options.outputDir + "/in" + std::to_string(i) + ".npy", array);
-          !written.ok())
-        fail(written.message());
+    // The buffer first: the runtime checks the size (overflow, memory)
+    // before anything is generated or read.
     te_buffer *buffer = nullptr;
     check(te_buffer_create(device, inputs[i].dtype, int(inputs[i].shape.size()),
                            inputs[i].shape.data(), &buffer),
           "cannot allocate input " + std::to_string(i));
+    buffers.push_back(buffer);
+    if (!options.randomInputs) {
+      readInput(options.inputs[i], inputs[i], int(i), buffer);
+      continue;
+    }
+    NpyArray array = makeRandomInput(inputs[i], options.seed, i);
+    // Generated inputs are written next to the outputs, to rerun or
+    // inspect them.
+    if (!options.outputDir.empty())
+      if (support::Status written = support::writeNpy(
+              options.outputDir + "/in" + std::to_string(i) + ".npy", array);
+          !written.ok())
+        fail(written.message());
     check(te_buffer_write(buffer, array.data.data(), array.data.size()),
           "cannot fill input " + std::to_string(i));
-    buffers.push_back(buffer);
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     te_buffer *buffer = nullptr;
@@ -877,12 +916,19 @@ int main(int argc, char **argv) {
               outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
     te_buffer *buffer = buffers[inputs.size() + i];
-    std::vector<uint8_t> bytes(te_buffer_size_bytes(buffer));
-    check(te_buffer_read(buffer, bytes.data(), bytes.size()),
-          "cannot read output " + std::to_string(i));
+    // A result in host memory is summarized where it is: a copy of a large
+    // one may not fit.
+    const auto *host =
+        static_cast<const uint8_t *>(te_buffer_host_pointer(buffer));
+    std::vector<uint8_t> bytes;
+    if (!host || !options.outputDir.empty()) {
+      bytes.resize(te_buffer_size_bytes(buffer));
+      check(te_buffer_read(buffer, bytes.data(), bytes.size()),
+            "cannot read output " + std::to_string(i));
+    }
     std::printf("out%zu: %s  %s\n", i,
                 describe(outputs[i].dtype, outputs[i].shape).c_str(),
-                summarize(bytes, outputs[i]).c_str());
+                summarize(host ? host : bytes.data(), outputs[i]).c_str());
     if (options.outputDir.empty())
       continue;
     std::string path = options.outputDir + "/out" + std::to_string(i) + ".npy";
@@ -903,4 +949,18 @@ int main(int argc, char **argv) {
   te_jit_release(jit);
   te_device_release(device);
   return status;
+}
+
+int main(int argc, char **argv) {
+  // Memory for arrays (a generated input, a copy of a result, the reference
+  // check's copies) may run out under a memory limit: an error, not an
+  // abort.
+  try {
+    return run(argc, argv);
+  } catch (const std::bad_alloc &) {
+    fail("out of memory: te-run cannot hold its inputs or results in this "
+         "process's memory (see ulimit -v); use smaller shapes");
+  } catch (const std::length_error &error) {
+    fail(std::string("an array is too large to hold: ") + error.what());
+  }
 }

@@ -19,6 +19,7 @@
 #include "te/Support/Expected.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,7 +46,22 @@ struct NpyArray {
 /// a file that is not .npy, a truncated header or body, trailing bytes,
 /// Fortran order, a shape whose size overflows, structured or unsupported
 /// dtypes (including those np.save writes for ml_dtypes arrays).
-Expected<NpyArray> readNpy(const std::string &path);
+///
+/// With a `sink`, the elements go where it says instead of into
+/// `array.data` (which stays empty): it gets the array (type and shape, once
+/// the header and the file's size agree) and the payload's byte size, and
+/// returns the memory to read them into, nullptr to read the header alone,
+/// or an error. Without one, a payload too large to hold fails with an
+/// out-of-memory message instead of throwing.
+using NpyPayloadSink =
+    std::function<Expected<uint8_t *>(const NpyArray &array, size_t bytes)>;
+Expected<NpyArray> readNpy(const std::string &path,
+                           const NpyPayloadSink &sink = nullptr);
+
+/// The element type and shape of a .npy file from its header, which is
+/// checked as readNpy checks it (the file's size included); the payload is
+/// not read, so this costs the same for any size of file.
+Expected<NpyArray> readNpyHeader(const std::string &path);
 
 /// Writes `array` to `path` in format version 1.0, or 2.0 when the header
 /// does not fit in 1.0's 64 KiB, byte for byte as np.save would. bf16 and fp8
