@@ -442,8 +442,9 @@ extern "C" const char *te_kernel_name(const te_kernel *kernel) {
 
 /// `text` with each `{@k}` replaced by the location of te op k of the
 /// module's program.
-static std::string expandOpLocations(const std::string &text,
-                                     const std::vector<std::string> &locations) {
+static std::string
+expandOpLocations(const std::string &text,
+                  const std::vector<std::string> &locations) {
   std::string result;
   for (size_t i = 0; i < text.size(); ++i) {
     size_t close = text.find('}', i);

@@ -147,7 +147,6 @@ int main(int argc, char **argv) {
     return fail("out of memory: the arrays do not fit in this process's "
                 "memory (see ulimit -v); use smaller arrays");
   } catch (const std::length_error &error) {
-    return fail(std::string("an array is too large to hold: ") +
-                error.what());
+    return fail(std::string("an array is too large to hold: ") + error.what());
   }
 }

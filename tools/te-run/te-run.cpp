@@ -492,11 +492,10 @@ void readInput(const std::string &path, const Argument &arg, int index,
   support::Expected<NpyArray> header = support::readNpy(
       path,
       [&](const NpyArray &array, size_t bytes) -> support::Expected<uint8_t *> {
-        bool rawBits = support::isFloat(dtype) &&
-                       ((array.dtype == DType::U16 &&
-                         support::dtypeSize(dtype) == 2) ||
-                        (array.dtype == DType::U8 &&
-                         support::dtypeSize(dtype) == 1));
+        bool rawBits =
+            support::isFloat(dtype) &&
+            ((array.dtype == DType::U16 && support::dtypeSize(dtype) == 2) ||
+             (array.dtype == DType::U8 && support::dtypeSize(dtype) == 1));
         direct = memory && array.shape == arg.shape &&
                  (array.dtype == dtype || rawBits) &&
                  bytes == te_buffer_size_bytes(buffer);

@@ -175,14 +175,15 @@ void checkAllocations(ModuleOp module) {
       if (!function || !mayFail.contains(function))
         return;
       failingCalls.push_back(call);
-      changed |= mayFail.insert(call->getParentOfType<LLVM::LLVMFuncOp>())
-                     .second;
+      changed |=
+          mayFail.insert(call->getParentOfType<LLVM::LLVMFuncOp>()).second;
     });
   }
 
   // The record's address in each function that can fail: an argument of
   // internal functions, the launching thread's record in entry points.
   DenseMap<Operation *, Value> records;
+  DenseSet<StringRef> takeRecord;
   for (Operation *op : mayFail) {
     auto function = cast<LLVM::LLVMFuncOp>(op);
     Block &entry = function.getBody().front();
@@ -199,12 +200,15 @@ void checkAllocations(ModuleOp module) {
         function.setArgAttrsAttr(b.getArrayAttr(attrs));
       }
       records[op] = entry.addArgument(ptrType, loc);
+      takeRecord.insert(function.getSymName());
       continue;
     }
     OpBuilder at = OpBuilder::atBlockBegin(&entry);
     records[op] = recordAddress(at);
   }
   for (LLVM::CallOp call : failingCalls) {
+    if (!takeRecord.contains(*call.getCallee()))
+      continue;
     Value record = records.lookup(call->getParentOfType<LLVM::LLVMFuncOp>());
     call.getCalleeOperandsMutable().append(record);
   }
@@ -213,14 +217,25 @@ void checkAllocations(ModuleOp module) {
   // ends the OpenMP region it is in.
   auto splitAfter = [&](Operation *op, Value failed,
                         function_ref<void(OpBuilder &)> onFailure) {
+    Region *region = op->getParentRegion();
+    auto function = dyn_cast<LLVM::LLVMFuncOp>(region->getParentOp());
+    // The region's own terminator (omp.yield, omp.terminator) where it
+    // takes no operands, as in te-mlir's loops; other regions stay as
+    // they are.
+    Operation *terminator = nullptr;
+    for (Block &block : *region)
+      if (!block.empty() && block.back().hasTrait<OpTrait::IsTerminator>() &&
+          block.back().getNumSuccessors() == 0 &&
+          block.back().getNumOperands() == 0)
+        terminator = &block.back();
+    if (!function && !terminator)
+      return;
     Block *before = op->getBlock();
     Block *rest = before->splitBlock(op->getNextNode());
-    Region *region = before->getParent();
     Block *exit = b.createBlock(region, region->end());
     b.setInsertionPointToStart(exit);
     onFailure(b);
-    Operation *parent = region->getParentOp();
-    if (auto function = dyn_cast<LLVM::LLVMFuncOp>(parent)) {
+    if (function) {
       Type result = function.getFunctionType().getReturnType();
       if (isa<LLVM::LLVMVoidType>(result))
         LLVM::ReturnOp::create(b, loc, ValueRange{});
@@ -228,13 +243,6 @@ void checkAllocations(ModuleOp module) {
         LLVM::ReturnOp::create(b, loc,
                                LLVM::PoisonOp::create(b, loc, result).getRes());
     } else {
-      // The region's own terminator (omp.yield, omp.terminator), which
-      // takes no operands where te-mlir's loops have them.
-      Operation *terminator = nullptr;
-      for (Block &block : *region)
-        if (&block != exit && block.mightHaveTerminator() &&
-            block.getTerminator()->getNumSuccessors() == 0)
-          terminator = block.getTerminator();
       b.clone(*terminator);
     }
     b.setInsertionPointToEnd(before);
@@ -314,9 +322,8 @@ LogicalResult mlir::te::emitKernelABI(ModuleOp llvmModule,
     auto record = llvmModule.lookupSymbol<LLVM::GlobalOp>(kAllocFailureGlobal);
     Value address = LLVM::ThreadlocalAddressOp::create(
         b, loc, ptrType, LLVM::AddressOfOp::create(b, loc, record));
-    LLVM::StoreOp::create(b, loc,
-                          LLVM::ConstantOp::create(b, loc, b.getI64Type(), 0),
-                          address);
+    LLVM::StoreOp::create(
+        b, loc, LLVM::ConstantOp::create(b, loc, b.getI64Type(), 0), address);
     SmallVector<Value> pointers;
     for (unsigned i = 0; i < callee.getNumArguments(); ++i) {
       Value slot =
