@@ -618,6 +618,8 @@ void mlir::te::plugin::buildTargetPipeline(OpPassManager &pm,
   // Index checks before the dispatch, so that plugin lowerings are checked
   // too; their status result after it, so that targets see plain tensors.
   pm.addPass(createTEInsertChecks());
+  // Zero-size problems have defined results and reach no lowering.
+  pm.addPass(createTEFoldEmpty());
   pm.addPass(createTEDispatch(options));
   pm.addPass(createTEMaterializeChecks());
   target.target->buildPipeline(pm);

@@ -1074,3 +1074,27 @@ func.func @bias_shape_dynamic_batch(%q: tensor<?x8x4x16xf32>, %k: tensor<?x8x4x1
       : (tensor<?x8x4x16xf32>, tensor<?x8x4x16xf32>, tensor<?x8x4x16xf32>, tensor<1x4x8x9xf32>) -> tensor<?x8x4x16xf32>
   return
 }
+
+// -----
+
+// Empty batches and sequences are valid (te-fold-empty), heads without
+// features are not.
+func.func @head_dim_zero(%q: tensor<2x8x4x0xf32>, %k: tensor<2x8x4x0xf32>,
+                         %v: tensor<2x8x4x16xf32>) {
+  // expected-error @+1 {{the head dimensions d_qk (0) and d_v (16) must be at least 1}}
+  %o = te.attention %q, %k, %v layout bshd
+      : (tensor<2x8x4x0xf32>, tensor<2x8x4x0xf32>, tensor<2x8x4x16xf32>)
+      -> tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @value_head_dim_zero(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x4x16xf32>,
+                               %v: tensor<2x8x4x0xf32>) {
+  // expected-error @+1 {{the head dimensions d_qk (16) and d_v (0) must be at least 1}}
+  %o = te.attention %q, %k, %v layout bshd
+      : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x0xf32>)
+      -> tensor<2x8x4x0xf32>
+  return
+}

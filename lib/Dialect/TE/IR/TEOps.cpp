@@ -162,6 +162,14 @@ FailureOr<AttentionDims> verifyAttentionConfig(AdaptorT adaptor,
 
   AttentionDims dims{q.batch, q.seq,     k.seq,    q.heads,
                      k.heads, q.headDim, v.headDim};
+  // Empty batches, sequences and query heads have defined results (see
+  // te-fold-empty); a head of no features has no meaning in TE.
+  if (dims.headDimQK == 0 || dims.headDimV == 0)
+    return diag("the head dimensions d_qk (", fmtDim(dims.headDimQK),
+                ") and d_v (", fmtDim(dims.headDimV),
+                ") must be at least 1: attention over heads without "
+                "features is undefined; empty batches and sequences are "
+                "accepted");
   MaskKind maskKind = adaptor.getMaskKind();
   StringRef maskName = stringifyMaskKind(maskKind);
 

@@ -26,6 +26,23 @@ def TE_Dialect : Dialect {
     the semantics depend on (shapes, element types, head counts, attribute
     ranges, which optional operands a configuration needs) is checked by the
     op's verifier, so a verified `te` op always has one meaning.
+
+    Zero-size tensors (an empty micro-batch, an empty key/value cache) are
+    valid operands, and their results are defined: `te.attention` with no
+    batch entries, query heads, queries or keys returns `o` = 0 (no
+    elements unless only the keys are missing), and every query row that
+    sees no key has the LSE of a row a mask empties (-inf for `vanilla`, 0
+    for `off_by_one`, alpha_h for `learnable`); `te.attention_backward` of
+    such a problem returns gradients of 0; `te.amax` of an empty tensor is
+    0; casts of empty tensors give empty data and scales (and an amax of
+    0); a `te.scaled_matmul` without rows or columns gives an empty
+    product with an FP8 amax of 0, and one with k = 0 gives 0 plus the
+    bias, through its epilogue. Every pipeline writes these results down before any lowering sees
+    the op (the `te-fold-empty` pass), so backends and plugins never meet a
+    zero-size problem. Heads without features (d_qk or d_v of 0) have no
+    meaning and are refused by the verifier. Kernel entry points (the
+    functions te-run and the runtime call) take and return tensors with at
+    least one element: empty problems arise inside a program.
   }];
   let useDefaultAttributePrinterParser = 1;
   let extraClassDeclaration = [{

@@ -45,6 +45,53 @@ def TEInsertChecks : Pass<"te-insert-checks", "ModuleOp"> {
   ];
 }
 
+def TEFoldEmpty : Pass<"te-fold-empty", "ModuleOp"> {
+  let summary = "Replace te ops on zero-size tensors by their defined results";
+  let description = [{
+    Zero-size tensors are valid te inputs (an empty micro-batch, an empty
+    key/value cache). docs/TEDialect.md defines what each op gives on them;
+    this pass, which every pipeline runs before the dispatch, writes those
+    results down as constants, so that no lowering (native or plugin) sees a
+    zero-size problem:
+
+    * `te.attention` with b, h_q, s_q (t_q) or s_kv (t_kv) zero: `o` is 0
+      (it has no elements unless only s_kv is 0); a query row that sees no
+      key has LSE -inf (`vanilla`), 0 (`off_by_one`) or alpha_h
+      (`learnable`), as for rows a mask empties.
+    * `te.attention_backward` with one of those sizes zero: every gradient
+      is 0 (a sum over no queries or no keys; `o` is the forward's output,
+      0 when s_kv is 0, so rowsum(d_o * o) is 0 too).
+    * `te.amax` of an empty tensor: 0.
+    * `te.quantize` of an empty tensor in a block mode (`mxfp8_1x32`,
+      `block_1x128`, `block_128x128`): empty data and scales (a
+      `per_tensor` cast still computes scale_inv = 1 / scale and amax 0).
+    * `te.dequantize` of empty data: an empty result.
+    * `te.scaled_matmul` with no rows or no columns: an empty product, and
+      an FP8 output amax of 0. (No columns of A, k = 0, is a product of 0
+      plus the bias: its lowering computes that.)
+
+    Results without elements become `tensor.empty`, the others constants.
+
+    Before:
+
+    ```mlir
+    %o = te.attention %q, %k, %v layout bshd mask no_mask
+        : (tensor<2x0x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>)
+        -> tensor<2x0x4x8xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %o = tensor.empty() : tensor<2x0x4x8xf32>
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def TEMaterializeChecks : Pass<"te-materialize-checks", "ModuleOp"> {
   let summary = "Turn a kernel's te.check ops into a status result";
   let description = [{
