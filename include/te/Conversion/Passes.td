@@ -145,6 +145,13 @@ def TEDecomposeReference : Pass<"te-decompose-reference", "ModuleOp"> {
     = (scale) dS summed over the bias's broadcast dimensions,
     d_softmax_offset = -sum exp(alpha - LSE) D.
 
+    The forward pass runs over blocks of query rows (an `scf.for` whose
+    iterations slice q, the mask and the bias and insert their rows of O
+    and the LSE) once a block's score tensor would pass 64 MiB, so that a
+    check of a long sequence needs O(block * s_kv) memory; every rule that
+    depends on the row (diagonal, window, padding, dropout's counter) reads
+    the row of the whole problem. thd and the backward pass stay dense.
+
     Before:
 
     ```mlir
@@ -176,7 +183,8 @@ def TEDecomposeReference : Pass<"te-decompose-reference", "ModuleOp"> {
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
-    "::mlir::math::MathDialect", "::mlir::tensor::TensorDialect"
+    "::mlir::math::MathDialect", "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
   ];
 }
 

@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -145,6 +146,11 @@ struct AttentionProblem {
   /// heads over `headsKV` kv heads, `rows` query rows and `keys` keys per
   /// entry (the token counts for thd), head dimensions dQK and dV.
   int64_t batches, headsQ, headsKV, rows, keys, dQK, dV;
+  /// The forward pass runs over blocks of query rows (attentionRowBlock):
+  /// `blockRows` rows from `rowOffset` (null: 0), with q, the mask and the
+  /// bias sliced to them; `rows` stays the row count of the whole problem.
+  int64_t blockRows;
+  Value rowOffset;
   Value q, k, v, cuQ, cuKV, offQ, offKV, seqlensQ, seqlensKV, mask, bias,
       slopes, softmaxOffset, rngState;
 
@@ -196,6 +202,7 @@ struct AttentionProblem {
     p.headsKV = kSizes[1];
     p.keys = kSizes[2];
     p.dV = p.sizes(p.v)[3];
+    p.blockRows = p.rows;
     return p;
   }
 
@@ -218,9 +225,9 @@ struct AttentionProblem {
 
   int64_t group() const { return headsQ / headsKV; }
   SmallVector<int64_t> scoreShape() const {
-    return {batches, headsQ, rows, keys};
+    return {batches, headsQ, blockRows, keys};
   }
-  SmallVector<int64_t> rowShape() const { return {batches, headsQ, rows}; }
+  SmallVector<int64_t> rowShape() const { return {batches, headsQ, blockRows}; }
 
   /// The LSE element of (batch d0, head d1, row d2) from `dims` loops:
   /// [b, h_q, s_q, 1], or [t_q, h_q, 1] for thd.
@@ -412,6 +419,9 @@ Value buildLogits(OpBuilder &b, Location loc, const AttentionProblem &p,
         // Positions of the query and the key in their sequence, and the
         // sequence's lengths.
         Value i = index(2), j = index(3);
+        if (p.rowOffset)
+          i = arith::AddIOp::create(
+              b, loc, i, arith::IndexCastOp::create(b, loc, i64, p.rowOffset));
         Value lenQ = c64(p.rows), lenKV = c64(p.keys);
         Value visible = arith::ConstantIntOp::create(b, loc, 1, 1);
         Value querySequence;
@@ -530,12 +540,18 @@ Value buildDropoutFactors(OpBuilder &b, Location loc,
       [&](OpBuilder &b, Location loc, ValueRange) -> Value {
         // Row-major linear index over [batches, heads, rows, keys].
         Value counter = c64(b, 0);
+        // The rows are those of the whole problem, not of the block.
         for (unsigned dim = 0; dim < 4; ++dim) {
           Value at = arith::IndexCastOp::create(
               b, loc, i64, linalg::IndexOp::create(b, loc, dim));
+          if (dim == 2 && p.rowOffset)
+            at = arith::AddIOp::create(
+                b, loc, at,
+                arith::IndexCastOp::create(b, loc, i64, p.rowOffset));
+          int64_t extent = dim == 2 ? p.rows : shape[dim];
           counter = arith::AddIOp::create(
-              b, loc,
-              arith::MulIOp::create(b, loc, counter, c64(b, shape[dim])), at);
+              b, loc, arith::MulIOp::create(b, loc, counter, c64(b, extent)),
+              at);
         }
         Value step = arith::AddIOp::create(
             b, loc, arith::AddIOp::create(b, loc, offset, counter), c64(b, 1));
@@ -592,6 +608,142 @@ Value multiplyScores(OpBuilder &b, Location loc, const AttentionProblem &p,
       });
 }
 
+/// The query rows of one block of the reference forward pass: all of them
+/// while a block's score tensor stays within kReferenceBlockBytes, else the
+/// largest divisor of the row count that keeps it there, so that --check
+/// of a long sequence needs O(block * s_kv) memory, not O(s_q * s_kv). thd
+/// (rows of packed sequences, read through per-token tables) is not
+/// blocked.
+constexpr int64_t kReferenceBlockBytes = int64_t(64) << 20;
+
+int64_t attentionRowBlock(const AttentionProblem &p) {
+  int64_t rowBytes = p.batches * p.headsQ * p.keys * int64_t(sizeof(float));
+  if (p.thd || rowBytes == 0 || p.rows * rowBytes <= kReferenceBlockBytes)
+    return p.rows;
+  int64_t block = std::max<int64_t>(1, kReferenceBlockBytes / rowBytes);
+  while (p.rows % block != 0)
+    --block;
+  return block;
+}
+
+/// Steps 1-8 of the dense forward pass for the rows of `p`'s block: O in
+/// `oType` and, when `lseType` is given, the LSE.
+SmallVector<Value> buildAttentionForward(OpBuilder &b, Location loc,
+                                         const AttentionProblem &p,
+                                         RankedTensorType oType,
+                                         RankedTensorType lseType) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<int64_t> scoreShape = p.scoreShape(), rowShape = p.rowShape();
+
+  AffineExpr d0, d1, d2, d3, d4;
+  bindDims(ctx, d0, d1, d2, d3, d4);
+  AffineExpr kvHead = d1.floorDiv(p.group());
+  AffineMap rows4 = AffineMap::get(4, 0, {d0, d1, d2}, ctx);
+  AffineMap id4 = AffineMap::getMultiDimIdentityMap(4, ctx);
+  AffineMap id3 = AffineMap::getMultiDimIdentityMap(3, ctx);
+  Type f32 = b.getF32Type();
+
+  // 1-2. Dense scores, then logits with -inf where the key is not visible.
+  Value logits = buildLogits(b, loc, p, buildScores(b, loc, p));
+  // The extra denominator term's logit e per row; it starts both the row
+  // max and the row sum.
+  Value extra = buildExtraLogit(b, loc, p);
+
+  // 3. Row max m = max(e, max_j x).
+  Value rowMax = generic(
+      b, loc, ValueRange{logits},
+      extra ? extra : filled(b, loc, rowShape, -INFINITY), {id4, rows4}, "pppr",
+      [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+        return arith::MaximumFOp::create(b, loc, args[0], args[1]);
+      });
+
+  // 4. p = exp(x - m); an invisible key (x = -inf) contributes 0 even
+  // when the whole row is invisible (m = -inf).
+  Value probs = generic(
+      b, loc, ValueRange{logits, rowMax},
+      tensor::EmptyOp::create(b, loc, scoreShape, f32), {id4, rows4, id4},
+      "pppp", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+        Value invisible =
+            arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, args[0],
+                                  constantF32(b, loc, -INFINITY));
+        Value e = math::ExpOp::create(
+            b, loc, arith::SubFOp::create(b, loc, args[0], args[1]));
+        return arith::SelectOp::create(b, loc, invisible,
+                                       constantF32(b, loc, 0.0), e);
+      });
+
+  // 5. Row sum l = exp(e - m) + sum_j p (before dropout: the softmax
+  // statistics are those of the undropped weights).
+  Value sumInit = filled(b, loc, rowShape, 0.0);
+  if (extra)
+    sumInit = generic(
+        b, loc, ValueRange{extra, rowMax},
+        tensor::EmptyOp::create(b, loc, rowShape, f32), {id3, id3, id3}, "ppp",
+        [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          return math::ExpOp::create(
+              b, loc, arith::SubFOp::create(b, loc, args[0], args[1]));
+        });
+  Value rowSum =
+      generic(b, loc, ValueRange{probs}, sumInit, {id4, rows4}, "pppr",
+              [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                return arith::AddFOp::create(b, loc, args[0], args[1]);
+              });
+
+  // 6. Unnormalized (P o F) V: acc[n, h, i, x] = sum_j p[n, h, i, j]
+  // f[n, h, i, j] v[n, j, h/g, x]. Loops (n, h, i, x, j).
+  Value weights = probs;
+  if (p.dropout > 0.0)
+    weights = multiplyScores(b, loc, p, probs, buildDropoutFactors(b, loc, p));
+  SmallVector<int64_t> accShape = {p.batches, p.headsQ, p.blockRows, p.dV};
+  Value acc = generic(
+      b, loc, ValueRange{weights, p.v}, filled(b, loc, accShape, 0.0),
+      {AffineMap::get(5, 0, {d0, d1, d2, d4}, ctx),
+       AffineMap::get(5, 0, layoutExprs(p.layout, d0, kvHead, d4, d3), ctx),
+       AffineMap::get(5, 0, {d0, d1, d2, d3}, ctx)},
+      "ppppr", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+        Value product =
+            arith::MulFOp::create(b, loc, args[0], toF32(b, loc, args[1]));
+        return arith::AddFOp::create(b, loc, args[2], product);
+      });
+
+  // 7. O = acc / l in q's layout and element type; a row that sees
+  // nothing (l = 0, or only the extra term: acc = 0) is 0.
+  Type oElement = oType.getElementType();
+  Value o = generic(
+      b, loc, ValueRange{acc, rowSum},
+      tensor::EmptyOp::create(b, loc, oType.getShape(), oElement),
+      {id4, rows4,
+       AffineMap::get(4, 0, layoutExprs(p.layout, d0, d1, d2, d3), ctx)},
+      "pppp", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+        Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                           args[1], constantF32(b, loc, 0.0));
+        Value value = arith::SelectOp::create(
+            b, loc, seen, arith::DivFOp::create(b, loc, args[0], args[1]),
+            constantF32(b, loc, 0.0));
+        return fromF32(b, loc, value, oElement);
+      });
+
+  SmallVector<Value> results = {o};
+  if (lseType) {
+    // 8. LSE = m + log(l); l = 0 only when there is no extra term and the
+    // row sees nothing: log E = log 0 = -inf. Loops (n, h, i, 0).
+    AffineMap lseOut = p.thd ? AffineMap::get(4, 0, {d2, d1, d3}, ctx) : id4;
+    results.push_back(generic(
+        b, loc, ValueRange{rowMax, rowSum},
+        tensor::EmptyOp::create(b, loc, lseType.getShape(), f32),
+        {rows4, rows4, lseOut}, "pppp",
+        [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                             args[1], constantF32(b, loc, 0.0));
+          Value lse = arith::AddFOp::create(
+              b, loc, args[0], math::LogOp::create(b, loc, args[1]));
+          return arith::SelectOp::create(b, loc, seen, lse,
+                                         constantF32(b, loc, -INFINITY));
+        }));
+  }
+  return results;
+}
+
 struct AttentionOpReferenceDecomposition : OpRewritePattern<AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -600,122 +752,89 @@ struct AttentionOpReferenceDecomposition : OpRewritePattern<AttentionOp> {
     if (std::optional<std::string> gap = getReferenceDecompositionGap(op))
       return rewriter.notifyMatchFailure(op, *gap);
     Location loc = op.getLoc();
-    MLIRContext *ctx = op.getContext();
     OpBuilder &b = rewriter;
     AttentionProblem p = AttentionProblem::get(op);
     RankedTensorType oType = op.getO().getType();
-    SmallVector<int64_t> scoreShape = p.scoreShape(), rowShape = p.rowShape();
-
-    AffineExpr d0, d1, d2, d3, d4;
-    bindDims(ctx, d0, d1, d2, d3, d4);
-    AffineExpr kvHead = d1.floorDiv(p.group());
-    AffineMap rows4 = AffineMap::get(4, 0, {d0, d1, d2}, ctx);
-    AffineMap id4 = AffineMap::getMultiDimIdentityMap(4, ctx);
-    AffineMap id3 = AffineMap::getMultiDimIdentityMap(3, ctx);
-    Type f32 = b.getF32Type();
-
-    // 1-2. Dense scores, then logits with -inf where the key is not visible.
-    Value logits = buildLogits(b, loc, p, buildScores(b, loc, p));
-    // The extra denominator term's logit e per row; it starts both the row
-    // max and the row sum.
-    Value extra = buildExtraLogit(b, loc, p);
-
-    // 3. Row max m = max(e, max_j x).
-    Value rowMax = generic(
-        b, loc, ValueRange{logits},
-        extra ? extra : filled(b, loc, rowShape, -INFINITY), {id4, rows4},
-        "pppr", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
-          return arith::MaximumFOp::create(b, loc, args[0], args[1]);
-        });
-
-    // 4. p = exp(x - m); an invisible key (x = -inf) contributes 0 even
-    // when the whole row is invisible (m = -inf).
-    Value probs = generic(
-        b, loc, ValueRange{logits, rowMax},
-        tensor::EmptyOp::create(b, loc, scoreShape, f32), {id4, rows4, id4},
-        "pppp", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
-          Value invisible =
-              arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, args[0],
-                                    constantF32(b, loc, -INFINITY));
-          Value e = math::ExpOp::create(
-              b, loc, arith::SubFOp::create(b, loc, args[0], args[1]));
-          return arith::SelectOp::create(b, loc, invisible,
-                                         constantF32(b, loc, 0.0), e);
-        });
-
-    // 5. Row sum l = exp(e - m) + sum_j p (before dropout: the softmax
-    // statistics are those of the undropped weights).
-    Value sumInit = filled(b, loc, rowShape, 0.0);
-    if (extra)
-      sumInit = generic(
-          b, loc, ValueRange{extra, rowMax},
-          tensor::EmptyOp::create(b, loc, rowShape, f32), {id3, id3, id3},
-          "ppp", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
-            return math::ExpOp::create(
-                b, loc, arith::SubFOp::create(b, loc, args[0], args[1]));
-          });
-    Value rowSum =
-        generic(b, loc, ValueRange{probs}, sumInit, {id4, rows4}, "pppr",
-                [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
-                  return arith::AddFOp::create(b, loc, args[0], args[1]);
-                });
-
-    // 6. Unnormalized (P o F) V: acc[n, h, i, x] = sum_j p[n, h, i, j]
-    // f[n, h, i, j] v[n, j, h/g, x]. Loops (n, h, i, x, j).
-    Value weights = probs;
-    if (p.dropout > 0.0)
-      weights =
-          multiplyScores(b, loc, p, probs, buildDropoutFactors(b, loc, p));
-    SmallVector<int64_t> accShape = {p.batches, p.headsQ, p.rows, p.dV};
-    Value acc = generic(
-        b, loc, ValueRange{weights, op.getV()}, filled(b, loc, accShape, 0.0),
-        {AffineMap::get(5, 0, {d0, d1, d2, d4}, ctx),
-         AffineMap::get(5, 0, layoutExprs(p.layout, d0, kvHead, d4, d3), ctx),
-         AffineMap::get(5, 0, {d0, d1, d2, d3}, ctx)},
-        "ppppr", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
-          Value product =
-              arith::MulFOp::create(b, loc, args[0], toF32(b, loc, args[1]));
-          return arith::AddFOp::create(b, loc, args[2], product);
-        });
-
-    // 7. O = acc / l in q's layout and element type; a row that sees
-    // nothing (l = 0, or only the extra term: acc = 0) is 0.
-    Type oElement = oType.getElementType();
-    Value o = generic(
-        b, loc, ValueRange{acc, rowSum},
-        tensor::EmptyOp::create(b, loc, oType.getShape(), oElement),
-        {id4, rows4,
-         AffineMap::get(4, 0, layoutExprs(p.layout, d0, d1, d2, d3), ctx)},
-        "pppp", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
-          Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                             args[1], constantF32(b, loc, 0.0));
-          Value value = arith::SelectOp::create(
-              b, loc, seen, arith::DivFOp::create(b, loc, args[0], args[1]),
-              constantF32(b, loc, 0.0));
-          return fromF32(b, loc, value, oElement);
-        });
-
-    SmallVector<Value> results = {o};
-    if (Value lseResult = op.getLse()) {
-      // 8. LSE = m + log(l); l = 0 only when there is no extra term and the
-      // row sees nothing: log E = log 0 = -inf. Loops (n, h, i, 0).
-      auto lseType = cast<RankedTensorType>(lseResult.getType());
-      AffineMap lseOut = p.thd ? AffineMap::get(4, 0, {d2, d1, d3}, ctx) : id4;
-      results.push_back(generic(
-          b, loc, ValueRange{rowMax, rowSum},
-          tensor::EmptyOp::create(b, loc, lseType.getShape(), f32),
-          {rows4, rows4, lseOut}, "pppp",
-          [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
-            Value seen =
-                arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                      args[1], constantF32(b, loc, 0.0));
-            Value lse = arith::AddFOp::create(
-                b, loc, args[0], math::LogOp::create(b, loc, args[1]));
-            return arith::SelectOp::create(b, loc, seen, lse,
-                                           constantF32(b, loc, -INFINITY));
-          }));
+    RankedTensorType lseType =
+        op.getLse() ? cast<RankedTensorType>(op.getLse().getType())
+                    : RankedTensorType();
+    int64_t block = attentionRowBlock(p);
+    if (block == p.rows) {
+      rewriter.replaceOp(op, buildAttentionForward(b, loc, p, oType, lseType));
+      return success();
     }
-    rewriter.replaceOp(op, results);
+
+    // Blocks of query rows, each inserted into the results: q, O and the
+    // LSE have their rows at `rowDim`, the mask and the bias at 2 (unless
+    // they broadcast over rows).
+    int64_t rowDim = p.layout == QKVLayout::bshd   ? 1
+                     : p.layout == QKVLayout::sbhd ? 0
+                                                   : 2;
+    auto blockType = [&](RankedTensorType type, int64_t dim) {
+      SmallVector<int64_t> shape(type.getShape());
+      shape[dim] = block;
+      return RankedTensorType::get(shape, type.getElementType());
+    };
+    auto rowsOf = [&](RankedTensorType type, int64_t dim, Value at,
+                      SmallVector<OpFoldResult> &offsets,
+                      SmallVector<OpFoldResult> &sizes,
+                      SmallVector<OpFoldResult> &strides) {
+      for (auto [d, size] : llvm::enumerate(type.getShape())) {
+        offsets.push_back(static_cast<int64_t>(d) == dim
+                              ? OpFoldResult(at)
+                              : OpFoldResult(b.getIndexAttr(0)));
+        sizes.push_back(
+            b.getIndexAttr(static_cast<int64_t>(d) == dim ? block : size));
+        strides.push_back(b.getIndexAttr(1));
+      }
+    };
+    auto slice = [&](OpBuilder &b, Value tensor, int64_t dim,
+                     Value at) -> Value {
+      auto type = cast<RankedTensorType>(tensor.getType());
+      if (type.getDimSize(dim) == 1)
+        return tensor;
+      SmallVector<OpFoldResult> offsets, sizes, strides;
+      rowsOf(type, dim, at, offsets, sizes, strides);
+      return tensor::ExtractSliceOp::create(b, loc, blockType(type, dim),
+                                            tensor, offsets, sizes, strides);
+    };
+    SmallVector<Value> inits = {tensor::EmptyOp::create(
+        b, loc, oType.getShape(), oType.getElementType())};
+    SmallVector<int64_t> resultDims = {rowDim};
+    if (lseType) {
+      inits.push_back(tensor::EmptyOp::create(b, loc, lseType.getShape(),
+                                              lseType.getElementType()));
+      resultDims.push_back(2);
+    }
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value rows = arith::ConstantIndexOp::create(b, loc, p.rows);
+    Value step = arith::ConstantIndexOp::create(b, loc, block);
+    auto loop = scf::ForOp::create(
+        b, loc, zero, rows, step, inits,
+        [&](OpBuilder &b, Location loc, Value at, ValueRange partial) {
+          AttentionProblem rowsP = p;
+          rowsP.blockRows = block;
+          rowsP.rowOffset = at;
+          rowsP.q = slice(b, p.q, rowDim, at);
+          if (p.mask)
+            rowsP.mask = slice(b, p.mask, 2, at);
+          if (p.bias)
+            rowsP.bias = slice(b, p.bias, 2, at);
+          SmallVector<Value> parts = buildAttentionForward(
+              b, loc, rowsP, blockType(oType, rowDim),
+              lseType ? blockType(lseType, 2) : RankedTensorType());
+          SmallVector<Value> updated;
+          for (auto [part, whole, dim] :
+               llvm::zip(parts, partial, resultDims)) {
+            SmallVector<OpFoldResult> offsets, sizes, strides;
+            rowsOf(cast<RankedTensorType>(whole.getType()), dim, at, offsets,
+                   sizes, strides);
+            updated.push_back(tensor::InsertSliceOp::create(
+                b, loc, part, whole, offsets, sizes, strides));
+          }
+          scf::YieldOp::create(b, loc, updated);
+        });
+    rewriter.replaceOp(op, loop.getResults());
     return success();
   }
 };
