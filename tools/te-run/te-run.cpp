@@ -119,6 +119,10 @@ const char *kUsage =
     "An element passes when |out - ref| <= rel * |ref| + abs, with\n"
     "abs = 1e-5 * max(1, max |ref|) and rel = 0 for f32, 2^-7 for bf16,\n"
     "2^-10 for f16; fp8, integer and bool outputs must match exactly.\n"
+    "For bf16 and f16 (and f32 outputs of a program with such inputs or\n"
+    "outputs), abs is at least 2^-8 (f16: 2^-11) * max |ref|, and in a\n"
+    "job of n > 1 ranks n * 2^-7 (f16: 2^-10) * max |ref|: an output may\n"
+    "sum one rounded partial result per rank (docs/CPULowering.md).\n"
     "Exit status: 0 when every output is within tolerance, 1 when one is\n"
     "not, 2 for usage and compile errors (including a program the\n"
     "reference does not cover: attention with dynamic shapes).\n"
@@ -628,13 +632,15 @@ void printCompileReport(const std::string &report, const std::string &prefix) {
 /// copies of the input buffers of `buffers` (the first `numInputs`),
 /// compares its outputs with those in the rest of `buffers` and prints one
 /// line per output. Returns the exit status (0 or kCheckFailed); a
-/// reference that cannot be built is a usage error.
+/// reference that cannot be built is a usage error. On a rank of a job of
+/// `worldSize`, an output may sum one rounded partial result per rank.
 int checkAgainstReference(const std::string &compilerLib,
                           const std::string &program, const Options &options,
                           const std::string &entry,
                           const std::vector<te_buffer *> &buffers,
                           size_t numInputs,
-                          const std::vector<Argument> &outputs) {
+                          const std::vector<Argument> &outputs,
+                          int worldSize) {
   cache::KernelProvider provider(compilerLib, [](const std::string &warning) {
     std::fprintf(stderr, "%s\n", warning.c_str());
   });
@@ -716,7 +722,7 @@ int checkAgainstReference(const std::string &compilerLib,
           "--check: cannot read reference output " + std::to_string(i));
     support::Comparison result = support::compareOutputs(
         actual.data(), reference.data(), size_t(outputs[i].numElements()),
-        toSupportDType(outputs[i].dtype), computedIn);
+        toSupportDType(outputs[i].dtype), computedIn, worldSize);
     std::printf("check out%zu: max abs err %.3g, max rel err %.3g "
                 "(tolerance %s): %s\n",
                 i, result.maxAbsError, result.maxRelError,
@@ -940,7 +946,7 @@ static int run(int argc, char **argv) {
   int status = 0;
   if (options.check)
     status = checkAgainstReference(compilerLibrary, program, options, entry,
-                                   buffers, inputs.size(), outputs);
+                                   buffers, inputs.size(), outputs, worldSize);
 
   for (te_buffer *buffer : buffers)
     te_buffer_release(buffer);

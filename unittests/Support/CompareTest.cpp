@@ -157,4 +157,50 @@ TEST(CompareTest, F32OutputsOfHalfProgramsAtTheirPrecision) {
           .ok());
 }
 
+// The failure of ring_attention_cp4_backward's dV on 4 ranks (max abs err
+// 4 against 3.11): an element that sums one bf16 partial per step, where
+// the two pipelines' f32 partials straddle a rounding midpoint (518, between
+// 516 and 520) and the partials cancel to a small element. One ulp of the
+// partial is 4; the element's own ulp is tiny.
+TEST(CompareTest, BF16SumsOfRoundedPartialsOnSeveralRanks) {
+  auto roundedSum = [](std::vector<float> partials) {
+    float sum = 0;
+    for (float partial : partials)
+      sum += bf16ToF32(f32ToBF16(partial));
+    return sum;
+  };
+  float reference = roundedSum({517.99f, -510.0f, 1.5f, -1.5f});
+  float actual = roundedSum({518.01f, -510.0f, 1.5f, -1.5f});
+  ASSERT_EQ(reference, 6.0f);
+  ASSERT_EQ(actual, 10.0f);
+  // Another element sets max |reference| = 796, as in the failing run.
+  std::vector<uint8_t> r = bf16Bytes({reference, 796.0f});
+  std::vector<uint8_t> a = bf16Bytes({actual, 796.0f});
+
+  // One process: half an ulp at 796 (3.11) does not cover it.
+  Comparison alone = compareOutputs(a.data(), r.data(), 2, DType::BF16);
+  EXPECT_DOUBLE_EQ(alone.tolerance.atol, 796.0 / 256);
+  EXPECT_FALSE(alone.ok());
+  // Four ranks, four partials: one ulp at 796 each, 2^-5 * 796 = 24.9.
+  Comparison ring =
+      compareOutputs(a.data(), r.data(), 2, DType::BF16, DType::BF16, 4);
+  EXPECT_DOUBLE_EQ(ring.tolerance.atol, 4 * 796.0 / 128);
+  EXPECT_TRUE(ring.ok()) << ring.maxAbsError;
+  // Two ranks: 2^-6 * 796.
+  EXPECT_DOUBLE_EQ(checkTolerance(DType::BF16, 796, DType::BF16, 2).atol,
+                   2 * 796.0 / 128);
+  // f16 and f32 outputs of a bf16 program scale the same way.
+  EXPECT_DOUBLE_EQ(checkTolerance(DType::F16, 1, DType::F16, 4).atol,
+                   4.0 / 1024);
+  EXPECT_DOUBLE_EQ(checkTolerance(DType::F32, 8, DType::BF16, 4).atol,
+                   4 * 8.0 / 128);
+  // A real error (a missing step: a tenth of the scale) still fails.
+  std::vector<uint8_t> wrong = bf16Bytes({reference + 80.0f, 796.0f});
+  EXPECT_FALSE(
+      compareOutputs(wrong.data(), r.data(), 2, DType::BF16, DType::BF16, 4)
+          .ok());
+  // FP8 and integers stay exact whatever the ranks.
+  EXPECT_TRUE(checkTolerance(DType::F8E4M3FN, 1, DType::F8E4M3FN, 4).exact);
+}
+
 } // namespace

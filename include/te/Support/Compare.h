@@ -32,7 +32,13 @@ struct Tolerance {
 /// largest finite magnitude `referenceMax`, computed by a program whose
 /// narrowest floating-point type is `computedIn` (see narrowestFloat): an
 /// f32 result of a bf16 or f16 program is judged at that type's precision.
-Tolerance checkTolerance(DType dtype, double referenceMax, DType computedIn);
+/// `partials` is how many separately rounded partial results an output
+/// element may be the sum of: 1 for one process; the number of ranks for
+/// a program with collectives (a ring's steps, a reduction's ranks). For
+/// bf16 and f16 precision, each of more than one partial adds one ulp at
+/// `referenceMax` to the absolute tolerance.
+Tolerance checkTolerance(DType dtype, double referenceMax, DType computedIn,
+                         int partials = 1);
 inline Tolerance checkTolerance(DType dtype, double referenceMax) {
   return checkTolerance(dtype, referenceMax, dtype);
 }
@@ -57,9 +63,11 @@ struct Comparison {
 
 /// Compares `count` elements of `dtype` (raw bytes, the kernel ABI's
 /// layout) of `actual` with `reference`, outputs of a program whose
-/// narrowest floating-point type is `computedIn` (checkTolerance).
+/// narrowest floating-point type is `computedIn`, summed from at most
+/// `partials` rounded partial results (checkTolerance).
 Comparison compareOutputs(const uint8_t *actual, const uint8_t *reference,
-                          size_t count, DType dtype, DType computedIn);
+                          size_t count, DType dtype, DType computedIn,
+                          int partials = 1);
 inline Comparison compareOutputs(const uint8_t *actual,
                                  const uint8_t *reference, size_t count,
                                  DType dtype) {
