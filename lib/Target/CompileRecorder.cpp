@@ -71,6 +71,8 @@ void CompileRecorder::dump(StringRef name, StringRef extension,
     print(os);
     os.flush();
     ec = os.error();
+    // A stream destroyed with an error pending ends the process.
+    os.clear_error();
   }
   if (ec)
     dumpError =
@@ -85,9 +87,13 @@ LogicalResult mlir::te::writeOutputFile(Location loc, StringRef path,
     return mlir::emitError(loc, error);
   file->os() << bytes;
   file->os().flush();
-  if (file->os().has_error())
+  if (std::error_code ec = file->os().error()) {
+    // A stream destroyed with an error pending ends the process; the
+    // ToolOutputFile removes what was written.
+    file->os().clear_error();
     return mlir::emitError(loc, "cannot write ")
-           << path << ": " << file->os().error().message();
+           << path << ": " << ec.message();
+  }
   file->keep();
   return success();
 }

@@ -15,12 +15,15 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 
@@ -33,6 +36,55 @@ char *copyString(const std::string &text) {
   if (copy)
     std::memcpy(copy, text.c_str(), text.size() + 1);
   return copy;
+}
+
+/// What LLVM reported through report_fatal_error during a compile.
+struct LLVMFatalError {
+  std::string reason;
+};
+
+/// The compiler runs inside host processes (te-run, Python, a framework's
+/// process), and LLVM's default answer to a fatal error (an output stream
+/// it could not write, a code generator meeting what it cannot encode, an
+/// allocation that failed) ends them. te-mlir's policy: the handlers turn
+/// the report into a C++ exception, which guardCompile catches at the C
+/// API and returns as the compile's error. LLVM and MLIR are built without
+/// exceptions, so the frames between the report and the catch are unwound
+/// without their destructors: what they held leaks, on the failing compile
+/// only. Known causes are refused or checked before they reach LLVM (the
+/// streams te-mlir writes, inline assembly); this is the last line.
+/// Installed once per process: LLVM keeps one handler, and compiles from
+/// several threads share it.
+void installFatalErrorHandlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::install_fatal_error_handler([](void *, const char *reason, bool) {
+      throw LLVMFatalError{reason ? reason : "unknown error"};
+    });
+    llvm::install_bad_alloc_error_handler(
+        [](void *, const char *, bool) { throw std::bad_alloc(); });
+  });
+}
+
+/// Runs `body` (a compiler entry point's work) under the fatal-error
+/// policy: a fatal error or an allocation failure inside it becomes the
+/// entry point's error status and message, never the end of the process.
+int guardCompile(char **error, llvm::function_ref<int()> body) {
+  installFatalErrorHandlers();
+  std::string message;
+  try {
+    return body();
+  } catch (const LLVMFatalError &fatal) {
+    message = "error: LLVM failed while compiling: " + fatal.reason +
+              "\nnote: the process continues; nothing of this compile was "
+              "kept";
+  } catch (const std::bad_alloc &) {
+    message = "error: out of memory while compiling the program; free "
+              "memory or raise the process's memory limit and try again";
+  }
+  if (error)
+    *error = copyString(message);
+  return 1;
 }
 
 /// A context with te's dialects whose diagnostics are collected as text,
@@ -209,10 +261,10 @@ std::string formatReport(const te::CompileRecorder &recorder) {
 }
 
 /// A compile (or, with `artifact`, an emit) of `source` for `device`.
-int compile(const char *device, const char *source, size_t size,
-            const char *source_name, const char *output_path, bool reference,
-            std::optional<std::string> artifact, char **manifest, char **report,
-            char **error) {
+int compileUnguarded(const char *device, const char *source, size_t size,
+                     const char *source_name, const char *output_path,
+                     bool reference, std::optional<std::string> artifact,
+                     char **manifest, char **report, char **error) {
   CompilerSession session;
   te::KernelCompileOptions options;
   options.reference = reference;
@@ -240,6 +292,22 @@ int compile(const char *device, const char *source, size_t size,
     return finish(1);
   *manifest = copyString(*result);
   return finish(0);
+}
+
+int compile(const char *device, const char *source, size_t size,
+            const char *source_name, const char *output_path, bool reference,
+            std::optional<std::string> artifact, char **manifest, char **report,
+            char **error) {
+  if (report)
+    *report = nullptr;
+  int status = guardCompile(error, [&] {
+    return compileUnguarded(device, source, size, source_name, output_path,
+                            reference, artifact, manifest, report, error);
+  });
+  // A compile cut short by a fatal error set no report.
+  if (report && !*report)
+    *report = copyString("");
+  return status;
 }
 
 } // namespace
