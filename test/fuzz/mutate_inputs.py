@@ -40,7 +40,7 @@ def mutate(text, rng):
             return text
         tok = rng.choice(tokens)
         start, end = tok.span()
-        kind = rng.randrange(9)
+        kind = rng.randrange(11)
         if kind == 0:  # delete a token
             text = text[:start] + text[end:]
         elif kind == 1:  # duplicate a token
@@ -74,18 +74,40 @@ def mutate(text, rng):
             lines = text.split("\n")
             del lines[rng.randrange(len(lines))]
             text = "\n".join(lines)
+        elif kind == 9:  # one size, everywhere: zero-size or huge tensors
+            # Every occurrence of a dimension size in the tensor types
+            # changes together, so q, k and v stay consistent and the
+            # mutant still verifies: the lowerings meet empty and
+            # enormous problems, not just verifier errors.
+            sizes = sorted({m.group(1) for m in
+                            re.finditer(r"(?<=[<x])(\d+)(?=x)", text)})
+            if sizes:
+                old = rng.choice(sizes)
+                new = rng.choice(["0", "0", "1", "4294967296",
+                                  "9223372036854775807"])
+                text = re.sub(r"(?<=[<x])" + old + r"(?=x)", new, text)
+        elif kind == 10:  # inline assembly in a function body
+            bodies = [m.end() for m in re.finditer(r"func\.func[^{]*\{", text)]
+            if bodies:
+                at = rng.choice(bodies)
+                text = (text[:at] + '\n  llvm.inline_asm has_side_effects '
+                        '"nop", "" : () -> ()' + text[at:])
         else:  # insert a stray character
             text = text[:start] + rng.choice("(){}[]<>,:=%@#\"-") + text[start:]
     return text
 
 
-def run_one(te_opt, text, timeout, passes):
+def run_one(tool, text, timeout, passes, emit):
     with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
         f.write(text)
         path = f.name
+    # te-opt checks and lowers; te-run --emit=STAGE also runs LLVM's code
+    # generator on what te-opt's lowering leaves.
+    command = ([tool, path, f"--emit={emit}", "-o", os.devnull] if emit else
+               [tool, path, "-split-input-file", *passes])
     try:
         proc = subprocess.run(
-            [te_opt, path, "-split-input-file", *passes],
+            command,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout)
         code, err = proc.returncode, proc.stderr.decode(errors="replace")
     except subprocess.TimeoutExpired:
@@ -97,7 +119,10 @@ def run_one(te_opt, text, timeout, passes):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--tool", required=True, help="path of te-opt")
+    parser.add_argument("--tool", required=True,
+                        help="path of te-opt (or of te-run with --emit)")
+    parser.add_argument("--emit", default="",
+                        help="run the tool as te-run --emit=STAGE -o /dev/null")
     parser.add_argument("--count", type=int, default=300)
     parser.add_argument("--seed", type=int, default=20261202)
     parser.add_argument("--timeout", type=float, default=20.0)
@@ -115,12 +140,13 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
         passes = args.passes.split()
         results = pool.map(
-            lambda t: run_one(args.tool, t, args.timeout, passes), mutants)
+            lambda t: run_one(args.tool, t, args.timeout, passes, args.emit),
+            mutants)
         outcomes = {"success": 0, "diagnostic": 0}
         for i, (text, (code, err)) in enumerate(zip(mutants, results)):
             if code == 0:
                 outcomes["success"] += 1
-            elif code == 1 and "error:" in err:
+            elif code in ((1, 2) if args.emit else (1,)) and "error:" in err:
                 outcomes["diagnostic"] += 1
             else:
                 failures.append((i, code, text, err))

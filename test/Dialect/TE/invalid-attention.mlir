@@ -1098,3 +1098,15 @@ func.func @value_head_dim_zero(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x4x16xf32
       -> tensor<2x8x4x0xf32>
   return
 }
+
+// -----
+
+func.func @head_dim_huge(%q: tensor<1x8x4x4294967296xf32>,
+                         %k: tensor<1x8x4x4294967296xf32>,
+                         %v: tensor<1x8x4x16xf32>) {
+  // expected-error @+1 {{the head dimensions d_qk (4294967296) and d_v (16) must be at most 1024}}
+  %o = te.attention %q, %k, %v layout bshd
+      : (tensor<1x8x4x4294967296xf32>, tensor<1x8x4x4294967296xf32>,
+         tensor<1x8x4x16xf32>) -> tensor<1x8x4x16xf32>
+  return
+}

@@ -170,6 +170,15 @@ FailureOr<AttentionDims> verifyAttentionConfig(AdaptorT adaptor,
                 ") must be at least 1: attention over heads without "
                 "features is undefined; empty batches and sequences are "
                 "accepted");
+  // The lowerings keep a head's row in vector registers; TE's fused
+  // backends stop at 256 (512 for some cuDNN versions).
+  constexpr int64_t kMaxHeadDim = 1024;
+  if (dims.headDimQK > kMaxHeadDim || dims.headDimV > kMaxHeadDim)
+    return diag("the head dimensions d_qk (", fmtDim(dims.headDimQK),
+                ") and d_v (", fmtDim(dims.headDimV), ") must be at most ",
+                kMaxHeadDim,
+                ": te's attention lowerings hold a head's row in vector "
+                "registers (TE's fused attention backends stop at 256)");
   MaskKind maskKind = adaptor.getMaskKind();
   StringRef maskName = stringifyMaskKind(maskKind);
 

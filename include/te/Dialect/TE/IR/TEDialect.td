@@ -40,7 +40,9 @@ def TE_Dialect : Dialect {
     bias, through its epilogue. Every pipeline writes these results down before any lowering sees
     the op (the `te-fold-empty` pass), so backends and plugins never meet a
     zero-size problem. Heads without features (d_qk or d_v of 0) have no
-    meaning and are refused by the verifier. Kernel entry points (the
+    meaning and are refused by the verifier, as are heads of more than
+    1024 features (te's attention lowerings hold a head's row in vector
+    registers; TE's fused attention backends stop at 256). Kernel entry points (the
     functions te-run and the runtime call) take and return tensors with at
     least one element: empty problems arise inside a program.
   }];
