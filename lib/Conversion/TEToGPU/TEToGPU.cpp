@@ -113,8 +113,10 @@ void KernelSet::finish() {
   parent->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                   UnitAttr::get(op->getContext()));
   if (auto existing = SymbolTable::lookupSymbolIn(parent, name)) {
+    // The duplicate stays owned (and is erased with the set): the kernel
+    // handles addKernel gave out point into it, and launch() still reads
+    // their names. Erasing it here left them dangling.
     module = cast<gpu::GPUModuleOp>(existing);
-    owned.release()->erase();
     return;
   }
   parent.getBody()->push_back(owned.release());
