@@ -78,13 +78,15 @@ def test_environment_switches_are_read_at_import():
         use_power_2_scales=True).fp8_quant_fwd_inp.power_2_scale
 
 
-@pytest.mark.parametrize("algo,margin", [("max", 0), ("most_recent", 2)])
-def test_delayed_scaling_state_over_steps(algo, margin):
-    r = recipe.DelayedScaling(amax_history_len=3, amax_compute_algo=algo,
-                              margin=margin)
+@pytest.mark.parametrize("length", [3, 1])
+@pytest.mark.parametrize("algo,margin", [("max", 0), ("most_recent", 2),
+                                         ("max", 1), ("most_recent", 0)])
+def test_delayed_scaling_state_over_steps(algo, margin, length):
+    r = recipe.DelayedScaling(amax_history_len=length,
+                              amax_compute_algo=algo, margin=margin)
     quantizer = r.quantizer("grad")
     assert quantizer.fp8 == E5M2
-    history, scale = np.zeros(3, np.float32), np.float32(1.0)
+    history, scale = np.zeros(length, np.float32), np.float32(1.0)
     rng = np.random.default_rng(0)
     for step, magnitude in enumerate([1.0, 50.0, 0.5, 0.01, 3.0]):
         x = (rng.standard_normal((16, 32)) * magnitude).astype(np.float32)
@@ -200,3 +202,23 @@ def test_collectives_alone_are_the_identity():
         np.testing.assert_array_equal(y, x)
     with pytest.raises(te_mlir.ShapeError, match="divisible"):
         ops.reduce_scatter(x, dim=1, group_size=2)
+    # Dimensions count from the end when negative, as numpy's do; others
+    # are refused with the rank, before any program is written.
+    np.testing.assert_array_equal(ops.all_gather(x, dim=-1), x)
+    np.testing.assert_array_equal(ops.all_to_all(x, -2, np.int64(1)), x)
+    for call, name, dim in (
+            (lambda: ops.all_gather(x, dim=5), "dim", 5),
+            (lambda: ops.all_gather(x, dim=-3), "dim", -3),
+            (lambda: ops.reduce_scatter(x, dim=2), "dim", 2),
+            (lambda: ops.all_to_all(x, 0, 2), "concat_dim", 2),
+            (lambda: ops.all_to_all(x, 7, 0), "split_dim", 7)):
+        with pytest.raises(te_mlir.ShapeError,
+                           match=rf"{name}={dim} is out of range for x of "
+                           r"rank 2 \(shape \[2, 3\]\)"):
+            call()
+    with pytest.raises(TypeError, match="dim=1.5: expected an integer"):
+        ops.all_gather(x, dim=1.5)
+    # Groups larger than the runtime takes are refused by the verifier.
+    with pytest.raises(te_mlir.CompileError, match="size 1099511627776 "
+                       r"exceeds the 1048576 ranks \(2\^20\)"):
+        ops.all_reduce(x, group_size=2**40)

@@ -237,19 +237,22 @@ func.func @scale(%amax: tensor<12xf32>) -> tensor<12xf32> {{
     assert np.array_equal(scale.view(np.uint32), want.view(np.uint32)), (scale, want)
 
 
+# length 1 is TE's amax_history_len=1: the new amax is the whole history.
+@pytest.mark.parametrize("length", [4, 1])
 @pytest.mark.parametrize("algo,margin", [("max", 0), ("most_recent", 1), ("max", 3)])
-def test_delayed_scaling_over_steps(te_run, algo, margin):
+def test_delayed_scaling_over_steps(te_run, algo, margin, length):
     fmt = "f8E4M3FN"
+    h = f"tensor<{length}x3xf32>"
     program = te_run.program(f"""
-func.func @update(%h: tensor<4x3xf32>, %amax: tensor<3xf32>, %s: tensor<3xf32>)
-    -> (tensor<4x3xf32>, tensor<3xf32>) {{
+func.func @update(%h: {h}, %amax: tensor<3xf32>, %s: tensor<3xf32>)
+    -> ({h}, tensor<3xf32>) {{
   %h2, %s2 = te.update_delayed_scaling %h, %amax, %s fp8_type {fmt}
       amax_algo {algo} margin {margin}
-      : tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<4x3xf32>, tensor<3xf32>
-  return %h2, %s2 : tensor<4x3xf32>, tensor<3xf32>
+      : {h}, tensor<3xf32>, tensor<3xf32> -> {h}, tensor<3xf32>
+  return %h2, %s2 : {h}, tensor<3xf32>
 }}
 """)
-    history = np.zeros((4, 3), np.float32)
+    history = np.zeros((length, 3), np.float32)
     scale = np.ones(3, np.float32)
     steps = [
         [1.0, 0.0, 2.0],        # zero amax keeps the previous scale
@@ -268,3 +271,6 @@ func.func @update(%h: tensor<4x3xf32>, %amax: tensor<3xf32>, %s: tensor<3xf32>)
         assert np.array_equal(got_history, history, equal_nan=True)
         assert np.array_equal(got_scale.view(np.uint32), scale.view(np.uint32)), (
             amax, got_scale, scale)
+    # --check compiles it through the reference pipeline too.
+    proc = te_run(program, "--random-inputs", "--check")
+    assert proc.stdout.count(": ok") == 2, proc.stdout

@@ -188,30 +188,34 @@ LogicalResult lowerUpdateDelayedScaling(UpdateDelayedScalingOp op,
         Value amax = memref::LoadOp::create(b, loc, amaxes, at);
         memref::StoreOp::create(b, loc, amax, newHistory, j);
         // history'[i] = history[i - 1], folding each into the maximum
-        // (from 0, NaN skipped: maxnumf, as TE's fmaxf).
-        Value init = arith::MaxNumFOp::create(
+        // (from 0, NaN skipped: maxnumf, as TE's fmaxf). With L = 1 there
+        // is nothing to roll: the new amax is the whole history.
+        Value maximum = arith::MaxNumFOp::create(
             b, loc, emitF32Constant(b, loc, 0.0), amax);
-        auto roll = scf::ForOp::create(
-            b, loc, indexConstant(b, loc, 1), indexConstant(b, loc, length),
-            indexConstant(b, loc, 1), ValueRange{init},
-            [&](OpBuilder &b, Location loc, Value i, ValueRange carried) {
-              Value from = arith::AddIOp::create(
-                  b, loc,
-                  arith::MulIOp::create(
-                      b, loc,
-                      arith::SubIOp::create(b, loc, i,
-                                            indexConstant(b, loc, 1)),
-                      stride),
-                  j);
-              Value to = arith::AddIOp::create(
-                  b, loc, arith::MulIOp::create(b, loc, i, stride), j);
-              Value value = memref::LoadOp::create(b, loc, history, from);
-              memref::StoreOp::create(b, loc, value, newHistory, to);
-              scf::YieldOp::create(b, loc,
-                                   ValueRange{arith::MaxNumFOp::create(
-                                       b, loc, carried[0], value)});
-            });
-        Value chosen = useMax ? roll.getResult(0) : amax;
+        if (length > 1) {
+          auto roll = scf::ForOp::create(
+              b, loc, indexConstant(b, loc, 1), indexConstant(b, loc, length),
+              indexConstant(b, loc, 1), ValueRange{maximum},
+              [&](OpBuilder &b, Location loc, Value i, ValueRange carried) {
+                Value from = arith::AddIOp::create(
+                    b, loc,
+                    arith::MulIOp::create(
+                        b, loc,
+                        arith::SubIOp::create(b, loc, i,
+                                              indexConstant(b, loc, 1)),
+                        stride),
+                    j);
+                Value to = arith::AddIOp::create(
+                    b, loc, arith::MulIOp::create(b, loc, i, stride), j);
+                Value value = memref::LoadOp::create(b, loc, history, from);
+                memref::StoreOp::create(b, loc, value, newHistory, to);
+                scf::YieldOp::create(b, loc,
+                                     ValueRange{arith::MaxNumFOp::create(
+                                         b, loc, carried[0], value)});
+              });
+          maximum = roll.getResult(0);
+        }
+        Value chosen = useMax ? maximum : amax;
         Value previous = memref::LoadOp::create(b, loc, scales, at);
         memref::StoreOp::create(
             b, loc, emitDelayedScale(b, loc, chosen, previous, scaledMax),

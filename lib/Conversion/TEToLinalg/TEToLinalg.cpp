@@ -349,21 +349,26 @@ struct UpdateDelayedScalingOpLowering
         tensor::EmptyOp::create(rewriter, loc, sizes, rewriter.getF32Type());
     SmallVector<OpFoldResult> zeros(rank, rewriter.getIndexAttr(0));
     SmallVector<OpFoldResult> ones(rank, rewriter.getIndexAttr(1));
-    SmallVector<OpFoldResult> shiftedSizes = sizes;
-    if (historyType.isDynamicDim(0)) {
-      Value length = tensor::DimOp::create(rewriter, loc, history, 0);
-      Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-      shiftedSizes[0] =
-          arith::SubIOp::create(rewriter, loc, length, one).getResult();
-    } else {
-      shiftedSizes[0] = rewriter.getIndexAttr(historyType.getDimSize(0) - 1);
+    // With L = 1 nothing is kept: the new amax is the whole history (TE's
+    // roll). The slices of the shift would be empty, and an empty slice at
+    // offset 1 of a length-1 dimension does not verify.
+    if (historyType.isDynamicDim(0) || historyType.getDimSize(0) > 1) {
+      SmallVector<OpFoldResult> shiftedSizes = sizes;
+      if (historyType.isDynamicDim(0)) {
+        Value length = tensor::DimOp::create(rewriter, loc, history, 0);
+        Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+        shiftedSizes[0] =
+            arith::SubIOp::create(rewriter, loc, length, one).getResult();
+      } else {
+        shiftedSizes[0] = rewriter.getIndexAttr(historyType.getDimSize(0) - 1);
+      }
+      Value kept = tensor::ExtractSliceOp::create(rewriter, loc, history, zeros,
+                                                  shiftedSizes, ones);
+      SmallVector<OpFoldResult> shiftedOffsets = zeros;
+      shiftedOffsets[0] = rewriter.getIndexAttr(1);
+      newHistory = tensor::InsertSliceOp::create(
+          rewriter, loc, kept, newHistory, shiftedOffsets, shiftedSizes, ones);
     }
-    Value kept = tensor::ExtractSliceOp::create(rewriter, loc, history, zeros,
-                                                shiftedSizes, ones);
-    SmallVector<OpFoldResult> shiftedOffsets = zeros;
-    shiftedOffsets[0] = rewriter.getIndexAttr(1);
-    newHistory = tensor::InsertSliceOp::create(
-        rewriter, loc, kept, newHistory, shiftedOffsets, shiftedSizes, ones);
     SmallVector<OpFoldResult> frontSizes = sizes;
     frontSizes[0] = rewriter.getIndexAttr(1);
     newHistory = tensor::InsertSliceOp::create(rewriter, loc, amax, newHistory,

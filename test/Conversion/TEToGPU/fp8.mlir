@@ -96,6 +96,27 @@ func.func @delayed(%h: tensor<16x3xf32>, %a: tensor<3xf32>, %s: tensor<3xf32>) -
 
 // -----
 
+// A history of one step (TE's amax_history_len = 1): no roll, the new amax
+// is stored as the history and its maximum with 0 feeds the scale.
+
+// CHECK-LABEL: func.func @delayed_history_of_one
+// CHECK: gpu.launch_func @[[M:te_delayed_scaling_[0-9a-f]+]]::@[[M]]_update {{.*}} args(%{{.*}} : memref<1x3xf32>, %{{.*}} : memref<3xf32>, %{{.*}} : memref<3xf32>, %{{.*}} : memref<1x3xf32>, %{{.*}} : memref<3xf32>)
+// CHECK: gpu.func @[[M]]_update
+// CHECK-NOT: scf.for %{{.*}} = %c1 to
+// CHECK: %[[AMAX:.*]] = memref.load
+// CHECK-NEXT: memref.store %[[AMAX]]
+// CHECK: arith.maxnumf %{{.*}}, %[[AMAX]]
+// CHECK-NOT: scf.for %{{.*}} = %c1 to
+// CHECK: arith.divf
+// CHECK: gpu.return
+func.func @delayed_history_of_one(%h: tensor<1x3xf32>, %a: tensor<3xf32>, %s: tensor<3xf32>) -> (tensor<1x3xf32>, tensor<3xf32>) {
+  %h2, %s2 = te.update_delayed_scaling %h, %a, %s fp8_type f8E5M2 amax_algo max margin 1
+      : tensor<1x3xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<1x3xf32>, tensor<3xf32>
+  return %h2, %s2 : tensor<1x3xf32>, tensor<3xf32>
+}
+
+// -----
+
 // Per-tensor quantization with the transposed copy: init (scale_inv and a
 // zero amax), the cast with the fused amax, and the transpose through 32x32
 // shared tiles on 32x8 blocks.

@@ -90,6 +90,43 @@ func.func @delayed_scaling(%h: tensor<16x3xf32>, %amax: tensor<3xf32>, %scale: t
 
 // -----
 
+// A history of one step (TE's amax_history_len = 1): nothing is kept, the
+// new amax is the whole new history, and the max over it feeds the scale.
+// CHECK-LABEL: func @delayed_scaling_history_of_one
+// CHECK-SAME: (%[[H:.*]]: tensor<1x3xf32>, %[[A:.*]]: tensor<3xf32>, %[[S:.*]]: tensor<3xf32>)
+// CHECK-NOT: tensor.extract_slice
+// CHECK: %[[EMPTY:.*]] = tensor.empty() : tensor<1x3xf32>
+// CHECK-NOT: tensor.extract_slice
+// CHECK: %[[NEW:.*]] = tensor.insert_slice %[[A]] into %[[EMPTY]][0, 0] [1, 3] [1, 1]
+// CHECK: %[[MAX:.*]] = linalg.reduce ins(%[[NEW]] : tensor<1x3xf32>) {{.*}} dimensions = [0]
+// CHECK: %[[SCALE:.*]] = linalg.generic {{.*}} ins(%[[MAX]], %[[S]] : tensor<3xf32>, tensor<3xf32>)
+// CHECK: return %[[NEW]], %[[SCALE]]
+func.func @delayed_scaling_history_of_one(%h: tensor<1x3xf32>, %amax: tensor<3xf32>, %scale: tensor<3xf32>)
+    -> (tensor<1x3xf32>, tensor<3xf32>) {
+  %h2, %s2 = te.update_delayed_scaling %h, %amax, %scale fp8_type f8E5M2 margin 2
+      : tensor<1x3xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<1x3xf32>, tensor<3xf32>
+  return %h2, %s2 : tensor<1x3xf32>, tensor<3xf32>
+}
+
+// -----
+
+// The same for one managed tensor, most_recent: no reduction either.
+// CHECK-LABEL: func @delayed_scaling_history_of_one_most_recent
+// CHECK-SAME: (%[[H:.*]]: tensor<1xf32>, %[[A:.*]]: tensor<f32>, %[[S:.*]]: tensor<f32>)
+// CHECK-NOT: tensor.extract_slice
+// CHECK-NOT: linalg.reduce
+// CHECK: %[[NEW:.*]] = tensor.insert_slice %[[A]] into %{{.*}}[0] [1] [1] : tensor<f32> into tensor<1xf32>
+// CHECK: %[[SCALE:.*]] = linalg.generic {{.*}} ins(%[[A]], %[[S]] : tensor<f32>, tensor<f32>)
+// CHECK: return %[[NEW]], %[[SCALE]]
+func.func @delayed_scaling_history_of_one_most_recent(%h: tensor<1xf32>, %amax: tensor<f32>, %scale: tensor<f32>)
+    -> (tensor<1xf32>, tensor<f32>) {
+  %h2, %s2 = te.update_delayed_scaling %h, %amax, %scale fp8_type f8E4M3FN amax_algo most_recent
+      : tensor<1xf32>, tensor<f32>, tensor<f32> -> tensor<1xf32>, tensor<f32>
+  return %h2, %s2 : tensor<1xf32>, tensor<f32>
+}
+
+// -----
+
 // most_recent uses the new amax directly: no reduction over the history.
 // CHECK-LABEL: func @delayed_scaling_most_recent
 // CHECK-NOT: linalg.reduce
