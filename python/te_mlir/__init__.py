@@ -70,6 +70,18 @@ def _from_raw_bits(outputs, dtypes):
                  for out, dtype in zip(outputs, dtypes))
 
 
+def _resolve_views(array):
+    """`array`, or for a torch tensor that is a negative or conjugate view
+    (torch._neg_view, .conj() of a complex tensor) a copy with the
+    negation or conjugation applied: DLPack and .numpy() hand over the
+    memory only, so the view's sign would be lost and the kernel would
+    compute on the tensor it views."""
+    if type(array).__module__.split(".")[0] == "torch" and (
+            array.is_neg() or array.is_conj()):
+        return array.resolve_conj().resolve_neg()
+    return array
+
+
 def numpy_dtype(te_dtype):
     """The numpy dtype of a te element type name ("bf16" -> bfloat16)."""
     return _DTYPES[te_dtype]
@@ -152,7 +164,9 @@ class Module:
         and FP8) or any host array with DLPack (a CPU torch tensor, say).
         On the cpu device the kernel reads the inputs where they are and
         the outputs are the buffers it wrote: nothing is copied (a
-        non-contiguous input is made contiguous first)."""
+        non-contiguous input is made contiguous first, and a torch
+        tensor that is a negative or conjugate view is resolved, as
+        resolve_neg() and resolve_conj() do)."""
         entry = self._entry(entry)
         args = self.signature(entry)
         expected = [a for a in args if not a[0]]
@@ -175,6 +189,8 @@ class Module:
                 # numpy has no DLPack type for ml_dtypes' types: their bits.
                 if dtype in _RAW_BITS:
                     array = array.view(_RAW_BITS[dtype])
+            else:
+                array = _resolve_views(array)
             arrays.append(array)
         outputs = self._core.run(entry, arrays)
         return _from_raw_bits(outputs, [dtype for out, dtype, _ in args

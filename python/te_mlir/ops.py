@@ -27,11 +27,13 @@ permute) run over groups of the job's ranks: under mpirun -np N python
 ..., the cpu device's MPI world (see world()).
 """
 
+import operator
 import threading
 
 import numpy as np
 
-from . import _DTYPES, _RAW_BITS, Device, _from_raw_bits, default_jit
+from . import (_DTYPES, _RAW_BITS, Device, _from_raw_bits, _resolve_views,
+               default_jit)
 from .errors import DeviceError, DTypeError, ShapeError
 
 __all__ = ["Float8Tensor", "all_gather", "all_reduce", "all_to_all", "amax",
@@ -141,6 +143,9 @@ class _Arg:
                     f"{what}: a torch tensor on {value.device}; te_mlir takes "
                     "CPU tensors (the runtime's cuda device does not take "
                     "torch's device memory yet): move it with .cpu()")
+            # A negative or conjugate view's sign lives in a flag that
+            # .numpy() would refuse and DLPack would drop.
+            value = _resolve_views(value)
             if not value.is_contiguous():
                 value = value.contiguous()
             self.dtype = dtype_name(value.dtype)
@@ -192,9 +197,43 @@ def _tensor_type(dtype, shape):
     return f"tensor<{dims}{dtype}>"
 
 
-def _float(value):
-    """An f32 attribute value, spelled so that it parses back exactly."""
-    return repr(float(np.float32(value)))
+def _float(what, value):
+    """The f32 attribute `what` of value `value`, spelled so that it parses
+    back exactly. NaN and infinities (and values beyond f32's range) have
+    no spelling in the IR and no meaning as a scale, epsilon or
+    probability: ValueError."""
+    with np.errstate(over="ignore"):
+        single = np.float32(value)
+    if not np.isfinite(single):
+        reason = ("is beyond the range of f32" if np.isfinite(float(value))
+                  else "is not finite")
+        raise ValueError(f"{what}={value!r} {reason}; expected a finite "
+                         "number")
+    return repr(float(single))
+
+
+def _integer(what, value):
+    """`value` as an int: Python and numpy integers (anything with
+    __index__); floats, even integral ones, are refused rather than
+    truncated."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what}={value!r}: expected an integer, got "
+                        f"{type(value).__name__}") from None
+
+
+def _dim(what, name, dim, shape):
+    """Dimension `dim` of an array of `shape` for argument `name` of op
+    `what`, negative ones counted from the end as numpy does; ShapeError
+    when the array has no such dimension."""
+    dim = _integer(name, dim)
+    rank = len(shape)
+    if not -rank <= dim < rank:
+        raise ShapeError(f"{what}: {name}={dim} is out of range for x of "
+                         f"rank {rank} (shape {list(shape)}); expected "
+                         f"{-rank} <= {name} < {rank}")
+    return dim % rank
 
 
 def _function(args, op, results):
@@ -323,7 +362,7 @@ def compute_scale(amax, fp8="e4m3", *, epsilon=0.0, pow2_scales=False,
     a = _arg(amax, "amax", ("f32",))
     attrs = f"fp8_type {fp8}"
     if epsilon:
-        attrs += f" epsilon {_float(epsilon)}"
+        attrs += f" epsilon {_float('epsilon', epsilon)}"
     if pow2_scales:
         attrs += " pow2_scales"
     src = lambda args: _function(
@@ -339,7 +378,7 @@ def update_delayed_scaling(amax_history, amax, scale, fp8="e4m3", *,
     (new_history, new_scale)."""
     fp8 = _fp8_name(fp8)
     _choice("amax_algo", amax_algo, AMAX_ALGOS)
-    margin = int(margin)
+    margin = _integer("margin", margin)
     args = [_arg(amax_history, "amax_history", ("f32",)),
             _arg(amax, "amax", ("f32",)), _arg(scale, "scale", ("f32",))]
     attrs = f"fp8_type {fp8} amax_algo {amax_algo} margin {margin}"
@@ -476,10 +515,10 @@ def quantize(x, fp8="e4m3", mode="per_tensor", *, scale=None, usage=None,
         if pow2_scales is False:
             attrs += " pow2_scales false"
         if epsilon:
-            attrs += f" epsilon {_float(epsilon)}"
+            attrs += f" epsilon {_float('epsilon', epsilon)}"
     elif current:
         if epsilon:
-            scale_attrs += f" epsilon {_float(epsilon)}"
+            scale_attrs += f" epsilon {_float('epsilon', epsilon)}"
         if pow2_scales:
             scale_attrs += " pow2_scales"
     elif pow2_scales or epsilon:
@@ -671,13 +710,16 @@ def _attention_operands(kw):
     attrs = f"layout {layout} mask {mask}"
     window = kw["window"]
     if window is not None:
-        left, right = (int(w) for w in window)
+        if len(window) != 2:
+            raise ValueError(f"attention: window={window!r}: expected "
+                             "(left, right)")
+        left, right = (_integer("window", w) for w in window)
         attrs += f" window [{left}, {right}]"
     if kw["bottom_right_diagonal"] is not None:
         attrs += (" bottom_right_diagonal "
                   f"{'true' if kw['bottom_right_diagonal'] else 'false'}")
     if kw["scale"] is not None:
-        attrs += f" scale {_float(kw['scale'])}"
+        attrs += f" scale {_float('scale', kw['scale'])}"
     if bias_kind != "no_bias":
         attrs += f" bias {bias_kind}"
     if softmax != "vanilla":
@@ -685,14 +727,15 @@ def _attention_operands(kw):
     rng_state = None
     dropout = float(kw["dropout"] or 0.0)
     if dropout:
-        attrs += f" dropout {_float(dropout)}"
+        attrs += f" dropout {_float('dropout', dropout)}"
         if kw["seed"] is None:
             raise ValueError(
                 "attention: dropout needs seed= (and rng_offset=): the same "
                 "ones reproduce the kept set in attention_backward")
         # (seed, offset) as 64-bit patterns: negative seeds wrap.
-        rng_state = np.array([int(kw["seed"]) % 2**64,
-                              int(kw["rng_offset"]) % 2**64],
+        seed = _integer("seed", kw["seed"])
+        offset = _integer("rng_offset", kw["rng_offset"])
+        rng_state = np.array([seed % 2**64, offset % 2**64],
                              np.uint64).view(np.int64)
     groups = []
 
@@ -845,10 +888,12 @@ def _group(group_size, ranks, device):
     world or, with `ranks`, the listed world ranks group after group."""
     if group_size is None:
         group_size = len(ranks) if ranks is not None else world(device)[1]
-    line = f"te.process_group @g size {int(group_size)}"
+    group_size = _integer("group_size", group_size)
+    line = f"te.process_group @g size {group_size}"
     if ranks is not None:
-        line += f" ranks [{', '.join(str(int(r)) for r in ranks)}]"
-    return int(group_size), line
+        line += (" ranks ["
+                 f"{', '.join(str(_integer('ranks', r)) for r in ranks)}]")
+    return group_size, line
 
 
 def _collective(name, x, op, result_shape, group_size, ranks, device):
@@ -883,11 +928,14 @@ def all_reduce(x, reduce="sum", *, group_size=None, ranks=None,
 def all_gather(x, dim=0, *, group_size=None, ranks=None, device=None):
     """The group's inputs concatenated in rank order along `dim`
     (te.all_gather)."""
+    x = _arg(x, "x")
+    dim = _dim("all_gather", "dim", dim, x.shape)
+
     def shape(n, s):
         s[dim] *= n
         return s
     return _collective("all_gather", x, f"te.all_gather %a0 group @g dim "
-                       f"{int(dim)}", shape, group_size, ranks, device)
+                       f"{dim}", shape, group_size, ranks, device)
 
 
 def reduce_scatter(x, dim=0, reduce="sum", *, group_size=None, ranks=None,
@@ -895,12 +943,14 @@ def reduce_scatter(x, dim=0, reduce="sum", *, group_size=None, ranks=None,
     """Chunk `rank` along `dim` of the group's reduction
     (te.reduce_scatter)."""
     _choice("reduce", reduce, REDUCTIONS)
+    x = _arg(x, "x")
+    dim = _dim("reduce_scatter", "dim", dim, x.shape)
 
     def shape(n, s):
         s[dim] = _split("reduce_scatter", n, s[dim])
         return s
     return _collective("reduce_scatter", x, f"te.reduce_scatter %a0 group @g "
-                       f"dim {int(dim)} reduce {reduce}", shape, group_size,
+                       f"dim {dim} reduce {reduce}", shape, group_size,
                        ranks, device)
 
 
@@ -908,19 +958,22 @@ def all_to_all(x, split_dim, concat_dim, *, group_size=None, ranks=None,
                device=None):
     """x split along `split_dim`, chunk j sent to rank j, the received
     chunks concatenated along `concat_dim` (te.all_to_all)."""
+    x = _arg(x, "x")
+    split_dim = _dim("all_to_all", "split_dim", split_dim, x.shape)
+    concat_dim = _dim("all_to_all", "concat_dim", concat_dim, x.shape)
+
     def shape(n, s):
         s[split_dim] = _split("all_to_all", n, s[split_dim])
         s[concat_dim] *= n
         return s
     return _collective("all_to_all", x, f"te.all_to_all %a0 group @g "
-                       f"split_dim {int(split_dim)} concat_dim "
-                       f"{int(concat_dim)}", shape, group_size, ranks,
-                       device)
+                       f"split_dim {split_dim} concat_dim {concat_dim}",
+                       shape, group_size, ranks, device)
 
 
 def permute(x, shift=1, *, group_size=None, ranks=None, device=None):
     """What rank r - shift of the group sent: each rank sends x to rank
     r + shift (te.permute, the ring of context parallelism)."""
     return _collective("permute", x, f"te.permute %a0 group @g shift "
-                       f"{int(shift)}", lambda n, s: s, group_size, ranks,
-                       device)
+                       f"{_integer('shift', shift)}", lambda n, s: s,
+                       group_size, ranks, device)

@@ -232,6 +232,35 @@ def test_update_delayed_scaling_over_steps():
     assert s == np.float32(224.0)
 
 
+@pytest.mark.parametrize("algo", ["max", "most_recent"])
+@pytest.mark.parametrize("entries", [(), (3,)])
+def test_update_delayed_scaling_with_a_history_of_one(algo, entries):
+    """amax_history_len = 1 (TE allows it): the roll leaves the new amax as
+    the only entry, and the scale comes from it; NaN, inf and 0 keep the
+    previous scale."""
+    history = np.zeros((1,) + entries, np.float32)
+    scale = np.ones(entries, np.float32)
+    want_h, want_s = history, scale
+    steps = [4.0, np.nan, 0.0, np.inf, 1e-30, 0.5, -2.0]
+    for step, value in enumerate(steps):
+        amax = np.full(entries, value, np.float32)
+        if entries:
+            amax[0] = 3.0  # the entries are independent
+        history, scale = ops.update_delayed_scaling(
+            history, amax, scale, "e5m2", amax_algo=algo, margin=1)
+        want_h, want_s = fp8_ref.update_delayed_scaling(
+            want_h, amax, want_s, E5M2, algo, margin=1)
+        assert history.shape == (1,) + entries
+        np.testing.assert_array_equal(history, want_h, err_msg=str(step))
+        np.testing.assert_array_equal(scale, want_s, err_msg=str(step))
+    # Only the latest amax counts: after 0.5, then -2 (no usable amax: the
+    # scale stays), the scale is (57344 * 2^-1) / 0.5.
+    assert history.reshape(-1)[-1] == np.float32(-2.0)
+    assert scale.reshape(-1)[-1] == np.float32(57344.0)
+    if entries:
+        assert scale[0] == np.float32(28672.0) / np.float32(3.0)
+
+
 # --- Attention -----------------------------------------------------------
 
 
@@ -414,6 +443,35 @@ def test_errors_are_typed():
                                bias_type="pre_scale")
     with pytest.raises(ValueError, match="transpose=True.*rowwise"):
         ops.quantize(x, transpose=True, usage="rowwise")
+    # Float attributes are finite f32 numbers, refused by name before any
+    # IR is written (NaN would be an IR syntax error).
+    for what, call in (
+            ("scale", lambda v: ops.attention(q4, q4, q4, scale=v)),
+            ("dropout", lambda v: ops.attention(q4, q4, q4, dropout=v,
+                                                seed=1)),
+            ("epsilon", lambda v: ops.quantize(x, epsilon=v)),
+            ("epsilon", lambda v: ops.quantize(x, mode="block_1x128",
+                                               epsilon=v)),
+            ("epsilon", lambda v: ops.compute_scale(np.float32(2),
+                                                    epsilon=v))):
+        for bad in (float("nan"), float("inf"), -np.inf, np.float32("nan"),
+                    1e39):
+            with pytest.raises(ValueError, match=f"{what}=.*finite"):
+                call(bad)
+    # Integer attributes are integers: 1.9 is not truncated to 1.
+    for window in ((1.9, 0), (1.0, 0), (0, np.float32(2)), ("1", 0)):
+        with pytest.raises(TypeError, match=r"window=.*expected an integer"):
+            ops.attention(q4, q4, q4, mask="no_mask", window=window)
+    with pytest.raises(ValueError, match=r"window=.*\(left, right\)"):
+        ops.attention(q4, q4, q4, mask="no_mask", window=(1, 2, 3))
+    with pytest.raises(TypeError, match="margin=1.5"):
+        ops.update_delayed_scaling(np.zeros(2, np.float32), np.float32(1),
+                                   np.float32(1), margin=1.5)
+    with pytest.raises(TypeError, match="seed=0.5"):
+        ops.attention(q4, q4, q4, dropout=0.5, seed=0.5)
+    # numpy integers are integers.
+    ops.attention(q4, q4, q4, mask="no_mask",
+                  window=(np.int64(2), np.int32(0)))
     # A negative seed is a 64-bit pattern like any other.
     ops.attention(q4, q4, q4, dropout=0.5, seed=-1)
 

@@ -234,6 +234,47 @@ def test_fp8_ops_roundtrip():
     torch.testing.assert_close(y.float(), want, rtol=2**-8, atol=1e-3)
 
 
+NEGATE_SOURCE = """
+func.func @q(%x: tensor<2x4xf32>, %s: tensor<f32>)
+    -> (tensor<2x4xf8E4M3FN>, tensor<f32>, tensor<f32>) {
+  %d, %si, %a = te.quantize %x scale(%s) mode per_tensor
+      : tensor<2x4xf32>, tensor<f32>
+      -> tensor<2x4xf8E4M3FN>, tensor<f32>, tensor<f32>
+  return %d, %si, %a : tensor<2x4xf8E4M3FN>, tensor<f32>, tensor<f32>
+}
+"""
+
+
+def test_negative_and_conjugate_views_are_resolved():
+    """torch's negative views keep the sign in a flag that DLPack drops: a
+    Module call, ops and te_mlir.torch all compute on -t, not on t."""
+    t = torch.arange(1, 9, dtype=torch.float32).reshape(2, 4)
+    neg = torch._neg_view(t)
+    assert neg.is_neg()
+    want = (-t).to(torch.float8_e4m3fn).view(torch.uint8).numpy()
+    module = te_mlir.compile(NEGATE_SOURCE)
+    data, _, _ = module(neg, torch.tensor(1.0))
+    np.testing.assert_array_equal(data.view(np.uint8), want)
+    # Numerically it is the input given as -t.
+    data, _, _ = module(-t, torch.tensor(1.0))
+    np.testing.assert_array_equal(data.view(np.uint8), want)
+    # The same for a negative scale given as a view, and for the ops.
+    data, _, _ = module(t, torch._neg_view(torch.tensor(1.0)))
+    np.testing.assert_array_equal(data.view(np.uint8), want)
+    q = ops.quantize(neg, scale=torch.tensor(1.0))
+    np.testing.assert_array_equal(q.data.view(torch.uint8).numpy(), want)
+    q = tet.quantize(torch._neg_view(t.to(torch.bfloat16)),
+                     scale=torch.tensor(1.0))
+    np.testing.assert_array_equal(q.data.view(torch.uint8).numpy(), want)
+    # The input itself is left as it was.
+    assert neg.is_neg() and t[0, 0] == 1
+    # A conjugate view of a real tensor is the tensor; of a complex one,
+    # refused by its dtype (te has no complex types).
+    with pytest.raises(te_mlir.DTypeError):
+        module(torch.ones(2, 4, dtype=torch.complex64).conj(),
+               torch.tensor(1.0))
+
+
 def test_tensors_off_the_cpu_are_refused_with_a_device_error():
     meta = torch.empty(4, 8, device="meta")  # not on the CPU, like CUDA's
     with pytest.raises(te_mlir.DeviceError, match="CPU tensors"):
