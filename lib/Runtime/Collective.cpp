@@ -131,12 +131,14 @@ std::string te::runtime::parseCollectiveCall(const std::string &function,
   te_collective_desc &desc = call.desc;
   call.group = pairs["group"];
   int64_t size;
-  if (!parseInteger(pairs["size"], 1, 1 << 20, size))
-    return "invalid size '" + pairs["size"] + "'; expected a positive integer";
+  if (!parseInteger(pairs["size"], 1, TE_MAX_WORLD_SIZE, size))
+    return "invalid size '" + pairs["size"] +
+           "'; expected a positive integer of at most " +
+           std::to_string(TE_MAX_WORLD_SIZE);
   call.groupSize = static_cast<int>(size);
   if (pairs["ranks"] != "blocks") {
     std::vector<int64_t> ranks;
-    if (!parseList(pairs["ranks"], 0, (1 << 20) - 1, ranks) ||
+    if (!parseList(pairs["ranks"], 0, TE_MAX_WORLD_SIZE - 1, ranks) ||
         ranks.size() % size != 0)
       return "invalid ranks '" + pairs["ranks"] +
              "'; expected 'blocks' or world ranks a_b_..., a multiple of "

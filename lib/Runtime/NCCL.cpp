@@ -463,14 +463,15 @@ int ncclOp(te_reduce_kind kind) {
 World nccl::findWorld() {
   World world;
   std::string error;
-  if (readInteger("TE_WORLD_SIZE", 1, 1 << 20, world.size, error)) {
+  if (readInteger("TE_WORLD_SIZE", 1, TE_MAX_WORLD_SIZE, world.size, error)) {
     if (!readInteger("TE_RANK", 0, world.size - 1, world.rank, error) &&
         error.empty())
       error = "TE_WORLD_SIZE is set but TE_RANK is not";
   } else if (error.empty() &&
-             (readInteger("OMPI_COMM_WORLD_SIZE", 1, 1 << 20, world.size,
-                          error) ||
-              readInteger("PMI_SIZE", 1, 1 << 20, world.size, error))) {
+             (readInteger("OMPI_COMM_WORLD_SIZE", 1, TE_MAX_WORLD_SIZE,
+                          world.size, error) ||
+              readInteger("PMI_SIZE", 1, TE_MAX_WORLD_SIZE, world.size,
+                          error))) {
     world.mpi = true;
     if (!readInteger("OMPI_COMM_WORLD_RANK", 0, world.size - 1, world.rank,
                      error) &&

@@ -12,6 +12,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
@@ -140,11 +141,34 @@ bool isKernelElementType(Type type) {
          type.isSignlessInteger(32) || type.isSignlessInteger(64);
 }
 
+/// Whether the elements of a static `type`, and their bytes, can be counted
+/// in 64-bit signed integers (the buffer sizes and offsets of memref
+/// descriptors and of the runtime). ShapedType::getNumElements wraps
+/// around instead: 2^32 x 2^32 elements count as 0.
+bool hasCountableSize(RankedTensorType type) {
+  int64_t count = (type.getElementTypeBitWidth() + 7) / 8;
+  for (int64_t size : type.getShape())
+    if (llvm::MulOverflow(count, size, count))
+      return false;
+  return true;
+}
+
 /// Checks argument or result `index` of `func`, whose type is `type`;
 /// a refusal is located at `loc` (the argument, or the function).
 LogicalResult checkKernelType(func::FuncOp func, Type type, StringRef role,
                               unsigned index, Location loc) {
   auto tensor = dyn_cast<RankedTensorType>(type);
+  if (tensor && tensor.hasStaticShape() &&
+      isKernelElementType(tensor.getElementType()) && !hasCountableSize(tensor))
+    return mlir::emitError(loc, "kernel @")
+           << func.getSymName() << ": " << role << " " << index << " has type "
+           << type << ", whose size overflows: "
+           << llvm::join(llvm::map_range(
+                             tensor.getShape(),
+                             [](int64_t size) { return std::to_string(size); }),
+                         " x ")
+           << " elements of " << (tensor.getElementTypeBitWidth() + 7) / 8
+           << " bytes are more than a 64-bit size holds (2^63 - 1 bytes)";
   if (tensor && tensor.hasStaticShape() && tensor.getNumElements() == 0)
     return mlir::emitError(loc, "kernel @")
            << func.getSymName() << ": " << role << " " << index << " has type "

@@ -53,6 +53,11 @@ typedef enum te_reduce_kind {
   TE_REDUCE_AVG
 } te_reduce_kind;
 
+/// The most ranks a world, and so a process group, may have: 2^20. The
+/// compiler refuses larger te.process_group sizes; the runtime refuses
+/// larger worlds and groups.
+#define TE_MAX_WORLD_SIZE (1 << 20)
+
 /// One process group of a program: what te_device_ops.channel_create
 /// receives.
 typedef struct te_channel_spec {

@@ -17,6 +17,18 @@ te.process_group @g size -4
 
 // -----
 
+// The runtime takes groups (and worlds) of up to 2^20 ranks: a larger one
+// would compile and then fail to load.
+// expected-error @+1 {{'te.process_group' op size 1099511627776 exceeds the 1048576 ranks (2^20) a process group may have}}
+te.process_group @g size 1099511627776
+
+// -----
+
+// 2^20 itself is fine.
+te.process_group @g size 1048576
+
+// -----
+
 // A rank list holds whole groups...
 // expected-error @+1 {{'ranks' must list whole groups of 2 ranks, got 3}}
 te.process_group @g size 2 ranks [0, 1, 2]

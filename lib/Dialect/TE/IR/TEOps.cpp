@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "te/Dialect/TE/IR/TEOps.h"
+#include "te/Runtime/Collective.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
@@ -885,10 +886,19 @@ LogicalResult CheckOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult ProcessGroupOp::verify() {
+  int64_t size = getSize();
+  // The runtime's limit (te/Runtime/Collective.h): a larger group would
+  // compile and then fail to load.
+  if (size > TE_MAX_WORLD_SIZE)
+    return emitOpError("size ") << size << " exceeds the " << TE_MAX_WORLD_SIZE
+                                << " ranks (2^20) a process group may have";
   std::optional<ArrayRef<int64_t>> ranks = getRanks();
   if (!ranks)
     return success();
-  int64_t size = getSize();
+  if (static_cast<int64_t>(ranks->size()) > TE_MAX_WORLD_SIZE)
+    return emitOpError("'ranks' lists ")
+           << ranks->size() << " ranks, more than the " << TE_MAX_WORLD_SIZE
+           << " (2^20) a world may have";
   if (ranks->empty() || static_cast<int64_t>(ranks->size()) % size != 0)
     return emitOpError("'ranks' must list whole groups of ")
            << size << " ranks, got " << ranks->size();

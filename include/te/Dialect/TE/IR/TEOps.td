@@ -571,7 +571,9 @@ def TE_ProcessGroupOp : TE_Op<"process_group", [Symbol]> {
     after group: every rank of the world exactly once, so the world has as
     many ranks as the list (data-parallel groups across tensor-parallel
     ones are strided this way). Within a group, ranks are numbered in the
-    group's order.
+    group's order. A group, and a world, has at most 2^20 ranks (the
+    runtime's TE_MAX_WORLD_SIZE): `size` and the length of `ranks` are
+    at most 1048576.
 
     ```mlir
     te.process_group @tp size 2
