@@ -66,6 +66,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -481,7 +482,9 @@ def verify_extra(te_opt, path, entries):
             result = subprocess.run([te_opt, program, "-o", os.devnull],
                                     capture_output=True, text=True)
             if result.returncode != 0:
-                message = one_line(result.stderr).replace(program, path)
+                message = failure_of(result).replace(program, path)
+                if died(result):
+                    message = "te-opt " + message
                 raise ExtraError(f"{path}: entry {index} (line {start}) "
                                  f"'{name}': does not verify: {message}")
 
@@ -527,6 +530,30 @@ def one_line(text):
     return (errors or lines or ["(no output)"])[0]
 
 
+def died(result):
+    """'died with SIGSEGV' when the process of `result` ended by a signal
+    (usually a crash in the plugin it loaded), else None."""
+    if result.returncode >= 0:
+        return None
+    number = -result.returncode
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        name = f"signal {number}"
+    return f"died with {name}"
+
+
+def failure_of(result):
+    """One line saying why the process of `result` failed: the signal that
+    killed it (with its last error line, if any), or its first error
+    line."""
+    crash = died(result)
+    message = one_line(result.stderr)
+    if not crash:
+        return message
+    return crash + ("" if message == "(no output)" else f" ({message})")
+
+
 def run_case(te_run, env, plugin_name, path, seed, backend):
     """Returns (status, detail)."""
     device = ["--backend", backend] if backend else []
@@ -536,7 +563,7 @@ def run_case(te_run, env, plugin_name, path, seed, backend):
         capture_output=True, text=True, env=env, timeout=600)
     rows = [l for l in explain.stdout.splitlines() if l.startswith("te.")]
     if not rows:
-        return "failed", "te-run --explain: " + one_line(explain.stderr)
+        return "failed", "te-run --explain: " + failure_of(explain)
     ours = [r for r in rows if re.search(r"\bplugin " + re.escape(plugin_name) + "/", r)]
     # On the plugin's own device everything is the plugin's: its providers'
     # lowerings and its target's.
@@ -558,6 +585,8 @@ def run_case(te_run, env, plugin_name, path, seed, backend):
     if "has no reference" in text or "no reference decomposition" in text:
         return "skipped", "no reference: " + one_line(check.stderr)
     results = CHECK_LINE.findall(text)
+    if died(check):
+        return "failed", "te-run --check: " + failure_of(check)
     if check.returncode == 2 or not results:
         return "failed", one_line(check.stderr or check.stdout)
     worst_abs = max(float(r[1]) for r in results)
@@ -580,18 +609,26 @@ def plugin_name_of(te_run, env):
     """(name, version, plugin table) of the plugin from te-opt's plugin
     table, or (None, why not, None)."""
     te_opt = te_opt_beside(te_run)
-    if te_opt:
-        info = subprocess.run([te_opt, "--te-print-plugin-info"],
-                              capture_output=True, text=True, env=env)
-        match = re.search(r"^\s+plugin: (\S+) (\S+)", info.stdout, re.M)
-        failed = re.search(r"failed at (\S+): (.*)", info.stdout)
-        if failed:
-            return (None, f"failed at {failed.group(1)}: {failed.group(2)}",
-                    None)
-        if match:
-            return match.group(1), match.group(2).rstrip(","), info.stdout
-    return (None, "cannot query the plugin (te-opt not found next to te-run)",
-            None)
+    if not te_opt:
+        return (None, "cannot query the plugin (te-opt not found next to "
+                "te-run)", None)
+    info = subprocess.run([te_opt, "--te-print-plugin-info"],
+                          capture_output=True, text=True, env=env)
+    if died(info):
+        # The plugin's own code (a constructor, te_plugin_query, register)
+        # crashed the process that loaded it.
+        return (None, f"te-opt {failure_of(info)} while loading the plugin "
+                f"({te_opt} --te-print-plugin-info)", None)
+    match = re.search(r"^\s+plugin: (\S+) (\S+)", info.stdout, re.M)
+    failed = re.search(r"failed at (\S+): (.*)", info.stdout)
+    if failed:
+        return (None, f"failed at {failed.group(1)}: {failed.group(2)}",
+                None)
+    if match:
+        return match.group(1), match.group(2).rstrip(","), info.stdout
+    return (None, "cannot query the plugin: te-opt --te-print-plugin-info "
+            f"exited with status {info.returncode} and listed no plugin: "
+            f"{one_line(info.stderr)}", None)
 
 
 def target_of(info, device):
