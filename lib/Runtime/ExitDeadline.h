@@ -2,10 +2,10 @@
 //
 // Some calls of a collective library wait for every rank of the job and
 // cannot be abandoned: NCCL's blocking communicator creation, MPI's
-// initialization (which waits until every rank has started MPI). A rank that never comes would keep the others waiting
-// forever; instead, a rank that waits longer than TE_COLLECTIVE_TIMEOUT
-// ends itself with a message and exit status 2, which makes the job's
-// launcher end the job.
+// initialization (which waits until every rank has started MPI). A rank that
+// never comes would keep the others waiting forever; instead, a rank that waits
+// longer than TE_COLLECTIVE_TIMEOUT ends itself with a message and exit status
+// 2, which makes the job's launcher end the job.
 //
 //===----------------------------------------------------------------------===//
 
