@@ -25,6 +25,8 @@
 #include <cstdlib>
 #include <dlfcn.h>
 #include <exception>
+#include <map>
+#include <mutex>
 
 using namespace mlir;
 using namespace mlir::te::plugin;
@@ -37,14 +39,15 @@ namespace {
 constexpr size_t kMinimumInfoSize =
     offsetof(te_plugin_info, activate) + sizeof(te_plugin_activate_fn);
 
-bool isValidName(StringRef name) {
+} // namespace
+
+bool mlir::te::plugin::isValidPluginName(StringRef name) {
   return !name.empty() && name.size() <= 63 && llvm::all_of(name, [](char c) {
     return llvm::isAlnum(c) || c == '_' || c == '.' || c == '-';
   });
 }
 
-/// Whether `name` is an op of the te dialect.
-bool isTEOp(StringRef name) {
+bool mlir::te::plugin::isTEOpName(StringRef name) {
   static MLIRContext *context = [] {
     auto *context = new MLIRContext(MLIRContext::Threading::DISABLED);
     context->getOrLoadDialect<mlir::te::TEDialect>();
@@ -53,6 +56,8 @@ bool isTEOp(StringRef name) {
   return name.starts_with("te.") &&
          RegisteredOperationName::lookup(name, context).has_value();
 }
+
+namespace {
 
 /// What a plugin's register callback registers into: its own record.
 class RecordRegistrar : public Registrar {
@@ -64,7 +69,7 @@ public:
     if (!provider)
       return "a null provider";
     const std::string &name = provider->getName();
-    if (!isValidName(name))
+    if (!isValidPluginName(name))
       return "a provider named '" + name +
              "' (names are 1 to 63 characters from [A-Za-z0-9_.-])";
     for (const auto &existing : record.providers)
@@ -73,7 +78,7 @@ public:
     if (provider->getOpNames().empty())
       return "provider '" + name + "' with no ops";
     for (const std::string &op : provider->getOpNames())
-      if (!isTEOp(op))
+      if (!isTEOpName(op))
         return "provider '" + name + "' for '" + op + "', which is not a te op";
     return "";
   }
@@ -128,6 +133,28 @@ public:
   PluginRecord &record;
   std::string invalid;
 };
+
+/// The plugin libraries as loaded through te/Support/FileTrust.h, by
+/// record: the descriptor of each one's directory stays open while the
+/// library is loaded.
+std::mutex librariesMutex;
+std::map<const PluginRecord *, ::te::support::LoadedLibrary> &
+pluginLibraries() {
+  static auto *libraries =
+      new std::map<const PluginRecord *, ::te::support::LoadedLibrary>();
+  return *libraries;
+}
+
+/// Closes the library of `record` (before it registered anything).
+void unloadPluginLibrary(PluginRecord &record) {
+  std::lock_guard<std::mutex> lock(librariesMutex);
+  auto found = pluginLibraries().find(&record);
+  if (found != pluginLibraries().end()) {
+    ::te::support::unloadLibrary(found->second);
+    pluginLibraries().erase(found);
+  }
+  record.handle = nullptr;
+}
 
 /// <directory of libTEPlugin.so>/te-mlir/plugins.
 const std::string &installedPluginDirectory() {
@@ -234,10 +261,8 @@ void PluginManager::fail(PluginRecord &record, StringRef step,
   // closed; afterwards the plugin's code may have been copied into dialect
   // registries and contexts (dialect constructors, type ids), so it stays
   // mapped, unused.
-  if (record.handle && !registered) {
-    dlclose(record.handle);
-    record.handle = nullptr;
-  }
+  if (record.handle && !registered)
+    unloadPluginLibrary(record);
   record.state = PluginState::Failed;
   record.failedStep = step.str();
   record.error = error.str();
@@ -300,22 +325,32 @@ void PluginManager::loadOne(StringRef spec, StringRef source) {
                     " (give a path, or the NAME of libNAME.so; relative "
                     "TE_PLUGIN_PATH directories are ignored, the current "
                     "directory is never searched)");
-  if (!llvm::sys::fs::exists(record.path))
-    return fail(record, "load", "no such file");
-  // A plugin is code run with the user's rights: refuse a file someone else
-  // could have written.
-  if (std::string why = ::te::support::describeUntrustedPath(
-          record.path, /*rootMayOwn=*/true);
-      !why.empty())
+  // A plugin is code run with the user's rights: the file is opened once
+  // (never waiting: a FIFO or a device is refused), refused if someone else
+  // could have written it or its directory, and the file checked is what
+  // gets loaded below, through its directory's descriptor
+  // (te/Support/FileTrust.h).
+  ::te::support::FileProblem problem;
+  std::string why;
+  ::te::support::CheckedFile file = ::te::support::openChecked(
+      record.path, ::te::support::FileRules::library(), problem, why);
+  if (!file) {
+    if (problem == ::te::support::FileProblem::Missing)
+      return fail(record, "load", "no such file");
+    if (problem == ::te::support::FileProblem::CannotOpen)
+      return fail(record, "load", record.path + ": it " + why);
     return fail(record, "load",
                 "refusing to load " + record.path + ": it " + why +
-                    "; a plugin runs with your rights, so only you or root "
-                    "may be able to write it");
+                    (problem == ::te::support::FileProblem::Untrusted
+                         ? "; a plugin runs with your rights, so only you or "
+                           "root may be able to write it"
+                         : ""));
+  }
 
   // A library already listed (by path or, below, by name) keeps its place.
-  SmallString<256> real;
-  if (!llvm::sys::fs::real_path(record.path, real))
-    record.path = real.str().str();
+  // The real path is the opened file's.
+  if (std::string real = file.realPath(); !real.empty())
+    record.path = real;
   for (const auto &other : records)
     if (other.get() != &record && other->state != PluginState::Failed &&
         other->path == record.path) {
@@ -326,11 +361,18 @@ void PluginManager::loadOne(StringRef spec, StringRef source) {
       return;
     }
 
-  dlerror();
-  record.handle = dlopen(record.path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!record.handle) {
-    const char *reason = dlerror();
-    return fail(record, "load", reason ? reason : "dlopen failed");
+  ::te::support::LoadedLibrary library;
+  if (!::te::support::loadLibrary(std::move(file), record.path,
+                                  ::te::support::FileRules::library(),
+                                  RTLD_NOW | RTLD_LOCAL, library, problem, why))
+    return fail(record, "load",
+                problem == ::te::support::FileProblem::LoadFailed
+                    ? why
+                    : "refusing to load " + record.path + ": it " + why);
+  record.handle = library.handle;
+  {
+    std::lock_guard<std::mutex> lock(librariesMutex);
+    pluginLibraries()[&record] = std::move(library);
   }
   auto query = reinterpret_cast<te_plugin_query_fn>(
       dlsym(record.handle, TE_PLUGIN_QUERY_SYMBOL));
@@ -385,7 +427,7 @@ void PluginManager::loadOne(StringRef spec, StringRef source) {
                     ", this te-mlir uses LLVM/MLIR " LLVM_VERSION_STRING
                     " (plugins must link the host's shared libMLIR)");
   std::string name = info->name ? info->name : "";
-  if (!isValidName(name))
+  if (!isValidPluginName(name))
     return fail(record, "handshake",
                 "invalid plugin name '" + name +
                     "' (1 to 63 characters from [A-Za-z0-9_.-])");
@@ -397,8 +439,7 @@ void PluginManager::loadOne(StringRef spec, StringRef source) {
     return fail(record, "handshake", "register_plugin is NULL");
   if (PluginRecord *other = lookup(name)) {
     std::string otherPath = other->path, otherSpec = other->spec;
-    dlclose(record.handle);
-    record.handle = nullptr;
+    unloadPluginLibrary(record);
     warn(record.source + ": plugin '" + name + "' is listed twice ('" +
          otherSpec + "' at " + otherPath + " and '" + spec.str() + "' at " +
          record.path +

@@ -21,6 +21,8 @@
 #include "Error.h"
 #include "NCCL.h"
 
+#include "te/Support/FileTrust.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -380,10 +382,24 @@ te_status loadModule(void *instance, const char *path, const void *image,
   };
   std::string bytes;
   if (path) {
-    std::ifstream file(path, std::ios::binary);
+    // A module is code run on the caller's behalf: read through the checked
+    // descriptor as host libraries are loaded (te/Support/FileTrust.h).
+    te::support::FileProblem problem;
+    std::string why;
+    te::support::CheckedFile file = te::support::openChecked(
+        path, te::support::FileRules::library(), problem, why);
     if (!file)
-      return reject(TE_ERROR_LOAD_FAILED, std::string("cannot read ") + path);
-    bytes.assign(std::istreambuf_iterator<char>(file), {});
+      return reject(TE_ERROR_LOAD_FAILED,
+                    problem == te::support::FileProblem::Untrusted
+                        ? "refusing to load it: it " + why +
+                              "; a kernel module is code run with your "
+                              "rights, so only you or root may be able to "
+                              "write it"
+                    : problem == te::support::FileProblem::Missing
+                        ? "cannot open it: No such file or directory"
+                        : "it " + why);
+    if (!file.readAll(bytes, why))
+      return reject(TE_ERROR_LOAD_FAILED, "it " + why);
     image = bytes.data();
     imageSize = bytes.size();
   }

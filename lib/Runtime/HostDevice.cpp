@@ -123,8 +123,8 @@ bool openImage(const void *image, size_t size,
 /// Loads the kernel library at `path` through te/Support/FileTrust.h: a
 /// kernel module is code run with the caller's rights, so it is opened
 /// once, checked like a plugin (a regular file of this user or root that
-/// nobody else can write, in a directory nobody else can change) and that
-/// descriptor is loaded.
+/// nobody else can write, in a directory nobody else can change) and the
+/// file checked is what loads.
 bool openFile(const char *path, te::support::LoadedLibrary &library,
               char *error, size_t errorSize) {
   te::support::FileProblem problem;
@@ -145,6 +145,9 @@ bool openFile(const char *path, te::support::LoadedLibrary &library,
   case te::support::FileProblem::NotRegular:
   case te::support::FileProblem::SymbolicLink:
     message = "refusing to load it: it " + why;
+    break;
+  case te::support::FileProblem::Missing:
+    message = "cannot open it: No such file or directory";
     break;
   default:
     message = "it " + why;
@@ -188,6 +191,8 @@ te_status loadModule(void *, const char *path, const void *image,
   loaded->library = std::move(library);
   loaded->setThreads = reinterpret_cast<SetThreadsFunction>(
       findOwnFunction(loaded->handle, kSetThreadsSymbol));
+  loaded->takeAllocFailure = reinterpret_cast<TakeAllocFailureFunction>(
+      findOwnFunction(loaded->handle, kTakeAllocFailureSymbol));
   *module = loaded;
   return TE_OK;
 }

@@ -5,6 +5,8 @@
 #include "Error.h"
 #include "MPI/MPIChannels.h"
 
+#include "te/Support/FileTrust.h"
+
 #include <cstdlib>
 #include <dlfcn.h>
 
@@ -38,11 +40,35 @@ const MPILibrary &te::runtime::getMPILibrary() {
   static const MPILibrary library = [] {
     MPILibrary loaded;
     std::string path = findMPILibrary();
-    void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    // te-mlir's own library, from a path: opened and checked like a plugin
+    // and the file checked is what loads (te/Support/FileTrust.h); stays
+    // loaded for the process.
+    void *handle = nullptr;
+    std::string why;
+    if (path.find('/') != std::string::npos) {
+      static te::support::LoadedLibrary library;
+      te::support::FileProblem problem;
+      if (te::support::loadLibrary(path, te::support::FileRules::library(),
+                                   RTLD_NOW | RTLD_LOCAL, library, problem,
+                                   why))
+        handle = library.handle;
+      else if (problem != te::support::FileProblem::LoadFailed)
+        why = (problem == te::support::FileProblem::Untrusted ||
+                       problem == te::support::FileProblem::NotRegular
+                   ? "refusing to load " + path + ": it "
+                   : path + ": it ") +
+              why;
+    } else {
+      handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!handle) {
+        const char *error = dlerror();
+        why = error ? error : "dlopen failed";
+      }
+    }
     if (!handle) {
       loaded.error = "collectives need te-mlir's MPI library, which did not "
                      "load (" +
-                     std::string(dlerror()) +
+                     why +
                      "); build te-mlir with OpenMPI installed "
                      "(scripts/bootstrap.sh installs it), or set "
                      "TE_MPI_LIBRARY to its libTEMPI.so";

@@ -16,18 +16,25 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <mutex>
-#include <set>
 #include <string>
+#include <sys/stat.h>
+#include <vector>
 
 using namespace te::runtime;
 
 namespace {
 
-/// Handles of the plugins loaded so far (dlopen returns the same handle for
-/// the same library).
+/// The plugins loaded so far: handles (dlopen returns the same handle for
+/// the same library) and the files they came from.
 std::mutex loadedMutex;
-std::set<void *> &loadedPlugins() {
-  static std::set<void *> *loaded = new std::set<void *>();
+struct LoadedPlugin {
+  void *handle;
+  dev_t device;
+  ino_t inode;
+  te::support::LoadedLibrary library;
+};
+std::vector<LoadedPlugin> &loadedPlugins() {
+  static auto *loaded = new std::vector<LoadedPlugin>();
   return *loaded;
 }
 
@@ -37,33 +44,67 @@ extern "C" te_status te_runtime_load_plugin(const char *path) {
   const char *fn = "te_runtime_load_plugin";
   if (!path)
     return fail(TE_ERROR_INVALID_ARGUMENT, "%s: path must not be NULL", fn);
-  // A plugin is code run with the caller's rights: refuse a file that
-  // someone else could have written. (A name without '/' is found by the
-  // dynamic loader in the system's library directories.)
-  if (std::strchr(path, '/')) {
-    std::string why = te::support::describeUntrustedPath(path,
-                                                         /*rootMayOwn=*/true);
-    if (!why.empty())
-      return fail(TE_ERROR_LOAD_FAILED,
-                  "%s: refusing to load %.200s: it %s; a plugin runs with "
-                  "your rights, so only you or root may be able to write it",
-                  fn, path, why.c_str());
-  }
   std::lock_guard<std::mutex> lock(loadedMutex);
-  dlerror();
-  void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char *reason = dlerror();
-    return fail(TE_ERROR_LOAD_FAILED, "%s: cannot load %.200s: %.300s", fn,
-                path, reason ? reason : "dlopen failed");
+  te::support::LoadedLibrary library;
+  dev_t device = 0;
+  ino_t inode = 0;
+  if (std::strchr(path, '/')) {
+    // A plugin is code run with the caller's rights: the file is opened
+    // once, refused if someone else could have written it or its directory
+    // (or if it is a FIFO or a device), and the file checked is what gets
+    // loaded (te/Support/FileTrust.h).
+    te::support::FileProblem problem;
+    std::string why;
+    te::support::CheckedFile file = te::support::openChecked(
+        path, te::support::FileRules::library(), problem, why);
+    if (!file) {
+      if (problem == te::support::FileProblem::Untrusted)
+        return fail(TE_ERROR_LOAD_FAILED,
+                    "%s: refusing to load %.200s: it %s; a plugin runs with "
+                    "your rights, so only you or root may be able to write "
+                    "it",
+                    fn, path, why.c_str());
+      if (problem == te::support::FileProblem::Missing ||
+          problem == te::support::FileProblem::CannotOpen)
+        return fail(TE_ERROR_LOAD_FAILED, "%s: cannot load %.200s: it %s", fn,
+                    path, why.c_str());
+      return fail(TE_ERROR_LOAD_FAILED, "%s: refusing to load %.200s: it %s",
+                  fn, path, why.c_str());
+    }
+    device = file.status().st_dev;
+    inode = file.status().st_ino;
+    for (const LoadedPlugin &plugin : loadedPlugins())
+      if (plugin.library.fd >= 0 && plugin.device == device &&
+          plugin.inode == inode)
+        return TE_OK; // this very file is loaded already
+    if (!te::support::loadLibrary(std::move(file), path,
+                                  te::support::FileRules::library(),
+                                  RTLD_NOW | RTLD_LOCAL, library, problem, why))
+      return fail(TE_ERROR_LOAD_FAILED,
+                  problem == te::support::FileProblem::LoadFailed
+                      ? "%s: cannot load %.200s: %.300s"
+                      : "%s: refusing to load %.200s: it %.300s",
+                  fn, path, why.c_str());
+  } else {
+    // A name without '/' is a system library, found by the dynamic loader
+    // in the system's library directories, as the loader finds any.
+    dlerror();
+    library.handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!library.handle) {
+      const char *reason = dlerror();
+      return fail(TE_ERROR_LOAD_FAILED, "%s: cannot load %.200s: %.300s", fn,
+                  path, reason ? reason : "dlopen failed");
+    }
   }
-  if (loadedPlugins().count(handle)) {
-    dlclose(handle); // drop the extra reference
-    return TE_OK;
-  }
+  void *handle = library.handle;
+  for (const LoadedPlugin &plugin : loadedPlugins())
+    if (plugin.handle == handle) {
+      te::support::unloadLibrary(library); // drop the extra reference
+      return TE_OK;
+    }
   // Every refusal closes the library and returns fail()'s status.
   auto refuse = [&](te_status status) {
-    dlclose(handle);
+    te::support::unloadLibrary(library);
     return status;
   };
   auto query = reinterpret_cast<te_runtime_plugin_query_fn>(
@@ -117,6 +158,6 @@ extern "C" te_status te_runtime_load_plugin(const char *path) {
     return refuse(fail(status, "plugin '%.64s' (%.200s): %.600s", name, path,
                        message.c_str()));
   }
-  loadedPlugins().insert(handle);
+  loadedPlugins().push_back({handle, device, inode, std::move(library)});
   return TE_OK;
 }

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "te/Support/Npy.h"
+#include "te/Support/FileTrust.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -384,14 +385,27 @@ Expected<NpyArray> te::support::readNpyHeader(const std::string &path) {
 
 Expected<NpyArray> te::support::readNpy(const std::string &path,
                                         const NpyPayloadSink &sink) {
-  // fopen succeeds on directories, and what reading one does varies.
-  std::error_code ignored;
-  if (std::filesystem::is_directory(path, ignored))
-    return fileError(path, "cannot read: it is a directory, not a .npy file");
+  // Opened once, without blocking, through te/Support/FileTrust.h: a FIFO
+  // would hang the open and the reads, /dev/zero reads as an endless (or,
+  // by its size, empty) file, and what reading a directory does varies. Only
+  // a regular file is read.
+  FileProblem problem;
+  std::string why;
+  CheckedFile checked = openChecked(path, FileRules::data(), problem, why);
+  if (!checked) {
+    if (problem == FileProblem::Missing || problem == FileProblem::CannotOpen)
+      return fileError(path,
+                       std::string("cannot open: ") + std::strerror(errno));
+    struct stat info;
+    if (stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
+      return fileError(path, "cannot read: it is a directory, not a .npy file");
+    return fileError(path, "cannot read: it " + why + "; give a .npy file");
+  }
   errno = 0;
-  FilePtr file(std::fopen(path.c_str(), "rb"));
+  FilePtr file(fdopen(checked.fd(), "rb"));
   if (!file)
     return fileError(path, std::string("cannot open: ") + std::strerror(errno));
+  checked.release(); // the FILE owns the descriptor now
   if (std::fseek(file.get(), 0, SEEK_END) != 0)
     return fileError(path, std::string("cannot read: ") + std::strerror(errno));
   long endOffset = std::ftell(file.get());

@@ -36,11 +36,11 @@ class TeRun:
         np.save(path, array)
         return path
 
-    def __call__(self, *args, env=None, check=True):
+    def __call__(self, *args, env=None, check=True, timeout=300):
         proc = subprocess.run(
             [TE_RUN, *map(str, args)],
             capture_output=True, text=True, env={**self.env, **(env or {})},
-            timeout=300)
+            timeout=timeout)
         if check and proc.returncode != 0:
             raise AssertionError(
                 f"te-run {' '.join(map(str, args))} exited {proc.returncode}:\n"

@@ -1,6 +1,8 @@
 """te-run's kernel cache: hits, misses, damage, concurrency, limits."""
 import os
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -164,13 +166,14 @@ def test_group_writable_cache_directory_is_not_used(te_run):
 
 def untrusted_entry_is_ignored(te_run, plant, reason):
     """Plants an entry (`plant(entry)` changes the good one), then checks it
-    is ignored with one warning giving `reason`, and replaced."""
+    is ignored with one warning giving `reason`, and replaced. A run that
+    hangs on the planted entry fails through the timeout."""
     program = te_run.program(PROGRAM)
     x = te_run.array(np.arange(16, dtype=np.float32) - 10)
     first = te_run(program, "--input", x)
     (entry,) = entries(te_run)
     plant(entry)
-    proc = te_run(program, "--input", x)
+    proc = te_run(program, "--input", x, timeout=20)
     warnings = [l for l in proc.stderr.splitlines() if "ignores it" in l]
     assert len(warnings) == 1, proc.stderr
     assert reason in warnings[0], warnings[0]
@@ -227,3 +230,154 @@ def test_missing_compiler_library(te_run):
     proc = te_run(program, "--random-inputs", check=False,
                   env={"TE_COMPILER_LIBRARY": str(te_run.tmp / "missing.so")})
     assert proc.returncode == 2 and "TE_COMPILER_LIBRARY" in proc.stderr
+
+
+# --- Bad entries of every kind, entries of another key, read-only caches ---
+
+def test_fifo_entry_is_a_bad_entry(te_run):
+    """A FIFO named <key>.so would hang every later run in open(); it is a
+    bad entry like any other: ignored with one warning, recompiled, and
+    replaced by the new entry."""
+    def plant(entry):
+        entry.unlink()
+        os.mkfifo(entry)
+    untrusted_entry_is_ignored(te_run, plant,
+                               "is a FIFO (named pipe), not a regular file")
+
+
+def test_fifo_alias_is_a_miss(te_run):
+    """A FIFO named <alias>.ref is a damaged alias: a miss of the source key,
+    then a hit of the canonical key; the alias is written again."""
+    program = te_run.program(PROGRAM)
+    first = te_run(program, "--random-inputs")
+    (alias,) = sorted(te_run.cache.glob("*.ref"))
+    alias.unlink()
+    os.mkfifo(alias)
+    proc = te_run(program, "--random-inputs", timeout=20)
+    assert outcome(proc) == ["cache: hit (disk)"] and proc.stdout == first.stdout
+    assert alias.is_file()
+    assert "from the source key's alias" in te_run(program, "--random-inputs",
+                                                   "-v").stderr
+
+
+def test_entry_of_another_program_under_this_key_is_not_loaded(te_run):
+    """Each entry records its key (and each alias its alias): a valid entry
+    of program A copied under program B's key, or A's alias under B's, is not
+    loaded for B. The copied entry is handled like a corrupted one."""
+    a = te_run.program(PROGRAM)
+    b = te_run.program(PROGRAM.replace("@amax", "@other"))
+    te_run(a, "--random-inputs")
+    a_files = {p.name for p in te_run.cache.iterdir()}
+    assert "@other: 1 inputs" in te_run(b, "--random-inputs").stdout
+    b_entry = next(p for p in entries(te_run) if p.name not in a_files)
+    a_entry = next(p for p in entries(te_run) if p.name in a_files)
+    shutil.copyfile(a_entry, b_entry)
+    proc = te_run(b, "--random-inputs")
+    # Loaded, A's kernel would be the only one and run as @amax.
+    assert "@other: 1 inputs" in proc.stdout and "@amax" not in proc.stdout
+    warnings = [l for l in proc.stderr.splitlines() if "recompiling" in l]
+    assert len(warnings) == 1 and "is the entry of another key" in warnings[0]
+    assert outcome(proc) == ["cache: miss"]
+    assert b_entry.read_bytes() != a_entry.read_bytes()
+    # A's alias copied over B's: B's source key no longer names B's entry,
+    # so the canonical key is computed again, and hits B's own entry.
+    (a_alias,) = [p for p in te_run.cache.glob("*.ref") if p.name in a_files]
+    (b_alias,) = [p for p in te_run.cache.glob("*.ref")
+                  if p.name not in a_files]
+    shutil.copyfile(a_alias, b_alias)
+    proc = te_run(b, "--random-inputs", "-v")
+    assert "@other: 1 inputs" in proc.stdout
+    assert "(computed in" in proc.stderr and outcome(proc) == ["cache: hit (disk)"]
+
+
+def test_read_only_cache_directory_serves_hits(te_run):
+    """A cache directory this user cannot write (shipped read-only, on a
+    read-only mount) still serves its entries; only storing fails, with one
+    warning. Root writes whatever the mode, so as root the runs drop to
+    another user, who owns the directory."""
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("needs setpriv to run as another user")
+        base = Path(tempfile.mkdtemp(prefix="te-read-only-"))
+        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    else:
+        base = te_run.tmp / "read-only"
+        base.mkdir()
+        prefix = []
+    try:
+        cache, scratch = base / "cache", base / "tmp"
+        scratch.mkdir()
+        program, other = base / "p.mlir", base / "q.mlir"
+        program.write_text(PROGRAM)
+        other.write_text(PROGRAM.replace("16x", "32x"))
+        if prefix:
+            for path in (base, scratch, program, other):
+                os.chown(path, 65534, 65534)
+            os.chmod(base, 0o755)
+        env = dict(te_run.env, TE_CACHE_DIR=str(cache), TMPDIR=str(scratch))
+
+        def run(path):
+            proc = subprocess.run(prefix + [TE_RUN, str(path), "--random-inputs"],
+                                  env=env, capture_output=True, text=True,
+                                  timeout=300)
+            assert proc.returncode == 0, proc.stderr
+            return proc
+
+        first = run(program)
+        assert outcome(first) == ["cache: miss"]
+        os.chmod(cache, 0o500)
+        hit = run(program)
+        assert outcome(hit) == ["cache: hit (disk)"], hit.stderr
+        assert "te-mlir:" not in hit.stderr and hit.stdout == first.stdout
+        miss = run(other)
+        assert outcome(miss) == ["cache: miss"]
+        warnings = [l for l in miss.stderr.splitlines() if l.startswith("te-mlir:")]
+        assert len(warnings) == 1, miss.stderr
+        assert "is not writable" in warnings[0]
+        assert "its entries are used, but new kernels are cached in memory only" \
+            in warnings[0]
+        assert outcome(run(program)) == ["cache: hit (disk)"]
+    finally:
+        if prefix:
+            os.chmod(base / "cache", 0o700)
+            shutil.rmtree(base, ignore_errors=True)
+
+
+# --- Scratch directories: in TMPDIR, and gone after every compile ----------
+
+def test_compiles_leave_nothing_in_tmpdir(te_run):
+    """Every compile's scratch directory is made in TMPDIR (not /tmp) and
+    removed when the compile ends, whatever the outcome: with and without
+    the disk cache, with --check's reference build, and after a compile
+    that fails (here: a dump directory that cannot be created)."""
+    scratch = te_run.tmp / "scratch"
+    scratch.mkdir()
+    program = te_run.program(PROGRAM)
+    env = {"TMPDIR": str(scratch)}
+    te_run(program, "--random-inputs", env=env)
+    te_run(program, "--random-inputs", "--check", env=env)
+    te_run(program, "--random-inputs", "--check",
+           env={**env, "TE_CACHE_DISABLE": "1"})
+    blocker = te_run.tmp / "file"
+    blocker.write_text("")
+    failed = te_run(program, "--random-inputs", check=False,
+                    env={**env, "TE_CACHE_DISABLE": "1",
+                         "TE_DUMP_DIR": str(blocker)})
+    assert failed.returncode == 2 and "TE_DUMP_DIR: cannot create" in failed.stderr
+    bad = te_run.program(PROGRAM.replace("tensor<f32>\n  return",
+                                         "tensor<i32>\n  return"))
+    assert te_run(bad, "--random-inputs", check=False,
+                  env={**env, "TE_CACHE_DISABLE": "1"}).returncode == 2
+    assert list(scratch.iterdir()) == []
+
+
+def test_unusable_tmpdir_is_one_clear_error(te_run):
+    """TMPDIR is where compiles work (it was ignored for /tmp)."""
+    program = te_run.program(PROGRAM)
+    blocker = te_run.tmp / "file"
+    blocker.write_text("")
+    proc = te_run(program, "--random-inputs", check=False,
+                  env={"TMPDIR": str(blocker), "TE_CACHE_DISABLE": "1"})
+    assert proc.returncode == 2
+    assert f"cannot create a temporary directory in {blocker}" in proc.stderr
+    assert "set TMPDIR to a writable directory" in proc.stderr

@@ -1,4 +1,5 @@
 """te-run's command line: outputs, summaries and one-line errors (exit 2)."""
+import os
 import re
 import shutil
 import subprocess
@@ -119,6 +120,26 @@ def test_missing_input_file(te_run):
     assert "nope.npy" in line
 
 
+def test_inputs_that_are_not_regular_files(te_run):
+    """A FIFO as --input would block te-run forever (opening one waits for a
+    writer), and /dev/zero was reported as "an empty file": neither is a .npy
+    file, and each is named for what it is, at once."""
+    program = te_run.program(PROGRAM)
+    fifo = te_run.tmp / "pipe.npy"
+    os.mkfifo(fifo)
+    line = error_of(te_run(program, "--input", fifo, check=False, timeout=20))
+    assert line.endswith(f"{fifo}: cannot read: it is a FIFO (named pipe), not "
+                         "a regular file; give a .npy file"), line
+    line = error_of(te_run(program, "--input", "/dev/zero", check=False,
+                           timeout=20))
+    assert line.endswith("/dev/zero: cannot read: it is a character device, "
+                         "not a regular file; give a .npy file"), line
+    assert "empty" not in line
+    line = error_of(te_run(program, "--input", te_run.tmp, check=False,
+                           timeout=20))
+    assert "it is a directory, not a .npy file" in line
+
+
 def test_input_count(te_run):
     program = te_run.program(PROGRAM)
     x = te_run.array(np.zeros(8, np.float32))
@@ -200,6 +221,21 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
     ("func.func @f(%x: tensor<0x4xf32>) -> tensor<f32> {\n"
      "  %a = te.amax %x : tensor<0x4xf32> -> tensor<f32>\n"
      "  return %a : tensor<f32>\n}\n", "with no elements"),
+    # 2^64 elements wrap around to 0 in a 64-bit count: the size overflows.
+    ("func.func @f(%x: tensor<4294967296x4294967296xbf16>) -> tensor<f32> {\n"
+     "  %a = te.amax %x : tensor<4294967296x4294967296xbf16> -> tensor<f32>\n"
+     "  return %a : tensor<f32>\n}\n",
+     "argument 0 has type 'tensor<4294967296x4294967296xbf16>', whose size "
+     "overflows: 4294967296 x 4294967296 elements of 2 bytes"),
+    # 2^62 elements count, their 2^64 bytes do not.
+    ("func.func @f(%x: tensor<2147483648x2147483648xf32>) -> tensor<f32> {\n"
+     "  %a = te.amax %x : tensor<2147483648x2147483648xf32> -> tensor<f32>\n"
+     "  return %a : tensor<f32>\n}\n", "whose size overflows"),
+    ("func.func @f(%x: tensor<4xf32>) -> tensor<4294967296x4294967296xi8> {\n"
+     "  %e = tensor.empty() : tensor<4294967296x4294967296xi8>\n"
+     "  return %e : tensor<4294967296x4294967296xi8>\n}\n",
+     "result 0 has type 'tensor<4294967296x4294967296xi8>', whose size "
+     "overflows"),
     ("func.func @f(%x: tensor<?xf32>) -> tensor<f32> {\n"
      "  %a = te.amax %x : tensor<?xf32> -> tensor<f32>\n"
      "  return %a : tensor<f32>\n}\n", "statically shaped tensors"),

@@ -639,8 +639,7 @@ int checkAgainstReference(const std::string &compilerLib,
                           const std::string &entry,
                           const std::vector<te_buffer *> &buffers,
                           size_t numInputs,
-                          const std::vector<Argument> &outputs,
-                          int worldSize) {
+                          const std::vector<Argument> &outputs, int worldSize) {
   cache::KernelProvider provider(compilerLib, [](const std::string &warning) {
     std::fprintf(stderr, "%s\n", warning.c_str());
   });
@@ -660,7 +659,9 @@ int checkAgainstReference(const std::string &compilerLib,
   check(te_device_open("cpu", 0, &device), "--check: cannot open the cpu "
                                            "device");
   te_module *module = nullptr;
-  check(te_module_load(device, provided->libraryPath.c_str(), &module),
+  check(te_module_load_image(device, provided->library.data(),
+                             provided->library.size(),
+                             provided->libraryPath.c_str(), &module),
         "--check: cannot load the reference kernel");
   check(
       te_module_set_source_locations(module, provided->sourceLocations.c_str()),

@@ -160,8 +160,114 @@ TEST_F(DiskCacheTest, ForeignBuildIsReplaced) {
             std::string::npos);
 }
 
+// Each entry records its key: a valid entry of another key, copied or
+// renamed here, would compute another program (issue 32, finding 12). It is
+// handled like a corrupted one: reported, removed and missed.
+TEST_F(DiskCacheTest, EntryOfAnotherKeyIsRejected) {
+  DiskCache cache = makeCache();
+  std::string a = cache.publish("key-a", library);
+  std::string b = cache.publish("key-b", library);
+  writeAll(b, readAll(a)); // same bytes, same checksum, another key
+  std::string bytes;
+  EXPECT_EQ(cache.lookup("key-b", &bytes), "");
+  EXPECT_TRUE(bytes.empty());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("is the entry of another key (key-a...), not of "
+                             "key-b..."),
+            std::string::npos)
+      << warnings[0];
+  EXPECT_NE(warnings[0].find("recompiling"), std::string::npos);
+  struct stat info;
+  EXPECT_NE(stat(b.c_str(), &info), 0) << "the copied entry is removed";
+  // The original still serves its own key, with the library's bytes.
+  EXPECT_EQ(cache.lookup("key-a", &bytes), a);
+  EXPECT_EQ(bytes, readAll(library));
+}
+
+// An alias records the alias it was written for: another alias's file
+// copied here would name another program's entry.
+TEST_F(DiskCacheTest, AliasOfAnotherAliasIsAMiss) {
+  DiskCache cache = makeCache();
+  std::string key(64, 'a'), other(64, 'b');
+  cache.publishAlias("alias-1", key, "note 1");
+  cache.publishAlias("alias-2", other, "note 2");
+  std::string note;
+  EXPECT_EQ(cache.resolveAlias("alias-1", &note), key);
+  EXPECT_EQ(note, "note 1");
+  writeAll(root + "/cache/alias-2.ref", readAll(root + "/cache/alias-1.ref"));
+  EXPECT_EQ(cache.resolveAlias("alias-2"), "");
+  // An alias of the format before (the key alone) is stale: a miss.
+  writeAll(root + "/cache/alias-1.ref", key + "\nnote 1");
+  EXPECT_EQ(cache.resolveAlias("alias-1"), "");
+}
+
+// Entries of cache format 1 (a 256-byte trailer without the key) are
+// stale, replaced like the entries of another build, not called corrupt.
+TEST_F(DiskCacheTest, EntryOfTheFormerFormatIsStale) {
+  DiskCache cache = makeCache();
+  std::string old = readAll(library);
+  std::string trailer =
+      "\n#te-kernel-cache 1 build=build-1 size=" + std::to_string(old.size()) +
+      " sha256=" + sha256Hex(old.data(), old.size()) + "\n";
+  trailer.resize(256, ' ');
+  trailer.back() = '\n';
+  writeAll(cache.entryPath("k"), old + trailer);
+  chmod(cache.entryPath("k").c_str(), 0644);
+  EXPECT_EQ(cache.lookup("k"), "");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("another te-mlir build (cache format 1, this is "
+                             "format 2)"),
+            std::string::npos)
+      << warnings[0];
+}
+
+// A FIFO (or a device) named like an entry or an alias must not hang the
+// lookup (the open would wait for a writer): it is a bad entry, reported
+// and replaced by the next publish.
+TEST_F(DiskCacheTest, FifoEntriesAndAliasesAreBadEntries) {
+  DiskCache cache = makeCache();
+  ASSERT_EQ(mkfifo(cache.entryPath("k").c_str(), 0644), 0);
+  ASSERT_EQ(mkfifo((root + "/cache/alias.ref").c_str(), 0644), 0);
+  EXPECT_EQ(cache.lookup("k"), "");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("is a FIFO (named pipe), not a regular file"),
+            std::string::npos)
+      << warnings[0];
+  EXPECT_EQ(cache.resolveAlias("alias"), "");
+  EXPECT_EQ(cache.publish("k", library), cache.entryPath("k"));
+  EXPECT_EQ(cache.lookup("k"), cache.entryPath("k"));
+  cache.publishAlias("alias", std::string(64, 'c'));
+  EXPECT_EQ(cache.resolveAlias("alias"), std::string(64, 'c'));
+}
+
+// A read-only cache directory (shipped in an image, mounted read-only)
+// still serves its entries; only stores fail, with one warning.
+TEST_F(DiskCacheTest, ReadOnlyDirectoryServesHits) {
+  std::string entry = makeCache().publish("k", library);
+  ASSERT_FALSE(entry.empty());
+  chmod((root + "/cache").c_str(), 0500);
+  if (access((root + "/cache").c_str(), W_OK) == 0) {
+    chmod((root + "/cache").c_str(), 0700);
+    GTEST_SKIP() << "root writes to a read-only directory; "
+                    "test/te-run/test_cache.py covers it as another user";
+  }
+  DiskCache cache = makeCache();
+  EXPECT_TRUE(cache.isUsable());
+  EXPECT_FALSE(cache.isWritable());
+  EXPECT_EQ(cache.lookup("k"), entry);
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(cache.publish("other", library), "");
+  EXPECT_EQ(cache.publish("third", library), "");
+  cache.publishAlias("alias", std::string(64, 'a'));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("is not writable"), std::string::npos);
+  EXPECT_NE(warnings[0].find("its entries are used"), std::string::npos);
+  EXPECT_EQ(cache.lookup("k"), entry);
+  chmod((root + "/cache").c_str(), 0700);
+}
+
 TEST_F(DiskCacheTest, EvictsLeastRecentlyUsedBeyondTheLimit) {
-  uint64_t entrySize = readAll(library).size() + 256;
+  uint64_t entrySize = readAll(library).size() + 512; // the trailer
   DiskCache cache = makeCache(/*maxBytes=*/2 * entrySize);
   cache.publish("a", library);
   usleep(20000);

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <sys/stat.h>
 
 using namespace te::support;
 namespace fs = std::filesystem;
@@ -418,6 +419,24 @@ TEST_F(NpyTest, ReportsMissingFilesAndDirectories) {
   ASSERT_FALSE(directory.ok());
   EXPECT_EQ(directory.message().rfind(dir.string() + ": cannot ", 0), 0u)
       << directory.message();
+}
+
+// A FIFO would block the open (and the reads) forever, and /dev/zero has
+// no size and no end: neither is a .npy file, and each is named for what it
+// is (issue 32: a FIFO hung te-run, /dev/zero was "an empty file").
+TEST_F(NpyTest, RefusesFilesThatAreNotRegular) {
+  std::string fifo = path("pipe.npy");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  Expected<NpyArray> fromFifo = readNpy(fifo);
+  ASSERT_FALSE(fromFifo.ok());
+  EXPECT_EQ(fromFifo.message(),
+            fifo + ": cannot read: it is a FIFO (named pipe), not a regular "
+                   "file; give a .npy file");
+  Expected<NpyArray> zero = readNpy("/dev/zero");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_EQ(zero.message(), "/dev/zero: cannot read: it is a character "
+                            "device, not a regular file; give a .npy file");
+  EXPECT_EQ(zero.message().find("empty"), std::string::npos);
 }
 
 TEST_F(NpyTest, WriteRejectsInconsistentArraysAndBadPaths) {

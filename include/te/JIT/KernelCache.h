@@ -53,18 +53,31 @@ public:
   /// are treated as foreign (reported and replaced).
   DiskCache(CacheConfig config, std::string buildId, WarningSink warn);
 
-  /// True when entries can be read and written.
+  /// True when entries can be read (and, unless the directory is
+  /// read-only, written).
   bool isUsable() const { return usable; }
+  /// True when new entries can be stored (a read-only directory still
+  /// serves its entries).
+  bool isWritable() const { return usable && writable; }
   const CacheConfig &getConfig() const { return config; }
 
   /// The path of a valid kernel library for `key`, or "" on a miss. A
-  /// truncated, corrupted or foreign entry is reported, removed and missed.
-  std::string lookup(const std::string &key);
+  /// truncated, corrupted or foreign entry, or the entry of another key
+  /// (each entry records its key), is reported, removed and missed; one
+  /// that is not a regular file of this user that only this user can
+  /// write (a symbolic link, a FIFO, ...) is reported and missed. With
+  /// `library`, receives the library's bytes as read and verified: loading
+  /// those (te_module_load_image) loads exactly what was checked.
+  std::string lookup(const std::string &key, std::string *library = nullptr);
 
   /// Copies the library at `libraryPath` into the cache under `key`
   /// (atomically) and returns the entry's path, or "" when the cache is not
-  /// usable; then evicts least recently used entries beyond maxBytes.
+  /// usable or not writable; then evicts least recently used entries
+  /// beyond maxBytes.
   std::string publish(const std::string &key, const std::string &libraryPath);
+  /// publish of the library's bytes.
+  std::string publishLibrary(const std::string &key,
+                             const std::string &library);
 
   /// The path an entry for `key` has.
   std::string entryPath(const std::string &key) const;
@@ -99,12 +112,19 @@ private:
   void forEachFile(const char *suffix, Visit &&visit) const;
   void evictToLimit(const std::string &keep);
   void warnOnce(const std::string &kind, const std::string &message);
+  /// Whether a store may be tried; warns once when the directory is not
+  /// writable.
+  bool canStore();
+  /// A store failed with `what`: no more are tried (one warning).
+  void storeFailed(const std::string &what);
 
   CacheConfig config;
   std::string buildId;
   WarningSink warn;
   std::vector<std::string> warned;
   bool usable = false;
+  bool writable = true;
+  std::string unwritableReason;
 };
 
 } // namespace te::cache

@@ -29,7 +29,13 @@ struct CompileStage {
 };
 
 struct ProvidedKernel {
-  /// A kernel library the runtime can load (te_module_load).
+  /// The kernel library's bytes, as compiled or as read and verified from
+  /// the cache: load them with te_module_load_image, so that what runs is
+  /// exactly what was checked (no file is reopened by name).
+  std::string library;
+  /// Where the library came from, for messages and te_module_load_image's
+  /// display name: the cache entry, or "<source name> (compiled, not
+  /// cached)".
   std::string libraryPath;
   CacheOutcome outcome = CacheOutcome::Miss;
   /// Time spent compiling (0 on a hit).
@@ -149,7 +155,6 @@ private:
   WarningSink warn;
   DiskCache cache;
   std::unique_ptr<Compiler> compiler;
-  std::string scratchDirectory;
 };
 
 } // namespace te::cache

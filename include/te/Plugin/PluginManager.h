@@ -33,6 +33,13 @@ namespace mlir::te::plugin {
 /// The host's plugin ABI version, "1.0".
 std::string getHostABIVersion();
 
+/// Whether `name` may name a plugin or a provider: 1 to 63 characters from
+/// [A-Za-z0-9_.-].
+bool isValidPluginName(StringRef name);
+
+/// Whether `name` ("te.attention") is an op of the te dialect.
+bool isTEOpName(StringRef name);
+
 enum class PluginState { Available, Active, Failed };
 
 /// One entry of the plugin list, loaded or not.

@@ -122,13 +122,19 @@ typedef struct te_arg_info {
 
 /// Loads the kernel module at `path` on `device`, parses its manifest and
 /// resolves every kernel symbol, storing the module in *out with a reference
-/// count of one. The module holds a reference to `device`. On the host the
-/// file is opened with dlopen(RTLD_NOW | RTLD_LOCAL); a path without '/' is
-/// taken relative to the working directory, never searched for.
+/// count of one. The module holds a reference to `device`. A module is code,
+/// so the file is opened once and must be a regular file (a FIFO or a
+/// device is refused, never waited on) owned by the user or root, writable
+/// by nobody else, in a directory only they can change (or a sticky one);
+/// on the host that checked file is what dlopen(RTLD_NOW | RTLD_LOCAL)
+/// loads, on the cuda device what is read (docs/Runtime.md, "Files and
+/// libraries te-mlir loads"). A path without '/' is taken relative to the
+/// working directory, never searched for.
 /// Errors: TE_ERROR_INVALID_ARGUMENT if an argument is NULL or path is empty;
 /// TE_ERROR_UNSUPPORTED if the device cannot load modules;
 /// TE_ERROR_LOAD_FAILED if the file cannot be loaded (the message carries the
-/// loader's reason), has no manifest, or the manifest is malformed, has an
+/// loader's reason) or is refused by those rules (the message says why), has
+/// no manifest, or the manifest is malformed, has an
 /// unsupported version, names an unknown dtype or a symbol the module does
 /// not define (the message names the path and manifest line). *out is set to
 /// NULL on error. Thread safe.

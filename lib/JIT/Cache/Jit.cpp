@@ -147,9 +147,12 @@ te_status te_jit_load(te_jit *jit, te_device *device, const char *source,
         text, name, /*reference=*/false, te_device_name(device));
     if (!provided)
       return failJit(compilerStatus(provided.message()), provided.message());
+    // The bytes the provider compiled or verified, not the file again: a
+    // file renamed over the entry in between is never loaded.
     te_module *loaded = nullptr;
-    if (te_status status =
-            te_module_load(device, provided->libraryPath.c_str(), &loaded);
+    if (te_status status = te_module_load_image(
+            device, provided->library.data(), provided->library.size(),
+            provided->libraryPath.c_str(), &loaded);
         status != TE_OK)
       return failJit(status, te_last_error_message());
     if (te_status status = te_module_set_source_locations(

@@ -1,10 +1,14 @@
 //===- KernelCache.cpp - Content-addressed on-disk kernel cache -----------===//
 //
 // An entry is `<dir>/<key>.so`: the kernel library followed by a trailer
-//   "\n#te-kernel-cache 1 build=<id> size=<library bytes> sha256=<hex>\n"
+//   "\n#te-kernel-cache 2 build=<id> key=<key> size=<library bytes>
+//    sha256=<hex>\n"
 // padded to kTrailerSize bytes. The dynamic loader ignores bytes after the
-// ELF image, so the entry is loaded in place, and the trailer lets a reader
-// detect truncation, corruption and entries of another te-mlir build.
+// ELF image, and the trailer lets a reader detect truncation, corruption,
+// entries of another te-mlir build and entries of another key (a valid
+// entry copied or renamed under this key). An alias is `<dir>/<alias>.ref`:
+//   "#te-kernel-cache-alias 2 <alias>\n<key>\n<note>"
+// naming the alias it was written for, for the same reason.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,8 +34,18 @@ using namespace te::cache;
 
 namespace {
 
-constexpr size_t kTrailerSize = 256;
-constexpr const char *kTrailerTag = "#te-kernel-cache 1 ";
+/// The format of entries and aliases. Entries of format 1 had a 256-byte
+/// trailer without the key, and aliases no header: both are stale, replaced
+/// like the entries of another build.
+constexpr int kFormat = 2;
+constexpr size_t kTrailerSize = 512;
+constexpr const char *kTrailerTag = "#te-kernel-cache 2 ";
+constexpr size_t kFormat1TrailerSize = 256;
+constexpr const char *kFormat1TrailerTag = "#te-kernel-cache 1 ";
+constexpr const char *kAliasTag = "#te-kernel-cache-alias 2 ";
+/// Larger files are not read: no te-mlir kernel library comes near.
+constexpr uint64_t kMaxEntryBytes = uint64_t(1) << 31;
+constexpr uint64_t kMaxAliasBytes = uint64_t(64) << 20;
 
 bool readFile(const std::string &path, std::string &contents) {
   std::ifstream in(path, std::ios::binary);
@@ -43,37 +57,35 @@ bool readFile(const std::string &path, std::string &contents) {
   return !in.bad();
 }
 
-/// Reads a file of the cache that te-mlir wrote: a regular file, not a
-/// symbolic link, owned by this user and writable by nobody else (a
-/// checksum detects damage, not a planted library; see te/Support/
-/// FileTrust.h). Returns false with `untrusted` empty when there is no such
-/// file, and with the reason when the file is there but not trusted.
-bool readTrustedFile(const std::string &path, std::string &contents,
-                     std::string &untrusted) {
+/// Reads a file of the cache that te-mlir wrote, through the one routine
+/// of te/Support/FileTrust.h: opened once without blocking (a FIFO or a
+/// device is refused, never waited on), a regular file, not a symbolic
+/// link, owned by this user and writable by nobody else (a checksum detects
+/// damage, not a planted library). The directory was checked when the
+/// cache was opened. Returns false with `untrusted` empty when there is no
+/// such file, and with the reason when the file is there but not trusted.
+bool readTrustedFile(const std::string &path, uint64_t maxBytes,
+                     std::string &contents, std::string &untrusted) {
   untrusted.clear();
-  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ELOOP)
-      untrusted = "is a symbolic link";
+  te::support::FileRules rules;
+  rules.rootMayOwn = false;
+  rules.checkDirectory = false;
+  rules.refuseSymlink = true;
+  rules.maxBytes = maxBytes;
+  te::support::FileProblem problem;
+  std::string why;
+  te::support::CheckedFile file =
+      te::support::openChecked(path, rules, problem, why);
+  if (!file) {
+    if (problem != te::support::FileProblem::Missing)
+      untrusted = why;
     return false;
   }
-  struct stat info;
-  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    untrusted = "is not a regular file";
-  } else {
-    untrusted = te::support::describeUntrusted(info, /*rootMayOwn=*/false);
+  if (!file.readAll(contents, why, maxBytes)) {
+    untrusted = why;
+    return false;
   }
-  if (untrusted.empty()) {
-    contents.clear();
-    char buffer[1 << 16];
-    ssize_t count;
-    while ((count = read(fd, buffer, sizeof(buffer))) > 0)
-      contents.append(buffer, count);
-    if (count < 0)
-      untrusted = "cannot be read";
-  }
-  close(fd);
-  return untrusted.empty();
+  return true;
 }
 
 /// Writes `data` to a new file `path`, readable by others but writable only
@@ -184,17 +196,24 @@ DiskCache::DiskCache(CacheConfig config, std::string buildId, WarningSink warn)
                                error + "); caching in memory only");
     return;
   }
-  if (access(this->config.directory.c_str(), W_OK | X_OK) != 0) {
+  struct stat info;
+  std::string unusable;
+  if (stat(this->config.directory.c_str(), &info) != 0)
+    unusable = std::string("cannot be examined: ") + std::strerror(errno);
+  else if (!S_ISDIR(info.st_mode))
+    unusable = "is not a directory";
+  else if (access(this->config.directory.c_str(), X_OK) != 0)
+    unusable = std::string("cannot be searched: ") + std::strerror(errno);
+  if (!unusable.empty()) {
     warnOnce("unwritable", "te-mlir: kernel cache directory " +
-                               this->config.directory + " is not writable (" +
-                               std::strerror(errno) +
-                               "); caching in memory only");
+                               this->config.directory + " cannot be used (" +
+                               unusable + "); caching in memory only");
     return;
   }
   // Whoever can write the directory can plant a library that the next
   // lookup would load.
-  if (std::string why = te::support::describeUntrustedPath(
-          this->config.directory, /*rootMayOwn=*/false);
+  if (std::string why = te::support::describeUntrusted(info,
+                                                       /*rootMayOwn=*/false);
       !why.empty()) {
     warnOnce("untrusted",
              "te-mlir: kernel cache directory " + this->config.directory + " " +
@@ -205,6 +224,13 @@ DiskCache::DiskCache(CacheConfig config, std::string buildId, WarningSink warn)
     return;
   }
   usable = true;
+  // A read-only directory (a cache shipped with a container image, or one
+  // on a read-only mount) still serves its entries; only stores fail, and
+  // the first one says so.
+  if (access(this->config.directory.c_str(), W_OK) != 0) {
+    writable = false;
+    unwritableReason = std::strerror(errno);
+  }
 }
 
 void DiskCache::warnOnce(const std::string &kind, const std::string &message) {
@@ -214,16 +240,34 @@ void DiskCache::warnOnce(const std::string &kind, const std::string &message) {
   warn(message);
 }
 
+bool DiskCache::canStore() {
+  if (!usable)
+    return false;
+  if (!writable)
+    warnOnce("unwritable", "te-mlir: kernel cache directory " +
+                               config.directory + " is not writable (" +
+                               unwritableReason +
+                               "); its entries are used, but new kernels "
+                               "are cached in memory only");
+  return writable;
+}
+
+void DiskCache::storeFailed(const std::string &what) {
+  unwritableReason = what;
+  writable = false;
+  canStore();
+}
+
 std::string DiskCache::entryPath(const std::string &key) const {
   return config.directory + "/" + key + ".so";
 }
 
-std::string DiskCache::lookup(const std::string &key) {
+std::string DiskCache::lookup(const std::string &key, std::string *library) {
   if (!usable)
     return "";
   std::string path = entryPath(key);
   std::string contents, untrusted;
-  if (!readTrustedFile(path, contents, untrusted)) {
+  if (!readTrustedFile(path, kMaxEntryBytes, contents, untrusted)) {
     if (!untrusted.empty())
       warnOnce("untrusted:" + key,
                "te-mlir: kernel cache entry " + path + " " + untrusted +
@@ -237,6 +281,13 @@ std::string DiskCache::lookup(const std::string &key) {
     std::remove(path.c_str());
     return std::string();
   };
+  if (contents.size() >= kFormat1TrailerSize &&
+      contents.compare(contents.size() - kFormat1TrailerSize + 1,
+                       std::strlen(kFormat1TrailerTag),
+                       kFormat1TrailerTag) == 0)
+    return reject("was written by another te-mlir build (cache format 1, "
+                  "this is format " +
+                  std::to_string(kFormat) + ")");
   if (contents.size() < kTrailerSize)
     return reject("is truncated");
   std::string trailer = contents.substr(contents.size() - kTrailerSize);
@@ -255,8 +306,19 @@ std::string DiskCache::lookup(const std::string &key) {
                   std::to_string(size + kTrailerSize) + ")");
   if (sha256Hex(contents.data(), size) != trailerField(trailer, "sha256"))
     return reject("is corrupted (checksum mismatch)");
+  // A valid entry of another key (copied or renamed here) would compute
+  // another program.
+  if (std::string recorded = trailerField(trailer, "key"); recorded != key)
+    return reject("is the entry of another key (" +
+                  (recorded.empty() ? std::string("none recorded")
+                                    : recorded.substr(0, 16) + "...") +
+                  "), not of " + key.substr(0, 16) + "...");
   // Touch the entry: eviction removes the least recently used first.
   utimes(path.c_str(), nullptr);
+  if (library) {
+    contents.resize(size);
+    *library = std::move(contents);
+  }
   return path;
 }
 
@@ -270,12 +332,21 @@ std::string DiskCache::publish(const std::string &key,
                             "; not caching it");
     return "";
   }
-  std::string trailer = "\n" + std::string(kTrailerTag) + "build=" + buildId +
-                        " size=" + std::to_string(library.size()) +
-                        " sha256=" + sha256Hex(library.data(), library.size()) +
-                        "\n";
-  if (trailer.size() > kTrailerSize) {
-    warnOnce("publish", "te-mlir: build id too long for the cache trailer");
+  return publishLibrary(key, library);
+}
+
+std::string DiskCache::publishLibrary(const std::string &key,
+                                      const std::string &library) {
+  if (!canStore())
+    return "";
+  std::string trailer =
+      "\n" + std::string(kTrailerTag) + "build=" + buildId + " key=" + key +
+      " size=" + std::to_string(library.size()) +
+      " sha256=" + sha256Hex(library.data(), library.size()) + "\n";
+  if (trailer.size() > kTrailerSize ||
+      key.find_first_of(" \n") != std::string::npos) {
+    warnOnce("publish", "te-mlir: build id or key too long for the cache "
+                        "trailer; not caching kernels");
     return "";
   }
   trailer.resize(kTrailerSize, ' ');
@@ -283,22 +354,16 @@ std::string DiskCache::publish(const std::string &key,
 
   std::string path = entryPath(key);
   std::string temporary = path + ".tmp-" + uniqueSuffix();
-  {
-    if (!writeNewFile(temporary, library + trailer)) {
-      std::remove(temporary.c_str());
-      warnOnce("unwritable",
-               "te-mlir: cannot write to kernel cache " + config.directory +
-                   " (" + std::strerror(errno) + "); caching in memory only");
-      usable = false;
-      return "";
-    }
+  if (!writeNewFile(temporary, library + trailer)) {
+    std::string why = std::strerror(errno);
+    std::remove(temporary.c_str());
+    storeFailed(why);
+    return "";
   }
   if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::string why = std::strerror(errno);
     std::remove(temporary.c_str());
-    warnOnce("unwritable", "te-mlir: cannot publish kernel cache entry " +
-                               path + " (" + std::strerror(errno) +
-                               "); caching in memory only");
-    usable = false;
+    storeFailed(why);
     return "";
   }
   evictToLimit(path);
@@ -307,11 +372,12 @@ std::string DiskCache::publish(const std::string &key,
 
 void DiskCache::publishAlias(const std::string &alias, const std::string &key,
                              const std::string &note) {
-  if (!usable)
+  if (!canStore())
     return;
   std::string path = config.directory + "/" + alias + ".ref";
   std::string temporary = path + ".tmp-" + uniqueSuffix();
-  if (!writeNewFile(temporary, key + "\n" + note)) {
+  if (!writeNewFile(temporary, std::string(kAliasTag) + alias + "\n" + key +
+                                   "\n" + note)) {
     std::remove(temporary.c_str());
     return;
   }
@@ -324,11 +390,17 @@ std::string DiskCache::resolveAlias(const std::string &alias,
   if (!usable)
     return "";
   std::string contents, untrusted;
-  if (!readTrustedFile(config.directory + "/" + alias + ".ref", contents,
-                       untrusted))
+  if (!readTrustedFile(config.directory + "/" + alias + ".ref", kMaxAliasBytes,
+                       contents, untrusted))
     return "";
-  // A key is 64 hex digits on the first line; anything else is a damaged
-  // alias: a miss.
+  // The header names the alias the file was written for (another alias's
+  // file copied here would name another program's entry); then a key of 64
+  // hex digits on its own line. Anything else is a damaged or stale alias:
+  // a miss.
+  std::string header = std::string(kAliasTag) + alias + "\n";
+  if (contents.compare(0, header.size(), header) != 0)
+    return "";
+  contents.erase(0, header.size());
   if (contents.size() < 65 || contents[64] != '\n' ||
       contents.find_first_not_of("0123456789abcdef") != 64)
     return "";

@@ -13,14 +13,18 @@
 #include "te/JIT/Sha256.h"
 #include "te/Plugin/PluginSearch.h"
 #include "te/Runtime/Runtime.h"
+#include "te/Support/FileTrust.h"
 #include "te/Version.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -193,6 +197,8 @@ std::string describePluginEnvironment(const std::string &compilerLibrary) {
 }
 
 struct KernelProvider::Compiler {
+  /// Loaded through te/Support/FileTrust.h.
+  te::support::LoadedLibrary library;
   void *handle = nullptr;
   decltype(&te_compiler_build_id) buildId = nullptr;
   decltype(&te_compiler_canonicalize) canonicalize = nullptr;
@@ -219,34 +225,88 @@ struct KernelProvider::Compiler {
     return result;
   }
 
-  ~Compiler() {
-    if (handle)
-      dlclose(handle);
-  }
+  ~Compiler() { te::support::unloadLibrary(library); }
 };
+
+namespace {
+
+/// A scratch directory for one compile, in $TMPDIR (else /tmp), removed
+/// with everything in it when the compile is done, whatever the outcome.
+class ScratchDirectory {
+public:
+  ScratchDirectory() = default;
+  ScratchDirectory(const ScratchDirectory &) = delete;
+  ScratchDirectory &operator=(const ScratchDirectory &) = delete;
+  ~ScratchDirectory() {
+    if (!path.empty()) {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  }
+
+  Status create() {
+    const char *tmpdir = std::getenv("TMPDIR");
+    std::string base = tmpdir && *tmpdir ? tmpdir : "/tmp";
+    while (base.size() > 1 && base.back() == '/')
+      base.pop_back();
+    std::string pattern = base + "/te-mlir-XXXXXX";
+    std::vector<char> buffer(pattern.begin(), pattern.end());
+    buffer.push_back('\0');
+    if (!mkdtemp(buffer.data()))
+      return Status::error("cannot create a temporary directory in " + base +
+                           " (" + std::strerror(errno) +
+                           "); set TMPDIR to a writable directory");
+    path = buffer.data();
+    return Status::success();
+  }
+  const std::string &get() const { return path; }
+
+private:
+  std::string path;
+};
+
+} // namespace
 
 KernelProvider::KernelProvider(std::string compilerLibrary, WarningSink warn)
     : compilerLibrary(std::move(compilerLibrary)),
       buildId(makeBuildId(this->compilerLibrary)), warn(warn),
       cache(configFromEnvironment(warn), buildId, warn) {}
 
-KernelProvider::~KernelProvider() {
-  if (!scratchDirectory.empty()) {
-    std::string command = "rm -rf '" + scratchDirectory + "'";
-    if (std::system(command.c_str()) != 0)
-      warn("te-mlir: could not remove " + scratchDirectory);
-  }
-}
+KernelProvider::~KernelProvider() = default;
 
 Status KernelProvider::loadCompiler() {
   if (compiler)
     return Status::success();
   auto loaded = std::make_unique<Compiler>();
-  loaded->handle = dlopen(compilerLibrary.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!loaded->handle)
-    return Status::error("cannot load te-mlir's compiler " + compilerLibrary +
-                         " (" + dlerror() +
-                         "); set TE_COMPILER_LIBRARY to its path");
+  // The compiler is code run with the caller's rights, found through
+  // TE_COMPILER_LIBRARY or beside the program: checked, and the file
+  // checked is what loads, as for plugins (te/Support/FileTrust.h).
+  te::support::FileProblem problem;
+  std::string why;
+  if (!te::support::loadLibrary(
+          compilerLibrary, te::support::FileRules::library(),
+          RTLD_NOW | RTLD_LOCAL, loaded->library, problem, why)) {
+    switch (problem) {
+    case te::support::FileProblem::Missing:
+    case te::support::FileProblem::CannotOpen:
+    case te::support::FileProblem::LoadFailed:
+      return Status::error(
+          "cannot load te-mlir's compiler " + compilerLibrary + " (" +
+          (problem == te::support::FileProblem::LoadFailed ? why
+                                                           : "it " + why) +
+          "); set TE_COMPILER_LIBRARY to its path");
+    case te::support::FileProblem::Untrusted:
+      return Status::error(
+          "cannot load te-mlir's compiler " + compilerLibrary +
+          ": refusing to load it: it " + why +
+          "; the compiler runs with your rights, so only you or root may "
+          "be able to write it and its directory");
+    default:
+      return Status::error("cannot load te-mlir's compiler " + compilerLibrary +
+                           ": refusing to load it: it " + why);
+    }
+  }
+  loaded->handle = loaded->library.handle;
   auto resolve = [&](auto &fn, const char *name) {
     fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
         dlsym(loaded->handle, name));
@@ -403,7 +463,8 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
   std::string &locations = provided.sourceLocations;
   if (std::string key = cache.resolveAlias(sourceKey, &locations);
       !key.empty()) {
-    if (std::string path = cache.lookup(key); !path.empty()) {
+    if (std::string path = cache.lookup(key, &provided.library);
+        !path.empty()) {
       provided.libraryPath = path;
       provided.outcome = CacheOutcome::DiskHit;
       provided.canonicalKey = key;
@@ -482,7 +543,8 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
   std::string canonicalKey = canonicalKeyFor(plugins);
   provided.canonicalKey = canonicalKey;
   provided.stages.push_back({"canonicalize", millisecondsSince(start)});
-  if (std::string path = cache.lookup(canonicalKey); !path.empty()) {
+  if (std::string path = cache.lookup(canonicalKey, &provided.library);
+      !path.empty()) {
     if (sourceKeyHolds(plugins))
       cache.publishAlias(sourceKey, canonicalKey, locations);
     provided.libraryPath = path;
@@ -490,13 +552,12 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
     return provided;
   }
 
-  if (scratchDirectory.empty()) {
-    char pattern[] = "/tmp/te-mlir-XXXXXX";
-    if (!mkdtemp(pattern))
-      return Status::error("cannot create a temporary directory in /tmp");
-    scratchDirectory = pattern;
-  }
-  std::string output = scratchDirectory + "/" + canonicalKey + ".so";
+  // The library goes to a scratch directory of its own, read back into
+  // memory and the directory removed before returning, on every path.
+  ScratchDirectory scratch;
+  if (Status status = scratch.create(); !status.ok())
+    return status;
+  std::string output = scratch.get() + "/" + canonicalKey + ".so";
   char *manifest = nullptr, *report = nullptr;
   int failed = compiler->compile(
       device.c_str(), reference ? 1 : 0, source.data(), source.size(),
@@ -509,9 +570,21 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
     return Status::error(message);
   }
   compiler->release(manifest);
+  {
+    // Written a moment ago into a directory only this user can write.
+    te::support::FileRules rules;
+    rules.rootMayOwn = false;
+    rules.refuseSymlink = true;
+    te::support::FileProblem problem;
+    std::string why;
+    te::support::CheckedFile file =
+        te::support::openChecked(output, rules, problem, why);
+    if (!file || !file.readAll(provided.library, why))
+      return Status::error("the compiled kernel " + output + " " + why);
+  }
   provided.stages.insert(provided.stages.end(), stages.begin(), stages.end());
   provided.compileMilliseconds = millisecondsSince(start);
-  provided.libraryPath = output;
+  provided.libraryPath = sourceName + " (compiled, not cached)";
   // The plugins changed during the compile (one failed at activation, or
   // another thread loaded some): no key says what this kernel was built
   // with, so it is used but not cached.
@@ -522,12 +595,11 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
     if (*after != plugins)
       return provided;
   }
-  std::string path = cache.publish(canonicalKey, output);
+  std::string path = cache.publishLibrary(canonicalKey, provided.library);
   if (path.empty())
     return provided;
   if (sourceKeyHolds(plugins))
     cache.publishAlias(sourceKey, canonicalKey, locations);
-  std::remove(output.c_str());
   provided.libraryPath = path;
   return provided;
 }
