@@ -53,6 +53,24 @@ LogicalResult DispatchPolicy::parse(StringRef policy, StringRef deny,
     return failure();
   };
   out = DispatchPolicy();
+  // What the op and plugin names of both settings must be, in one place.
+  auto checkOp = [&](StringRef variable, StringRef op,
+                     StringRef entry) -> LogicalResult {
+    if (isTEOpName(("te." + op).str()))
+      return success();
+    return fail(variable.str() + ": '" + op.str() + "' in '" + entry.str() +
+                "' is not a te op; name ops without 'te.', e.g. attention "
+                "or quantize");
+  };
+  auto checkPlugin = [&](StringRef variable, StringRef name,
+                         StringRef entry) -> LogicalResult {
+    if (isValidPluginName(name))
+      return success();
+    return fail(variable.str() + ": '" + name.str() + "' in '" + entry.str() +
+                "' is not a plugin name (1 to 63 characters from "
+                "[A-Za-z0-9_.-])");
+  };
+
   SmallVector<StringRef> rules;
   policy.split(rules, ';', -1, false);
   for (StringRef rule : rules) {
@@ -66,15 +84,28 @@ LogicalResult DispatchPolicy::parse(StringRef policy, StringRef deny,
       return fail("NVTE_PLUGIN_POLICY: '" + rule.str() +
                   "' is not of the form op=plugin,...,native (e.g. "
                   "attention=vendor_a,native)");
+    if (failed(checkOp("NVTE_PLUGIN_POLICY", op, rule)))
+      return failure();
     if (out.order.count(op))
       return fail("NVTE_PLUGIN_POLICY: op '" + op.str() +
                   "' has two rules; give one list per op");
     SmallVector<StringRef> names;
     list.split(names, ',', -1, false);
     std::vector<std::string> &order = out.order[op];
-    for (StringRef name : names)
-      if (!name.trim().empty())
-        order.push_back(name.trim().str());
+    for (StringRef name : names) {
+      name = name.trim();
+      if (name.empty())
+        continue;
+      if (!order.empty() && order.back() == "native")
+        return fail("NVTE_PLUGIN_POLICY: '" + name.str() + "' in '" +
+                    rule.str() +
+                    "' follows 'native', which ends the list; put the "
+                    "plugins to ask before native");
+      if (name != "native" &&
+          failed(checkPlugin("NVTE_PLUGIN_POLICY", name, rule)))
+        return failure();
+      order.push_back(name.str());
+    }
     if (order.empty())
       return fail("NVTE_PLUGIN_POLICY: op '" + op.str() +
                   "' lists no provider; write " + op.str() +
@@ -88,14 +119,21 @@ LogicalResult DispatchPolicy::parse(StringRef policy, StringRef deny,
     if (entry.empty())
       continue;
     auto [plugin, op] = entry.split(':');
+    plugin = plugin.trim();
+    op = op.trim();
     op.consume_front("te.");
-    if (plugin.trim().empty() || (entry.contains(':') && op.trim().empty()))
+    if (plugin.empty() || (entry.contains(':') && op.empty()))
       return fail("NVTE_PLUGIN_DENY: '" + entry.str() +
                   "' is not a plugin name or plugin:op");
-    if (entry.contains(':'))
-      out.deniedOps.push_back({plugin.trim().str(), op.trim().str()});
-    else
-      out.deniedPlugins.push_back(plugin.trim().str());
+    if (failed(checkPlugin("NVTE_PLUGIN_DENY", plugin, entry)))
+      return failure();
+    if (entry.contains(':')) {
+      if (failed(checkOp("NVTE_PLUGIN_DENY", op, entry)))
+        return failure();
+      out.deniedOps.push_back({plugin.str(), op.str()});
+    } else {
+      out.deniedPlugins.push_back(plugin.str());
+    }
   }
   return success();
 }

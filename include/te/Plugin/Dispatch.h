@@ -32,8 +32,10 @@ struct DispatchPolicy {
   std::vector<std::pair<std::string, std::string>> deniedOps;
 
   /// Parses `policy` ("op=a,b,native;op2=native") and `deny`
-  /// ("a,b:attention"). On a syntax error returns failure with *error
-  /// naming the variable, the entry and what is expected.
+  /// ("a,b:attention"). On a malformed entry (bad syntax, an op that is not
+  /// a te op, a name that is not a plugin name, a name after "native")
+  /// returns failure with *error naming the variable, the entry and what is
+  /// expected.
   static LogicalResult parse(StringRef policy, StringRef deny,
                              DispatchPolicy &out, std::string *error);
 
