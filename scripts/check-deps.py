@@ -36,6 +36,7 @@ import glob
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 from collections import defaultdict, deque
@@ -368,7 +369,11 @@ def is_config_dir(path):
 
 
 def elf_type(path):
+    # Only regular files: opening a FIFO (tests leave some in the build
+    # tree) would wait for a writer forever.
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
         with open(path, "rb") as binary:
             header = binary.read(18)
     except OSError:
