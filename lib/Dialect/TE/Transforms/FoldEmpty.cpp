@@ -31,6 +31,13 @@ using namespace mlir::te;
 
 namespace {
 
+/// Whether `type` is a tensor with a static size of 0 (a size, not the
+/// element count, which overflows for huge shapes).
+bool hasNoElements(Type type) {
+  auto tensorType = dyn_cast<RankedTensorType>(type);
+  return tensorType && llvm::is_contained(tensorType.getShape(), 0);
+}
+
 /// A constant tensor of `type` with every element `value` (0 for integer
 /// and float elements alike).
 Value splat(OpBuilder &b, Location loc, Type type, double value = 0.0) {
@@ -38,7 +45,7 @@ Value splat(OpBuilder &b, Location loc, Type type, double value = 0.0) {
   Type element = tensorType.getElementType();
   // Nothing to fill: a constant would still be materialized (the GPU
   // target copies constants with a kernel, which has no work here).
-  if (llvm::is_contained(tensorType.getShape(), 0))
+  if (hasNoElements(tensorType))
     return tensor::EmptyOp::create(b, loc, tensorType.getShape(), element);
   TypedAttr scalar;
   if (auto floatType = dyn_cast<FloatType>(element))
@@ -104,19 +111,11 @@ void foldEmptyAttention(AttentionOp op) {
   if (Value lse = op.getLse()) {
     auto lseType = cast<RankedTensorType>(lse.getType());
     // Only s_kv can be 0 with query rows left: they see no key.
-    results.push_back(llvm::is_contained(lseType.getShape(), 0)
-                          ? splat(b, loc, lseType)
-                          : noKeyLse(b, op, lseType));
+    results.push_back(hasNoElements(lseType) ? splat(b, loc, lseType)
+                                             : noKeyLse(b, op, lseType));
   }
   op->replaceAllUsesWith(results);
   op->erase();
-}
-
-/// Whether `value` is a tensor with a static size of 0 (a size, not the
-/// element count, which overflows for huge shapes).
-bool hasNoElements(Value value) {
-  auto type = dyn_cast<RankedTensorType>(value.getType());
-  return type && llvm::is_contained(type.getShape(), 0);
 }
 
 /// Replaces every result of `op` by a zero constant of its type.
@@ -136,17 +135,17 @@ bool foldsToZeros(Operation *op) {
     return isEmptyAttention(attention);
   // The amax of no elements is 0, as TE's reduction starts from 0.
   if (auto amax = dyn_cast<AmaxOp>(op))
-    return hasNoElements(amax.getInput());
+    return hasNoElements(amax.getInput().getType());
   // Block-scaled casts of an empty tensor: empty data and empty scales.
   // (per_tensor's scale_inv is 1 / scale, which its lowering computes.)
   if (auto quantize = dyn_cast<QuantizeOp>(op))
     return quantize.getMode() != ScalingMode::per_tensor &&
-           hasNoElements(quantize.getInput());
+           hasNoElements(quantize.getInput().getType());
   if (auto dequantize = dyn_cast<DequantizeOp>(op))
-    return hasNoElements(dequantize.getData());
+    return hasNoElements(dequantize.getData().getType());
   // No rows or no columns: an empty product, whose FP8 amax is 0.
   if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
-    return hasNoElements(matmul.getD());
+    return hasNoElements(matmul.getD().getType());
   return false;
 }
 

@@ -113,3 +113,50 @@ func.func @not_empty(%q: tensor<1x2x1x8xf32>, %k: tensor<1x2x1x8xf32>,
   %a = te.amax %q : tensor<1x2x1x8xf32> -> tensor<f32>
   return %o, %a : tensor<1x2x1x8xf32>, tensor<f32>
 }
+
+// -----
+
+// Block-scaled casts of an empty tensor: empty data and scales; the
+// dequantize of empty data is empty.
+// CHECK-LABEL: func.func @mxfp8_no_columns
+// CHECK-NOT: te.quantize
+// CHECK-NOT: te.dequantize
+// CHECK-DAG: tensor.empty() : tensor<64x0xf8E4M3FN>
+// CHECK-DAG: tensor.empty() : tensor<64x0xf8E8M0FNU>
+// CHECK-DAG: tensor.empty() : tensor<64x0xbf16>
+func.func @mxfp8_no_columns(%x: tensor<64x0xf32>)
+    -> (tensor<64x0xf8E4M3FN>, tensor<64x0xf8E8M0FNU>, tensor<64x0xbf16>) {
+  %d, %s = te.quantize %x mode mxfp8_1x32
+      : tensor<64x0xf32> -> tensor<64x0xf8E4M3FN>, tensor<64x0xf8E8M0FNU>
+  %r = te.dequantize %d, %s mode mxfp8_1x32
+      : tensor<64x0xf8E4M3FN>, tensor<64x0xf8E8M0FNU> -> tensor<64x0xbf16>
+  return %d, %s, %r
+      : tensor<64x0xf8E4M3FN>, tensor<64x0xf8E8M0FNU>, tensor<64x0xbf16>
+}
+
+// -----
+
+// A per_tensor cast computes scale_inv = 1 / scale: left to its lowering.
+// CHECK-LABEL: func.func @per_tensor_is_lowered
+// CHECK: te.quantize
+func.func @per_tensor_is_lowered(%x: tensor<0x64xbf16>, %s: tensor<f32>)
+    -> (tensor<0x64xf8E4M3FN>, tensor<f32>, tensor<f32>) {
+  %d, %si, %a = te.quantize %x scale(%s) mode per_tensor
+      : tensor<0x64xbf16>, tensor<f32>
+      -> tensor<0x64xf8E4M3FN>, tensor<f32>, tensor<f32>
+  return %d, %si, %a : tensor<0x64xf8E4M3FN>, tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// No rows: an empty product.
+// CHECK-LABEL: func.func @matmul_no_rows
+// CHECK-NOT: te.scaled_matmul
+// CHECK: tensor.empty() : tensor<0x8xbf16>
+func.func @matmul_no_rows(%a: tensor<0x32xf8E4M3FN>, %b: tensor<8x32xf8E4M3FN>,
+                          %sa: tensor<f32>, %sb: tensor<f32>) -> tensor<0x8xbf16> {
+  %d = te.scaled_matmul %a, %b scales(%sa, %sb) transpose_b
+      : tensor<0x32xf8E4M3FN>, tensor<8x32xf8E4M3FN>, tensor<f32>, tensor<f32>
+      -> tensor<0x8xbf16>
+  return %d : tensor<0x8xbf16>
+}
