@@ -52,16 +52,6 @@ inline std::string describeUntrusted(const struct stat &info, bool rootMayOwn) {
   return "";
 }
 
-/// describeUntrusted for the file `path` (symbolic links followed): the
-/// reason not to load code from it, or "" when it may be loaded.
-inline std::string describeUntrustedPath(const std::string &path,
-                                         bool rootMayOwn) {
-  struct stat info;
-  if (stat(path.c_str(), &info) != 0)
-    return "cannot be examined";
-  return describeUntrusted(info, rootMayOwn);
-}
-
 /// Why the directory with status `info` may not hold files te-mlir loads
 /// code from, or "": it must be owned by the current user (or root when
 /// `rootMayOwn`), and writable by its group or others only with the sticky
@@ -93,6 +83,17 @@ struct FileRules {
   /// The rules for a library te-mlir loads from a path it was given:
   /// plugins, runtime plugins, its compiler, kernel modules.
   static FileRules library() { return FileRules(); }
+  /// The rules for files of this user's own making (kernel cache entries,
+  /// the compiler's output): owned by this user, not by root, no links;
+  /// their directory is checked where it is opened.
+  static FileRules ownFile(uint64_t maxBytes = 0) {
+    FileRules rules;
+    rules.rootMayOwn = false;
+    rules.checkDirectory = false;
+    rules.refuseSymlink = true;
+    rules.maxBytes = maxBytes;
+    return rules;
+  }
   /// The rules for data: any regular file.
   static FileRules data() {
     FileRules rules;

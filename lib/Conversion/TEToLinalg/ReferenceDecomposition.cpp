@@ -348,6 +348,29 @@ Value buildScores(OpBuilder &b, Location loc, const AttentionProblem &p) {
       });
 }
 
+/// R[n, h, i, x] = sum_j w[n, h, i, j] kv[n, j, h / g, x] in f32 for
+/// score-space weights `w` of `rows` query rows and a key or value tensor
+/// `kv` of head dimension `width`: (P o F) V forward, dS K backward.
+Value weightedKeysOrValues(OpBuilder &b, Location loc,
+                           const AttentionProblem &p, Value weights, Value kv,
+                           int64_t rows, int64_t width) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr d0, d1, d2, d3, d4;
+  bindDims(ctx, d0, d1, d2, d3, d4);
+  AffineExpr kvHead = d1.floorDiv(p.group());
+  return generic(
+      b, loc, ValueRange{weights, kv},
+      filled(b, loc, {p.batches, p.headsQ, rows, width}, 0.0),
+      {AffineMap::get(5, 0, {d0, d1, d2, d4}, ctx),
+       AffineMap::get(5, 0, layoutExprs(p.layout, d0, kvHead, d4, d3), ctx),
+       AffineMap::get(5, 0, {d0, d1, d2, d3}, ctx)},
+      "ppppr", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+        Value product =
+            arith::MulFOp::create(b, loc, args[0], toF32(b, loc, args[1]));
+        return arith::AddFOp::create(b, loc, args[2], product);
+      });
+}
+
 /// The logits x[n, h, i, j] from the scores: scale, bias and ALiBi, and
 /// -inf where the mask, the window, the padding or (thd) the packing hides
 /// key j from query i.
@@ -637,7 +660,6 @@ SmallVector<Value> buildAttentionForward(OpBuilder &b, Location loc,
 
   AffineExpr d0, d1, d2, d3, d4;
   bindDims(ctx, d0, d1, d2, d3, d4);
-  AffineExpr kvHead = d1.floorDiv(p.group());
   AffineMap rows4 = AffineMap::get(4, 0, {d0, d1, d2}, ctx);
   AffineMap id4 = AffineMap::getMultiDimIdentityMap(4, ctx);
   AffineMap id3 = AffineMap::getMultiDimIdentityMap(3, ctx);
@@ -694,17 +716,7 @@ SmallVector<Value> buildAttentionForward(OpBuilder &b, Location loc,
   Value weights = probs;
   if (p.dropout > 0.0)
     weights = multiplyScores(b, loc, p, probs, buildDropoutFactors(b, loc, p));
-  SmallVector<int64_t> accShape = {p.batches, p.headsQ, p.blockRows, p.dV};
-  Value acc = generic(
-      b, loc, ValueRange{weights, p.v}, filled(b, loc, accShape, 0.0),
-      {AffineMap::get(5, 0, {d0, d1, d2, d4}, ctx),
-       AffineMap::get(5, 0, layoutExprs(p.layout, d0, kvHead, d4, d3), ctx),
-       AffineMap::get(5, 0, {d0, d1, d2, d3}, ctx)},
-      "ppppr", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
-        Value product =
-            arith::MulFOp::create(b, loc, args[0], toF32(b, loc, args[1]));
-        return arith::AddFOp::create(b, loc, args[2], product);
-      });
+  Value acc = weightedKeysOrValues(b, loc, p, weights, p.v, p.blockRows, p.dV);
 
   // 7. O = acc / l in q's layout and element type; a row that sees
   // nothing (l = 0, or only the extra term: acc = 0) is 0.
@@ -952,17 +964,7 @@ struct AttentionBackwardOpReferenceDecomposition
 
     // dQ[n, h, i, x] = scale sum_j dS[n, h, i, j] k[n, j, h/g, x]. Loops
     // (n, h, i, x, j).
-    Value dqAcc = generic(
-        b, loc, ValueRange{dS, p.k},
-        filled(b, loc, {p.batches, p.headsQ, p.rows, p.dQK}, 0.0),
-        {AffineMap::get(5, 0, {d0, d1, d2, d4}, ctx),
-         AffineMap::get(5, 0, layoutExprs(p.layout, d0, kvHead, d4, d3), ctx),
-         AffineMap::get(5, 0, {d0, d1, d2, d3}, ctx)},
-        "ppppr", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
-          Value product =
-              arith::MulFOp::create(b, loc, args[0], toF32(b, loc, args[1]));
-          return arith::AddFOp::create(b, loc, args[2], product);
-        });
+    Value dqAcc = weightedKeysOrValues(b, loc, p, dS, p.k, p.rows, p.dQK);
 
     // dK and dV sum over the query heads h = hk * g + r of each kv head hk
     // and over the rows: the score-space tensors are viewed as

@@ -67,11 +67,7 @@ bool readFile(const std::string &path, std::string &contents) {
 bool readTrustedFile(const std::string &path, uint64_t maxBytes,
                      std::string &contents, std::string &untrusted) {
   untrusted.clear();
-  te::support::FileRules rules;
-  rules.rootMayOwn = false;
-  rules.checkDirectory = false;
-  rules.refuseSymlink = true;
-  rules.maxBytes = maxBytes;
+  te::support::FileRules rules = te::support::FileRules::ownFile(maxBytes);
   te::support::FileProblem problem;
   std::string why;
   te::support::CheckedFile file =

@@ -571,10 +571,8 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
   }
   compiler->release(manifest);
   {
-    // Written a moment ago into a directory only this user can write.
-    te::support::FileRules rules;
-    rules.rootMayOwn = false;
-    rules.refuseSymlink = true;
+    // Written a moment ago into the scratch directory this compile made.
+    te::support::FileRules rules = te::support::FileRules::ownFile();
     te::support::FileProblem problem;
     std::string why;
     te::support::CheckedFile file =

@@ -238,9 +238,8 @@ te_status startMPI(char *error, size_t errorSize) {
     {
       // MPI_Init waits for every rank of the job (Open MPI's PMIx fence)
       // and cannot be abandoned: bounded like the collectives' waits.
-      te::runtime::ExitDeadline deadline(
-          te_collective_timeout(),
-          describeInitTimeout(te_collective_timeout()));
+      double seconds = te_collective_timeout();
+      te::runtime::ExitDeadline deadline(seconds, describeInitTimeout(seconds));
       code =
           MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
     }

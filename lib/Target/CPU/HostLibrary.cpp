@@ -165,13 +165,14 @@ void checkAllocations(ModuleOp module) {
   for (LLVM::CallOp call : allocations)
     mayFail.insert(call->getParentOfType<LLVM::LLVMFuncOp>());
   SmallVector<LLVM::CallOp> failingCalls;
+  SymbolTable symbols(module);
   for (bool changed = true; changed;) {
     changed = false;
     failingCalls.clear();
     module.walk([&](LLVM::CallOp call) {
       std::optional<StringRef> callee = call.getCallee();
       auto function =
-          callee ? module.lookupSymbol<LLVM::LLVMFuncOp>(*callee) : nullptr;
+          callee ? symbols.lookup<LLVM::LLVMFuncOp>(*callee) : nullptr;
       if (!function || !mayFail.contains(function))
         return;
       failingCalls.push_back(call);
@@ -273,11 +274,12 @@ void checkAllocations(ModuleOp module) {
   // After a call that can fail, and after a parallel region that can.
   SmallVector<Operation *> failurePoints(failingCalls.begin(),
                                          failingCalls.end());
+  DenseSet<Operation *> failing(failurePoints.begin(), failurePoints.end());
   module.walk([&](omp::ParallelOp parallel) {
     bool fails = false;
     parallel.walk([&](LLVM::CallOp call) {
       fails |= call.getCallee() == recordFailure.getSymName() ||
-               llvm::is_contained(failingCalls, call);
+               failing.contains(call);
     });
     if (fails)
       failurePoints.push_back(parallel);
