@@ -4,6 +4,7 @@
 
 #include "te/Conversion/Passes.h"
 #include "te/Dialect/TE/Transforms/Passes.h"
+#include "te/Plugin/Dispatch.h"
 #include "te/Plugin/Passes.h"
 #include "te/Target/CPU/CPUTarget.h"
 
@@ -36,6 +37,7 @@ inline void registerTEPasses() {
   registerTETransformsPasses();
   registerTEConversionPasses();
   registerTEPluginPasses();
+  plugin::registerLoweringPipelines();
   registerCPUPipelines();
 }
 

@@ -15,6 +15,7 @@
 #include "te/Dialect/TE/IR/TEOps.h"
 #include "te/Dialect/TE/Transforms/Passes.h"
 #include "te/Support/ExplainTable.h"
+#include "te/Target/TargetRegistry.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -22,6 +23,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
@@ -601,6 +603,8 @@ struct TELowerTargetPass
         PluginManager::get().startTarget(device, error);
     if (failed(target))
       return nullptr;
+    if (!arch.empty())
+      TargetRegistry::get().setArchOverride(device, arch);
     auto pm = std::make_unique<OpPassManager>(ModuleOp::getOperationName());
     buildTargetPipeline(*pm, *target);
     return pm;
@@ -653,12 +657,25 @@ void mlir::te::plugin::buildTargetPipeline(OpPassManager &pm,
                                            const TargetRef &target) {
   TEDispatchOptions options;
   options.device = target.target->getDeviceName();
-  // Index checks before the dispatch, so that plugin lowerings are checked
-  // too; their status result after it, so that targets see plain tensors.
-  pm.addPass(createTEInsertChecks());
-  // Zero-size problems have defined results and reach no lowering.
-  pm.addPass(createTEFoldEmpty());
-  pm.addPass(createTEDispatch(options));
-  pm.addPass(createTEMaterializeChecks());
-  target.target->buildPipeline(pm);
+  buildLoweringPipeline(pm, *target.target, [&](OpPassManager &nested) {
+    nested.addPass(createTEDispatch(options));
+  });
+}
+
+void mlir::te::plugin::buildLowerToCPUPipeline(OpPassManager &pm) {
+  if (TargetRef cpu = TargetRegistry::get().find("cpu"))
+    return buildTargetPipeline(pm, cpu);
+  // A process without the cpu target: te-lower-target says so when it
+  // runs, naming the devices that have targets.
+  TELowerTargetOptions options;
+  options.device = "cpu";
+  pm.addPass(createTELowerTarget(options));
+}
+
+void mlir::te::plugin::registerLoweringPipelines() {
+  PassPipelineRegistration<>(
+      "te-lower-cpu",
+      "Lower te ops to the LLVM dialect for the host CPU: te-dispatch (plugin "
+      "lowerings first), then te -> linalg -> bufferized loops -> llvm",
+      buildLowerToCPUPipeline);
 }

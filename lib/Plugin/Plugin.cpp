@@ -9,6 +9,11 @@
 using namespace mlir;
 using namespace mlir::te::plugin;
 
+// The target interface (te/Target/Target.h) is part of the plugin ABI:
+// a plugin built for this ABI minor implements all of it.
+static_assert(mlir::te::kTargetInterfaceMinor == TE_PLUGIN_ABI_MINOR,
+              "te/Target/Target.h changed: bump the plugin ABI minor with it");
+
 LoweringProvider::~LoweringProvider() = default;
 Registrar::~Registrar() = default;
 

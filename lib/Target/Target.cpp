@@ -1,6 +1,7 @@
 //===- Target.cpp - The target interface and the kernel entry points -----===//
 
 #include "te/Target/Target.h"
+#include "te/ABI/Environment.h"
 
 #include "te/Dialect/TE/IR/TEOps.h"
 #include "te/Dialect/TE/Transforms/Passes.h"
@@ -67,12 +68,11 @@ std::optional<std::string> mlir::te::plugin::getHostTargetError() {
   // Read once per process, as getHostTarget reads TE_CPU_ARCH.
   static const std::optional<std::string> error =
       []() -> std::optional<std::string> {
-    const char *requested = std::getenv("TE_CPU_ARCH");
-    if (!requested || !*requested ||
+    std::string requested = ::te::abi::getSetting("TE_CPU_ARCH");
+    if (requested.empty() ||
         featuresOfProcessor(llvm::sys::getProcessTriple(), requested))
       return std::nullopt;
-    return "TE_CPU_ARCH=" + std::string(requested) +
-           " is not a processor LLVM knows for " +
+    return "TE_CPU_ARCH=" + requested + " is not a processor LLVM knows for " +
            llvm::sys::getProcessTriple() +
            "; use one such as x86-64-v3, znver4 or sapphirerapids (`llc "
            "-mcpu=help` lists them), or unset it to compile for this host";
@@ -83,8 +83,8 @@ std::optional<std::string> mlir::te::plugin::getHostTargetError() {
 const TargetInfo &mlir::te::plugin::getHostTarget() {
   static const TargetInfo host = [] {
     std::string triple = llvm::sys::getProcessTriple();
-    if (const char *requested = std::getenv("TE_CPU_ARCH");
-        requested && *requested)
+    if (std::string requested = ::te::abi::getSetting("TE_CPU_ARCH");
+        !requested.empty())
       return TargetInfo{"cpu", triple, requested,
                         featuresOfProcessor(triple, requested).value_or("")};
     llvm::SubtargetFeatures features;
@@ -117,6 +117,17 @@ bool TargetBackend::buildReferencePipeline(OpPassManager &) const {
 }
 
 std::vector<std::string> TargetBackend::getArtifactNames() const { return {}; }
+
+void mlir::te::buildLoweringPipeline(
+    OpPassManager &pm, const TargetBackend &target,
+    function_ref<void(OpPassManager &)> addOpLowering) {
+  pm.addPass(createTEInsertChecks());
+  pm.addPass(createTEFoldEmpty());
+  if (addOpLowering)
+    addOpLowering(pm);
+  pm.addPass(createTEMaterializeChecks());
+  target.buildPipeline(pm);
+}
 
 LogicalResult TargetBackend::emitArtifact(ModuleOp lowered,
                                           ArrayRef<KernelEntry>, StringRef,

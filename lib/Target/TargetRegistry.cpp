@@ -1,7 +1,6 @@
 //===- TargetRegistry.cpp - The targets a process can compile for ---------===//
 
 #include "te/Target/TargetRegistry.h"
-#include "te/Plugin/PluginABI.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -16,7 +15,7 @@ namespace {
 
 /// The first plugin ABI minor whose TargetBackend has getNativeLowering and
 /// the other members after serialize.
-constexpr unsigned kTargetInterfaceMinor = 2;
+constexpr unsigned kNativeLoweringMinor = 2;
 
 bool isValidName(StringRef name) {
   return !name.empty() && name.size() <= 63 && llvm::all_of(name, [](char c) {
@@ -39,7 +38,7 @@ std::string TargetRef::describe() const {
 const NativeLowering *TargetRef::getNativeLowering() const {
   if (!target)
     return nullptr;
-  if (abiMinor >= kTargetInterfaceMinor)
+  if (abiMinor >= kNativeLoweringMinor)
     return target->getNativeLowering();
   // Plugin ABI 1.1 targets were promised the host's lowering.
   TargetRef host = TargetRegistry::get().find("cpu");
@@ -49,18 +48,18 @@ const NativeLowering *TargetRef::getNativeLowering() const {
 std::string TargetRef::getPipelineIdentity() const {
   if (!target)
     return "";
-  if (abiMinor >= kTargetInterfaceMinor)
+  if (abiMinor >= kNativeLoweringMinor)
     return target->getPipelineIdentity();
   return target->getName();
 }
 
 bool TargetRef::buildReferencePipeline(OpPassManager &pm) const {
-  return target && abiMinor >= kTargetInterfaceMinor &&
+  return target && abiMinor >= kNativeLoweringMinor &&
          target->buildReferencePipeline(pm);
 }
 
 std::vector<std::string> TargetRef::getArtifactNames() const {
-  if (!target || abiMinor < kTargetInterfaceMinor)
+  if (!target || abiMinor < kNativeLoweringMinor)
     return {};
   return target->getArtifactNames();
 }
@@ -89,7 +88,7 @@ void TargetRegistry::addBuiltin(std::unique_ptr<TargetBackend> target) {
   auto entry = std::make_unique<Entry>();
   entry->ref.target = target.get();
   entry->ref.origin = "built-in";
-  entry->ref.abiMinor = TE_PLUGIN_ABI_MINOR;
+  entry->ref.abiMinor = kTargetInterfaceMinor;
   entry->target = std::move(target);
   // Built-in targets come first whenever they registered, by name: the
   // libraries' load order must not change listings.
@@ -181,6 +180,41 @@ std::string TargetRegistry::describeDevices() const {
 
 void TargetRegistry::getDependentDialects(DialectRegistry &registry) const {
   for (const TargetRef &ref : getTargets())
-    if (ref.abiMinor >= kTargetInterfaceMinor)
+    if (ref.abiMinor >= kNativeLoweringMinor)
       ref.target->getDependentDialects(registry);
+}
+
+namespace {
+void setOrForget(llvm::StringMap<std::string> &archs, StringRef device,
+                 StringRef arch) {
+  if (arch.empty())
+    archs.erase(device);
+  else
+    archs[device] = arch.str();
+}
+std::string lookup(const llvm::StringMap<std::string> &archs,
+                   StringRef device) {
+  auto found = archs.find(device);
+  return found == archs.end() ? std::string() : found->second;
+}
+} // namespace
+
+void TargetRegistry::setDeviceArch(StringRef device, StringRef arch) {
+  std::lock_guard<std::mutex> lock(mutex);
+  setOrForget(deviceArchs, device, arch);
+}
+
+std::string TargetRegistry::getDeviceArch(StringRef device) const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return lookup(deviceArchs, device);
+}
+
+void TargetRegistry::setArchOverride(StringRef device, StringRef arch) {
+  std::lock_guard<std::mutex> lock(mutex);
+  setOrForget(archOverrides, device, arch);
+}
+
+std::string TargetRegistry::getArchOverride(StringRef device) const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return lookup(archOverrides, device);
 }

@@ -1,5 +1,6 @@
 """te-run's kernel cache: hits, misses, damage, concurrency, limits."""
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -381,3 +382,47 @@ def test_unusable_tmpdir_is_one_clear_error(te_run):
     assert proc.returncode == 2
     assert f"cannot create a temporary directory in {blocker}" in proc.stderr
     assert "set TMPDIR to a writable directory" in proc.stderr
+
+
+# A valid setting of each variable of include/te/ABI/Environment.h, the one
+# table of what a target's code generation reads.
+CODE_GENERATION_SETTINGS = {
+    "TE_CPU_ARCH": "x86-64-v3", "TE_CUDA_ARCH": "sm_86",
+    "TE_CUDA_PATH": "/usr/local/cuda", "CUDA_HOME": "/usr/local/cuda",
+    "TE_CUDA_GEMM": "codegen", "TE_CUDA_ATTENTION": "cudnn",
+    "NVTE_FUSED_ATTN": "0", "NVTE_FLASH_ATTN": "0",
+}
+
+
+def test_every_code_generation_setting_is_in_the_source_key(te_run):
+    """A kernel compiled under one setting never answers a compile under
+    another: each variable the targets read changes the source key (the key
+    a hit is found by without loading the compiler). Before, TE_CUDA_GEMM,
+    TE_CUDA_ATTENTION, NVTE_FUSED_ATTN and NVTE_FLASH_ATTN were in the
+    target's identity only, so a source-key hit served a kernel of the
+    other strategy."""
+    header = Path(__file__).resolve().parents[2] / "include/te/ABI/Environment.h"
+    table = re.findall(r'^\s*\{"(\w+)", "(?:cpu|cuda)",', header.read_text(),
+                       re.MULTILINE)
+    assert sorted(table) == sorted(CODE_GENERATION_SETTINGS), (
+        "a variable was added to te/ABI/Environment.h: give it a setting here")
+    program = te_run.program(PROGRAM)
+    clean = {name: "" for name in CODE_GENERATION_SETTINGS}
+
+    def source_key(env):
+        proc = te_run(program, "--random-inputs", "-v", env={**clean, **env})
+        (line,) = [l for l in proc.stderr.splitlines()
+                   if l.startswith("cache key (source):")]
+        return line
+
+    base = source_key({})
+    keys = {name: source_key({name: value})
+            for name, value in CODE_GENERATION_SETTINGS.items()}
+    for name, key in keys.items():
+        assert key != base, f"{name} does not change the source key"
+
+
+def test_te_run_help_lists_the_code_generation_settings(te_run):
+    text = te_run("--help").stdout
+    for name in CODE_GENERATION_SETTINGS:
+        assert f"  {name} (" in text, name

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "te/ABI/Environment.h"
 #include "te/InitAllDialects.h"
 #include "te/InitAllPasses.h"
 #include "te/Plugin/PluginManager.h"
@@ -86,8 +87,20 @@ static std::string helpOverview() {
   return text;
 }
 
+/// The environment, at the end of --help.
+static std::string helpEnvironment() {
+  return "\nENVIRONMENT (what te's pipelines read; te-lower-target's arch= "
+         "overrides TE_CUDA_ARCH):\n" +
+         te::abi::formatEnvironmentHelp() +
+         "  NVTE_PLUGIN, TE_PLUGIN_PATH, NVTE_PLUGIN_POLICY, NVTE_PLUGIN_DENY, "
+         "NVTE_PLUGIN_STRICT: the plugins te-dispatch asks "
+         "(docs/PluginAPI.md)\n";
+}
+
 int main(int argc, char **argv) {
   llvm::cl::AddExtraVersionPrinter(printVersion);
+  static const std::string environment = helpEnvironment();
+  static llvm::cl::extrahelp environmentHelp(environment.c_str());
   hideCodeGeneratorOptions();
 
   std::vector<std::string> plugins;

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "te/ABI/Environment.h"
 #include "te/JIT/Jit.h"
 #include "te/JIT/KernelProvider.h"
 #include "te/Plugin/PluginSearch.h"
@@ -165,7 +166,9 @@ const char *kUsage =
     "Environment: TE_CACHE_DIR, TE_CACHE_DISABLE=1, TE_CACHE_MAX_BYTES,\n"
     "TE_COMPILER_LIBRARY (path of libTECompiler.so), TE_DUMP_DIR,\n"
     "NVTE_PLUGIN, TE_PLUGIN_PATH, NVTE_PLUGIN_POLICY, NVTE_PLUGIN_DENY,\n"
-    "NVTE_PLUGIN_STRICT=1, TE_RUNTIME_PLUGIN.\n";
+    "NVTE_PLUGIN_STRICT=1, TE_RUNTIME_PLUGIN.\n"
+    "\n"
+    "Code generation reads these (each is part of the kernel cache key):\n";
 
 struct Options {
   std::string file;
@@ -270,6 +273,7 @@ Options parseOptions(int argc, char **argv) {
     if (name == "--help" || name == "-h") {
       flag();
       std::fputs(kUsage, stdout);
+      std::fputs(te::abi::formatEnvironmentHelp().c_str(), stdout);
       std::exit(0);
     } else if (name == "--version") {
       flag();

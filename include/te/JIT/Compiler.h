@@ -174,6 +174,15 @@ TE_COMPILER_EXPORT int te_compiler_plugin_states(char **states, char **error);
 TE_COMPILER_EXPORT int te_compiler_load_plugins(const char *specs,
                                                 char **error);
 
+/// Tells the compiler the arch of runtime device `device`'s hardware as the
+/// runtime reports it (te_device_target_arch, e.g. "sm_90" for a cuda
+/// device): what compiles for that device's target generate code for when
+/// nothing asks for another arch (TE_CUDA_ARCH). The compiler never opens
+/// a device itself; the JIT, which does, tells it. Process-wide; a later
+/// call for the same device replaces the arch; NULL or "" forgets it.
+TE_COMPILER_EXPORT void te_compiler_set_device_arch(const char *device,
+                                                    const char *arch);
+
 /// Frees a string returned by this API; NULL is ignored.
 TE_COMPILER_EXPORT void te_compiler_free(char *text);
 

@@ -77,12 +77,12 @@ size_t getLoadedPluginCount();
 std::string describeHostCPU();
 
 /// What else decides the code a compile for `device` makes, for the source
-/// key (the canonical key has it from the target itself): the settings
-/// that choose the processor or GPU arch or the toolkit (TE_CPU_ARCH,
-/// TE_CUDA_ARCH, TE_CUDA_PATH, CUDA_HOME), and for a device other than the
-/// CPU the arch the runtime reports for it (te_device_target_arch, asked
-/// once per device and process), which is what a compile without
-/// TE_CUDA_ARCH targets.
+/// key (the canonical key has it from the target itself): every setting a
+/// target's code generation reads (te/ABI/Environment.h: the processor or
+/// GPU arch, the toolkit, the strategy policies), and for a device other
+/// than the CPU the arch the runtime reports for it (te_device_target_arch,
+/// asked once per device and process), which is what a compile without
+/// TE_CUDA_ARCH targets and what the compiler is told.
 std::string describeCodeGeneration(const std::string &device);
 
 class KernelProvider {

@@ -107,9 +107,18 @@ FailureOr<DispatchSetup> prepareDispatch(StringRef device,
                                          StringRef denyOverride,
                                          std::string *error);
 
-/// Adds what compiling for `target`'s device runs before serializing: the
-/// dispatch for that device, then the target's pipeline.
+/// Adds what compiling for `target`'s device runs before serializing:
+/// buildLoweringPipeline (te/Target/Target.h) with te-dispatch for that
+/// device as the stage that decides how te ops lower.
 void buildTargetPipeline(OpPassManager &pm, const TargetRef &target);
+
+/// buildTargetPipeline for the built-in cpu target: the plugins' lowerings,
+/// then the host's. Registered as `te-lower-cpu` (registerLoweringPipelines).
+void buildLowerToCPUPipeline(OpPassManager &pm);
+
+/// Registers te-lower-cpu with the pass registry (te-lower-target is a
+/// pass of its own, registered with the plugin layer's passes).
+void registerLoweringPipelines();
 
 /// The explain table of a dispatch for the target named `targetName`
 /// (te/Support/ExplainTable.h): what --te-explain-dispatch prints, in the

@@ -86,15 +86,8 @@ private:
   std::vector<std::string> opNames;
 };
 
-/// Shared libraries the kernel must be linked against (and find at run
-/// time: each one's directory goes into the kernel's rpath), for lowerings
-/// that call functions of a plugin's runtime library. Recorded on the
-/// module as the string array attribute `te.link_libraries`; the dispatch
-/// carries it from the scratch module to the real one.
-inline constexpr llvm::StringLiteral kLinkLibrariesAttrName =
-    "te.link_libraries";
-
-/// Adds `path` (absolute) to the link libraries of `op`'s module.
+/// Adds `path` (absolute) to the link libraries of `op`'s module
+/// (kLinkLibrariesAttrName, te/Target/Target.h).
 void addLinkLibrary(Operation *op, llvm::StringRef path);
 
 /// What a plugin registers into during its register callback. Everything

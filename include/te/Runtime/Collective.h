@@ -21,6 +21,7 @@
 #ifndef TE_RUNTIME_COLLECTIVE_H
 #define TE_RUNTIME_COLLECTIVE_H
 
+#include "te/ABI/Limits.h"
 #include "te/Runtime/Buffer.h"
 #include "te/Runtime/DType.h"
 #include "te/Runtime/Status.h"
@@ -53,10 +54,9 @@ typedef enum te_reduce_kind {
   TE_REDUCE_AVG
 } te_reduce_kind;
 
-/// The most ranks a world, and so a process group, may have: 2^20. The
-/// compiler refuses larger te.process_group sizes; the runtime refuses
-/// larger worlds and groups.
-#define TE_MAX_WORLD_SIZE (1 << 20)
+/* TE_MAX_WORLD_SIZE, the most ranks a world or group may have, is in
+   te/ABI/Limits.h: the compiler refuses larger te.process_group sizes;
+   the runtime refuses larger worlds and groups. */
 
 /// One process group of a program: what te_device_ops.channel_create
 /// receives.

@@ -134,6 +134,22 @@ using ArgumentRoles = std::vector<std::vector<std::string>>;
 ArgumentRoles describeArgumentRoles(ModuleOp module,
                                     ArrayRef<KernelEntry> entries);
 
+/// Shared libraries the kernel must be linked against (and find at run
+/// time: each one's directory goes into the kernel's rpath), for lowerings
+/// that call functions of a plugin's runtime library. Recorded on the
+/// module as the string array attribute `te.link_libraries`; the dispatch
+/// carries it from a provider's scratch module to the real one, and a
+/// target's serializer links them.
+namespace plugin {
+inline constexpr llvm::StringLiteral kLinkLibrariesAttrName =
+    "te.link_libraries";
+} // namespace plugin
+
+/// The plugin ABI minor (te/Plugin/PluginABI.h) whose TargetBackend this
+/// header declares: what a built-in target implements. A plugin's target
+/// implements the members of the minor it was built for (TargetRef).
+inline constexpr unsigned kTargetInterfaceMinor = 3;
+
 /// Adds the one-shot bufferization of a lowered module's entry points into
 /// the kernel ABI every target shares: tensor arguments become buffers with
 /// identity layouts and results become out-parameters (statically shaped
@@ -242,6 +258,20 @@ private:
 };
 
 } // namespace plugin
+
+/// Adds what every compile for `target` runs, in order: te-insert-checks
+/// (index checks, before any lowering, so that every lowering is checked),
+/// te-fold-empty (zero-size problems reach no lowering), `addOpLowering`'s
+/// stage, which decides how te ops lower (the plugin layer's te-dispatch;
+/// a reference build's te-decompose-reference; null: none, the target's
+/// own pipeline lowers every op), te-materialize-checks (the checks'
+/// status result, so that targets see plain tensors), then the target's
+/// pipeline (TargetBackend::buildPipeline). The one place that order is
+/// written: te-lower-cpu, te-lower-target, the reference build and the JIT
+/// all build their pipelines here.
+void buildLoweringPipeline(OpPassManager &pm,
+                           const plugin::TargetBackend &target,
+                           function_ref<void(OpPassManager &)> addOpLowering);
 } // namespace mlir::te
 
 #endif // TE_TARGET_TARGET_H

@@ -15,6 +15,8 @@
 
 #include "te/Target/Target.h"
 
+#include "llvm/ADT/StringMap.h"
+
 #include <memory>
 #include <mutex>
 #include <string>
@@ -87,6 +89,20 @@ public:
   /// The device names that have targets, "a, b", or "none".
   std::string describeDevices() const;
 
+  /// The arch of `device`'s hardware, as the runtime reports it
+  /// (te_device_target_arch): the JIT, which opens devices, says it
+  /// (te_compiler_set_device_arch), so that targets never open one. ""
+  /// forgets it.
+  void setDeviceArch(StringRef device, StringRef arch);
+  /// What setDeviceArch said of `device`, or "" when nothing did.
+  std::string getDeviceArch(StringRef device) const;
+  /// The arch a tool's option asks compiles for `device` to use
+  /// (te-lower-target's `arch=`), above the environment and the device's
+  /// own; "" forgets it.
+  void setArchOverride(StringRef device, StringRef arch);
+  /// What setArchOverride said of `device`, or "" when nothing did.
+  std::string getArchOverride(StringRef device) const;
+
   /// Adds the dialects every registered target's native lowering creates.
   void getDependentDialects(DialectRegistry &registry) const;
 
@@ -104,6 +120,8 @@ private:
   mutable std::mutex mutex;
   /// Never shrinks: withdrawn entries stay, marked.
   std::vector<std::unique_ptr<Entry>> entries;
+  /// setDeviceArch's and setArchOverride's archs by device.
+  llvm::StringMap<std::string> deviceArchs, archOverrides;
 };
 
 } // namespace mlir::te

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "te/JIT/KernelProvider.h"
+#include "te/ABI/Environment.h"
 
 #include "te/JIT/Compiler.h"
 #include "te/JIT/Sha256.h"
@@ -61,12 +62,7 @@ std::string deviceTargetArch(const std::string &device) {
 } // namespace
 
 std::string te::cache::describeCodeGeneration(const std::string &device) {
-  std::string description;
-  for (const char *name :
-       {"TE_CPU_ARCH", "TE_CUDA_ARCH", "TE_CUDA_PATH", "CUDA_HOME"}) {
-    const char *value = std::getenv(name);
-    description += std::string(name) + "=" + (value ? value : "") + "\n";
-  }
+  std::string description = te::abi::describeEnvironment();
   if (device != "cpu")
     description += "device-arch=" + deviceTargetArch(device) + "\n";
   return description;
@@ -210,7 +206,15 @@ struct KernelProvider::Compiler {
   decltype(&te_compiler_plugin_states) pluginStates = nullptr;
   decltype(&te_compiler_load_plugins) loadPlugins = nullptr;
   decltype(&te_compiler_targets) targets = nullptr;
+  decltype(&te_compiler_set_device_arch) setDeviceArch = nullptr;
   decltype(&te_compiler_free) release = nullptr;
+
+  /// Tells the compiler the arch of `device`'s hardware, which this side
+  /// opens and the compiler never does (for devices other than the host).
+  void tellDeviceArch(const std::string &device) const {
+    if (device != "cpu")
+      setDeviceArch(device.c_str(), deviceTargetArch(device).c_str());
+  }
 
   /// The text a te_compiler_* call that returns (status, text, error)
   /// produced, or its error (`fallback` when it gave none); frees both.
@@ -336,6 +340,7 @@ Status KernelProvider::loadCompiler() {
       !resolve(loaded->pluginStates, "te_compiler_plugin_states") ||
       !resolve(loaded->loadPlugins, "te_compiler_load_plugins") ||
       !resolve(loaded->targets, "te_compiler_targets") ||
+      !resolve(loaded->setDeviceArch, "te_compiler_set_device_arch") ||
       !resolve(loaded->release, "te_compiler_free"))
     return notOurs();
   compiler = std::move(loaded);
@@ -350,6 +355,7 @@ Expected<std::string> KernelProvider::queryPlugins() {
 
 Expected<std::string>
 KernelProvider::describeTarget(const std::string &device) {
+  compiler->tellDeviceArch(device);
   char *list = nullptr, *error = nullptr;
   int failed = compiler->targets(&list, &error);
   Expected<std::string> targets =
@@ -398,6 +404,7 @@ Expected<std::string> KernelProvider::explainText(const std::string &source,
                                                   const std::string &device) {
   if (Status status = loadCompiler(); !status.ok())
     return status;
+  compiler->tellDeviceArch(device);
   char *table = nullptr, *error = nullptr;
   int failed = compiler->explain(device.c_str(), source.data(), source.size(),
                                  sourceName.c_str(), &table, &error);
@@ -558,6 +565,7 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
   if (Status status = scratch.create(); !status.ok())
     return status;
   std::string output = scratch.get() + "/" + canonicalKey + ".so";
+  compiler->tellDeviceArch(device);
   char *manifest = nullptr, *report = nullptr;
   int failed = compiler->compile(
       device.c_str(), reference ? 1 : 0, source.data(), source.size(),
@@ -608,6 +616,7 @@ KernelProvider::emit(const std::string &source, const std::string &sourceName,
                      const std::string &outputPath) {
   if (Status status = loadCompiler(); !status.ok())
     return status;
+  compiler->tellDeviceArch(device);
   char *report = nullptr, *error = nullptr;
   int failed = compiler->emit(device.c_str(), artifact.c_str(), source.data(),
                               source.size(), sourceName.c_str(),

@@ -450,4 +450,9 @@ int te_compiler_load_plugins(const char *specs, char **error) {
   return 0;
 }
 
+void te_compiler_set_device_arch(const char *device, const char *arch) {
+  if (device)
+    te::TargetRegistry::get().setDeviceArch(device, arch ? arch : "");
+}
+
 void te_compiler_free(char *text) { std::free(text); }

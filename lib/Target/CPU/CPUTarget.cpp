@@ -12,7 +12,6 @@
 #include "te/Conversion/Passes.h"
 #include "te/Conversion/TEToLinalg/TEToLinalg.h"
 #include "te/Dialect/TE/Transforms/Passes.h"
-#include "te/Plugin/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -88,34 +87,19 @@ void mlir::te::buildCPUTargetPipeline(OpPassManager &pm) {
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
-void mlir::te::buildLowerToCPUPipeline(OpPassManager &pm) {
-  // Plugins first: the ops they lower are gone before the native lowering.
-  pm.addPass(createTEInsertChecks());
-  pm.addPass(createTEFoldEmpty());
-  pm.addPass(createTEDispatch());
-  pm.addPass(createTEMaterializeChecks());
-  buildCPUTargetPipeline(pm);
-}
-
 void mlir::te::buildLowerToCPUReferencePipeline(OpPassManager &pm) {
-  // The reference refuses bad index operands exactly as the kernels do.
-  pm.addPass(createTEInsertChecks());
-  pm.addPass(createTEFoldEmpty());
-  pm.addPass(createTEDecomposeReference());
-  pm.addPass(createTEMaterializeChecks());
-  buildCPUTargetPipeline(pm);
+  // The reference refuses bad index operands exactly as the kernels do:
+  // the same skeleton, with the dense decomposition for the dispatch.
+  buildLoweringPipeline(pm, getCPUTarget(), [](OpPassManager &nested) {
+    nested.addPass(createTEDecomposeReference());
+  });
 }
 
 void mlir::te::registerCPUPipelines() {
   PassPipelineRegistration<>(
-      "te-lower-cpu",
-      "Lower te ops to the LLVM dialect for the host CPU (te -> linalg -> "
-      "bufferized loops -> llvm)",
-      buildLowerToCPUPipeline);
-  PassPipelineRegistration<>(
       "te-lower-cpu-reference",
-      "te-lower-cpu with te-decompose-reference first: the dense reference "
-      "formulation that te-run --check compares against",
+      "te-lower-cpu with te-decompose-reference in place of te-dispatch: "
+      "the dense reference formulation that te-run --check compares against",
       buildLowerToCPUReferencePipeline);
 }
 
@@ -203,6 +187,12 @@ public:
 [[maybe_unused]] const bool cpuTargetRegistered = (registerCPUTarget(), true);
 
 } // namespace
+
+const plugin::TargetBackend &mlir::te::getCPUTarget() {
+  registerCPUTarget();
+  // Built-in targets come first in the registry.
+  return *TargetRegistry::get().find("cpu").target;
+}
 
 const plugin::NativeLowering &mlir::te::getCPUNativeLowering() {
   static const CPUNativeLowering lowering;

@@ -8,12 +8,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "te/Target/CUDA/CUDATarget.h"
+#include "te/ABI/Environment.h"
 #include "te/Target/CompileRecorder.h"
 #include "te/Target/TargetRegistry.h"
 
 #include "te/Conversion/TEToGPU/TEToGPU.h"
 #include "te/Dialect/TE/IR/TEOps.h"
-#include "te/Runtime/Device.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -62,25 +62,14 @@ const std::vector<std::string> &mlir::te::getSupportedCUDAArchs() {
   return archs;
 }
 
-/// The arch to compile for the GPU the runtime's cuda device 0 is: its own
-/// where there is code for it, the closest older one within its major
-/// version (whose cubins it runs), the PTX-portable sm_90 beyond Hopper;
-/// nullopt without a usable driver and GPU; an error for a GPU older than
-/// sm_80.
-static FailureOr<std::optional<std::string>> detectGPUArch(std::string *error) {
-  static std::once_flag once;
-  static std::optional<std::string> detected;
-  std::call_once(once, [] {
-    te_device *device = nullptr;
-    if (te_device_open("cuda", 0, &device) != TE_OK)
-      return;
-    if (const char *arch = te_device_target_arch(device))
-      detected = arch;
-    te_device_release(device);
-  });
-  if (!detected)
-    return std::optional<std::string>();
-  StringRef arch = *detected;
+/// The arch to compile for a GPU the runtime reports as `reported`
+/// (te_device_target_arch: "sm_90"): its own where there is code for it,
+/// the closest older one within its major version (whose cubins it runs),
+/// the PTX-portable sm_90 beyond Hopper; nullopt for what is no sm_ arch;
+/// an error for a GPU older than sm_80.
+static FailureOr<std::optional<std::string>>
+selectArchForGPU(StringRef reported, std::string *error) {
+  StringRef arch = reported;
   unsigned version = 0;
   if (!arch.consume_front("sm_") ||
       arch.take_while(llvm::isDigit).getAsInteger(10, version))
@@ -95,25 +84,32 @@ static FailureOr<std::optional<std::string>> detectGPUArch(std::string *error) {
                                       : minor >= 6 ? "sm_86"
                                                    : "sm_80");
   if (error)
-    *error = "the GPU of the cuda device is " + *detected +
+    *error = "the GPU of the cuda device is " + reported.str() +
              "; the cuda target generates code for sm_80 and newer (set "
              "TE_CUDA_ARCH to compile for another GPU)";
   return failure();
 }
 
 FailureOr<std::string> mlir::te::getCUDAArch(std::string *error) {
-  const char *requested = std::getenv("TE_CUDA_ARCH");
-  if (!requested || !*requested) {
-    FailureOr<std::optional<std::string>> detected = detectGPUArch(error);
-    if (failed(detected))
+  TargetRegistry &registry = TargetRegistry::get();
+  std::string requested = registry.getArchOverride("cuda");
+  StringRef origin = "arch=";
+  if (requested.empty()) {
+    requested = ::te::abi::getSetting("TE_CUDA_ARCH");
+    origin = "TE_CUDA_ARCH=";
+  }
+  if (requested.empty()) {
+    FailureOr<std::optional<std::string>> selected =
+        selectArchForGPU(registry.getDeviceArch("cuda"), error);
+    if (failed(selected))
       return failure();
-    return detected->value_or("sm_80");
+    return selected->value_or("sm_80");
   }
   for (const std::string &arch : getSupportedCUDAArchs())
     if (arch == requested)
       return arch;
   if (error)
-    *error = "TE_CUDA_ARCH=" + std::string(requested) +
+    *error = origin.str() + requested +
              " is not an arch the cuda target generates code for; use one "
              "of " +
              llvm::join(getSupportedCUDAArchs(), ", ");
@@ -122,7 +118,7 @@ FailureOr<std::string> mlir::te::getCUDAArch(std::string *error) {
 
 std::string mlir::te::getCUDAToolkitPath() {
   for (const char *variable : {"TE_CUDA_PATH", "CUDA_HOME"})
-    if (const char *path = std::getenv(variable); path && *path)
+    if (std::string path = ::te::abi::getSetting(variable); !path.empty())
       return path;
   return "/usr/local/cuda";
 }
@@ -328,8 +324,8 @@ std::optional<std::string> getDynamicShapeReason(Operation *op) {
 /// TE_CUDA_GEMM: "cublaslt" (the default: cuBLASLt where it supports the
 /// configuration) or "codegen".
 std::string getGemmPolicy() {
-  const char *policy = std::getenv("TE_CUDA_GEMM");
-  return policy && *policy ? policy : "cublaslt";
+  std::string policy = ::te::abi::getSetting("TE_CUDA_GEMM");
+  return policy.empty() ? "cublaslt" : policy;
 }
 
 /// Why cuBLASLt cannot take `op` on `arch` (or the policy declines it),
@@ -409,15 +405,14 @@ LogicalResult lowerToCuBLASLt(ScaledMatmulOp op) {
 
 /// Whether `variable` is set to "0" (TE's way of disabling a backend).
 bool isDisabled(const char *variable) {
-  const char *value = std::getenv(variable);
-  return value && std::string(value) == "0";
+  return ::te::abi::getSetting(variable) == "0";
 }
 
 /// TE_CUDA_ATTENTION: "codegen" (the default) or "cudnn", the strategy
 /// preferred where both can take an attention.
 std::string getAttentionPolicy() {
-  const char *policy = std::getenv("TE_CUDA_ATTENTION");
-  return policy && *policy ? policy : "codegen";
+  std::string policy = ::te::abi::getSetting("TE_CUDA_ATTENTION");
+  return policy.empty() ? "codegen" : policy;
 }
 
 /// te's (left, right) window of `op`, causal masks included: right = 0.
@@ -524,15 +519,6 @@ template <typename OpTy> std::string getSdpaParameters(OpTy op) {
          ",stats=" + (stats ? "1" : "0");
 }
 
-/// Whether the cuda target lowers `op` through cuDNN on `arch`: cuDNN can
-/// take it and the policy prefers it, or the generated kernels cannot.
-template <typename OpTy> bool choosesCuDNN(OpTy op, StringRef arch) {
-  if (getCuDNNAttentionUnsupportedReason(op, arch))
-    return false;
-  return getAttentionPolicy() == "cudnn" || getFlashAttentionPolicyReason() ||
-         getGPUUnsupportedReason(op, CUDAGPUTargetInfo(arch.str()));
-}
-
 /// Replaces `op` by the cudnn.sdpa_forward (or, for the backward,
 /// cudnn.sdpa_backward) call on buffers.
 template <typename OpTy> LogicalResult lowerToCuDNN(OpTy op) {
@@ -545,8 +531,101 @@ template <typename OpTy> LogicalResult lowerToCuDNN(OpTy op) {
       getSdpaParameters(op));
 }
 
-/// The library strategies, before the kernels' lowering: each op that a
-/// library takes on `arch` becomes its call.
+//===----------------------------------------------------------------------===//
+// The strategy of each op
+//===----------------------------------------------------------------------===//
+
+/// The ways the cuda target can lower an op.
+enum class Strategy { CodeGeneration, CuBLASLt, CuDNN };
+
+StringRef getStrategyName(Strategy strategy) {
+  switch (strategy) {
+  case Strategy::CodeGeneration:
+    return "code generation";
+  case Strategy::CuBLASLt:
+    return "cuBLASLt";
+  case Strategy::CuDNN:
+    return "cuDNN";
+  }
+  llvm_unreachable("unknown strategy");
+}
+
+/// How the cuda target lowers one op on one arch: the one place the
+/// strategy is decided, for the lowering, its library pass, --explain and
+/// the dispatch alike.
+struct StrategyChoice {
+  /// Every strategy considered, in order of preference (the policy
+  /// variables set it), each with why it cannot take the op or nullopt.
+  SmallVector<std::pair<Strategy, std::optional<std::string>>> considered;
+  /// The first strategy that can take the op; nullopt when none can.
+  std::optional<Strategy> chosen;
+  /// Why no strategy can take the op ("" when one can).
+  std::string reason;
+
+  /// Whether a library was considered (only then does --explain list the
+  /// strategies).
+  bool hasAlternatives() const { return considered.size() > 1; }
+};
+
+/// Chooses how the cuda target lowers `op` on `arch`.
+StrategyChoice chooseStrategy(Operation *op, StringRef arch) {
+  StrategyChoice choice;
+  CUDAGPUTargetInfo target(arch.str());
+  std::optional<std::string> codegen = getGPUUnsupportedReason(op, target);
+  if (auto matmul = dyn_cast<ScaledMatmulOp>(op)) {
+    choice.considered = {
+        {Strategy::CuBLASLt, getCuBLASLtUnsupportedReason(matmul, arch)},
+        {Strategy::CodeGeneration, codegen}};
+  } else if (isa<AttentionOp, AttentionBackwardOp>(op)) {
+    std::optional<std::string> flash = getFlashAttentionPolicyReason();
+    std::optional<std::string> cudnn =
+        isa<AttentionOp>(op)
+            ? getCuDNNAttentionUnsupportedReason(cast<AttentionOp>(op), arch)
+            : getCuDNNAttentionUnsupportedReason(cast<AttentionBackwardOp>(op),
+                                                 arch);
+    choice.considered = {{Strategy::CodeGeneration, flash ? flash : codegen},
+                         {Strategy::CuDNN, cudnn}};
+    if (getAttentionPolicy() == "cudnn")
+      std::swap(choice.considered[0], choice.considered[1]);
+    // Where the policy alone keeps code generation out, say both reasons.
+    if (flash && cudnn)
+      choice.reason = *flash + ", and cuDNN cannot take it: " + *cudnn;
+  } else {
+    choice.considered = {{Strategy::CodeGeneration, codegen}};
+  }
+  for (const auto &[strategy, unsupported] : choice.considered)
+    if (!unsupported) {
+      choice.chosen = strategy;
+      choice.reason.clear();
+      return choice;
+    }
+  if (choice.reason.empty())
+    choice.reason = *codegen;
+  return choice;
+}
+
+/// Lowers `op` by the strategy `choice` chose for it.
+LogicalResult lowerByStrategy(Operation *op, const StrategyChoice &choice,
+                              StringRef arch) {
+  if (!choice.chosen)
+    return op->emitError(choice.reason);
+  switch (*choice.chosen) {
+  case Strategy::CuBLASLt:
+    return lowerToCuBLASLt(cast<ScaledMatmulOp>(op));
+  case Strategy::CuDNN:
+    if (auto attention = dyn_cast<AttentionOp>(op))
+      return lowerToCuDNN(attention);
+    return lowerToCuDNN(cast<AttentionBackwardOp>(op));
+  case Strategy::CodeGeneration:
+    return lowerTEOpToGPU(op, CUDAGPUTargetInfo(arch.str()));
+  }
+  llvm_unreachable("unknown strategy");
+}
+
+/// The library strategies, before the kernels' lowering: each op for which
+/// chooseStrategy picks a library on `arch` becomes its call; an op that
+/// has a library strategy but no strategy at all is an error here, with
+/// every reason.
 struct LowerToCUDALibrariesPass
     : PassWrapper<LowerToCUDALibrariesPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerToCUDALibrariesPass)
@@ -563,40 +642,17 @@ struct LowerToCUDALibrariesPass
                     memref::MemRefDialect>();
   }
   void runOnOperation() override {
-    SmallVector<ScaledMatmulOp> matmuls;
-    getOperation().walk([&](ScaledMatmulOp op) {
-      if (!getCuBLASLtUnsupportedReason(op, arch))
-        matmuls.push_back(op);
+    SmallVector<std::pair<Operation *, StrategyChoice>> libraryOps;
+    getOperation().walk([&](Operation *op) {
+      if (!isa<ScaledMatmulOp, AttentionOp, AttentionBackwardOp>(op))
+        return;
+      StrategyChoice choice = chooseStrategy(op, arch);
+      if (choice.chosen != Strategy::CodeGeneration)
+        libraryOps.emplace_back(op, std::move(choice));
     });
-    for (ScaledMatmulOp op : matmuls)
-      if (failed(lowerToCuBLASLt(op)))
+    for (auto &[op, choice] : libraryOps)
+      if (failed(lowerByStrategy(op, choice, arch)))
         return signalPassFailure();
-    if (failed(lowerAttentions<AttentionOp>()) ||
-        failed(lowerAttentions<AttentionBackwardOp>()))
-      return signalPassFailure();
-  }
-
-  /// The attentions of kind OpTy that go to cuDNN, as its calls.
-  template <typename OpTy> LogicalResult lowerAttentions() {
-    SmallVector<OpTy> attentions;
-    WalkResult walk = getOperation().walk([&](OpTy op) {
-      if (choosesCuDNN(op, arch)) {
-        attentions.push_back(op);
-      } else if (std::optional<std::string> reason =
-                     getFlashAttentionPolicyReason()) {
-        op.emitError() << *reason << ", and cuDNN cannot take this "
-                       << "attention: "
-                       << *getCuDNNAttentionUnsupportedReason(op, arch);
-        return WalkResult::interrupt();
-      }
-      return WalkResult::advance();
-    });
-    if (walk.wasInterrupted())
-      return failure();
-    for (OpTy op : attentions)
-      if (failed(lowerToCuDNN(op)))
-        return failure();
-    return success();
   }
 
   std::string arch;
@@ -878,6 +934,7 @@ FailureOr<std::string> formatPlannedManifest(ModuleOp lowered,
 // The target
 //===----------------------------------------------------------------------===//
 
+/// One op at a time, by chooseStrategy.
 class CUDANativeLowering : public plugin::NativeLowering {
 public:
   std::optional<std::string>
@@ -886,72 +943,30 @@ public:
     FailureOr<std::string> arch = getCUDAArch(&error);
     if (failed(arch))
       return error;
-    if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
-      if (!getCuBLASLtUnsupportedReason(matmul, *arch))
-        return std::nullopt;
-    auto withCuDNN = [&](auto attention) -> std::optional<std::string> {
-      std::optional<std::string> cudnn =
-          getCuDNNAttentionUnsupportedReason(attention, *arch);
-      if (!cudnn)
-        return std::nullopt;
-      if (std::optional<std::string> flash = getFlashAttentionPolicyReason())
-        return *flash + ", and cuDNN cannot take it: " + *cudnn;
-      return getGPUUnsupportedReason(attention, CUDAGPUTargetInfo(*arch));
-    };
-    if (auto attention = dyn_cast<AttentionOp>(op))
-      return withCuDNN(attention);
-    if (auto attention = dyn_cast<AttentionBackwardOp>(op))
-      return withCuDNN(attention);
-    return getGPUUnsupportedReason(op, CUDAGPUTargetInfo(*arch));
+    StrategyChoice choice = chooseStrategy(op, *arch);
+    if (choice.chosen)
+      return std::nullopt;
+    return choice.reason;
   }
   LogicalResult lower(Operation *op) const override {
     std::string error;
     FailureOr<std::string> arch = getCUDAArch(&error);
     if (failed(arch))
       return op->emitError(error);
-    if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
-      if (!getCuBLASLtUnsupportedReason(matmul, *arch))
-        return lowerToCuBLASLt(matmul);
-    auto lowerAttention = [&](auto attention) -> LogicalResult {
-      if (choosesCuDNN(attention, *arch))
-        return lowerToCuDNN(attention);
-      if (std::optional<std::string> reason = getUnsupportedReason(op))
-        return op->emitError(*reason);
-      return lowerTEOpToGPU(op, CUDAGPUTargetInfo(*arch));
-    };
-    if (auto attention = dyn_cast<AttentionOp>(op))
-      return lowerAttention(attention);
-    if (auto attention = dyn_cast<AttentionBackwardOp>(op))
-      return lowerAttention(attention);
-    return lowerTEOpToGPU(op, CUDAGPUTargetInfo(*arch));
+    return lowerByStrategy(op, chooseStrategy(op, *arch), *arch);
   }
   std::vector<plugin::LoweringStrategy>
   getStrategies(Operation *op) const override {
-    std::string error;
-    FailureOr<std::string> arch = getCUDAArch(&error);
+    FailureOr<std::string> arch = getCUDAArch();
     if (failed(arch))
       return {};
-    CUDAGPUTargetInfo target(*arch);
-    if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
-      return {{"cuBLASLt", getCuBLASLtUnsupportedReason(matmul, *arch)},
-              {"code generation", getGPUUnsupportedReason(op, target)}};
-    auto attentionStrategies =
-        [&](auto attention) -> std::vector<plugin::LoweringStrategy> {
-      std::optional<std::string> flash = getFlashAttentionPolicyReason();
-      if (!flash)
-        flash = getGPUUnsupportedReason(op, target);
-      plugin::LoweringStrategy codegen{"code generation", flash};
-      plugin::LoweringStrategy cudnn{
-          "cuDNN", getCuDNNAttentionUnsupportedReason(attention, *arch)};
-      if (getAttentionPolicy() == "cudnn")
-        return {cudnn, codegen};
-      return {codegen, cudnn};
-    };
-    if (auto attention = dyn_cast<AttentionOp>(op))
-      return attentionStrategies(attention);
-    if (auto attention = dyn_cast<AttentionBackwardOp>(op))
-      return attentionStrategies(attention);
-    return {};
+    StrategyChoice choice = chooseStrategy(op, *arch);
+    if (!choice.hasAlternatives())
+      return {};
+    std::vector<plugin::LoweringStrategy> strategies;
+    for (const auto &[strategy, unsupported] : choice.considered)
+      strategies.push_back({getStrategyName(strategy).str(), unsupported});
+    return strategies;
   }
 };
 
@@ -986,17 +1001,15 @@ public:
   }
 
   /// The kernels depend on the te-mlir build (its build id covers the
-  /// lowering) and on the toolkit's ptxas, which is read at run time.
+  /// lowering), on the toolkit's ptxas, which is read at run time, and on
+  /// the settings the strategy choice reads (te/ABI/Environment.h, which
+  /// the source key covers too).
   std::string getPipelineIdentity() const override {
-    auto variable = [](const char *name) {
-      const char *value = std::getenv(name);
-      return std::string(value ? value : "");
-    };
     return "te-lower-cuda abi=1 ptxas=" +
            getPtxasVersion(getCUDAToolkitPath()) + " gemm=" + getGemmPolicy() +
            " attention=" + getAttentionPolicy() +
-           " fused=" + variable("NVTE_FUSED_ATTN") +
-           " flash=" + variable("NVTE_FLASH_ATTN");
+           " fused=" + ::te::abi::getSetting("NVTE_FUSED_ATTN") +
+           " flash=" + ::te::abi::getSetting("NVTE_FLASH_ATTN");
   }
 
   void getDependentDialects(DialectRegistry &registry) const override {

@@ -40,25 +40,24 @@ const plugin::NativeLowering &getCPUNativeLowering();
 /// TE_CPU_ARCH included): its bf16 dot-product unit, if it has one.
 ConvertTEToLinalgOptions getHostLoweringOptions();
 
-/// te -> LLVM dialect for the host CPU: lowers te ops to linalg, bufferizes
-/// (results become out-parameters), lowers to loops and on to the LLVM
-/// dialect with the bare-pointer calling convention (static shapes only).
-/// Registered in te-opt as `te-lower-cpu`.
-void buildLowerToCPUPipeline(OpPassManager &pm);
+/// The built-in "cpu" target itself (the one registerCPUTarget registers).
+const plugin::TargetBackend &getCPUTarget();
 
-/// te-lower-cpu without its first stage, te-dispatch: the remaining te ops
-/// to linalg, then on to the LLVM dialect. What the built-in cpu target
-/// runs after the dispatch, and what plugin targets for host-like devices
-/// may reuse.
+/// The cpu target's own pipeline (TargetBackend::buildPipeline): the te
+/// ops the dispatch left to linalg, bufferized (results become
+/// out-parameters), to loops and on to the LLVM dialect with the
+/// bare-pointer calling convention (static shapes only). te-lower-cpu
+/// (registered by the plugin layer, which owns te-dispatch) is the common
+/// skeleton (buildLoweringPipeline) around it. Plugin targets for
+/// host-like devices may reuse it.
 void buildCPUTargetPipeline(OpPassManager &pm);
 
-/// te-decompose-reference followed by the stages of te-lower-cpu: the
+/// te-lower-cpu with te-decompose-reference where te-dispatch runs: the
 /// reference kernels of differential checks (te-run --check). Registered
 /// as `te-lower-cpu-reference`.
 void buildLowerToCPUReferencePipeline(OpPassManager &pm);
 
-/// Registers te-lower-cpu and te-lower-cpu-reference with the pass
-/// registry.
+/// Registers te-lower-cpu-reference with the pass registry.
 void registerCPUPipelines();
 
 /// Adds the `<name>__te_packed` entry points and `te_kernel_manifest`

@@ -31,13 +31,14 @@ void registerCUDATarget();
 /// The archs code is generated for: sm_80, sm_86, sm_89, sm_90 and sm_90a.
 const std::vector<std::string> &getSupportedCUDAArchs();
 
-/// The arch compiles are for: TE_CUDA_ARCH when set, for ahead-of-time
-/// compiles (an error names the supported ones if it is not one of them);
-/// else the GPU of the runtime's cuda device 0, asked once per process
-/// (sm_90a for Hopper, the closest supported arch of its major version
-/// for Ampere and Ada, sm_90, whose PTX newer GPUs compile, beyond; an
-/// error for GPUs older than sm_80); else, without a driver or a GPU,
-/// sm_80, whose PTX every newer GPU compiles at load.
+/// The arch compiles are for: te-lower-target's `arch=` option, else
+/// TE_CUDA_ARCH, for ahead-of-time compiles (an error names the supported
+/// ones if it is not one of them); else for the GPU of the runtime's cuda
+/// device as the JIT reports it (TargetRegistry::setDeviceArch; sm_90a for
+/// Hopper, the closest supported arch of its major version for Ampere and
+/// Ada, sm_90, whose PTX newer GPUs compile, beyond; an error for GPUs
+/// older than sm_80); else, with no GPU known, sm_80, whose PTX every
+/// newer GPU compiles at load. The compiler never opens a device.
 FailureOr<std::string> getCUDAArch(std::string *error = nullptr);
 
 /// The CUDA toolkit whose ptxas and fatbinary make the binaries:

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "te/Dialect/TE/IR/TEOps.h"
-#include "te/Runtime/Collective.h"
+#include "te/ABI/Limits.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
@@ -887,7 +887,7 @@ LogicalResult CheckOp::verify() {
 
 LogicalResult ProcessGroupOp::verify() {
   int64_t size = getSize();
-  // The runtime's limit (te/Runtime/Collective.h): a larger group would
+  // The runtime's limit (te/ABI/Limits.h): a larger group would
   // compile and then fail to load.
   if (size > TE_MAX_WORLD_SIZE)
     return emitOpError("size ") << size << " exceeds the " << TE_MAX_WORLD_SIZE
