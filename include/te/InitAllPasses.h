@@ -26,11 +26,12 @@ namespace mlir::te {
 /// which scatters them). Each is registered by registerTEPasses; the
 /// te-opt/help.test lit test fails when one is missing here.
 inline constexpr llvm::StringLiteral kTEPassArguments[] = {
-    "te-lower-cpu",          "te-lower-cpu-reference", "te-lower-target",
-    "te-insert-checks",      "te-fold-empty",          "te-dispatch",
-    "te-explain-dispatch",   "te-materialize-checks",  "te-decompose-reference",
-    "convert-te-to-linalg",  "te-cpu-host-steps",      "te-approximate-math",
-    "te-cpu-parallel-loops", "te-cpu-openmp-threads",  "convert-te-to-gpu"};
+    "te-lower-cpu",         "te-lower-cpu-reference", "te-lower-target",
+    "te-insert-checks",     "te-fold-empty",          "te-dispatch",
+    "te-explain-dispatch",  "te-materialize-checks",  "te-decompose-reference",
+    "convert-te-to-linalg", "te-unique-returns",      "te-cpu-host-steps",
+    "te-approximate-math",  "te-cpu-parallel-loops",  "te-cpu-openmp-threads",
+    "convert-te-to-gpu"};
 
 /// Registers te's passes and pipelines.
 inline void registerTEPasses() {

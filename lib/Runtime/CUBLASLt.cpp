@@ -2,6 +2,7 @@
 
 #include "CUBLASLt.h"
 #include "Error.h"
+#include "Shape.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -135,16 +136,26 @@ struct Plan {
   }
 };
 
+/// cuBLASLt's cudaDataType of the te element type `name` (te_dtype's
+/// spelling), or -1 for one it has no GEMM for.
 int dataType(const char *name) {
-  static const std::pair<const char *, int> types[] = {{"f32", kDataF32},
-                                                       {"f16", kDataF16},
-                                                       {"bf16", kDataBF16},
-                                                       {"f8E4M3FN", kDataE4M3},
-                                                       {"f8E5M2", kDataE5M2}};
-  for (const auto &[spelling, type] : types)
-    if (std::strcmp(name, spelling) == 0)
-      return type;
-  return -1;
+  te_dtype dtype;
+  if (!te::runtime::lookupDType(name, dtype))
+    return -1;
+  switch (dtype) {
+  case TE_DTYPE_F32:
+    return kDataF32;
+  case TE_DTYPE_F16:
+    return kDataF16;
+  case TE_DTYPE_BF16:
+    return kDataBF16;
+  case TE_DTYPE_F8E4M3FN:
+    return kDataE4M3;
+  case TE_DTYPE_F8E5M2:
+    return kDataE5M2;
+  default:
+    return -1;
+  }
 }
 
 te_status reject(const std::string &message) {

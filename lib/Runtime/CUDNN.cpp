@@ -2,6 +2,7 @@
 
 #include "CUDNN.h"
 #include "Error.h"
+#include "Shape.h"
 
 #include <algorithm>
 #include <cctype>
@@ -89,11 +90,15 @@ bool te::runtime::cudnn::parseSdpaConfig(const char *parameters,
       return false;
     }
   }
-  int dtype = parseChoice(pairs, "dtype", {"bf16", "f16"}, error);
-  if (dtype < 0 ||
-      parseChoice(pairs, "layout", {"bshd", "sbhd", "bhsd"}, error) < 0)
+  te_dtype dtype;
+  if (!te::runtime::lookupDType(pairs["dtype"], dtype) ||
+      (dtype != TE_DTYPE_BF16 && dtype != TE_DTYPE_F16)) {
+    error = "invalid dtype '" + pairs["dtype"] + "'; expected bf16 or f16";
     return false;
-  config.f16 = dtype == 1;
+  }
+  if (parseChoice(pairs, "layout", {"bshd", "sbhd", "bhsd"}, error) < 0)
+    return false;
+  config.f16 = dtype == TE_DTYPE_F16;
   config.layout = pairs["layout"];
   const std::string &scale = pairs["scale"];
   char *rest = nullptr;

@@ -12,19 +12,12 @@ struct DTypeInfo {
   size_t size;
 };
 
-// Indexed by te_dtype value.
+// Indexed by te_dtype value: the kernel types of te/ABI/ElementTypes.def,
+// the one table, in its order (checked below against te/Runtime/DType.h).
 constexpr DTypeInfo kDTypes[] = {
-    {TE_DTYPE_F32, "f32", 4},
-    {TE_DTYPE_F64, "f64", 8},
-    {TE_DTYPE_F16, "f16", 2},
-    {TE_DTYPE_BF16, "bf16", 2},
-    {TE_DTYPE_F8E4M3FN, "f8E4M3FN", 1},
-    {TE_DTYPE_F8E5M2, "f8E5M2", 1},
-    {TE_DTYPE_F8E8M0FNU, "f8E8M0FNU", 1},
-    {TE_DTYPE_I1, "i1", 1},
-    {TE_DTYPE_I8, "i8", 1},
-    {TE_DTYPE_I32, "i32", 4},
-    {TE_DTYPE_I64, "i64", 8},
+#define TE_KERNEL_ELEMENT_TYPE(ENUM, NAME, BYTES, KIND)                        \
+  {TE_DTYPE_##ENUM, NAME, BYTES},
+#include "te/ABI/ElementTypes.def"
 };
 constexpr int kNumDTypes = sizeof(kDTypes) / sizeof(kDTypes[0]);
 

@@ -13,36 +13,18 @@ struct DTypeInfo {
   DType dtype;
   std::string_view name;
   size_t size;
+  bool isFloat;
 };
 } // namespace
 
-// Indexed by the enum's value; checked below so the two cannot drift apart.
+// In the order of the enum, which comes from the same table.
 static constexpr DTypeInfo kDTypeInfos[] = {
-    {DType::F32, "f32", 4},
-    {DType::F64, "f64", 8},
-    {DType::F16, "f16", 2},
-    {DType::BF16, "bf16", 2},
-    {DType::F8E4M3FN, "f8E4M3FN", 1},
-    {DType::F8E5M2, "f8E5M2", 1},
-    {DType::F8E8M0FNU, "f8E8M0FNU", 1},
-    {DType::I1, "i1", 1},
-    {DType::I8, "i8", 1},
-    {DType::U8, "ui8", 1},
-    {DType::I16, "i16", 2},
-    {DType::U16, "ui16", 2},
-    {DType::I32, "i32", 4},
-    {DType::I64, "i64", 8},
+#define TE_KERNEL_ELEMENT_TYPE(ENUM, NAME, BYTES, KIND)                        \
+  {DType::ENUM, NAME, BYTES, std::string_view(#KIND) == "FLOAT"},
+#define TE_FILE_ELEMENT_TYPE(ENUM, NAME, BYTES, KIND)                          \
+  TE_KERNEL_ELEMENT_TYPE(ENUM, NAME, BYTES, KIND)
+#include "te/ABI/ElementTypes.def"
 };
-
-static constexpr bool infosMatchEnum() {
-  size_t i = 0;
-  for (const DTypeInfo &info : kDTypeInfos)
-    if (static_cast<size_t>(info.dtype) != i++ ||
-        info.dtype != kAllDTypes[i - 1])
-      return false;
-  return i == std::size(kAllDTypes);
-}
-static_assert(infosMatchEnum(), "kDTypeInfos must list every DType in order");
 
 static const DTypeInfo &info(DType dtype) {
   size_t index = static_cast<size_t>(dtype);
@@ -56,28 +38,7 @@ std::string_view te::support::dtypeName(DType dtype) {
 
 size_t te::support::dtypeSize(DType dtype) { return info(dtype).size; }
 
-bool te::support::isFloat(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-  case DType::F64:
-  case DType::F16:
-  case DType::BF16:
-  case DType::F8E4M3FN:
-  case DType::F8E5M2:
-  case DType::F8E8M0FNU:
-    return true;
-  case DType::I1:
-  case DType::I8:
-  case DType::U8:
-  case DType::I16:
-  case DType::U16:
-  case DType::I32:
-  case DType::I64:
-    return false;
-  }
-  assert(false && "not a DType");
-  return false;
-}
+bool te::support::isFloat(DType dtype) { return info(dtype).isFloat; }
 
 std::optional<DType> te::support::parseDType(std::string_view name) {
   for (const DTypeInfo &info : kDTypeInfos)

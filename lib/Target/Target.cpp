@@ -142,14 +142,35 @@ LogicalResult TargetBackend::emitArtifact(ModuleOp lowered,
 // Kernel entry points
 //===----------------------------------------------------------------------===//
 
+std::optional<std::string> mlir::te::getKernelElementTypeName(Type type) {
+  // Builtin types print as MLIR spells them, which is what the table holds.
+  std::string printed;
+  llvm::raw_string_ostream(printed) << type;
+  for (llvm::StringRef name : {
+#define TE_KERNEL_ELEMENT_TYPE(ENUM, NAME, BYTES, KIND) NAME,
+#include "te/ABI/ElementTypes.def"
+       })
+    if (printed == name)
+      return printed;
+  return std::nullopt;
+}
+
 namespace {
 
 /// The element types the runtime's manifest parser knows, by MLIR spelling.
 bool isKernelElementType(Type type) {
-  return type.isF32() || type.isF64() || type.isF16() || type.isBF16() ||
-         isa<Float8E4M3FNType, Float8E5M2Type, Float8E8M0FNUType>(type) ||
-         type.isSignlessInteger(1) || type.isSignlessInteger(8) ||
-         type.isSignlessInteger(32) || type.isSignlessInteger(64);
+  return getKernelElementTypeName(type).has_value();
+}
+
+/// "f32, f64, ... or i64": the kernel types of te/ABI/ElementTypes.def.
+std::string describeKernelElementTypes() {
+  std::vector<std::string> names = {
+#define TE_KERNEL_ELEMENT_TYPE(ENUM, NAME, BYTES, KIND) NAME,
+#include "te/ABI/ElementTypes.def"
+  };
+  std::string last = names.back();
+  names.pop_back();
+  return llvm::join(names, ", ") + " or " + last;
 }
 
 /// Whether the elements of a static `type`, and their bytes, can be counted
@@ -189,10 +210,8 @@ LogicalResult checkKernelType(func::FuncOp func, Type type, StringRef role,
       !isKernelElementType(tensor.getElementType()))
     return mlir::emitError(loc, "kernel @")
            << func.getSymName() << ": " << role << " " << index << " has type "
-           << type
-           << "; kernels take and return statically shaped tensors of f32, "
-              "f64, f16, bf16, f8E4M3FN, f8E5M2, f8E8M0FNU, i1, i8, i32 or "
-              "i64";
+           << type << "; kernels take and return statically shaped tensors of "
+           << describeKernelElementTypes();
   return success();
 }
 
@@ -301,7 +320,7 @@ public:
         roles[*input] = role;
   }
 
-  template <typename OpT> void attention(OpT op) {
+  void attention(AttentionOpInterface op) {
     assign(op.getAlibiSlopes(), "alibi_slopes");
     assign(op.getRngState(), "rng_state");
     HeadTensorDims q =
@@ -339,10 +358,8 @@ public:
 
   void collect() {
     function.walk([&](Operation *op) {
-      if (auto attention = dyn_cast<AttentionOp>(op))
+      if (auto attention = dyn_cast<AttentionOpInterface>(op))
         this->attention(attention);
-      else if (auto backward = dyn_cast<AttentionBackwardOp>(op))
-        this->attention(backward);
       else if (auto quantize = dyn_cast<QuantizeOp>(op))
         assign(quantize.getScale(), "positive");
       else if (auto dequantize = dyn_cast<DequantizeOp>(op)) {
@@ -428,34 +445,8 @@ std::string mlir::te::formatKernelManifest(ArrayRef<KernelEntry> entries,
   return text;
 }
 
-namespace {
-/// Gives each result an entry point returns more than once a copy of its
-/// own (bufferization.alloc_tensor copy), so that every output buffer has
-/// one producer: MLIR 22's buffer-results-to-out-params crashes on an
-/// allocation returned twice.
-struct UniqueReturnsPass
-    : PassWrapper<UniqueReturnsPass, OperationPass<func::FuncOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(UniqueReturnsPass)
-  StringRef getArgument() const override { return "te-unique-returns"; }
-
-  void runOnOperation() override {
-    getOperation().walk([](func::ReturnOp ret) {
-      llvm::SmallPtrSet<Value, 4> seen;
-      OpBuilder b(ret);
-      for (OpOperand &operand : ret->getOpOperands()) {
-        auto type = dyn_cast<RankedTensorType>(operand.get().getType());
-        if (!type || seen.insert(operand.get()).second)
-          continue;
-        operand.set(bufferization::AllocTensorOp::create(
-            b, ret.getLoc(), type, ValueRange{}, operand.get()));
-      }
-    });
-  }
-};
-} // namespace
-
 void mlir::te::addKernelBufferization(OpPassManager &pm) {
-  pm.addNestedPass<func::FuncOp>(std::make_unique<UniqueReturnsPass>());
+  pm.addNestedPass<func::FuncOp>(createTEUniqueReturns());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =

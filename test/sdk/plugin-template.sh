@@ -48,6 +48,15 @@ echo "$explain"
 grep -Eq "^te.quantize +\S+quantize.mlir:6:20 +plugin template/quantize +-$" <<< "$explain"
 grep -Eq "^te.quantize +\S+quantize.mlir:9:13 +cpu \(native\) +template/quantize: only per-tensor scaling, not mxfp8_1x32$" <<< "$explain"
 
+# The README's "Run it" block as written: from the checkout, --explain
+# alone, which runs nothing, with the plugin ABI the host speaks.
+readme=$(cd "$source" && NVTE_PLUGIN=te-plugin-template "$te_run" \
+  examples/plugin-template/quantize.mlir --explain)
+grep -Fxq "$(grep -F 'examples/plugin-template/quantize.mlir:9:13' \
+  "$source/examples/plugin-template/README.md")" <<< "$readme"
+abi=$(sed -n 's/.*plugin: template 0.1.0, plugin ABI \([0-9.]*\),.*/\1/p' <<< "$info")
+grep -q "plugin ABI $abi," "$source/examples/plugin-template/README.md"
+
 # The same results as the native lowering.
 "$te_run" "$program" --random-inputs --seed 7 --output-dir "$work/native-out" > /dev/null
 for i in 0 1 2 3 4; do

@@ -79,7 +79,10 @@ const char *kUsage =
     "arguments also take raw bits (uint16/uint8). bf16 and fp8 results are\n"
     "written as raw bits unless --outputs-f32. --explain prints which\n"
     "backend lowers each op, and which plugin providers declined it and\n"
-    "why (it loads the compiler even on a cache hit).\n"
+    "why (it loads the compiler even on a cache hit). Alone (no --input,\n"
+    "--random-inputs or other run option) it runs nothing: no inputs,\n"
+    "device or GPU are needed, and the exit status is 0 when every op\n"
+    "has a lowering, 2 when one has none.\n"
     "\n"
     "--random-inputs generates the inputs from --seed N (default 0), each\n"
     "by its role in the program: cu_seqlens are valid prefix sums within\n"
@@ -184,6 +187,8 @@ struct Options {
   /// --threads: host kernel threads; 0 keeps the runtime's default.
   int threads = 0;
   bool explain = false;
+  /// --explain with nothing to run: no inputs, device or GPU needed.
+  bool explainOnly = false;
   bool check = false;
   bool verbose = false;
   /// --emit's artifact and -o's file: compile to that stage, run nothing.
@@ -366,6 +371,8 @@ Options parseOptions(int argc, char **argv) {
   if (!options.emit.empty() && !runOptions.empty())
     fail("--emit compiles without running the program: " + runOptions[0] +
          " does not apply");
+  options.explainOnly =
+      options.explain && runOptions.empty() && options.emit.empty();
   return options;
 }
 
@@ -757,6 +764,15 @@ static int run(int argc, char **argv) {
     if (!rows)
       fail(compilerMessage(rows.message()));
     std::fputs(support::formatExplainTable(*rows).c_str(), stdout);
+    // Nothing to run: the table is the answer, and the status says whether
+    // every op has a lowering (a "none" row would fail the compile).
+    if (options.explainOnly) {
+      bool lowerable = std::all_of(rows->begin(), rows->end(),
+                                   [](const support::ExplainRow &row) {
+                                     return row[2].rfind("none", 0) != 0;
+                                   });
+      return lowerable ? 0 : kUsageError;
+    }
   }
 
   if (!options.emit.empty()) {

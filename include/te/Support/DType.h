@@ -2,8 +2,9 @@
 //
 // The element types an array read from or written to disk can have: the
 // types of te kernels' operands plus the unsigned and 16-bit integers that
-// carry raw bf16/f16/fp8 bits through numpy, which has no such float types.
-// Names are MLIR's spellings so that messages read like the IR.
+// carry raw bf16/f16/fp8 bits through numpy, which has no such float types
+// (te/ABI/ElementTypes.def, the one table). Names are MLIR's spellings so
+// that messages read like the IR.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,29 +17,19 @@
 
 namespace te::support {
 
+/// Every element type of te/ABI/ElementTypes.def, in its order.
 enum class DType {
-  F32,
-  F64,
-  F16,
-  BF16,
-  F8E4M3FN,
-  F8E5M2,
-  F8E8M0FNU,
-  /// A boolean, stored as one byte holding 0 or 1 (numpy's bool layout).
-  I1,
-  I8,
-  U8,
-  I16,
-  U16,
-  I32,
-  I64,
+#define TE_KERNEL_ELEMENT_TYPE(ENUM, NAME, BYTES, KIND) ENUM,
+#define TE_FILE_ELEMENT_TYPE(ENUM, NAME, BYTES, KIND) ENUM,
+#include "te/ABI/ElementTypes.def"
 };
 
 /// Every DType, in declaration order, for tests and diagnostics.
 inline constexpr DType kAllDTypes[] = {
-    DType::F32,    DType::F64,       DType::F16, DType::BF16, DType::F8E4M3FN,
-    DType::F8E5M2, DType::F8E8M0FNU, DType::I1,  DType::I8,   DType::U8,
-    DType::I16,    DType::U16,       DType::I32, DType::I64};
+#define TE_KERNEL_ELEMENT_TYPE(ENUM, NAME, BYTES, KIND) DType::ENUM,
+#define TE_FILE_ELEMENT_TYPE(ENUM, NAME, BYTES, KIND) DType::ENUM,
+#include "te/ABI/ElementTypes.def"
+};
 
 /// MLIR's spelling: "f32", "bf16", "f8E4M3FN", "i1", "ui8", ...
 std::string_view dtypeName(DType dtype);

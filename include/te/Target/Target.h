@@ -107,6 +107,12 @@ struct KernelEntry {
   SmallVector<RankedTensorType> outputs;
 };
 
+/// The runtime's name of element type `type` (its te_dtype spelling, from
+/// te/ABI/ElementTypes.def: "f32", "bf16", "f8E4M3FN", ...), or nullopt
+/// when kernels cannot take it: what library-call parameters and plugins
+/// name types by.
+std::optional<std::string> getKernelElementTypeName(Type type);
+
 /// The entry points of `module`: every public function. Fails (with a
 /// diagnostic on the function) when a signature cannot cross the kernel
 /// ABI: non-tensor or dynamically shaped values, tensors without elements,

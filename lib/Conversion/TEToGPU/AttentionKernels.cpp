@@ -62,21 +62,21 @@ Dims flash::dimsOf(Value tensor, QKVLayout layout) {
 
 IndexExpr flash::rowOffset(QKVLayout layout, const Dims &d, IndexExpr batch,
                            IndexExpr position, IndexExpr head) {
-  switch (layout) {
-  case QKVLayout::bshd:
-    return ((batch * d.seq + position) * d.heads + head) * d.headDim;
-  case QKVLayout::sbhd:
-    return ((position * d.batch + batch) * d.heads + head) * d.headDim;
-  case QKVLayout::bhsd:
-    return ((batch * d.heads + head) * d.seq + position) * d.headDim;
-  case QKVLayout::thd:
-    // The position is a token.
-    return (position * d.heads + head) * d.headDim;
-  }
-  llvm_unreachable("unknown layout");
+  // Row-major over the layout's dimensions, the row's first element (the
+  // head dim's index 0); for thd the position is a token and there is no
+  // batch.
+  SmallVector<std::optional<IndexExpr>, 4> index =
+      arrangeInLayout<std::optional<IndexExpr>>(layout, batch, position, head,
+                                                std::nullopt);
+  SmallVector<int64_t, 4> size =
+      arrangeInLayout(layout, d.batch, d.seq, d.heads, d.headDim);
+  IndexExpr offset = *index[0];
+  for (size_t i = 1; i + 1 < index.size(); ++i)
+    offset = offset * size[i] + *index[i];
+  return offset * size.back();
 }
 
-template <typename OpT> static FlashConfig configOf(OpT op) {
+static FlashConfig configOf(AttentionOpInterface op) {
   FlashConfig c;
   c.layout = op.getLayout();
   c.q = dimsOf(op.getQ(), c.layout);
@@ -108,17 +108,10 @@ template <typename OpT> static FlashConfig configOf(OpT op) {
   return c;
 }
 
-template <typename OpT> static std::array<Value, 7> sequenceOperandsOf(OpT op) {
+std::array<Value, 7> flash::getSequenceOperands(AttentionOpInterface op) {
   return {op.getCuSeqlensQ(),   op.getCuSeqlensKv(), op.getSeqOffsetsQ(),
           op.getSeqOffsetsKv(), op.getSeqlensQ(),    op.getSeqlensKv(),
           op.getAlibiSlopes()};
-}
-
-std::array<Value, 7> flash::getSequenceOperands(AttentionOp op) {
-  return sequenceOperandsOf(op);
-}
-std::array<Value, 7> flash::getSequenceOperands(AttentionBackwardOp op) {
-  return sequenceOperandsOf(op);
 }
 
 void flash::bindSequenceOperands(OpBuilder &b, Location loc,
@@ -137,15 +130,8 @@ void flash::bindSequenceOperands(OpBuilder &b, Location loc,
       *slot = flatten(b, loc, kernel.getArgument(next++));
 }
 
-template <typename OpT> static std::array<Value, 3> elementOperandsOf(OpT op) {
+std::array<Value, 3> flash::getElementOperands(AttentionOpInterface op) {
   return {op.getMask(), op.getBias(), op.getRngState()};
-}
-
-std::array<Value, 3> flash::getElementOperands(AttentionOp op) {
-  return elementOperandsOf(op);
-}
-std::array<Value, 3> flash::getElementOperands(AttentionBackwardOp op) {
-  return elementOperandsOf(op);
 }
 
 ElementOperands flash::bindElementOperands(OpBuilder &b, Location loc,
@@ -368,9 +354,9 @@ void flash::stageRows(OpBuilder &b, Location loc, const GPUTargetInfo &target,
       });
 }
 
-template <typename OpT>
-static std::optional<std::string>
-unsupportedReason(OpT op, const GPUTargetInfo &target) {
+std::optional<std::string>
+gpu_lowering::getAttentionUnsupportedReason(AttentionOpInterface op,
+                                            const GPUTargetInfo &target) {
   std::string name = op->getName().getStringRef().str();
   std::string prefix = name + " with ";
   std::string suffix = " has no GPU kernel yet (" + target.getDescription() +
@@ -392,18 +378,6 @@ unsupportedReason(OpT op, const GPUTargetInfo &target) {
              std::to_string(mma::FlashTiling::kMaxHeadDim);
   }
   return std::nullopt;
-}
-
-std::optional<std::string>
-gpu_lowering::getAttentionUnsupportedReason(AttentionOp op,
-                                            const GPUTargetInfo &target) {
-  return unsupportedReason(op, target);
-}
-
-std::optional<std::string>
-gpu_lowering::getAttentionUnsupportedReason(AttentionBackwardOp op,
-                                            const GPUTargetInfo &target) {
-  return unsupportedReason(op, target);
 }
 
 //===----------------------------------------------------------------------===//

@@ -50,8 +50,7 @@ struct SequenceOperands {
 
 /// The op's index operands and ALiBi slopes, in SequenceOperands' order
 /// then the slopes, null where absent.
-std::array<Value, 7> getSequenceOperands(AttentionOp op);
-std::array<Value, 7> getSequenceOperands(AttentionBackwardOp op);
+std::array<Value, 7> getSequenceOperands(AttentionOpInterface op);
 
 /// The kernel arguments of the present ones of `operands` (in order, from
 /// argument `next`, which advances), flattened: the index operands into
@@ -152,8 +151,7 @@ ElementOperands bindElementOperands(OpBuilder &b, Location loc,
                                     gpu::GPUFuncOp kernel, unsigned &next,
                                     ArrayRef<Value> operands);
 /// The op's mask, bias tensor and rng_state, null where absent.
-std::array<Value, 3> getElementOperands(AttentionOp op);
-std::array<Value, 3> getElementOperands(AttentionBackwardOp op);
+std::array<Value, 3> getElementOperands(AttentionOpInterface op);
 
 /// A base-2 logit made with a bias tensor, clamped to the finite f32
 /// range: additive masks of the most negative finite value (finfo.min)

@@ -192,15 +192,15 @@ LogicalResult lowerBlockQuantize(QuantizeOp op, const GPUTargetInfo &target);
 LogicalResult lowerBlockDequantize(DequantizeOp op,
                                    const GPUTargetInfo &target);
 
-/// te.attention (forward) as a flash-attention kernel on the matrix units.
+/// Why the flash-attention kernels cannot take `op` (forward or backward)
+/// on `target`, or nullopt.
 std::optional<std::string>
-getAttentionUnsupportedReason(AttentionOp op, const GPUTargetInfo &target);
+getAttentionUnsupportedReason(AttentionOpInterface op,
+                              const GPUTargetInfo &target);
+/// te.attention (forward) as a flash-attention kernel on the matrix units.
 LogicalResult lowerAttention(AttentionOp op, const GPUTargetInfo &target);
 /// te.attention_backward as flash-attention kernels (the gradients from P
 /// recomputed tile by tile).
-std::optional<std::string>
-getAttentionUnsupportedReason(AttentionBackwardOp op,
-                              const GPUTargetInfo &target);
 LogicalResult lowerAttentionBackward(AttentionBackwardOp op,
                                      const GPUTargetInfo &target);
 

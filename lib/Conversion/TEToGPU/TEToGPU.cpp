@@ -490,10 +490,8 @@ mlir::te::getGPUUnsupportedReason(Operation *op, const GPUTargetInfo &target) {
     return getCollectiveUnsupportedReason(op);
   if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
     return gpu_lowering::getMatmulUnsupportedReason(matmul, target);
-  if (auto attention = dyn_cast<AttentionOp>(op))
+  if (auto attention = dyn_cast<AttentionOpInterface>(op))
     return gpu_lowering::getAttentionUnsupportedReason(attention, target);
-  if (auto backward = dyn_cast<AttentionBackwardOp>(op))
-    return gpu_lowering::getAttentionUnsupportedReason(backward, target);
   return op->getName().getStringRef().str() +
          " has no GPU code generation yet (" + target.getDescription() + ")";
 }

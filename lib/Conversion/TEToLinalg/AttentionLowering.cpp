@@ -67,17 +67,7 @@ struct IndexMath {
 /// Q/K/V/O tensor in `layout`; for thd `position` is the token index.
 SmallVector<Value> rowIndices(QKVLayout layout, Value batch, Value position,
                               Value head, Value zero) {
-  switch (layout) {
-  case QKVLayout::bshd:
-    return {batch, position, head, zero};
-  case QKVLayout::sbhd:
-    return {position, batch, head, zero};
-  case QKVLayout::bhsd:
-    return {batch, head, position, zero};
-  case QKVLayout::thd:
-    return {position, head, zero};
-  }
-  llvm_unreachable("unknown layout");
+  return llvm::to_vector(arrangeInLayout(layout, batch, position, head, zero));
 }
 
 /// Reads a row of `tensor` as a vector<d x f32>.
@@ -168,18 +158,9 @@ struct AttentionConfig {
 
   /// (batch, sequence length, heads) of a Q/K/V tensor; thd: (1, tokens, h).
   std::array<int64_t, 3> dims(Value tensor) const {
-    ArrayRef<int64_t> s = cast<RankedTensorType>(tensor.getType()).getShape();
-    switch (layout) {
-    case QKVLayout::bshd:
-      return {s[0], s[1], s[2]};
-    case QKVLayout::sbhd:
-      return {s[1], s[0], s[2]};
-    case QKVLayout::bhsd:
-      return {s[0], s[2], s[1]};
-    case QKVLayout::thd:
-      return {1, s[0], s[1]};
-    }
-    llvm_unreachable("unknown layout");
+    HeadTensorDims d = getHeadTensorDims(
+        layout, cast<RankedTensorType>(tensor.getType()).getShape());
+    return {layout == QKVLayout::thd ? 1 : d.batch, d.seq, d.heads};
   }
 
   /// Indices of the LSE element of (batch, row, head).
@@ -471,43 +452,17 @@ using TileBody = function_ref<ForwardTile(OpBuilder &, Location, Value batch,
 
 /// The dimension of the query position in a Q/K/V/O tensor in `layout`.
 unsigned positionDim(QKVLayout layout) {
-  switch (layout) {
-  case QKVLayout::bshd:
-    return 1;
-  case QKVLayout::sbhd:
-  case QKVLayout::thd:
-    return 0;
-  case QKVLayout::bhsd:
-    return 2;
-  }
-  llvm_unreachable("unknown layout");
+  return *getLayoutPosition(layout, HeadTensorDim::Seq);
 }
 
 /// The batch dimension of a Q/K/V/O tensor in `layout`; none for thd.
 std::optional<unsigned> batchDimension(QKVLayout layout) {
-  switch (layout) {
-  case QKVLayout::bshd:
-  case QKVLayout::bhsd:
-    return 0;
-  case QKVLayout::sbhd:
-    return 1;
-  case QKVLayout::thd:
-    return std::nullopt;
-  }
-  llvm_unreachable("unknown layout");
+  return getLayoutPosition(layout, HeadTensorDim::Batch);
 }
 
 /// The head dimension of a Q/K/V/O tensor in `layout`.
 unsigned headDimension(QKVLayout layout) {
-  switch (layout) {
-  case QKVLayout::bshd:
-  case QKVLayout::sbhd:
-    return 2;
-  case QKVLayout::bhsd:
-  case QKVLayout::thd:
-    return 1;
-  }
-  llvm_unreachable("unknown layout");
+  return *getLayoutPosition(layout, HeadTensorDim::Heads);
 }
 
 /// The forward pass's rows in tiles of `tileRows` query rows of one (batch,
@@ -2308,12 +2263,7 @@ static std::optional<std::string> getUnsupportedReason(OpT op) {
 }
 
 std::optional<std::string>
-mlir::te::getAttentionUnsupportedReason(AttentionOp op) {
-  return getUnsupportedReason(op);
-}
-
-std::optional<std::string>
-mlir::te::getAttentionUnsupportedReason(AttentionBackwardOp op) {
+mlir::te::getAttentionUnsupportedReason(AttentionOpInterface op) {
   return getUnsupportedReason(op);
 }
 

@@ -67,17 +67,7 @@ SmallVector<IteratorType> iterators(StringRef kinds) {
 SmallVector<AffineExpr, 4> layoutExprs(QKVLayout layout, AffineExpr batch,
                                        AffineExpr head, AffineExpr row,
                                        AffineExpr x) {
-  switch (layout) {
-  case QKVLayout::bshd:
-    return {batch, row, head, x};
-  case QKVLayout::sbhd:
-    return {row, batch, head, x};
-  case QKVLayout::bhsd:
-    return {batch, head, row, x};
-  case QKVLayout::thd:
-    return {row, head, x};
-  }
-  llvm_unreachable("unknown layout");
+  return arrangeInLayout(layout, batch, row, head, x);
 }
 
 /// A map from `dims` loops reading a [1|B, 1|H, S, T] operand at logical
@@ -209,18 +199,9 @@ struct AttentionProblem {
   /// (batch, heads, sequence, head dim) of a Q/K/V/O-like tensor from the
   /// op's documented layouts.
   std::array<int64_t, 4> sizes(Value tensor) const {
-    ArrayRef<int64_t> s = cast<RankedTensorType>(tensor.getType()).getShape();
-    switch (layout) {
-    case QKVLayout::bshd:
-      return {s[0], s[2], s[1], s[3]};
-    case QKVLayout::sbhd:
-      return {s[1], s[2], s[0], s[3]};
-    case QKVLayout::bhsd:
-      return {s[0], s[1], s[2], s[3]};
-    case QKVLayout::thd:
-      return {1, s[1], s[0], s[2]};
-    }
-    llvm_unreachable("unknown layout");
+    HeadTensorDims d = getHeadTensorDims(
+        layout, cast<RankedTensorType>(tensor.getType()).getShape());
+    return {layout == QKVLayout::thd ? 1 : d.batch, d.heads, d.seq, d.headDim};
   }
 
   int64_t group() const { return headsQ / headsKV; }
@@ -779,9 +760,7 @@ struct AttentionOpReferenceDecomposition : OpRewritePattern<AttentionOp> {
     // Blocks of query rows, each inserted into the results: q, O and the
     // LSE have their rows at `rowDim`, the mask and the bias at 2 (unless
     // they broadcast over rows).
-    int64_t rowDim = p.layout == QKVLayout::bshd   ? 1
-                     : p.layout == QKVLayout::sbhd ? 0
-                                                   : 2;
+    int64_t rowDim = *getLayoutPosition(p.layout, HeadTensorDim::Seq);
     auto blockType = [&](RankedTensorType type, int64_t dim) {
       SmallVector<int64_t> shape(type.getShape());
       shape[dim] = block;

@@ -273,10 +273,8 @@ std::optional<std::string> mlir::te::getCPUUnsupportedReason(Operation *op) {
                " with dynamic shapes has no CPU lowering yet";
     return std::nullopt;
   }
-  if (auto attention = dyn_cast<AttentionOp>(op))
+  if (auto attention = dyn_cast<AttentionOpInterface>(op))
     return getAttentionUnsupportedReason(attention);
-  if (auto backward = dyn_cast<AttentionBackwardOp>(op))
-    return getAttentionUnsupportedReason(backward);
   if (isa<AmaxOp, ComputeScaleOp, UpdateDelayedScalingOp, ScaledMatmulOp,
           ProcessGroupOp>(op))
     return std::nullopt;

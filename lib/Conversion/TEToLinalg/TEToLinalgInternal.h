@@ -14,9 +14,8 @@
 namespace mlir::te {
 
 /// The parts of getCPUUnsupportedReason that concern attention.
-std::optional<std::string> getAttentionUnsupportedReason(AttentionOp op);
 std::optional<std::string>
-getAttentionUnsupportedReason(AttentionBackwardOp op);
+getAttentionUnsupportedReason(AttentionOpInterface op);
 
 /// An scf.forall over [0, n) for each n of `upperBounds`, with `outputs` as
 /// its shared outputs.

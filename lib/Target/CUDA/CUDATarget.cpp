@@ -295,19 +295,9 @@ private:
 
 namespace {
 
-/// The te_dtype_name spelling of a float element type.
+/// The te_dtype_name spelling of an element type.
 std::string dtypeName(Type type) {
-  if (type.isF32())
-    return "f32";
-  if (type.isF16())
-    return "f16";
-  if (type.isBF16())
-    return "bf16";
-  if (isa<Float8E4M3FNType>(type))
-    return "f8E4M3FN";
-  if (isa<Float8E5M2Type>(type))
-    return "f8E5M2";
-  return "";
+  return getKernelElementTypeName(type).value_or("");
 }
 
 /// Why a library call cannot take `op`'s operands and results: the calls
@@ -416,7 +406,7 @@ std::string getAttentionPolicy() {
 }
 
 /// te's (left, right) window of `op`, causal masks included: right = 0.
-template <typename OpTy> std::pair<int64_t, int64_t> getBounds(OpTy op) {
+std::pair<int64_t, int64_t> getBounds(AttentionOpInterface op) {
   auto [left, right] = op.getWindowBounds();
   if (isCausalMask(op.getMaskKind()))
     right = right < 0 ? 0 : std::min<int64_t>(right, 0);
@@ -425,7 +415,7 @@ template <typename OpTy> std::pair<int64_t, int64_t> getBounds(OpTy op) {
 
 /// Whether `op`'s keys are bounded around a diagonal (causal or a window):
 /// only then does the diagonal's alignment matter.
-template <typename OpTy> bool isBounded(OpTy op) {
+bool isBounded(AttentionOpInterface op) {
   auto [left, right] = getBounds(op);
   return left >= 0 || right >= 0;
 }
@@ -434,9 +424,8 @@ template <typename OpTy> bool isBounded(OpTy op) {
 /// What it takes is what lib/Runtime/CUDNN.cpp builds: the dense layouts,
 /// no mask or the causal ones, windows, GQA/MQA, vanilla softmax without
 /// bias or dropout, bf16/f16 with d_qk = d_v a multiple of 8.
-template <typename OpTy>
-std::optional<std::string> getCuDNNAttentionUnsupportedReason(OpTy op,
-                                                              StringRef arch) {
+std::optional<std::string>
+getCuDNNAttentionUnsupportedReason(AttentionOpInterface op, StringRef arch) {
   if (isDisabled("NVTE_FUSED_ATTN"))
     return std::string("NVTE_FUSED_ATTN=0 disables cuDNN attention");
   std::string policy = getAttentionPolicy();
@@ -490,12 +479,9 @@ std::optional<std::string> getFlashAttentionPolicyReason() {
 
 /// The cudnn.sdpa_forward or cudnn.sdpa_backward parameters of `op`
 /// (lib/Runtime/CUDNN.h).
-template <typename OpTy> std::string getSdpaParameters(OpTy op) {
-  bool stats;
-  if constexpr (std::is_same_v<OpTy, AttentionOp>)
-    stats = bool(op.getLse());
-  else
-    stats = true; // the backward reads the forward's LSE
+std::string getSdpaParameters(AttentionOpInterface op) {
+  // The backward reads the forward's LSE.
+  bool stats = op.isBackward() || cast<AttentionOp>(op).getLse();
   QKVLayout layout = op.getLayout();
   HeadTensorDims q = getHeadTensorDims(layout, op.getQ().getType().getShape());
   HeadTensorDims k = getHeadTensorDims(layout, op.getK().getType().getShape());
@@ -521,11 +507,11 @@ template <typename OpTy> std::string getSdpaParameters(OpTy op) {
 
 /// Replaces `op` by the cudnn.sdpa_forward (or, for the backward,
 /// cudnn.sdpa_backward) call on buffers.
-template <typename OpTy> LogicalResult lowerToCuDNN(OpTy op) {
+LogicalResult lowerToCuDNN(AttentionOpInterface op) {
   SmallVector<Value> inputs = {op.getQ(), op.getK(), op.getV()};
-  constexpr bool backward = std::is_same_v<OpTy, AttentionBackwardOp>;
-  if constexpr (backward)
-    inputs.append({op.getO(), op.getDO(), op.getLse()});
+  bool backward = op.isBackward();
+  if (auto backwardOp = dyn_cast<AttentionBackwardOp>(op.getOperation()))
+    inputs.append({backwardOp.getO(), backwardOp.getDO(), backwardOp.getLse()});
   return lowerToLibraryCall(
       op, inputs, backward ? "cudnn.sdpa_backward" : "cudnn.sdpa_forward",
       getSdpaParameters(op));
@@ -613,9 +599,7 @@ LogicalResult lowerByStrategy(Operation *op, const StrategyChoice &choice,
   case Strategy::CuBLASLt:
     return lowerToCuBLASLt(cast<ScaledMatmulOp>(op));
   case Strategy::CuDNN:
-    if (auto attention = dyn_cast<AttentionOp>(op))
-      return lowerToCuDNN(attention);
-    return lowerToCuDNN(cast<AttentionBackwardOp>(op));
+    return lowerToCuDNN(cast<AttentionOpInterface>(op));
   case Strategy::CodeGeneration:
     return lowerTEOpToGPU(op, CUDAGPUTargetInfo(arch.str()));
   }
@@ -644,7 +628,7 @@ struct LowerToCUDALibrariesPass
   void runOnOperation() override {
     SmallVector<std::pair<Operation *, StrategyChoice>> libraryOps;
     getOperation().walk([&](Operation *op) {
-      if (!isa<ScaledMatmulOp, AttentionOp, AttentionBackwardOp>(op))
+      if (!isa<ScaledMatmulOp, AttentionOpInterface>(op))
         return;
       StrategyChoice choice = chooseStrategy(op, arch);
       if (choice.chosen != Strategy::CodeGeneration)

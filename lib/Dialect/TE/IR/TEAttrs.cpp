@@ -58,17 +58,38 @@ FailureOr<double> mlir::te::getFP8Max(Type fp8Type) {
   return llvm::APFloat::getLargest(sem).convertToDouble();
 }
 
-HeadTensorDims mlir::te::getHeadTensorDims(QKVLayout layout,
-                                           ArrayRef<int64_t> s) {
+ArrayRef<HeadTensorDim> mlir::te::getLayoutOrder(QKVLayout layout) {
+  using D = HeadTensorDim;
+  static constexpr D bshd[] = {D::Batch, D::Seq, D::Heads, D::HeadDim};
+  static constexpr D sbhd[] = {D::Seq, D::Batch, D::Heads, D::HeadDim};
+  static constexpr D bhsd[] = {D::Batch, D::Heads, D::Seq, D::HeadDim};
+  static constexpr D thd[] = {D::Seq, D::Heads, D::HeadDim};
   switch (layout) {
   case QKVLayout::bshd:
-    return {s[0], s[1], s[2], s[3]};
+    return bshd;
   case QKVLayout::sbhd:
-    return {s[1], s[0], s[2], s[3]};
+    return sbhd;
   case QKVLayout::bhsd:
-    return {s[0], s[2], s[1], s[3]};
+    return bhsd;
   case QKVLayout::thd:
-    return {ShapedType::kDynamic, s[0], s[1], s[2]};
+    return thd;
   }
   llvm_unreachable("unknown QKV layout");
+}
+
+std::optional<unsigned> mlir::te::getLayoutPosition(QKVLayout layout,
+                                                    HeadTensorDim dim) {
+  ArrayRef<HeadTensorDim> order = getLayoutOrder(layout);
+  const HeadTensorDim *found = llvm::find(order, dim);
+  if (found == order.end())
+    return std::nullopt;
+  return static_cast<unsigned>(found - order.begin());
+}
+
+HeadTensorDims mlir::te::getHeadTensorDims(QKVLayout layout,
+                                           ArrayRef<int64_t> shape) {
+  int64_t logical[] = {ShapedType::kDynamic, 0, 0, 0};
+  for (auto [dim, size] : llvm::zip(getLayoutOrder(layout), shape))
+    logical[static_cast<unsigned>(dim)] = size;
+  return {logical[0], logical[1], logical[2], logical[3]};
 }

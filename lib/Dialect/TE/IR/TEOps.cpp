@@ -16,6 +16,7 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
 
@@ -77,18 +78,12 @@ HeadTensorDims getHeadTensorDims(QKVLayout layout, RankedTensorType type) {
   return mlir::te::getHeadTensorDims(layout, type.getShape());
 }
 
-StringRef getLayoutShapeText(QKVLayout layout) {
-  switch (layout) {
-  case QKVLayout::bshd:
-    return "[b, s, h, d]";
-  case QKVLayout::sbhd:
-    return "[s, b, h, d]";
-  case QKVLayout::bhsd:
-    return "[b, h, s, d]";
-  case QKVLayout::thd:
-    return "[t, h, d]";
-  }
-  llvm_unreachable("unknown QKV layout");
+std::string getLayoutShapeText(QKVLayout layout) {
+  StringRef seq = layout == QKVLayout::thd ? "t" : "s";
+  return "[" +
+         llvm::join(arrangeInLayout<StringRef>(layout, "b", seq, "h", "d"),
+                    ", ") +
+         "]";
 }
 
 /// The sizes every attention operand is checked against.
@@ -1150,3 +1145,5 @@ GroupRankOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 
 #define GET_OP_CLASSES
 #include "te/Dialect/TE/IR/TEOps.cpp.inc"
+
+#include "te/Dialect/TE/IR/TEInterfaces.cpp.inc"

@@ -59,7 +59,7 @@ Value splat(OpBuilder &b, Location loc, Type type, double value = 0.0) {
 /// Whether the attention problem of `op` is empty: no batch entries, no
 /// query heads, no queries or no keys (static sizes only; a dynamic size
 /// is left to the kernels).
-template <typename OpT> bool isEmptyAttention(OpT op) {
+bool isEmptyAttention(AttentionOpInterface op) {
   QKVLayout layout = op.getLayout();
   auto q = getHeadTensorDims(
       layout, cast<RankedTensorType>(op.getQ().getType()).getShape());

@@ -203,7 +203,7 @@ private:
 
 /// The checks of te.attention and te.attention_backward, whose index
 /// operands are the same.
-template <typename OpT> void insertAttentionChecks(OpT op) {
+void insertAttentionChecks(AttentionOpInterface op) {
   for (Value operand : op->getOperands())
     if (!cast<ShapedType>(operand.getType()).hasStaticShape())
       return; // No lowering takes dynamic shapes yet.
@@ -230,10 +230,8 @@ struct TEInsertChecksPass
     : public te::impl::TEInsertChecksBase<TEInsertChecksPass> {
   void runOnOperation() override {
     getOperation().walk([](Operation *op) {
-      if (auto attention = dyn_cast<AttentionOp>(op))
+      if (auto attention = dyn_cast<AttentionOpInterface>(op))
         insertAttentionChecks(attention);
-      else if (auto backward = dyn_cast<AttentionBackwardOp>(op))
-        insertAttentionChecks(backward);
     });
   }
 };

@@ -31,6 +31,34 @@ bool resolveBottomRightDiagonal(MaskKind kind, std::optional<bool> requested);
 /// leaves the choice to `bottom_right_diagonal`.
 std::optional<bool> getForcedBottomRightDiagonal(MaskKind kind);
 
+/// The logical dimensions of a Q, K, V or O tensor: for `thd` there is no
+/// batch dimension and Seq counts the packed tokens.
+enum class HeadTensorDim : unsigned { Batch, Seq, Heads, HeadDim };
+
+/// The one statement of what each layout means: the logical dimension of
+/// each dimension of a tensor in `layout`, outermost first (bshd: batch,
+/// seq, heads, head dim; thd: tokens, heads, head dim). Every user of a
+/// layout (verifiers, lowerings, library calls) derives its positions,
+/// indices and offsets from this, through the helpers below.
+ArrayRef<HeadTensorDim> getLayoutOrder(QKVLayout layout);
+
+/// The position of logical dimension `dim` in a tensor of `layout`;
+/// nullopt for the batch of thd, which has none.
+std::optional<unsigned> getLayoutPosition(QKVLayout layout, HeadTensorDim dim);
+
+/// `batch`, `seq`, `heads` and `headDim` (indices, sizes, affine
+/// expressions, names...) in the order `layout` lays the dimensions out,
+/// the batch left out for thd: e.g. the indices of a row's first element.
+template <typename T>
+SmallVector<T, 4> arrangeInLayout(QKVLayout layout, T batch, T seq, T heads,
+                                  T headDim) {
+  T logical[] = {batch, seq, heads, headDim};
+  SmallVector<T, 4> arranged;
+  for (HeadTensorDim dim : getLayoutOrder(layout))
+    arranged.push_back(logical[static_cast<unsigned>(dim)]);
+  return arranged;
+}
+
 /// The four logical dimensions of a Q, K, V or O tensor in a layout;
 /// `batch` is unknown (dynamic) for `thd`, where `seq` counts the packed
 /// tokens.

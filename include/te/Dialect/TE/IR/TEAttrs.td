@@ -18,7 +18,9 @@ class TE_I32Enum<string name, string summary, list<I32EnumAttrCase> cases>
 }
 
 // Printed as a bare keyword inside op assembly (`mask causal`) and as
-// `#te<mask causal>` in the generic form.
+// `#te<mask causal>` in the generic form. The printer puts a space before
+// the value (the generic form needs it after the mnemonic), so op formats
+// write `` between their keyword and the attribute: one space, not two.
 class TE_EnumAttr<EnumAttrInfo enumInfo, string mnemonic>
     : EnumAttr<TE_Dialect, enumInfo, mnemonic> {
   let assemblyFormat = "$value";

@@ -29,6 +29,9 @@ public:
 
 } // namespace mlir::te
 
+// Interfaces te ops share (TEInterfaces.td), before the ops that have them.
+#include "te/Dialect/TE/IR/TEInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "te/Dialect/TE/IR/TEOps.h.inc"
 

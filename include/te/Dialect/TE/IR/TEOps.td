@@ -10,6 +10,7 @@
 #define TE_DIALECT_TE_IR_TEOPS_TD
 
 include "te/Dialect/TE/IR/TEAttrs.td"
+include "te/Dialect/TE/IR/TEInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/CommonTypeConstraints.td"
@@ -74,13 +75,13 @@ defvar AttentionOptionalOperands = (ins
 );
 
 defvar AttentionConfigFormat = [{
-  `layout` $layout
-  (`mask` $mask_kind^)?
+  `layout` `` $layout
+  (`mask` `` $mask_kind^)?
   (`window` $window^)?
   (`bottom_right_diagonal` $bottom_right_diagonal^)?
   (`scale` $scale^)?
-  (`bias` $bias_kind^)?
-  (`softmax` $softmax_kind^)?
+  (`bias` `` $bias_kind^)?
+  (`softmax` `` $softmax_kind^)?
   (`dropout` $dropout^)?
   (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_kv `)`)?
   (`seq_offsets` `(` $seq_offsets_q^ `,` $seq_offsets_kv `)`)?
@@ -187,7 +188,8 @@ defvar AttentionClassDeclaration = [{
 }];
 
 def TE_AttentionOp : TE_Op<"attention", [Pure, AttrSizedOperandSegments,
-    TE_VerifyBeforeTypeInference, InferTypeOpAdaptor]> {
+    TE_VerifyBeforeTypeInference, InferTypeOpAdaptor,
+    TE_AttentionOpInterface]> {
   let summary = "fused multi-head attention, forward";
   let description = !strconcat([{
     Computes scaled dot-product attention of `q` against `k` and `v` the way
@@ -220,12 +222,14 @@ def TE_AttentionOp : TE_Op<"attention", [Pure, AttrSizedOperandSegments,
   let assemblyFormat = !strconcat("$q `,` $k `,` $v ", AttentionConfigFormat,
       " attr-dict `:` functional-type(operands, results)");
   let hasCanonicalizeMethod = 1;
-  let extraClassDeclaration = AttentionClassDeclaration;
+  let extraClassDeclaration = AttentionClassDeclaration # [{
+    bool isBackward() { return false; }
+  }];
 }
 
 def TE_AttentionBackwardOp : TE_Op<"attention_backward", [Pure,
     AttrSizedOperandSegments, TE_VerifyBeforeTypeInference,
-    InferTypeOpAdaptor]> {
+    InferTypeOpAdaptor, TE_AttentionOpInterface]> {
   let summary = "fused multi-head attention, backward";
   let description = !strconcat([{
     Gradients of `te.attention` with the same configuration. Takes the
@@ -267,6 +271,7 @@ def TE_AttentionBackwardOp : TE_Op<"attention_backward", [Pure,
       " attr-dict `:` functional-type(operands, results)");
   let hasCanonicalizeMethod = 1;
   let extraClassDeclaration = AttentionClassDeclaration # [{
+    bool isBackward() { return true; }
     /// Gradient of `bias_tensor`, or null when the op has no bias tensor.
     ::mlir::Value getDBias();
     /// Gradient of `softmax_offset`, or null unless the softmax is learnable.
@@ -371,7 +376,7 @@ def TE_UpdateDelayedScalingOp : TE_Op<"update_delayed_scaling",
   let results = (outs TE_F32Tensor:$new_amax_history, TE_F32Tensor:$new_scale);
   let assemblyFormat = [{
     $amax_history `,` $amax `,` $scale `fp8_type` $fp8_type
-    (`amax_algo` $amax_algo^)? (`margin` $margin^)?
+    (`amax_algo` `` $amax_algo^)? (`margin` $margin^)?
     attr-dict `:` type($amax_history) `,` type($amax) `,` type($scale)
     `->` type($new_amax_history) `,` type($new_scale)
   }];
@@ -425,7 +430,7 @@ def TE_QuantizeOp : TE_Op<"quantize", [Pure]> {
   let results = (outs Variadic<RankedTensorOf<[F8E4M3FN, F8E5M2, F32,
                                                F8E8M0FNU]>>:$results);
   let assemblyFormat = [{
-    $input (`scale` `(` $scale^ `)`)? `mode` $mode (`usage` $usage^)?
+    $input (`scale` `(` $scale^ `)`)? `mode` `` $mode (`usage` `` $usage^)?
     (`pow2_scales` $pow2_scales^)? (`epsilon` $epsilon^)?
     attr-dict `:` type(operands) `->` type($results)
   }];
@@ -470,7 +475,7 @@ def TE_DequantizeOp : TE_Op<"dequantize", [Pure]> {
                        TE_ScalingModeAttr:$mode, UnitAttr:$columnwise);
   let results = (outs TE_HighPrecisionTensor:$result);
   let assemblyFormat = [{
-    $data `,` $scale_inv `mode` $mode (`columnwise` $columnwise^)?
+    $data `,` $scale_inv `mode` `` $mode (`columnwise` $columnwise^)?
     attr-dict `:` type($data) `,` type($scale_inv) `->` type($result)
   }];
   let hasVerifier = 1;
@@ -621,7 +626,7 @@ def TE_AllReduceOp : TE_CollectiveOp<"all_reduce", [SameOperandsAndResultType]> 
                            "::mlir::te::ReduceKind::sum">:$kind);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $input `group` $group (`reduce` $kind^)? attr-dict `:` type($input)
+    $input `group` $group (`reduce` `` $kind^)? attr-dict `:` type($input)
   }];
   let hasVerifier = 1;
   let hasFolder = 1;
@@ -667,7 +672,7 @@ def TE_ReduceScatterOp : TE_CollectiveOp<"reduce_scatter"> {
                            "::mlir::te::ReduceKind::sum">:$kind);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $input `group` $group `dim` $dim (`reduce` $kind^)? attr-dict
+    $input `group` $group `dim` $dim (`reduce` `` $kind^)? attr-dict
     `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;

@@ -2,6 +2,7 @@
 #ifndef TE_DIALECT_TE_TRANSFORMS_PASSES_H
 #define TE_DIALECT_TE_TRANSFORMS_PASSES_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 

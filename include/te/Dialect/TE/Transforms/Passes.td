@@ -133,4 +133,30 @@ def TEMaterializeChecks : Pass<"te-materialize-checks", "ModuleOp"> {
   ];
 }
 
+def TEUniqueReturns : Pass<"te-unique-returns", "func::FuncOp"> {
+  let summary = "Give each tensor a function returns twice a copy of its own";
+  let description = [{
+    The first stage of every target's kernel bufferization
+    (addKernelBufferization, te/Target/Target.h): a value an entry point
+    returns more than once becomes one result plus copies
+    (`bufferization.alloc_tensor ... copy(...)`), so that each output buffer
+    has one producer (MLIR 22's buffer-results-to-out-params cannot hoist an
+    allocation returned twice).
+
+    Before:
+
+    ```mlir
+    return %a, %a : tensor<4xf32>, tensor<4xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %copy = bufferization.alloc_tensor() copy(%a) : tensor<4xf32>
+    return %a, %copy : tensor<4xf32>, tensor<4xf32>
+    ```
+  }];
+  let dependentDialects = ["bufferization::BufferizationDialect"];
+}
+
 #endif // TE_DIALECT_TE_TRANSFORMS_PASSES_TD
