@@ -271,7 +271,10 @@ void PluginManager::fail(PluginRecord &record, StringRef step,
                                 : "continuing with the native lowering");
   if (firstFailure.empty())
     firstFailure = message;
-  warn(message);
+  // In strict mode the failure is the caller's error, which it reports;
+  // a warning as well would say the same thing twice.
+  if (!strict)
+    warn(message);
 }
 
 LogicalResult PluginManager::loadFromEnvironment(std::string *error) {
