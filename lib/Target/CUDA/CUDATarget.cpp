@@ -573,9 +573,13 @@ StrategyChoice chooseStrategy(Operation *op, StringRef arch) {
                          {Strategy::CuDNN, cudnn}};
     if (getAttentionPolicy() == "cudnn")
       std::swap(choice.considered[0], choice.considered[1]);
-    // Where the policy alone keeps code generation out, say both reasons.
-    if (flash && cudnn)
-      choice.reason = *flash + ", and cuDNN cannot take it: " + *cudnn;
+    // An attention neither takes names both reasons, the preferred first
+    // (as TE's get_attention_backend reports every backend it ruled out).
+    const auto &[first, firstReason] = choice.considered[0];
+    const auto &[second, secondReason] = choice.considered[1];
+    if (firstReason && secondReason)
+      choice.reason = *firstReason + ", and " + getStrategyName(second).str() +
+                      " cannot take it: " + *secondReason;
   } else {
     choice.considered = {{Strategy::CodeGeneration, codegen}};
   }
