@@ -116,6 +116,20 @@ FailureOr<std::string> mlir::te::getCUDAArch(std::string *error) {
   return failure();
 }
 
+/// `arch` for a reason in --explain: with a hint where it is only the
+/// default (nothing asked for an arch and no GPU was reported), so that a
+/// compiler engineer without a GPU sees how to look at another.
+static std::string describeArch(StringRef arch) {
+  TargetRegistry &registry = TargetRegistry::get();
+  bool isDefault = registry.getArchOverride("cuda").empty() &&
+                   ::te::abi::getSetting("TE_CUDA_ARCH").empty() &&
+                   registry.getDeviceArch("cuda").empty();
+  if (!isDefault)
+    return arch.str();
+  return arch.str() + " (the default without a GPU; TE_CUDA_ARCH=sm_90a, " +
+         "or te-lower-target's arch=, compiles for another)";
+}
+
 std::string mlir::te::getCUDAToolkitPath() {
   for (const char *variable : {"TE_CUDA_PATH", "CUDA_HOME"})
     if (std::string path = ::te::abi::getSetting(variable); !path.empty())
@@ -328,7 +342,8 @@ std::optional<std::string> getCuBLASLtUnsupportedReason(ScaledMatmulOp op,
   if (policy != "cublaslt")
     return "TE_CUDA_GEMM='" + policy + "' is neither cublaslt nor codegen";
   if (arch != "sm_89" && !arch.starts_with("sm_90"))
-    return "cuBLASLt's FP8 GEMMs need sm_89 or newer, not " + arch.str();
+    return "cuBLASLt's FP8 GEMMs need sm_89 or newer, not " +
+           describeArch(arch);
   if (std::optional<std::string> reason = getDynamicShapeReason(op))
     return reason;
   if (op.getTransposeA() || !op.getTransposeB())
