@@ -552,7 +552,16 @@ struct ConvertTEToGPUPass : te::impl::ConvertTEToGPUBase<ConvertTEToGPUPass> {
       info = std::make_shared<GenericGPUTargetInfo>(warpSize);
     }
     if (std::optional<std::string> error = info->getConfigurationError()) {
-      getOperation().emitError(*error);
+      // Said once, at the first op that needs the target (not at the
+      // module's line 0 with the whole module printed after it).
+      Location loc = getOperation().getLoc();
+      getOperation().walk([&](Operation *op) {
+        if (!isa_and_nonnull<TEDialect>(op->getDialect()))
+          return WalkResult::advance();
+        loc = op->getLoc();
+        return WalkResult::interrupt();
+      });
+      mlir::emitError(loc, *error);
       return signalPassFailure();
     }
     SmallVector<Operation *> ops;
