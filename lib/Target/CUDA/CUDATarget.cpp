@@ -1029,7 +1029,7 @@ public:
   }
 
   std::vector<std::string> getArtifactNames() const override {
-    return {"ptx", "cubin", "fatbin"};
+    return {"ptx", "cubin", "fatbin", "manifest"};
   }
 
   LogicalResult emitArtifact(ModuleOp lowered, ArrayRef<KernelEntry> entries,
@@ -1040,6 +1040,10 @@ public:
         formatPlannedManifest(lowered, entries, manifest);
     if (failed(planned))
       return failure();
+    // The plan as text: entries, steps, launches and library calls, which
+    // the fatbin carries as bytes only.
+    if (artifact == "manifest")
+      return writeOutputFile(lowered.getLoc(), outputPath, *planned);
     gpu::CompilationTarget format =
         artifact == "ptx"     ? gpu::CompilationTarget::Assembly
         : artifact == "cubin" ? gpu::CompilationTarget::Binary
