@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
@@ -71,6 +72,7 @@ inline void registerCPUPipelineStagePasses() {
   registerConvertControlFlowToLLVMPass();
   registerConvertOpenMPToLLVMPass();
   registerReconcileUnrealizedCastsPass();
+  LLVM::registerDIScopeForLLVMFuncOpPass();
 }
 
 /// The upstream passes of the cuda target's pipeline

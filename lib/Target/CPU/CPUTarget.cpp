@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
@@ -85,6 +86,10 @@ void mlir::te::buildCPUTargetPipeline(OpPassManager &pm) {
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  // Line tables from the te program's locations: the generated code's
+  // assembly and object say which te op each instruction comes from
+  // (.loc directives; a debugger or profiler shows the program's lines).
+  pm.addPass(LLVM::createDIScopeForLLVMFuncOpPass());
 }
 
 void mlir::te::buildLowerToCPUReferencePipeline(OpPassManager &pm) {
