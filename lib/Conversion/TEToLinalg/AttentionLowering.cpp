@@ -2253,8 +2253,8 @@ struct AttentionBackwardOpLowering : OpConversionPattern<AttentionBackwardOp> {
 
 } // namespace
 
-template <typename OpT>
-static std::optional<std::string> getUnsupportedReason(OpT op) {
+static std::optional<std::string>
+getUnsupportedReason(AttentionOpInterface op) {
   std::string name = op->getName().getStringRef().str();
   for (Value value : op->getOperands())
     if (!cast<ShapedType>(value.getType()).hasStaticShape())

@@ -90,7 +90,10 @@ selectArchForGPU(StringRef reported, std::string *error) {
   return failure();
 }
 
-FailureOr<std::string> mlir::te::getCUDAArch(std::string *error) {
+FailureOr<std::string> mlir::te::getCUDAArch(std::string *error,
+                                             bool *isDefault) {
+  if (isDefault)
+    *isDefault = false;
   TargetRegistry &registry = TargetRegistry::get();
   std::string requested = registry.getArchOverride("cuda");
   StringRef origin = "arch=";
@@ -103,6 +106,8 @@ FailureOr<std::string> mlir::te::getCUDAArch(std::string *error) {
         selectArchForGPU(registry.getDeviceArch("cuda"), error);
     if (failed(selected))
       return failure();
+    if (isDefault)
+      *isDefault = !selected->has_value();
     return selected->value_or("sm_80");
   }
   for (const std::string &arch : getSupportedCUDAArchs())
@@ -120,11 +125,8 @@ FailureOr<std::string> mlir::te::getCUDAArch(std::string *error) {
 /// default (nothing asked for an arch and no GPU was reported), so that a
 /// compiler engineer without a GPU sees how to look at another.
 static std::string describeArch(StringRef arch) {
-  TargetRegistry &registry = TargetRegistry::get();
-  bool isDefault = registry.getArchOverride("cuda").empty() &&
-                   ::te::abi::getSetting("TE_CUDA_ARCH").empty() &&
-                   registry.getDeviceArch("cuda").empty();
-  if (!isDefault)
+  bool isDefault = false;
+  if (failed(getCUDAArch(nullptr, &isDefault)) || !isDefault)
     return arch.str();
   return arch.str() + " (the default without a GPU; TE_CUDA_ARCH=sm_90a, " +
          "or te-lower-target's arch=, compiles for another)";

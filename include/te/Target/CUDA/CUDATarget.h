@@ -39,7 +39,9 @@ const std::vector<std::string> &getSupportedCUDAArchs();
 /// Ada, sm_90, whose PTX newer GPUs compile, beyond; an error for GPUs
 /// older than sm_80); else, with no GPU known, sm_80, whose PTX every
 /// newer GPU compiles at load. The compiler never opens a device.
-FailureOr<std::string> getCUDAArch(std::string *error = nullptr);
+/// `isDefault`, if given, says whether the arch is only that default.
+FailureOr<std::string> getCUDAArch(std::string *error = nullptr,
+                                   bool *isDefault = nullptr);
 
 /// The CUDA toolkit whose ptxas and fatbinary make the binaries:
 /// TE_CUDA_PATH, else CUDA_HOME, else /usr/local/cuda.
