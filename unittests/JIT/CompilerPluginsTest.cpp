@@ -181,4 +181,76 @@ TEST(CompilerPlugins, TargetsOfPluginsCompileForTheirDevice) {
   std::remove(path);
 }
 
+/// te_compiler_program_*: one parse serves what a cache keys on and any
+/// number of compiles; failures say their kind.
+TEST(CompilerPrograms, OneParseServesKeysAndCompiles) {
+  unsetenv("NVTE_PLUGIN");
+  unsetenv("NVTE_PLUGIN_STRICT");
+  unsigned long long before = te_compiler_parse_count();
+  te_compiler_program *program = nullptr;
+  char *error = nullptr;
+  ASSERT_EQ(te_compiler_program_create("cpu", 0, kProgram,
+                                       std::strlen(kProgram), "f.mlir",
+                                       &program, &error),
+            TE_COMPILER_OK)
+      << (error ? error : "");
+  EXPECT_EQ(te_compiler_parse_count() - before, 1u);
+
+  char *canonical = nullptr;
+  ASSERT_EQ(te_compiler_canonicalize(kProgram, std::strlen(kProgram), "f.mlir",
+                                     &canonical, &error),
+            TE_COMPILER_OK);
+  EXPECT_EQ(te_compiler_program_canonical(program), take(canonical));
+  EXPECT_EQ(std::string(te_compiler_program_source_locations(program)),
+            "f.mlir:3:8\nf.mlir:4:8\n");
+  EXPECT_EQ(std::string(te_compiler_program_plugins(program)), fingerprint());
+  EXPECT_EQ(std::string(te_compiler_program_target(program))
+                .rfind("cpu\tcpu\tbuilt-in\t", 0),
+            0u);
+  before = te_compiler_parse_count();
+
+  char path[] = "/tmp/te-program-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  for (int compile = 0; compile < 2; ++compile) {
+    char *manifest = nullptr, *report = nullptr;
+    ASSERT_EQ(
+        te_compiler_program_compile(program, path, &manifest, &report, &error),
+        TE_COMPILER_OK)
+        << (error ? error : "");
+    EXPECT_EQ(take(manifest).rfind("te-kernel-abi 1\nentry f ", 0), 0u);
+    EXPECT_NE(take(report).find("mlir-passes\t"), std::string::npos);
+  }
+  EXPECT_EQ(te_compiler_parse_count(), before);
+  te_compiler_program_release(program);
+  std::remove(path);
+
+  // A program that does not parse, and a device no target serves.
+  const char *broken = "func.func @f( {";
+  EXPECT_EQ(te_compiler_program_create("cpu", 0, broken, std::strlen(broken),
+                                       "broken.mlir", &program, &error),
+            TE_COMPILER_ERROR_PROGRAM);
+  EXPECT_EQ(program, nullptr);
+  EXPECT_EQ(take(error).rfind("broken.mlir:1:", 0), 0u);
+  ASSERT_EQ(te_compiler_program_create("nope", 0, kProgram,
+                                       std::strlen(kProgram), "f.mlir",
+                                       &program, &error),
+            TE_COMPILER_OK);
+  EXPECT_EQ(std::string(te_compiler_program_target(program)), "");
+  char *manifest = nullptr, *report = nullptr;
+  EXPECT_EQ(
+      te_compiler_program_compile(program, path, &manifest, &report, &error),
+      TE_COMPILER_ERROR_COMPILE);
+  EXPECT_NE(take(error).find("no target produces kernel modules for device "
+                             "'nope'"),
+            std::string::npos);
+  take(report);
+  te_compiler_program_release(program);
+  EXPECT_EQ(te_compiler_program_create("cpu", 0, kProgram, 1, "f.mlir", nullptr,
+                                       &error),
+            TE_COMPILER_ERROR_ARGUMENT);
+  EXPECT_NE(take(error).find("must not be NULL"), std::string::npos);
+}
+
 } // namespace

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -71,6 +72,61 @@ float runAmax(te_module *module, te_device *device) {
   te_buffer_release(x);
   te_buffer_release(y);
   return output;
+}
+
+/// te_compiler_parse_count of the compiler the JIT loaded (which it does
+/// on its first compile); ~0 when it is not loaded.
+unsigned long long parsesSoFar() {
+  void *handle = dlopen(TE_COMPILER_LIBRARY_PATH, RTLD_NOW | RTLD_NOLOAD);
+  if (!handle)
+    return ~0ull;
+  auto count = reinterpret_cast<unsigned long long (*)()>(
+      dlsym(handle, "te_compiler_parse_count"));
+  unsigned long long parses = count ? count() : ~0ull;
+  dlclose(handle);
+  return parses;
+}
+
+TEST_F(JitTest, ACacheMissParsesTheProgramOnce) {
+  te_jit *jit = makeJit();
+  te_module *module = nullptr;
+  te_cache_outcome outcome;
+  // The first compile loads the compiler.
+  ASSERT_EQ(load(jit, kProgram, &module, &outcome), TE_OK)
+      << te_jit_last_error_message();
+  te_module_release(module);
+  unsigned long long before = parsesSoFar();
+  ASSERT_NE(before, ~0ull) << "the JIT's compiler is not loaded";
+
+  // A program not compiled before: canonical IR, locations, plugins,
+  // target and the compile itself come from one parse.
+  std::string other = std::string(kProgram) + "func.func @g() { return }\n";
+  ASSERT_EQ(load(jit, other.c_str(), &module, &outcome), TE_OK)
+      << te_jit_last_error_message();
+  EXPECT_EQ(outcome, TE_CACHE_MISS);
+  EXPECT_EQ(parsesSoFar() - before, 1u);
+  te_module_release(module);
+
+  // The same program in other words: the source key misses, the canonical
+  // key hits; one parse to find that out, and no compile.
+  std::string reworded = "// reworded\n" + other;
+  ASSERT_EQ(load(jit, reworded.c_str(), &module, &outcome), TE_OK)
+      << te_jit_last_error_message();
+  EXPECT_EQ(outcome, TE_CACHE_HIT_DISK);
+  EXPECT_EQ(parsesSoFar() - before, 2u);
+  te_module_release(module);
+
+  // Hits of the source key never reach the compiler.
+  te_jit *fresh = makeJit();
+  ASSERT_EQ(load(fresh, reworded.c_str(), &module, &outcome), TE_OK);
+  EXPECT_EQ(outcome, TE_CACHE_HIT_DISK);
+  te_module_release(module);
+  ASSERT_EQ(load(fresh, reworded.c_str(), &module, &outcome), TE_OK);
+  EXPECT_EQ(outcome, TE_CACHE_HIT_MEMORY);
+  te_module_release(module);
+  EXPECT_EQ(parsesSoFar() - before, 2u);
+  te_jit_release(fresh);
+  te_jit_release(jit);
 }
 
 TEST_F(JitTest, MissThenMemoryHitThenDiskHitInANewContext) {

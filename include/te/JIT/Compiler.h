@@ -18,6 +18,23 @@ extern "C" {
 
 #define TE_COMPILER_EXPORT __attribute__((visibility("default")))
 
+/// What the te_compiler_* functions that return int return: 0 on success,
+/// otherwise the kind of failure, so that callers act on the kind without
+/// reading the message (which is for people).
+enum te_compiler_status {
+  TE_COMPILER_OK = 0,
+  /// The program does not parse or verify; the diagnostics name the line.
+  TE_COMPILER_ERROR_PROGRAM = 1,
+  /// The program is valid but could not be compiled: an op no backend of
+  /// the target lowers, a target that failed, a file that could not be
+  /// written, LLVM failing, or no memory.
+  TE_COMPILER_ERROR_COMPILE = 2,
+  /// A plugin failed to load under NVTE_PLUGIN_STRICT=1.
+  TE_COMPILER_ERROR_PLUGINS = 3,
+  /// An argument was NULL or named nothing the function knows.
+  TE_COMPILER_ERROR_ARGUMENT = 4,
+};
+
 /// The te-mlir build this compiler belongs to, e.g. "0.1.0+abc123 LLVM
 /// 22.1.8". Static storage.
 TE_COMPILER_EXPORT const char *te_compiler_build_id(void);
@@ -182,6 +199,65 @@ TE_COMPILER_EXPORT int te_compiler_load_plugins(const char *specs,
 /// call for the same device replaces the arch; NULL or "" forgets it.
 TE_COMPILER_EXPORT void te_compiler_set_device_arch(const char *device,
                                                     const char *arch);
+
+/// A parsed and verified te program, prepared for compiles for one device:
+/// what a kernel cache needs on a miss, from one parse. Create it, read
+/// what the cache keys on (te_compiler_program_canonical and the others),
+/// and compile it only when no entry has that key. A program is used by
+/// one thread at a time; different programs may be used concurrently.
+typedef struct te_compiler_program te_compiler_program;
+
+/// Parses and verifies `source` (as te_compiler_canonicalize) once and
+/// prepares it for compiles for `device` (`reference` non-zero: the
+/// reference pipeline of te_compiler_compile_reference): loads the plugins
+/// of NVTE_PLUGIN and describes the device's target. Tell the compiler the
+/// device's arch (te_compiler_set_device_arch) before, as for any compile.
+/// Returns TE_COMPILER_OK and sets `*program`, or a failure with `*error`
+/// set (TE_COMPILER_ERROR_PROGRAM for a program that does not parse or
+/// verify, TE_COMPILER_ERROR_PLUGINS under NVTE_PLUGIN_STRICT=1).
+TE_COMPILER_EXPORT int te_compiler_program_create(
+    const char *device, int reference, const char *source, size_t size,
+    const char *source_name, te_compiler_program **program, char **error);
+
+/// The program's canonical form (te_compiler_canonicalize's text). Owned by
+/// the program.
+TE_COMPILER_EXPORT const char *
+te_compiler_program_canonical(const te_compiler_program *program);
+
+/// The source location of each of the program's te ops, one per line
+/// (te_compiler_source_locations' text). Owned by the program.
+TE_COMPILER_EXPORT const char *
+te_compiler_program_source_locations(const te_compiler_program *program);
+
+/// The plugin fingerprint (te_compiler_plugins' text) when the program was
+/// created; "" for the reference pipeline, which no plugin changes. Owned
+/// by the program.
+TE_COMPILER_EXPORT const char *
+te_compiler_program_plugins(const te_compiler_program *program);
+
+/// The te_compiler_targets line of the target the device gets, without its
+/// newline; "" when no target serves the device (compiling then fails with
+/// the diagnostic that says so). Owned by the program.
+TE_COMPILER_EXPORT const char *
+te_compiler_program_target(const te_compiler_program *program);
+
+/// Compiles the program into the kernel module `output_path`, as
+/// te_compiler_compile_with_report does (report, TE_DUMP_DIR dumps),
+/// without parsing it again. May be called more than once. Returns
+/// TE_COMPILER_OK and sets `*manifest`, or a failure with `*error` set.
+TE_COMPILER_EXPORT int te_compiler_program_compile(te_compiler_program *program,
+                                                   const char *output_path,
+                                                   char **manifest,
+                                                   char **report, char **error);
+
+/// Frees a program; NULL is ignored.
+TE_COMPILER_EXPORT void
+te_compiler_program_release(te_compiler_program *program);
+
+/// How many times this compiler has parsed a program in this process: every
+/// function above that takes source text parses it once. For tests and
+/// profiles of what a cache miss costs.
+TE_COMPILER_EXPORT unsigned long long te_compiler_parse_count(void);
 
 /// Frees a string returned by this API; NULL is ignored.
 TE_COMPILER_EXPORT void te_compiler_free(char *text);

@@ -22,6 +22,20 @@ namespace te::cache {
 
 enum class CacheOutcome { DiskHit, Miss };
 
+/// What kind of failure a KernelProvider's error is (support::Status::code),
+/// so that callers map failures to their statuses without reading messages.
+enum class ProviderFailure {
+  /// The compiler library cannot be loaded, or is another build's.
+  CompilerUnavailable = 1,
+  /// The compiler refused the program or failed to compile it.
+  Compile = 2,
+  /// Plugins failed to load under NVTE_PLUGIN_STRICT=1.
+  Plugins = 3,
+  /// A file or directory of the compile (scratch space, the compiled
+  /// library) could not be made or read.
+  Files = 4,
+};
+
 /// A stage of a compile and how long it took.
 struct CompileStage {
   std::string name;
@@ -147,8 +161,6 @@ private:
   support::Status loadCompiler();
   /// te_compiler_plugins of the loaded compiler.
   support::Expected<std::string> queryPlugins();
-  /// The te_compiler_targets line of the target `device` gets ("" if none).
-  support::Expected<std::string> describeTarget(const std::string &device);
 
   std::string compilerLibrary;
   std::string buildId;

@@ -18,14 +18,18 @@
 namespace te::support {
 
 /// Success, or failure with a message that names the file or value involved
-/// and what is wrong with it.
+/// and what is wrong with it, and optionally a code: what kind of failure
+/// it is, for callers that must act on the kind (an API mapping failures to
+/// its status codes) without reading the message. The codes are the
+/// caller's own enum; 0 means "not given".
 class [[nodiscard]] Status {
 public:
   static Status success() { return Status(); }
-  static Status error(std::string message) {
+  static Status error(std::string message, int code = 0) {
     assert(!message.empty() && "an error needs a message");
     Status status;
     status.message_ = std::move(message);
+    status.code_ = code;
     return status;
   }
 
@@ -33,17 +37,21 @@ public:
   explicit operator bool() const { return ok(); }
   /// The error message; empty on success.
   const std::string &message() const { return message_; }
+  /// The kind of failure given with the error; 0 on success or when none
+  /// was given.
+  int code() const { return code_; }
 
 private:
   Status() = default;
   std::string message_;
+  int code_ = 0;
 };
 
 /// A value of type T, or the message of the failure that prevented it.
 template <typename T> class [[nodiscard]] Expected {
 public:
   Expected(T value) : value_(std::move(value)) {}
-  Expected(Status error) : message_(error.message()) {
+  Expected(Status error) : message_(error.message()), code_(error.code()) {
     assert(!error.ok() && "an Expected without a value needs an error");
   }
 
@@ -51,9 +59,11 @@ public:
   explicit operator bool() const { return ok(); }
   /// The error message; empty on success.
   const std::string &message() const { return message_; }
+  /// The kind of failure (Status::code); 0 on success.
+  int code() const { return code_; }
   /// The error as a Status, to pass a failure up unchanged.
   Status status() const {
-    return ok() ? Status::success() : Status::error(message_);
+    return ok() ? Status::success() : Status::error(message_, code_);
   }
 
   T &operator*() {
@@ -70,6 +80,7 @@ public:
 private:
   std::optional<T> value_;
   std::string message_;
+  int code_ = 0;
 };
 
 } // namespace te::support

@@ -36,13 +36,13 @@ te_status copyOut(const char *function, const std::string &text, char **out) {
   return TE_OK;
 }
 
-/// A provider failure as a status: the compiler missing, or a compile error.
-te_status compilerStatus(const std::string &message) {
-  bool notLoadable =
-      message.find("cannot load te-mlir's compiler") == 0 ||
-      message.find("is not te-mlir's compiler") != std::string::npos ||
-      message.find(", but this program is te-mlir ") != std::string::npos;
-  return notLoadable ? TE_ERROR_LOAD_FAILED : TE_ERROR_COMPILE_FAILED;
+/// A provider failure as a status, by its kind (cache::ProviderFailure):
+/// the compiler missing is a load failure; everything else failed the
+/// compile.
+te_status compilerStatus(int failure) {
+  return failure == int(cache::ProviderFailure::CompilerUnavailable)
+             ? TE_ERROR_LOAD_FAILED
+             : TE_ERROR_COMPILE_FAILED;
 }
 
 /// Runs `body`, turning exceptions into statuses: none may cross the C API.
@@ -146,7 +146,7 @@ te_status te_jit_load(te_jit *jit, te_device *device, const char *source,
     support::Expected<cache::ProvidedKernel> provided = jit->provider.provide(
         text, name, /*reference=*/false, te_device_name(device));
     if (!provided)
-      return failJit(compilerStatus(provided.message()), provided.message());
+      return failJit(compilerStatus(provided.code()), provided.message());
     // The bytes the provider compiled or verified, not the file again: a
     // file renamed over the entry in between is never loaded.
     te_module *loaded = nullptr;
@@ -217,7 +217,7 @@ te_status te_jit_explain(te_jit *jit, const char *device_name,
         std::string(source, size), source_name ? source_name : "<te program>",
         device_name);
     if (!explained)
-      return failJit(compilerStatus(explained.message()), explained.message());
+      return failJit(compilerStatus(explained.code()), explained.message());
     return copyOut("te_jit_explain", *explained, table);
   });
 }

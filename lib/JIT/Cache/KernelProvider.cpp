@@ -197,9 +197,13 @@ struct KernelProvider::Compiler {
   te::support::LoadedLibrary library;
   void *handle = nullptr;
   decltype(&te_compiler_build_id) buildId = nullptr;
-  decltype(&te_compiler_canonicalize) canonicalize = nullptr;
-  decltype(&te_compiler_source_locations) sourceLocations = nullptr;
-  decltype(&te_compiler_compile_with_report) compile = nullptr;
+  decltype(&te_compiler_program_create) createProgram = nullptr;
+  decltype(&te_compiler_program_canonical) canonical = nullptr;
+  decltype(&te_compiler_program_source_locations) sourceLocations = nullptr;
+  decltype(&te_compiler_program_plugins) programPlugins = nullptr;
+  decltype(&te_compiler_program_target) programTarget = nullptr;
+  decltype(&te_compiler_program_compile) compile = nullptr;
+  decltype(&te_compiler_program_release) releaseProgram = nullptr;
   decltype(&te_compiler_emit) emit = nullptr;
   decltype(&te_compiler_explain_for) explain = nullptr;
   decltype(&te_compiler_plugins) plugins = nullptr;
@@ -220,13 +224,23 @@ struct KernelProvider::Compiler {
   /// produced, or its error (`fallback` when it gave none); frees both.
   Expected<std::string> takeText(int failed, char *text, char *error,
                                  const char *fallback) const {
-    std::string message = error ? error : fallback;
     std::string result = text ? text : "";
-    release(error);
     release(text);
     if (failed)
-      return Status::error(message);
+      return takeError(failed, error, fallback);
+    release(error);
     return result;
+  }
+
+  /// The failure a te_compiler_* call returned (`status`, a
+  /// te_compiler_status) with its message `error` (`fallback` when it gave
+  /// none), which it frees.
+  Status takeError(int status, char *error, const char *fallback) const {
+    std::string message = error && *error ? error : fallback;
+    release(error);
+    return Status::error(message, status == TE_COMPILER_ERROR_PLUGINS
+                                      ? int(ProviderFailure::Plugins)
+                                      : int(ProviderFailure::Compile));
   }
 
   ~Compiler() { te::support::unloadLibrary(library); }
@@ -287,6 +301,10 @@ Status KernelProvider::loadCompiler() {
   // checked is what loads, as for plugins (te/Support/FileTrust.h).
   te::support::FileProblem problem;
   std::string why;
+  auto unavailable = [](std::string message) {
+    return Status::error(std::move(message),
+                         int(ProviderFailure::CompilerUnavailable));
+  };
   if (!te::support::loadLibrary(
           compilerLibrary, te::support::FileRules::library(),
           RTLD_NOW | RTLD_LOCAL, loaded->library, problem, why)) {
@@ -294,20 +312,20 @@ Status KernelProvider::loadCompiler() {
     case te::support::FileProblem::Missing:
     case te::support::FileProblem::CannotOpen:
     case te::support::FileProblem::LoadFailed:
-      return Status::error(
+      return unavailable(
           "cannot load te-mlir's compiler " + compilerLibrary + " (" +
           (problem == te::support::FileProblem::LoadFailed ? why
                                                            : "it " + why) +
           "); set TE_COMPILER_LIBRARY to its path");
     case te::support::FileProblem::Untrusted:
-      return Status::error(
+      return unavailable(
           "cannot load te-mlir's compiler " + compilerLibrary +
           ": refusing to load it: it " + why +
           "; the compiler runs with your rights, so only you or root may "
           "be able to write it and its directory");
     default:
-      return Status::error("cannot load te-mlir's compiler " + compilerLibrary +
-                           ": refusing to load it: it " + why);
+      return unavailable("cannot load te-mlir's compiler " + compilerLibrary +
+                         ": refusing to load it: it " + why);
     }
   }
   loaded->handle = loaded->library.handle;
@@ -317,9 +335,9 @@ Status KernelProvider::loadCompiler() {
     return fn != nullptr;
   };
   auto notOurs = [&] {
-    return Status::error(compilerLibrary +
-                         " is not te-mlir's compiler (missing te_compiler_* "
-                         "symbols)");
+    return unavailable(compilerLibrary +
+                       " is not te-mlir's compiler (missing te_compiler_* "
+                       "symbols)");
   };
   // The build first: another build's compiler may lack functions of this
   // one's, and saying which build it is helps more than which symbol.
@@ -328,12 +346,17 @@ Status KernelProvider::loadCompiler() {
   std::string theirs = loaded->buildId();
   std::string ours = TE_MLIR_BUILD_ID;
   if (theirs != ours)
-    return Status::error(compilerLibrary + " is te-mlir " + theirs +
-                         ", but this program is te-mlir " + ours +
-                         "; use the compiler of the same build");
-  if (!resolve(loaded->canonicalize, "te_compiler_canonicalize") ||
-      !resolve(loaded->sourceLocations, "te_compiler_source_locations") ||
-      !resolve(loaded->compile, "te_compiler_compile_with_report") ||
+    return unavailable(compilerLibrary + " is te-mlir " + theirs +
+                       ", but this program is te-mlir " + ours +
+                       "; use the compiler of the same build");
+  if (!resolve(loaded->createProgram, "te_compiler_program_create") ||
+      !resolve(loaded->canonical, "te_compiler_program_canonical") ||
+      !resolve(loaded->sourceLocations,
+               "te_compiler_program_source_locations") ||
+      !resolve(loaded->programPlugins, "te_compiler_program_plugins") ||
+      !resolve(loaded->programTarget, "te_compiler_program_target") ||
+      !resolve(loaded->compile, "te_compiler_program_compile") ||
+      !resolve(loaded->releaseProgram, "te_compiler_program_release") ||
       !resolve(loaded->emit, "te_compiler_emit") ||
       !resolve(loaded->explain, "te_compiler_explain_for") ||
       !resolve(loaded->plugins, "te_compiler_plugins") ||
@@ -353,24 +376,6 @@ Expected<std::string> KernelProvider::queryPlugins() {
   return compiler->takeText(failed, fingerprint, error, "unknown plugin error");
 }
 
-Expected<std::string>
-KernelProvider::describeTarget(const std::string &device) {
-  compiler->tellDeviceArch(device);
-  char *list = nullptr, *error = nullptr;
-  int failed = compiler->targets(&list, &error);
-  Expected<std::string> targets =
-      compiler->takeText(failed, list, error, "unknown plugin error");
-  if (!targets)
-    return targets.status();
-  std::istringstream lines(*targets);
-  std::string line;
-  while (std::getline(lines, line))
-    if (line.rfind(device + "\t", 0) == 0)
-      return line;
-  // No target: the compile reports it.
-  return std::string();
-}
-
 Status KernelProvider::loadPlugins(const std::string &specs) {
   if (Status status = loadCompiler(); !status.ok())
     return status;
@@ -387,7 +392,8 @@ Status KernelProvider::loadPlugins(const std::string &specs) {
   }
   if (failed)
     return Status::error(message.empty() ? "plugins could not be loaded"
-                                         : message);
+                                         : message,
+                         int(ProviderFailure::Plugins));
   return Status::success();
 }
 
@@ -488,37 +494,21 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
                std::chrono::steady_clock::now() - since)
         .count();
   };
-  char *canonical = nullptr, *error = nullptr;
-  if (compiler->canonicalize(source.data(), source.size(), sourceName.c_str(),
-                             &canonical, &error) != 0) {
-    std::string message = error ? error : "unknown compiler error";
-    compiler->release(error);
-    return Status::error(message);
-  }
-  std::string canonicalText = canonical;
-  compiler->release(canonical);
-  char *located = nullptr;
-  if (compiler->sourceLocations(source.data(), source.size(),
-                                sourceName.c_str(), &located, &error) != 0) {
-    std::string message = error ? error : "unknown compiler error";
-    compiler->release(error);
-    return Status::error(message);
-  }
-  locations = located;
-  compiler->release(located);
-  // The plugins as loaded (names, versions, how they came to be) and the
-  // target the device gets: what the canonical key needs beyond the IR.
-  std::string plugins, target;
-  if (!reference) {
-    Expected<std::string> fingerprint = queryPlugins();
-    if (!fingerprint)
-      return fingerprint.status();
-    plugins = *fingerprint;
-  }
-  Expected<std::string> described = describeTarget(device);
-  if (!described)
-    return described.status();
-  target = *described;
+  // One parse for everything the miss needs: the canonical IR and source
+  // locations, and the plugins and target the device's compile gets.
+  compiler->tellDeviceArch(device);
+  te_compiler_program *created = nullptr;
+  char *error = nullptr;
+  if (int failed = compiler->createProgram(
+          device.c_str(), reference ? 1 : 0, source.data(), source.size(),
+          sourceName.c_str(), &created, &error))
+    return compiler->takeError(failed, error, "unknown compiler error");
+  std::unique_ptr<te_compiler_program, decltype(compiler->releaseProgram)>
+      program(created, compiler->releaseProgram);
+  std::string canonicalText = compiler->canonical(program.get());
+  locations = compiler->sourceLocations(program.get());
+  std::string plugins = compiler->programPlugins(program.get());
+  std::string target = compiler->programTarget(program.get());
   auto canonicalKeyFor = [&](const std::string &plugins) {
     return KeyBuilder()
         .add("canonical-ir", canonicalText)
@@ -563,20 +553,15 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
   // memory and the directory removed before returning, on every path.
   ScratchDirectory scratch;
   if (Status status = scratch.create(); !status.ok())
-    return status;
+    return Status::error(status.message(), int(ProviderFailure::Files));
   std::string output = scratch.get() + "/" + canonicalKey + ".so";
-  compiler->tellDeviceArch(device);
   char *manifest = nullptr, *report = nullptr;
-  int failed = compiler->compile(
-      device.c_str(), reference ? 1 : 0, source.data(), source.size(),
-      sourceName.c_str(), output.c_str(), &manifest, &report, &error);
+  int failed = compiler->compile(program.get(), output.c_str(), &manifest,
+                                 &report, &error);
   std::vector<CompileStage> stages = parseCompileStages(report ? report : "");
   compiler->release(report);
-  if (failed != 0) {
-    std::string message = error ? error : "unknown compiler error";
-    compiler->release(error);
-    return Status::error(message);
-  }
+  if (failed != 0)
+    return compiler->takeError(failed, error, "unknown compiler error");
   compiler->release(manifest);
   {
     // Written a moment ago into the scratch directory this compile made.
@@ -586,7 +571,8 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
     te::support::CheckedFile file =
         te::support::openChecked(output, rules, problem, why);
     if (!file || !file.readAll(provided.library, why))
-      return Status::error("the compiled kernel " + output + " " + why);
+      return Status::error("the compiled kernel " + output + " " + why,
+                           int(ProviderFailure::Files));
   }
   provided.stages.insert(provided.stages.end(), stages.begin(), stages.end());
   provided.compileMilliseconds = millisecondsSince(start);
@@ -623,11 +609,8 @@ KernelProvider::emit(const std::string &source, const std::string &sourceName,
                               outputPath.c_str(), &report, &error);
   std::vector<CompileStage> stages = parseCompileStages(report ? report : "");
   compiler->release(report);
-  if (failed != 0) {
-    std::string message = error ? error : "unknown compiler error";
-    compiler->release(error);
-    return Status::error(message);
-  }
+  if (failed != 0)
+    return compiler->takeError(failed, error, "unknown compiler error");
   return stages;
 }
 

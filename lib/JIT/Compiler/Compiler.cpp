@@ -20,6 +20,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -30,6 +31,9 @@
 using namespace mlir;
 
 namespace {
+
+/// te_compiler_parse_count.
+std::atomic<unsigned long long> parseCount{0};
 
 char *copyString(const std::string &text) {
   char *copy = static_cast<char *>(std::malloc(text.size() + 1));
@@ -70,6 +74,8 @@ void installFatalErrorHandlers() {
 /// policy: a fatal error or an allocation failure inside it becomes the
 /// entry point's error status and message, never the end of the process.
 int guardCompile(char **error, llvm::function_ref<int()> body) {
+  if (error)
+    *error = nullptr;
   installFatalErrorHandlers();
   std::string message;
   try {
@@ -84,7 +90,7 @@ int guardCompile(char **error, llvm::function_ref<int()> body) {
   }
   if (error)
     *error = copyString(message);
-  return 1;
+  return TE_COMPILER_ERROR_COMPILE;
 }
 
 /// A context with te's dialects whose diagnostics are collected as text,
@@ -110,6 +116,7 @@ struct CompilerSession {
 
   OwningOpRef<ModuleOp> parse(const char *source, size_t size,
                               const char *name) {
+    ++parseCount;
     auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
         llvm::StringRef(source, size), name ? name : "<te program>");
     sourceMgr = std::make_shared<llvm::SourceMgr>();
@@ -189,38 +196,83 @@ const char *te_compiler_host_target(void) {
   return target.c_str();
 }
 
-int te_compiler_canonicalize(const char *source, size_t size,
-                             const char *source_name, char **canonical,
-                             char **error) {
-  CompilerSession session;
-  OwningOpRef<ModuleOp> module = session.parse(source, size, source_name);
-  if (!module) {
-    *error = copyString(session.diagnostics);
-    return 1;
-  }
+namespace {
+
+/// The canonical form of `module`: the generic printout without locations,
+/// which two programs share exactly when they mean the same thing.
+std::string printCanonical(ModuleOp module) {
   std::string text;
   llvm::raw_string_ostream os(text);
   module->print(os,
                 OpPrintingFlags().printGenericOpForm().elideLargeElementsAttrs(
                     std::numeric_limits<int64_t>::max()));
-  *canonical = copyString(text);
-  return 0;
+  return text;
+}
+
+/// The source location of each te op of `module`, one per line, in the
+/// order kernels number them.
+std::string listSourceLocations(ModuleOp module) {
+  std::string text;
+  for (Operation *op : te::getTEOpsInOrder(module))
+    text += te::formatSourceLocation(op->getLoc()) + "\n";
+  return text;
+}
+
+/// te_compiler_plugins' text for the loaded `plugins`.
+std::string describePlugins(const te::plugin::PluginManager &plugins) {
+  auto setting = [](const char *name) {
+    const char *value = std::getenv(name);
+    return std::string(value ? value : "");
+  };
+  return plugins.getFingerprint() + "policy=" + setting("NVTE_PLUGIN_POLICY") +
+         ";deny=" + setting("NVTE_PLUGIN_DENY") +
+         ";strict=" + (plugins.isStrict() ? "1" : "0") + ";" +
+         plugins.getLoadState();
+}
+
+/// te_compiler_targets' line of `ref`, without the newline.
+std::string describeTarget(const te::TargetRef &ref) {
+  te::plugin::TargetInfo info = ref.target->getTargetInfo();
+  return ref.target->getDeviceName() + "\t" + ref.target->getName() + "\t" +
+         ref.origin + "\t" + ref.getPipelineIdentity() + "\t" + info.triple +
+         " " + info.cpu + " " + info.features;
+}
+
+/// Parses `source` in `session`; on failure sets `*error` to the
+/// diagnostics.
+OwningOpRef<ModuleOp> parseOrReport(CompilerSession &session,
+                                    const char *source, size_t size,
+                                    const char *sourceName, char **error) {
+  OwningOpRef<ModuleOp> module = session.parse(source, size, sourceName);
+  if (!module)
+    *error = copyString(session.diagnostics);
+  return module;
+}
+
+} // namespace
+
+int te_compiler_canonicalize(const char *source, size_t size,
+                             const char *source_name, char **canonical,
+                             char **error) {
+  CompilerSession session;
+  OwningOpRef<ModuleOp> module =
+      parseOrReport(session, source, size, source_name, error);
+  if (!module)
+    return TE_COMPILER_ERROR_PROGRAM;
+  *canonical = copyString(printCanonical(*module));
+  return TE_COMPILER_OK;
 }
 
 int te_compiler_source_locations(const char *source, size_t size,
                                  const char *source_name, char **locations,
                                  char **error) {
   CompilerSession session;
-  OwningOpRef<ModuleOp> module = session.parse(source, size, source_name);
-  if (!module) {
-    *error = copyString(session.diagnostics);
-    return 1;
-  }
-  std::string text;
-  for (Operation *op : te::getTEOpsInOrder(*module))
-    text += te::formatSourceLocation(op->getLoc()) + "\n";
-  *locations = copyString(text);
-  return 0;
+  OwningOpRef<ModuleOp> module =
+      parseOrReport(session, source, size, source_name, error);
+  if (!module)
+    return TE_COMPILER_ERROR_PROGRAM;
+  *locations = copyString(listSourceLocations(*module));
+  return TE_COMPILER_OK;
 }
 
 namespace {
@@ -229,13 +281,12 @@ namespace {
 /// TE_DUMP_DIR/<program>, the program being the file's name without
 /// directory and `.mlir`, with `.<device>` for devices other than cpu and
 /// `.reference` for the reference pipeline. "" without TE_DUMP_DIR.
-std::string dumpDirectoryFor(const char *sourceName, llvm::StringRef device,
-                             bool reference) {
+std::string dumpDirectoryFor(const std::string &sourceName,
+                             llvm::StringRef device, bool reference) {
   const char *root = std::getenv("TE_DUMP_DIR");
   if (!root || !*root)
     return "";
-  std::string program =
-      llvm::sys::path::filename(sourceName ? sourceName : "").str();
+  std::string program = llvm::sys::path::filename(sourceName).str();
   if (llvm::StringRef(program).ends_with(".mlir"))
     program.resize(program.size() - 5);
   for (char &c : program)
@@ -260,57 +311,157 @@ std::string formatReport(const te::CompileRecorder &recorder) {
   return text;
 }
 
-/// A compile (or, with `artifact`, an emit) of `source` for `device`.
-int compileUnguarded(const char *device, const char *source, size_t size,
-                     const char *source_name, const char *output_path,
-                     bool reference, std::optional<std::string> artifact,
-                     char **manifest, char **report, char **error) {
-  CompilerSession session;
+/// What a compile is for: the device, the pipeline, the program's name
+/// (for dumps).
+struct CompileRequest {
+  std::string device;
+  bool reference = false;
+  std::string sourceName;
+};
+
+/// A compile (or, with `artifact`, an emit) of the parsed `module` of
+/// `session`. Sets `*report` whatever the outcome, `*error` on failure.
+int compileParsed(CompilerSession &session, ModuleOp module,
+                  const CompileRequest &request, const char *output_path,
+                  const std::optional<std::string> &artifact, char **manifest,
+                  char **report, char **error) {
+  session.diagnostics.clear();
   te::KernelCompileOptions options;
-  options.reference = reference;
-  options.device = device ? device : "";
+  options.reference = request.reference;
+  options.device = request.device;
   te::CompileRecorder recorder(
-      dumpDirectoryFor(source_name, options.device, reference));
+      dumpDirectoryFor(request.sourceName, options.device, request.reference));
   options.recorder = &recorder;
-  // The report is set whatever the outcome: how far the compile got.
-  auto finish = [&](int status) {
+  auto finish = [&](bool ok) {
     if (report)
       *report = copyString(formatReport(recorder));
-    if (status != 0)
+    if (!ok)
       *error = copyString(session.diagnostics);
-    return status;
+    return ok ? TE_COMPILER_OK : TE_COMPILER_ERROR_COMPILE;
   };
-  OwningOpRef<ModuleOp> module = session.parse(source, size, source_name);
-  if (!module)
-    return finish(1);
   if (artifact)
-    return finish(failed(
-        te::emitKernelArtifact(*module, options, *artifact, output_path)));
+    return finish(succeeded(
+        te::emitKernelArtifact(module, options, *artifact, output_path)));
   FailureOr<std::string> result =
-      te::compileKernelLibrary(*module, options, output_path);
+      te::compileKernelLibrary(module, options, output_path);
   if (failed(result))
-    return finish(1);
+    return finish(false);
   *manifest = copyString(*result);
-  return finish(0);
+  return finish(true);
+}
+
+/// Runs `body` (a compile that sets `*report`) under guardCompile; a
+/// compile cut short by a fatal error still sets a report.
+int guardReportedCompile(char **report, char **error,
+                         llvm::function_ref<int()> body) {
+  if (report)
+    *report = nullptr;
+  int status = guardCompile(error, body);
+  if (report && !*report)
+    *report = copyString("");
+  return status;
 }
 
 int compile(const char *device, const char *source, size_t size,
             const char *source_name, const char *output_path, bool reference,
             std::optional<std::string> artifact, char **manifest, char **report,
             char **error) {
-  if (report)
-    *report = nullptr;
-  int status = guardCompile(error, [&] {
-    return compileUnguarded(device, source, size, source_name, output_path,
-                            reference, artifact, manifest, report, error);
+  return guardReportedCompile(report, error, [&] {
+    CompilerSession session;
+    OwningOpRef<ModuleOp> module =
+        parseOrReport(session, source, size, source_name, error);
+    if (!module)
+      return int(TE_COMPILER_ERROR_PROGRAM);
+    CompileRequest request{device ? device : "", reference,
+                           source_name ? source_name : ""};
+    return compileParsed(session, *module, request, output_path, artifact,
+                         manifest, report, error);
   });
-  // A compile cut short by a fatal error set no report.
-  if (report && !*report)
-    *report = copyString("");
-  return status;
 }
 
 } // namespace
+
+struct te_compiler_program {
+  CompilerSession session;
+  OwningOpRef<ModuleOp> module;
+  CompileRequest request;
+  std::string canonical, locations, plugins, target;
+};
+
+int te_compiler_program_create(const char *device, int reference,
+                               const char *source, size_t size,
+                               const char *source_name,
+                               te_compiler_program **program, char **error) {
+  if (!program || !source || !device || !error) {
+    if (error)
+      *error = copyString("error: te_compiler_program_create: device, source, "
+                          "program and error must not be NULL");
+    return TE_COMPILER_ERROR_ARGUMENT;
+  }
+  *program = nullptr;
+  return guardCompile(error, [&]() -> int {
+    auto created = std::make_unique<te_compiler_program>();
+    created->module =
+        parseOrReport(created->session, source, size, source_name, error);
+    if (!created->module)
+      return TE_COMPILER_ERROR_PROGRAM;
+    created->request = {device, reference != 0, source_name ? source_name : ""};
+    created->canonical = printCanonical(*created->module);
+    created->locations = listSourceLocations(*created->module);
+    te::plugin::PluginManager *plugins = loadedPlugins(error);
+    if (!plugins)
+      return TE_COMPILER_ERROR_PLUGINS;
+    if (!reference)
+      created->plugins = describePlugins(*plugins);
+    for (const te::TargetRef &ref : plugins->getTargets())
+      if (ref.target->getDeviceName() == device) {
+        created->target = describeTarget(ref);
+        break;
+      }
+    *program = created.release();
+    return TE_COMPILER_OK;
+  });
+}
+
+const char *te_compiler_program_canonical(const te_compiler_program *program) {
+  return program ? program->canonical.c_str() : "";
+}
+
+const char *
+te_compiler_program_source_locations(const te_compiler_program *program) {
+  return program ? program->locations.c_str() : "";
+}
+
+const char *te_compiler_program_plugins(const te_compiler_program *program) {
+  return program ? program->plugins.c_str() : "";
+}
+
+const char *te_compiler_program_target(const te_compiler_program *program) {
+  return program ? program->target.c_str() : "";
+}
+
+int te_compiler_program_compile(te_compiler_program *program,
+                                const char *output_path, char **manifest,
+                                char **report, char **error) {
+  if (!program || !output_path || !manifest || !error) {
+    if (report)
+      *report = copyString("");
+    if (error)
+      *error = copyString("error: te_compiler_program_compile: program, "
+                          "output_path, manifest and error must not be NULL");
+    return TE_COMPILER_ERROR_ARGUMENT;
+  }
+  return guardReportedCompile(report, error, [&] {
+    return compileParsed(program->session, *program->module, program->request,
+                         output_path, std::nullopt, manifest, report, error);
+  });
+}
+
+void te_compiler_program_release(te_compiler_program *program) {
+  delete program;
+}
+
+unsigned long long te_compiler_parse_count(void) { return parseCount.load(); }
 
 int te_compiler_compile(const char *source, size_t size,
                         const char *source_name, const char *output_path,
@@ -351,7 +502,7 @@ int te_compiler_emit(const char *device, const char *artifact,
       *report = copyString("");
     *error = copyString("error: no artifact given; expected mlir or one of "
                         "the target's (cpu: llvm, asm, obj)");
-    return 1;
+    return TE_COMPILER_ERROR_ARGUMENT;
   }
   return compile(device, source, size, source_name, output_path,
                  /*reference=*/false, std::string(artifact), nullptr, report,
@@ -368,18 +519,17 @@ int te_compiler_explain_for(const char *device, const char *source, size_t size,
                             const char *source_name, char **table,
                             char **error) {
   CompilerSession session;
-  OwningOpRef<ModuleOp> module = session.parse(source, size, source_name);
-  if (!module) {
-    *error = copyString(session.diagnostics);
-    return 1;
-  }
+  OwningOpRef<ModuleOp> module =
+      parseOrReport(session, source, size, source_name, error);
+  if (!module)
+    return TE_COMPILER_ERROR_PROGRAM;
   // The dispatch of the compile pipeline, on a copy: which ops plugins take.
   std::string message;
   FailureOr<te::plugin::DispatchSetup> setup =
       te::plugin::prepareDispatch(device ? device : "", "", "", &message);
   if (failed(setup)) {
     *error = copyString("error: " + message);
-    return 1;
+    return TE_COMPILER_ERROR_COMPILE;
   }
   OwningOpRef<ModuleOp> copy = module->clone();
   FailureOr<std::vector<te::plugin::DispatchRecord>> records =
@@ -387,7 +537,7 @@ int te_compiler_explain_for(const char *device, const char *source, size_t size,
                                  setup->policy, setup->nativeHasStrategies);
   if (failed(records)) {
     *error = copyString(session.diagnostics);
-    return 1;
+    return TE_COMPILER_ERROR_COMPILE;
   }
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -396,46 +546,34 @@ int te_compiler_explain_for(const char *device, const char *source, size_t size,
        << record.describeBackend(setup->targetName) << '\t'
        << llvm::join(record.notes(), "; ") << '\n';
   *table = copyString(text);
-  return 0;
+  return TE_COMPILER_OK;
 }
 
 int te_compiler_targets(char **list, char **error) {
   te::plugin::PluginManager *plugins = loadedPlugins(error);
   if (!plugins)
-    return 1;
+    return TE_COMPILER_ERROR_PLUGINS;
   std::string text;
-  for (const te::TargetRef &ref : plugins->getTargets()) {
-    te::plugin::TargetInfo info = ref.target->getTargetInfo();
-    text += ref.target->getDeviceName() + "\t" + ref.target->getName() + "\t" +
-            ref.origin + "\t" + ref.getPipelineIdentity() + "\t" + info.triple +
-            " " + info.cpu + " " + info.features + "\n";
-  }
+  for (const te::TargetRef &ref : plugins->getTargets())
+    text += describeTarget(ref) + "\n";
   *list = copyString(text);
-  return 0;
+  return TE_COMPILER_OK;
 }
 
 int te_compiler_plugins(char **fingerprint, char **error) {
   te::plugin::PluginManager *plugins = loadedPlugins(error);
   if (!plugins)
-    return 1;
-  auto setting = [](const char *name) {
-    const char *value = std::getenv(name);
-    return std::string(value ? value : "");
-  };
-  *fingerprint = copyString(plugins->getFingerprint() +
-                            "policy=" + setting("NVTE_PLUGIN_POLICY") +
-                            ";deny=" + setting("NVTE_PLUGIN_DENY") +
-                            ";strict=" + (plugins->isStrict() ? "1" : "0") +
-                            ";" + plugins->getLoadState());
-  return 0;
+    return TE_COMPILER_ERROR_PLUGINS;
+  *fingerprint = copyString(describePlugins(*plugins));
+  return TE_COMPILER_OK;
 }
 
 int te_compiler_plugin_states(char **states, char **error) {
   te::plugin::PluginManager *plugins = loadedPlugins(error);
   if (!plugins)
-    return 1;
+    return TE_COMPILER_ERROR_PLUGINS;
   *states = copyString(plugins->describeStates());
-  return 0;
+  return TE_COMPILER_OK;
 }
 
 int te_compiler_load_plugins(const char *specs, char **error) {
@@ -445,9 +583,9 @@ int te_compiler_load_plugins(const char *specs, char **error) {
       failed(plugins.load(specs ? specs : "", "te_compiler_load_plugins",
                           &message))) {
     *error = copyString(message);
-    return 1;
+    return TE_COMPILER_ERROR_PLUGINS;
   }
-  return 0;
+  return TE_COMPILER_OK;
 }
 
 void te_compiler_set_device_arch(const char *device, const char *arch) {
