@@ -246,6 +246,37 @@ Value flash::loadBias(OpBuilder &b, Location loc, const FlashConfig &c,
   return bias;
 }
 
+Value ScoreModifiers::visible(OpBuilder &b, Location loc, Value key, Value lo,
+                              Value hi, Value batch, Value head, Value row,
+                              Value extra) const {
+  Signed s{b, loc};
+  Value atLeast = s.compare(arith::CmpIPredicate::sge, key, lo);
+  Value below = s.compare(arith::CmpIPredicate::slt, key, hi);
+  Value inRange = arith::AndIOp::create(b, loc, atLeast, below);
+  if (extra)
+    inRange = arith::AndIOp::create(b, loc, extra, inRange);
+  return applyMask(b, loc, c, operands, inRange, batch, head, row, key);
+}
+
+Value ScoreModifiers::addBias(OpBuilder &b, Location loc, Value dot,
+                              Value batch, Value head, Value row,
+                              Value key) const {
+  if (!operands.bias)
+    return dot;
+  Value bias = loadBias(b, loc, c, operands, batch, head, row, key);
+  return arith::AddFOp::create(b, loc, dot, bias);
+}
+
+Value ScoreModifiers::logit(OpBuilder &b, Location loc, Value dot, Value key,
+                            Value diagonal) const {
+  Value logit = arith::MulFOp::create(b, loc, dot, scaleLog2);
+  if (operands.bias)
+    logit = clampToFinite(b, loc, logit);
+  if (slopeLog2)
+    logit = subtractAlibi(b, loc, logit, slopeLog2, key, diagonal);
+  return logit;
+}
+
 Value flash::dropoutRowState(OpBuilder &b, Location loc, const FlashConfig &c,
                              const ElementOperands &operands,
                              const SequenceGeometry &g, Value sequence,
@@ -385,160 +416,265 @@ gpu_lowering::getAttentionUnsupportedReason(AttentionOpInterface op,
 //===----------------------------------------------------------------------===//
 
 namespace {
+
 using Tiling = mma::FlashTiling;
-} // namespace
+/// The lane's accumulator tiles of a product, one list per 16x8 tile.
+using Tiles = SmallVector<SmallVector<Value>>;
 
-LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
-                                           const GPUTargetInfo &target) {
-  Location loc = op.getLoc();
-  MLIRContext *context = op.getContext();
-  FlashConfig c = FlashConfig::get(op);
-  bool returnLse = op.getReturnLse();
-  unsigned warpSize = target.getWarpSize();
-  if (warpSize != mma::kWarpSize)
-    return op.emitError("te.attention's GPU kernel needs 32-lane warps");
+constexpr double kLn2 = 0.6931471805599453;
 
-  KernelSet set(op, "attention", target);
-  OpBuilder b(context);
-  auto oTensor = cast<RankedTensorType>(op.getO().getType());
-  SmallVector<Type> arguments = {
-      bufferType(cast<RankedTensorType>(op.getQ().getType())),
-      bufferType(cast<RankedTensorType>(op.getK().getType())),
-      bufferType(cast<RankedTensorType>(op.getV().getType()))};
-  bool learnable = c.softmax == SoftmaxKind::learnable;
-  if (learnable)
-    arguments.push_back(
-        bufferType(cast<RankedTensorType>(op.getSoftmaxOffset().getType())));
-  // The index operands there are, in SequenceOperands' order, and the ALiBi
-  // slopes.
-  std::array<Value, 7> sequenceOperandList = getSequenceOperands(op);
+/// The types of te.attention's operands the kernels take, and their values
+/// on the host side: Q, K, V, the learnable softmax offsets, the index
+/// operands and slopes (SequenceOperands' order), the mask, bias tensor and
+/// rng_state, then O and the LSE.
+struct ForwardSignature {
+  ForwardSignature(AttentionOp op, const FlashConfig &c);
+
+  RankedTensorType oTensor, lseTensor;
+  bool learnable, returnLse;
+  std::array<Value, 7> sequenceOperands;
+  std::array<Value, 3> elementOperands;
+  /// The present ones of sequenceOperands and elementOperands, in order.
   SmallVector<Value> indexOperands;
-  for (Value operand : sequenceOperandList)
+  SmallVector<Type> arguments;
+};
+
+ForwardSignature::ForwardSignature(AttentionOp op, const FlashConfig &c)
+    : oTensor(cast<RankedTensorType>(op.getO().getType())),
+      learnable(c.softmax == SoftmaxKind::learnable),
+      returnLse(op.getReturnLse()), sequenceOperands(getSequenceOperands(op)),
+      elementOperands(getElementOperands(op)) {
+  auto bufferOf = [](Value value) {
+    return bufferType(cast<RankedTensorType>(value.getType()));
+  };
+  arguments = {bufferOf(op.getQ()), bufferOf(op.getK()), bufferOf(op.getV())};
+  if (learnable)
+    arguments.push_back(bufferOf(op.getSoftmaxOffset()));
+  for (Value operand : sequenceOperands)
     if (operand) {
       indexOperands.push_back(operand);
-      arguments.push_back(
-          bufferType(cast<RankedTensorType>(operand.getType())));
+      arguments.push_back(bufferOf(operand));
     }
-  // The mask, bias tensor and rng_state there are.
-  std::array<Value, 3> elementOperandList = getElementOperands(op);
-  for (Value operand : elementOperandList)
+  for (Value operand : elementOperands)
     if (operand) {
       indexOperands.push_back(operand);
-      arguments.push_back(
-          bufferType(cast<RankedTensorType>(operand.getType())));
+      arguments.push_back(bufferOf(operand));
     }
   arguments.push_back(bufferType(oTensor));
-  RankedTensorType lseTensor;
   if (returnLse) {
     lseTensor = cast<RankedTensorType>(op.getLse().getType());
     arguments.push_back(bufferType(lseTensor));
   }
+}
+
+/// thd's `fill_empty_rows`: tokens of no sequence get the row of a query
+/// that sees nothing (O = 0; the LSE of the extra softmax term alone, -inf
+/// for vanilla), as on the CPU; the flash kernel overwrites the others.
+gpu::GPUFuncOp buildFillEmptyRows(OpBuilder &b, Location loc, KernelSet &set,
+                                  AttentionOp op, const FlashConfig &c,
+                                  const ForwardSignature &signature) {
+  SmallVector<Type> fillArguments = {bufferType(signature.oTensor)};
+  if (signature.returnLse)
+    fillArguments.push_back(bufferType(signature.lseTensor));
+  if (signature.learnable)
+    fillArguments.push_back(
+        bufferType(cast<RankedTensorType>(op.getSoftmaxOffset().getType())));
+  gpu::GPUFuncOp fill = set.addKernel(b, "fill_empty_rows", fillArguments);
+  Value oFlat = flatten(b, loc, fill.getArgument(0));
+  Value lseFlat =
+      signature.returnLse ? flatten(b, loc, fill.getArgument(1)) : Value();
+  Value alphas = signature.learnable
+                     ? flatten(b, loc, fill.getArguments().back())
+                     : Value();
+  int64_t width = vectorWidth(c.element, c.v.headDim);
+  gridStrideLoop(
+      b, loc, c.q.seq * c.q.heads, Value(),
+      [&](OpBuilder &b, Location loc, Value i, Value) {
+        IndexExpr row{&b, loc, i};
+        Value zero =
+            arith::ConstantOp::create(b, loc, b.getFloatAttr(c.element, 0));
+        for (int64_t d = 0; d < c.v.headDim; d += width)
+          storeElements(b, loc, oFlat, (row * c.v.headDim + d).value,
+                        SmallVector<Value>(width, zero));
+        if (lseFlat) {
+          Value empty = f32(b, loc, -std::numeric_limits<double>::infinity());
+          if (c.softmax == SoftmaxKind::off_by_one)
+            empty = f32(b, loc, 0.0);
+          if (alphas)
+            empty =
+                memref::LoadOp::create(b, loc, alphas, (row % c.q.heads).value);
+          memref::StoreOp::create(b, loc, empty, lseFlat, i);
+        }
+        return Value();
+      });
+  return fill;
+}
+
+/// te.attention's `flash_forward` kernel, built in its parts: the block's
+/// place and its Q fragments, the key range its rows see, then per key
+/// tile dropout's keep bits, the scores (S = Q K^T), their modifiers
+/// (ScoreModifiers), the online softmax and O += P V; the epilogue.
+class ForwardKernel {
+public:
+  ForwardKernel(OpBuilder &b, Location loc, const FlashConfig &c,
+                const GPUTargetInfo &target, const ForwardSignature &signature)
+      : b(b), loc(loc), c(c), target(target), signature(signature),
+        warpSize(target.getWarpSize()),
+        queryBlocks((c.q.seq + Tiling::kBlockQ - 1) / Tiling::kBlockQ),
+        dTiles(c.v.headDim / mma::kN) {}
+
+  /// Adds the kernel to `set` and builds its body.
+  gpu::GPUFuncOp build(KernelSet &set);
+  /// Blocks of the launch.
+  int64_t getGridSize() const { return queryBlocks * c.q.heads * c.sequences; }
+
+private:
+  void bindArguments(gpu::GPUFuncOp kernel);
+  void placeBlock();
+  void loadQueryFragments();
+  void findKeyRange();
+  SmallVector<Value> initialState();
+  void stage(OpBuilder &b, Location loc, const Dims &dims, Value flat,
+             Value tile, Value kt);
+  SmallVector<Value> emitKeyTile(OpBuilder &b, Location loc, Value kt,
+                                 ValueRange carried);
+  Value drawKeepBits(OpBuilder &b, Location loc, Value kt);
+  Tiles computeScores(OpBuilder &b, Location loc, Value kt);
+  std::array<Value, 2> modifyScores(OpBuilder &b, Location loc, Value kt,
+                                    Tiles &scores);
+  Tiles updateSoftmax(OpBuilder &b, Location loc, Tiles &scores,
+                      std::array<Value, 2> tileMax, Value keepBits,
+                      ValueRange carried, SmallVector<Value> &next);
+  void prefetchNextKeys(OpBuilder &b, Location loc, Value kt);
+  void accumulateValues(OpBuilder &b, Location loc, const Tiles &probabilities,
+                        SmallVector<Value> &next);
+  void emitEpilogue(scf::ForOp keyLoop);
+
+  OpBuilder &b;
+  Location loc;
+  const FlashConfig &c;
+  const GPUTargetInfo &target;
+  const ForwardSignature &signature;
+  unsigned warpSize;
+  int64_t queryBlocks, dTiles;
+
+  Value qFlat, kFlat, vFlat, offsets, oFlat, lseFlat, kTile, vTile, slopes;
+  SequenceOperands sequenceOperands;
+  ElementOperands elementOperands;
+  /// The block's place: thread; query block, head, sequence (batch), the
+  /// K/V head; the thread's lane and its warp's first row.
+  Value thread, queryBlock, head, batch, kvHead, lane, warpRow;
+  SequenceGeometry g;
+  SmallVector<SmallVector<Value>> qFragments;
+  /// The lane's two rows, the keys [lo, hi) each sees and its diagonal.
+  std::array<Value, 2> rows, lo, hi, diagonal;
+  /// The block's key tiles: [tileStart, blockHi).
+  Value tileStart, blockHi;
+  Value minusInf, scaleLog2, slopeLog2, kvLimit;
+};
+
+gpu::GPUFuncOp ForwardKernel::build(KernelSet &set) {
+  MLIRContext *context = b.getContext();
   auto workgroup =
       gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup);
   auto tileType = [&](int64_t dim) {
     return MemRefType::get({Tiling::kBlockKV * (dim + Tiling::kPad)}, c.element,
                            MemRefLayoutAttrInterface(), workgroup);
   };
-  // thd: tokens of no sequence get the row of a query that sees nothing
-  // (O = 0; the LSE of the extra softmax term alone, -inf for vanilla), as
-  // on the CPU; the flash kernel overwrites the others.
-  gpu::GPUFuncOp fill;
-  if (c.thd) {
-    SmallVector<Type> fillArguments = {bufferType(oTensor)};
-    if (returnLse)
-      fillArguments.push_back(bufferType(lseTensor));
-    if (learnable)
-      fillArguments.push_back(
-          bufferType(cast<RankedTensorType>(op.getSoftmaxOffset().getType())));
-    fill = set.addKernel(b, "fill_empty_rows", fillArguments);
-    Value oFlat = flatten(b, loc, fill.getArgument(0));
-    Value lseFlat = returnLse ? flatten(b, loc, fill.getArgument(1)) : Value();
-    Value alphas =
-        learnable ? flatten(b, loc, fill.getArguments().back()) : Value();
-    int64_t width = vectorWidth(c.element, c.v.headDim);
-    gridStrideLoop(
-        b, loc, c.q.seq * c.q.heads, Value(),
-        [&](OpBuilder &b, Location loc, Value i, Value) {
-          IndexExpr row{&b, loc, i};
-          Value zero =
-              arith::ConstantOp::create(b, loc, b.getFloatAttr(c.element, 0));
-          for (int64_t d = 0; d < c.v.headDim; d += width)
-            storeElements(b, loc, oFlat, (row * c.v.headDim + d).value,
-                          SmallVector<Value>(width, zero));
-          if (lseFlat) {
-            Value empty = f32(b, loc, -std::numeric_limits<double>::infinity());
-            if (c.softmax == SoftmaxKind::off_by_one)
-              empty = f32(b, loc, 0.0);
-            if (learnable)
-              empty = memref::LoadOp::create(b, loc, alphas,
-                                             (row % c.q.heads).value);
-            memref::StoreOp::create(b, loc, empty, lseFlat, i);
-          }
-          return Value();
-        });
-  }
-  auto kernel = set.addKernel(b, "flash_forward", arguments,
-                              {tileType(c.k.headDim), tileType(c.v.headDim)});
+  gpu::GPUFuncOp kernel =
+      set.addKernel(b, "flash_forward", signature.arguments,
+                    {tileType(c.k.headDim), tileType(c.v.headDim)});
+  bindArguments(kernel);
+  placeBlock();
+  loadQueryFragments();
+  findKeyRange();
+  SmallVector<Value> init = initialState();
+
+  // The tiles arrive through asynchronous copies, K one step ahead of V:
+  // K of a tile is copied while the previous tile's P V is computed, V
+  // while its own S = Q K^T and softmax are (FlashAttention-2's schedule,
+  // with one K and one V buffer).
+  kvLimit = arith::AddIOp::create(b, loc, g.kvStart, g.lenKV);
+  stage(b, loc, c.k, kFlat, kTile, tileStart);
+  target.emitAsyncCommit(b, loc);
+  auto keyLoop = scf::ForOp::create(
+      b, loc, tileStart, blockHi, indexConstant(b, loc, Tiling::kBlockKV), init,
+      [&](OpBuilder &b, Location loc, Value kt, ValueRange carried) {
+        scf::YieldOp::create(b, loc, emitKeyTile(b, loc, kt, carried));
+      });
+  // Nothing stays in flight (the first K when the block saw no tile).
+  target.emitAsyncWait(b, loc, 0);
+  emitEpilogue(keyLoop);
+  return kernel;
+}
+
+void ForwardKernel::bindArguments(gpu::GPUFuncOp kernel) {
   unsigned next = 0;
-  Value qFlat = flatten(b, loc, kernel.getArgument(next++));
-  Value kFlat = flatten(b, loc, kernel.getArgument(next++));
-  Value vFlat = flatten(b, loc, kernel.getArgument(next++));
-  Value offsets =
-      learnable ? flatten(b, loc, kernel.getArgument(next++)) : Value();
-  SequenceOperands sequenceOperands;
-  Value slopes;
-  bindSequenceOperands(b, loc, kernel, next, sequenceOperandList,
+  qFlat = flatten(b, loc, kernel.getArgument(next++));
+  kFlat = flatten(b, loc, kernel.getArgument(next++));
+  vFlat = flatten(b, loc, kernel.getArgument(next++));
+  if (signature.learnable)
+    offsets = flatten(b, loc, kernel.getArgument(next++));
+  bindSequenceOperands(b, loc, kernel, next, signature.sequenceOperands,
                        sequenceOperands, slopes);
-  ElementOperands elementOperands =
-      bindElementOperands(b, loc, kernel, next, elementOperandList);
-  Value oFlat = flatten(b, loc, kernel.getArgument(next++));
-  Value lseFlat =
-      returnLse ? flatten(b, loc, kernel.getArgument(next++)) : Value();
-  Value kTile = kernel.getWorkgroupAttributions()[0];
-  Value vTile = kernel.getWorkgroupAttributions()[1];
+  elementOperands =
+      bindElementOperands(b, loc, kernel, next, signature.elementOperands);
+  oFlat = flatten(b, loc, kernel.getArgument(next++));
+  if (signature.returnLse)
+    lseFlat = flatten(b, loc, kernel.getArgument(next++));
+  kTile = kernel.getWorkgroupAttributions()[0];
+  vTile = kernel.getWorkgroupAttributions()[1];
+}
 
-  // Block -> (query block, head, sequence: the batch entry or thd's
-  // sequence); thread -> (warp, lane). For thd, every sequence gets the
-  // query blocks of all tokens, and those past its length see nothing.
-  int64_t queryBlocks = (c.q.seq + Tiling::kBlockQ - 1) / Tiling::kBlockQ;
-  Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+/// Block -> (query block, head, sequence: the batch entry or thd's
+/// sequence); thread -> (warp, lane). For thd, every sequence gets the
+/// query blocks of all tokens, and those past its length see nothing.
+void ForwardKernel::placeBlock() {
+  thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   IndexExpr block{&b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x)};
-  IndexExpr queryBlock = block % queryBlocks;
-  IndexExpr head = (block / queryBlocks) % c.q.heads;
-  IndexExpr batch = block / (queryBlocks * c.q.heads);
-  IndexExpr kvHead = head / (c.q.heads / c.k.heads);
+  IndexExpr blockQuery = block % queryBlocks;
+  IndexExpr blockHead = (block / queryBlocks) % c.q.heads;
+  IndexExpr blockBatch = block / (queryBlocks * c.q.heads);
+  kvHead = (blockHead / (c.q.heads / c.k.heads)).value;
   IndexExpr t{&b, loc, thread};
-  IndexExpr warp = t / mma::kWarpSize, lane = t % mma::kWarpSize;
-  IndexExpr warpRow = queryBlock * Tiling::kBlockQ + warp * mma::kM;
-  Signed s{b, loc};
-  SequenceGeometry g =
-      c.sequenceGeometry(b, loc, sequenceOperands, batch.value);
-  // The token of a query position, clamped into Q (for reads).
-  auto queryToken = [&](Value position) {
-    return s.min(s.add(g.qStart, position), s.c(c.q.seq - 1));
-  };
+  IndexExpr warp = t / mma::kWarpSize, threadLane = t % mma::kWarpSize;
+  warpRow = (blockQuery * Tiling::kBlockQ + warp * mma::kM).value;
+  queryBlock = blockQuery.value;
+  head = blockHead.value;
+  batch = blockBatch.value;
+  lane = threadLane.value;
+  g = c.sequenceGeometry(b, loc, sequenceOperands, batch);
+}
 
-  // Q fragments for the whole head dimension, rows clamped into the
-  // sequence (rows past it are computed and not written).
-  SmallVector<SmallVector<Value>> qFragments;
+/// Q fragments for the whole head dimension, rows clamped into the
+/// sequence (rows past it are computed and not written).
+void ForwardKernel::loadQueryFragments() {
+  Signed s{b, loc};
+  IndexExpr l{&b, loc, lane};
   for (int64_t kk = 0; kk < c.q.headDim; kk += mma::kK) {
     SmallVector<Value> fragment;
     for (int i = 0; i < mma::kAElements; i += 2) {
-      mma::Coord<IndexExpr> e = mma::aElement(lane, i);
-      Value row = queryToken((warpRow + e.row).value);
+      mma::Coord<IndexExpr> e = mma::aElement(l, i);
+      Value row =
+          s.min(s.add(g.qStart, (IndexExpr{&b, loc, warpRow} + e.row).value),
+                s.c(c.q.seq - 1));
       IndexExpr at =
-          rowOffset(c.layout, c.q, batch, IndexExpr{&b, loc, row}, head) +
+          rowOffset(c.layout, c.q, IndexExpr{&b, loc, batch},
+                    IndexExpr{&b, loc, row}, IndexExpr{&b, loc, head}) +
           e.col + kk;
       SmallVector<Value> pair = loadElements(b, loc, qFlat, at.value, 2);
       fragment.append(pair.begin(), pair.end());
     }
     qFragments.push_back(fragment);
   }
+}
 
-  // The lane's two rows and the keys each sees; the block's key range.
-  std::array<Value, 2> rows, lo, hi, diagonal;
+/// The lane's two rows and the keys each sees; the block's key range.
+void ForwardKernel::findKeyRange() {
+  Signed s{b, loc};
+  IndexExpr l{&b, loc, lane};
   for (int r = 0; r < 2; ++r) {
-    rows[r] = (warpRow + (lane / 4 + 8 * r)).value;
+    rows[r] = (IndexExpr{&b, loc, warpRow} + (l / 4 + 8 * r)).value;
     VisibleKeys keys = c.visibleKeys(b, loc, rows[r], g);
     lo[r] = keys.lo;
     hi[r] = keys.hi;
@@ -547,7 +683,7 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
   // Rows see growing key ranges (rows past the length see none, and an
   // empty range does not widen the block's): the block's range is its first
   // row's lower bound to the upper bound of its last row that has keys.
-  Value firstRow = (queryBlock * Tiling::kBlockQ).value;
+  Value firstRow = (IndexExpr{&b, loc, queryBlock} * Tiling::kBlockQ).value;
   Value lastRow =
       s.min(s.add(firstRow, s.c(Tiling::kBlockQ - 1)), s.c(c.q.seq - 1));
   if (c.padding)
@@ -555,8 +691,8 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
         b, loc, firstRow,
         s.min(lastRow, arith::SubIOp::create(b, loc, g.lenQ, s.c(1))));
   Value blockLo = c.visibleKeys(b, loc, firstRow, g).lo;
-  Value blockHi = c.visibleKeys(b, loc, lastRow, g).hi;
-  Value tileStart = arith::MulIOp::create(
+  blockHi = c.visibleKeys(b, loc, lastRow, g).hi;
+  tileStart = arith::MulIOp::create(
       b, loc, arith::DivSIOp::create(b, loc, blockLo, s.c(Tiling::kBlockKV)),
       s.c(Tiling::kBlockKV));
   // A block whose rows are all past its sequence's length walks no tile.
@@ -564,251 +700,273 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
     blockHi = arith::SelectOp::create(
         b, loc, s.compare(arith::CmpIPredicate::slt, firstRow, g.lenQ), blockHi,
         tileStart);
+}
 
-  // Running maximum (base 2) and sum of each row, and the O accumulators.
-  // off_by_one and learnable add a term exp(alpha) to every row's sum
-  // (alpha = 0 for off_by_one): the maximum starts at it and the sum at
-  // its 1, counted once per row (by the row's first lane).
-  constexpr double kLn2 = 0.6931471805599453;
-  Value minusInf = f32(b, loc, -std::numeric_limits<double>::infinity());
+/// Running maximum (base 2) and sum of each row, and the O accumulators.
+/// off_by_one and learnable add a term exp(alpha) to every row's sum
+/// (alpha = 0 for off_by_one): the maximum starts at it and the sum at
+/// its 1, counted once per row (by the row's first lane).
+SmallVector<Value> ForwardKernel::initialState() {
+  minusInf = f32(b, loc, -std::numeric_limits<double>::infinity());
   Value mInit = minusInf, lInit = f32(b, loc, 0.0);
   if (c.softmax != SoftmaxKind::vanilla) {
     mInit = f32(b, loc, 0.0);
-    if (learnable)
+    if (signature.learnable)
       mInit = arith::MulFOp::create(
-          b, loc, memref::LoadOp::create(b, loc, offsets, head.value),
+          b, loc, memref::LoadOp::create(b, loc, offsets, head),
           f32(b, loc, kLog2e));
-    Value firstLane = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                            (lane % 4).value, s.c(0));
+    Value firstLane = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq, (IndexExpr{&b, loc, lane} % 4).value,
+        indexConstant(b, loc, 0));
     lInit = arith::SelectOp::create(b, loc, firstLane, f32(b, loc, 1.0),
                                     f32(b, loc, 0.0));
   }
-  int64_t dTiles = c.v.headDim / mma::kN;
   SmallVector<Value> init = {mInit, mInit, lInit, lInit};
   init.append(dTiles * mma::kCElements, f32(b, loc, 0.0));
-  Value scaleLog2 = f32(b, loc, c.scale * kLog2e);
-  Value slopeLog2 = c.loadSlopeLog2(b, loc, slopes, batch, head);
+  scaleLog2 = f32(b, loc, c.scale * kLog2e);
+  slopeLog2 = c.loadSlopeLog2(b, loc, slopes, IndexExpr{&b, loc, batch},
+                              IndexExpr{&b, loc, head});
+  return init;
+}
 
-  // The tiles arrive through asynchronous copies, K one step ahead of V:
-  // K of a tile is copied while the previous tile's P V is computed, V
-  // while its own S = Q K^T and softmax are (FlashAttention-2's schedule,
-  // with one K and one V buffer).
-  Value kvLimit = arith::AddIOp::create(b, loc, g.kvStart, g.lenKV);
-  auto stage = [&](OpBuilder &b, Location loc, const Dims &dims, Value flat,
-                   Value tile, Value kt) {
-    stageRows(b, loc, target, c, dims, flat, tile, thread, batch.value,
-              kvHead.value, arith::AddIOp::create(b, loc, g.kvStart, kt),
-              kvLimit, Tiling::kBlockKV, Tiling::kThreads, Tiling::kPad);
-  };
-  stage(b, loc, c.k, kFlat, kTile, tileStart);
+void ForwardKernel::stage(OpBuilder &b, Location loc, const Dims &dims,
+                          Value flat, Value tile, Value kt) {
+  stageRows(b, loc, target, c, dims, flat, tile, thread, batch, kvHead,
+            arith::AddIOp::create(b, loc, g.kvStart, kt), kvLimit,
+            Tiling::kBlockKV, Tiling::kThreads, Tiling::kPad);
+}
+
+/// One key tile: the carried state (row maxima, row sums, O accumulators)
+/// updated with keys [kt, kt + kBlockKV).
+SmallVector<Value> ForwardKernel::emitKeyTile(OpBuilder &b, Location loc,
+                                              Value kt, ValueRange carried) {
+  Value keepBits = drawKeepBits(b, loc, kt);
+  stage(b, loc, c.v, vFlat, vTile, kt);
   target.emitAsyncCommit(b, loc);
-  auto keyLoop = scf::ForOp::create(
-      b, loc, tileStart, blockHi, s.c(Tiling::kBlockKV), init,
-      [&](OpBuilder &b, Location loc, Value kt, ValueRange carried) {
-        // Dropout's keep bits of the lane's 32 elements of the tile, drawn
-        // before the scores take the registers, in a loop over the 8-key
-        // tiles: unrolled, the 32 hashes' 64-bit temporaries would be live
-        // together.
-        Value keepBits;
-        static_assert(Tiling::kTilesKV * mma::kCElements <= 32,
-                      "a lane's keep bits of a tile fit in 32 bits");
-        if (elementOperands.rngState) {
-          Type i32 = b.getI32Type();
-          std::array<Value, 2> dropoutRows;
-          for (int r = 0; r < 2; ++r)
-            dropoutRows[r] = dropoutRowState(b, loc, c, elementOperands, g,
-                                             batch.value, head.value, rows[r]);
-          auto bitsLoop = scf::ForOp::create(
-              b, loc, s.c(0), s.c(Tiling::kTilesKV), s.c(1),
-              ValueRange{arith::ConstantIntOp::create(b, loc, i32, 0)},
-              [&](OpBuilder &b, Location loc, Value ni, ValueRange bits) {
-                Value word = bits[0];
-                IndexExpr tile{&b, loc, ni};
-                for (int i = 0; i < mma::kCElements; ++i) {
-                  IndexExpr column =
-                      mma::cElement(IndexExpr{&b, loc, lane.value}, i).col +
-                      tile * mma::kN;
-                  Value key = arith::AddIOp::create(b, loc, kt, column.value);
-                  Value shift = arith::IndexCastOp::create(
-                      b, loc, i32, (tile * mma::kCElements + i).value);
-                  Value bit = arith::ShLIOp::create(
-                      b, loc,
-                      arith::ExtUIOp::create(
-                          b, loc, i32,
-                          dropoutKeep(b, loc, c, g, dropoutRows[i / 2], key)),
-                      shift);
-                  word = arith::OrIOp::create(b, loc, word, bit);
-                }
-                scf::YieldOp::create(b, loc, word);
-              });
-          keepBits = bitsLoop.getResult(0);
-        }
-        stage(b, loc, c.v, vFlat, vTile, kt);
-        target.emitAsyncCommit(b, loc);
-        // This tile's K (the group before V's) is in.
-        target.emitAsyncWait(b, loc, 1);
-        gpu::BarrierOp::create(b, loc);
-        IndexExpr l{&b, loc, lane.value};
+  // This tile's K (the group before V's) is in.
+  target.emitAsyncWait(b, loc, 1);
+  gpu::BarrierOp::create(b, loc);
+  Tiles scores = computeScores(b, loc, kt);
+  std::array<Value, 2> tileMax = modifyScores(b, loc, kt, scores);
+  SmallVector<Value> next(carried.begin(), carried.end());
+  Tiles probabilities =
+      updateSoftmax(b, loc, scores, tileMax, keepBits, carried, next);
+  prefetchNextKeys(b, loc, kt);
+  accumulateValues(b, loc, probabilities, next);
+  // The next tile overwrites V.
+  gpu::BarrierOp::create(b, loc);
+  return next;
+}
 
-        // S = Q K^T, one 16x8 tile per 8 keys.
-        SmallVector<SmallVector<Value>> scores;
-        for (int ni = 0; ni < Tiling::kTilesKV; ++ni) {
-          // A bias tensor starts the sums (in q . k's units): no registers
-          // beyond the scores' own.
-          SmallVector<Value> acc(mma::kCElements, f32(b, loc, 0.0));
-          if (elementOperands.bias)
-            for (int i = 0; i < mma::kCElements; ++i) {
-              mma::Coord<IndexExpr> e = mma::cElement(l, i);
-              acc[i] = loadBias(b, loc, c, elementOperands, batch.value,
-                                head.value, rows[i / 2],
-                                arith::AddIOp::create(
-                                    b, loc, kt, (e.col + ni * mma::kN).value));
-            }
-          for (int64_t kk = 0; kk < c.k.headDim; kk += mma::kK) {
-            SmallVector<Value> fragment = loadBFragment(
-                b, loc, target, kTile, c.k.headDim + Tiling::kPad, l,
-                Tiling::keyFragmentRow(l, ni, kk), /*transpose=*/false,
-                [&](mma::Coord<IndexExpr> e) {
-                  return mma::Coord<IndexExpr>{e.col + ni * mma::kN,
-                                               e.row + kk};
-                });
-            acc = target.emitMMA16x8x16(b, loc, qFragments[kk / mma::kK],
-                                        fragment, acc);
-          }
-          scores.push_back(acc);
-        }
-
-        // Scale (base 2), mask, and each row's maximum.
-        Signed s{b, loc};
-        std::array<Value, 2> tileMax = {minusInf, minusInf};
-        for (int ni = 0; ni < Tiling::kTilesKV; ++ni) {
-          for (int i = 0; i < mma::kCElements; ++i) {
-            int r = i / 2;
-            mma::Coord<IndexExpr> e = mma::cElement(l, i);
-            Value key = s.add(kt, (e.col + ni * mma::kN).value);
-            Value visible = applyMask(
-                b, loc, c, elementOperands,
-                arith::AndIOp::create(
-                    b, loc, s.compare(arith::CmpIPredicate::sge, key, lo[r]),
-                    s.compare(arith::CmpIPredicate::slt, key, hi[r])),
-                batch.value, head.value, rows[r], key);
-            Value scaled =
-                arith::MulFOp::create(b, loc, scores[ni][i], scaleLog2);
-            if (elementOperands.bias)
-              scaled = clampToFinite(b, loc, scaled);
-            if (slopeLog2)
-              scaled =
-                  subtractAlibi(b, loc, scaled, slopeLog2, key, diagonal[r]);
-            scores[ni][i] =
-                arith::SelectOp::create(b, loc, visible, scaled, minusInf);
-            tileMax[r] =
-                arith::MaximumFOp::create(b, loc, tileMax[r], scores[ni][i]);
-          }
-        }
-        SmallVector<Value> next(carried.begin(), carried.end());
-        std::array<Value, 2> base, correction, rowSum;
-        for (int r = 0; r < 2; ++r) {
-          Value m = arith::MaximumFOp::create(
-              b, loc, carried[r],
-              overRowLanes(b, loc, tileMax[r], warpSize,
-                           [&](Value x, Value y) -> Value {
-                             return arith::MaximumFOp::create(b, loc, x, y);
-                           }));
-          next[r] = m;
-          // A row that has seen no key yet keeps exponents finite.
-          Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                             m, minusInf);
-          base[r] = arith::SelectOp::create(b, loc, none, f32(b, loc, 0.0), m);
-          correction[r] = math::Exp2Op::create(
-              b, loc, arith::SubFOp::create(b, loc, carried[r], base[r]));
-          rowSum[r] = f32(b, loc, 0.0);
-        }
-        // P = exp2(S - max), rounded to the input type for the product.
-        SmallVector<SmallVector<Value>> probabilities;
-        for (int ni = 0; ni < Tiling::kTilesKV; ++ni) {
-          SmallVector<Value> p;
-          for (int i = 0; i < mma::kCElements; ++i) {
-            int r = i / 2;
-            Value e = math::Exp2Op::create(
-                b, loc, arith::SubFOp::create(b, loc, scores[ni][i], base[r]));
-            rowSum[r] = arith::AddFOp::create(b, loc, rowSum[r], e);
-            // Dropout weighs V's rows, not the denominator: a dropped
-            // element adds nothing, 1 / (1 - p) is applied at the end.
-            if (keepBits) {
-              Type i32 = b.getI32Type();
-              Value bit = arith::AndIOp::create(
-                  b, loc,
-                  arith::ShRUIOp::create(
-                      b, loc, keepBits,
-                      arith::ConstantIntOp::create(b, loc, i32,
-                                                   ni * mma::kCElements + i)),
-                  arith::ConstantIntOp::create(b, loc, i32, 1));
-              Value keep = arith::CmpIOp::create(
-                  b, loc, arith::CmpIPredicate::ne, bit,
-                  arith::ConstantIntOp::create(b, loc, i32, 0));
-              e = arith::SelectOp::create(b, loc, keep, e, f32(b, loc, 0.0));
-            }
-            p.push_back(arith::TruncFOp::create(b, loc, c.element, e));
-          }
-          probabilities.push_back(p);
-        }
-        for (int r = 0; r < 2; ++r)
-          next[2 + r] = arith::AddFOp::create(
+/// Dropout's keep bits of the lane's 32 elements of the tile (null without
+/// dropout), drawn before the scores take the registers, in a loop over
+/// the 8-key tiles: unrolled, the 32 hashes' 64-bit temporaries would be
+/// live together.
+Value ForwardKernel::drawKeepBits(OpBuilder &b, Location loc, Value kt) {
+  static_assert(Tiling::kTilesKV * mma::kCElements <= 32,
+                "a lane's keep bits of a tile fit in 32 bits");
+  if (!elementOperands.rngState)
+    return Value();
+  Type i32 = b.getI32Type();
+  std::array<Value, 2> dropoutRows;
+  for (int r = 0; r < 2; ++r)
+    dropoutRows[r] =
+        dropoutRowState(b, loc, c, elementOperands, g, batch, head, rows[r]);
+  Signed s{b, loc};
+  auto bitsLoop = scf::ForOp::create(
+      b, loc, s.c(0), s.c(Tiling::kTilesKV), s.c(1),
+      ValueRange{arith::ConstantIntOp::create(b, loc, i32, 0)},
+      [&](OpBuilder &b, Location loc, Value ni, ValueRange bits) {
+        Value word = bits[0];
+        IndexExpr tile{&b, loc, ni};
+        for (int i = 0; i < mma::kCElements; ++i) {
+          IndexExpr column =
+              mma::cElement(IndexExpr{&b, loc, lane}, i).col + tile * mma::kN;
+          Value key = arith::AddIOp::create(b, loc, kt, column.value);
+          Value shift = arith::IndexCastOp::create(
+              b, loc, i32, (tile * mma::kCElements + i).value);
+          Value bit = arith::ShLIOp::create(
               b, loc,
-              arith::MulFOp::create(b, loc, carried[2 + r], correction[r]),
-              rowSum[r]);
-        for (int64_t nd = 0; nd < dTiles; ++nd)
-          for (int i = 0; i < mma::kCElements; ++i) {
-            Value &acc = next[4 + nd * mma::kCElements + i];
-            acc = arith::MulFOp::create(b, loc, acc, correction[i / 2]);
-          }
-
-        // V is in, and every warp is done with K: the next tile's K may
-        // come.
-        target.emitAsyncWait(b, loc, 0);
-        gpu::BarrierOp::create(b, loc);
-        {
-          Value nextTile = s.add(kt, s.c(Tiling::kBlockKV));
-          auto more = scf::IfOp::create(
-              b, loc, s.compare(arith::CmpIPredicate::slt, nextTile, blockHi),
-              /*withElseRegion=*/false);
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(more.thenBlock());
-          stage(b, loc, c.k, kFlat, kTile, nextTile);
+              arith::ExtUIOp::create(
+                  b, loc, i32,
+                  dropoutKeep(b, loc, c, g, dropoutRows[i / 2], key)),
+              shift);
+          word = arith::OrIOp::create(b, loc, word, bit);
         }
-        target.emitAsyncCommit(b, loc);
-
-        // O += P V, 16 keys per step.
-        for (int step = 0; step < Tiling::kBlockKV / mma::kK; ++step) {
-          SmallVector<Value> a;
-          for (int i = 0; i < mma::kAElements; ++i) {
-            mma::AccumulatorSource from = mma::accumulatorForA(i);
-            a.push_back(probabilities[2 * step + from.tile][from.element]);
-          }
-          for (int64_t nd = 0; nd < dTiles; ++nd) {
-            SmallVector<Value> fragment = loadBFragment(
-                b, loc, target, vTile, c.v.headDim + Tiling::kPad, l,
-                Tiling::valueFragmentRow(l, step, nd), /*transpose=*/true,
-                [&](mma::Coord<IndexExpr> e) {
-                  return mma::Coord<IndexExpr>{e.row + step * mma::kK,
-                                               e.col + nd * mma::kN};
-                });
-            SmallVector<Value> acc(next.begin() + 4 + nd * mma::kCElements,
-                                   next.begin() + 4 +
-                                       (nd + 1) * mma::kCElements);
-            acc = target.emitMMA16x8x16(b, loc, a, fragment, acc);
-            std::copy(acc.begin(), acc.end(),
-                      next.begin() + 4 + nd * mma::kCElements);
-          }
-        }
-        // The next tile overwrites V.
-        gpu::BarrierOp::create(b, loc);
-        scf::YieldOp::create(b, loc, next);
+        scf::YieldOp::create(b, loc, word);
       });
-  // Nothing stays in flight (the first K when the block saw no tile).
-  target.emitAsyncWait(b, loc, 0);
+  return bitsLoop.getResult(0);
+}
 
-  // Epilogue: O = acc / sum (0 for a row that saw nothing), LSE.
+/// S = Q K^T, one 16x8 tile per 8 keys. A bias tensor starts the sums (in
+/// q . k's units): no registers beyond the scores' own.
+Tiles ForwardKernel::computeScores(OpBuilder &b, Location loc, Value kt) {
+  IndexExpr l{&b, loc, lane};
+  Tiles scores;
+  for (int ni = 0; ni < Tiling::kTilesKV; ++ni) {
+    SmallVector<Value> acc(mma::kCElements, f32(b, loc, 0.0));
+    if (elementOperands.bias)
+      for (int i = 0; i < mma::kCElements; ++i) {
+        mma::Coord<IndexExpr> e = mma::cElement(l, i);
+        acc[i] = loadBias(
+            b, loc, c, elementOperands, batch, head, rows[i / 2],
+            arith::AddIOp::create(b, loc, kt, (e.col + ni * mma::kN).value));
+      }
+    for (int64_t kk = 0; kk < c.k.headDim; kk += mma::kK) {
+      SmallVector<Value> fragment = loadBFragment(
+          b, loc, target, kTile, c.k.headDim + Tiling::kPad, l,
+          Tiling::keyFragmentRow(l, ni, kk), /*transpose=*/false,
+          [&](mma::Coord<IndexExpr> e) {
+            return mma::Coord<IndexExpr>{e.col + ni * mma::kN, e.row + kk};
+          });
+      acc = target.emitMMA16x8x16(b, loc, qFragments[kk / mma::kK], fragment,
+                                  acc);
+    }
+    scores.push_back(acc);
+  }
+  return scores;
+}
+
+/// The scores as base-2 logits, -inf where the key does not count
+/// (ScoreModifiers); returns each row's maximum over the tile.
+std::array<Value, 2> ForwardKernel::modifyScores(OpBuilder &b, Location loc,
+                                                 Value kt, Tiles &scores) {
+  Signed s{b, loc};
+  IndexExpr l{&b, loc, lane};
+  ScoreModifiers modifiers{c, elementOperands, scaleLog2, slopeLog2};
+  std::array<Value, 2> tileMax = {minusInf, minusInf};
+  for (int ni = 0; ni < Tiling::kTilesKV; ++ni) {
+    for (int i = 0; i < mma::kCElements; ++i) {
+      int r = i / 2;
+      mma::Coord<IndexExpr> e = mma::cElement(l, i);
+      Value key = s.add(kt, (e.col + ni * mma::kN).value);
+      Value visible =
+          modifiers.visible(b, loc, key, lo[r], hi[r], batch, head, rows[r]);
+      Value logit = modifiers.logit(b, loc, scores[ni][i], key, diagonal[r]);
+      scores[ni][i] = arith::SelectOp::create(b, loc, visible, logit, minusInf);
+      tileMax[r] = arith::MaximumFOp::create(b, loc, tileMax[r], scores[ni][i]);
+    }
+  }
+  return tileMax;
+}
+
+/// The online softmax: the rows' new maxima and sums into `next` (the O
+/// accumulators rescaled), and P = exp2(S - max), rounded to the input
+/// type for the product, dropped elements zero.
+Tiles ForwardKernel::updateSoftmax(OpBuilder &b, Location loc, Tiles &scores,
+                                   std::array<Value, 2> tileMax, Value keepBits,
+                                   ValueRange carried,
+                                   SmallVector<Value> &next) {
+  std::array<Value, 2> base, correction, rowSum;
+  for (int r = 0; r < 2; ++r) {
+    Value m = arith::MaximumFOp::create(
+        b, loc, carried[r],
+        overRowLanes(b, loc, tileMax[r], warpSize,
+                     [&](Value x, Value y) -> Value {
+                       return arith::MaximumFOp::create(b, loc, x, y);
+                     }));
+    next[r] = m;
+    // A row that has seen no key yet keeps exponents finite.
+    Value none =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, minusInf);
+    base[r] = arith::SelectOp::create(b, loc, none, f32(b, loc, 0.0), m);
+    correction[r] = math::Exp2Op::create(
+        b, loc, arith::SubFOp::create(b, loc, carried[r], base[r]));
+    rowSum[r] = f32(b, loc, 0.0);
+  }
+  Tiles probabilities;
+  for (int ni = 0; ni < Tiling::kTilesKV; ++ni) {
+    SmallVector<Value> p;
+    for (int i = 0; i < mma::kCElements; ++i) {
+      int r = i / 2;
+      Value e = math::Exp2Op::create(
+          b, loc, arith::SubFOp::create(b, loc, scores[ni][i], base[r]));
+      rowSum[r] = arith::AddFOp::create(b, loc, rowSum[r], e);
+      // Dropout weighs V's rows, not the denominator: a dropped element
+      // adds nothing, 1 / (1 - p) is applied at the end.
+      if (keepBits) {
+        Type i32 = b.getI32Type();
+        Value bit = arith::AndIOp::create(
+            b, loc,
+            arith::ShRUIOp::create(b, loc, keepBits,
+                                   arith::ConstantIntOp::create(
+                                       b, loc, i32, ni * mma::kCElements + i)),
+            arith::ConstantIntOp::create(b, loc, i32, 1));
+        Value keep =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, bit,
+                                  arith::ConstantIntOp::create(b, loc, i32, 0));
+        e = arith::SelectOp::create(b, loc, keep, e, f32(b, loc, 0.0));
+      }
+      p.push_back(arith::TruncFOp::create(b, loc, c.element, e));
+    }
+    probabilities.push_back(p);
+  }
+  for (int r = 0; r < 2; ++r)
+    next[2 + r] = arith::AddFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, carried[2 + r], correction[r]),
+        rowSum[r]);
+  for (int64_t nd = 0; nd < dTiles; ++nd)
+    for (int i = 0; i < mma::kCElements; ++i) {
+      Value &acc = next[4 + nd * mma::kCElements + i];
+      acc = arith::MulFOp::create(b, loc, acc, correction[i / 2]);
+    }
+  return probabilities;
+}
+
+/// V is in, and every warp is done with K: the next tile's K may come.
+void ForwardKernel::prefetchNextKeys(OpBuilder &b, Location loc, Value kt) {
+  Signed s{b, loc};
+  target.emitAsyncWait(b, loc, 0);
+  gpu::BarrierOp::create(b, loc);
+  {
+    Value nextTile = s.add(kt, s.c(Tiling::kBlockKV));
+    auto more = scf::IfOp::create(
+        b, loc, s.compare(arith::CmpIPredicate::slt, nextTile, blockHi),
+        /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(more.thenBlock());
+    stage(b, loc, c.k, kFlat, kTile, nextTile);
+  }
+  target.emitAsyncCommit(b, loc);
+}
+
+/// O += P V, 16 keys per step: the accumulator fragments of S are the A
+/// fragments of the product (accumulatorForA).
+void ForwardKernel::accumulateValues(OpBuilder &b, Location loc,
+                                     const Tiles &probabilities,
+                                     SmallVector<Value> &next) {
+  IndexExpr l{&b, loc, lane};
+  for (int step = 0; step < Tiling::kBlockKV / mma::kK; ++step) {
+    SmallVector<Value> a;
+    for (int i = 0; i < mma::kAElements; ++i) {
+      mma::AccumulatorSource from = mma::accumulatorForA(i);
+      a.push_back(probabilities[2 * step + from.tile][from.element]);
+    }
+    for (int64_t nd = 0; nd < dTiles; ++nd) {
+      SmallVector<Value> fragment =
+          loadBFragment(b, loc, target, vTile, c.v.headDim + Tiling::kPad, l,
+                        Tiling::valueFragmentRow(l, step, nd),
+                        /*transpose=*/true, [&](mma::Coord<IndexExpr> e) {
+                          return mma::Coord<IndexExpr>{e.row + step * mma::kK,
+                                                       e.col + nd * mma::kN};
+                        });
+      SmallVector<Value> acc(next.begin() + 4 + nd * mma::kCElements,
+                             next.begin() + 4 + (nd + 1) * mma::kCElements);
+      acc = target.emitMMA16x8x16(b, loc, a, fragment, acc);
+      std::copy(acc.begin(), acc.end(),
+                next.begin() + 4 + nd * mma::kCElements);
+    }
+  }
+}
+
+/// O = acc / sum (0 for a row that saw nothing), and the LSE.
+void ForwardKernel::emitEpilogue(scf::ForOp keyLoop) {
+  Signed s{b, loc};
+  IndexExpr l{&b, loc, lane};
+  // The token of a query position, clamped into Q.
+  auto queryToken = [&](Value position) {
+    return s.min(s.add(g.qStart, position), s.c(c.q.seq - 1));
+  };
   std::array<Value, 2> inverse, inside;
   for (int r = 0; r < 2; ++r) {
     Value sum = overRowLanes(b, loc, keyLoop.getResult(2 + r), warpSize,
@@ -826,27 +984,29 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
     // the tokens after it are another sequence's (or fill_empty_rows').
     inside[r] = s.compare(arith::CmpIPredicate::slt, rows[r],
                           c.thd ? g.lenQ : s.c(c.q.seq));
-    if (returnLse) {
-      // (max + log2(sum)) ln 2; -inf for a vanilla row that saw nothing.
-      Value lse = arith::MulFOp::create(
-          b, loc,
-          arith::AddFOp::create(b, loc, keyLoop.getResult(r),
-                                math::Log2Op::create(b, loc, sum)),
-          f32(b, loc, kLn2));
-      Value firstLane = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                              (lane % 4).value, s.c(0));
-      auto store = scf::IfOp::create(
-          b, loc, arith::AndIOp::create(b, loc, inside[r], firstLane),
-          /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(store.thenBlock());
-      // LSE is [b, h, s_q, 1], or [t, h, 1] for thd.
-      IndexExpr at =
-          c.thd ? IndexExpr{&b, loc, queryToken(rows[r])} * c.q.heads + head
-                : (batch * c.q.heads + head) * c.q.seq +
-                      IndexExpr{&b, loc, rows[r]};
-      memref::StoreOp::create(b, loc, lse, lseFlat, at.value);
-    }
+    if (!signature.returnLse)
+      continue;
+    // (max + log2(sum)) ln 2; -inf for a vanilla row that saw nothing.
+    Value lse = arith::MulFOp::create(
+        b, loc,
+        arith::AddFOp::create(b, loc, keyLoop.getResult(r),
+                              math::Log2Op::create(b, loc, sum)),
+        f32(b, loc, kLn2));
+    Value firstLane = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                            (l % 4).value, s.c(0));
+    auto store = scf::IfOp::create(
+        b, loc, arith::AndIOp::create(b, loc, inside[r], firstLane),
+        /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(store.thenBlock());
+    // LSE is [b, h, s_q, 1], or [t, h, 1] for thd.
+    IndexExpr at = c.thd ? IndexExpr{&b, loc, queryToken(rows[r])} * c.q.heads +
+                               IndexExpr{&b, loc, head}
+                         : (IndexExpr{&b, loc, batch} * c.q.heads +
+                            IndexExpr{&b, loc, head}) *
+                                   c.q.seq +
+                               IndexExpr{&b, loc, rows[r]};
+    memref::StoreOp::create(b, loc, lse, lseFlat, at.value);
   }
   Dims oDims = c.outputDims();
   for (int64_t nd = 0; nd < dTiles; ++nd) {
@@ -858,17 +1018,37 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
             inverse[r]);
         pair.push_back(emitTruncFromF32(b, loc, value, c.element));
       }
-      mma::Coord<IndexExpr> e = mma::cElement(lane, 2 * r);
+      mma::Coord<IndexExpr> e = mma::cElement(l, 2 * r);
       auto store = scf::IfOp::create(b, loc, inside[r],
                                      /*withElseRegion=*/false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(store.thenBlock());
-      IndexExpr at = rowOffset(c.layout, oDims, batch,
-                               IndexExpr{&b, loc, queryToken(rows[r])}, head) +
+      IndexExpr at = rowOffset(c.layout, oDims, IndexExpr{&b, loc, batch},
+                               IndexExpr{&b, loc, queryToken(rows[r])},
+                               IndexExpr{&b, loc, head}) +
                      e.col + nd * mma::kN;
       storeElements(b, loc, oFlat, at.value, pair);
     }
   }
+}
+
+} // namespace
+
+LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
+                                           const GPUTargetInfo &target) {
+  Location loc = op.getLoc();
+  FlashConfig c = FlashConfig::get(op);
+  if (target.getWarpSize() != mma::kWarpSize)
+    return op.emitError("te.attention's GPU kernel needs 32-lane warps");
+
+  KernelSet set(op, "attention", target);
+  OpBuilder b(op.getContext());
+  ForwardSignature signature(op, c);
+  gpu::GPUFuncOp fill;
+  if (c.thd)
+    fill = buildFillEmptyRows(b, loc, set, op, c, signature);
+  ForwardKernel flash(b, loc, c, target, signature);
+  gpu::GPUFuncOp kernel = flash.build(set);
   set.finish();
 
   OpBuilder host(op);
@@ -876,29 +1056,28 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
                                  readBuffer(host, loc, op.getK()),
                                  readBuffer(host, loc, op.getV())};
   Value alphas;
-  if (learnable) {
+  if (signature.learnable) {
     alphas = readBuffer(host, loc, op.getSoftmaxOffset());
     operands.push_back(alphas);
   }
-  for (Value operand : indexOperands)
+  for (Value operand : signature.indexOperands)
     operands.push_back(readBuffer(host, loc, operand));
-  Value o = allocateOutput(host, loc, oTensor);
+  Value o = allocateOutput(host, loc, signature.oTensor);
   operands.push_back(o);
   SmallVector<Value> outputs = {o};
-  if (returnLse) {
-    Value lse = allocateOutput(host, loc, lseTensor);
+  if (signature.returnLse) {
+    Value lse = allocateOutput(host, loc, signature.lseTensor);
     operands.push_back(lse);
     outputs.push_back(lse);
   }
   if (fill) {
     SmallVector<Value> fillOperands(outputs);
-    if (learnable)
+    if (signature.learnable)
       fillOperands.push_back(alphas);
     set.launch(host, fill, blocksFor(c.q.seq * c.q.heads), kBlockSize,
                fillOperands);
   }
-  set.launch(host, kernel, queryBlocks * c.q.heads * c.sequences,
-             Tiling::kThreads, operands);
+  set.launch(host, kernel, flash.getGridSize(), Tiling::kThreads, operands);
   replaceWithOutputs(host, op, outputs);
   return success();
 }

@@ -175,6 +175,33 @@ Value loadBias(OpBuilder &b, Location loc, const FlashConfig &c,
                const ElementOperands &operands, Value batch, Value head,
                Value row, Value key);
 
+/// The modifiers of a score S[row][key] = q . k, as both kernels apply
+/// them: the visibility rule and the arbitrary mask decide whether the key
+/// counts; the bias tensor, the scale and ALiBi make the base-2 logit. A
+/// new score modifier goes here, once for the forward and the backward.
+struct ScoreModifiers {
+  const FlashConfig &c;
+  const ElementOperands &operands;
+  /// The scale times log2(e); ALiBi's slope of the (sequence, head) times
+  /// log2(e), null without ALiBi.
+  Value scaleLog2, slopeLog2;
+
+  /// Whether `key` counts for query position `row`: in [lo, hi) (the
+  /// visibility rule), `extra` where given (the backward's row bound), and
+  /// not excluded by the arbitrary mask.
+  Value visible(OpBuilder &b, Location loc, Value key, Value lo, Value hi,
+                Value batch, Value head, Value row, Value extra = {}) const;
+  /// `dot` plus the bias tensor's element (row, key) in q . k's units
+  /// (loadBias); `dot` itself without a bias tensor.
+  Value addBias(OpBuilder &b, Location loc, Value dot, Value batch, Value head,
+                Value row, Value key) const;
+  /// The base-2 logit of `dot` (q . k with its bias): scaled, clamped to the
+  /// finite range with a bias tensor (clampToFinite), ALiBi's distance of
+  /// `key` to `diagonal` subtracted.
+  Value logit(OpBuilder &b, Location loc, Value dot, Value key,
+              Value diagonal) const;
+};
+
 /// Dropout (TECommon's hash) for query position `row` of sequence
 /// `sequence` (the batch entry, or thd's, whose rows and keys become tokens
 /// from qStart and kvStart): the row's state (rng_state read where it is
