@@ -81,6 +81,159 @@ void stageTile(OpBuilder &b, Location loc, Value operand, Value tile,
       });
 }
 
+/// The gemm kernel's operands inside it, and its block's and warp's place.
+struct GemmKernel {
+  GemmKernel(ScaledMatmulOp op, const GPUTargetInfo &target, int64_t m,
+             int64_t n, int64_t k)
+      : op(op), target(target), m(m), n(n), k(k) {}
+
+  mutable ScaledMatmulOp op;
+  const GPUTargetInfo &target;
+  int64_t m, n, k;
+  Value aBuffer, bBuffer, aScaleInv, bScaleInv, bias, outScale, dBuffer, amax;
+  Value tileA, tileB;
+  Value thread, blockCol, blockRow, rowBase, colBase;
+  Value lane, warpRow, warpCol;
+
+  static int accIndex(int mi, int ni, int i) {
+    return (mi * Tiling::kTilesN + ni) * mma::kCElements + i;
+  }
+  static constexpr int kAccumulators =
+      Tiling::kTilesM * Tiling::kTilesN * mma::kCElements;
+
+  scf::ForOp emitMainLoop(OpBuilder &b, Location loc) const;
+  SmallVector<Value> multiplyStep(OpBuilder &b, Location loc, Value flatA,
+                                  Value flatB, ValueRange carried) const;
+  /// Returns the amax bits of the lane's stored values (FP8 outputs).
+  Value emitEpilogue(OpBuilder &b, Location loc, scf::ForOp kLoop) const;
+};
+
+/// The block's accumulators over K, kBlockK per step: both tiles staged,
+/// then the warps' MMAs.
+scf::ForOp GemmKernel::emitMainLoop(OpBuilder &b, Location loc) const {
+  SmallVector<Value> zeros(kAccumulators, emitF32Constant(b, loc, 0.0));
+  // The tiles as rows of kStride elements, for the fragment loads.
+  Value flatA = flatten(b, loc, tileA), flatB = flatten(b, loc, tileB);
+  return scf::ForOp::create(
+      b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, k),
+      indexConstant(b, loc, Tiling::kBlockK), zeros,
+      [&](OpBuilder &b, Location loc, Value k0, ValueRange carried) {
+        stageTile(b, loc, aBuffer, tileA, thread, rowBase, k0, m, k,
+                  /*kContiguous=*/!op.getTransposeA());
+        // B's tile is [n][k]: stored [K, N] it is n-contiguous.
+        stageTile(b, loc, bBuffer, tileB, thread, colBase, k0, n, k,
+                  /*kContiguous=*/op.getTransposeB());
+        gpu::BarrierOp::create(b, loc);
+        SmallVector<Value> acc = multiplyStep(b, loc, flatA, flatB, carried);
+        // The next step overwrites the tiles.
+        gpu::BarrierOp::create(b, loc);
+        scf::YieldOp::create(b, loc, acc);
+      });
+}
+
+/// The warp's 2x4 MMAs per 16 of K of the staged tiles.
+SmallVector<Value> GemmKernel::multiplyStep(OpBuilder &b, Location loc,
+                                            Value flatA, Value flatB,
+                                            ValueRange carried) const {
+  constexpr int64_t kStride = Tiling::kBlockK + Tiling::kPad;
+  SmallVector<Value> acc(carried.begin(), carried.end());
+  IndexExpr rowOfWarp{&b, loc, warpRow}, colOfWarp{&b, loc, warpCol};
+  for (int kk = 0; kk < Tiling::kBlockK; kk += mma::kK) {
+    SmallVector<SmallVector<Value>> aFragments, bFragments;
+    IndexExpr l{&b, loc, lane};
+    for (int mi = 0; mi < Tiling::kTilesM; ++mi)
+      aFragments.push_back(
+          loadAFragment(b, loc, target, flatA, kStride, l,
+                        rowOfWarp * Tiling::kWarpM + mi * mma::kM,
+                        IndexExpr{&b, loc, indexConstant(b, loc, kk)}));
+    // B's tile is [n][k]: a B fragment reads it as attention reads K
+    // (FlashTiling::keyFragmentRow), from the warp's columns.
+    for (int ni = 0; ni < Tiling::kTilesN; ++ni) {
+      mma::Coord<IndexExpr> row = mma::FlashTiling::keyFragmentRow(l, ni, kk);
+      row.row = row.row + colOfWarp * Tiling::kWarpN;
+      bFragments.push_back(loadBFragment(
+          b, loc, target, flatB, kStride, l, row, /*transpose=*/false,
+          [&](mma::Coord<IndexExpr> e) {
+            return mma::Coord<IndexExpr>{colOfWarp * Tiling::kWarpN +
+                                             (e.col + ni * mma::kN),
+                                         e.row + kk};
+          }));
+    }
+    for (int mi = 0; mi < Tiling::kTilesM; ++mi) {
+      for (int ni = 0; ni < Tiling::kTilesN; ++ni) {
+        SmallVector<Value> c;
+        for (int i = 0; i < mma::kCElements; ++i)
+          c.push_back(acc[accIndex(mi, ni, i)]);
+        SmallVector<Value> d =
+            target.emitMMA16x8x16(b, loc, aFragments[mi], bFragments[ni], c);
+        for (int i = 0; i < mma::kCElements; ++i)
+          acc[accIndex(mi, ni, i)] = d[i];
+      }
+    }
+  }
+  return acc;
+}
+
+/// D = gelu(acc * a_scale_inv * b_scale_inv + bias), cast (through
+/// out_scale for FP8 outputs).
+Value GemmKernel::emitEpilogue(OpBuilder &b, Location loc,
+                               scf::ForOp kLoop) const {
+  RankedTensorType dTensor = op.getD().getType();
+  Type dElement = dTensor.getElementType();
+  bool fp8Out = isFP8Type(dElement);
+  Value alpha = arith::MulFOp::create(
+      b, loc, memref::LoadOp::create(b, loc, aScaleInv, ValueRange{}),
+      memref::LoadOp::create(b, loc, bScaleInv, ValueRange{}));
+  Value scale =
+      fp8Out
+          ? memref::LoadOp::create(b, loc, outScale, ValueRange{}).getResult()
+          : Value();
+  Value bits = i32Constant(b, loc, 0);
+  IndexExpr rowBlock{&b, loc, blockRow}, colBlock{&b, loc, blockCol};
+  IndexExpr t{&b, loc, thread};
+  for (int mi = 0; mi < Tiling::kTilesM; ++mi) {
+    for (int ni = 0; ni < Tiling::kTilesN; ++ni) {
+      for (int i = 0; i < mma::kCElements; ++i) {
+        mma::Coord<IndexExpr> at =
+            Tiling::outputElement(rowBlock, colBlock, t, mi, ni, i);
+        Value inside =
+            arith::AndIOp::create(b, loc, below(b, loc, at.row.value, m),
+                                  below(b, loc, at.col.value, n));
+        Value value = arith::MulFOp::create(
+            b, loc, kLoop.getResult(accIndex(mi, ni, i)), alpha);
+        if (bias) {
+          Value col = arith::MinUIOp::create(b, loc, at.col.value,
+                                             indexConstant(b, loc, n - 1));
+          value = arith::AddFOp::create(
+              b, loc, value,
+              emitExtToF32(b, loc, memref::LoadOp::create(b, loc, bias, col)));
+        }
+        if (op.getGelu())
+          value = emitGelu(b, loc, value);
+        Value stored;
+        if (fp8Out) {
+          bits = arith::SelectOp::create(
+              b, loc, inside,
+              arith::MaxUIOp::create(b, loc, bits, emitAmaxBits(b, loc, value)),
+              bits);
+          stored = target.emitF32ToFP8(
+              b, loc, arith::MulFOp::create(b, loc, value, scale),
+              cast<FloatType>(dElement));
+        } else {
+          stored = emitTruncFromF32(b, loc, value, dElement);
+        }
+        auto branch =
+            scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(branch.thenBlock());
+        memref::StoreOp::create(b, loc, stored, dBuffer,
+                                ValueRange{at.row.value, at.col.value});
+      }
+    }
+  }
+  return bits;
+}
+
 } // namespace
 
 std::optional<std::string>
@@ -133,146 +286,46 @@ LogicalResult gpu_lowering::lowerScaledMatmul(ScaledMatmulOp op,
   SmallVector<Type> shared = {tileType, tileType};
   if (fp8Out)
     shared.push_back(reductionScratchType(context, warpSize, Tiling::kThreads));
-  auto gemm = set.addKernel(b, "gemm", arguments, shared);
+  auto kernel = set.addKernel(b, "gemm", arguments, shared);
 
+  GemmKernel gemm(op, target, m, n, k);
   unsigned next = 0;
-  Value aBuffer = gemm.getArgument(next++);
-  Value bBuffer = gemm.getArgument(next++);
-  Value aScaleInv = gemm.getArgument(next++);
-  Value bScaleInv = gemm.getArgument(next++);
-  Value bias = hasBias ? gemm.getArgument(next++) : Value();
-  Value outScale = fp8Out ? gemm.getArgument(next++) : Value();
-  Value dBuffer = gemm.getArgument(next++);
-  Value amax = fp8Out ? gemm.getArgument(next++) : Value();
-  Value tileA = gemm.getWorkgroupAttributions()[0];
-  Value tileB = gemm.getWorkgroupAttributions()[1];
+  gemm.aBuffer = kernel.getArgument(next++);
+  gemm.bBuffer = kernel.getArgument(next++);
+  gemm.aScaleInv = kernel.getArgument(next++);
+  gemm.bScaleInv = kernel.getArgument(next++);
+  if (hasBias)
+    gemm.bias = kernel.getArgument(next++);
+  if (fp8Out)
+    gemm.outScale = kernel.getArgument(next++);
+  gemm.dBuffer = kernel.getArgument(next++);
+  if (fp8Out)
+    gemm.amax = kernel.getArgument(next++);
+  gemm.tileA = kernel.getWorkgroupAttributions()[0];
+  gemm.tileB = kernel.getWorkgroupAttributions()[1];
 
-  Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value blockCol = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value blockRow = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
-  Value rowBase = arith::MulIOp::create(b, loc, blockRow,
-                                        indexConstant(b, loc, Tiling::kBlockM));
-  Value colBase = arith::MulIOp::create(b, loc, blockCol,
-                                        indexConstant(b, loc, Tiling::kBlockN));
-  IndexExpr t{&b, loc, thread};
+  gemm.thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  gemm.blockCol = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  gemm.blockRow = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  gemm.rowBase = arith::MulIOp::create(b, loc, gemm.blockRow,
+                                       indexConstant(b, loc, Tiling::kBlockM));
+  gemm.colBase = arith::MulIOp::create(b, loc, gemm.blockCol,
+                                       indexConstant(b, loc, Tiling::kBlockN));
+  IndexExpr t{&b, loc, gemm.thread};
   IndexExpr warp = t / mma::kWarpSize, lane = t % mma::kWarpSize;
   IndexExpr warpRow = warp / Tiling::kWarpsN, warpCol = warp % Tiling::kWarpsN;
+  gemm.lane = lane.value;
+  gemm.warpRow = warpRow.value;
+  gemm.warpCol = warpCol.value;
 
-  constexpr int kAccumulators =
-      Tiling::kTilesM * Tiling::kTilesN * mma::kCElements;
-  auto accIndex = [](int mi, int ni, int i) {
-    return (mi * Tiling::kTilesN + ni) * mma::kCElements + i;
-  };
-  SmallVector<Value> zeros(kAccumulators, emitF32Constant(b, loc, 0.0));
-  // The tiles as rows of kStride elements, for the fragment loads.
-  Value flatA = flatten(b, loc, tileA), flatB = flatten(b, loc, tileB);
-  constexpr int64_t kStride = Tiling::kBlockK + Tiling::kPad;
-  auto kLoop = scf::ForOp::create(
-      b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, k),
-      indexConstant(b, loc, Tiling::kBlockK), zeros,
-      [&](OpBuilder &b, Location loc, Value k0, ValueRange carried) {
-        stageTile(b, loc, aBuffer, tileA, thread, rowBase, k0, m, k,
-                  /*kContiguous=*/!op.getTransposeA());
-        // B's tile is [n][k]: stored [K, N] it is n-contiguous.
-        stageTile(b, loc, bBuffer, tileB, thread, colBase, k0, n, k,
-                  /*kContiguous=*/op.getTransposeB());
-        gpu::BarrierOp::create(b, loc);
-        SmallVector<Value> acc(carried.begin(), carried.end());
-        for (int kk = 0; kk < Tiling::kBlockK; kk += mma::kK) {
-          SmallVector<SmallVector<Value>> aFragments, bFragments;
-          IndexExpr l{&b, loc, lane.value};
-          for (int mi = 0; mi < Tiling::kTilesM; ++mi)
-            aFragments.push_back(
-                loadAFragment(b, loc, target, flatA, kStride, l,
-                              warpRow * Tiling::kWarpM + mi * mma::kM,
-                              IndexExpr{&b, loc, indexConstant(b, loc, kk)}));
-          // B's tile is [n][k]: a B fragment reads it as attention reads
-          // K (FlashTiling::keyFragmentRow), from the warp's columns.
-          for (int ni = 0; ni < Tiling::kTilesN; ++ni) {
-            mma::Coord<IndexExpr> row =
-                mma::FlashTiling::keyFragmentRow(l, ni, kk);
-            row.row = row.row + warpCol * Tiling::kWarpN;
-            bFragments.push_back(loadBFragment(
-                b, loc, target, flatB, kStride, l, row, /*transpose=*/false,
-                [&](mma::Coord<IndexExpr> e) {
-                  return mma::Coord<IndexExpr>{warpCol * Tiling::kWarpN +
-                                                   (e.col + ni * mma::kN),
-                                               e.row + kk};
-                }));
-          }
-          for (int mi = 0; mi < Tiling::kTilesM; ++mi) {
-            for (int ni = 0; ni < Tiling::kTilesN; ++ni) {
-              SmallVector<Value> c;
-              for (int i = 0; i < mma::kCElements; ++i)
-                c.push_back(acc[accIndex(mi, ni, i)]);
-              SmallVector<Value> d = target.emitMMA16x8x16(
-                  b, loc, aFragments[mi], bFragments[ni], c);
-              for (int i = 0; i < mma::kCElements; ++i)
-                acc[accIndex(mi, ni, i)] = d[i];
-            }
-          }
-        }
-        // The next step overwrites the tiles.
-        gpu::BarrierOp::create(b, loc);
-        scf::YieldOp::create(b, loc, acc);
-      });
-
-  // Epilogue: D = gelu(acc * a_scale_inv * b_scale_inv + bias), cast.
-  Value alpha = arith::MulFOp::create(
-      b, loc, memref::LoadOp::create(b, loc, aScaleInv, ValueRange{}),
-      memref::LoadOp::create(b, loc, bScaleInv, ValueRange{}));
-  Value scale =
-      fp8Out
-          ? memref::LoadOp::create(b, loc, outScale, ValueRange{}).getResult()
-          : Value();
-  Value bits = i32Constant(b, loc, 0);
-  IndexExpr rowBlock{&b, loc, blockRow}, colBlock{&b, loc, blockCol};
-  for (int mi = 0; mi < Tiling::kTilesM; ++mi) {
-    for (int ni = 0; ni < Tiling::kTilesN; ++ni) {
-      for (int i = 0; i < mma::kCElements; ++i) {
-        mma::Coord<IndexExpr> at =
-            Tiling::outputElement(rowBlock, colBlock, t, mi, ni, i);
-        Value inside =
-            arith::AndIOp::create(b, loc, below(b, loc, at.row.value, m),
-                                  below(b, loc, at.col.value, n));
-        Value value = arith::MulFOp::create(
-            b, loc, kLoop.getResult(accIndex(mi, ni, i)), alpha);
-        if (hasBias) {
-          Value col = arith::MinUIOp::create(b, loc, at.col.value,
-                                             indexConstant(b, loc, n - 1));
-          value = arith::AddFOp::create(
-              b, loc, value,
-              emitExtToF32(b, loc, memref::LoadOp::create(b, loc, bias, col)));
-        }
-        if (op.getGelu())
-          value = emitGelu(b, loc, value);
-        Value stored;
-        if (fp8Out) {
-          bits = arith::SelectOp::create(
-              b, loc, inside,
-              arith::MaxUIOp::create(b, loc, bits, emitAmaxBits(b, loc, value)),
-              bits);
-          stored = target.emitF32ToFP8(
-              b, loc, arith::MulFOp::create(b, loc, value, scale),
-              cast<FloatType>(dElement));
-        } else {
-          stored = emitTruncFromF32(b, loc, value, dElement);
-        }
-        auto branch =
-            scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(branch.thenBlock());
-        memref::StoreOp::create(b, loc, stored, dBuffer,
-                                ValueRange{at.row.value, at.col.value});
-      }
-    }
-  }
+  scf::ForOp kLoop = gemm.emitMainLoop(b, loc);
+  Value bits = gemm.emitEpilogue(b, loc, kLoop);
   if (fp8Out) {
     Value blockMax =
-        blockMaxBits(b, loc, bits, gemm.getWorkgroupAttributions()[2], warpSize,
-                     Tiling::kThreads);
+        blockMaxBits(b, loc, bits, kernel.getWorkgroupAttributions()[2],
+                     warpSize, Tiling::kThreads);
     ifFirstThread(b, loc, [&](OpBuilder &b, Location loc) {
-      atomicMaxBits(b, loc, amax, blockMax);
+      atomicMaxBits(b, loc, gemm.amax, blockMax);
     });
   }
   set.finish();
@@ -295,7 +348,7 @@ LogicalResult gpu_lowering::lowerScaledMatmul(ScaledMatmulOp op,
     operands.push_back(amaxOut);
     set.launch(host, init, 1, 1, {amaxOut});
   }
-  set.launch(host, gemm,
+  set.launch(host, kernel,
              {ceilDiv(n, Tiling::kBlockN), ceilDiv(m, Tiling::kBlockM)},
              {Tiling::kThreads, 1}, operands);
   SmallVector<Value> outputs = {d};
