@@ -108,12 +108,11 @@ LogicalResult checkVectorLength(const Diag &diag, Value value, StringRef name,
   return success();
 }
 
-/// Verifies everything the forward and backward attention ops share and
-/// returns the problem sizes. Used by type inference, so it runs before any
-/// result type is looked at.
+/// The Q, K and V operands: ranks for the layout, one element type, sizes
+/// that agree, GQA's head ratio, head dimensions te lowers; their sizes.
 template <typename AdaptorT>
-FailureOr<AttentionDims> verifyAttentionConfig(AdaptorT adaptor,
-                                               const Diag &diag) {
+FailureOr<AttentionDims> verifyAttentionTensors(AdaptorT adaptor,
+                                                const Diag &diag) {
   QKVLayout layout = adaptor.getLayout();
   StringRef layoutName = stringifyQKVLayout(layout);
   bool isThd = layout == QKVLayout::thd;
@@ -175,6 +174,17 @@ FailureOr<AttentionDims> verifyAttentionConfig(AdaptorT adaptor,
                 kMaxHeadDim,
                 ": te's attention lowerings hold a head's row in vector "
                 "registers (TE's fused attention backends stop at 256)");
+  return dims;
+}
+
+/// thd's cu_seqlens and seq_offsets, and the padding masks' seqlens, as the
+/// layout and mask kind require; thd's batch is cu_seqlens' length - 1.
+template <typename AdaptorT>
+LogicalResult verifySequenceOperands(AdaptorT adaptor, const Diag &diag,
+                                     AttentionDims &dims) {
+  QKVLayout layout = adaptor.getLayout();
+  StringRef layoutName = stringifyQKVLayout(layout);
+  bool isThd = layout == QKVLayout::thd;
   MaskKind maskKind = adaptor.getMaskKind();
   StringRef maskName = stringifyMaskKind(maskKind);
 
@@ -232,6 +242,16 @@ FailureOr<AttentionDims> verifyAttentionConfig(AdaptorT adaptor,
     }
   }
 
+  return success();
+}
+
+/// The arbitrary mask's tensor: with mask arbitrary only, broadcastable to
+/// [b, h_q, s_q, s_kv].
+template <typename AdaptorT>
+LogicalResult verifyMaskTensor(AdaptorT adaptor, const Diag &diag,
+                               const AttentionDims &dims) {
+  MaskKind maskKind = adaptor.getMaskKind();
+  StringRef maskName = stringifyMaskKind(maskKind);
   if (Value mask = adaptor.getMask()) {
     if (maskKind != MaskKind::arbitrary)
       return diag("mask_tensor(...) is only valid with mask arbitrary, got "
@@ -255,6 +275,14 @@ FailureOr<AttentionDims> verifyAttentionConfig(AdaptorT adaptor,
                 "broadcastable to [b, h_q, s_q, s_kv]");
   }
 
+  return success();
+}
+
+/// The sliding window, the diagonal's alignment and the softmax scale.
+template <typename AdaptorT>
+LogicalResult verifyWindowAndScale(AdaptorT adaptor, const Diag &diag) {
+  MaskKind maskKind = adaptor.getMaskKind();
+  StringRef maskName = stringifyMaskKind(maskKind);
   if (std::optional<ArrayRef<int64_t>> window = adaptor.getWindow()) {
     if (window->size() != 2)
       return diag("'window' must be [left, right], got ", window->size(),
@@ -298,6 +326,16 @@ FailureOr<AttentionDims> verifyAttentionConfig(AdaptorT adaptor,
                   fmtReal(scale->convertToDouble()));
   }
 
+  return success();
+}
+
+/// The bias kind's operands: a bias tensor of [1 or b, 1 or h_q, s_q, s_kv]
+/// for pre_scale and post_scale, ALiBi's slopes for alibi.
+template <typename AdaptorT>
+LogicalResult verifyBias(AdaptorT adaptor, const Diag &diag,
+                         const AttentionDims &dims) {
+  bool isThd = adaptor.getLayout() == QKVLayout::thd;
+  auto qType = cast<RankedTensorType>(adaptor.getQ().getType());
   Value bias = adaptor.getBias(), slopes = adaptor.getAlibiSlopes();
   BiasKind biasKind = adaptor.getBiasKind();
   StringRef biasName = stringifyBiasKind(biasKind);
@@ -354,6 +392,14 @@ FailureOr<AttentionDims> verifyAttentionConfig(AdaptorT adaptor,
   }
   }
 
+  return success();
+}
+
+/// Dropout's probability and rng_state, and the learnable softmax's
+/// offsets.
+template <typename AdaptorT>
+LogicalResult verifyDropoutAndSoftmax(AdaptorT adaptor, const Diag &diag,
+                                      const AttentionDims &dims) {
   double dropout = adaptor.getDropout().convertToDouble();
   if (!(dropout >= 0.0 && dropout < 1.0))
     return diag("dropout probability must be in [0, 1), got ",
@@ -385,6 +431,22 @@ FailureOr<AttentionDims> verifyAttentionConfig(AdaptorT adaptor,
                 "got softmax ",
                 stringifySoftmaxKind(adaptor.getSoftmaxKind()));
   }
+  return success();
+}
+
+/// Verifies everything the forward and backward attention ops share and
+/// returns the problem sizes. Used by type inference, so it runs before any
+/// result type is looked at.
+template <typename AdaptorT>
+FailureOr<AttentionDims> verifyAttentionConfig(AdaptorT adaptor,
+                                               const Diag &diag) {
+  FailureOr<AttentionDims> dims = verifyAttentionTensors(adaptor, diag);
+  if (failed(dims) || failed(verifySequenceOperands(adaptor, diag, *dims)) ||
+      failed(verifyMaskTensor(adaptor, diag, *dims)) ||
+      failed(verifyWindowAndScale(adaptor, diag)) ||
+      failed(verifyBias(adaptor, diag, *dims)) ||
+      failed(verifyDropoutAndSoftmax(adaptor, diag, *dims)))
+    return failure();
   return dims;
 }
 
