@@ -71,42 +71,55 @@ constexpr StringLiteral kAllocFailureGlobal = "__te_alloc_failure";
 /// which reports TE_ERROR_OUT_OF_MEMORY. Internal functions get the record's
 /// address as one more argument, because they may run on OpenMP's worker
 /// threads, whose own thread-local records the runtime never reads.
-void checkAllocations(ModuleOp module) {
-  MLIRContext *ctx = module.getContext();
-  OpBuilder b(ctx);
-  Location loc = module.getLoc();
-  auto ptrType = LLVM::LLVMPointerType::get(ctx);
-  Type i64 = b.getI64Type();
-  auto recordType = LLVM::LLVMArrayType::get(i64, 2);
+class AllocationChecks {
+public:
+  explicit AllocationChecks(ModuleOp module)
+      : module(module), ctx(module.getContext()), b(ctx), loc(module.getLoc()),
+        ptrType(LLVM::LLVMPointerType::get(ctx)), i64(b.getI64Type()) {}
 
-  // Allocation calls and the functions that contain them.
-  SmallVector<LLVM::CallOp> allocations;
-  module.walk([&](LLVM::CallOp call) {
-    std::optional<StringRef> callee = call.getCallee();
-    if (callee && (*callee == "malloc" || *callee == "aligned_alloc") &&
-        call.getNumResults() == 1)
-      allocations.push_back(call);
-  });
+  void run() {
+    collectAllocations();
+    addRecord();
+    if (allocations.empty())
+      return;
+    addRecordFailure();
+    findFunctionsThatMayFail();
+    passRecords();
+    checkAllocationResults();
+    checkFailurePoints();
+  }
 
-  // The record and the getter exist in every library, so the runtime asks
-  // every library the same way.
-  b.setInsertionPointToEnd(module.getBody());
-  auto record = LLVM::GlobalOp::create(
-      b, loc, recordType, /*isConstant=*/false, LLVM::Linkage::Internal,
-      kAllocFailureGlobal,
-      DenseElementsAttr::get(RankedTensorType::get({2}, i64),
-                             ArrayRef<int64_t>{0, 0}),
-      /*alignment=*/8, /*addrSpace=*/0, /*dsoLocal=*/false,
-      /*thread_local_=*/true);
-  auto recordAddress = [&](OpBuilder &at) -> Value {
+private:
+  /// Allocation calls (the functions that contain them may fail).
+  void collectAllocations() {
+    module.walk([&](LLVM::CallOp call) {
+      std::optional<StringRef> callee = call.getCallee();
+      if (callee && (*callee == "malloc" || *callee == "aligned_alloc") &&
+          call.getNumResults() == 1)
+        allocations.push_back(call);
+    });
+  }
+
+  Value recordAddress(OpBuilder &at) {
     Value global = LLVM::AddressOfOp::create(at, loc, record);
     return LLVM::ThreadlocalAddressOp::create(at, loc, ptrType, global);
-  };
-  auto slot = [&](OpBuilder &at, Value base, int32_t index) -> Value {
+  }
+  Value slot(OpBuilder &at, Value base, int32_t index) {
     return LLVM::GEPOp::create(at, loc, ptrType, i64, base,
                                ArrayRef<LLVM::GEPArg>{index});
-  };
-  {
+  }
+
+  /// The record and its getter, in every library, so that the runtime asks
+  /// every library the same way.
+  void addRecord() {
+    b.setInsertionPointToEnd(module.getBody());
+    record = LLVM::GlobalOp::create(
+        b, loc, LLVM::LLVMArrayType::get(i64, 2), /*isConstant=*/false,
+        LLVM::Linkage::Internal, kAllocFailureGlobal,
+        DenseElementsAttr::get(RankedTensorType::get({2}, i64),
+                               ArrayRef<int64_t>{0, 0}),
+        /*alignment=*/8, /*addrSpace=*/0, /*dsoLocal=*/false,
+        /*thread_local_=*/true);
     // const char *te_kernel_take_alloc_failure(uint64_t *bytes): the
     // calling thread's record, cleared.
     auto getter = LLVM::LLVMFuncOp::create(
@@ -125,17 +138,15 @@ void checkAllocations(ModuleOp module) {
     LLVM::ReturnOp::create(b, loc,
                            LLVM::IntToPtrOp::create(b, loc, ptrType, site));
   }
-  if (allocations.empty())
-    return;
 
-  // __te_alloc_failed(record, bytes, site): the first failure of a launch
-  // wins; workers of a parallel region may fail at the same time.
-  auto recordFailure = LLVM::LLVMFuncOp::create(
-      b, loc, "__te_alloc_failed",
-      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
-                                  {ptrType, i64, ptrType}),
-      LLVM::Linkage::Internal);
-  {
+  /// __te_alloc_failed(record, bytes, site): the first failure of a launch
+  /// wins; workers of a parallel region may fail at the same time.
+  void addRecordFailure() {
+    recordFailure = LLVM::LLVMFuncOp::create(
+        b, loc, "__te_alloc_failed",
+        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                    {ptrType, i64, ptrType}),
+        LLVM::Linkage::Internal);
     OpBuilder::InsertionGuard guard(b);
     Block *entry = recordFailure.addEntryBlock(b);
     Block *first = recordFailure.addBlock();
@@ -158,65 +169,66 @@ void checkAllocations(ModuleOp module) {
     LLVM::ReturnOp::create(b, loc, ValueRange{});
   }
 
-  // The functions that can fail: those with an allocation, and their
-  // callers.
-  DenseSet<Operation *> mayFail;
-  for (LLVM::CallOp call : allocations)
-    mayFail.insert(call->getParentOfType<LLVM::LLVMFuncOp>());
-  SmallVector<LLVM::CallOp> failingCalls;
-  SymbolTable symbols(module);
-  for (bool changed = true; changed;) {
-    changed = false;
-    failingCalls.clear();
-    module.walk([&](LLVM::CallOp call) {
-      std::optional<StringRef> callee = call.getCallee();
-      auto function =
-          callee ? symbols.lookup<LLVM::LLVMFuncOp>(*callee) : nullptr;
-      if (!function || !mayFail.contains(function))
-        return;
-      failingCalls.push_back(call);
-      changed |=
-          mayFail.insert(call->getParentOfType<LLVM::LLVMFuncOp>()).second;
-    });
-  }
-
-  // The record's address in each function that can fail: an argument of
-  // internal functions, the launching thread's record in entry points.
-  DenseMap<Operation *, Value> records;
-  DenseSet<StringRef> takeRecord;
-  for (Operation *op : mayFail) {
-    auto function = cast<LLVM::LLVMFuncOp>(op);
-    Block &entry = function.getBody().front();
-    if (function.getLinkage() == LLVM::Linkage::Internal ||
-        function.getLinkage() == LLVM::Linkage::Private) {
-      LLVM::LLVMFunctionType type = function.getFunctionType();
-      SmallVector<Type> inputs(type.getParams());
-      inputs.push_back(ptrType);
-      function.setFunctionType(LLVM::LLVMFunctionType::get(
-          type.getReturnType(), inputs, type.isVarArg()));
-      if (ArrayAttr argAttrs = function.getArgAttrsAttr()) {
-        SmallVector<Attribute> attrs(argAttrs.getValue());
-        attrs.push_back(b.getDictionaryAttr({}));
-        function.setArgAttrsAttr(b.getArrayAttr(attrs));
-      }
-      records[op] = entry.addArgument(ptrType, loc);
-      takeRecord.insert(function.getSymName());
-      continue;
+  /// The functions that can fail: those with an allocation, and their
+  /// callers; and the calls of them.
+  void findFunctionsThatMayFail() {
+    for (LLVM::CallOp call : allocations)
+      mayFail.insert(call->getParentOfType<LLVM::LLVMFuncOp>());
+    SymbolTable symbols(module);
+    for (bool changed = true; changed;) {
+      changed = false;
+      failingCalls.clear();
+      module.walk([&](LLVM::CallOp call) {
+        std::optional<StringRef> callee = call.getCallee();
+        auto function =
+            callee ? symbols.lookup<LLVM::LLVMFuncOp>(*callee) : nullptr;
+        if (!function || !mayFail.contains(function))
+          return;
+        failingCalls.push_back(call);
+        changed |=
+            mayFail.insert(call->getParentOfType<LLVM::LLVMFuncOp>()).second;
+      });
     }
-    OpBuilder at = OpBuilder::atBlockBegin(&entry);
-    records[op] = recordAddress(at);
-  }
-  for (LLVM::CallOp call : failingCalls) {
-    if (!takeRecord.contains(*call.getCallee()))
-      continue;
-    Value record = records.lookup(call->getParentOfType<LLVM::LLVMFuncOp>());
-    call.getCalleeOperandsMutable().append(record);
   }
 
-  // Leaves the code after `op`'s failure: returns from its function, or
-  // ends the OpenMP region it is in.
-  auto splitAfter = [&](Operation *op, Value failed,
-                        function_ref<void(OpBuilder &)> onFailure) {
+  /// The record's address in each function that can fail: an argument of
+  /// internal functions, the launching thread's record in entry points.
+  void passRecords() {
+    DenseSet<StringRef> takeRecord;
+    for (Operation *op : mayFail) {
+      auto function = cast<LLVM::LLVMFuncOp>(op);
+      Block &entry = function.getBody().front();
+      if (function.getLinkage() == LLVM::Linkage::Internal ||
+          function.getLinkage() == LLVM::Linkage::Private) {
+        LLVM::LLVMFunctionType type = function.getFunctionType();
+        SmallVector<Type> inputs(type.getParams());
+        inputs.push_back(ptrType);
+        function.setFunctionType(LLVM::LLVMFunctionType::get(
+            type.getReturnType(), inputs, type.isVarArg()));
+        if (ArrayAttr argAttrs = function.getArgAttrsAttr()) {
+          SmallVector<Attribute> attrs(argAttrs.getValue());
+          attrs.push_back(b.getDictionaryAttr({}));
+          function.setArgAttrsAttr(b.getArrayAttr(attrs));
+        }
+        records[op] = entry.addArgument(ptrType, loc);
+        takeRecord.insert(function.getSymName());
+        continue;
+      }
+      OpBuilder at = OpBuilder::atBlockBegin(&entry);
+      records[op] = recordAddress(at);
+    }
+    for (LLVM::CallOp call : failingCalls) {
+      if (!takeRecord.contains(*call.getCallee()))
+        continue;
+      Value record = records.lookup(call->getParentOfType<LLVM::LLVMFuncOp>());
+      call.getCalleeOperandsMutable().append(record);
+    }
+  }
+
+  /// Leaves the code after `op` when `failed`: returns from its function,
+  /// or ends the OpenMP region it is in, after `onFailure`.
+  void splitAfter(Operation *op, Value failed,
+                  function_ref<void(OpBuilder &)> onFailure) {
     Region *region = op->getParentRegion();
     auto function = dyn_cast<LLVM::LLVMFuncOp>(region->getParentOp());
     // The region's own terminator (omp.yield, omp.terminator) where it
@@ -247,52 +259,73 @@ void checkAllocations(ModuleOp module) {
     }
     b.setInsertionPointToEnd(before);
     LLVM::CondBrOp::create(b, loc, failed, exit, rest);
-  };
-
-  unsigned sites = 0;
-  for (LLVM::CallOp call : allocations) {
-    Value record = records.lookup(call->getParentOfType<LLVM::LLVMFuncOp>());
-    Value bytes = call.getArgOperands().back();
-    std::optional<unsigned> ordinal = getTEOpOrdinal(call.getLoc());
-    std::string site = ordinal ? "{@" + std::to_string(*ordinal) + "}"
-                               : formatSourceLocation(call.getLoc());
-    site.push_back('\0');
-    b.setInsertionPointAfter(call);
-    Value null = LLVM::ZeroOp::create(b, loc, ptrType);
-    Value failed = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq,
-                                        call.getResult(), null);
-    splitAfter(failed.getDefiningOp(), failed, [&](OpBuilder &at) {
-      Value text = LLVM::createGlobalString(
-          loc, at, "__te_alloc_site" + std::to_string(sites++), site,
-          LLVM::Linkage::Internal);
-      LLVM::CallOp::create(at, loc, recordFailure,
-                           ValueRange{record, bytes, text});
-    });
   }
 
-  // After a call that can fail, and after a parallel region that can.
-  SmallVector<Operation *> failurePoints(failingCalls.begin(),
-                                         failingCalls.end());
-  DenseSet<Operation *> failing(failurePoints.begin(), failurePoints.end());
-  module.walk([&](omp::ParallelOp parallel) {
-    bool fails = false;
-    parallel.walk([&](LLVM::CallOp call) {
-      fails |= call.getCallee() == recordFailure.getSymName() ||
-               failing.contains(call);
-    });
-    if (fails)
-      failurePoints.push_back(parallel);
-  });
-  for (Operation *op : failurePoints) {
-    Value record = records.lookup(op->getParentOfType<LLVM::LLVMFuncOp>());
-    b.setInsertionPointAfter(op);
-    Value bytes = LLVM::LoadOp::create(b, loc, i64, record);
-    Value zero = LLVM::ConstantOp::create(b, loc, i64, 0);
-    Value failed =
-        LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, bytes, zero);
-    splitAfter(failed.getDefiningOp(), failed, [](OpBuilder &) {});
+  /// A null allocation records its size and site ("{@k}" or a location).
+  void checkAllocationResults() {
+    unsigned sites = 0;
+    for (LLVM::CallOp call : allocations) {
+      Value record = records.lookup(call->getParentOfType<LLVM::LLVMFuncOp>());
+      Value bytes = call.getArgOperands().back();
+      std::optional<unsigned> ordinal = getTEOpOrdinal(call.getLoc());
+      std::string site = ordinal ? "{@" + std::to_string(*ordinal) + "}"
+                                 : formatSourceLocation(call.getLoc());
+      site.push_back('\0');
+      b.setInsertionPointAfter(call);
+      Value null = LLVM::ZeroOp::create(b, loc, ptrType);
+      Value failed = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq,
+                                          call.getResult(), null);
+      splitAfter(failed.getDefiningOp(), failed, [&](OpBuilder &at) {
+        Value text = LLVM::createGlobalString(
+            loc, at, "__te_alloc_site" + std::to_string(sites++), site,
+            LLVM::Linkage::Internal);
+        LLVM::CallOp::create(at, loc, recordFailure,
+                             ValueRange{record, bytes, text});
+      });
+    }
   }
-}
+
+  /// After a call that can fail, and after a parallel region that can, the
+  /// record is tested.
+  void checkFailurePoints() {
+    SmallVector<Operation *> failurePoints(failingCalls.begin(),
+                                           failingCalls.end());
+    DenseSet<Operation *> failing(failurePoints.begin(), failurePoints.end());
+    module.walk([&](omp::ParallelOp parallel) {
+      bool fails = false;
+      parallel.walk([&](LLVM::CallOp call) {
+        fails |= call.getCallee() == recordFailure.getSymName() ||
+                 failing.contains(call);
+      });
+      if (fails)
+        failurePoints.push_back(parallel);
+    });
+    for (Operation *op : failurePoints) {
+      Value record = records.lookup(op->getParentOfType<LLVM::LLVMFuncOp>());
+      b.setInsertionPointAfter(op);
+      Value bytes = LLVM::LoadOp::create(b, loc, i64, record);
+      Value zero = LLVM::ConstantOp::create(b, loc, i64, 0);
+      Value failed =
+          LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, bytes, zero);
+      splitAfter(failed.getDefiningOp(), failed, [](OpBuilder &) {});
+    }
+  }
+
+  ModuleOp module;
+  MLIRContext *ctx;
+  OpBuilder b;
+  Location loc;
+  LLVM::LLVMPointerType ptrType;
+  Type i64;
+  LLVM::GlobalOp record;
+  LLVM::LLVMFuncOp recordFailure;
+  SmallVector<LLVM::CallOp> allocations;
+  DenseSet<Operation *> mayFail;
+  SmallVector<LLVM::CallOp> failingCalls;
+  DenseMap<Operation *, Value> records;
+};
+
+void checkAllocations(ModuleOp module) { AllocationChecks(module).run(); }
 
 } // namespace
 
