@@ -830,6 +830,87 @@ struct AttentionOpReferenceDecomposition : OpRewritePattern<AttentionOp> {
   }
 };
 
+/// dbias: (scale) dS summed over the dimensions in which the bias is 1,
+/// written in the bias's shape and type.
+Value buildBiasGradient(OpBuilder &b, Location loc, const AttentionProblem &p,
+                        Value dS, RankedTensorType biasType) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr d0, d1, d2, d3;
+  bindDims(ctx, d0, d1, d2, d3);
+  AffineMap id4 = AffineMap::getMultiDimIdentityMap(4, ctx);
+  SmallVector<AffineExpr> kept, keptOfBias;
+  SmallVector<int64_t> keptShape;
+  std::string kinds;
+  AffineExpr loops[] = {d0, d1, d2, d3};
+  for (auto [dim, size] : llvm::enumerate(biasType.getShape())) {
+    if (size == 1) {
+      kinds += 'r';
+      continue;
+    }
+    kinds += 'p';
+    kept.push_back(loops[dim]);
+    keptOfBias.push_back(loops[dim]);
+    keptShape.push_back(size);
+  }
+  double factor = p.biasKind == BiasKind::pre_scale ? p.scale : 1.0;
+  Value sum =
+      generic(b, loc, ValueRange{dS}, filled(b, loc, keptShape, 0.0),
+              {id4, AffineMap::get(4, 0, kept, ctx)}, kinds,
+              [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                return arith::AddFOp::create(b, loc, args[0], args[1]);
+              });
+  Type element = biasType.getElementType();
+  return generic(b, loc, ValueRange{sum},
+                 tensor::EmptyOp::create(b, loc, biasType.getShape(), element),
+                 {AffineMap::get(4, 0, keptOfBias, ctx), id4}, "pppp",
+                 [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                   Value value = args[0];
+                   if (factor != 1.0)
+                     value = arith::MulFOp::create(b, loc, value,
+                                                   constantF32(b, loc, factor));
+                   return fromF32(b, loc, value, element);
+                 });
+}
+
+/// d alpha_h = -sum_{n, i} exp(alpha_h - LSE_i) D_i, written in the
+/// offset's type.
+Value buildSoftmaxOffsetGradient(OpBuilder &b, Location loc,
+                                 const AttentionProblem &p, Value lseOperand,
+                                 Value delta, RankedTensorType offsetType) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr d0, d1;
+  bindDims(ctx, d0, d1);
+  AffineExpr zero = getAffineConstantExpr(0, ctx);
+  AffineMap id3 = AffineMap::getMultiDimIdentityMap(3, ctx);
+  AffineMap id4 = AffineMap::getMultiDimIdentityMap(4, ctx);
+  // A row with LSE = -inf saw nothing and adds nothing. Loops (n, h, i).
+  Value sum =
+      generic(b, loc, ValueRange{p.softmaxOffset, lseOperand, delta},
+              filled(b, loc, {p.headsQ}, 0.0),
+              {AffineMap::get(3, 0, {zero, d1, zero, zero}, ctx),
+               p.lseMap(ctx, 3), id3, AffineMap::get(3, 0, {d1}, ctx)},
+              "rpr", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                Value lse = args[1];
+                Value finite =
+                    arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                          lse, constantF32(b, loc, -INFINITY));
+                Value weight = math::ExpOp::create(
+                    b, loc, arith::SubFOp::create(b, loc, args[0], lse));
+                Value term = arith::MulFOp::create(b, loc, weight, args[2]);
+                return arith::SelectOp::create(
+                    b, loc, finite,
+                    arith::SubFOp::create(b, loc, args[3], term), args[3]);
+              });
+  Type element = offsetType.getElementType();
+  return generic(
+      b, loc, ValueRange{sum},
+      tensor::EmptyOp::create(b, loc, offsetType.getShape(), element),
+      {AffineMap::get(4, 0, {d1}, ctx), id4}, "pppp",
+      [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+        return fromF32(b, loc, args[0], element);
+      });
+}
+
 /// The backward pass as the dense chain rule, from the given o, d_o and lse
 /// (as the kernel receives them):
 ///   P = exp(x - LSE) on visible keys,  D_i = dO_i . O_i,
@@ -856,9 +937,7 @@ struct AttentionBackwardOpReferenceDecomposition
 
     AffineExpr d0, d1, d2, d3, d4, d5;
     bindDims(ctx, d0, d1, d2, d3, d4, d5);
-    AffineExpr zero = getAffineConstantExpr(0, ctx);
     AffineMap id4 = AffineMap::getMultiDimIdentityMap(4, ctx);
-    AffineMap id3 = AffineMap::getMultiDimIdentityMap(3, ctx);
     AffineMap rows4 = AffineMap::get(4, 0, {d0, d1, d2}, ctx);
 
     Value logits = buildLogits(b, loc, p, buildScores(b, loc, p));
@@ -977,75 +1056,13 @@ struct AttentionBackwardOpReferenceDecomposition
         finish(kvGradient(weights, op.getDO(), p.dV),
                cast<RankedTensorType>(op.getDv().getType()), 1.0)};
 
-    if (Value dbias = op.getDBias()) {
-      // Sum (scale) dS over the dimensions in which the bias is 1, into the
-      // tensor of the others; then written in the bias's shape and type.
-      auto biasType = cast<RankedTensorType>(dbias.getType());
-      SmallVector<AffineExpr> kept, keptOfBias;
-      SmallVector<int64_t> keptShape;
-      std::string kinds;
-      AffineExpr loops[] = {d0, d1, d2, d3};
-      for (auto [dim, size] : llvm::enumerate(biasType.getShape())) {
-        if (size == 1) {
-          kinds += 'r';
-          continue;
-        }
-        kinds += 'p';
-        kept.push_back(loops[dim]);
-        keptOfBias.push_back(loops[dim]);
-        keptShape.push_back(size);
-      }
-      double factor = p.biasKind == BiasKind::pre_scale ? p.scale : 1.0;
-      Value sum =
-          generic(b, loc, ValueRange{dS}, filled(b, loc, keptShape, 0.0),
-                  {id4, AffineMap::get(4, 0, kept, ctx)}, kinds,
-                  [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
-                    return arith::AddFOp::create(b, loc, args[0], args[1]);
-                  });
-      Type element = biasType.getElementType();
-      results.push_back(
-          generic(b, loc, ValueRange{sum},
-                  tensor::EmptyOp::create(b, loc, biasType.getShape(), element),
-                  {AffineMap::get(4, 0, keptOfBias, ctx), id4}, "pppp",
-                  [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
-                    Value value = args[0];
-                    if (factor != 1.0)
-                      value = arith::MulFOp::create(
-                          b, loc, value, constantF32(b, loc, factor));
-                    return fromF32(b, loc, value, element);
-                  }));
-    }
-
-    if (Value dOffset = op.getDSoftmaxOffset()) {
-      // d alpha_h = -sum_{n, i} exp(alpha_h - LSE_i) D_i; a row with
-      // LSE = -inf saw nothing and adds nothing. Loops (n, h, i).
-      Value sum = generic(
-          b, loc, ValueRange{p.softmaxOffset, op.getLse(), delta},
-          filled(b, loc, {p.headsQ}, 0.0),
-          {AffineMap::get(3, 0, {zero, d1, zero, zero}, ctx), p.lseMap(ctx, 3),
-           id3, AffineMap::get(3, 0, {d1}, ctx)},
-          "rpr", [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
-            Value lse = args[1];
-            Value finite =
-                arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, lse,
-                                      constantF32(b, loc, -INFINITY));
-            Value weight = math::ExpOp::create(
-                b, loc, arith::SubFOp::create(b, loc, args[0], lse));
-            Value term = arith::MulFOp::create(b, loc, weight, args[2]);
-            return arith::SelectOp::create(
-                b, loc, finite, arith::SubFOp::create(b, loc, args[3], term),
-                args[3]);
-          });
-      auto offsetType = cast<RankedTensorType>(dOffset.getType());
-      Type element = offsetType.getElementType();
-      results.push_back(generic(
-          b, loc, ValueRange{sum},
-          tensor::EmptyOp::create(b, loc, offsetType.getShape(), element),
-          {AffineMap::get(4, 0, {d1}, ctx), id4}, "pppp",
-          [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
-            return fromF32(b, loc, args[0], element);
-          }));
-    }
+    if (Value dbias = op.getDBias())
+      results.push_back(buildBiasGradient(
+          b, loc, p, dS, cast<RankedTensorType>(dbias.getType())));
+    if (Value dOffset = op.getDSoftmaxOffset())
+      results.push_back(buildSoftmaxOffsetGradient(
+          b, loc, p, op.getLse(), delta,
+          cast<RankedTensorType>(dOffset.getType())));
     rewriter.replaceOp(op, results);
     return success();
   }
