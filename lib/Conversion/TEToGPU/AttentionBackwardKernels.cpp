@@ -926,7 +926,8 @@ void FlashBackwardKernel::writeKeyGradients(scf::ForOp headLoop) {
 } // namespace
 
 LogicalResult
-gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
+gpu_lowering::lowerAttentionBackward(RewriterBase &rewriter,
+                                     AttentionBackwardOp op,
                                      const GPUTargetInfo &target) {
   Location loc = op.getLoc();
   FlashConfig c = FlashConfig::get(op);
@@ -960,7 +961,9 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
   gpu::GPUFuncOp storeDq = buildStoreDq(b, loc, set, p);
   set.finish();
 
-  OpBuilder host(op);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  OpBuilder &host = rewriter;
   Value q = readBuffer(host, loc, op.getQ());
   Value k = readBuffer(host, loc, op.getK());
   Value v = readBuffer(host, loc, op.getV());
@@ -1014,6 +1017,6 @@ gpu_lowering::lowerAttentionBackward(AttentionBackwardOp op,
   if (storeDbias)
     set.launch(host, storeDbias, blocksFor(p.biasTensor.getNumElements()),
                kBlockSize, {dbiasAcc, dbias});
-  replaceWithOutputs(host, op, outputs);
+  replaceWithOutputs(rewriter, op, outputs);
   return success();
 }

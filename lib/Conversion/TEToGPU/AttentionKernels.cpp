@@ -1034,7 +1034,8 @@ void ForwardKernel::emitEpilogue(scf::ForOp keyLoop) {
 
 } // namespace
 
-LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
+LogicalResult gpu_lowering::lowerAttention(RewriterBase &rewriter,
+                                           AttentionOp op,
                                            const GPUTargetInfo &target) {
   Location loc = op.getLoc();
   FlashConfig c = FlashConfig::get(op);
@@ -1051,7 +1052,9 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
   gpu::GPUFuncOp kernel = flash.build(set);
   set.finish();
 
-  OpBuilder host(op);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  OpBuilder &host = rewriter;
   SmallVector<Value> operands = {readBuffer(host, loc, op.getQ()),
                                  readBuffer(host, loc, op.getK()),
                                  readBuffer(host, loc, op.getV())};
@@ -1078,6 +1081,6 @@ LogicalResult gpu_lowering::lowerAttention(AttentionOp op,
                fillOperands);
   }
   set.launch(host, kernel, flash.getGridSize(), Tiling::kThreads, operands);
-  replaceWithOutputs(host, op, outputs);
+  replaceWithOutputs(rewriter, op, outputs);
   return success();
 }

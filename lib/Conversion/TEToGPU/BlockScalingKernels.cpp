@@ -320,7 +320,8 @@ SquareBlockKernels addSquareBlockKernels(KernelSet &set, OpBuilder &b,
 
 } // namespace
 
-LogicalResult gpu_lowering::lowerBlockQuantize(QuantizeOp op,
+LogicalResult gpu_lowering::lowerBlockQuantize(RewriterBase &rewriter,
+                                               QuantizeOp op,
                                                const GPUTargetInfo &target) {
   Location loc = op.getLoc();
   KernelSet set(op, "block_quantize", target);
@@ -366,7 +367,9 @@ LogicalResult gpu_lowering::lowerBlockQuantize(QuantizeOp op,
          /*columnwise=*/true);
   set.finish();
 
-  OpBuilder host(op);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  OpBuilder &host = rewriter;
   Value input = readBuffer(host, loc, op.getInput());
   SmallVector<Value> outputs;
   for (Copy &copy : copies) {
@@ -393,11 +396,12 @@ LogicalResult gpu_lowering::lowerBlockQuantize(QuantizeOp op,
     outputs.push_back(data);
     outputs.push_back(scales);
   }
-  replaceWithOutputs(host, op, outputs);
+  replaceWithOutputs(rewriter, op, outputs);
   return success();
 }
 
-LogicalResult gpu_lowering::lowerBlockDequantize(DequantizeOp op,
+LogicalResult gpu_lowering::lowerBlockDequantize(RewriterBase &rewriter,
+                                                 DequantizeOp op,
                                                  const GPUTargetInfo &target) {
   Location loc = op.getLoc();
   KernelSet set(op, "block_dequantize", target);
@@ -438,12 +442,14 @@ LogicalResult gpu_lowering::lowerBlockDequantize(DequantizeOp op,
       });
   set.finish();
 
-  OpBuilder host(op);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  OpBuilder &host = rewriter;
   Value dataIn = readBuffer(host, loc, op.getData());
   Value scalesIn = readBuffer(host, loc, op.getScaleInv());
   Value out = allocateOutput(host, loc, op.getResult().getType());
   set.launch(host, kernel, blocksFor(count), kBlockSize,
              {dataIn, scalesIn, out});
-  replaceWithOutputs(host, op, {out});
+  replaceWithOutputs(rewriter, op, {out});
   return success();
 }

@@ -89,7 +89,8 @@ gpu::GPUFuncOp addAmaxKernel(KernelSet &set, OpBuilder &b, Location loc,
 // te.amax
 //===----------------------------------------------------------------------===//
 
-LogicalResult lowerAmax(AmaxOp op, const GPUTargetInfo &target) {
+LogicalResult lowerAmax(RewriterBase &rewriter, AmaxOp op,
+                        const GPUTargetInfo &target) {
   Location loc = op.getLoc();
   KernelSet set(op, "amax", target);
   OpBuilder b(op.getContext());
@@ -99,12 +100,14 @@ LogicalResult lowerAmax(AmaxOp op, const GPUTargetInfo &target) {
       addAmaxKernel(set, b, loc, argType(op.getInput()), blocks);
   set.finish();
 
-  OpBuilder host(op);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  OpBuilder &host = rewriter;
   Value input = readBuffer(host, loc, op.getInput());
   Value amax = allocateOutput(host, loc, op.getType());
   set.launch(host, init, 1, 1, {amax});
   set.launch(host, reduce, blocks, kBlockSize, {input, amax});
-  replaceWithOutputs(host, op, {amax});
+  replaceWithOutputs(rewriter, op, {amax});
   return success();
 }
 
@@ -112,7 +115,7 @@ LogicalResult lowerAmax(AmaxOp op, const GPUTargetInfo &target) {
 // te.compute_scale and te.update_delayed_scaling
 //===----------------------------------------------------------------------===//
 
-LogicalResult lowerComputeScale(ComputeScaleOp op,
+LogicalResult lowerComputeScale(RewriterBase &rewriter, ComputeScaleOp op,
                                 const GPUTargetInfo &target) {
   Location loc = op.getLoc();
   KernelSet set(op, "compute_scale", target);
@@ -145,17 +148,20 @@ LogicalResult lowerComputeScale(ComputeScaleOp op,
   }
   set.finish();
 
-  OpBuilder host(op);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  OpBuilder &host = rewriter;
   Value amax = readBuffer(host, loc, op.getAmax());
   Value scale = allocateOutput(host, loc, op.getType());
   set.launch(host, kernel, blocksFor(count), kBlockSize, {amax, scale});
-  replaceWithOutputs(host, op, {scale});
+  replaceWithOutputs(rewriter, op, {scale});
   return success();
 }
 
 /// One thread per managed tensor j (S of them): rolls column j of the
 /// history and computes its new scale.
-LogicalResult lowerUpdateDelayedScaling(UpdateDelayedScalingOp op,
+LogicalResult lowerUpdateDelayedScaling(RewriterBase &rewriter,
+                                        UpdateDelayedScalingOp op,
                                         const GPUTargetInfo &target) {
   Location loc = op.getLoc();
   KernelSet set(op, "delayed_scaling", target);
@@ -224,7 +230,9 @@ LogicalResult lowerUpdateDelayedScaling(UpdateDelayedScalingOp op,
       });
   set.finish();
 
-  OpBuilder host(op);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  OpBuilder &host = rewriter;
   Value historyIn = readBuffer(host, loc, op.getAmaxHistory());
   Value amaxIn = readBuffer(host, loc, op.getAmax());
   Value scaleIn = readBuffer(host, loc, op.getScale());
@@ -234,7 +242,7 @@ LogicalResult lowerUpdateDelayedScaling(UpdateDelayedScalingOp op,
   Value scaleOut = allocateOutput(host, loc, newScaleType);
   set.launch(host, kernel, blocksFor(entries), kBlockSize,
              {historyIn, amaxIn, scaleIn, historyOut, scaleOut});
-  replaceWithOutputs(host, op, {historyOut, scaleOut});
+  replaceWithOutputs(rewriter, op, {historyOut, scaleOut});
   return success();
 }
 
@@ -358,9 +366,10 @@ gpu::GPUFuncOp addTransposedCast(KernelSet &set, OpBuilder &b, Location loc,
   return kernel;
 }
 
-LogicalResult lowerQuantize(QuantizeOp op, const GPUTargetInfo &target) {
+LogicalResult lowerQuantize(RewriterBase &rewriter, QuantizeOp op,
+                            const GPUTargetInfo &target) {
   if (op.getMode() != ScalingMode::per_tensor)
-    return lowerBlockQuantize(op, target);
+    return lowerBlockQuantize(rewriter, op, target);
   Location loc = op.getLoc();
   MLIRContext *context = op.getContext();
   KernelSet set(op, "quantize", target);
@@ -390,7 +399,9 @@ LogicalResult lowerQuantize(QuantizeOp op, const GPUTargetInfo &target) {
     transposeKernel = addTransposedCast(set, b, loc, inputType, argType(dataT));
   set.finish();
 
-  OpBuilder host(op);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  OpBuilder &host = rewriter;
   Value input = readBuffer(host, loc, op.getInput());
   Value scale = readBuffer(host, loc, op.getScale());
   auto allocate = [&](Value result) {
@@ -418,13 +429,14 @@ LogicalResult lowerQuantize(QuantizeOp op, const GPUTargetInfo &target) {
   for (Value buffer : {data, dataT, scaleInv, amaxOut})
     if (buffer)
       outputs.push_back(buffer);
-  replaceWithOutputs(host, op, outputs);
+  replaceWithOutputs(rewriter, op, outputs);
   return success();
 }
 
-LogicalResult lowerDequantize(DequantizeOp op, const GPUTargetInfo &target) {
+LogicalResult lowerDequantize(RewriterBase &rewriter, DequantizeOp op,
+                              const GPUTargetInfo &target) {
   if (op.getMode() != ScalingMode::per_tensor)
-    return lowerBlockDequantize(op, target);
+    return lowerBlockDequantize(rewriter, op, target);
   Location loc = op.getLoc();
   KernelSet set(op, "dequantize", target);
   OpBuilder b(op.getContext());
@@ -454,13 +466,15 @@ LogicalResult lowerDequantize(DequantizeOp op, const GPUTargetInfo &target) {
                  });
   set.finish();
 
-  OpBuilder host(op);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  OpBuilder &host = rewriter;
   Value dataIn = readBuffer(host, loc, op.getData());
   Value scaleInvIn = readBuffer(host, loc, op.getScaleInv());
   Value out = allocateOutput(host, loc, op.getResult().getType());
   set.launch(host, kernel, blocksFor(count / width), kBlockSize,
              {dataIn, scaleInvIn, out});
-  replaceWithOutputs(host, op, {out});
+  replaceWithOutputs(rewriter, op, {out});
   return success();
 }
 
@@ -485,20 +499,21 @@ gpu_lowering::getFP8UnsupportedReason(Operation *op) {
   return std::nullopt;
 }
 
-LogicalResult gpu_lowering::lowerFP8Op(Operation *op,
+LogicalResult gpu_lowering::lowerFP8Op(RewriterBase &rewriter, Operation *op,
                                        const GPUTargetInfo &target) {
   return TypeSwitch<Operation *, LogicalResult>(op)
-      .Case([&](AmaxOp amax) { return lowerAmax(amax, target); })
+      .Case([&](AmaxOp amax) { return lowerAmax(rewriter, amax, target); })
       .Case([&](ComputeScaleOp scale) {
-        return lowerComputeScale(scale, target);
+        return lowerComputeScale(rewriter, scale, target);
       })
       .Case([&](UpdateDelayedScalingOp update) {
-        return lowerUpdateDelayedScaling(update, target);
+        return lowerUpdateDelayedScaling(rewriter, update, target);
       })
-      .Case(
-          [&](QuantizeOp quantize) { return lowerQuantize(quantize, target); })
+      .Case([&](QuantizeOp quantize) {
+        return lowerQuantize(rewriter, quantize, target);
+      })
       .Case([&](DequantizeOp dequantize) {
-        return lowerDequantize(dequantize, target);
+        return lowerDequantize(rewriter, dequantize, target);
       })
       .Default([](Operation *op) {
         return op->emitError("not an FP8 op of the GPU lowering");

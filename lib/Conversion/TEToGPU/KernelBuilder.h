@@ -75,8 +75,8 @@ Value allocateOutput(OpBuilder &host, Location loc, RankedTensorType type);
 Value outputTensor(OpBuilder &host, Location loc, Value buffer,
                    RankedTensorType type);
 /// Replaces `op` by the tensors of `buffers`, the kernels' outputs in the
-/// order of its results, and erases it.
-void replaceWithOutputs(OpBuilder &host, Operation *op,
+/// order of its results (created where `rewriter` inserts).
+void replaceWithOutputs(RewriterBase &rewriter, Operation *op,
                         ArrayRef<Value> buffers);
 /// The memref type a kernel argument of tensor `type` has.
 MemRefType bufferType(RankedTensorType type);
@@ -186,10 +186,12 @@ SmallVector<Value> loadAFragment(OpBuilder &b, Location loc,
 /// update_delayed_scaling, quantize and dequantize.
 bool isFP8Op(Operation *op);
 std::optional<std::string> getFP8UnsupportedReason(Operation *op);
-LogicalResult lowerFP8Op(Operation *op, const GPUTargetInfo &target);
+LogicalResult lowerFP8Op(RewriterBase &rewriter, Operation *op,
+                         const GPUTargetInfo &target);
 /// The block scaling modes of te.quantize and te.dequantize.
-LogicalResult lowerBlockQuantize(QuantizeOp op, const GPUTargetInfo &target);
-LogicalResult lowerBlockDequantize(DequantizeOp op,
+LogicalResult lowerBlockQuantize(RewriterBase &rewriter, QuantizeOp op,
+                                 const GPUTargetInfo &target);
+LogicalResult lowerBlockDequantize(RewriterBase &rewriter, DequantizeOp op,
                                    const GPUTargetInfo &target);
 
 /// Why the flash-attention kernels cannot take `op` (forward or backward)
@@ -198,16 +200,19 @@ std::optional<std::string>
 getAttentionUnsupportedReason(AttentionOpInterface op,
                               const GPUTargetInfo &target);
 /// te.attention (forward) as a flash-attention kernel on the matrix units.
-LogicalResult lowerAttention(AttentionOp op, const GPUTargetInfo &target);
+LogicalResult lowerAttention(RewriterBase &rewriter, AttentionOp op,
+                             const GPUTargetInfo &target);
 /// te.attention_backward as flash-attention kernels (the gradients from P
 /// recomputed tile by tile).
-LogicalResult lowerAttentionBackward(AttentionBackwardOp op,
+LogicalResult lowerAttentionBackward(RewriterBase &rewriter,
+                                     AttentionBackwardOp op,
                                      const GPUTargetInfo &target);
 
 /// te.scaled_matmul on the matrix units.
 std::optional<std::string>
 getMatmulUnsupportedReason(ScaledMatmulOp op, const GPUTargetInfo &target);
-LogicalResult lowerScaledMatmul(ScaledMatmulOp op, const GPUTargetInfo &target);
+LogicalResult lowerScaledMatmul(RewriterBase &rewriter, ScaledMatmulOp op,
+                                const GPUTargetInfo &target);
 
 } // namespace mlir::te::gpu_lowering
 

@@ -246,7 +246,8 @@ gpu_lowering::getMatmulUnsupportedReason(ScaledMatmulOp op,
   return std::nullopt;
 }
 
-LogicalResult gpu_lowering::lowerScaledMatmul(ScaledMatmulOp op,
+LogicalResult gpu_lowering::lowerScaledMatmul(RewriterBase &rewriter,
+                                              ScaledMatmulOp op,
                                               const GPUTargetInfo &target) {
   Location loc = op.getLoc();
   MLIRContext *context = op.getContext();
@@ -330,7 +331,9 @@ LogicalResult gpu_lowering::lowerScaledMatmul(ScaledMatmulOp op,
   }
   set.finish();
 
-  OpBuilder host(op);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  OpBuilder &host = rewriter;
   SmallVector<Value> operands = {readBuffer(host, loc, op.getA()),
                                  readBuffer(host, loc, op.getB()),
                                  readBuffer(host, loc, op.getAScaleInv()),
@@ -354,6 +357,6 @@ LogicalResult gpu_lowering::lowerScaledMatmul(ScaledMatmulOp op,
   SmallVector<Value> outputs = {d};
   if (fp8Out)
     outputs.push_back(amaxOut);
-  replaceWithOutputs(host, op, outputs);
+  replaceWithOutputs(rewriter, op, outputs);
   return success();
 }

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/xxhash.h"
@@ -177,14 +178,13 @@ Value gpu_lowering::outputTensor(OpBuilder &host, Location loc, Value buffer,
                                            /*writable=*/true);
 }
 
-void gpu_lowering::replaceWithOutputs(OpBuilder &host, Operation *op,
+void gpu_lowering::replaceWithOutputs(RewriterBase &rewriter, Operation *op,
                                       ArrayRef<Value> buffers) {
   SmallVector<Value> tensors;
   for (auto [result, buffer] : llvm::zip_equal(op->getResults(), buffers))
-    tensors.push_back(outputTensor(host, op->getLoc(), buffer,
+    tensors.push_back(outputTensor(rewriter, op->getLoc(), buffer,
                                    cast<RankedTensorType>(result.getType())));
-  op->replaceAllUsesWith(tensors);
-  op->erase();
+  rewriter.replaceOp(op, tensors);
 }
 
 LogicalResult mlir::te::lowerToLibraryCall(Operation *op,
@@ -496,23 +496,64 @@ mlir::te::getGPUUnsupportedReason(Operation *op, const GPUTargetInfo &target) {
          " has no GPU code generation yet (" + target.getDescription() + ")";
 }
 
-LogicalResult mlir::te::lowerTEOpToGPU(Operation *op,
+LogicalResult mlir::te::lowerTEOpToGPU(RewriterBase &rewriter, Operation *op,
                                        const GPUTargetInfo &target) {
   if (std::optional<std::string> reason = getGPUUnsupportedReason(op, target))
     return op->emitError(*reason);
   if (isa<ProcessGroupOp>(op))
     return success();
-  if (isCollective(op)) {
-    IRRewriter rewriter(op->getContext());
+  if (isCollective(op))
     return lowerCollective(rewriter, op);
-  }
   if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
-    return gpu_lowering::lowerScaledMatmul(matmul, target);
+    return gpu_lowering::lowerScaledMatmul(rewriter, matmul, target);
   if (auto attention = dyn_cast<AttentionOp>(op))
-    return gpu_lowering::lowerAttention(attention, target);
+    return gpu_lowering::lowerAttention(rewriter, attention, target);
   if (auto backward = dyn_cast<AttentionBackwardOp>(op))
-    return gpu_lowering::lowerAttentionBackward(backward, target);
-  return gpu_lowering::lowerFP8Op(op, target);
+    return gpu_lowering::lowerAttentionBackward(rewriter, backward, target);
+  return gpu_lowering::lowerFP8Op(rewriter, op, target);
+}
+
+LogicalResult mlir::te::lowerTEOpToGPU(Operation *op,
+                                       const GPUTargetInfo &target) {
+  IRRewriter rewriter(op->getContext());
+  return lowerTEOpToGPU(rewriter, op, target);
+}
+
+namespace {
+
+/// One te op lowered for a GPU: its kernels and their launches. Ops the
+/// GPU lowering cannot take do not match; the pass reports them.
+template <typename OpT> struct TEOpToGPU : OpRewritePattern<OpT> {
+  TEOpToGPU(MLIRContext *context, std::shared_ptr<const GPUTargetInfo> target)
+      : OpRewritePattern<OpT>(context), target(std::move(target)) {}
+
+  LogicalResult matchAndRewrite(OpT op,
+                                PatternRewriter &rewriter) const override {
+    if (std::optional<std::string> reason =
+            getGPUUnsupportedReason(op, *target))
+      return rewriter.notifyMatchFailure(op, *reason);
+    return lowerTEOpToGPU(rewriter, op, *target);
+  }
+
+  std::shared_ptr<const GPUTargetInfo> target;
+};
+
+} // namespace
+
+void mlir::te::populateTEToGPUPatterns(
+    RewritePatternSet &patterns, std::shared_ptr<const GPUTargetInfo> target) {
+  // By family: FP8 scaling and quantization, attention, the GEMM, the
+  // collectives (library calls the device runs).
+  patterns.add<TEOpToGPU<AmaxOp>, TEOpToGPU<ComputeScaleOp>,
+               TEOpToGPU<UpdateDelayedScalingOp>, TEOpToGPU<QuantizeOp>,
+               TEOpToGPU<DequantizeOp>>(patterns.getContext(), target);
+  patterns.add<TEOpToGPU<AttentionOp>, TEOpToGPU<AttentionBackwardOp>>(
+      patterns.getContext(), target);
+  patterns.add<TEOpToGPU<ScaledMatmulOp>>(patterns.getContext(), target);
+  patterns.add<TEOpToGPU<AllReduceOp>, TEOpToGPU<AllGatherOp>,
+               TEOpToGPU<ReduceScatterOp>, TEOpToGPU<AllToAllOp>,
+               TEOpToGPU<PermuteOp>, TEOpToGPU<GroupRankOp>>(
+      patterns.getContext(), target);
 }
 
 //===----------------------------------------------------------------------===//
@@ -564,14 +605,21 @@ struct ConvertTEToGPUPass : te::impl::ConvertTEToGPUBase<ConvertTEToGPUPass> {
       mlir::emitError(loc, *error);
       return signalPassFailure();
     }
-    SmallVector<Operation *> ops;
-    getOperation().walk([&](Operation *op) {
-      if (isa_and_nonnull<TEDialect>(op->getDialect()))
-        ops.push_back(op);
-    });
+    RewritePatternSet patterns(&getContext());
+    populateTEToGPUPatterns(patterns, info);
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
+    // What the patterns left: ops the GPU lowering cannot take, each
+    // reported with its reason (a lowering that failed said why itself).
     bool failedAny = false;
-    for (Operation *op : ops)
-      failedAny |= failed(lowerTEOpToGPU(op, *info));
+    getOperation().walk([&](Operation *op) {
+      if (!isa_and_nonnull<TEDialect>(op->getDialect()) ||
+          isa<ProcessGroupOp>(op))
+        return;
+      if (std::optional<std::string> reason =
+              getGPUUnsupportedReason(op, *info))
+        op->emitError(*reason);
+      failedAny = true;
+    });
     if (failedAny)
       signalPassFailure();
   }

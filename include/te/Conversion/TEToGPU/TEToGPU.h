@@ -108,7 +108,17 @@ std::optional<std::string> getGPUUnsupportedReason(Operation *op,
 /// Replaces `op` by the launches of its kernels and adds the kernels to the
 /// enclosing module (which becomes a gpu.container_module). Fails with a
 /// diagnostic on `op` when getGPUUnsupportedReason has a reason.
+LogicalResult lowerTEOpToGPU(RewriterBase &rewriter, Operation *op,
+                             const GPUTargetInfo &target);
+/// lowerTEOpToGPU outside a pattern rewrite.
 LogicalResult lowerTEOpToGPU(Operation *op, const GPUTargetInfo &target);
+
+/// The patterns of convert-te-to-gpu for `target`, one per te op, grouped
+/// by family (FP8 scaling and quantization, attention, the GEMM,
+/// collectives). An op the GPU lowering cannot take does not match
+/// (getGPUUnsupportedReason says why).
+void populateTEToGPUPatterns(RewritePatternSet &patterns,
+                             std::shared_ptr<const GPUTargetInfo> target);
 
 /// lowerToLibraryCall (te/Conversion/TECommon/LibraryCall.h) outside a
 /// pattern rewrite.
