@@ -224,50 +224,21 @@ bool te::runtime::cublaslt::parseMatmulConfig(const char *parameters,
                                               MatmulConfig &config,
                                               std::string &error) {
   config = MatmulConfig();
-  static const char *const keys[] = {"m", "n", "k",    "a",
-                                     "b", "d", "bias", "epilogue"};
-  std::map<std::string, std::string> pairs;
-  if (!splitParameters(parameters, {std::begin(keys), std::end(keys)},
-                       "each of m, n, k, a, b, d, bias and epilogue once, as "
-                       "key=value",
-                       pairs, error))
+  te::abi::MatmulCall call;
+  if (!te::abi::MatmulCall::decode(parameters, call, error))
     return false;
-  int64_t *sizes[] = {&config.m, &config.n, &config.k};
-  for (int i = 0; i < 3; ++i)
-    if (!parseInteger(pairs[keys[i]], 1, int64_t(1) << 31, *sizes[i])) {
-      error = std::string("invalid size ") + keys[i] + "=" + pairs[keys[i]] +
-              "; expected an integer from 1 to 2^31";
-      return false;
-    }
-  int *types[] = {&config.a, &config.b, &config.d, &config.bias};
-  for (int i = 3; i < 7; ++i) {
-    const std::string &value = pairs[keys[i]];
-    if (i == 6 && value == "none")
-      continue;
-    int type = dataType(value.c_str());
-    bool fp8 = type == kDataE4M3 || type == kDataE5M2;
-    if (type < 0 || (i < 5) != fp8) {
-      error = std::string("invalid type ") + keys[i] + "=" + value +
-              (i < 5 ? "; expected f8E4M3FN or f8E5M2"
-                     : "; expected f32, f16 or bf16");
-      return false;
-    }
-    *types[i - 3] = type;
-  }
+  config.m = call.m;
+  config.n = call.n;
+  config.k = call.k;
+  // The decoder admits only the types cuBLASLt's call takes.
+  config.a = dataType(call.a.c_str());
+  config.b = dataType(call.b.c_str());
+  config.d = dataType(call.d.c_str());
+  if (!call.bias.empty())
+    config.bias = dataType(call.bias.c_str());
   static const int epilogues[] = {kEpilogueDefault, kEpilogueBias,
                                   kEpilogueGelu, kEpilogueGeluBias};
-  int epilogue = parseChoice(pairs, "epilogue",
-                             {"none", "bias", "gelu", "gelu_bias"}, error);
-  if (epilogue < 0)
-    return false;
-  config.epilogue = epilogues[epilogue];
-  bool epilogueHasBias =
-      config.epilogue == kEpilogueBias || config.epilogue == kEpilogueGeluBias;
-  if (epilogueHasBias != (config.bias >= 0)) {
-    error = "the epilogue and the bias disagree: a bias goes with the bias "
-            "and gelu_bias epilogues, and only with them";
-    return false;
-  }
+  config.epilogue = epilogues[static_cast<int>(call.epilogue)];
   return true;
 }
 

@@ -59,72 +59,22 @@ bool te::runtime::cudnn::parseSdpaConfig(const char *parameters,
                                          SdpaConfig &config,
                                          std::string &error) {
   config = SdpaConfig();
-  static const char *const keys[] = {
-      "b",      "hq",    "hkv",   "sq",   "skv",   "d",    "dtype",
-      "layout", "scale", "align", "left", "right", "stats"};
-  std::map<std::string, std::string> pairs;
-  if (!splitParameters(parameters, {std::begin(keys), std::end(keys)},
-                       "each of b, hq, hkv, sq, skv, d, dtype, layout, "
-                       "scale, align, left, right and stats once, as "
-                       "key=value",
-                       pairs, error))
+  te::abi::SdpaCall call;
+  if (!te::abi::SdpaCall::decode(parameters, call, error))
     return false;
-  int64_t *sizes[] = {&config.b,  &config.hq,  &config.hkv,
-                      &config.sq, &config.skv, &config.d};
-  for (int i = 0; i < 6; ++i)
-    if (!parseInteger(pairs[keys[i]], 1, int64_t(1) << 31, *sizes[i])) {
-      error = std::string("invalid size ") + keys[i] + "=" + pairs[keys[i]] +
-              "; expected an integer from 1 to 2^31";
-      return false;
-    }
-  if (config.hq % config.hkv != 0) {
-    error = "hq must be a multiple of hkv";
-    return false;
-  }
-  // Keeps every byte count below 2^64.
-  for (int64_t heads : {config.hq, config.hkv}) {
-    unsigned __int128 elements = (unsigned __int128)config.b * heads *
-                                 std::max(config.sq, config.skv) * config.d;
-    if (elements > (unsigned __int128)1 << 40) {
-      error = "the tensors have more than 2^40 elements";
-      return false;
-    }
-  }
-  te_dtype dtype;
-  if (!te::runtime::lookupDType(pairs["dtype"], dtype) ||
-      (dtype != TE_DTYPE_BF16 && dtype != TE_DTYPE_F16)) {
-    error = "invalid dtype '" + pairs["dtype"] + "'; expected bf16 or f16";
-    return false;
-  }
-  if (parseChoice(pairs, "layout", {"bshd", "sbhd", "bhsd"}, error) < 0)
-    return false;
-  config.f16 = dtype == TE_DTYPE_F16;
-  config.layout = pairs["layout"];
-  const std::string &scale = pairs["scale"];
-  char *rest = nullptr;
-  unsigned long bits = std::strtoul(scale.c_str(), &rest, 16);
-  if (scale.empty() || scale.size() > 8 || *rest ||
-      !std::all_of(scale.begin(), scale.end(),
-                   [](char c) { return std::isxdigit(c); })) {
-    error = "invalid scale '" + scale + "'; expected the f32's bits in hex";
-    return false;
-  }
-  uint32_t word = static_cast<uint32_t>(bits);
-  std::memcpy(&config.scale, &word, sizeof(word));
-  int align = parseChoice(pairs, "align", {"top_left", "bottom_right"}, error);
-  if (align < 0)
-    return false;
-  config.bottomRight = align == 1;
-  if (!parseInteger(pairs["left"], -1, int64_t(1) << 30, config.left) ||
-      !parseInteger(pairs["right"], -1, int64_t(1) << 30, config.right)) {
-    error = "invalid window bound; left and right are -1 (unbounded) or a "
-            "key count";
-    return false;
-  }
-  int stats = parseChoice(pairs, "stats", {"0", "1"}, error);
-  if (stats < 0)
-    return false;
-  config.stats = stats == 1;
+  config.b = call.b;
+  config.hq = call.hq;
+  config.hkv = call.hkv;
+  config.sq = call.sq;
+  config.skv = call.skv;
+  config.d = call.d;
+  config.f16 = call.dtype == "f16";
+  config.layout = call.layout;
+  config.scale = call.scale;
+  config.bottomRight = call.bottomRight;
+  config.left = call.left;
+  config.right = call.right;
+  config.stats = call.stats;
   return true;
 }
 

@@ -4,13 +4,15 @@
 // The library calls of lib/Runtime/CUBLASLt.h and CUDNN.h: how their state
 // asks the device that owns it for workspace memory, how they read their
 // parameters (a manifest's key=value list) and how they check their
-// untrusted operands.
+// untrusted operands. The parameters themselves are te/ABI/LibraryCalls.h's
+// structs.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TE_LIB_RUNTIME_LIBRARYCALL_H
 #define TE_LIB_RUNTIME_LIBRARYCALL_H
 
+#include "te/ABI/LibraryCalls.h"
 #include "te/Runtime/Status.h"
 
 #include <cstddef>
@@ -28,69 +30,11 @@ struct DeviceMemory {
   void (*free)(void *owner, void *pointer);
 };
 
-/// `text`'s comma-separated key=value pairs into `pairs`; false (with
-/// `error` naming the pair and `expected`, what the call takes) on a
-/// malformed or repeated pair, or a key not among `keys`.
-inline bool splitParameters(const std::string &text,
-                            const std::vector<std::string> &keys,
-                            const std::string &expected,
-                            std::map<std::string, std::string> &pairs,
-                            std::string &error) {
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string::npos)
-      end = text.size();
-    std::string pair = text.substr(start, end - start);
-    start = end + 1;
-    size_t equals = pair.find('=');
-    std::string key = pair.substr(0, equals);
-    bool known = false;
-    for (const std::string &candidate : keys)
-      known |= key == candidate;
-    if (equals == std::string::npos || equals + 1 == pair.size() || !known ||
-        !pairs.emplace(key, pair.substr(equals + 1)).second) {
-      error = "invalid parameter '" + pair + "'; expected " + expected;
-      return false;
-    }
-  }
-  for (const std::string &key : keys)
-    if (!pairs.count(key)) {
-      error = "parameter '" + key + "' is missing";
-      return false;
-    }
-  return true;
-}
-
-/// The index of `pairs[key]` among `choices`, or -1 with `error` ("invalid
-/// KEY 'value'; expected a, b or c").
-inline int parseChoice(std::map<std::string, std::string> &pairs,
-                       const std::string &key,
-                       const std::vector<std::string> &choices,
-                       std::string &error) {
-  const std::string &value = pairs[key];
-  for (size_t i = 0; i < choices.size(); ++i)
-    if (value == choices[i])
-      return static_cast<int>(i);
-  error = "invalid " + key + " '" + value + "'; expected ";
-  for (size_t i = 0; i < choices.size(); ++i)
-    error += (i == 0                    ? ""
-              : i + 1 == choices.size() ? " or "
-                                        : ", ") +
-             choices[i];
-  return -1;
-}
-
-/// `text` as a decimal integer in [low, high]; false otherwise.
-inline bool parseInteger(const std::string &text, int64_t low, int64_t high,
-                         int64_t &value) {
-  char *rest = nullptr;
-  long long parsed = std::strtoll(text.c_str(), &rest, 10);
-  if (text.empty() || *rest || parsed < low || parsed > high)
-    return false;
-  value = parsed;
-  return true;
-}
+// The wire format of the parameters (key=value pairs) and its parsers
+// are te/ABI's, shared with the compiler that writes them.
+using te::abi::parseChoice;
+using te::abi::parseInteger;
+using te::abi::splitParameters;
 
 /// Why `nargs` operands of `sizes` bytes cannot serve a call with
 /// `parameters` whose operands need `needed` bytes, or "": the manifest is

@@ -9,6 +9,7 @@
 
 #include "te/Target/CUDA/CUDATarget.h"
 #include "te/ABI/Environment.h"
+#include "te/ABI/LibraryCalls.h"
 #include "te/Target/CompileRecorder.h"
 #include "te/Target/TargetRegistry.h"
 
@@ -39,7 +40,9 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
@@ -380,20 +383,23 @@ std::optional<std::string> getCuBLASLtUnsupportedReason(ScaledMatmulOp op,
 
 /// The cublaslt.matmul parameters of `op` (lib/Runtime/CUBLASLt.h).
 std::string getMatmulParameters(ScaledMatmulOp op) {
+  using Epilogue = ::te::abi::MatmulCall::Epilogue;
   RankedTensorType d = op.getD().getType();
-  std::string bias = "none";
+  ::te::abi::MatmulCall call;
+  call.m = d.getDimSize(0);
+  call.n = d.getDimSize(1);
+  call.k = op.getB().getType().getDimSize(1);
+  call.a = dtypeName(op.getA().getType().getElementType());
+  call.b = dtypeName(op.getB().getType().getElementType());
+  call.d = dtypeName(d.getElementType());
   if (Value value = op.getBias())
-    bias = dtypeName(cast<RankedTensorType>(value.getType()).getElementType());
-  std::string epilogue = op.getGelu()   ? (op.getBias() ? "gelu_bias" : "gelu")
-                         : op.getBias() ? "bias"
-                                        : "none";
-  return "m=" + std::to_string(d.getDimSize(0)) +
-         ",n=" + std::to_string(d.getDimSize(1)) +
-         ",k=" + std::to_string(op.getB().getType().getDimSize(1)) +
-         ",a=" + dtypeName(op.getA().getType().getElementType()) +
-         ",b=" + dtypeName(op.getB().getType().getElementType()) +
-         ",d=" + dtypeName(d.getElementType()) + ",bias=" + bias +
-         ",epilogue=" + epilogue;
+    call.bias =
+        dtypeName(cast<RankedTensorType>(value.getType()).getElementType());
+  call.epilogue = op.getGelu()
+                      ? (op.getBias() ? Epilogue::GeluBias : Epilogue::Gelu)
+                  : op.getBias() ? Epilogue::Bias
+                                 : Epilogue::None;
+  return call.encode();
 }
 
 /// Replaces `op` by a call of cuBLASLt's matmul on buffers, the way the
@@ -502,24 +508,22 @@ std::string getSdpaParameters(AttentionOpInterface op) {
   QKVLayout layout = op.getLayout();
   HeadTensorDims q = getHeadTensorDims(layout, op.getQ().getType().getShape());
   HeadTensorDims k = getHeadTensorDims(layout, op.getK().getType().getShape());
-  auto [left, right] = getBounds(op);
-  float scale = static_cast<float>(*op.getEffectiveScale());
-  uint32_t bits;
-  std::memcpy(&bits, &scale, sizeof(bits));
-  std::string hex;
-  llvm::raw_string_ostream(hex) << llvm::format_hex_no_prefix(bits, 8);
-  return "b=" + std::to_string(q.batch) + ",hq=" + std::to_string(q.heads) +
-         ",hkv=" + std::to_string(k.heads) + ",sq=" + std::to_string(q.seq) +
-         ",skv=" + std::to_string(k.seq) + ",d=" + std::to_string(q.headDim) +
-         ",dtype=" + dtypeName(op.getQ().getType().getElementType()) +
-         ",layout=" + stringifyQKVLayout(layout).str() + ",scale=" + hex +
-         // Without bounds the alignment means nothing: top-left, which
-         // cuDNN takes for every s_q and s_kv.
-         ",align=" +
-         (isBounded(op) && op.isBottomRightDiagonal() ? "bottom_right"
-                                                      : "top_left") +
-         ",left=" + std::to_string(left) + ",right=" + std::to_string(right) +
-         ",stats=" + (stats ? "1" : "0");
+  ::te::abi::SdpaCall call;
+  call.b = q.batch;
+  call.hq = q.heads;
+  call.hkv = k.heads;
+  call.sq = q.seq;
+  call.skv = k.seq;
+  call.d = q.headDim;
+  call.dtype = dtypeName(op.getQ().getType().getElementType());
+  call.layout = stringifyQKVLayout(layout).str();
+  call.scale = static_cast<float>(*op.getEffectiveScale());
+  // Without bounds the alignment means nothing: top-left, which cuDNN
+  // takes for every s_q and s_kv.
+  call.bottomRight = isBounded(op) && op.isBottomRightDiagonal();
+  std::tie(call.left, call.right) = getBounds(op);
+  call.stats = stats;
+  return call.encode();
 }
 
 /// Replaces `op` by the cudnn.sdpa_forward (or, for the backward,
@@ -890,9 +894,14 @@ LogicalResult mergeKernelModules(ModuleOp module, StringRef manifest) {
   return success();
 }
 
-/// Compiles the merged kernels to `format` and returns the bytes.
+/// Compiles the merged kernels to `format` and returns the bytes. With a
+/// dump directory (TE_DUMP_DIR), the stages past MLIR go there too: the
+/// NVVM LLVM IR before and after LLVM's optimization (nvvm.ll,
+/// nvvm-optimized.ll) and the PTX (ptx.ptx). `optimizedLLVM`, where given,
+/// receives the optimized LLVM IR.
 FailureOr<std::string> compileKernels(ModuleOp lowered, StringRef manifest,
-                                      gpu::CompilationTarget format) {
+                                      gpu::CompilationTarget format,
+                                      std::string *optimizedLLVM = nullptr) {
   OwningOpRef<ModuleOp> module = lowered.clone();
   if (failed(mergeKernelModules(*module, manifest)))
     return failure();
@@ -906,7 +915,30 @@ FailureOr<std::string> compileKernels(ModuleOp lowered, StringRef manifest,
            << toolkit
            << "/bin/ptxas: the cuda target needs the CUDA toolkit; set "
               "TE_CUDA_PATH to its directory";
-  gpu::TargetOptions options(toolkit, {}, "", "", format);
+  CompileRecorder *recorder = CompileRecorder::getCurrent();
+  bool dumping = recorder && recorder->isDumping();
+  auto dumpModule = [&](StringRef name, llvm::Module &llvmModule) {
+    recorder->dump(name, "ll",
+                   [&](raw_ostream &os) { llvmModule.print(os, nullptr); });
+  };
+  auto initial = [&](llvm::Module &llvmModule) {
+    if (dumping)
+      dumpModule("nvvm", llvmModule);
+  };
+  auto optimized = [&](llvm::Module &llvmModule) {
+    if (dumping)
+      dumpModule("nvvm-optimized", llvmModule);
+    if (optimizedLLVM) {
+      llvm::raw_string_ostream os(*optimizedLLVM);
+      llvmModule.print(os, nullptr);
+    }
+  };
+  auto isa = [&](StringRef ptx) {
+    if (dumping)
+      recorder->dump("ptx", "ptx", [&](raw_ostream &os) { os << ptx; });
+  };
+  gpu::TargetOptions options(toolkit, {}, "", "", format, {}, initial, {},
+                             optimized, isa);
   if (failed(gpu::transformGpuModulesToBinaries(*module, nullptr, options)))
     return lowered.emitError("compiling the kernels for the cuda target "
                              "failed");
@@ -914,6 +946,46 @@ FailureOr<std::string> compileKernels(ModuleOp lowered, StringRef manifest,
     for (Attribute object : binary.getObjects())
       return cast<gpu::ObjectAttr>(object).getObject().getValue().str();
   return lowered.emitError("the NVVM target produced no binary");
+}
+
+/// The SASS of `cubin`, disassembled by the toolkit's cuobjdump (else the
+/// one on PATH).
+FailureOr<std::string> disassemble(ModuleOp lowered, StringRef cubin) {
+  std::string toolkit = getCUDAToolkitPath();
+  std::string tool = toolkit + "/bin/cuobjdump";
+  if (!llvm::sys::fs::can_execute(tool)) {
+    llvm::ErrorOr<std::string> found =
+        llvm::sys::findProgramByName("cuobjdump");
+    if (!found)
+      return lowered.emitError("no cuobjdump in ")
+             << toolkit
+             << "/bin or on PATH: --emit=sass disassembles the cubin with "
+                "the CUDA toolkit's cuobjdump; install it (scripts/"
+                "bootstrap.sh puts the nvidia-cuda-cuobjdump wheel's into "
+                ".venv) and put its directory on PATH, or emit cubin and "
+                "disassemble it yourself";
+    tool = *found;
+  }
+  llvm::SmallString<128> input, output;
+  if (llvm::sys::fs::createTemporaryFile("te-kernels", "cubin", input) ||
+      llvm::sys::fs::createTemporaryFile("te-kernels", "sass", output))
+    return lowered.emitError("cannot create temporary files for cuobjdump");
+  llvm::FileRemover removeInput(input), removeOutput(output);
+  if (failed(writeOutputFile(lowered.getLoc(), input, cubin)))
+    return failure();
+  std::optional<StringRef> redirects[] = {std::nullopt, output.str(),
+                                          output.str()};
+  std::string error;
+  int status = llvm::sys::ExecuteAndWait(
+      tool, {tool, "-sass", input.str()}, std::nullopt, redirects,
+      /*SecondsToWait=*/120, /*MemoryLimit=*/0, &error);
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text =
+      llvm::MemoryBuffer::getFile(output);
+  if (status != 0 || !text)
+    return lowered.emitError("cuobjdump -sass failed (")
+           << tool << ", status " << status << (error.empty() ? "" : ": ")
+           << error << ")" << (text ? ": " + (*text)->getBuffer().str() : "");
+  return (*text)->getBuffer().str();
 }
 
 FailureOr<std::string> formatPlannedManifest(ModuleOp lowered,
@@ -1031,7 +1103,7 @@ public:
   }
 
   std::vector<std::string> getArtifactNames() const override {
-    return {"ptx", "cubin", "fatbin", "manifest"};
+    return {"llvm", "ptx", "cubin", "sass", "fatbin", "manifest"};
   }
 
   LogicalResult emitArtifact(ModuleOp lowered, ArrayRef<KernelEntry> entries,
@@ -1046,13 +1118,31 @@ public:
     // the fatbin carries as bytes only.
     if (artifact == "manifest")
       return writeOutputFile(lowered.getLoc(), outputPath, *planned);
-    gpu::CompilationTarget format =
-        artifact == "ptx"     ? gpu::CompilationTarget::Assembly
-        : artifact == "cubin" ? gpu::CompilationTarget::Binary
-                              : gpu::CompilationTarget::Fatbin;
+    if (CompileRecorder *recorder = CompileRecorder::getCurrent())
+      recorder->dump("manifest", "txt",
+                     [&](raw_ostream &os) { os << *planned; });
+    // The NVVM LLVM IR after LLVM's optimization, as the PTX is made from.
+    if (artifact == "llvm") {
+      std::string text;
+      if (failed(compileKernels(lowered, *planned,
+                                gpu::CompilationTarget::Assembly, &text)))
+        return failure();
+      return writeOutputFile(lowered.getLoc(), outputPath, text);
+    }
+    gpu::CompilationTarget format = artifact == "ptx"
+                                        ? gpu::CompilationTarget::Assembly
+                                    : artifact == "cubin" || artifact == "sass"
+                                        ? gpu::CompilationTarget::Binary
+                                        : gpu::CompilationTarget::Fatbin;
     FailureOr<std::string> bytes = compileKernels(lowered, *planned, format);
     if (failed(bytes))
       return failure();
+    if (artifact == "sass") {
+      FailureOr<std::string> sass = disassemble(lowered, *bytes);
+      if (failed(sass))
+        return failure();
+      return writeOutputFile(lowered.getLoc(), outputPath, *sass);
+    }
     return writeOutputFile(lowered.getLoc(), outputPath, *bytes);
   }
 

@@ -1,0 +1,113 @@
+//===- LibraryCallsTest.cpp - Library-call parameters, both ways ---------===//
+//
+// The structs of te/ABI/LibraryCalls.h are what the compiler writes and the
+// runtime reads: each encodes to the text it decodes from, and the decoder
+// refuses what the runtime could not run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/ABI/LibraryCalls.h"
+
+#include <gtest/gtest.h>
+
+using namespace te::abi;
+
+namespace {
+
+TEST(LibraryCalls, MatmulRoundTrips) {
+  MatmulCall call;
+  call.m = 128;
+  call.n = 64;
+  call.k = 96;
+  call.a = "f8E4M3FN";
+  call.b = "f8E5M2";
+  call.d = "bf16";
+  call.bias = "f32";
+  call.epilogue = MatmulCall::Epilogue::GeluBias;
+  std::string text = call.encode();
+  EXPECT_EQ(text, "m=128,n=64,k=96,a=f8E4M3FN,b=f8E5M2,d=bf16,bias=f32,"
+                  "epilogue=gelu_bias");
+  MatmulCall back;
+  std::string error;
+  ASSERT_TRUE(MatmulCall::decode(text, back, error)) << error;
+  EXPECT_EQ(back.encode(), text);
+  EXPECT_EQ(back.m, 128);
+  EXPECT_EQ(back.bias, "f32");
+  EXPECT_TRUE(back.hasBiasEpilogue());
+
+  call.bias.clear();
+  call.epilogue = MatmulCall::Epilogue::None;
+  ASSERT_TRUE(MatmulCall::decode(call.encode(), back, error)) << error;
+  EXPECT_EQ(back.bias, "");
+  EXPECT_EQ(back.encode(), call.encode());
+  // A bias without its epilogue is refused: the runtime would drop it.
+  call.bias = "bf16";
+  EXPECT_FALSE(MatmulCall::decode(call.encode(), back, error));
+  EXPECT_NE(error.find("the epilogue and the bias disagree"),
+            std::string::npos);
+}
+
+TEST(LibraryCalls, SdpaRoundTripsEveryScaleExactly) {
+  SdpaCall call;
+  call.b = 2;
+  call.hq = 16;
+  call.hkv = 4;
+  call.sq = 1024;
+  call.skv = 1000;
+  call.d = 64;
+  call.dtype = "bf16";
+  call.layout = "sbhd";
+  call.bottomRight = true;
+  call.left = 50;
+  call.right = 0;
+  call.stats = true;
+  for (float scale : {0.125f, 0.0883883476f, 1e-30f, 3.0e38f, -2.5f}) {
+    call.scale = scale;
+    std::string text = call.encode();
+    SdpaCall back;
+    std::string error;
+    ASSERT_TRUE(SdpaCall::decode(text, back, error)) << text << ": " << error;
+    EXPECT_EQ(back.scale, scale) << text;
+    EXPECT_EQ(back.encode(), text);
+  }
+  call.scale = 0.125f;
+  EXPECT_EQ(call.encode(), "b=2,hq=16,hkv=4,sq=1024,skv=1000,d=64,dtype=bf16,"
+                           "layout=sbhd,scale=3e000000,align=bottom_right,"
+                           "left=50,right=0,stats=1");
+}
+
+TEST(LibraryCalls, DecodersRefuseWhatCannotRun) {
+  const std::pair<const char *, const char *> matmuls[] = {
+      {"", "invalid parameter ''"},
+      {"m=0,n=1,k=1,a=f8E4M3FN,b=f8E4M3FN,d=f32,bias=none,epilogue=none",
+       "invalid size m=0"},
+      {"m=1,n=1,k=1,a=bf16,b=f8E4M3FN,d=f32,bias=none,epilogue=none",
+       "invalid type a=bf16"},
+      {"m=1,n=1,k=1,a=f8E4M3FN,b=f8E4M3FN,d=f32,bias=none,epilogue=relu",
+       "invalid epilogue 'relu'"}};
+  for (const auto &[text, expected] : matmuls) {
+    MatmulCall call;
+    std::string error;
+    EXPECT_FALSE(MatmulCall::decode(text, call, error)) << text;
+    EXPECT_NE(error.find(expected), std::string::npos) << error;
+  }
+  const std::pair<const char *, const char *> sdpas[] = {
+      {"b=1", "parameter 'hq' is missing"},
+      {"b=1,hq=1,hkv=1,sq=1,skv=1,d=8,dtype=bf16,layout=bshd,scale=,"
+       "align=top_left,left=-1,right=-1,stats=0",
+       "invalid parameter 'scale='"},
+      {"b=1,hq=1,hkv=1,sq=1,skv=1,d=8,dtype=bf16,layout=bshd,scale=123456789,"
+       "align=top_left,left=-1,right=-1,stats=0",
+       "invalid scale '123456789'"},
+      {"b=1,hq=1,hkv=1,sq=1,skv=1,d=8,dtype=bf16,layout=thd,scale=0,"
+       "align=top_left,left=-1,right=-1,stats=0",
+       "invalid layout 'thd'"}};
+  for (const auto &[text, expected] : sdpas) {
+    SdpaCall call;
+    std::string error;
+    EXPECT_FALSE(SdpaCall::decode(text, call, error)) << text;
+    EXPECT_NE(error.find(expected), std::string::npos) << error;
+  }
+}
+
+} // namespace
