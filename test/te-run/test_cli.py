@@ -499,6 +499,55 @@ def test_dump_dir_writes_every_stage_on_a_compile_only(te_run):
     assert sorted(p.name for p in (dump / "amax_prog").iterdir()) == files
 
 
+def cuda_toolkit():
+    """The CUDA toolkit the cuda target compiles with, or a skip."""
+    toolkit = (os.environ.get("TE_CUDA_PATH") or os.environ.get("CUDA_HOME")
+               or "/usr/local/cuda")
+    if not os.access(os.path.join(toolkit, "bin", "ptxas"), os.X_OK):
+        pytest.skip(f"no CUDA toolkit (ptxas) at {toolkit}")
+    return toolkit
+
+
+def test_dump_dir_writes_the_cuda_stages_past_mlir(te_run):
+    cuda_toolkit()
+    program = te_run.program(PROGRAM, name="amax_prog.mlir")
+    dump = te_run.tmp / "dump"
+    te_run(program, "--backend", "cuda", "--emit=module", "-o",
+           te_run.tmp / "kernels.fatbin", env={"TE_DUMP_DIR": str(dump)})
+    files = sorted(p.name for p in (dump / "amax_prog.cuda").iterdir())
+    assert [int(f[:2]) for f in files] == list(range(len(files)))
+    names = [f[3:] for f in files]
+    assert names[0] == "input.mlir" and names[-4:] == [
+        "manifest.txt", "nvvm.ll", "nvvm-optimized.ll", "ptx.ptx"]
+    text = {n: (dump / "amax_prog.cuda" / f).read_text()
+            for n, f in zip(names, files)}
+    assert "entry scale_up scale_up" in text["manifest.txt"]
+    assert "step te_amax_" in text["manifest.txt"]
+    for name in ("nvvm.ll", "nvvm-optimized.ll"):
+        assert 'target triple = "nvptx64-nvidia-cuda"' in text[name]
+    assert ".target sm_80" in text["ptx.ptx"]
+    assert ".entry te_amax_" in text["ptx.ptx"]
+
+
+def test_emit_sass_without_cuobjdump_says_where_it_looked(te_run):
+    toolkit = cuda_toolkit()
+    # A toolkit with ptxas and without cuobjdump, and a PATH without one.
+    kit = te_run.tmp / "kit"
+    (kit / "bin").mkdir(parents=True)
+    os.symlink(os.path.join(toolkit, "bin", "ptxas"), kit / "bin" / "ptxas")
+    if os.path.isdir(os.path.join(toolkit, "nvvm")):
+        os.symlink(os.path.join(toolkit, "nvvm"), kit / "nvvm")
+    empty = te_run.tmp / "empty"
+    empty.mkdir()
+    program = te_run.program(PROGRAM)
+    proc = te_run(program, "--backend", "cuda", "--emit=sass", "-o", "-",
+                  check=False, env={"TE_CUDA_PATH": str(kit),
+                                    "PATH": str(empty)})
+    assert proc.returncode != 0 and proc.stdout == ""
+    assert (f"no cuobjdump in {kit}/bin or on PATH: --emit=sass disassembles "
+            "the cubin") in proc.stderr
+
+
 def test_dump_dir_replaces_an_earlier_dump_and_reports_write_errors(te_run):
     program = te_run.program(PROGRAM, name="p.mlir")
     dump = te_run.tmp / "dump"

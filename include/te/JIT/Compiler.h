@@ -109,8 +109,9 @@ te_compiler_compile_reference(const char *source, size_t size,
 /// files of an earlier compile: 00-input.mlir (the te module), one
 /// NN-<pass>.mlir after each pass of the pipeline, and for the cpu target
 /// NN-llvm.ll and NN-llvm-optimized.ll (before and after LLVM's
-/// optimization) and NN-assembly.s. A directory that cannot be written
-/// fails the compile.
+/// optimization) and NN-assembly.s, for the cuda target NN-manifest.txt,
+/// NN-nvvm.ll, NN-nvvm-optimized.ll and NN-ptx.ptx. A directory that cannot
+/// be written fails the compile.
 TE_COMPILER_EXPORT int te_compiler_compile_with_report(
     const char *device, int reference, const char *source, size_t size,
     const char *source_name, const char *output_path, char **manifest,
