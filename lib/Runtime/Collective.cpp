@@ -24,64 +24,6 @@ using namespace te::runtime;
 
 namespace {
 
-constexpr const char *kPrefix = "collective.";
-constexpr const char *kGroupRank = "group_rank";
-
-struct Operation {
-  const char *name;
-  te_collective_kind kind;
-  /// The parameters besides group, size, ranks, dtype and shape.
-  std::vector<std::string> extra;
-};
-
-const std::vector<Operation> &getOperations() {
-  static const std::vector<Operation> operations = {
-      {"all_reduce", TE_COLLECTIVE_ALL_REDUCE, {"reduce"}},
-      {"all_gather", TE_COLLECTIVE_ALL_GATHER, {"dim"}},
-      {"reduce_scatter", TE_COLLECTIVE_REDUCE_SCATTER, {"dim", "reduce"}},
-      {"all_to_all", TE_COLLECTIVE_ALL_TO_ALL, {"split_dim", "concat_dim"}},
-      {"permute", TE_COLLECTIVE_PERMUTE, {"route"}},
-  };
-  return operations;
-}
-
-/// "a_b_c" as integers in [low, high]; false on anything else.
-bool parseList(const std::string &text, int64_t low, int64_t high,
-               std::vector<int64_t> &values) {
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find('_', start);
-    if (end == std::string::npos)
-      end = text.size();
-    int64_t value;
-    if (!parseInteger(text.substr(start, end - start), low, high, value))
-      return false;
-    values.push_back(value);
-    start = end + 1;
-  }
-  return true;
-}
-
-/// "scalar" or "4x8x2" into the desc's rank and dims.
-bool parseShape(const std::string &text, te_collective_desc &desc) {
-  desc.rank = 0;
-  if (text == "scalar")
-    return true;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find('x', start);
-    if (end == std::string::npos)
-      end = text.size();
-    int64_t dim;
-    if (desc.rank == TE_MAX_RANK ||
-        !parseInteger(text.substr(start, end - start), 1, INT64_MAX / 2, dim))
-      return false;
-    desc.dims[desc.rank++] = dim;
-    start = end + 1;
-  }
-  return true;
-}
-
 /// The elements of `desc`'s input, or 0 when they overflow.
 uint64_t countElements(const te_collective_desc &desc) {
   uint64_t count = 1;
@@ -95,160 +37,86 @@ uint64_t countElements(const te_collective_desc &desc) {
 } // namespace
 
 bool te::runtime::isCollectiveFunction(const std::string &function) {
-  return function.rfind(kPrefix, 0) == 0;
+  return function.rfind(te::abi::CollectiveCall::kPrefix, 0) == 0;
 }
+
+static_assert(TE_COLLECTIVE_ALL_REDUCE ==
+                      int(te::abi::CollectiveCall::Op::AllReduce) &&
+                  TE_COLLECTIVE_ALL_GATHER ==
+                      int(te::abi::CollectiveCall::Op::AllGather) &&
+                  TE_COLLECTIVE_REDUCE_SCATTER ==
+                      int(te::abi::CollectiveCall::Op::ReduceScatter) &&
+                  TE_COLLECTIVE_ALL_TO_ALL ==
+                      int(te::abi::CollectiveCall::Op::AllToAll) &&
+                  TE_COLLECTIVE_PERMUTE ==
+                      int(te::abi::CollectiveCall::Op::Permute),
+              "te_collective_kind lists the ops in CollectiveCall's order");
+static_assert(TE_REDUCE_SUM == int(te::abi::CollectiveCall::Reduce::Sum) &&
+                  TE_REDUCE_MAX == int(te::abi::CollectiveCall::Reduce::Max) &&
+                  TE_REDUCE_MIN == int(te::abi::CollectiveCall::Reduce::Min) &&
+                  TE_REDUCE_AVG == int(te::abi::CollectiveCall::Reduce::Avg),
+              "te_reduce_kind lists the reductions in CollectiveCall's order");
 
 std::string te::runtime::parseCollectiveCall(const std::string &function,
                                              const std::string &parameters,
                                              CollectiveCall &call) {
-  std::string name = function.substr(std::string(kPrefix).size());
-  const Operation *operation = nullptr;
-  for (const Operation &candidate : getOperations())
-    if (name == candidate.name)
-      operation = &candidate;
-  call.groupRank = name == kGroupRank;
-  if (!operation && !call.groupRank) {
-    std::string known;
-    for (const Operation &candidate : getOperations())
-      known +=
-          (known.empty() ? "" : ", ") + std::string(kPrefix) + candidate.name;
-    return "unknown collective '" + function + "'; the runtime knows " + known +
-           ", " + kPrefix + kGroupRank;
-  }
-  std::vector<std::string> keys = {"group", "size", "ranks"};
-  if (operation) {
-    keys.insert(keys.end(), {"dtype", "shape"});
-    keys.insert(keys.end(), operation->extra.begin(), operation->extra.end());
-  }
-  std::string expected;
-  for (const std::string &key : keys)
-    expected += (expected.empty() ? "" : ",") + key + "=...";
-  std::map<std::string, std::string> pairs;
+  using Op = te::abi::CollectiveCall::Op;
+  te::abi::CollectiveCall parsed;
   std::string error;
-  if (!splitParameters(parameters, keys, expected, pairs, error))
+  if (!te::abi::CollectiveCall::decode(function, parameters, TE_MAX_RANK,
+                                       parsed, error))
     return error;
-
-  te_collective_desc &desc = call.desc;
-  call.group = pairs["group"];
-  int64_t size;
-  if (!parseInteger(pairs["size"], 1, TE_MAX_WORLD_SIZE, size))
-    return "invalid size '" + pairs["size"] +
-           "'; expected a positive integer of at most " +
-           std::to_string(TE_MAX_WORLD_SIZE);
-  call.groupSize = static_cast<int>(size);
-  if (pairs["ranks"] != "blocks") {
-    std::vector<int64_t> ranks;
-    if (!parseList(pairs["ranks"], 0, TE_MAX_WORLD_SIZE - 1, ranks) ||
-        ranks.size() % size != 0)
-      return "invalid ranks '" + pairs["ranks"] +
-             "'; expected 'blocks' or world ranks a_b_..., a multiple of "
-             "size=" +
-             pairs["size"] + " of them";
-    call.ranks.assign(ranks.begin(), ranks.end());
+  call.group = parsed.group;
+  call.groupSize = static_cast<int>(parsed.size);
+  call.ranks.assign(parsed.ranks.begin(), parsed.ranks.end());
+  // The channel's key: the group's size and members, as encoded.
+  std::string members = "blocks";
+  if (!parsed.ranks.empty()) {
+    members.clear();
+    for (size_t i = 0; i < parsed.ranks.size(); ++i)
+      members += (i ? "_" : "") + std::to_string(parsed.ranks[i]);
   }
-  call.channelKey = pairs["size"] + "/" + pairs["ranks"];
+  call.channelKey = std::to_string(parsed.size) + "/" + members;
+  call.groupRank = parsed.op == Op::GroupRank;
   if (call.groupRank) {
     call.outputBytes = sizeof(int32_t);
     return "";
   }
+
+  te_collective_desc &desc = call.desc;
   desc.struct_size = sizeof(te_collective_desc);
-  desc.kind = operation->kind;
-  if (te_dtype_from_name(pairs["dtype"].c_str(), &desc.dtype) != TE_OK)
-    return "invalid dtype '" + pairs["dtype"] + "'";
-  if (!parseShape(pairs["shape"], desc))
-    return "invalid shape '" + pairs["shape"] +
-           "'; expected 'scalar' or positive sizes such as 4x8";
+  // te_collective_kind and te_reduce_kind list the ops and reductions in
+  // CollectiveCall's order.
+  desc.kind = static_cast<te_collective_kind>(parsed.op);
+  desc.reduce = static_cast<te_reduce_kind>(parsed.reduce);
+  if (te_dtype_from_name(parsed.dtype.c_str(), &desc.dtype) != TE_OK)
+    return "invalid dtype '" + parsed.dtype + "'";
+  desc.rank = static_cast<int>(parsed.shape.size());
+  for (int d = 0; d < desc.rank; ++d)
+    desc.dims[d] = parsed.shape[d];
   uint64_t elements = countElements(desc);
   size_t element = te_dtype_size(desc.dtype);
-  if (!elements || elements > SIZE_MAX / element / size)
-    return "shape '" + pairs["shape"] + "' is too large";
-  call.inputBytes = call.outputBytes = elements * element;
-
-  auto parseDim = [&](const std::string &key, int &dim) -> std::string {
-    int64_t value;
-    if (!parseInteger(pairs[key], 0, desc.rank - 1, value))
-      return "invalid " + key + " '" + pairs[key] + "' for an input of rank " +
-             std::to_string(desc.rank);
-    dim = static_cast<int>(value);
-    return "";
-  };
-  auto parseReduce = [&]() -> std::string {
-    int reduce =
-        parseChoice(pairs, "reduce", {"sum", "max", "min", "avg"}, error);
-    if (reduce < 0)
-      return error;
-    desc.reduce = static_cast<te_reduce_kind>(reduce);
-    return "";
-  };
-  auto divisible = [&](int dim, const char *key) -> std::string {
-    if (desc.dims[dim] % size)
-      return std::string(key) + " " + std::to_string(dim) + " has size " +
-             std::to_string(desc.dims[dim]) + ", which the group size " +
-             pairs["size"] + " does not divide";
-    return "";
-  };
-  std::string why;
-  switch (desc.kind) {
-  case TE_COLLECTIVE_ALL_REDUCE:
-    why = parseReduce();
-    break;
-  case TE_COLLECTIVE_ALL_GATHER:
-    if ((why = parseDim("dim", desc.dim)).empty())
-      call.outputBytes *= size;
-    break;
-  case TE_COLLECTIVE_REDUCE_SCATTER:
-    if ((why = parseDim("dim", desc.dim)).empty() &&
-        (why = divisible(desc.dim, "dim")).empty() &&
-        (why = parseReduce()).empty())
-      call.outputBytes /= size;
-    break;
-  case TE_COLLECTIVE_ALL_TO_ALL:
-    if ((why = parseDim("split_dim", desc.dim)).empty() &&
-        (why = parseDim("concat_dim", desc.concat_dim)).empty())
-      why = divisible(desc.dim, "split_dim");
-    break;
-  case TE_COLLECTIVE_PERMUTE: {
-    const std::string &route = pairs["route"];
-    std::vector<int64_t> values;
-    if (route.rfind("shift_", 0) == 0 &&
-        parseList(route.substr(6), INT64_MIN / 2, INT64_MAX / 2, values) &&
-        values.size() == 1) {
-      desc.shift = values[0];
-    } else if (route.rfind("pairs_", 0) == 0 &&
-               parseList(route.substr(6), 0, size - 1, values) &&
-               values.size() % 2 == 0) {
-      // Each rank at most once a source and once a target, as the op's
-      // verifier requires: a second send to one rank would never be
-      // received.
-      std::vector<int> sources(size, 0), targets(size, 0);
-      for (size_t i = 0; i < values.size(); i += 2)
-        if (sources[values[i]]++ || targets[values[i + 1]]++)
-          why = "route '" + route + "' names rank " +
-                std::to_string(sources[values[i]] > 1 ? values[i]
-                                                      : values[i + 1]) +
-                " twice as a " + (sources[values[i]] > 1 ? "source" : "target");
-      call.pairs = values;
-    } else {
-      why = "invalid route '" + route +
-            "'; expected shift_<k> or pairs_<source>_<target>_... with "
-            "ranks below size=" +
-            pairs["size"];
+  if (!elements || elements > SIZE_MAX / element / parsed.size) {
+    std::string shape = "scalar";
+    if (desc.rank) {
+      shape.clear();
+      for (int d = 0; d < desc.rank; ++d)
+        shape += (d ? "x" : "") + std::to_string(desc.dims[d]);
     }
-    break;
+    return "shape '" + shape + "' is too large";
   }
-  }
-  if (!why.empty())
-    return why;
-  if (desc.kind == TE_COLLECTIVE_REDUCE_SCATTER ||
-      desc.kind == TE_COLLECTIVE_ALL_REDUCE) {
-    bool floating = desc.dtype == TE_DTYPE_F32 || desc.dtype == TE_DTYPE_F64 ||
-                    desc.dtype == TE_DTYPE_F16 || desc.dtype == TE_DTYPE_BF16 ||
-                    desc.dtype == TE_DTYPE_F8E4M3FN ||
-                    desc.dtype == TE_DTYPE_F8E5M2;
-    if (desc.reduce == TE_REDUCE_AVG && !floating)
-      return "reduce avg needs a floating-point dtype, got " + pairs["dtype"];
-    if (desc.dtype == TE_DTYPE_F8E8M0FNU)
-      return "f8E8M0FNU values (scales) cannot be reduced; gather them";
+  call.inputBytes = call.outputBytes = elements * element;
+  desc.dim = static_cast<int>(parsed.dim);
+  desc.concat_dim = static_cast<int>(parsed.concatDim);
+  if (parsed.op == Op::AllGather)
+    call.outputBytes *= parsed.size;
+  if (parsed.op == Op::ReduceScatter)
+    call.outputBytes /= parsed.size;
+  if (parsed.op == Op::Permute) {
+    if (parsed.shifted)
+      desc.shift = parsed.shift;
+    else
+      call.pairs = parsed.pairs;
   }
   return "";
 }

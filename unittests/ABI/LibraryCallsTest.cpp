@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+
 using namespace te::abi;
 
 namespace {
@@ -106,6 +108,60 @@ TEST(LibraryCalls, DecodersRefuseWhatCannotRun) {
     SdpaCall call;
     std::string error;
     EXPECT_FALSE(SdpaCall::decode(text, call, error)) << text;
+    EXPECT_NE(error.find(expected), std::string::npos) << error;
+  }
+}
+
+TEST(LibraryCalls, CollectivesRoundTrip) {
+  const std::pair<const char *, const char *> calls[] = {
+      {"collective.all_reduce",
+       "group=world,size=2,ranks=blocks,dtype=f32,shape=4x8,reduce=sum"},
+      {"collective.all_gather",
+       "group=tp,size=2,ranks=0_2_1_3,dtype=f8E4M3FN,shape=4x8,dim=0"},
+      {"collective.reduce_scatter",
+       "group=tp,size=2,ranks=blocks,dtype=bf16,shape=4x8,dim=1,reduce=avg"},
+      {"collective.all_to_all", "group=cp,size=2,ranks=blocks,dtype=f32,"
+                                "shape=2x4x6,split_dim=1,concat_dim=2"},
+      {"collective.permute",
+       "group=cp,size=4,ranks=blocks,dtype=f32,shape=scalar,route=shift_-1"},
+      {"collective.permute",
+       "group=cp,size=4,ranks=blocks,dtype=i8,shape=3,route=pairs_0_1_1_0"},
+      {"collective.group_rank", "group=cp,size=2,ranks=blocks"}};
+  for (const auto &[function, text] : calls) {
+    CollectiveCall call;
+    std::string error;
+    ASSERT_TRUE(CollectiveCall::decode(function, text, 8, call, error))
+        << function << " " << text << ": " << error;
+    EXPECT_EQ(call.getFunction(), function);
+    EXPECT_EQ(call.encode(), text);
+  }
+}
+
+TEST(LibraryCalls, CollectiveDecoderRefusesWhatCannotRun) {
+  const std::array<const char *, 3> cases[] = {
+      {"collective.broadcast", "group=a,size=1,ranks=blocks",
+       "unknown collective 'collective.broadcast'"},
+      {"collective.all_gather",
+       "group=a,size=2,ranks=blocks,dtype=f32,shape=2x3,dim=2",
+       "invalid dim '2' for an input of rank 2"},
+      {"collective.all_reduce",
+       "group=a,size=2,ranks=blocks,dtype=i8,shape=2,reduce=avg",
+       "reduce avg needs a floating-point dtype, got i8"},
+      {"collective.all_reduce",
+       "group=a,size=2,ranks=blocks,dtype=f8E8M0FNU,shape=2,reduce=max",
+       "f8E8M0FNU values (scales) cannot be reduced"},
+      {"collective.all_reduce",
+       "group=a,size=2,ranks=blocks,dtype=f7,shape=2,reduce=max",
+       "invalid dtype 'f7'"},
+      {"collective.permute",
+       "group=a,size=2,ranks=blocks,dtype=f32,shape=1x1x1x1x1x1x1x1x1,"
+       "route=shift_1",
+       "invalid shape '1x1x1x1x1x1x1x1x1'"}};
+  for (const auto &[function, text, expected] : cases) {
+    CollectiveCall call;
+    std::string error;
+    EXPECT_FALSE(CollectiveCall::decode(function, text, 8, call, error))
+        << text;
     EXPECT_NE(error.find(expected), std::string::npos) << error;
   }
 }

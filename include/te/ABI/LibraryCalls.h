@@ -16,6 +16,8 @@
 #ifndef TE_ABI_LIBRARYCALLS_H
 #define TE_ABI_LIBRARYCALLS_H
 
+#include "te/ABI/Limits.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -333,6 +335,306 @@ struct SdpaCall {
       return false;
     call.stats = stats == 1;
     return true;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// collective.*
+//===----------------------------------------------------------------------===//
+
+/// A te collective over a process group (te/Runtime/Collective.h): the
+/// function `collective.<op>`, the group (its name, its size and the world
+/// ranks of its members, or consecutive blocks), and for the data
+/// collectives the input's element type and shape and the op's own
+/// parameters. group_rank moves no data: it writes the caller's position
+/// in the group. Operands: the input, then the output (group_rank: the
+/// output alone).
+struct CollectiveCall {
+  static constexpr const char *kPrefix = "collective.";
+  enum class Op {
+    AllReduce,
+    AllGather,
+    ReduceScatter,
+    AllToAll,
+    Permute,
+    GroupRank
+  };
+  enum class Reduce { Sum, Max, Min, Avg };
+
+  Op op = Op::AllReduce;
+  std::string group;
+  int64_t size = 0;
+  /// World ranks, a multiple of `size` of them (groups of `size`
+  /// consecutive entries); empty: consecutive blocks of the world.
+  std::vector<int64_t> ranks;
+  /// The input's element type (ElementTypes.def's name) and shape (empty:
+  /// a scalar). Not for group_rank.
+  std::string dtype;
+  std::vector<int64_t> shape;
+  /// all_reduce, reduce_scatter.
+  Reduce reduce = Reduce::Sum;
+  /// all_gather's and reduce_scatter's dimension; all_to_all's split and
+  /// concat dimensions.
+  int64_t dim = 0, concatDim = 0;
+  /// permute: each rank sends to rank + shift (mod size), or along the
+  /// (source, target) pairs, flattened.
+  bool shifted = true;
+  int64_t shift = 0;
+  std::vector<int64_t> pairs;
+
+  static const std::vector<std::string> &getOpNames() {
+    static const std::vector<std::string> names = {
+        "all_reduce", "all_gather", "reduce_scatter",
+        "all_to_all", "permute",    "group_rank"};
+    return names;
+  }
+  /// The manifest's function name, e.g. "collective.all_reduce".
+  std::string getFunction() const {
+    return kPrefix + getOpNames()[static_cast<int>(op)];
+  }
+
+  std::string encode() const {
+    auto list = [](const std::vector<int64_t> &values, const char *separator) {
+      std::string text;
+      for (size_t i = 0; i < values.size(); ++i)
+        text += (i ? separator : "") + std::to_string(values[i]);
+      return text;
+    };
+    static const char *const reductions[] = {"sum", "max", "min", "avg"};
+    ParameterWriter writer;
+    writer.add("group", group)
+        .add("size", size)
+        .add("ranks", ranks.empty() ? "blocks" : list(ranks, "_"));
+    if (op == Op::GroupRank)
+      return writer.str();
+    writer.add("dtype", dtype)
+        .add("shape", shape.empty() ? "scalar" : list(shape, "x"));
+    switch (op) {
+    case Op::AllReduce:
+      writer.add("reduce", reductions[static_cast<int>(reduce)]);
+      break;
+    case Op::AllGather:
+      writer.add("dim", dim);
+      break;
+    case Op::ReduceScatter:
+      writer.add("dim", dim)
+          .add("reduce", reductions[static_cast<int>(reduce)]);
+      break;
+    case Op::AllToAll:
+      writer.add("split_dim", dim).add("concat_dim", concatDim);
+      break;
+    case Op::Permute:
+      writer.add("route", shifted ? "shift_" + std::to_string(shift)
+                                  : "pairs_" + list(pairs, "_"));
+      break;
+    case Op::GroupRank:
+      break;
+    }
+    return writer.str();
+  }
+
+  /// `function` and its parameters `text` into `call`; false with `error`
+  /// saying what is wrong. Shapes of more than `maxRank` dimensions are
+  /// refused (the runtime's limit).
+  static bool decode(const std::string &function, const std::string &text,
+                     int maxRank, CollectiveCall &call, std::string &error) {
+    call = CollectiveCall();
+    const std::vector<std::string> &names = getOpNames();
+    std::string name = function.rfind(kPrefix, 0) == 0
+                           ? function.substr(std::string(kPrefix).size())
+                           : std::string();
+    auto found = std::find(names.begin(), names.end(), name);
+    if (found == names.end()) {
+      std::string known;
+      for (const std::string &candidate : names)
+        known += (known.empty() ? "" : ", ") + std::string(kPrefix) + candidate;
+      error =
+          "unknown collective '" + function + "'; the runtime knows " + known;
+      return false;
+    }
+    call.op = static_cast<Op>(found - names.begin());
+    static const std::vector<std::vector<std::string>> extras = {
+        {"reduce"}, {"dim"}, {"dim", "reduce"}, {"split_dim", "concat_dim"},
+        {"route"},  {}};
+    std::vector<std::string> keys = {"group", "size", "ranks"};
+    if (call.op != Op::GroupRank) {
+      keys.insert(keys.end(), {"dtype", "shape"});
+      const std::vector<std::string> &own = extras[static_cast<int>(call.op)];
+      keys.insert(keys.end(), own.begin(), own.end());
+    }
+    std::string expected;
+    for (const std::string &key : keys)
+      expected += (expected.empty() ? "" : ",") + key + "=...";
+    std::map<std::string, std::string> pairs;
+    if (!splitParameters(text, keys, expected, pairs, error))
+      return false;
+
+    call.group = pairs["group"];
+    if (!parseInteger(pairs["size"], 1, TE_MAX_WORLD_SIZE, call.size)) {
+      error = "invalid size '" + pairs["size"] +
+              "'; expected a positive integer of at most " +
+              std::to_string(TE_MAX_WORLD_SIZE);
+      return false;
+    }
+    if (pairs["ranks"] != "blocks" &&
+        (!parseList(pairs["ranks"], '_', 0, TE_MAX_WORLD_SIZE - 1,
+                    call.ranks) ||
+         call.ranks.size() % call.size != 0)) {
+      error = "invalid ranks '" + pairs["ranks"] +
+              "'; expected 'blocks' or world ranks a_b_..., a multiple of "
+              "size=" +
+              pairs["size"] + " of them";
+      return false;
+    }
+    if (call.op == Op::GroupRank)
+      return true;
+
+    call.dtype = pairs["dtype"];
+    if (!isKernelElementType(call.dtype)) {
+      error = "invalid dtype '" + call.dtype + "'";
+      return false;
+    }
+    const std::string &shape = pairs["shape"];
+    if (shape != "scalar" &&
+        (!parseList(shape, 'x', 1, INT64_MAX / 2, call.shape) ||
+         call.shape.size() > static_cast<size_t>(maxRank))) {
+      error = "invalid shape '" + shape +
+              "'; expected 'scalar' or positive sizes such as 4x8";
+      return false;
+    }
+    return decodeOwnParameters(call, pairs, error);
+  }
+
+private:
+  /// "a<sep>b<sep>c" as integers in [low, high]; false on anything else.
+  static bool parseList(const std::string &text, char separator, int64_t low,
+                        int64_t high, std::vector<int64_t> &values) {
+    values.clear();
+    size_t start = 0;
+    while (start <= text.size()) {
+      size_t end = text.find(separator, start);
+      if (end == std::string::npos)
+        end = text.size();
+      int64_t value;
+      if (!parseInteger(text.substr(start, end - start), low, high, value))
+        return false;
+      values.push_back(value);
+      start = end + 1;
+    }
+    return true;
+  }
+
+  static bool isKernelElementType(const std::string &name) {
+#define TE_KERNEL_ELEMENT_TYPE(ENUM, NAME, BYTES, KIND)                        \
+  if (name == NAME)                                                            \
+    return true;
+#include "te/ABI/ElementTypes.def"
+    return false;
+  }
+
+  /// The parameters of the op beyond group, dtype and shape.
+  static bool decodeOwnParameters(CollectiveCall &call,
+                                  std::map<std::string, std::string> &pairs,
+                                  std::string &error) {
+    int64_t rank = static_cast<int64_t>(call.shape.size());
+    auto parseDim = [&](const std::string &key, int64_t &dim) {
+      if (parseInteger(pairs[key], 0, rank - 1, dim))
+        return true;
+      error = "invalid " + key + " '" + pairs[key] + "' for an input of rank " +
+              std::to_string(rank);
+      return false;
+    };
+    auto parseReduce = [&]() {
+      int reduce =
+          parseChoice(pairs, "reduce", {"sum", "max", "min", "avg"}, error);
+      call.reduce = static_cast<Reduce>(reduce);
+      return reduce >= 0;
+    };
+    auto divisible = [&](int64_t dim, const char *key) {
+      if (call.shape[dim] % call.size == 0)
+        return true;
+      error = std::string(key) + " " + std::to_string(dim) + " has size " +
+              std::to_string(call.shape[dim]) + ", which the group size " +
+              pairs["size"] + " does not divide";
+      return false;
+    };
+    switch (call.op) {
+    case Op::AllReduce:
+      if (!parseReduce())
+        return false;
+      break;
+    case Op::AllGather:
+      if (!parseDim("dim", call.dim))
+        return false;
+      break;
+    case Op::ReduceScatter:
+      if (!parseDim("dim", call.dim) || !divisible(call.dim, "dim") ||
+          !parseReduce())
+        return false;
+      break;
+    case Op::AllToAll:
+      if (!parseDim("split_dim", call.dim) ||
+          !parseDim("concat_dim", call.concatDim) ||
+          !divisible(call.dim, "split_dim"))
+        return false;
+      break;
+    case Op::Permute:
+      if (!decodeRoute(call, pairs["route"], pairs["size"], error))
+        return false;
+      break;
+    case Op::GroupRank:
+      break;
+    }
+    if (call.op == Op::AllReduce || call.op == Op::ReduceScatter) {
+      bool floating = call.dtype == "f32" || call.dtype == "f64" ||
+                      call.dtype == "f16" || call.dtype == "bf16" ||
+                      call.dtype == "f8E4M3FN" || call.dtype == "f8E5M2";
+      if (call.reduce == Reduce::Avg && !floating) {
+        error = "reduce avg needs a floating-point dtype, got " + call.dtype;
+        return false;
+      }
+      if (call.dtype == "f8E8M0FNU") {
+        error = "f8E8M0FNU values (scales) cannot be reduced; gather them";
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /// permute's route: shift_<k>, or pairs_<source>_<target>_... with each
+  /// rank at most once a source and once a target (a second send to one
+  /// rank would never be received).
+  static bool decodeRoute(CollectiveCall &call, const std::string &route,
+                          const std::string &sizeText, std::string &error) {
+    std::vector<int64_t> values;
+    if (route.rfind("shift_", 0) == 0 &&
+        parseList(route.substr(6), '_', INT64_MIN / 2, INT64_MAX / 2, values) &&
+        values.size() == 1) {
+      call.shifted = true;
+      call.shift = values[0];
+      return true;
+    }
+    if (route.rfind("pairs_", 0) == 0 &&
+        parseList(route.substr(6), '_', 0, call.size - 1, values) &&
+        values.size() % 2 == 0) {
+      std::vector<int> sources(call.size, 0), targets(call.size, 0);
+      for (size_t i = 0; i < values.size(); i += 2)
+        if (sources[values[i]]++ || targets[values[i + 1]]++) {
+          bool source = sources[values[i]] > 1;
+          error = "route '" + route + "' names rank " +
+                  std::to_string(source ? values[i] : values[i + 1]) +
+                  " twice as a " + (source ? "source" : "target");
+          return false;
+        }
+      call.shifted = false;
+      call.pairs = values;
+      return true;
+    }
+    error = "invalid route '" + route +
+            "'; expected shift_<k> or pairs_<source>_<target>_... with ranks "
+            "below size=" +
+            sizeText;
+    return false;
   }
 };
 

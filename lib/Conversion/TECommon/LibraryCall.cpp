@@ -1,6 +1,7 @@
 //===- LibraryCall.cpp - te ops as calls of a device's libraries ----------===//
 
 #include "te/Conversion/TECommon/LibraryCall.h"
+#include "te/ABI/LibraryCalls.h"
 
 #include "te/Dialect/TE/IR/TEOps.h"
 
@@ -8,8 +9,11 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/xxhash.h"
+
+#include <functional>
 
 using namespace mlir;
 using namespace mlir::te;
@@ -107,100 +111,112 @@ mlir::te::getCollectiveUnsupportedReason(Operation *op) {
 
 namespace {
 
-/// The parameters every call over a group has: the group, its size and rank
-/// list.
-std::string groupParameters(FlatSymbolRefAttr group,
-                            ProcessGroupOp processGroup) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << "group=" << group.getValue() << ",size=" << processGroup.getSize()
-     << ",ranks=";
+/// The group part of a collective's call: the group's name, size and rank
+/// list (empty: consecutive blocks).
+::te::abi::CollectiveCall callOverGroup(FlatSymbolRefAttr group,
+                                        ProcessGroupOp processGroup) {
+  ::te::abi::CollectiveCall call;
+  call.group = group.getValue().str();
+  call.size = processGroup.getSize();
   if (std::optional<ArrayRef<int64_t>> ranks = processGroup.getRanks())
-    llvm::interleave(*ranks, os, "_");
-  else
-    os << "blocks";
-  return text;
+    call.ranks.assign(ranks->begin(), ranks->end());
+  return call;
 }
 
-/// The parameters every data collective has: the group's, then the input's
-/// dtype and shape.
-std::string commonParameters(FlatSymbolRefAttr group,
-                             ProcessGroupOp processGroup, Value input) {
-  auto type = cast<RankedTensorType>(input.getType());
-  std::string text = groupParameters(group, processGroup);
-  llvm::raw_string_ostream os(text);
-  os << ",dtype=" << type.getElementType() << ",shape=";
-  if (type.getRank() == 0)
-    os << "scalar";
-  llvm::interleave(type.getShape(), os, "x");
-  return text;
+::te::abi::CollectiveCall::Reduce reductionOf(ReduceKind kind) {
+  using Reduce = ::te::abi::CollectiveCall::Reduce;
+  switch (kind) {
+  case ReduceKind::sum:
+    return Reduce::Sum;
+  case ReduceKind::max:
+    return Reduce::Max;
+  case ReduceKind::min:
+    return Reduce::Min;
+  case ReduceKind::avg:
+    return Reduce::Avg;
+  }
+  llvm_unreachable("unknown reduce kind");
 }
 
 } // namespace
 
 LogicalResult mlir::te::lowerCollective(RewriterBase &rewriter, Operation *op) {
+  using Call = ::te::abi::CollectiveCall;
   if (std::optional<std::string> reason = getCollectiveUnsupportedReason(op))
     return op->emitError(*reason);
-  std::string function, extra;
-  Value input;
-  FlatSymbolRefAttr group;
-  ProcessGroupOp processGroup;
-  auto reduce = [](ReduceKind kind) {
-    return ",reduce=" + stringifyReduceKind(kind).str();
-  };
   if (auto rank = dyn_cast<GroupRankOp>(op)) {
     if (!rank.getProcessGroup())
       return op->emitError("group ")
              << rank.getGroupAttr() << " does not name a te.process_group";
-    return lowerToLibraryCall(
-        rewriter, op, {}, "collective.group_rank",
-        groupParameters(rank.getGroupAttr(), rank.getProcessGroup()));
+    Call call = callOverGroup(rank.getGroupAttr(), rank.getProcessGroup());
+    call.op = Call::Op::GroupRank;
+    return lowerToLibraryCall(rewriter, op, {}, call.getFunction(),
+                              call.encode());
   }
+  Value input;
+  FlatSymbolRefAttr group;
+  ProcessGroupOp processGroup;
+  // The op's own parameters, set on the call once the group is known.
+  std::function<void(Call &)> own;
   if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
-    function = "collective.all_reduce";
     input = allReduce.getInput();
     group = allReduce.getGroupAttr();
     processGroup = allReduce.getProcessGroup();
-    extra = reduce(allReduce.getKind());
+    own = [=](Call &call) mutable {
+      call.op = Call::Op::AllReduce;
+      call.reduce = reductionOf(allReduce.getKind());
+    };
   } else if (auto gather = dyn_cast<AllGatherOp>(op)) {
-    function = "collective.all_gather";
     input = gather.getInput();
     group = gather.getGroupAttr();
     processGroup = gather.getProcessGroup();
-    extra = ",dim=" + std::to_string(gather.getDim());
+    own = [=](Call &call) mutable {
+      call.op = Call::Op::AllGather;
+      call.dim = gather.getDim();
+    };
   } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
-    function = "collective.reduce_scatter";
     input = scatter.getInput();
     group = scatter.getGroupAttr();
     processGroup = scatter.getProcessGroup();
-    extra =
-        ",dim=" + std::to_string(scatter.getDim()) + reduce(scatter.getKind());
+    own = [=](Call &call) mutable {
+      call.op = Call::Op::ReduceScatter;
+      call.dim = scatter.getDim();
+      call.reduce = reductionOf(scatter.getKind());
+    };
   } else if (auto allToAll = dyn_cast<AllToAllOp>(op)) {
-    function = "collective.all_to_all";
     input = allToAll.getInput();
     group = allToAll.getGroupAttr();
     processGroup = allToAll.getProcessGroup();
-    extra = ",split_dim=" + std::to_string(allToAll.getSplitDim()) +
-            ",concat_dim=" + std::to_string(allToAll.getConcatDim());
+    own = [=](Call &call) mutable {
+      call.op = Call::Op::AllToAll;
+      call.dim = allToAll.getSplitDim();
+      call.concatDim = allToAll.getConcatDim();
+    };
   } else if (auto permute = dyn_cast<PermuteOp>(op)) {
-    function = "collective.permute";
     input = permute.getInput();
     group = permute.getGroupAttr();
     processGroup = permute.getProcessGroup();
-    if (std::optional<int64_t> shift = permute.getShift()) {
-      extra = ",route=shift_" + std::to_string(*shift);
-    } else {
-      extra = ",route=pairs";
-      ArrayRef<int64_t> pairs = *permute.getPairs();
-      for (int64_t rank : pairs)
-        extra += "_" + std::to_string(rank);
-    }
+    own = [=](Call &call) mutable {
+      call.op = Call::Op::Permute;
+      if (std::optional<int64_t> shift = permute.getShift()) {
+        call.shift = *shift;
+      } else {
+        call.shifted = false;
+        ArrayRef<int64_t> pairs = *permute.getPairs();
+        call.pairs.assign(pairs.begin(), pairs.end());
+      }
+    };
   } else {
     return op->emitError("not a te collective");
   }
   if (!processGroup)
     return op->emitError("group ")
            << group << " does not name a te.process_group";
-  std::string parameters = commonParameters(group, processGroup, input) + extra;
-  return lowerToLibraryCall(rewriter, op, {input}, function, parameters);
+  Call call = callOverGroup(group, processGroup);
+  auto type = cast<RankedTensorType>(input.getType());
+  llvm::raw_string_ostream(call.dtype) << type.getElementType();
+  call.shape.assign(type.getShape().begin(), type.getShape().end());
+  own(call);
+  return lowerToLibraryCall(rewriter, op, {input}, call.getFunction(),
+                            call.encode());
 }
