@@ -11,6 +11,7 @@
 #include "te/ABI/Environment.h"
 #include "te/ABI/LibraryCalls.h"
 #include "te/Target/CompileRecorder.h"
+#include "te/Target/GPUHostPlan.h"
 #include "te/Target/TargetRegistry.h"
 
 #include "te/Conversion/TEToGPU/TEToGPU.h"
@@ -737,163 +738,6 @@ void mlir::te::buildCUDATargetPipeline(OpPassManager &pm, StringRef arch) {
 
 namespace {
 
-/// The manifest lines of one entry's steps.
-struct EntryPlan {
-  std::vector<std::string> lines;
-};
-
-/// Reads the host function of `entry`: its allocations become temporaries
-/// and its launches steps. With `hasStatus`, the entry's last output is the
-/// status of its run-time checks (takeKernelChecks appended it), which the
-/// steps name `s`.
-FailureOr<EntryPlan> planEntry(func::FuncOp function, const KernelEntry &entry,
-                               bool hasStatus) {
-  EntryPlan plan;
-  llvm::DenseMap<Value, std::string> operands;
-  size_t arguments =
-      entry.inputs.size() + entry.outputs.size() - (hasStatus ? 1 : 0);
-  for (BlockArgument argument : function.getArguments()) {
-    if (argument.getArgNumber() < arguments)
-      operands[argument] = "a" + std::to_string(argument.getArgNumber());
-    else if (hasStatus && argument.getArgNumber() == arguments)
-      operands[argument] = "s";
-  }
-  if (!function.getBody().hasOneBlock())
-    return function.emitError("the cuda target runs entry points as a list of "
-                              "kernel launches; '")
-           << function.getName() << "' has control flow on the host";
-  int temporaries = 0;
-  // A step's or call's operands: arguments (a<N>), temporaries (t<N>) or
-  // the status (s).
-  auto appendOperands = [&](Operation *user, ValueRange values,
-                            std::string &line) -> LogicalResult {
-    for (Value operand : values) {
-      auto it = operands.find(operand);
-      if (it == operands.end())
-        return user->emitError("an operand that is neither an argument of "
-                               "the entry point nor one of its temporaries");
-      line += " " + it->second;
-    }
-    return success();
-  };
-  for (Operation &op : function.getBody().front()) {
-    if (isa<arith::ConstantOp, memref::DeallocOp>(op))
-      continue;
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      if (ret.getNumOperands())
-        return ret.emitError("an entry point returns values after "
-                             "bufferization; the cuda target needs them "
-                             "written into output arguments");
-      continue;
-    }
-    if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
-      MemRefType type = alloc.getType();
-      if (!type.hasStaticShape())
-        return alloc.emitError("a temporary of dynamic size on the host");
-      int64_t bytes =
-          type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
-      plan.lines.push_back("temp " +
-                           std::to_string(std::max<int64_t>(bytes, 1)));
-      operands[alloc] = "t" + std::to_string(temporaries++);
-      continue;
-    }
-    if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
-      auto constant = [&](Value value) -> std::optional<int64_t> {
-        return value ? getConstantIntValue(value) : std::optional<int64_t>(0);
-      };
-      std::string geometry[2];
-      Value sizes[2][3] = {
-          {launch.getGridSizeX(), launch.getGridSizeY(), launch.getGridSizeZ()},
-          {launch.getBlockSizeX(), launch.getBlockSizeY(),
-           launch.getBlockSizeZ()}};
-      for (int kind = 0; kind < 2; ++kind) {
-        for (int d = 0; d < 3; ++d) {
-          std::optional<int64_t> size = constant(sizes[kind][d]);
-          if (!size || *size < 1)
-            return launch.emitError("the cuda target needs launch sizes that "
-                                    "are positive constants");
-          geometry[kind] += (d ? "x" : "") + std::to_string(*size);
-        }
-      }
-      std::optional<int64_t> shared =
-          constant(launch.getDynamicSharedMemorySize());
-      if (!shared)
-        return launch.emitError("dynamic shared memory of unknown size");
-      std::string line = "step " + launch.getKernelName().str() + " " +
-                         geometry[0] + " " + geometry[1] + " " +
-                         std::to_string(*shared);
-      if (failed(appendOperands(launch, launch.getKernelOperands(), line)))
-        return failure();
-      plan.lines.push_back(std::move(line));
-      continue;
-    }
-    if (auto call = dyn_cast<func::CallOp>(op)) {
-      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-          call, call.getCalleeAttr());
-      auto library =
-          callee ? callee->getAttrOfType<StringAttr>(kLibraryFunctionAttr)
-                 : StringAttr();
-      auto parameters =
-          callee ? callee->getAttrOfType<StringAttr>(kLibraryParametersAttr)
-                 : StringAttr();
-      if (!library || !parameters)
-        return call.emitError("the cuda target runs calls of library "
-                              "functions only (declarations with ")
-               << kLibraryFunctionAttr << ")";
-      std::string line = "call " + library.str() + " " + parameters.str();
-      if (failed(appendOperands(call, call.getOperands(), line)))
-        return failure();
-      plan.lines.push_back(std::move(line));
-      continue;
-    }
-    if (isa<memref::CopyOp>(op))
-      return op.emitError("the cuda target cannot yet copy buffers on the "
-                          "host: an entry point returns one of its inputs, "
-                          "or one value twice; return only results of te "
-                          "ops, each once");
-    return op.emitError("the cuda target cannot run '")
-           << op.getName() << "' on the host; entry points may only "
-           << "allocate temporaries and launch kernels";
-  }
-  return plan;
-}
-
-/// The kernels of every gpu.module in one (their names are unique: each
-/// module's are prefixed by its contents' hash), with the manifest as the
-/// global te_kernel_manifest.
-LogicalResult mergeKernelModules(ModuleOp module, StringRef manifest) {
-  gpu::GPUModuleOp merged;
-  for (auto kernels :
-       llvm::make_early_inc_range(module.getOps<gpu::GPUModuleOp>())) {
-    if (!merged) {
-      merged = kernels;
-      continue;
-    }
-    SymbolTable symbols(merged);
-    for (Operation &op :
-         llvm::make_early_inc_range(kernels.getBody()->getOperations())) {
-      auto symbol = dyn_cast<SymbolOpInterface>(op);
-      // Declarations (of intrinsics' library functions) repeat.
-      if (symbol && symbols.lookup(symbol.getNameAttr()))
-        continue;
-      op.moveBefore(merged.getBody(), merged.getBody()->end());
-    }
-    kernels.erase();
-  }
-  if (!merged)
-    return module.emitError("the module has no kernels for the cuda target");
-  OpBuilder b = OpBuilder::atBlockBegin(merged.getBody());
-  std::string text = manifest.str();
-  text.push_back('\0');
-  auto type = LLVM::LLVMArrayType::get(b.getI8Type(), text.size());
-  // In global memory (address space 1), where cuModuleGetGlobal finds it.
-  LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true,
-                         LLVM::Linkage::External, "te_kernel_manifest",
-                         b.getStringAttr(text), /*alignment=*/1,
-                         /*addrSpace=*/1);
-  return success();
-}
-
 /// Compiles the merged kernels to `format` and returns the bytes. With a
 /// dump directory (TE_DUMP_DIR), the stages past MLIR go there too: the
 /// NVVM LLVM IR before and after LLVM's optimization (nvvm.ll,
@@ -903,7 +747,7 @@ FailureOr<std::string> compileKernels(ModuleOp lowered, StringRef manifest,
                                       gpu::CompilationTarget format,
                                       std::string *optimizedLLVM = nullptr) {
   OwningOpRef<ModuleOp> module = lowered.clone();
-  if (failed(mergeKernelModules(*module, manifest)))
+  if (failed(mergeGPUKernelModules(*module, manifest, "cuda")))
     return failure();
   // The host functions are the manifest's now.
   for (auto function :
@@ -986,25 +830,6 @@ FailureOr<std::string> disassemble(ModuleOp lowered, StringRef cubin) {
            << tool << ", status " << status << (error.empty() ? "" : ": ")
            << error << ")" << (text ? ": " + (*text)->getBuffer().str() : "");
   return (*text)->getBuffer().str();
-}
-
-FailureOr<std::string> formatPlannedManifest(ModuleOp lowered,
-                                             ArrayRef<KernelEntry> entries,
-                                             StringRef manifest) {
-  std::vector<bool> statuses = getEntriesWithStatus(manifest);
-  std::vector<std::vector<std::string>> plans;
-  for (auto [index, entry] : llvm::enumerate(entries)) {
-    auto function = lowered.lookupSymbol<func::FuncOp>(entry.name);
-    if (!function)
-      return lowered.emitError("entry point '")
-             << entry.name << "' is missing from the lowered module";
-    bool hasStatus = index < statuses.size() && statuses[index];
-    FailureOr<EntryPlan> plan = planEntry(function, entry, hasStatus);
-    if (failed(plan))
-      return failure();
-    plans.push_back(std::move(plan->lines));
-  }
-  return insertStepPlans(manifest, plans);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1111,7 +936,7 @@ public:
                              StringRef outputPath,
                              unsigned optLevel) const override {
     FailureOr<std::string> planned =
-        formatPlannedManifest(lowered, entries, manifest);
+        planGPUHostSteps(lowered, entries, manifest, "cuda");
     if (failed(planned))
       return failure();
     // The plan as text: entries, steps, launches and library calls, which
