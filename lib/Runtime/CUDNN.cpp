@@ -59,22 +59,9 @@ bool te::runtime::cudnn::parseSdpaConfig(const char *parameters,
                                          SdpaConfig &config,
                                          std::string &error) {
   config = SdpaConfig();
-  te::abi::SdpaCall call;
-  if (!te::abi::SdpaCall::decode(parameters, call, error))
+  if (!te::abi::SdpaCall::decode(parameters, config, error))
     return false;
-  config.b = call.b;
-  config.hq = call.hq;
-  config.hkv = call.hkv;
-  config.sq = call.sq;
-  config.skv = call.skv;
-  config.d = call.d;
-  config.f16 = call.dtype == "f16";
-  config.layout = call.layout;
-  config.scale = call.scale;
-  config.bottomRight = call.bottomRight;
-  config.left = call.left;
-  config.right = call.right;
-  config.stats = call.stats;
+  config.f16 = config.dtype == "f16";
   return true;
 }
 

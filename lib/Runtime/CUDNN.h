@@ -37,16 +37,11 @@
 
 namespace te::runtime::cudnn {
 
-/// An attention forward's configuration, parsed from its parameters.
-struct SdpaConfig {
-  int64_t b = 0, hq = 0, hkv = 0, sq = 0, skv = 0, d = 0;
+/// An attention's configuration: its call's parameters (te/ABI's
+/// SdpaCall), decoded, and what the runtime adds.
+struct SdpaConfig : te::abi::SdpaCall {
+  /// dtype is f16 (else bf16).
   bool f16 = false;
-  /// "bshd", "sbhd" or "bhsd".
-  std::string layout;
-  float scale = 0;
-  bool bottomRight = false;
-  int64_t left = -1, right = -1;
-  bool stats = false;
   /// Set by the caller: cudnn.sdpa_backward rather than the forward.
   bool backward = false;
   /// q, k, v, o, [lse]; the backward's q, k, v, o, dO, lse, dq, dk, dv.
