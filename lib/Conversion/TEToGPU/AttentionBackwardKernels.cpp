@@ -961,8 +961,6 @@ gpu_lowering::lowerAttentionBackward(RewriterBase &rewriter,
   gpu::GPUFuncOp storeDq = buildStoreDq(b, loc, set, p);
   set.finish();
 
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(op);
   OpBuilder &host = rewriter;
   Value q = readBuffer(host, loc, op.getQ());
   Value k = readBuffer(host, loc, op.getK());

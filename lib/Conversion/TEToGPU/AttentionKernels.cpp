@@ -1052,8 +1052,6 @@ LogicalResult gpu_lowering::lowerAttention(RewriterBase &rewriter,
   gpu::GPUFuncOp kernel = flash.build(set);
   set.finish();
 
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(op);
   OpBuilder &host = rewriter;
   SmallVector<Value> operands = {readBuffer(host, loc, op.getQ()),
                                  readBuffer(host, loc, op.getK()),

@@ -367,8 +367,6 @@ LogicalResult gpu_lowering::lowerBlockQuantize(RewriterBase &rewriter,
          /*columnwise=*/true);
   set.finish();
 
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(op);
   OpBuilder &host = rewriter;
   Value input = readBuffer(host, loc, op.getInput());
   SmallVector<Value> outputs;
@@ -442,8 +440,6 @@ LogicalResult gpu_lowering::lowerBlockDequantize(RewriterBase &rewriter,
       });
   set.finish();
 
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(op);
   OpBuilder &host = rewriter;
   Value dataIn = readBuffer(host, loc, op.getData());
   Value scalesIn = readBuffer(host, loc, op.getScaleInv());

@@ -100,8 +100,6 @@ LogicalResult lowerAmax(RewriterBase &rewriter, AmaxOp op,
       addAmaxKernel(set, b, loc, argType(op.getInput()), blocks);
   set.finish();
 
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(op);
   OpBuilder &host = rewriter;
   Value input = readBuffer(host, loc, op.getInput());
   Value amax = allocateOutput(host, loc, op.getType());
@@ -148,8 +146,6 @@ LogicalResult lowerComputeScale(RewriterBase &rewriter, ComputeScaleOp op,
   }
   set.finish();
 
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(op);
   OpBuilder &host = rewriter;
   Value amax = readBuffer(host, loc, op.getAmax());
   Value scale = allocateOutput(host, loc, op.getType());
@@ -230,8 +226,6 @@ LogicalResult lowerUpdateDelayedScaling(RewriterBase &rewriter,
       });
   set.finish();
 
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(op);
   OpBuilder &host = rewriter;
   Value historyIn = readBuffer(host, loc, op.getAmaxHistory());
   Value amaxIn = readBuffer(host, loc, op.getAmax());
@@ -399,8 +393,6 @@ LogicalResult lowerQuantize(RewriterBase &rewriter, QuantizeOp op,
     transposeKernel = addTransposedCast(set, b, loc, inputType, argType(dataT));
   set.finish();
 
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(op);
   OpBuilder &host = rewriter;
   Value input = readBuffer(host, loc, op.getInput());
   Value scale = readBuffer(host, loc, op.getScale());
@@ -466,8 +458,6 @@ LogicalResult lowerDequantize(RewriterBase &rewriter, DequantizeOp op,
                  });
   set.finish();
 
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(op);
   OpBuilder &host = rewriter;
   Value dataIn = readBuffer(host, loc, op.getData());
   Value scaleInvIn = readBuffer(host, loc, op.getScaleInv());

@@ -181,6 +181,10 @@ SmallVector<Value> loadAFragment(OpBuilder &b, Location loc,
 //===----------------------------------------------------------------------===//
 // Op families
 //===----------------------------------------------------------------------===//
+//
+// Each lowering builds its kernels and creates the host side (buffers,
+// launches, the op's replacement) with `rewriter`, whose insertion point
+// lowerTEOpToGPU has put before the op.
 
 /// FP8 scaling and quantization: amax, compute_scale,
 /// update_delayed_scaling, quantize and dequantize.

@@ -331,8 +331,6 @@ LogicalResult gpu_lowering::lowerScaledMatmul(RewriterBase &rewriter,
   }
   set.finish();
 
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(op);
   OpBuilder &host = rewriter;
   SmallVector<Value> operands = {readBuffer(host, loc, op.getA()),
                                  readBuffer(host, loc, op.getB()),

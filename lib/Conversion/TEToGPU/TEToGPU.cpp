@@ -502,6 +502,9 @@ LogicalResult mlir::te::lowerTEOpToGPU(RewriterBase &rewriter, Operation *op,
     return op->emitError(*reason);
   if (isa<ProcessGroupOp>(op))
     return success();
+  // The lowerings create their host ops where the op is.
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
   if (isCollective(op))
     return lowerCollective(rewriter, op);
   if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
