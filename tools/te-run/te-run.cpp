@@ -35,6 +35,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <new>
 #include <optional>
@@ -756,52 +757,155 @@ int checkAgainstReference(const std::string &compilerLib,
   return status;
 }
 
-} // namespace
+/// --explain: the table of which backend lowers each op. Returns the exit
+/// status when that is all that was asked (--explain alone).
+std::optional<int> explainProgram(const Options &options,
+                                  const std::string &compilerLibrary,
+                                  const std::string &program) {
+  cache::KernelProvider provider(compilerLibrary, [](const std::string &) {});
+  auto rows = provider.explain(program, options.file, options.backend);
+  if (!rows)
+    fail(compilerMessage(rows.message()));
+  std::fputs(support::formatExplainTable(*rows).c_str(), stdout);
+  if (!options.explainOnly)
+    return std::nullopt;
+  // Nothing to run: the table is the answer, and the status says whether
+  // every op has a lowering (a "none" row would fail the compile).
+  bool lowerable = std::all_of(rows->begin(), rows->end(),
+                               [](const support::ExplainRow &row) {
+                                 return row[2].rfind("none", 0) != 0;
+                               });
+  return lowerable ? 0 : kUsageError;
+}
 
-/// te-run's work; main turns what it throws into an error.
-static int run(int argc, char **argv) {
-  Options options = parseOptions(argc, argv);
-  std::string program = readProgram(options.file);
-
-  std::string compilerLibrary = findCompilerLibrary();
-  if (options.explain) {
-    cache::KernelProvider provider(compilerLibrary, [](const std::string &) {});
-    auto rows = provider.explain(program, options.file, options.backend);
-    if (!rows)
-      fail(compilerMessage(rows.message()));
-    std::fputs(support::formatExplainTable(*rows).c_str(), stdout);
-    // Nothing to run: the table is the answer, and the status says whether
-    // every op has a lowering (a "none" row would fail the compile).
-    if (options.explainOnly) {
-      bool lowerable = std::all_of(rows->begin(), rows->end(),
-                                   [](const support::ExplainRow &row) {
-                                     return row[2].rfind("none", 0) != 0;
-                                   });
-      return lowerable ? 0 : kUsageError;
-    }
+/// --emit: a compile up to the requested stage, past the kernel cache;
+/// nothing runs, so no device is opened.
+int emitStage(const Options &options, const std::string &compilerLibrary,
+              const std::string &program) {
+  cache::KernelProvider provider(
+      compilerLibrary, [](const std::string &warning) {
+        std::fprintf(stderr, "%s\n", warning.c_str());
+      });
+  support::Expected<std::vector<cache::CompileStage>> stages = provider.emit(
+      program, options.file, options.backend, options.emit, options.emitOutput);
+  if (!stages)
+    fail(compilerMessage(stages.message()));
+  if (options.verbose) {
+    for (const cache::CompileStage &stage : *stages)
+      std::fprintf(stderr, "compile stage %s: %.3f ms\n", stage.name.c_str(),
+                   stage.milliseconds);
+    std::fprintf(stderr, "cache: not used by --emit\n");
   }
+  return 0;
+}
 
-  if (!options.emit.empty()) {
-    // A compile up to the requested stage, past the kernel cache: nothing
-    // runs, so no device is opened.
-    cache::KernelProvider provider(
-        compilerLibrary, [](const std::string &warning) {
-          std::fprintf(stderr, "%s\n", warning.c_str());
-        });
-    support::Expected<std::vector<cache::CompileStage>> stages =
-        provider.emit(program, options.file, options.backend, options.emit,
-                      options.emitOutput);
-    if (!stages)
-      fail(compilerMessage(stages.message()));
-    if (options.verbose) {
-      for (const cache::CompileStage &stage : *stages)
-        std::fprintf(stderr, "compile stage %s: %.3f ms\n", stage.name.c_str(),
-                     stage.milliseconds);
-      std::fprintf(stderr, "cache: not used by --emit\n");
-    }
-    return 0;
+/// The entry to run: --entry, or the module's only one.
+std::string chooseEntry(const Options &options, te_module *module) {
+  if (!options.entry.empty())
+    return options.entry;
+  if (te_module_num_kernels(module) != 1) {
+    std::string names;
+    for (int i = 0; i < te_module_num_kernels(module); ++i)
+      names += std::string(i ? ", " : "") + te_module_kernel_name(module, i);
+    fail(options.file + " has several entry functions (" + names +
+         "); choose one with --entry");
   }
+  return te_module_kernel_name(module, 0);
+}
 
+/// The buffers of the kernel's inputs (read from --input files, or
+/// random, written to --output-dir then) and outputs, in argument order.
+std::vector<te_buffer *> createArguments(const Options &options,
+                                         te_device *device,
+                                         const std::vector<Argument> &inputs,
+                                         const std::vector<Argument> &outputs) {
+  std::vector<te_buffer *> buffers;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    // The buffer first: the runtime checks the size (overflow, memory)
+    // before anything is generated or read.
+    te_buffer *buffer = nullptr;
+    check(te_buffer_create(device, inputs[i].dtype, int(inputs[i].shape.size()),
+                           inputs[i].shape.data(), &buffer),
+          "cannot allocate input " + std::to_string(i));
+    buffers.push_back(buffer);
+    if (!options.randomInputs) {
+      readInput(options.inputs[i], inputs[i], int(i), buffer);
+      continue;
+    }
+    NpyArray array = makeRandomInput(inputs[i], options.seed, i);
+    // Generated inputs are written next to the outputs, to rerun or
+    // inspect them.
+    if (!options.outputDir.empty())
+      if (support::Status written = support::writeNpy(
+              options.outputDir + "/in" + std::to_string(i) + ".npy", array);
+          !written.ok())
+        fail(written.message());
+    check(te_buffer_write(buffer, array.data.data(), array.data.size()),
+          "cannot fill input " + std::to_string(i));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    te_buffer *buffer = nullptr;
+    check(te_buffer_create(device, outputs[i].dtype,
+                           int(outputs[i].shape.size()),
+                           outputs[i].shape.data(), &buffer),
+          "cannot allocate output " + std::to_string(i));
+    buffers.push_back(buffer);
+  }
+  return buffers;
+}
+
+/// --bench N: N more launches, timed.
+void benchmark(int runs, const std::function<void()> &launch,
+               const std::vector<te_buffer *> &buffers) {
+  size_t bytesMoved = 0;
+  for (te_buffer *buffer : buffers)
+    bytesMoved += te_buffer_size_bytes(buffer);
+  std::vector<double> seconds;
+  for (int i = 0; i < runs; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    launch();
+    seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  double best = *std::min_element(seconds.begin(), seconds.end());
+  double mid = median(seconds);
+  std::printf("bench: %d runs  min %.3f ms  median %.3f ms  %.2f GB/s "
+              "(inputs + outputs, at the median)\n",
+              runs, best * 1e3, mid * 1e3, bytesMoved / mid / 1e9);
+}
+
+/// A summary line per output, and with --output-dir each output's .npy.
+void reportOutputs(const Options &options, const std::vector<Argument> &outputs,
+                   const std::vector<te_buffer *> &buffers,
+                   size_t firstOutput) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    te_buffer *buffer = buffers[firstOutput + i];
+    // A result in host memory is summarized where it is: a copy of a large
+    // one may not fit.
+    const auto *host =
+        static_cast<const uint8_t *>(te_buffer_host_pointer(buffer));
+    std::vector<uint8_t> bytes;
+    if (!host || !options.outputDir.empty()) {
+      bytes.resize(te_buffer_size_bytes(buffer));
+      check(te_buffer_read(buffer, bytes.data(), bytes.size()),
+            "cannot read output " + std::to_string(i));
+    }
+    std::printf("out%zu: %s  %s\n", i,
+                describe(outputs[i].dtype, outputs[i].shape).c_str(),
+                summarize(host ? host : bytes.data(), outputs[i]).c_str());
+    if (options.outputDir.empty())
+      continue;
+    std::string path = options.outputDir + "/out" + std::to_string(i) + ".npy";
+    support::Status written = support::writeNpy(
+        path, toOutputArray(bytes, outputs[i], options.outputsF32));
+    if (!written.ok())
+      fail(written.message());
+  }
+}
+
+/// The device of --backend (after the runtime plugins that may provide it).
+te_device *openDevice(Options &options, const std::string &compilerLibrary) {
   loadRuntimePlugins(options, compilerLibrary);
   if (options.threads > 0)
     check(te_set_num_threads(options.threads), "--threads");
@@ -813,6 +917,25 @@ static int run(int argc, char **argv) {
               ? std::string()
               : "; a plugin's device comes from its runtime plugin "
                 "(--runtime-plugin or TE_RUNTIME_PLUGIN)"));
+  return device;
+}
+
+} // namespace
+
+/// te-run's work; main turns what it throws into an error.
+static int run(int argc, char **argv) {
+  Options options = parseOptions(argc, argv);
+  std::string program = readProgram(options.file);
+
+  std::string compilerLibrary = findCompilerLibrary();
+  if (options.explain)
+    if (std::optional<int> status =
+            explainProgram(options, compilerLibrary, program))
+      return *status;
+  if (!options.emit.empty())
+    return emitStage(options, compilerLibrary, program);
+
+  te_device *device = openDevice(options, compilerLibrary);
   te_jit *jit = nullptr;
   if (te_jit_create(compilerLibrary.c_str(), &jit) != TE_OK)
     fail(te_jit_last_error_message());
@@ -828,17 +951,7 @@ static int run(int argc, char **argv) {
   std::fprintf(stderr, "compile: %.1f ms\ncache: %s\n", compileMs,
                outcomes[outcome]);
 
-  std::string entry = options.entry;
-  if (entry.empty()) {
-    if (te_module_num_kernels(module) != 1) {
-      std::string names;
-      for (int i = 0; i < te_module_num_kernels(module); ++i)
-        names += std::string(i ? ", " : "") + te_module_kernel_name(module, i);
-      fail(options.file + " has several entry functions (" + names +
-           "); choose one with --entry");
-    }
-    entry = te_module_kernel_name(module, 0);
-  }
+  std::string entry = chooseEntry(options, module);
   te_kernel *kernel = nullptr;
   if (te_module_get_kernel(module, entry.c_str(), &kernel) != TE_OK)
     fail(std::string("unknown entry: ") + te_last_error_message());
@@ -883,38 +996,8 @@ static int run(int argc, char **argv) {
   if (!options.outputDir.empty() && mkdir(options.outputDir.c_str(), 0755) &&
       errno != EEXIST)
     fail("cannot create " + options.outputDir + ": " + std::strerror(errno));
-  std::vector<te_buffer *> buffers;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    // The buffer first: the runtime checks the size (overflow, memory)
-    // before anything is generated or read.
-    te_buffer *buffer = nullptr;
-    check(te_buffer_create(device, inputs[i].dtype, int(inputs[i].shape.size()),
-                           inputs[i].shape.data(), &buffer),
-          "cannot allocate input " + std::to_string(i));
-    buffers.push_back(buffer);
-    if (!options.randomInputs) {
-      readInput(options.inputs[i], inputs[i], int(i), buffer);
-      continue;
-    }
-    NpyArray array = makeRandomInput(inputs[i], options.seed, i);
-    // Generated inputs are written next to the outputs, to rerun or
-    // inspect them.
-    if (!options.outputDir.empty())
-      if (support::Status written = support::writeNpy(
-              options.outputDir + "/in" + std::to_string(i) + ".npy", array);
-          !written.ok())
-        fail(written.message());
-    check(te_buffer_write(buffer, array.data.data(), array.data.size()),
-          "cannot fill input " + std::to_string(i));
-  }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    te_buffer *buffer = nullptr;
-    check(te_buffer_create(device, outputs[i].dtype,
-                           int(outputs[i].shape.size()),
-                           outputs[i].shape.data(), &buffer),
-          "cannot allocate output " + std::to_string(i));
-    buffers.push_back(buffer);
-  }
+  std::vector<te_buffer *> buffers =
+      createArguments(options, device, inputs, outputs);
 
   auto launch = [&] {
     check(te_kernel_launch(kernel, buffers.data(), int(buffers.size())),
@@ -922,53 +1005,14 @@ static int run(int argc, char **argv) {
     check(te_device_synchronize(device), "synchronize");
   };
   launch();
-
-  size_t bytesMoved = 0;
-  for (te_buffer *buffer : buffers)
-    bytesMoved += te_buffer_size_bytes(buffer);
-  if (options.bench > 0) {
-    std::vector<double> seconds;
-    for (int i = 0; i < options.bench; ++i) {
-      auto start = std::chrono::steady_clock::now();
-      launch();
-      seconds.push_back(std::chrono::duration<double>(
-                            std::chrono::steady_clock::now() - start)
-                            .count());
-    }
-    double best = *std::min_element(seconds.begin(), seconds.end());
-    double mid = median(seconds);
-    std::printf("bench: %d runs  min %.3f ms  median %.3f ms  %.2f GB/s "
-                "(inputs + outputs, at the median)\n",
-                options.bench, best * 1e3, mid * 1e3, bytesMoved / mid / 1e9);
-  }
+  if (options.bench > 0)
+    benchmark(options.bench, launch, buffers);
 
   if (worldSize > 1)
     std::printf("rank %d of %d: ", rank, worldSize);
   std::printf("@%s: %zu inputs, %zu outputs\n", entry.c_str(), inputs.size(),
               outputs.size());
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    te_buffer *buffer = buffers[inputs.size() + i];
-    // A result in host memory is summarized where it is: a copy of a large
-    // one may not fit.
-    const auto *host =
-        static_cast<const uint8_t *>(te_buffer_host_pointer(buffer));
-    std::vector<uint8_t> bytes;
-    if (!host || !options.outputDir.empty()) {
-      bytes.resize(te_buffer_size_bytes(buffer));
-      check(te_buffer_read(buffer, bytes.data(), bytes.size()),
-            "cannot read output " + std::to_string(i));
-    }
-    std::printf("out%zu: %s  %s\n", i,
-                describe(outputs[i].dtype, outputs[i].shape).c_str(),
-                summarize(host ? host : bytes.data(), outputs[i]).c_str());
-    if (options.outputDir.empty())
-      continue;
-    std::string path = options.outputDir + "/out" + std::to_string(i) + ".npy";
-    support::Status written = support::writeNpy(
-        path, toOutputArray(bytes, outputs[i], options.outputsF32));
-    if (!written.ok())
-      fail(written.message());
-  }
+  reportOutputs(options, outputs, buffers, inputs.size());
 
   int status = 0;
   if (options.check)
