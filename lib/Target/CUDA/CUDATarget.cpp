@@ -26,6 +26,7 @@
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -730,6 +731,13 @@ void mlir::te::buildCUDATargetPipeline(OpPassManager &pm, StringRef arch) {
   kernels.addPass(createCanonicalizerPass());
   kernels.addPass(createCSEPass());
   kernels.addPass(createReconcileUnrealizedCastsPass());
+  // Line info from the te ops' locations (each kernel's instructions carry
+  // the location of the op it lowers): .file and .loc directives in the
+  // PTX, as nvcc's -lineinfo writes them. Directives only: debug info
+  // proper would mark the PTX `debug`, which ptxas compiles unoptimized.
+  LLVM::DIScopeForLLVMFuncOpPassOptions lineInfo;
+  lineInfo.emissionKind = LLVM::DIEmissionKind::DebugDirectivesOnly;
+  pm.addPass(LLVM::createDIScopeForLLVMFuncOpPass(lineInfo));
 }
 
 //===----------------------------------------------------------------------===//
