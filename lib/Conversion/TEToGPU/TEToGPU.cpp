@@ -496,10 +496,11 @@ mlir::te::getGPUUnsupportedReason(Operation *op, const GPUTargetInfo &target) {
          " has no GPU code generation yet (" + target.getDescription() + ")";
 }
 
-LogicalResult mlir::te::lowerTEOpToGPU(RewriterBase &rewriter, Operation *op,
-                                       const GPUTargetInfo &target) {
-  if (std::optional<std::string> reason = getGPUUnsupportedReason(op, target))
-    return op->emitError(*reason);
+namespace {
+
+/// lowerTEOpToGPU for an op getGPUUnsupportedReason has no reason against.
+LogicalResult lowerSupportedTEOpToGPU(RewriterBase &rewriter, Operation *op,
+                                      const GPUTargetInfo &target) {
   if (isa<ProcessGroupOp>(op))
     return success();
   // The lowerings create their host ops where the op is.
@@ -514,6 +515,15 @@ LogicalResult mlir::te::lowerTEOpToGPU(RewriterBase &rewriter, Operation *op,
   if (auto backward = dyn_cast<AttentionBackwardOp>(op))
     return gpu_lowering::lowerAttentionBackward(rewriter, backward, target);
   return gpu_lowering::lowerFP8Op(rewriter, op, target);
+}
+
+} // namespace
+
+LogicalResult mlir::te::lowerTEOpToGPU(RewriterBase &rewriter, Operation *op,
+                                       const GPUTargetInfo &target) {
+  if (std::optional<std::string> reason = getGPUUnsupportedReason(op, target))
+    return op->emitError(*reason);
+  return lowerSupportedTEOpToGPU(rewriter, op, target);
 }
 
 LogicalResult mlir::te::lowerTEOpToGPU(Operation *op,
@@ -535,7 +545,7 @@ template <typename OpT> struct TEOpToGPU : OpRewritePattern<OpT> {
     if (std::optional<std::string> reason =
             getGPUUnsupportedReason(op, *target))
       return rewriter.notifyMatchFailure(op, *reason);
-    return lowerTEOpToGPU(rewriter, op, *target);
+    return lowerSupportedTEOpToGPU(rewriter, op, *target);
   }
 
   std::shared_ptr<const GPUTargetInfo> target;

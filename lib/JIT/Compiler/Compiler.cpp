@@ -251,28 +251,36 @@ OwningOpRef<ModuleOp> parseOrReport(CompilerSession &session,
 
 } // namespace
 
+namespace {
+
+/// Parses `source` and returns what `describe` says of the module as a
+/// copied string in `*out`: the entry points that only read a program.
+int describeParsed(const char *source, size_t size, const char *sourceName,
+                   char **out, char **error,
+                   llvm::function_ref<std::string(ModuleOp)> describe) {
+  CompilerSession session;
+  OwningOpRef<ModuleOp> module =
+      parseOrReport(session, source, size, sourceName, error);
+  if (!module)
+    return TE_COMPILER_ERROR_PROGRAM;
+  *out = copyString(describe(*module));
+  return TE_COMPILER_OK;
+}
+
+} // namespace
+
 int te_compiler_canonicalize(const char *source, size_t size,
                              const char *source_name, char **canonical,
                              char **error) {
-  CompilerSession session;
-  OwningOpRef<ModuleOp> module =
-      parseOrReport(session, source, size, source_name, error);
-  if (!module)
-    return TE_COMPILER_ERROR_PROGRAM;
-  *canonical = copyString(printCanonical(*module));
-  return TE_COMPILER_OK;
+  return describeParsed(source, size, source_name, canonical, error,
+                        printCanonical);
 }
 
 int te_compiler_source_locations(const char *source, size_t size,
                                  const char *source_name, char **locations,
                                  char **error) {
-  CompilerSession session;
-  OwningOpRef<ModuleOp> module =
-      parseOrReport(session, source, size, source_name, error);
-  if (!module)
-    return TE_COMPILER_ERROR_PROGRAM;
-  *locations = copyString(listSourceLocations(*module));
-  return TE_COMPILER_OK;
+  return describeParsed(source, size, source_name, locations, error,
+                        listSourceLocations);
 }
 
 namespace {
