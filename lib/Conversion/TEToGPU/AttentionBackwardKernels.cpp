@@ -86,10 +86,11 @@ Tiles unflatTiles(ValueRange flat) {
 /// The A fragment of a product whose A is the transposed accumulators
 /// `tiles` (k step `step`), rounded to `element`.
 SmallVector<Value> accumulatorsAsA(OpBuilder &b, Location loc,
-                                   const Tiles &tiles, int step, Type element) {
+                                   const MatrixUnit &unit, const Tiles &tiles,
+                                   int step, Type element) {
   SmallVector<Value> a;
   for (int i = 0; i < mma::kAElements; ++i) {
-    mma::AccumulatorSource from = mma::accumulatorForA(i);
+    mma::AccumulatorSource from = unit.accumulatorForA(i);
     a.push_back(arith::TruncFOp::create(
         b, loc, element, tiles[2 * step + from.tile][from.element]));
   }
@@ -99,21 +100,15 @@ SmallVector<Value> accumulatorsAsA(OpBuilder &b, Location loc,
 /// acc[nd] += A B for the k step `step` (rows 16 step .. 16 step + 15) of
 /// a staged [k][n] tile with `stride` elements per row, over the `count`
 /// columns from `first` (acc has count / 8 tiles).
-void accumulateProducts(OpBuilder &b, Location loc, const GPUTargetInfo &target,
+void accumulateProducts(OpBuilder &b, Location loc, const MatrixUnit &unit,
                         ArrayRef<Value> a, Value tile, int64_t stride,
                         IndexExpr lane, int step, IndexExpr first,
                         int64_t count, Tiles &acc) {
   for (int64_t nd = 0; nd < count / mma::kN; ++nd) {
-    mma::Coord<IndexExpr> row =
-        mma::FlashTiling::valueFragmentRow(lane, step, nd);
-    row.col = row.col + first;
-    SmallVector<Value> fragment = loadBFragment(
-        b, loc, target, tile, stride, lane, row, /*transpose=*/true,
-        [&](mma::Coord<IndexExpr> e) {
-          return mma::Coord<IndexExpr>{e.row + step * mma::kK,
-                                       e.col + first + nd * mma::kN};
-        });
-    acc[nd] = target.emitMMA16x8x16(b, loc, a, fragment, acc[nd]);
+    SmallVector<Value> fragment =
+        unit.loadB(b, loc, tile, stride, lane, MatrixUnit::Staging::KRows,
+                   {indexExpr(b, loc, step * mma::kK), first + nd * mma::kN});
+    acc[nd] = unit.multiplyAccumulate(b, loc, a, fragment, acc[nd]);
   }
 }
 
@@ -121,8 +116,7 @@ void accumulateProducts(OpBuilder &b, Location loc, const GPUTargetInfo &target,
 /// columns, with the warp's A fragments from `aFragment`(k) (columns
 /// [k, k + 16) of the warp's rows): k outermost, so that one A fragment is
 /// live at a time.
-Tiles productsWithStaged(OpBuilder &b, Location loc,
-                         const GPUTargetInfo &target,
+Tiles productsWithStaged(OpBuilder &b, Location loc, const MatrixUnit &unit,
                          function_ref<SmallVector<Value>(int64_t)> aFragment,
                          Value tile, int64_t rows, int64_t depth,
                          IndexExpr lane) {
@@ -130,14 +124,10 @@ Tiles productsWithStaged(OpBuilder &b, Location loc,
   for (int64_t kk = 0; kk < depth; kk += mma::kK) {
     SmallVector<Value> a = aFragment(kk);
     for (int64_t ni = 0; ni < rows / mma::kN; ++ni) {
-      SmallVector<Value> fragment = loadBFragment(
-          b, loc, target, tile, depth + Tiling::kPad, lane,
-          mma::FlashTiling::keyFragmentRow(lane, static_cast<int>(ni),
-                                           static_cast<int>(kk)),
-          /*transpose=*/false, [&](mma::Coord<IndexExpr> e) {
-            return mma::Coord<IndexExpr>{e.col + ni * mma::kN, e.row + kk};
-          });
-      result[ni] = target.emitMMA16x8x16(b, loc, a, fragment, result[ni]);
+      SmallVector<Value> fragment = unit.loadB(
+          b, loc, tile, depth + Tiling::kPad, lane, MatrixUnit::Staging::NRows,
+          {indexExpr(b, loc, ni * mma::kN), indexExpr(b, loc, kk)});
+      result[ni] = unit.multiplyAccumulate(b, loc, a, fragment, result[ni]);
     }
   }
   return result;
@@ -459,9 +449,9 @@ class FlashBackwardKernel {
 public:
   FlashBackwardKernel(OpBuilder &b, Location loc, const GPUTargetInfo &target,
                       const BackwardPlan &p, bool withValues, bool withKeys)
-      : b(b), loc(loc), target(target), p(p), c(p.c), withValues(withValues),
-        withKeys(withKeys), dqk(p.dqk), dv(p.dv), blockQ(p.blockQ),
-        dkTiles(withKeys ? dqk / mma::kN : 0),
+      : b(b), loc(loc), target(target), unit(getTiledUnit(target)), p(p),
+        c(p.c), withValues(withValues), withKeys(withKeys), dqk(p.dqk),
+        dv(p.dv), blockQ(p.blockQ), dkTiles(withKeys ? dqk / mma::kN : 0),
         dvTiles(withValues ? dv / mma::kN : 0),
         keyBlocks((c.k.seq + Tiling::kBlockKV - 1) / Tiling::kBlockKV),
         queryTiles((c.q.seq + blockQ - 1) / blockQ) {}
@@ -498,6 +488,7 @@ private:
   OpBuilder &b;
   Location loc;
   const GPUTargetInfo &target;
+  const MatrixUnit &unit;
   const BackwardPlan &p;
   const FlashConfig &c;
   bool withValues, withKeys;
@@ -604,7 +595,8 @@ void FlashBackwardKernel::placeBlock() {
 
   // The lane's two keys.
   for (int r = 0; r < 2; ++r)
-    keys[r] = (ix(keyBase) + ix(warpKeys) + (ix(lane) / 4 + 8 * r)).value;
+    keys[r] =
+        (ix(keyBase) + ix(warpKeys) + unit.cElement(ix(lane), 2 * r).row).value;
   blockEnd = (ix(keyBase) + Tiling::kBlockKV).value;
   scaleLog2 = f32(b, loc, c.scale * kLog2e);
 }
@@ -707,13 +699,13 @@ SmallVector<Value> FlashBackwardKernel::emitVisibleTile(IndexExpr head,
   for (int step = 0; step < blockQ / mma::kK; ++step) {
     if (withValues)
       accumulateProducts(
-          b, loc, target,
-          accumulatorsAsA(b, loc, probabilities, step, c.element), doTile,
+          b, loc, unit,
+          accumulatorsAsA(b, loc, unit, probabilities, step, c.element), doTile,
           dv + Tiling::kPad, l, step, allColumns, dv, dV);
     if (withKeys)
-      accumulateProducts(b, loc, target,
-                         accumulatorsAsA(b, loc, dS, step, c.element), qTile,
-                         dqk + Tiling::kPad, l, step, allColumns, dqk, dK);
+      accumulateProducts(
+          b, loc, unit, accumulatorsAsA(b, loc, unit, dS, step, c.element),
+          qTile, dqk + Tiling::kPad, l, step, allColumns, dqk, dK);
   }
   if (withKeys)
     accumulateQueryGradients(head, q0, l, dS);
@@ -727,11 +719,11 @@ SmallVector<Value> FlashBackwardKernel::emitVisibleTile(IndexExpr head,
 /// clamped into the sequence: their P is zero).
 Tiles FlashBackwardKernel::computeValueProducts(IndexExpr l) {
   return productsWithStaged(
-      b, loc, target,
+      b, loc, unit,
       [&](int64_t kd) {
         SmallVector<Value> fragment;
         for (int i = 0; i < mma::kAElements; i += 2) {
-          mma::Coord<IndexExpr> e = mma::aElement(l, i);
+          TileCoord e = unit.aElement(l, i);
           Value key = token(
               g.kvStart, (ix(keyBase) + ix(warpKeys) + e.row).value, c.k.seq);
           IndexExpr at =
@@ -749,10 +741,10 @@ Tiles FlashBackwardKernel::computeValueProducts(IndexExpr l) {
 Tiles FlashBackwardKernel::computeScores(IndexExpr l) {
   Signed s{b, loc};
   return productsWithStaged(
-      b, loc, target,
+      b, loc, unit,
       [&](int64_t kk) {
-        return loadAFragment(b, loc, target, kTile, dqk + Tiling::kPad, l,
-                             ix(warpKeys), ix(s.c(kk)));
+        return unit.loadA(b, loc, kTile, dqk + Tiling::kPad, l, ix(warpKeys),
+                          ix(s.c(kk)));
       },
       qTile, blockQ, dqk, l);
 }
@@ -770,7 +762,7 @@ void FlashBackwardKernel::weighElements(IndexExpr head, Value slopeLog2,
   Value zero = f32(b, loc, 0.0), log2e = f32(b, loc, kLog2e);
   for (int64_t ni = 0; ni < blockQ / mma::kN; ++ni) {
     for (int j = 0; j < 2; ++j) {
-      Value query = (q0 + ni * mma::kN + (l % 4) * 2 + j).value;
+      Value query = (q0 + ni * mma::kN + unit.cElement(l, j).col).value;
       Value inside = s.compare(arith::CmpIPredicate::slt, query, g.lenQ);
       VisibleKeys visibleKeys = c.visibleKeys(b, loc, query, g);
       Value at = rowIndex(head, query).value;
@@ -833,7 +825,7 @@ void FlashBackwardKernel::accumulateQueryGradients(IndexExpr head, IndexExpr q0,
   int64_t dsStride = Tiling::kBlockKV + Tiling::kPad;
   for (int64_t ni = 0; ni < blockQ / mma::kN; ++ni) {
     for (int i = 0; i < mma::kCElements; ++i) {
-      mma::Coord<IndexExpr> e = mma::cElement(l, i);
+      TileCoord e = unit.cElement(l, i);
       // The accumulator's row is the key, its column the query.
       IndexExpr at = (e.col + ni * mma::kN) * dsStride + ix(warpKeys) + e.row;
       memref::StoreOp::create(
@@ -855,17 +847,17 @@ void FlashBackwardKernel::accumulateQueryGradients(IndexExpr head, IndexExpr q0,
   }
   Tiles dQ = zeroTiles(b, loc, dqTiles);
   for (int step = 0; step < Tiling::kBlockKV / mma::kK; ++step) {
-    SmallVector<Value> a = loadAFragment(b, loc, target, dsTile, dsStride, l,
-                                         dqRow, ix(s.c(step * mma::kK)));
+    SmallVector<Value> a =
+        unit.loadA(b, loc, dsTile, dsStride, l, dqRow, ix(s.c(step * mma::kK)));
     for (int64_t nd = 0; nd < dqTiles; ++nd) {
       Tiles one = {dQ[nd]};
-      accumulateProducts(b, loc, target, a, kTile, dqk + Tiling::kPad, l, step,
+      accumulateProducts(b, loc, unit, a, kTile, dqk + Tiling::kPad, l, step,
                          ix(dqColumns[nd]), mma::kN, one);
       dQ[nd] = one[0];
     }
   }
   for (int r = 0; r < 2; ++r) {
-    IndexExpr query = q0 + dqRow + (l / 4 + 8 * r);
+    IndexExpr query = q0 + dqRow + unit.cElement(l, 2 * r).row;
     Value inside = s.compare(arith::CmpIPredicate::slt, query.value, g.lenQ);
     IndexExpr rowStart = rowIndex(head, query.value) * dqk;
     for (int64_t nd = 0; nd < dqTiles; ++nd) {
@@ -875,7 +867,7 @@ void FlashBackwardKernel::accumulateQueryGradients(IndexExpr head, IndexExpr q0,
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(add.thenBlock());
       for (int i = 2 * r; i < 2 * r + 2; ++i) {
-        mma::Coord<IndexExpr> e = mma::cElement(l, i);
+        TileCoord e = unit.cElement(l, i);
         atomicAdd(b, loc, dQ[nd][i], dqAcc,
                   (rowStart + ix(dqColumns[nd]) + e.col).value);
       }
@@ -907,7 +899,7 @@ void FlashBackwardKernel::writeKeyGradients(scf::ForOp headLoop) {
             /*withElseRegion=*/false);
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(store.thenBlock());
-        mma::Coord<IndexExpr> e = mma::cElement(ix(lane), 2 * r);
+        TileCoord e = unit.cElement(ix(lane), 2 * r);
         IndexExpr at = rowOffset(c.layout, dims, ix(batch),
                                  ix(s.add(g.kvStart, keys[r])), ix(kvHead)) +
                        e.col + nd * mma::kN;
@@ -931,9 +923,6 @@ gpu_lowering::lowerAttentionBackward(RewriterBase &rewriter,
                                      const GPUTargetInfo &target) {
   Location loc = op.getLoc();
   FlashConfig c = FlashConfig::get(op);
-  if (target.getWarpSize() != mma::kWarpSize)
-    return op.emitError(
-        "te.attention_backward's GPU kernels need 32-lane warps");
   BackwardPlan p(op, c);
 
   KernelSet set(op, "attention_backward", target);

@@ -392,13 +392,14 @@ gpu_lowering::getAttentionUnsupportedReason(AttentionOpInterface op,
   std::string prefix = name + " with ";
   std::string suffix = " has no GPU kernel yet (" + target.getDescription() +
                        "; the CPU lowers it)";
-  if (!target.hasMMA16x8x16())
-    return name + " needs 16x8x16 matrix multiply-accumulate units, which " +
-           target.getDescription() + " lacks";
+  if (std::optional<std::string> reason =
+          getTiledUnitUnsupportedReason(name, target))
+    return reason;
+  const MatrixUnit &unit = getTiledUnit(target);
   QKVLayout layout = op.getLayout();
   // The verifier gives Q, K, V (O and dO) one element type.
   Type element = cast<RankedTensorType>(op.getQ().getType()).getElementType();
-  if (!element.isBF16() && !element.isF16())
+  if (!unit.takesOperands(element))
     return prefix + "element type f32" + suffix +
            ": the matrix units multiply bf16 and f16";
   for (Value operand : {op.getQ(), op.getV()}) {
@@ -518,8 +519,8 @@ class ForwardKernel {
 public:
   ForwardKernel(OpBuilder &b, Location loc, const FlashConfig &c,
                 const GPUTargetInfo &target, const ForwardSignature &signature)
-      : b(b), loc(loc), c(c), target(target), signature(signature),
-        warpSize(target.getWarpSize()),
+      : b(b), loc(loc), c(c), target(target), unit(getTiledUnit(target)),
+        signature(signature), warpSize(target.getWarpSize()),
         queryBlocks((c.q.seq + Tiling::kBlockQ - 1) / Tiling::kBlockQ),
         dTiles(c.v.headDim / mma::kN) {}
 
@@ -554,6 +555,7 @@ private:
   Location loc;
   const FlashConfig &c;
   const GPUTargetInfo &target;
+  const MatrixUnit &unit;
   const ForwardSignature &signature;
   unsigned warpSize;
   int64_t queryBlocks, dTiles;
@@ -654,7 +656,7 @@ void ForwardKernel::loadQueryFragments() {
   for (int64_t kk = 0; kk < c.q.headDim; kk += mma::kK) {
     SmallVector<Value> fragment;
     for (int i = 0; i < mma::kAElements; i += 2) {
-      mma::Coord<IndexExpr> e = mma::aElement(l, i);
+      TileCoord e = unit.aElement(l, i);
       Value row =
           s.min(s.add(g.qStart, (IndexExpr{&b, loc, warpRow} + e.row).value),
                 s.c(c.q.seq - 1));
@@ -674,7 +676,7 @@ void ForwardKernel::findKeyRange() {
   Signed s{b, loc};
   IndexExpr l{&b, loc, lane};
   for (int r = 0; r < 2; ++r) {
-    rows[r] = (IndexExpr{&b, loc, warpRow} + (l / 4 + 8 * r)).value;
+    rows[r] = (IndexExpr{&b, loc, warpRow} + unit.cElement(l, 2 * r).row).value;
     VisibleKeys keys = c.visibleKeys(b, loc, rows[r], g);
     lo[r] = keys.lo;
     hi[r] = keys.hi;
@@ -781,7 +783,7 @@ Value ForwardKernel::drawKeepBits(OpBuilder &b, Location loc, Value kt) {
         IndexExpr tile{&b, loc, ni};
         for (int i = 0; i < mma::kCElements; ++i) {
           IndexExpr column =
-              mma::cElement(IndexExpr{&b, loc, lane}, i).col + tile * mma::kN;
+              unit.cElement(IndexExpr{&b, loc, lane}, i).col + tile * mma::kN;
           Value key = arith::AddIOp::create(b, loc, kt, column.value);
           Value shift = arith::IndexCastOp::create(
               b, loc, i32, (tile * mma::kCElements + i).value);
@@ -807,20 +809,18 @@ Tiles ForwardKernel::computeScores(OpBuilder &b, Location loc, Value kt) {
     SmallVector<Value> acc(mma::kCElements, f32(b, loc, 0.0));
     if (elementOperands.bias)
       for (int i = 0; i < mma::kCElements; ++i) {
-        mma::Coord<IndexExpr> e = mma::cElement(l, i);
+        TileCoord e = unit.cElement(l, i);
         acc[i] = loadBias(
             b, loc, c, elementOperands, batch, head, rows[i / 2],
             arith::AddIOp::create(b, loc, kt, (e.col + ni * mma::kN).value));
       }
     for (int64_t kk = 0; kk < c.k.headDim; kk += mma::kK) {
-      SmallVector<Value> fragment = loadBFragment(
-          b, loc, target, kTile, c.k.headDim + Tiling::kPad, l,
-          Tiling::keyFragmentRow(l, ni, kk), /*transpose=*/false,
-          [&](mma::Coord<IndexExpr> e) {
-            return mma::Coord<IndexExpr>{e.col + ni * mma::kN, e.row + kk};
-          });
-      acc = target.emitMMA16x8x16(b, loc, qFragments[kk / mma::kK], fragment,
-                                  acc);
+      SmallVector<Value> fragment =
+          unit.loadB(b, loc, kTile, c.k.headDim + Tiling::kPad, l,
+                     MatrixUnit::Staging::NRows,
+                     {indexExpr(b, loc, ni * mma::kN), indexExpr(b, loc, kk)});
+      acc = unit.multiplyAccumulate(b, loc, qFragments[kk / mma::kK], fragment,
+                                    acc);
     }
     scores.push_back(acc);
   }
@@ -838,7 +838,7 @@ std::array<Value, 2> ForwardKernel::modifyScores(OpBuilder &b, Location loc,
   for (int ni = 0; ni < Tiling::kTilesKV; ++ni) {
     for (int i = 0; i < mma::kCElements; ++i) {
       int r = i / 2;
-      mma::Coord<IndexExpr> e = mma::cElement(l, i);
+      TileCoord e = unit.cElement(l, i);
       Value key = s.add(kt, (e.col + ni * mma::kN).value);
       Value visible =
           modifiers.visible(b, loc, key, lo[r], hi[r], batch, head, rows[r]);
@@ -939,20 +939,17 @@ void ForwardKernel::accumulateValues(OpBuilder &b, Location loc,
   for (int step = 0; step < Tiling::kBlockKV / mma::kK; ++step) {
     SmallVector<Value> a;
     for (int i = 0; i < mma::kAElements; ++i) {
-      mma::AccumulatorSource from = mma::accumulatorForA(i);
+      mma::AccumulatorSource from = unit.accumulatorForA(i);
       a.push_back(probabilities[2 * step + from.tile][from.element]);
     }
     for (int64_t nd = 0; nd < dTiles; ++nd) {
-      SmallVector<Value> fragment =
-          loadBFragment(b, loc, target, vTile, c.v.headDim + Tiling::kPad, l,
-                        Tiling::valueFragmentRow(l, step, nd),
-                        /*transpose=*/true, [&](mma::Coord<IndexExpr> e) {
-                          return mma::Coord<IndexExpr>{e.row + step * mma::kK,
-                                                       e.col + nd * mma::kN};
-                        });
+      SmallVector<Value> fragment = unit.loadB(
+          b, loc, vTile, c.v.headDim + Tiling::kPad, l,
+          MatrixUnit::Staging::KRows,
+          {indexExpr(b, loc, step * mma::kK), indexExpr(b, loc, nd * mma::kN)});
       SmallVector<Value> acc(next.begin() + 4 + nd * mma::kCElements,
                              next.begin() + 4 + (nd + 1) * mma::kCElements);
-      acc = target.emitMMA16x8x16(b, loc, a, fragment, acc);
+      acc = unit.multiplyAccumulate(b, loc, a, fragment, acc);
       std::copy(acc.begin(), acc.end(),
                 next.begin() + 4 + nd * mma::kCElements);
     }
@@ -1018,7 +1015,7 @@ void ForwardKernel::emitEpilogue(scf::ForOp keyLoop) {
             inverse[r]);
         pair.push_back(emitTruncFromF32(b, loc, value, c.element));
       }
-      mma::Coord<IndexExpr> e = mma::cElement(l, 2 * r);
+      TileCoord e = unit.cElement(l, 2 * r);
       auto store = scf::IfOp::create(b, loc, inside[r],
                                      /*withElseRegion=*/false);
       OpBuilder::InsertionGuard guard(b);
@@ -1039,8 +1036,6 @@ LogicalResult gpu_lowering::lowerAttention(RewriterBase &rewriter,
                                            const GPUTargetInfo &target) {
   Location loc = op.getLoc();
   FlashConfig c = FlashConfig::get(op);
-  if (target.getWarpSize() != mma::kWarpSize)
-    return op.emitError("te.attention's GPU kernel needs 32-lane warps");
 
   KernelSet set(op, "attention", target);
   OpBuilder b(op.getContext());

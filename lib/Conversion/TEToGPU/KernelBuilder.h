@@ -131,20 +131,10 @@ Value blockMaxBits(OpBuilder &b, Location loc, Value bits, Value scratch,
 /// for non-negative floats the unsigned order of the bits is their order.
 void atomicMaxBits(OpBuilder &b, Location loc, Value amax, Value bits);
 
-/// An index value whose arithmetic emits arith ops, so that the plain C++
-/// index formulas of te/Conversion/TEToGPU/MMALayout.h build the IR that
-/// computes them.
-struct IndexExpr {
-  OpBuilder *b;
-  Location loc;
-  Value value;
-
-  IndexExpr operator+(const IndexExpr &other) const;
-  IndexExpr operator+(int64_t constant) const;
-  IndexExpr operator*(int64_t constant) const;
-  IndexExpr operator/(int64_t constant) const;
-  IndexExpr operator%(int64_t constant) const;
-};
+/// The index constant `value` as an IndexExpr.
+inline IndexExpr indexExpr(OpBuilder &b, Location loc, int64_t value) {
+  return {&b, loc, indexConstant(b, loc, value)};
+}
 
 /// Number of elements of one 16-byte vector access of `elementType` when
 /// `count` elements split into them evenly, else 1.
@@ -159,24 +149,14 @@ SmallVector<Value> loadElements(OpBuilder &b, Location loc, Value buffer,
 void storeElements(OpBuilder &b, Location loc, Value buffer, Value index,
                    ArrayRef<Value> values);
 
-/// A B fragment (MMALayout.h) from a staged 1-D tile of 16-bit elements in
-/// workgroup memory, `stride` elements per row: with the target's matrix
-/// load from the row `row` this lane supplies (FlashTiling's keyFragmentRow
-/// or valueFragmentRow, as (tile row, column)), else element by element, B
-/// element (k, n) at tile position `at`((k, n)) as (tile row, column).
-SmallVector<Value>
-loadBFragment(OpBuilder &b, Location loc, const GPUTargetInfo &target,
-              Value tile, int64_t stride, IndexExpr lane,
-              mma::Coord<IndexExpr> row, bool transpose,
-              function_ref<mma::Coord<IndexExpr>(mma::Coord<IndexExpr>)> at);
-
-/// The A fragment of rows [row, row + 16) and columns [col, col + 16) of a
-/// staged [row][column] tile with `stride` elements per row (two matrix
-/// loads where the target has them, else element by element).
-SmallVector<Value> loadAFragment(OpBuilder &b, Location loc,
-                                 const GPUTargetInfo &target, Value tile,
-                                 int64_t stride, IndexExpr lane, IndexExpr row,
-                                 IndexExpr col);
+/// The matrix unit te's tiled kernels (flash attention, the GEMM) are
+/// built on: MMALayout.h's tilings are for the 16x8x16 warp unit, with the
+/// unit's thread group a warp (the kernels' row reductions shuffle over
+/// warps). Why `target` cannot run them (`name` is the op), or nullopt.
+std::optional<std::string>
+getTiledUnitUnsupportedReason(StringRef name, const GPUTargetInfo &target);
+/// That unit; only when getTiledUnitUnsupportedReason has no reason.
+const MatrixUnit &getTiledUnit(const GPUTargetInfo &target);
 
 //===----------------------------------------------------------------------===//
 // Op families

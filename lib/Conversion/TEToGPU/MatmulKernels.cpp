@@ -1,19 +1,19 @@
 //===- MatmulKernels.cpp - te.scaled_matmul on the GPU's matrix units -----===//
 //
-// A tiled GEMM on the target's 16x8x16 bf16 matrix units (MMALayout.h's
-// GemmTiling): each block of four warps computes 64x64 outputs; per K step
-// of 32 the block stages its A and B tiles in shared memory, widening the
-// FP8 operands to bf16 (exact: every E4M3 and E5M2 value is a bf16 value),
-// and each warp runs 2x4 MMAs per 16 of K on fragments read with the
-// target's matrix loads (ldmatrix; element by element without them). Products
+// A tiled GEMM on the target's 16x8x16 warp matrix unit (MatrixUnit.h;
+// MMALayout.h's GemmTiling): each block of four warps computes 64x64 outputs;
+// per K step of 32 the block stages its A and B tiles in shared memory,
+// widening the FP8 operands to bf16 (exact: every E4M3 and E5M2 value is a bf16
+// value), and each warp runs 2x4 MMAs per 16 of K on fragments read with the
+// unit's loads (ldmatrix on cuda; element by element without them). Products
 // accumulate in f32; the epilogue is the CPU's: acc * (a_scale_inv *
 // b_scale_inv), bias, GELU, the output cast, and for FP8 outputs the amax (warp
 // and block reduction, one atomic per block) and the cast through out_scale.
 // Results match the CPU's up to the order of the f32 sums.
 //
-// The matrix units and the fragment loads are the layers the Hopper step
-// replaces (warpgroup MMA from shared-memory descriptors, TMA copies): the
-// staging, the tiling and the epilogue stay.
+// The matrix unit and its fragment loads are the layer the Hopper step
+// replaces (a warpgroup MMA unit reading shared-memory descriptors, TMA
+// copies, with a tiling for its shape): the staging and the epilogue stay.
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,12 +83,13 @@ void stageTile(OpBuilder &b, Location loc, Value operand, Value tile,
 
 /// The gemm kernel's operands inside it, and its block's and warp's place.
 struct GemmKernel {
-  GemmKernel(ScaledMatmulOp op, const GPUTargetInfo &target, int64_t m,
-             int64_t n, int64_t k)
-      : op(op), target(target), m(m), n(n), k(k) {}
+  GemmKernel(ScaledMatmulOp op, const GPUTargetInfo &target,
+             const MatrixUnit &unit, int64_t m, int64_t n, int64_t k)
+      : op(op), target(target), unit(unit), m(m), n(n), k(k) {}
 
   mutable ScaledMatmulOp op;
   const GPUTargetInfo &target;
+  const MatrixUnit &unit;
   int64_t m, n, k;
   Value aBuffer, bBuffer, aScaleInv, bScaleInv, bias, outScale, dBuffer, amax;
   Value tileA, tileB;
@@ -142,30 +143,22 @@ SmallVector<Value> GemmKernel::multiplyStep(OpBuilder &b, Location loc,
     SmallVector<SmallVector<Value>> aFragments, bFragments;
     IndexExpr l{&b, loc, lane};
     for (int mi = 0; mi < Tiling::kTilesM; ++mi)
-      aFragments.push_back(
-          loadAFragment(b, loc, target, flatA, kStride, l,
-                        rowOfWarp * Tiling::kWarpM + mi * mma::kM,
-                        IndexExpr{&b, loc, indexConstant(b, loc, kk)}));
-    // B's tile is [n][k]: a B fragment reads it as attention reads K
-    // (FlashTiling::keyFragmentRow), from the warp's columns.
-    for (int ni = 0; ni < Tiling::kTilesN; ++ni) {
-      mma::Coord<IndexExpr> row = mma::FlashTiling::keyFragmentRow(l, ni, kk);
-      row.row = row.row + colOfWarp * Tiling::kWarpN;
-      bFragments.push_back(loadBFragment(
-          b, loc, target, flatB, kStride, l, row, /*transpose=*/false,
-          [&](mma::Coord<IndexExpr> e) {
-            return mma::Coord<IndexExpr>{colOfWarp * Tiling::kWarpN +
-                                             (e.col + ni * mma::kN),
-                                         e.row + kk};
-          }));
-    }
+      aFragments.push_back(unit.loadA(
+          b, loc, flatA, kStride, l, rowOfWarp * Tiling::kWarpM + mi * mma::kM,
+          IndexExpr{&b, loc, indexConstant(b, loc, kk)}));
+    // B's tile is [n][k], as attention stages K: the warp's columns.
+    for (int ni = 0; ni < Tiling::kTilesN; ++ni)
+      bFragments.push_back(
+          unit.loadB(b, loc, flatB, kStride, l, MatrixUnit::Staging::NRows,
+                     {colOfWarp * Tiling::kWarpN + ni * mma::kN,
+                      IndexExpr{&b, loc, indexConstant(b, loc, kk)}}));
     for (int mi = 0; mi < Tiling::kTilesM; ++mi) {
       for (int ni = 0; ni < Tiling::kTilesN; ++ni) {
         SmallVector<Value> c;
         for (int i = 0; i < mma::kCElements; ++i)
           c.push_back(acc[accIndex(mi, ni, i)]);
         SmallVector<Value> d =
-            target.emitMMA16x8x16(b, loc, aFragments[mi], bFragments[ni], c);
+            unit.multiplyAccumulate(b, loc, aFragments[mi], bFragments[ni], c);
         for (int i = 0; i < mma::kCElements; ++i)
           acc[accIndex(mi, ni, i)] = d[i];
       }
@@ -239,11 +232,7 @@ Value GemmKernel::emitEpilogue(OpBuilder &b, Location loc,
 std::optional<std::string>
 gpu_lowering::getMatmulUnsupportedReason(ScaledMatmulOp op,
                                          const GPUTargetInfo &target) {
-  if (!target.hasMMA16x8x16())
-    return "te.scaled_matmul needs 16x8x16 matrix multiply-accumulate units, "
-           "which " +
-           target.getDescription() + " lacks";
-  return std::nullopt;
+  return getTiledUnitUnsupportedReason("te.scaled_matmul", target);
 }
 
 LogicalResult gpu_lowering::lowerScaledMatmul(RewriterBase &rewriter,
@@ -289,7 +278,7 @@ LogicalResult gpu_lowering::lowerScaledMatmul(RewriterBase &rewriter,
     shared.push_back(reductionScratchType(context, warpSize, Tiling::kThreads));
   auto kernel = set.addKernel(b, "gemm", arguments, shared);
 
-  GemmKernel gemm(op, target, m, n, k);
+  GemmKernel gemm(op, target, getTiledUnit(target), m, n, k);
   unsigned next = 0;
   gemm.aBuffer = kernel.getArgument(next++);
   gemm.bBuffer = kernel.getArgument(next++);

@@ -36,18 +36,33 @@ Value GPUTargetInfo::emitF32ToFP8(OpBuilder &b, Location loc, Value f32Value,
   return te::emitF32ToFP8(b, loc, f32Value, fp8Type);
 }
 
-SmallVector<Value> GPUTargetInfo::emitMMA16x8x16(OpBuilder &, Location,
-                                                 ArrayRef<Value>,
-                                                 ArrayRef<Value>,
-                                                 ArrayRef<Value>) const {
-  llvm::report_fatal_error("emitMMA16x8x16 called on a GPU target without "
-                           "16x8x16 matrix units");
+const MatrixUnit *mlir::te::findMatrixUnit(const GPUTargetInfo &target,
+                                           const MatrixUnit::Shape &shape) {
+  for (const MatrixUnit *unit : target.getMatrixUnits())
+    if (unit->getShape() == shape)
+      return unit;
+  return nullptr;
 }
 
-SmallVector<Value> GPUTargetInfo::emitLoadMatrixX2(OpBuilder &, Location, Value,
-                                                   Value, bool) const {
-  llvm::report_fatal_error("emitLoadMatrixX2 called on a GPU target without "
-                           "matrix loads");
+std::optional<std::string>
+gpu_lowering::getTiledUnitUnsupportedReason(StringRef name,
+                                            const GPUTargetInfo &target) {
+  constexpr MatrixUnit::Shape shape = WarpMMA16x8x16::kShape;
+  if (!findMatrixUnit(target, shape))
+    return name.str() +
+           " needs 16x8x16 matrix multiply-accumulate units, which " +
+           target.getDescription() + " lacks";
+  if (target.getWarpSize() != shape.threads)
+    return name.str() + "'s GPU kernels run the " + shape.str() +
+           " unit on warps of its size; " + target.getDescription() + " has " +
+           std::to_string(target.getWarpSize()) + "-lane warps";
+  return std::nullopt;
+}
+
+const MatrixUnit &gpu_lowering::getTiledUnit(const GPUTargetInfo &target) {
+  const MatrixUnit *unit = findMatrixUnit(target, WarpMMA16x8x16::kShape);
+  assert(unit && "getTiledUnitUnsupportedReason said the target has none");
+  return *unit;
 }
 
 void GPUTargetInfo::emitAsyncCopy(OpBuilder &b, Location loc, Value dst,
@@ -422,50 +437,6 @@ void gpu_lowering::storeElements(OpBuilder &b, Location loc, Value buffer,
   Value vector = vector::FromElementsOp::create(b, loc, vectorType, values);
   vector::StoreOp::create(b, loc, vector, buffer, index, /*nontemporal=*/false,
                           llvm::MaybeAlign(accessBytes(vectorType)));
-}
-
-//===----------------------------------------------------------------------===//
-// MMA fragments
-//===----------------------------------------------------------------------===//
-
-SmallVector<Value> gpu_lowering::loadBFragment(
-    OpBuilder &b, Location loc, const GPUTargetInfo &target, Value tile,
-    int64_t stride, IndexExpr lane, mma::Coord<IndexExpr> row, bool transpose,
-    function_ref<mma::Coord<IndexExpr>(mma::Coord<IndexExpr>)> at) {
-  if (target.hasLoadMatrix())
-    return target.emitLoadMatrixX2(
-        b, loc, tile, (row.row * stride + row.col).value, transpose);
-  SmallVector<Value> fragment;
-  for (int i = 0; i < mma::kBElements; ++i) {
-    mma::Coord<IndexExpr> position = at(mma::bElement(lane, i));
-    fragment.push_back(memref::LoadOp::create(
-        b, loc, tile, (position.row * stride + position.col).value));
-  }
-  return fragment;
-}
-
-SmallVector<Value> gpu_lowering::loadAFragment(OpBuilder &b, Location loc,
-                                               const GPUTargetInfo &target,
-                                               Value tile, int64_t stride,
-                                               IndexExpr lane, IndexExpr row,
-                                               IndexExpr col) {
-  SmallVector<Value> fragment;
-  if (target.hasLoadMatrix()) {
-    for (int half = 0; half < 2; ++half) {
-      mma::Coord<IndexExpr> at = mma::aFragmentRow(lane, half);
-      SmallVector<Value> part = target.emitLoadMatrixX2(
-          b, loc, tile, ((row + at.row) * stride + col + at.col).value,
-          /*transpose=*/false);
-      fragment.append(part.begin(), part.end());
-    }
-    return fragment;
-  }
-  for (int i = 0; i < mma::kAElements; ++i) {
-    mma::Coord<IndexExpr> e = mma::aElement(lane, i);
-    fragment.push_back(memref::LoadOp::create(
-        b, loc, tile, ((row + e.row) * stride + col + e.col).value));
-  }
-  return fragment;
 }
 
 //===----------------------------------------------------------------------===//

@@ -184,47 +184,16 @@ static std::string getPtxasVersion(StringRef toolkit) {
 static constexpr const char *kPTXFeatures = "+ptx81";
 
 namespace {
-class CUDAGPUTargetInfo : public GPUTargetInfo {
+/// PTX's mma.sync.m16n8k16 (bf16 or f16 into f32), fragments loaded with
+/// ldmatrix (sm_75+).
+class MmaSyncUnit final : public WarpMMA16x8x16 {
 public:
-  explicit CUDAGPUTargetInfo(std::string arch) : arch(std::move(arch)) {}
-  unsigned getWarpSize() const override { return 32; }
-  std::string getDescription() const override { return "cuda " + arch; }
+  std::string getName() const override { return "mma.sync.m16n8k16"; }
 
-  /// sm_89 and newer convert f32 to FP8 in hardware (cvt.rn.satfinite):
-  /// round to nearest even, finite values and infinities beyond the
-  /// format saturating to its largest finite value, as te's codec does.
-  /// Only a NaN's sign could differ, so NaN is made the codec's canonical
-  /// 0x7F explicitly. Older archs use the codec's integer routine.
-  Value emitF32ToFP8(OpBuilder &b, Location loc, Value x,
-                     FloatType fp8Type) const override {
-    if (!hasFP8Conversion())
-      return GPUTargetInfo::emitF32ToFP8(b, loc, x, fp8Type);
-    Value zero =
-        arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(0.0f));
-    // The value converted from the second operand is the low byte.
-    Value packed = NVVM::ConvertF32x2ToF8x2Op::create(
-        b, loc, b.getI16Type(), zero, x, NVVM::FPRoundingMode::RN,
-        NVVM::SaturationMode::SATFINITE, /*relu=*/false, fp8Type);
-    Value code = arith::TruncIOp::create(b, loc, b.getI8Type(), packed);
-    Value isNaN =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
-    code = arith::SelectOp::create(
-        b, loc, isNaN,
-        arith::ConstantIntOp::create(b, loc, b.getI8Type(), 0x7F), code);
-    return arith::BitcastOp::create(b, loc, fp8Type, code);
-  }
-
-  bool hasFP8Conversion() const {
-    return arch == "sm_89" || StringRef(arch).starts_with("sm_90");
-  }
-
-  /// mma.sync.m16n8k16 with bf16 or f16 operands: every supported arch
-  /// (sm_80+).
-  bool hasMMA16x8x16() const override { return true; }
-
-  SmallVector<Value> emitMMA16x8x16(OpBuilder &b, Location loc,
-                                    ArrayRef<Value> a, ArrayRef<Value> bValues,
-                                    ArrayRef<Value> c) const override {
+  SmallVector<Value> multiplyAccumulate(OpBuilder &b, Location loc,
+                                        ArrayRef<Value> a,
+                                        ArrayRef<Value> bValues,
+                                        ArrayRef<Value> c) const override {
     // Registers of two consecutive elements (MLIR 22's nvgpu.mma.sync
     // cannot deduce bf16 operand types, so nvvm.mma.sync directly).
     Type element = a.front().getType();
@@ -258,12 +227,11 @@ public:
     return d;
   }
 
-  /// ldmatrix: every supported arch (sm_75+).
+protected:
   bool hasLoadMatrix() const override { return true; }
 
-  SmallVector<Value> emitLoadMatrixX2(OpBuilder &b, Location loc, Value tile,
-                                      Value index,
-                                      bool transpose) const override {
+  SmallVector<Value> loadMatrixX2(OpBuilder &b, Location loc, Value tile,
+                                  Value index, bool transpose) const override {
     Type element = cast<MemRefType>(tile.getType()).getElementType();
     Value loaded = nvgpu::LdMatrixOp::create(
         b, loc, VectorType::get({2, 2}, element), tile, ValueRange{index},
@@ -275,6 +243,47 @@ public:
             vector::ExtractOp::create(b, loc, loaded, ArrayRef<int64_t>{j, e}));
     return elements;
   }
+};
+
+class CUDAGPUTargetInfo : public GPUTargetInfo {
+public:
+  explicit CUDAGPUTargetInfo(std::string arch) : arch(std::move(arch)) {}
+  // `units` points into the object.
+  CUDAGPUTargetInfo(const CUDAGPUTargetInfo &) = delete;
+  CUDAGPUTargetInfo &operator=(const CUDAGPUTargetInfo &) = delete;
+  unsigned getWarpSize() const override { return 32; }
+  std::string getDescription() const override { return "cuda " + arch; }
+
+  /// sm_89 and newer convert f32 to FP8 in hardware (cvt.rn.satfinite):
+  /// round to nearest even, finite values and infinities beyond the
+  /// format saturating to its largest finite value, as te's codec does.
+  /// Only a NaN's sign could differ, so NaN is made the codec's canonical
+  /// 0x7F explicitly. Older archs use the codec's integer routine.
+  Value emitF32ToFP8(OpBuilder &b, Location loc, Value x,
+                     FloatType fp8Type) const override {
+    if (!hasFP8Conversion())
+      return GPUTargetInfo::emitF32ToFP8(b, loc, x, fp8Type);
+    Value zero =
+        arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(0.0f));
+    // The value converted from the second operand is the low byte.
+    Value packed = NVVM::ConvertF32x2ToF8x2Op::create(
+        b, loc, b.getI16Type(), zero, x, NVVM::FPRoundingMode::RN,
+        NVVM::SaturationMode::SATFINITE, /*relu=*/false, fp8Type);
+    Value code = arith::TruncIOp::create(b, loc, b.getI8Type(), packed);
+    Value isNaN =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
+    code = arith::SelectOp::create(
+        b, loc, isNaN,
+        arith::ConstantIntOp::create(b, loc, b.getI8Type(), 0x7F), code);
+    return arith::BitcastOp::create(b, loc, fp8Type, code);
+  }
+
+  bool hasFP8Conversion() const {
+    return arch == "sm_89" || StringRef(arch).starts_with("sm_90");
+  }
+
+  /// mma.sync.m16n8k16 with ldmatrix: every supported arch (sm_80+).
+  ArrayRef<const MatrixUnit *> getMatrixUnits() const override { return units; }
 
   /// cp.async (sm_80+): 16 bytes global -> shared, past L1 (.cg), zero
   /// filled when the source size is 0.
@@ -307,6 +316,8 @@ public:
 
 private:
   std::string arch;
+  MmaSyncUnit mmaSync;
+  const MatrixUnit *units[1] = {&mmaSync};
 };
 } // namespace
 

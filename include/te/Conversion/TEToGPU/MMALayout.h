@@ -65,6 +65,19 @@ Coord<Index> loadMatrixElement(Index lane, int e, bool transpose) {
   return {lane / 4, (lane % 4) * 2 + e};
 }
 
+/// The row address a lane supplies to load a B fragment (k 16 by n 8) with
+/// one ldmatrix x2 from a staged tile, relative to the fragment's first
+/// element: of a [k][n] tile (`kRows`, loaded transposed) the lane's k row,
+/// of a [n][k] tile its n row and the first of the two 8-column halves of
+/// k. Register j of the result holds B elements 2j and 2j + 1.
+template <typename Index> Coord<Index> bFragmentRow(Index lane, bool kRows) {
+  TileRow<Index> at = loadMatrixRow(lane);
+  if (kRows)
+    // The column is the same for every lane (written as an Index).
+    return {at.tile * 8 + at.row, lane * 0};
+  return {at.row, at.tile * 8};
+}
+
 /// Where an A element comes from when A is the accumulator of an earlier
 /// MMA (attention's P = softmax(Q K^T) feeding P V): A's 16 columns of one
 /// k step are the 8 columns of accumulator tiles 2t and 2t + 1, and every
@@ -86,23 +99,20 @@ struct FlashTiling {
   static constexpr int kBlockQ = kWarps * kM, kBlockKV = 64;
   static constexpr int kTilesKV = kBlockKV / kN;
   static constexpr int kPad = 8;
-  /// The B fragments of the kernel's two products load with ldmatrix (x2)
-  /// from the staged tiles, stored [key][d]: a lane's row address is
-  /// (key, d) of the tile. For S = Q K^T's tile `ni` at k step `kk`, K's
-  /// rows are keys and its columns the k of the step (ldmatrix); for P V's
-  /// key step `step` and output column tile `nd`, V's rows are the keys of
-  /// the step, read transposed (ldmatrix.trans). Register j of the result
-  /// holds B elements 2j and 2j + 1.
+  /// The B fragments of the kernel's two products load from the staged
+  /// tiles, stored [key][d]: for S = Q K^T's tile `ni` at k step `kk`, K's
+  /// rows are keys and its columns the k of the step (bFragmentRow of a
+  /// [n][k] tile); for P V's key step `step` and output column tile `nd`,
+  /// V's rows are the keys of the step (of a [k][n] tile, transposed).
   template <typename Index>
   static Coord<Index> keyFragmentRow(Index lane, int ni, int kk) {
-    TileRow<Index> at = loadMatrixRow(lane);
-    return {at.row + ni * kN, at.tile * 8 + kk};
+    Coord<Index> at = bFragmentRow(lane, /*kRows=*/false);
+    return {at.row + ni * kN, at.col + kk};
   }
   template <typename Index>
   static Coord<Index> valueFragmentRow(Index lane, int step, int nd) {
-    TileRow<Index> at = loadMatrixRow(lane);
-    // The column is the same for every lane (written as an Index).
-    return {at.tile * 8 + at.row + step * kK, lane * 0 + nd * kN};
+    Coord<Index> at = bFragmentRow(lane, /*kRows=*/true);
+    return {at.row + step * kK, at.col + nd * kN};
   }
 
   /// Largest head dimension: two staged tiles stay within 48 KiB of static

@@ -23,6 +23,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Pass/Pass.h"
 #include "te/Conversion/TECommon/LibraryCall.h"
+#include "te/Conversion/TEToGPU/MatrixUnit.h"
 
 #include <memory>
 #include <optional>
@@ -44,31 +45,10 @@ public:
   /// The target in messages, e.g. "cuda sm_80".
   virtual std::string getDescription() const = 0;
 
-  /// Whether the target multiplies 16x8x16 tiles of bf16 or f16 into f32 on
-  /// its matrix units (te/Conversion/TEToGPU/MMALayout.h).
-  virtual bool hasMMA16x8x16() const { return false; }
-
-  /// D = A * B + C on one warp's fragments, each lane passing its elements
-  /// as MMALayout.h places them: `a` 8 and `b` 4 elements, all bf16 or all
-  /// f16, `c` 4 f32; returns
-  /// the 4 f32 of D. Only called when hasMMA16x8x16().
-  virtual SmallVector<Value> emitMMA16x8x16(OpBuilder &b, Location loc,
-                                            ArrayRef<Value> a,
-                                            ArrayRef<Value> bValues,
-                                            ArrayRef<Value> c) const;
-
-  /// Whether the target loads two 8x8 tiles of 16-bit elements from shared
-  /// memory into MMA fragments with one instruction (MMALayout.h's
-  /// loadMatrixRow and loadMatrixElement).
-  virtual bool hasLoadMatrix() const { return false; }
-
-  /// That load: `tile` is a 1-D workgroup buffer of bf16 or f16, `index`
-  /// the element where the row this lane supplies starts (16-byte
-  /// aligned); returns the lane's four elements, tile 0's two then tile
-  /// 1's, transposed with `transpose`. Only called when hasLoadMatrix().
-  virtual SmallVector<Value> emitLoadMatrixX2(OpBuilder &b, Location loc,
-                                              Value tile, Value index,
-                                              bool transpose) const;
+  /// The matrix units the kernels may multiply on
+  /// (te/Conversion/TEToGPU/MatrixUnit.h); none by default. A kernel takes
+  /// the one of the shape its tiling is built for (findMatrixUnit).
+  virtual ArrayRef<const MatrixUnit *> getMatrixUnits() const { return {}; }
 
   /// Copies `elements` consecutive elements (16 bytes in all) of the 1-D
   /// global buffer `src` at element `srcIndex` to the 1-D workgroup buffer
@@ -100,6 +80,10 @@ public:
   virtual Value emitF32ToFP8(OpBuilder &b, Location loc, Value f32Value,
                              FloatType fp8Type) const;
 };
+
+/// `target`'s matrix unit of `shape`, or null.
+const MatrixUnit *findMatrixUnit(const GPUTargetInfo &target,
+                                 const MatrixUnit::Shape &shape);
 
 /// Why the GPU lowering cannot take `op`, or nullopt if it can.
 std::optional<std::string> getGPUUnsupportedReason(Operation *op,
