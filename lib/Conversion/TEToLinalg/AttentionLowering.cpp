@@ -27,6 +27,7 @@
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <cmath>
+#include <memory>
 
 using namespace mlir;
 using namespace mlir::te;
@@ -552,16 +553,19 @@ SmallVector<Value> forEachRowTile(OpBuilder &b, Location loc,
 // Without an arbitrary mask, a bias tensor, dropout or ragged (thd)
 // sequences, every logit is q . k times the scale (minus the ALiBi term) and
 // the visible keys of a row form one range. Then the forward pass blocks over
-// rows and keys, which is what makes it fast. Q (scaled), K and V are first
-// copied to f32 in head-major order, K transposed and cut into chunks of
-// kKeyChunk keys ([d, kKeyChunk] each, contiguous). The query rows of one
-// (batch, head) go in tiles of kTileRows whose softmax state lives in small
-// tensors; a tile makes one pass over its key chunks, applying each chunk to
-// micro-blocks of kBlockRows rows while the chunk is in the cache:
-//   - the micro-block's logits are outer-product accumulations: for each of
-//     the d columns one vector load of K^T and one broadcast of each row's q
-//     element feed kBlockRows FMAs over kKeyChunk keys (no horizontal sums);
-//   - the online softmax runs on vectors of kKeyChunk logits, one max and
+// rows and keys, which is what makes it fast. The score micro-kernel
+// (ScoreKernel: f32 outer products, or bf16 pair dots on the target's dot
+// unit) sets the block shape, keyChunk keys by blockRows rows, and packs K
+// in chunks of keyChunk keys as it reads them; V is copied to f32 in
+// head-major order. The query rows of one (batch, head) go in tiles of
+// kTileRows whose softmax state lives in small tensors; a tile makes one
+// pass over its key chunks, applying each chunk to micro-blocks of
+// blockRows rows while the chunk is in the cache:
+//   - the micro-block's logits come from the kernel (f32: outer-product
+//     accumulations, for each of the d columns one vector load of K^T and
+//     one broadcast of each row's q element feeding blockRows FMAs over
+//     keyChunk keys, no horizontal sums);
+//   - the online softmax runs on vectors of keyChunk logits, one max and
 //     one sum reduction per chunk instead of two exp per key;
 //   - each V row loaded feeds all rows of the micro-block.
 // A micro-block's key range is the union of its rows' ranges; logits outside
@@ -570,13 +574,19 @@ SmallVector<Value> forEachRowTile(OpBuilder &b, Location loc,
 // never reads out of bounds. The copies are O(s * d), like the inputs; the
 // scores are never stored.
 
-/// Keys per chunk: four AVX-512 registers of logits per row. 64 rather than
-/// 32 halves the softmax's per-chunk work (reductions, the correction exp,
-/// rescaling the sums): 15% faster in bf16, 5-10% in f32 at d=64.
-constexpr int64_t kKeyChunk = 64;
-/// Query rows per micro-block: with kKeyChunk, 16 independent FMA chains in
-/// the score loop, and 16 accumulator registers per 64 columns of V.
-constexpr int64_t kBlockRows = 4;
+/// The sizes the blocked loops are built on, which their score micro-kernel
+/// (ScoreKernel) chooses: keys per chunk (the width of a row's score and
+/// softmax vectors) and query rows per micro-block.
+struct BlockShape {
+  int64_t keyChunk, blockRows;
+};
+/// AVX-512's, for both of today's kernels. Keys per chunk: four AVX-512
+/// registers of logits per row; 64 rather than 32 halves the softmax's
+/// per-chunk work (reductions, the correction exp, rescaling the sums): 15%
+/// faster in bf16, 5-10% in f32 at d=64. Rows per micro-block: with 64
+/// keys, 16 independent FMA chains in the score loop, and 16 accumulator
+/// registers per 64 columns of V.
+constexpr BlockShape kAVX512Shape = {64, 4};
 /// Query rows per tile: each chunk of K and V is used by this many rows
 /// while it is in the L1/L2 cache.
 constexpr int64_t kTileRows = 64;
@@ -652,9 +662,9 @@ Value readPaddedKV(OpBuilder &b, Location loc, const AttentionConfig &c,
 }
 
 /// Whether any of the rows with `geometry` sees a key of the chunk
-/// [key0, key0 + kKeyChunk): the union of their key ranges meets it.
+/// [key0, key0 + keyChunk): the union of their key ranges meets it.
 Value chunkIsSeen(OpBuilder &b, Location loc, ArrayRef<RowGeometry> geometry,
-                  Value key0) {
+                  Value key0, int64_t keyChunk) {
   IndexMath im{b, loc};
   Value lo = geometry[0].lo, hi = geometry[0].hi;
   for (const RowGeometry &g : geometry.drop_front()) {
@@ -662,42 +672,7 @@ Value chunkIsSeen(OpBuilder &b, Location loc, ArrayRef<RowGeometry> geometry,
     hi = im.max(hi, g.hi);
   }
   return arith::AndIOp::create(b, loc, im.lt(key0, hi),
-                               im.lt(lo, im.add(key0, im.c(kKeyChunk))));
-}
-
-/// For each row i, the sum over t < depth of rows[batch, head, rowOf[i], t]
-/// * columns[batch, kvHead, chunk, t, :] (a vector of kKeyChunk keys):
-/// outer products, one column load and one broadcast per row and t.
-SmallVector<Value> emitChunkOuterProducts(OpBuilder &b, Location loc,
-                                          Value rows, Value columns,
-                                          int64_t depth, Value batch,
-                                          Value head, Value kvHead, Value chunk,
-                                          ArrayRef<Value> rowOf) {
-  auto chunkType = VectorType::get({kKeyChunk}, b.getF32Type());
-  Value zeroF = emitF32Constant(b, loc, 0.0);
-  SmallVector<Value> init(
-      rowOf.size(),
-      arith::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(chunkType, b.getF32FloatAttr(0))));
-  IndexMath im{b, loc};
-  auto loop = scf::ForOp::create(
-      b, loc, im.c(0), im.c(depth), im.c(1), init,
-      [&](OpBuilder &b, Location loc, Value t, ValueRange partial) {
-        IndexMath im{b, loc};
-        Value keys = vector::TransferReadOp::create(
-            b, loc, chunkType, columns,
-            ValueRange{batch, kvHead, chunk, t, im.c(0)}, zeroF,
-            ArrayRef<bool>{true});
-        SmallVector<Value> next;
-        for (auto [i, row] : llvm::enumerate(rowOf)) {
-          Value element = tensor::ExtractOp::create(
-              b, loc, rows, ValueRange{batch, head, row, t});
-          next.push_back(vector::FMAOp::create(
-              b, loc, splat(b, loc, element, chunkType), keys, partial[i]));
-        }
-        scf::YieldOp::create(b, loc, next);
-      });
-  return loop.getResults();
+                               im.lt(lo, im.add(key0, im.c(keyChunk))));
 }
 
 /// `dotUnit` if the scores of `rows` (Q or dO) against `columns` (K or V)
@@ -713,38 +688,16 @@ const BF16PairDotUnit *pairDotFor(const BF16PairDotUnit *dotUnit, Value rows,
   return dotUnit;
 }
 
-/// K or V (`tensor`, bf16, head dimension `depth`) in chunks of kKeyChunk
-/// keys as column pairs, the layout of a BF16PairDotUnit's vector operand:
-/// a bf16 [b, h_kv, chunks, depth / 2, 2 * kKeyChunk] tensor whose element
-/// (.., chunk, t, 2 j + e) is column 2 t + e of key chunk * kKeyChunk + j,
-/// padded with zero keys.
-Value emitPairedChunks(OpBuilder &b, Location loc, const AttentionConfig &c,
-                       Value tensor, int64_t depth) {
-  return generateTensor(
-      b, loc,
-      {c.batches, c.headsKV,
-       static_cast<int64_t>(llvm::divideCeil(c.seqKV, kKeyChunk)), depth / 2,
-       2 * kKeyChunk},
-      b.getBF16Type(), [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
-        IndexMath im{b, loc};
-        Value token = im.add(im.mul(i[2], im.c(kKeyChunk)),
-                             arith::DivUIOp::create(b, loc, i[4], im.c(2)));
-        Value column = im.add(im.mul(i[3], im.c(2)),
-                              arith::RemUIOp::create(b, loc, i[4], im.c(2)));
-        return readPaddedElement(b, loc, c, tensor, i[0], token, i[1], column);
-      });
-}
-
 /// K (`tensor`, bf16, head dimension `depth`) as pairs of keys, the layout
 /// of a BF16PairDotUnit's vector operand for sums over keys: a bf16
-/// [b, h_kv, chunks * kKeyChunk / 2, 2 * depth] tensor whose element
+/// [b, h_kv, chunks * keyChunk / 2, 2 * depth] tensor whose element
 /// (.., p, 2 t + e) is column t of key 2 p + e, padded with zero keys.
 Value emitKeyPairs(OpBuilder &b, Location loc, const AttentionConfig &c,
-                   Value tensor, int64_t depth) {
+                   Value tensor, int64_t depth, int64_t keyChunk) {
   return generateTensor(
       b, loc,
       {c.batches, c.headsKV,
-       static_cast<int64_t>(llvm::alignTo(c.seqKV, kKeyChunk)) / 2, 2 * depth},
+       static_cast<int64_t>(llvm::alignTo(c.seqKV, keyChunk)) / 2, 2 * depth},
       b.getBF16Type(), [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
         IndexMath im{b, loc};
         Value token = im.add(im.mul(i[2], im.c(2)),
@@ -765,110 +718,240 @@ Value broadcastPair(OpBuilder &b, Location loc, Value words,
                                   word));
 }
 
-/// emitChunkOuterProducts for bf16 operands on `unit`: for each row i, the
-/// sum over t < depth of rows[batch, rowOf[i], head, t] (Q or dO, read in
-/// place two columns at a time, broadcast as one i32) * the keys' column t
-/// in `pairs` (emitPairedChunks). The products are exact; the sums are f32.
-SmallVector<Value> emitChunkPairDots(OpBuilder &b, Location loc,
-                                     const AttentionConfig &c,
-                                     const BF16PairDotUnit &unit, Value rows,
-                                     Value pairs, int64_t depth, Value batch,
-                                     Value head, Value kvHead, Value chunk,
-                                     ArrayRef<Value> rowOf) {
-  constexpr int64_t kLanes = 16;
-  constexpr int64_t kHalves = kKeyChunk / kLanes;
-  Type bf16 = b.getBF16Type();
-  auto laneType = VectorType::get({kLanes}, b.getF32Type());
-  auto operandType = VectorType::get({2 * kLanes}, bf16);
-  auto twoType = VectorType::get({2}, bf16);
-  auto wordType = VectorType::get({1}, b.getI32Type());
-  auto wordsType = VectorType::get({kLanes}, b.getI32Type());
-  Value zeroBF = arith::ConstantOp::create(b, loc, b.getZeroAttr(bf16));
-  SmallVector<Value> init(
-      rowOf.size() * kHalves,
-      arith::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(laneType, b.getF32FloatAttr(0))));
-  IndexMath im{b, loc};
-  auto loop = scf::ForOp::create(
-      b, loc, im.c(0), im.c(depth / 2), im.c(1), init,
-      [&](OpBuilder &b, Location loc, Value t, ValueRange partial) {
-        IndexMath im{b, loc};
-        SmallVector<Value> keys;
-        for (int64_t half = 0; half < kHalves; ++half)
-          keys.push_back(vector::TransferReadOp::create(
-              b, loc, operandType, pairs,
-              ValueRange{batch, kvHead, chunk, t, im.c(half * 2 * kLanes)},
-              zeroBF, ArrayRef<bool>{true}));
-        SmallVector<Value> next;
-        for (auto [i, row] : llvm::enumerate(rowOf)) {
-          Value two = vector::TransferReadOp::create(
-              b, loc, twoType, rows,
-              rowIndices(c.layout, batch, row, head, im.mul(t, im.c(2))),
-              zeroBF, ArrayRef<bool>{true});
-          Value word = vector::BitCastOp::create(b, loc, wordType, two);
-          Value broadcast = vector::BitCastOp::create(
-              b, loc, operandType,
-              vector::BroadcastOp::create(b, loc, wordsType, word));
-          for (int64_t half = 0; half < kHalves; ++half)
-            next.push_back(unit.emitDot(b, loc, partial[i * kHalves + half],
-                                        broadcast, keys[half]));
-        }
-        scf::YieldOp::create(b, loc, next);
-      });
-  // The 16-key parts of each row, side by side.
-  auto chunkType = VectorType::get({kKeyChunk}, b.getF32Type());
-  SmallVector<Value> scores;
-  for (size_t i = 0; i < rowOf.size(); ++i) {
-    Value joined = arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(chunkType, b.getF32FloatAttr(0)));
-    for (int64_t part = 0; part < kHalves; ++part)
-      joined = vector::InsertStridedSliceOp::create(
-          b, loc, loop.getResult(i * kHalves + part), joined,
-          ArrayRef<int64_t>{part * kLanes}, ArrayRef<int64_t>{1});
-    scores.push_back(joined);
+/// The score micro-kernel of the blocked paths: S = factor * R C^T for the
+/// rows R of a micro-block (Q, or dO backward) against the columns C of one
+/// chunk of keys (K, or V backward), and the packed layout of C it reads.
+/// It owns the block shape the blocked loops are built on. f32 outer
+/// products and bf16 pair dots are the kernels today; a tile unit (AMX) is
+/// another implementation, with its own shape and packing.
+class ScoreKernel {
+public:
+  explicit ScoreKernel(BlockShape shape) : shape(shape) {}
+  virtual ~ScoreKernel() = default;
+
+  BlockShape getShape() const { return shape; }
+
+  /// `columns` (K or V, head dimension `depth`) in chunks of keyChunk keys
+  /// as emitScores reads them, padded with zero keys.
+  virtual Value packColumns(OpBuilder &b, Location loc,
+                            const AttentionConfig &c, Value columns,
+                            int64_t depth) const = 0;
+  /// Whether emitScores reads the rows as f32 already times the factor
+  /// (the caller's `f32Rows`, [b, h_q, s_q, depth]) rather than `rows` in
+  /// place.
+  virtual bool readsF32Rows() const = 0;
+  /// For each row rowOf[i] of (batch, head), factor times its dot products
+  /// with the keys of chunk `chunk` of `packed` (packColumns of kvHead): a
+  /// vector of keyChunk f32.
+  virtual SmallVector<Value>
+  emitScores(OpBuilder &b, Location loc, const AttentionConfig &c, Value rows,
+             Value f32Rows, Value packed, int64_t depth, float factor,
+             Value batch, Value head, Value kvHead, Value chunk,
+             ArrayRef<Value> rowOf) const = 0;
+
+protected:
+  VectorType chunkType(OpBuilder &b) const {
+    return VectorType::get({shape.keyChunk}, b.getF32Type());
   }
-  return scores;
+
+  BlockShape shape;
+};
+
+/// Scores as f32 outer products: per column t of the head dimension, one
+/// vector load of the chunk's column t (C^T in chunks) and one broadcast of
+/// each row's element t feed one FMA per row, with no horizontal sums.
+class OuterProductScores final : public ScoreKernel {
+public:
+  OuterProductScores() : ScoreKernel(kAVX512Shape) {}
+
+  /// C transposed in chunks: an f32 [b, h_kv, chunks, depth, keyChunk]
+  /// tensor.
+  Value packColumns(OpBuilder &b, Location loc, const AttentionConfig &c,
+                    Value columns, int64_t depth) const override {
+    int64_t keyChunk = shape.keyChunk;
+    return generateF32(
+        b, loc,
+        {c.batches, c.headsKV,
+         static_cast<int64_t>(llvm::divideCeil(c.seqKV, keyChunk)), depth,
+         keyChunk},
+        [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+          IndexMath im{b, loc};
+          Value token = im.add(im.mul(i[2], im.c(keyChunk)), i[4]);
+          return readPaddedKV(b, loc, c, columns, i[0], token, i[1], i[3]);
+        });
+  }
+
+  bool readsF32Rows() const override { return true; }
+
+  SmallVector<Value> emitScores(OpBuilder &b, Location loc,
+                                const AttentionConfig &, Value, Value f32Rows,
+                                Value packed, int64_t depth, float, Value batch,
+                                Value head, Value kvHead, Value chunk,
+                                ArrayRef<Value> rowOf) const override {
+    VectorType type = chunkType(b);
+    Value zeroF = emitF32Constant(b, loc, 0.0);
+    SmallVector<Value> init(
+        rowOf.size(),
+        arith::ConstantOp::create(
+            b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(0))));
+    IndexMath im{b, loc};
+    auto loop = scf::ForOp::create(
+        b, loc, im.c(0), im.c(depth), im.c(1), init,
+        [&](OpBuilder &b, Location loc, Value t, ValueRange partial) {
+          IndexMath im{b, loc};
+          Value keys = vector::TransferReadOp::create(
+              b, loc, type, packed,
+              ValueRange{batch, kvHead, chunk, t, im.c(0)}, zeroF,
+              ArrayRef<bool>{true});
+          SmallVector<Value> next;
+          for (auto [i, row] : llvm::enumerate(rowOf)) {
+            Value element = tensor::ExtractOp::create(
+                b, loc, f32Rows, ValueRange{batch, head, row, t});
+            next.push_back(vector::FMAOp::create(
+                b, loc, splat(b, loc, element, type), keys, partial[i]));
+          }
+          scf::YieldOp::create(b, loc, next);
+        });
+    return loop.getResults();
+  }
+};
+
+/// Scores as bf16 pair dots on a BF16PairDotUnit: each row read in place
+/// two columns at a time and broadcast as one i32, against the chunk's
+/// keys as column pairs. The products are exact; the sums are f32.
+class PairDotScores final : public ScoreKernel {
+public:
+  explicit PairDotScores(const BF16PairDotUnit &unit)
+      : ScoreKernel(kAVX512Shape), unit(unit) {}
+
+  /// C as column pairs in chunks, the layout of the unit's vector operand:
+  /// a bf16 [b, h_kv, chunks, depth / 2, 2 * keyChunk] tensor whose
+  /// element (.., chunk, t, 2 j + e) is column 2 t + e of key
+  /// chunk * keyChunk + j.
+  Value packColumns(OpBuilder &b, Location loc, const AttentionConfig &c,
+                    Value columns, int64_t depth) const override {
+    int64_t keyChunk = shape.keyChunk;
+    return generateTensor(
+        b, loc,
+        {c.batches, c.headsKV,
+         static_cast<int64_t>(llvm::divideCeil(c.seqKV, keyChunk)), depth / 2,
+         2 * keyChunk},
+        b.getBF16Type(), [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+          IndexMath im{b, loc};
+          Value token = im.add(im.mul(i[2], im.c(keyChunk)),
+                               arith::DivUIOp::create(b, loc, i[4], im.c(2)));
+          Value column = im.add(im.mul(i[3], im.c(2)),
+                                arith::RemUIOp::create(b, loc, i[4], im.c(2)));
+          return readPaddedElement(b, loc, c, columns, i[0], token, i[1],
+                                   column);
+        });
+  }
+
+  bool readsF32Rows() const override { return false; }
+
+  SmallVector<Value> emitScores(OpBuilder &b, Location loc,
+                                const AttentionConfig &c, Value rows, Value,
+                                Value packed, int64_t depth, float factor,
+                                Value batch, Value head, Value kvHead,
+                                Value chunk,
+                                ArrayRef<Value> rowOf) const override {
+    SmallVector<Value> scores = emitPairDots(b, loc, c, rows, packed, depth,
+                                             batch, head, kvHead, chunk, rowOf);
+    if (factor == 1.0f)
+      return scores;
+    // Each score times the scalar factor.
+    Value splatFactor =
+        splat(b, loc, emitF32Constant(b, loc, factor), chunkType(b));
+    for (Value &score : scores)
+      score = arith::MulFOp::create(b, loc, score, splatFactor);
+    return scores;
+  }
+
+private:
+  /// The sums of emitScores, in parts of 16 keys (the unit's accumulators)
+  /// joined side by side.
+  SmallVector<Value> emitPairDots(OpBuilder &b, Location loc,
+                                  const AttentionConfig &c, Value rows,
+                                  Value pairs, int64_t depth, Value batch,
+                                  Value head, Value kvHead, Value chunk,
+                                  ArrayRef<Value> rowOf) const {
+    constexpr int64_t kLanes = 16;
+    int64_t halves = shape.keyChunk / kLanes;
+    Type bf16 = b.getBF16Type();
+    auto laneType = VectorType::get({kLanes}, b.getF32Type());
+    auto operandType = VectorType::get({2 * kLanes}, bf16);
+    auto twoType = VectorType::get({2}, bf16);
+    auto wordType = VectorType::get({1}, b.getI32Type());
+    auto wordsType = VectorType::get({kLanes}, b.getI32Type());
+    Value zeroBF = arith::ConstantOp::create(b, loc, b.getZeroAttr(bf16));
+    SmallVector<Value> init(
+        rowOf.size() * halves,
+        arith::ConstantOp::create(
+            b, loc, DenseElementsAttr::get(laneType, b.getF32FloatAttr(0))));
+    IndexMath im{b, loc};
+    auto loop = scf::ForOp::create(
+        b, loc, im.c(0), im.c(depth / 2), im.c(1), init,
+        [&](OpBuilder &b, Location loc, Value t, ValueRange partial) {
+          IndexMath im{b, loc};
+          SmallVector<Value> keys;
+          for (int64_t half = 0; half < halves; ++half)
+            keys.push_back(vector::TransferReadOp::create(
+                b, loc, operandType, pairs,
+                ValueRange{batch, kvHead, chunk, t, im.c(half * 2 * kLanes)},
+                zeroBF, ArrayRef<bool>{true}));
+          SmallVector<Value> next;
+          for (auto [i, row] : llvm::enumerate(rowOf)) {
+            Value two = vector::TransferReadOp::create(
+                b, loc, twoType, rows,
+                rowIndices(c.layout, batch, row, head, im.mul(t, im.c(2))),
+                zeroBF, ArrayRef<bool>{true});
+            Value word = vector::BitCastOp::create(b, loc, wordType, two);
+            Value broadcast = vector::BitCastOp::create(
+                b, loc, operandType,
+                vector::BroadcastOp::create(b, loc, wordsType, word));
+            for (int64_t half = 0; half < halves; ++half)
+              next.push_back(unit.emitDot(b, loc, partial[i * halves + half],
+                                          broadcast, keys[half]));
+          }
+          scf::YieldOp::create(b, loc, next);
+        });
+    SmallVector<Value> scores;
+    for (size_t i = 0; i < rowOf.size(); ++i) {
+      Value joined = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(chunkType(b), b.getF32FloatAttr(0)));
+      for (int64_t part = 0; part < halves; ++part)
+        joined = vector::InsertStridedSliceOp::create(
+            b, loc, loop.getResult(i * halves + part), joined,
+            ArrayRef<int64_t>{part * kLanes}, ArrayRef<int64_t>{1});
+      scores.push_back(joined);
+    }
+    return scores;
+  }
+
+  const BF16PairDotUnit &unit;
+};
+
+/// The score kernel for `rows` against `columns`: pair dots on `dotUnit`
+/// where pairDotFor allows it, else f32 outer products.
+std::unique_ptr<ScoreKernel> chooseScoreKernel(const BF16PairDotUnit *dotUnit,
+                                               Value rows, Value columns) {
+  if (const BF16PairDotUnit *unit = pairDotFor(dotUnit, rows, columns))
+    return std::make_unique<PairDotScores>(*unit);
+  return std::make_unique<OuterProductScores>();
 }
 
-/// Each of `scores` times the scalar `factor`.
-SmallVector<Value> scaleScores(OpBuilder &b, Location loc,
-                               ArrayRef<Value> scores, float factor) {
-  auto chunkType = VectorType::get({kKeyChunk}, b.getF32Type());
-  Value splatFactor = splat(b, loc, emitF32Constant(b, loc, factor), chunkType);
-  SmallVector<Value> scaled;
-  for (Value score : scores)
-    scaled.push_back(arith::MulFOp::create(b, loc, score, splatFactor));
-  return scaled;
-}
-
-/// The scores of the rows `rowOf` against one chunk of keys, as vectors of
-/// kKeyChunk f32: on `dot`, pair dots of the bf16 `rows` (Q or dO) against
-/// the paired chunks `columns`, times `factor`; without, outer products of
-/// `f32Rows` (the rows in f32, already times `factor`) against the
-/// transposed chunks `columns`.
-SmallVector<Value>
-emitChunkScores(OpBuilder &b, Location loc, const AttentionConfig &c,
-                const BF16PairDotUnit *dot, Value rows, Value f32Rows,
-                Value columns, int64_t depth, float factor, Value batch,
-                Value head, Value kvHead, Value chunk, ArrayRef<Value> rowOf) {
-  if (!dot)
-    return emitChunkOuterProducts(b, loc, f32Rows, columns, depth, batch, head,
-                                  kvHead, chunk, rowOf);
-  SmallVector<Value> scores = emitChunkPairDots(
-      b, loc, c, *dot, rows, columns, depth, batch, head, kvHead, chunk, rowOf);
-  return factor == 1.0f ? scores : scaleScores(b, loc, scores, factor);
-}
-
-/// The keys of the chunk starting at `key0` as an i32 vector, to mask and
-/// bias a row's logits of the chunk.
+/// The keys of the chunk starting at `key0` (of `keyChunk` keys) as an i32
+/// vector, to mask and bias a row's logits of the chunk.
 struct ChunkKeys {
   OpBuilder &b;
   Location loc;
+  int64_t keyChunk;
   Value keyIndex;
 
-  ChunkKeys(OpBuilder &b, Location loc, Value key0) : b(b), loc(loc) {
-    SmallVector<int32_t> offsets(kKeyChunk);
-    for (int64_t j = 0; j < kKeyChunk; ++j)
+  ChunkKeys(OpBuilder &b, Location loc, Value key0, int64_t keyChunk)
+      : b(b), loc(loc), keyChunk(keyChunk) {
+    SmallVector<int32_t> offsets(keyChunk);
+    for (int64_t j = 0; j < keyChunk; ++j)
       offsets[j] = static_cast<int32_t>(j);
     keyIndex = arith::AddIOp::create(
         b, loc, splatIndex(key0),
@@ -878,7 +961,7 @@ struct ChunkKeys {
   }
 
   VectorType vectorType() const {
-    return VectorType::get({kKeyChunk}, b.getI32Type());
+    return VectorType::get({keyChunk}, b.getI32Type());
   }
 
   Value splatIndex(Value index) const {
@@ -892,7 +975,7 @@ struct ChunkKeys {
   std::pair<Value, Value> biasAndMask(const AttentionConfig &c, Value head,
                                       const RowGeometry &g,
                                       Value logits) const {
-    auto chunkType = VectorType::get({kKeyChunk}, b.getF32Type());
+    auto chunkType = VectorType::get({keyChunk}, b.getF32Type());
     if (c.biasKind == BiasKind::alibi) {
       SmallVector<Value> at = {head};
       if (cast<RankedTensorType>(c.slopes.getType()).getRank() == 2)
@@ -931,31 +1014,14 @@ Value emitScaledQueries(OpBuilder &b, Location loc, const AttentionConfig &c,
       });
 }
 
-/// K or V (`tensor`, head dimension `depth`) transposed in chunks of
-/// kKeyChunk keys, as an f32 [b, h_kv, chunks, depth, kKeyChunk] tensor
-/// padded with zero keys.
-Value emitTransposedChunks(OpBuilder &b, Location loc, const AttentionConfig &c,
-                           Value tensor, int64_t depth) {
-  return generateF32(
-      b, loc,
-      {c.batches, c.headsKV,
-       static_cast<int64_t>(llvm::divideCeil(c.seqKV, kKeyChunk)), depth,
-       kKeyChunk},
-      [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
-        IndexMath im{b, loc};
-        Value token = im.add(im.mul(i[2], im.c(kKeyChunk)), i[4]);
-        return readPaddedKV(b, loc, c, tensor, i[0], token, i[1], i[3]);
-      });
-}
-
-/// K or V rows as an f32 [b, h_kv, chunks * kKeyChunk, depth] tensor padded
+/// K or V rows as an f32 [b, h_kv, chunks * keyChunk, depth] tensor padded
 /// with zero keys.
 Value emitPaddedRows(OpBuilder &b, Location loc, const AttentionConfig &c,
-                     Value tensor, int64_t depth) {
+                     Value tensor, int64_t depth, int64_t keyChunk) {
   return generateF32(
       b, loc,
       {c.batches, c.headsKV,
-       static_cast<int64_t>(llvm::alignTo(c.seqKV, kKeyChunk)), depth},
+       static_cast<int64_t>(llvm::alignTo(c.seqKV, keyChunk)), depth},
       [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
         return readPaddedKV(b, loc, c, tensor, i[0], i[2], i[1], i[3]);
       });
@@ -972,31 +1038,30 @@ struct BlockedForward {
   const AttentionConfig &c;
   RankedTensorType oType;
   int64_t headDimQK, headDimV;
-  /// Rows per micro-block and per tile (a multiple of the former).
-  int64_t rows, tileRows;
-  /// The unit of the scores, or null for f32 FMAs.
-  const BF16PairDotUnit *scoreDot;
-  /// With f32 FMAs: scale * q as [b, h_q, s_q, d_qk] and K^T in chunks as
-  /// [b, h_kv, chunks, d_qk, chunk]; on a dot unit: K in paired chunks
-  /// (emitPairedChunks). V as [b, h_kv, chunks * chunk, d_v].
+  /// The kernel of S = scale q k^T, whose shape the loops take.
+  std::unique_ptr<ScoreKernel> scoreKernel;
+  /// Keys per chunk, rows per micro-block and per tile (a multiple of
+  /// rows).
+  int64_t keyChunk, rows, tileRows;
+  /// scale * q as [b, h_q, s_q, d_qk] where the kernel reads f32 rows; K
+  /// packed by the kernel; V as [b, h_kv, chunks * keyChunk, d_v].
   Value qs, kt, vs;
 
   BlockedForward(const AttentionConfig &c, RankedTensorType oType,
                  const BF16PairDotUnit *dotUnit)
       : c(c), oType(oType),
         headDimQK(cast<RankedTensorType>(c.q.getType()).getShape().back()),
-        headDimV(oType.getShape().back()), rows(kBlockRows),
-        tileRows(std::min<int64_t>(kTileRows, llvm::alignTo(c.seqQ, rows))),
-        scoreDot(pairDotFor(dotUnit, c.q, c.k)) {}
+        headDimV(oType.getShape().back()),
+        scoreKernel(chooseScoreKernel(dotUnit, c.q, c.k)),
+        keyChunk(scoreKernel->getShape().keyChunk),
+        rows(scoreKernel->getShape().blockRows),
+        tileRows(std::min<int64_t>(kTileRows, llvm::alignTo(c.seqQ, rows))) {}
 
   void prepare(OpBuilder &b, Location loc) {
-    if (scoreDot) {
-      kt = emitPairedChunks(b, loc, c, c.k, headDimQK);
-    } else {
+    if (scoreKernel->readsF32Rows())
       qs = emitScaledQueries(b, loc, c, headDimQK);
-      kt = emitTransposedChunks(b, loc, c, c.k, headDimQK);
-    }
-    vs = emitPaddedRows(b, loc, c, c.v, headDimV);
+    kt = scoreKernel->packColumns(b, loc, c, c.k, headDimQK);
+    vs = emitPaddedRows(b, loc, c, c.v, headDimV, keyChunk);
   }
 
   /// Query row `index` of the tile starting at `first`, clamped to the last
@@ -1037,12 +1102,12 @@ struct BlockedForward {
                      b.getF32FloatAttr(0.0f)),
         // Scratch for a micro-block's weights, so that the V accumulation
         // broadcasts them from memory.
-        filledTensor(b, loc, {rows, kKeyChunk}, f32, b.getF32FloatAttr(0.0f))};
+        filledTensor(b, loc, {rows, keyChunk}, f32, b.getF32FloatAttr(0.0f))};
     Value blockCount =
         im.mul(im.div(im.add(count, im.c(rows - 1)), im.c(rows)), im.c(rows));
     auto chunkLoop = scf::ForOp::create(
-        b, loc, im.mul(im.div(lo, im.c(kKeyChunk)), im.c(kKeyChunk)), hi,
-        im.c(kKeyChunk), state,
+        b, loc, im.mul(im.div(lo, im.c(keyChunk)), im.c(keyChunk)), hi,
+        im.c(keyChunk), state,
         [&](OpBuilder &b, Location loc, Value key0, ValueRange chunkState) {
           IndexMath im{b, loc};
           auto blockLoop = scf::ForOp::create(
@@ -1085,7 +1150,7 @@ struct BlockedForward {
   }
 
   /// The micro-block of tile rows [block, block + rows) against the keys
-  /// [key0, key0 + kKeyChunk); skipped when none of its rows sees any of
+  /// [key0, key0 + keyChunk); skipped when none of its rows sees any of
   /// them. `state` is the tile's (m, l, acc).
   SmallVector<Value> emitMicroBlock(OpBuilder &b, Location loc, Value batch,
                                     Value head, Value kvHead, Value first,
@@ -1098,7 +1163,7 @@ struct BlockedForward {
       rowOf.push_back(tileRow(im, first, local.back()));
       geometry.push_back(computeRowGeometry(b, loc, c, batch, rowOf.back()));
     }
-    Value sees = chunkIsSeen(b, loc, geometry, key0);
+    Value sees = chunkIsSeen(b, loc, geometry, key0, keyChunk);
     auto ifOp = scf::IfOp::create(
         b, loc, sees,
         [&](OpBuilder &b, Location loc) {
@@ -1122,7 +1187,7 @@ struct BlockedForward {
                                ValueRange state) {
     IndexMath im{b, loc};
     Type f32 = b.getF32Type();
-    auto chunkType = VectorType::get({kKeyChunk}, f32);
+    auto chunkType = VectorType::get({keyChunk}, f32);
     // The accumulators go in pieces of 16 floats (one AVX-512 register), so
     // that the V accumulation below works on a few registers at a time.
     int64_t pieceWidth = pieceWidthOf(headDimV);
@@ -1132,11 +1197,11 @@ struct BlockedForward {
     Value zeroF = emitF32Constant(b, loc, 0.0);
 
     // scores[i] = scale * sum over columns t of q[row i, t] * K^T[t, chunk].
-    Value chunk = im.div(key0, im.c(kKeyChunk));
+    Value chunk = im.div(key0, im.c(keyChunk));
     SmallVector<Value> scores =
-        emitChunkScores(b, loc, c, scoreDot, c.q, qs, kt, headDimQK, c.scale,
-                        batch, head, kvHead, chunk, rowOf);
-    ChunkKeys keys(b, loc, key0);
+        scoreKernel->emitScores(b, loc, c, c.q, qs, kt, headDimQK, c.scale,
+                                batch, head, kvHead, chunk, rowOf);
+    ChunkKeys keys(b, loc, key0, keyChunk);
 
     Value mState = state[0], lState = state[1], accState = state[2],
           weightState = state[3];
@@ -1191,7 +1256,7 @@ struct BlockedForward {
     // pieces feed rows x pieces FMAs into accumulators held in registers.
     for (int64_t group = 0; group < pieces; group += kGroupPieces) {
       int64_t groupEnd = std::min(pieces, group + kGroupPieces);
-      for (int64_t j = 0; j < kKeyChunk; ++j) {
+      for (int64_t j = 0; j < keyChunk; ++j) {
         SmallVector<Value> weights;
         for (int64_t i = 0; i < rows; ++i)
           weights.push_back(
@@ -1228,29 +1293,31 @@ struct BlockedForward {
 //
 // Under the conditions of the blocked forward (and without
 // d_softmax_offset), the backward of one (batch, key/value head) goes over
-// the keys in chunks of kKeyChunk: each chunk of K and V is applied to
-// micro-blocks of kBlockRows query rows of every query head that shares it,
-// while the chunk and its gradient accumulators stay in the cache:
-//   - S = scale q k^T and dP = dO v^T of the micro-block as outer products
-//     over the head dimensions (one vector load of K^T or V^T and one
-//     broadcast per row and column, as in the forward);
-//   - P = exp(S - LSE) and dS = P (dP - D) on vectors of kKeyChunk keys,
+// the keys in chunks of keyChunk: each chunk of K and V is applied to
+// micro-blocks of blockRows query rows of every query head that shares it
+// (the score kernels' shape, as in the forward), while the chunk and its
+// gradient accumulators stay in the cache:
+//   - S = scale q k^T and dP = dO v^T of the micro-block on the score
+//     kernels (ScoreKernel), over the head dimensions;
+//   - P = exp(S - LSE) and dS = P (dP - D) on vectors of keyChunk keys,
 //     with D = dO . O of each row; keys outside a row's range weigh 0;
 //   - dV_j += P_ij dO_i and dK_j += dS_ij (scale q_i) for the chunk's keys,
 //     the micro-block's rows held in registers;
 //   - dQ_i += scale dS_ij k_j, summed over the chunk in registers and added
 //     to the row's f32 accumulator.
 // Rows past s_q (the last micro-block's padding) weigh 0. dQ, dK and dV
-// accumulate in f32 [h_group, s_q, d_qk] and [chunks * kKeyChunk, d]
+// accumulate in f32 [h_group, s_q, d_qk] and [chunks * keyChunk, d]
 // tensors of the iteration and are rounded to their types at the end.
 
 /// The blocked backward pass of one op.
 struct BlockedBackward {
   const AttentionConfig &c;
   Value o, dO, lse;
+  /// The kernels of S = scale q k^T and dP = dO v^T; the loops take their
+  /// shape (the same for both).
+  std::unique_ptr<ScoreKernel> scoreKernel, gradKernel;
+  int64_t keyChunk, blockRows;
   int64_t headDimQK, headDimV, chunks, group;
-  /// The units of S = q k^T and dP = dO v^T, or null for f32 FMAs.
-  const BF16PairDotUnit *scoreDot, *gradDot;
   /// The unit of the dQ, dK and dV sums, which then take P and scale * dS
   /// rounded to bf16 once; null for f32 FMAs. Needs bf16 q, k, v and dO
   /// and head dimensions of whole 16-float pieces.
@@ -1259,29 +1326,35 @@ struct BlockedBackward {
   Value kPairs;
   /// D = dO . O of every row, as f32 [b, h_q, s_q].
   Value deltas;
-  /// K^T and V^T in chunks as [b, h_kv, chunks, d, chunk] (f32, or paired
-  /// bf16 chunks for a dot unit). With f32 sums: scale * q as [b, h_q, s_q,
-  /// d_qk], K as [b, h_kv, chunks * chunk, d_qk] and dO as [b, h_q, s_q,
-  /// d_v], all f32.
+  /// K and V packed by their kernels. With f32 sums: scale * q as [b, h_q,
+  /// s_q, d_qk], K as [b, h_kv, chunks * keyChunk, d_qk] and dO as [b, h_q,
+  /// s_q, d_v], all f32 (also the rows the f32 score kernels read).
   Value qs, kt, vt, ks, dOs;
 
   BlockedBackward(const AttentionConfig &c, Value o, Value dO, Value lse,
                   const BF16PairDotUnit *dotUnit)
       : c(c), o(o), dO(dO), lse(lse),
+        scoreKernel(chooseScoreKernel(dotUnit, c.q, c.k)),
+        gradKernel(chooseScoreKernel(dotUnit, dO, c.v)),
+        keyChunk(scoreKernel->getShape().keyChunk),
+        blockRows(scoreKernel->getShape().blockRows),
         headDimQK(cast<RankedTensorType>(c.q.getType()).getShape().back()),
         headDimV(cast<RankedTensorType>(c.v.getType()).getShape().back()),
-        chunks(llvm::divideCeil(c.seqKV, kKeyChunk)),
-        group(c.headsQ / c.headsKV), scoreDot(pairDotFor(dotUnit, c.q, c.k)),
-        gradDot(pairDotFor(dotUnit, dO, c.v)),
-        sumDot(scoreDot && gradDot && headDimQK % 16 == 0 && headDimV % 16 == 0
+        chunks(llvm::divideCeil(c.seqKV, keyChunk)),
+        group(c.headsQ / c.headsKV),
+        sumDot(pairDotFor(dotUnit, c.q, c.k) && pairDotFor(dotUnit, dO, c.v) &&
+                       headDimQK % 16 == 0 && headDimV % 16 == 0 &&
+                       blockRows % 2 == 0
                    ? dotUnit
-                   : nullptr) {}
+                   : nullptr) {
+    assert(gradKernel->getShape().keyChunk == keyChunk &&
+           gradKernel->getShape().blockRows == blockRows &&
+           "both score kernels of the backward have one shape");
+  }
 
   void prepare(OpBuilder &b, Location loc) {
-    kt = scoreDot ? emitPairedChunks(b, loc, c, c.k, headDimQK)
-                  : emitTransposedChunks(b, loc, c, c.k, headDimQK);
-    vt = gradDot ? emitPairedChunks(b, loc, c, c.v, headDimV)
-                 : emitTransposedChunks(b, loc, c, c.v, headDimV);
+    kt = scoreKernel->packColumns(b, loc, c, c.k, headDimQK);
+    vt = gradKernel->packColumns(b, loc, c, c.v, headDimV);
     deltas = generateF32(b, loc, {c.batches, c.headsQ, c.seqQ},
                          [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
                            IndexMath im{b, loc};
@@ -1291,11 +1364,11 @@ struct BlockedBackward {
                                              readRow(b, loc, o, at));
                          });
     if (sumDot) {
-      kPairs = emitKeyPairs(b, loc, c, c.k, headDimQK);
+      kPairs = emitKeyPairs(b, loc, c, c.k, headDimQK, keyChunk);
       return;
     }
     qs = emitScaledQueries(b, loc, c, headDimQK);
-    ks = emitPaddedRows(b, loc, c, c.k, headDimQK);
+    ks = emitPaddedRows(b, loc, c, c.k, headDimQK, keyChunk);
     dOs = generateF32(b, loc, {c.batches, c.headsQ, c.seqQ, headDimV},
                       [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
                         return readElementF32(b, loc, c, dO, i[0], i[2], i[1],
@@ -1315,11 +1388,11 @@ struct BlockedBackward {
                           cast<TypedAttr>(b.getZeroAttr(type)));
     };
     if (!sumDot)
-      return {zeros({kBlockRows, kKeyChunk}, b.getF32Type()),
-              zeros({kBlockRows, kKeyChunk}, b.getF32Type())};
-    return {zeros({kBlockRows / 2, kKeyChunk}, b.getI32Type()),
-            zeros({kBlockRows / 2, kKeyChunk}, b.getI32Type()),
-            zeros({kBlockRows, kKeyChunk / 2}, b.getI32Type())};
+      return {zeros({blockRows, keyChunk}, b.getF32Type()),
+              zeros({blockRows, keyChunk}, b.getF32Type())};
+    return {zeros({blockRows / 2, keyChunk}, b.getI32Type()),
+            zeros({blockRows / 2, keyChunk}, b.getI32Type()),
+            zeros({blockRows, keyChunk / 2}, b.getI32Type())};
   }
 
   /// The gradients of (batch, kvHead) into `local`: the iteration's slices
@@ -1333,14 +1406,14 @@ struct BlockedBackward {
     SmallVector<Value> state = {
         filledTensor(b, loc, {group, c.seqQ, headDimQK}, f32,
                      b.getF32FloatAttr(0.0f)),
-        filledTensor(b, loc, {chunks * kKeyChunk, headDimQK}, f32,
+        filledTensor(b, loc, {chunks * keyChunk, headDimQK}, f32,
                      b.getF32FloatAttr(0.0f)),
-        filledTensor(b, loc, {chunks * kKeyChunk, headDimV}, f32,
+        filledTensor(b, loc, {chunks * keyChunk, headDimV}, f32,
                      b.getF32FloatAttr(0.0f))};
     llvm::append_range(state, emitScratch(b, loc));
-    int64_t blockEnd = llvm::alignTo(c.seqQ, kBlockRows);
+    int64_t blockEnd = llvm::alignTo(c.seqQ, blockRows);
     auto chunkLoop = scf::ForOp::create(
-        b, loc, zero, im.c(chunks * kKeyChunk), im.c(kKeyChunk), state,
+        b, loc, zero, im.c(chunks * keyChunk), im.c(keyChunk), state,
         [&](OpBuilder &b, Location loc, Value key0, ValueRange chunkState) {
           IndexMath im{b, loc};
           auto headLoop = scf::ForOp::create(
@@ -1349,8 +1422,7 @@ struct BlockedBackward {
                 IndexMath im{b, loc};
                 Value head = im.add(im.mul(kvHead, im.c(group)), g);
                 auto blockLoop = scf::ForOp::create(
-                    b, loc, im.c(0), im.c(blockEnd), im.c(kBlockRows),
-                    headState,
+                    b, loc, im.c(0), im.c(blockEnd), im.c(blockRows), headState,
                     [&](OpBuilder &b, Location loc, Value first,
                         ValueRange blockState) {
                       scf::YieldOp::create(b, loc,
@@ -1444,7 +1516,7 @@ struct BlockedBackward {
         sources.push_back(sourcePieces(b, loc, piece));
       IndexMath im{b, loc};
       auto keyLoop = scf::ForOp::create(
-          b, loc, im.c(0), im.c(kKeyChunk), im.c(1), ValueRange{acc},
+          b, loc, im.c(0), im.c(keyChunk), im.c(1), ValueRange{acc},
           [&](OpBuilder &b, Location loc, Value j, ValueRange carried) {
             IndexMath im{b, loc};
             Value key = im.add(key0, j);
@@ -1562,7 +1634,7 @@ struct BlockedBackward {
     Value zeroF = emitF32Constant(b, loc, 0.0);
     Value scale = emitF32Constant(b, loc, c.scale);
     return emitQuerySums(
-        b, loc, accQ, g, rowOf, pieceWidth, kKeyChunk,
+        b, loc, accQ, g, rowOf, pieceWidth, keyChunk,
         [&](OpBuilder &b, Location loc, Value j) {
           IndexMath im{b, loc};
           SmallVector<Value> w;
@@ -1586,8 +1658,8 @@ struct BlockedBackward {
         });
   }
 
-  /// The micro-block of query rows [first, first + kBlockRows) of `head`
-  /// against the keys [key0, key0 + kKeyChunk); skipped when none of its
+  /// The micro-block of query rows [first, first + blockRows) of `head`
+  /// against the keys [key0, key0 + keyChunk); skipped when none of its
   /// rows sees any of them. `state` is (accQ, accK, accV, P, dS).
   SmallVector<Value> emitMicroBlock(OpBuilder &b, Location loc, Value batch,
                                     Value head, Value kvHead, Value g,
@@ -1595,13 +1667,13 @@ struct BlockedBackward {
     IndexMath im{b, loc};
     SmallVector<Value> rowOf, real;
     SmallVector<RowGeometry> geometry;
-    for (int64_t i = 0; i < kBlockRows; ++i) {
+    for (int64_t i = 0; i < blockRows; ++i) {
       Value row = im.add(first, im.c(i));
       real.push_back(im.lt(row, im.c(c.seqQ)));
       rowOf.push_back(im.min(row, im.c(c.seqQ - 1)));
       geometry.push_back(computeRowGeometry(b, loc, c, batch, rowOf.back()));
     }
-    Value sees = chunkIsSeen(b, loc, geometry, key0);
+    Value sees = chunkIsSeen(b, loc, geometry, key0, keyChunk);
     auto ifOp = scf::IfOp::create(
         b, loc, sees,
         [&](OpBuilder &b, Location loc) {
@@ -1622,27 +1694,27 @@ struct BlockedBackward {
                                ValueRange state) {
     IndexMath im{b, loc};
     Type f32 = b.getF32Type();
-    auto chunkType = VectorType::get({kKeyChunk}, f32);
-    Value chunk = im.div(key0, im.c(kKeyChunk));
+    auto chunkType = VectorType::get({keyChunk}, f32);
+    Value chunk = im.div(key0, im.c(keyChunk));
     Value zeroChunk = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(chunkType, b.getF32FloatAttr(0)));
     SmallVector<Value> scores =
-        emitChunkScores(b, loc, c, scoreDot, c.q, qs, kt, headDimQK, c.scale,
-                        batch, head, kvHead, chunk, rowOf);
+        scoreKernel->emitScores(b, loc, c, c.q, qs, kt, headDimQK, c.scale,
+                                batch, head, kvHead, chunk, rowOf);
     SmallVector<Value> dP =
-        emitChunkScores(b, loc, c, gradDot, dO, dOs, vt, headDimV, 1.0f, batch,
-                        head, kvHead, chunk, rowOf);
+        gradKernel->emitScores(b, loc, c, dO, dOs, vt, headDimV, 1.0f, batch,
+                               head, kvHead, chunk, rowOf);
 
-    ChunkKeys keys(b, loc, key0);
+    ChunkKeys keys(b, loc, key0, keyChunk);
 
     SmallVector<Value> pRows, dsRows;
-    for (int64_t i = 0; i < kBlockRows; ++i) {
+    for (int64_t i = 0; i < blockRows; ++i) {
       auto [logits, visible] =
           keys.biasAndMask(c, head, geometry[i], scores[i]);
       visible = arith::AndIOp::create(
           b, loc, visible,
           vector::BroadcastOp::create(
-              b, loc, VectorType::get({kKeyChunk}, b.getI1Type()), real[i]));
+              b, loc, VectorType::get({keyChunk}, b.getI1Type()), real[i]));
       Value rowLse = tensor::ExtractOp::create(
           b, loc, lse, c.lseIndices(batch, rowOf[i], head, im.c(0)));
       Value p = arith::SelectOp::create(
@@ -1665,7 +1737,7 @@ struct BlockedBackward {
                           key0, rowOf);
 
     Value pState = state[3], dsState = state[4];
-    for (int64_t i = 0; i < kBlockRows; ++i) {
+    for (int64_t i = 0; i < blockRows; ++i) {
       pState = vector::TransferWriteOp::create(b, loc, pRows[i], pState,
                                                ValueRange{im.c(i), im.c(0)},
                                                ArrayRef<bool>{true})
@@ -1686,20 +1758,19 @@ struct BlockedBackward {
 
   /// dV += P^T dO, dK += (scale dS)^T q and dQ += (scale dS) K of the
   /// micro-block on sumDot, from its rows' P and dS (`pRows`, `dsRows`:
-  /// vectors of kKeyChunk f32), rounded to bf16 once. `state` is (accQ,
+  /// vectors of keyChunk f32), rounded to bf16 once. `state` is (accQ,
   /// accK, accV, then emitScratch's P and dS row pairs and dS key pairs).
   SmallVector<Value> emitPairSums(OpBuilder &b, Location loc, ValueRange state,
                                   ArrayRef<Value> pRows, ArrayRef<Value> dsRows,
                                   Value batch, Value head, Value kvHead,
                                   Value g, Value key0, ArrayRef<Value> rowOf) {
-    static_assert(kBlockRows % 2 == 0, "the sums over rows go in row pairs");
     IndexMath im{b, loc};
     Type bf16 = b.getBF16Type(), i32 = b.getI32Type();
-    auto rowType = VectorType::get({kKeyChunk}, bf16);
+    auto rowType = VectorType::get({keyChunk}, bf16);
     Value scale = splat(b, loc, emitF32Constant(b, loc, c.scale),
-                        VectorType::get({kKeyChunk}, b.getF32Type()));
+                        VectorType::get({keyChunk}, b.getF32Type()));
     SmallVector<Value> p, ds;
-    for (int64_t i = 0; i < kBlockRows; ++i) {
+    for (int64_t i = 0; i < blockRows; ++i) {
       p.push_back(arith::TruncFOp::create(b, loc, rowType, pRows[i]));
       ds.push_back(arith::TruncFOp::create(
           b, loc, rowType, arith::MulFOp::create(b, loc, dsRows[i], scale)));
@@ -1713,18 +1784,18 @@ struct BlockedBackward {
     // Rows 2r and 2r + 1 interleaved: the i32 of key j is their pair.
     auto rowPairs = [&](ArrayRef<Value> rows, int64_t r) {
       return vector::BitCastOp::create(
-          b, loc, VectorType::get({kKeyChunk}, i32),
+          b, loc, VectorType::get({keyChunk}, i32),
           vector::InterleaveOp::create(b, loc, rows[2 * r], rows[2 * r + 1]));
     };
     Value pPairs = state[3], dsPairs = state[4], dsKeyPairs = state[5];
-    for (int64_t r = 0; r < kBlockRows / 2; ++r) {
+    for (int64_t r = 0; r < blockRows / 2; ++r) {
       pPairs = write(rowPairs(p, r), pPairs, r);
       dsPairs = write(rowPairs(ds, r), dsPairs, r);
     }
-    for (int64_t i = 0; i < kBlockRows; ++i)
+    for (int64_t i = 0; i < blockRows; ++i)
       dsKeyPairs =
           write(vector::BitCastOp::create(
-                    b, loc, VectorType::get({kKeyChunk / 2}, i32), ds[i]),
+                    b, loc, VectorType::get({keyChunk / 2}, i32), ds[i]),
                 dsKeyPairs, i);
     Value accV = emitPairKeySums(b, loc, state[2], pPairs, dO, headDimV, batch,
                                  head, key0, rowOf);
@@ -1785,7 +1856,7 @@ struct BlockedBackward {
     Value zeroBF = arith::ConstantOp::create(b, loc, b.getZeroAttr(bf16));
     Value pair0 = IndexMath{b, loc}.div(key0, IndexMath{b, loc}.c(2));
     return emitQuerySums(
-        b, loc, accQ, g, rowOf, kLanes, kKeyChunk / 2,
+        b, loc, accQ, g, rowOf, kLanes, keyChunk / 2,
         [&](OpBuilder &b, Location loc, Value pair) {
           IndexMath im{b, loc};
           SmallVector<Value> w;
