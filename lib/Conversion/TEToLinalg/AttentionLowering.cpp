@@ -1031,6 +1031,127 @@ Value emitPaddedRows(OpBuilder &b, Location loc, const AttentionConfig &c,
 /// register) when they divide it, else the whole row.
 int64_t pieceWidthOf(int64_t width) { return width % 16 == 0 ? 16 : width; }
 
+/// The P V micro-kernel of the blocked forward: for each row of a
+/// micro-block, acc_i = correction_i * acc_i + sum_j p_ij v_j over one key
+/// chunk, with the layout of V it reads and the scratch the weights p go
+/// through. The steps are separate so that the loop can interleave them
+/// with each row's softmax: writeWeights and loadScaled per row, then
+/// accumulate for the block. f32 FMAs on register pieces today; a tile unit
+/// (AMX) is another implementation.
+class ValueKernel {
+public:
+  virtual ~ValueKernel() = default;
+  /// V (head dimension `depth`) as accumulate reads it, padded with zero
+  /// keys to whole chunks.
+  virtual Value packValues(OpBuilder &b, Location loc, const AttentionConfig &c,
+                           int64_t depth, BlockShape shape) const = 0;
+  /// The scratch of a micro-block's weights.
+  virtual Value createScratch(OpBuilder &b, Location loc,
+                              BlockShape shape) const = 0;
+  /// Row `row`'s weights (a vector of keyChunk f32) into `scratch`.
+  virtual Value writeWeights(OpBuilder &b, Location loc, Value scratch,
+                             int64_t row, Value p) const = 0;
+  /// Row `tileRow` of the accumulators `acc` ([tile rows, depth] f32) times
+  /// `correction`, held as the kernel holds it until accumulate.
+  virtual SmallVector<Value> loadScaled(OpBuilder &b, Location loc, Value acc,
+                                        Value tileRow, Value correction,
+                                        int64_t depth) const = 0;
+  /// acc[local[i], :] = scaled[i] + sum_j weights[i][j] * V[key0 + j, :]
+  /// of (batch, kvHead) for the chunk's keys j; returns the new `acc`.
+  virtual Value accumulate(OpBuilder &b, Location loc, Value acc,
+                           ArrayRef<SmallVector<Value>> scaled,
+                           ArrayRef<Value> local, Value weights, Value packed,
+                           Value batch, Value kvHead, Value key0, int64_t depth,
+                           BlockShape shape) const = 0;
+};
+
+/// P V as f32 FMAs: V copied to f32 rows; each row's accumulators in
+/// pieces of 16 floats (one AVX-512 register), in groups of up to
+/// kGroupPieces pieces: for each key, the rows' broadcast weights and the
+/// group's V pieces feed rows x pieces FMAs into registers.
+class FMAValues final : public ValueKernel {
+public:
+  Value packValues(OpBuilder &b, Location loc, const AttentionConfig &c,
+                   int64_t depth, BlockShape shape) const override {
+    return emitPaddedRows(b, loc, c, c.v, depth, shape.keyChunk);
+  }
+
+  Value createScratch(OpBuilder &b, Location loc,
+                      BlockShape shape) const override {
+    return filledTensor(b, loc, {shape.blockRows, shape.keyChunk},
+                        b.getF32Type(), b.getF32FloatAttr(0.0f));
+  }
+
+  Value writeWeights(OpBuilder &b, Location loc, Value scratch, int64_t row,
+                     Value p) const override {
+    IndexMath im{b, loc};
+    return vector::TransferWriteOp::create(b, loc, p, scratch,
+                                           ValueRange{im.c(row), im.c(0)},
+                                           ArrayRef<bool>{true})
+        .getResult();
+  }
+
+  SmallVector<Value> loadScaled(OpBuilder &b, Location loc, Value acc,
+                                Value tileRow, Value correction,
+                                int64_t depth) const override {
+    IndexMath im{b, loc};
+    int64_t pieceWidth = pieceWidthOf(depth);
+    auto pieceType = VectorType::get({pieceWidth}, b.getF32Type());
+    Value zeroF = emitF32Constant(b, loc, 0.0);
+    Value scaleBy = splat(b, loc, correction, pieceType);
+    SmallVector<Value> pieces;
+    for (int64_t piece = 0; piece < depth / pieceWidth; ++piece) {
+      Value current = vector::TransferReadOp::create(
+          b, loc, pieceType, acc, ValueRange{tileRow, im.c(piece * pieceWidth)},
+          zeroF, ArrayRef<bool>{true});
+      pieces.push_back(arith::MulFOp::create(b, loc, current, scaleBy));
+    }
+    return pieces;
+  }
+
+  Value accumulate(OpBuilder &b, Location loc, Value acc,
+                   ArrayRef<SmallVector<Value>> scaled, ArrayRef<Value> local,
+                   Value weights, Value packed, Value batch, Value kvHead,
+                   Value key0, int64_t depth, BlockShape shape) const override {
+    IndexMath im{b, loc};
+    int64_t pieceWidth = pieceWidthOf(depth);
+    int64_t pieces = depth / pieceWidth;
+    int64_t rows = local.size();
+    auto pieceType = VectorType::get({pieceWidth}, b.getF32Type());
+    Value zeroF = emitF32Constant(b, loc, 0.0);
+    SmallVector<SmallVector<Value>> sums(scaled.begin(), scaled.end());
+    for (int64_t group = 0; group < pieces; group += kGroupPieces) {
+      int64_t groupEnd = std::min(pieces, group + kGroupPieces);
+      for (int64_t j = 0; j < shape.keyChunk; ++j) {
+        SmallVector<Value> w;
+        for (int64_t i = 0; i < rows; ++i)
+          w.push_back(splat(b, loc,
+                            tensor::ExtractOp::create(
+                                b, loc, weights, ValueRange{im.c(i), im.c(j)}),
+                            pieceType));
+        for (int64_t piece = group; piece < groupEnd; ++piece) {
+          Value vPiece = vector::TransferReadOp::create(
+              b, loc, pieceType, packed,
+              ValueRange{batch, kvHead, im.add(key0, im.c(j)),
+                         im.c(piece * pieceWidth)},
+              zeroF, ArrayRef<bool>{true});
+          for (int64_t i = 0; i < rows; ++i)
+            sums[i][piece] =
+                vector::FMAOp::create(b, loc, w[i], vPiece, sums[i][piece]);
+        }
+      }
+      for (int64_t piece = group; piece < groupEnd; ++piece)
+        for (int64_t i = 0; i < rows; ++i)
+          acc = vector::TransferWriteOp::create(
+                    b, loc, sums[i][piece], acc,
+                    ValueRange{local[i], im.c(piece * pieceWidth)},
+                    ArrayRef<bool>{true})
+                    .getResult();
+    }
+    return acc;
+  }
+};
+
 /// The blocked forward pass of one op: tiles of query rows of one (batch,
 /// head), each tile going once over its key chunks, each chunk applied to
 /// the tile's rows in micro-blocks.
@@ -1038,13 +1159,15 @@ struct BlockedForward {
   const AttentionConfig &c;
   RankedTensorType oType;
   int64_t headDimQK, headDimV;
-  /// The kernel of S = scale q k^T, whose shape the loops take.
+  /// The kernel of S = scale q k^T, whose shape the loops take, and of
+  /// O += P V.
   std::unique_ptr<ScoreKernel> scoreKernel;
+  std::unique_ptr<ValueKernel> valueKernel = std::make_unique<FMAValues>();
   /// Keys per chunk, rows per micro-block and per tile (a multiple of
   /// rows).
   int64_t keyChunk, rows, tileRows;
   /// scale * q as [b, h_q, s_q, d_qk] where the kernel reads f32 rows; K
-  /// packed by the kernel; V as [b, h_kv, chunks * keyChunk, d_v].
+  /// and V packed by their kernels.
   Value qs, kt, vs;
 
   BlockedForward(const AttentionConfig &c, RankedTensorType oType,
@@ -1061,7 +1184,7 @@ struct BlockedForward {
     if (scoreKernel->readsF32Rows())
       qs = emitScaledQueries(b, loc, c, headDimQK);
     kt = scoreKernel->packColumns(b, loc, c, c.k, headDimQK);
-    vs = emitPaddedRows(b, loc, c, c.v, headDimV, keyChunk);
+    vs = valueKernel->packValues(b, loc, c, headDimV, scoreKernel->getShape());
   }
 
   /// Query row `index` of the tile starting at `first`, clamped to the last
@@ -1102,7 +1225,7 @@ struct BlockedForward {
                      b.getF32FloatAttr(0.0f)),
         // Scratch for a micro-block's weights, so that the V accumulation
         // broadcasts them from memory.
-        filledTensor(b, loc, {rows, keyChunk}, f32, b.getF32FloatAttr(0.0f))};
+        valueKernel->createScratch(b, loc, scoreKernel->getShape())};
     Value blockCount =
         im.mul(im.div(im.add(count, im.c(rows - 1)), im.c(rows)), im.c(rows));
     auto chunkLoop = scf::ForOp::create(
@@ -1188,11 +1311,6 @@ struct BlockedForward {
     IndexMath im{b, loc};
     Type f32 = b.getF32Type();
     auto chunkType = VectorType::get({keyChunk}, f32);
-    // The accumulators go in pieces of 16 floats (one AVX-512 register), so
-    // that the V accumulation below works on a few registers at a time.
-    int64_t pieceWidth = pieceWidthOf(headDimV);
-    int64_t pieces = headDimV / pieceWidth;
-    auto pieceType = VectorType::get({pieceWidth}, f32);
     Value negInf = emitF32Constant(b, loc, -INFINITY);
     Value zeroF = emitF32Constant(b, loc, 0.0);
 
@@ -1205,7 +1323,7 @@ struct BlockedForward {
 
     Value mState = state[0], lState = state[1], accState = state[2],
           weightState = state[3];
-    SmallVector<SmallVector<Value>> acc(rows);
+    SmallVector<SmallVector<Value>> acc;
     for (int64_t i = 0; i < rows; ++i) {
       auto [logits, visible] =
           keys.biasAndMask(c, head, geometry[i], scores[i]);
@@ -1237,52 +1355,14 @@ struct BlockedForward {
           b, loc, arith::MulFOp::create(b, loc, l, correction), pSum);
       mState = tensor::InsertOp::create(b, loc, mNew, mState, local[i]);
       lState = tensor::InsertOp::create(b, loc, lNew, lState, local[i]);
-      weightState = vector::TransferWriteOp::create(
-                        b, loc, p, weightState, ValueRange{im.c(i), im.c(0)},
-                        ArrayRef<bool>{true})
-                        .getResult();
-      Value scaleBy = splat(b, loc, correction, pieceType);
-      for (int64_t piece = 0; piece < pieces; ++piece) {
-        Value current = vector::TransferReadOp::create(
-            b, loc, pieceType, accState,
-            ValueRange{local[i], im.c(piece * pieceWidth)}, zeroF,
-            ArrayRef<bool>{true});
-        acc[i].push_back(arith::MulFOp::create(b, loc, current, scaleBy));
-      }
+      weightState = valueKernel->writeWeights(b, loc, weightState, i, p);
+      acc.push_back(valueKernel->loadScaled(b, loc, accState, local[i],
+                                            correction, headDimV));
     }
-
-    // acc[i] += p[i][j] * v_j for the chunk's keys j, in groups of up to
-    // four pieces: for each key, `rows` broadcast weights and the group's V
-    // pieces feed rows x pieces FMAs into accumulators held in registers.
-    for (int64_t group = 0; group < pieces; group += kGroupPieces) {
-      int64_t groupEnd = std::min(pieces, group + kGroupPieces);
-      for (int64_t j = 0; j < keyChunk; ++j) {
-        SmallVector<Value> weights;
-        for (int64_t i = 0; i < rows; ++i)
-          weights.push_back(
-              splat(b, loc,
-                    tensor::ExtractOp::create(b, loc, weightState,
-                                              ValueRange{im.c(i), im.c(j)}),
-                    pieceType));
-        for (int64_t piece = group; piece < groupEnd; ++piece) {
-          Value vPiece = vector::TransferReadOp::create(
-              b, loc, pieceType, vs,
-              ValueRange{batch, kvHead, im.add(key0, im.c(j)),
-                         im.c(piece * pieceWidth)},
-              zeroF, ArrayRef<bool>{true});
-          for (int64_t i = 0; i < rows; ++i)
-            acc[i][piece] = vector::FMAOp::create(b, loc, weights[i], vPiece,
-                                                  acc[i][piece]);
-        }
-      }
-      for (int64_t piece = group; piece < groupEnd; ++piece)
-        for (int64_t i = 0; i < rows; ++i)
-          accState = vector::TransferWriteOp::create(
-                         b, loc, acc[i][piece], accState,
-                         ValueRange{local[i], im.c(piece * pieceWidth)},
-                         ArrayRef<bool>{true})
-                         .getResult();
-    }
+    // acc[i] += p[i][j] * v_j for the chunk's keys j.
+    accState = valueKernel->accumulate(b, loc, accState, acc, local,
+                                       weightState, vs, batch, kvHead, key0,
+                                       headDimV, scoreKernel->getShape());
     return {mState, lState, accState, weightState};
   }
 };
