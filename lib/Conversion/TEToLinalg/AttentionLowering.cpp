@@ -1389,6 +1389,443 @@ struct BlockedForward {
 // accumulate in f32 [h_group, s_q, d_qk] and [chunks * keyChunk, d]
 // tensors of the iteration and are rounded to their types at the end.
 
+/// The sums of the blocked backward: dV += P^T dO, dK += (scale dS)^T q
+/// and dQ += (scale dS) K of a micro-block over one key chunk, from its
+/// rows' P and dS, with the layout of K it reads and the scratch P and dS
+/// go through. f32 FMAs, or pair dots on a BF16PairDotUnit; a tile unit
+/// (AMX) is another implementation.
+class GradientKernel {
+public:
+  GradientKernel(const AttentionConfig &c, Value dO, BlockShape shape)
+      : c(c), dO(dO),
+        headDimQK(cast<RankedTensorType>(c.q.getType()).getShape().back()),
+        headDimV(cast<RankedTensorType>(c.v.getType()).getShape().back()),
+        keyChunk(shape.keyChunk), blockRows(shape.blockRows) {}
+  virtual ~GradientKernel() = default;
+
+  /// Whether accumulate reads the rows as f32 (scale * q and dO, [b, h_q,
+  /// s_q, d]).
+  virtual bool readsF32Rows() const = 0;
+  /// Packs K as the dQ sums read it (`keys`).
+  virtual void packKeys(OpBuilder &b, Location loc) = 0;
+  /// The scratch of a micro-block's P and dS, broadcast from memory in the
+  /// sums: each a tensor of its own (bufferization would give iteration
+  /// arguments that start from one tensor one buffer).
+  virtual SmallVector<Value> createScratch(OpBuilder &b,
+                                           Location loc) const = 0;
+  /// The micro-block's sums from its rows' P and dS (`pRows`, `dsRows`:
+  /// vectors of keyChunk f32; qs and dOs the f32 rows where the kernel
+  /// reads them). `state` is (accQ, accK, accV, then the scratch); returns
+  /// the next state.
+  virtual SmallVector<Value> accumulate(OpBuilder &b, Location loc,
+                                        ValueRange state, ArrayRef<Value> pRows,
+                                        ArrayRef<Value> dsRows, Value qs,
+                                        Value dOs, Value batch, Value head,
+                                        Value kvHead, Value g, Value key0,
+                                        ArrayRef<Value> rowOf) const = 0;
+
+protected:
+  static Value zeroTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                          Type type) {
+    return filledTensor(b, loc, shape, type,
+                        cast<TypedAttr>(b.getZeroAttr(type)));
+  }
+
+  /// sum + w * x for the kernel's operands.
+  virtual Value multiplyAdd(OpBuilder &b, Location loc, Value w, Value x,
+                            Value sum) const = 0;
+
+  /// acc[key0 + j, :] += sum over the micro-block's sources s of
+  /// weightsAt(j)[s] * sourcePieces(piece)[s] for the chunk's keys j (acc
+  /// has `width` columns). The sources are its rows (f32) or its row pairs
+  /// (pair dots). In groups of up to kGroupPieces pieces of `pieceWidth`, the
+  /// group's source pieces held in registers while each key's accumulator
+  /// pieces are read, updated and written back.
+  Value
+  emitKeySums(OpBuilder &b, Location loc, Value acc, Value key0, int64_t width,
+              int64_t pieceWidth,
+              function_ref<SmallVector<Value>(OpBuilder &, Location, int64_t)>
+                  sourcePieces,
+              function_ref<SmallVector<Value>(OpBuilder &, Location, Value)>
+                  weightsAt) const {
+    auto pieceType = VectorType::get({pieceWidth}, b.getF32Type());
+    Value zeroF = emitF32Constant(b, loc, 0.0);
+    int64_t pieces = width / pieceWidth;
+    for (int64_t groupStart = 0; groupStart < pieces;
+         groupStart += kGroupPieces) {
+      int64_t groupEnd = std::min(pieces, groupStart + kGroupPieces);
+      SmallVector<SmallVector<Value>> sources;
+      for (int64_t piece = groupStart; piece < groupEnd; ++piece)
+        sources.push_back(sourcePieces(b, loc, piece));
+      IndexMath im{b, loc};
+      auto keyLoop = scf::ForOp::create(
+          b, loc, im.c(0), im.c(keyChunk), im.c(1), ValueRange{acc},
+          [&](OpBuilder &b, Location loc, Value j, ValueRange carried) {
+            IndexMath im{b, loc};
+            Value key = im.add(key0, j);
+            SmallVector<Value> w = weightsAt(b, loc, j);
+            Value updated = carried[0];
+            for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
+              SmallVector<Value> at = {key, im.c(piece * pieceWidth)};
+              Value sum = vector::TransferReadOp::create(
+                  b, loc, pieceType, updated, at, zeroF, ArrayRef<bool>{true});
+              for (auto [weight, source] :
+                   llvm::zip(w, sources[piece - groupStart]))
+                sum = multiplyAdd(b, loc, weight, source, sum);
+              updated = vector::TransferWriteOp::create(
+                            b, loc, sum, updated, at, ArrayRef<bool>{true})
+                            .getResult();
+            }
+            scf::YieldOp::create(b, loc, updated);
+          });
+      acc = keyLoop.getResult(0);
+    }
+    return acc;
+  }
+
+  /// accQ[g, rowOf[i], :] += sum over `steps` steps t of weightsAt(t)[i] *
+  /// columnAt(t, piece): steps are the chunk's keys (f32) or key pairs
+  /// (pair dots). In groups of up to kGroupPieces pieces of `pieceWidth`, the
+  /// micro-block's sums held in registers over the steps and added to accQ
+  /// once, row by row: padding rows repeat the last row and add 0 to it.
+  Value emitQuerySums(
+      OpBuilder &b, Location loc, Value accQ, Value g, ArrayRef<Value> rowOf,
+      int64_t pieceWidth, int64_t steps,
+      function_ref<SmallVector<Value>(OpBuilder &, Location, Value)> weightsAt,
+      function_ref<Value(OpBuilder &, Location, Value, int64_t)> columnAt)
+      const {
+    auto pieceType = VectorType::get({pieceWidth}, b.getF32Type());
+    Value zeroF = emitF32Constant(b, loc, 0.0);
+    Value zeroPiece = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(pieceType, b.getF32FloatAttr(0)));
+    IndexMath im{b, loc};
+    int64_t pieces = headDimQK / pieceWidth;
+    int64_t rows = rowOf.size();
+    for (int64_t groupStart = 0; groupStart < pieces;
+         groupStart += kGroupPieces) {
+      int64_t groupEnd = std::min(pieces, groupStart + kGroupPieces);
+      int64_t width = groupEnd - groupStart;
+      SmallVector<Value> init(rows * width, zeroPiece);
+      auto stepLoop = scf::ForOp::create(
+          b, loc, im.c(0), im.c(steps), im.c(1), init,
+          [&](OpBuilder &b, Location loc, Value step, ValueRange sums) {
+            SmallVector<Value> w = weightsAt(b, loc, step);
+            SmallVector<Value> next(sums.begin(), sums.end());
+            for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
+              Value column = columnAt(b, loc, step, piece);
+              for (int64_t i = 0; i < rows; ++i) {
+                Value &sum = next[i * width + piece - groupStart];
+                sum = multiplyAdd(b, loc, w[i], column, sum);
+              }
+            }
+            scf::YieldOp::create(b, loc, next);
+          });
+      for (auto [i, row] : llvm::enumerate(rowOf))
+        for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
+          SmallVector<Value> at = {g, row, im.c(piece * pieceWidth)};
+          Value sum = arith::AddFOp::create(
+              b, loc,
+              vector::TransferReadOp::create(b, loc, pieceType, accQ, at, zeroF,
+                                             ArrayRef<bool>{true}),
+              stepLoop.getResult(i * width + piece - groupStart));
+          accQ = vector::TransferWriteOp::create(b, loc, sum, accQ, at,
+                                                 ArrayRef<bool>{true})
+                     .getResult();
+        }
+    }
+    return accQ;
+  }
+
+  const AttentionConfig &c;
+  Value dO;
+  int64_t headDimQK, headDimV, keyChunk, blockRows;
+  /// K as packKeys left it.
+  Value keys;
+};
+
+/// The sums as f32 FMAs over the rows in f32; K as f32 rows [b, h_kv,
+/// chunks * keyChunk, d_qk].
+class FMAGradients final : public GradientKernel {
+public:
+  using GradientKernel::GradientKernel;
+
+  bool readsF32Rows() const override { return true; }
+  void packKeys(OpBuilder &b, Location loc) override {
+    keys = emitPaddedRows(b, loc, c, c.k, headDimQK, keyChunk);
+  }
+  /// P and dS as f32 [rows, keys].
+  SmallVector<Value> createScratch(OpBuilder &b, Location loc) const override {
+    Type f32 = b.getF32Type();
+    return {zeroTensor(b, loc, {blockRows, keyChunk}, f32),
+            zeroTensor(b, loc, {blockRows, keyChunk}, f32)};
+  }
+
+  SmallVector<Value> accumulate(OpBuilder &b, Location loc, ValueRange state,
+                                ArrayRef<Value> pRows, ArrayRef<Value> dsRows,
+                                Value qs, Value dOs, Value batch, Value head,
+                                Value kvHead, Value g, Value key0,
+                                ArrayRef<Value> rowOf) const override {
+    IndexMath im{b, loc};
+    Value pState = state[3], dsState = state[4];
+    for (int64_t i = 0; i < blockRows; ++i) {
+      pState = vector::TransferWriteOp::create(b, loc, pRows[i], pState,
+                                               ValueRange{im.c(i), im.c(0)},
+                                               ArrayRef<bool>{true})
+                   .getResult();
+      dsState = vector::TransferWriteOp::create(b, loc, dsRows[i], dsState,
+                                                ValueRange{im.c(i), im.c(0)},
+                                                ArrayRef<bool>{true})
+                    .getResult();
+    }
+    Value accV = emitKeyAccumulation(b, loc, state[2], pState, dOs, headDimV,
+                                     batch, head, key0, rowOf);
+    Value accK = emitKeyAccumulation(b, loc, state[1], dsState, qs, headDimQK,
+                                     batch, head, key0, rowOf);
+    Value accQ = emitQueryAccumulation(b, loc, state[0], dsState, batch, kvHead,
+                                       g, key0, rowOf);
+    return {accQ, accK, accV, pState, dsState};
+  }
+
+protected:
+  Value multiplyAdd(OpBuilder &b, Location loc, Value w, Value x,
+                    Value sum) const override {
+    return vector::FMAOp::create(b, loc, w, x, sum);
+  }
+
+private:
+  /// acc[key0 + j, :] += sum_i weights[i, j] * rows[batch, head, rowOf[i],
+  /// :] for the chunk's keys j, in f32.
+  Value emitKeyAccumulation(OpBuilder &b, Location loc, Value acc,
+                            Value weights, Value rows, int64_t width,
+                            Value batch, Value head, Value key0,
+                            ArrayRef<Value> rowOf) const {
+    int64_t pieceWidth = pieceWidthOf(width);
+    auto pieceType = VectorType::get({pieceWidth}, b.getF32Type());
+    Value zeroF = emitF32Constant(b, loc, 0.0);
+    return emitKeySums(
+        b, loc, acc, key0, width, pieceWidth,
+        [&](OpBuilder &b, Location loc, int64_t piece) {
+          IndexMath im{b, loc};
+          SmallVector<Value> pieces;
+          for (Value row : rowOf)
+            pieces.push_back(vector::TransferReadOp::create(
+                b, loc, pieceType, rows,
+                ValueRange{batch, head, row, im.c(piece * pieceWidth)}, zeroF,
+                ArrayRef<bool>{true}));
+          return pieces;
+        },
+        [&](OpBuilder &b, Location loc, Value j) {
+          IndexMath im{b, loc};
+          SmallVector<Value> w;
+          for (int64_t i = 0, e = rowOf.size(); i < e; ++i)
+            w.push_back(splat(b, loc,
+                              tensor::ExtractOp::create(b, loc, weights,
+                                                        ValueRange{im.c(i), j}),
+                              pieceType));
+          return w;
+        });
+  }
+
+  /// accQ[g, rowOf[i], :] += scale * sum_j dS[i, j] * K[key0 + j, :], in f32.
+  Value emitQueryAccumulation(OpBuilder &b, Location loc, Value accQ, Value dS,
+                              Value batch, Value kvHead, Value g, Value key0,
+                              ArrayRef<Value> rowOf) const {
+    int64_t pieceWidth = pieceWidthOf(headDimQK);
+    auto pieceType = VectorType::get({pieceWidth}, b.getF32Type());
+    Value zeroF = emitF32Constant(b, loc, 0.0);
+    Value scale = emitF32Constant(b, loc, c.scale);
+    return emitQuerySums(
+        b, loc, accQ, g, rowOf, pieceWidth, keyChunk,
+        [&](OpBuilder &b, Location loc, Value j) {
+          IndexMath im{b, loc};
+          SmallVector<Value> w;
+          for (int64_t i = 0, e = rowOf.size(); i < e; ++i)
+            w.push_back(splat(
+                b, loc,
+                arith::MulFOp::create(b, loc,
+                                      tensor::ExtractOp::create(
+                                          b, loc, dS, ValueRange{im.c(i), j}),
+                                      scale),
+                pieceType));
+          return w;
+        },
+        [&](OpBuilder &b, Location loc, Value j, int64_t piece) -> Value {
+          IndexMath im{b, loc};
+          return vector::TransferReadOp::create(
+              b, loc, pieceType, keys,
+              ValueRange{batch, kvHead, im.add(key0, j),
+                         im.c(piece * pieceWidth)},
+              zeroF, ArrayRef<bool>{true});
+        });
+  }
+};
+
+/// The sums as pair dots on a BF16PairDotUnit, which take P and scale * dS
+/// rounded to bf16 once: rows paired for dV and dK, keys paired for dQ (K
+/// as key pairs, emitKeyPairs).
+class PairDotGradients final : public GradientKernel {
+public:
+  PairDotGradients(const AttentionConfig &c, Value dO, BlockShape shape,
+                   const BF16PairDotUnit &unit)
+      : GradientKernel(c, dO, shape), unit(unit) {}
+
+  bool readsF32Rows() const override { return false; }
+  void packKeys(OpBuilder &b, Location loc) override {
+    keys = emitKeyPairs(b, loc, c, c.k, headDimQK, keyChunk);
+  }
+  /// bf16 pairs as i32: P and scale * dS with rows paired ([rows / 2,
+  /// keys], for dV and dK), and scale * dS with keys paired ([rows, keys /
+  /// 2], for dQ).
+  SmallVector<Value> createScratch(OpBuilder &b, Location loc) const override {
+    Type i32 = b.getI32Type();
+    return {zeroTensor(b, loc, {blockRows / 2, keyChunk}, i32),
+            zeroTensor(b, loc, {blockRows / 2, keyChunk}, i32),
+            zeroTensor(b, loc, {blockRows, keyChunk / 2}, i32)};
+  }
+
+  /// P and scale * dS rounded to bf16 once; the scratch holds the P and dS
+  /// row pairs and the dS key pairs.
+  SmallVector<Value> accumulate(OpBuilder &b, Location loc, ValueRange state,
+                                ArrayRef<Value> pRows, ArrayRef<Value> dsRows,
+                                Value, Value, Value batch, Value head,
+                                Value kvHead, Value g, Value key0,
+                                ArrayRef<Value> rowOf) const override {
+    IndexMath im{b, loc};
+    Type bf16 = b.getBF16Type(), i32 = b.getI32Type();
+    auto rowType = VectorType::get({keyChunk}, bf16);
+    Value scale = splat(b, loc, emitF32Constant(b, loc, c.scale),
+                        VectorType::get({keyChunk}, b.getF32Type()));
+    SmallVector<Value> p, ds;
+    for (int64_t i = 0; i < blockRows; ++i) {
+      p.push_back(arith::TruncFOp::create(b, loc, rowType, pRows[i]));
+      ds.push_back(arith::TruncFOp::create(
+          b, loc, rowType, arith::MulFOp::create(b, loc, dsRows[i], scale)));
+    }
+    auto write = [&](Value vector, Value into, int64_t row) {
+      return vector::TransferWriteOp::create(b, loc, vector, into,
+                                             ValueRange{im.c(row), im.c(0)},
+                                             ArrayRef<bool>{true})
+          .getResult();
+    };
+    // Rows 2r and 2r + 1 interleaved: the i32 of key j is their pair.
+    auto rowPairs = [&](ArrayRef<Value> rows, int64_t r) {
+      return vector::BitCastOp::create(
+          b, loc, VectorType::get({keyChunk}, i32),
+          vector::InterleaveOp::create(b, loc, rows[2 * r], rows[2 * r + 1]));
+    };
+    Value pPairs = state[3], dsPairs = state[4], dsKeyPairs = state[5];
+    for (int64_t r = 0; r < blockRows / 2; ++r) {
+      pPairs = write(rowPairs(p, r), pPairs, r);
+      dsPairs = write(rowPairs(ds, r), dsPairs, r);
+    }
+    for (int64_t i = 0; i < blockRows; ++i)
+      dsKeyPairs =
+          write(vector::BitCastOp::create(
+                    b, loc, VectorType::get({keyChunk / 2}, i32), ds[i]),
+                dsKeyPairs, i);
+    Value accV = emitPairKeySums(b, loc, state[2], pPairs, dO, headDimV, batch,
+                                 head, key0, rowOf);
+    Value accK = emitPairKeySums(b, loc, state[1], dsPairs, c.q, headDimQK,
+                                 batch, head, key0, rowOf);
+    Value accQ = emitPairQuerySums(b, loc, state[0], dsKeyPairs, batch, kvHead,
+                                   g, key0, rowOf);
+    return {accQ, accK, accV, pPairs, dsPairs, dsKeyPairs};
+  }
+
+private:
+  /// emitKeyAccumulation on the unit: `pairs` holds the weights of rows 2r
+  /// and 2r + 1 for each key as one i32, `rows` is the bf16 Q or dO (width
+  /// columns) whose rows pair up the same way (pieces interleaved).
+  Value emitPairKeySums(OpBuilder &b, Location loc, Value acc, Value pairs,
+                        Value rows, int64_t width, Value batch, Value head,
+                        Value key0, ArrayRef<Value> rowOf) const {
+    constexpr int64_t kLanes = 16;
+    Type bf16 = b.getBF16Type();
+    auto halfType = VectorType::get({kLanes}, bf16);
+    Value zeroBF = arith::ConstantOp::create(b, loc, b.getZeroAttr(bf16));
+    int64_t rowPairCount = rowOf.size() / 2;
+    return emitKeySums(
+        b, loc, acc, key0, width, kLanes,
+        [&](OpBuilder &b, Location loc, int64_t piece) {
+          IndexMath im{b, loc};
+          SmallVector<Value> pieces;
+          for (int64_t r = 0; r < rowPairCount; ++r) {
+            SmallVector<Value> halves;
+            for (int64_t e = 0; e < 2; ++e)
+              halves.push_back(vector::TransferReadOp::create(
+                  b, loc, halfType, rows,
+                  rowIndices(c.layout, batch, rowOf[2 * r + e], head,
+                             im.c(piece * kLanes)),
+                  zeroBF, ArrayRef<bool>{true}));
+            pieces.push_back(
+                vector::InterleaveOp::create(b, loc, halves[0], halves[1]));
+          }
+          return pieces;
+        },
+        [&](OpBuilder &b, Location loc, Value j) {
+          IndexMath im{b, loc};
+          SmallVector<Value> w;
+          for (int64_t r = 0; r < rowPairCount; ++r)
+            w.push_back(broadcastPair(b, loc, pairs, ValueRange{im.c(r), j}));
+          return w;
+        });
+  }
+
+  /// emitQueryAccumulation on the unit: `keyPairs` holds the weights (scale
+  /// dS) of keys 2p and 2p + 1 of each row as one i32, keys the keys
+  /// paired the same way.
+  Value emitPairQuerySums(OpBuilder &b, Location loc, Value accQ,
+                          Value keyPairs, Value batch, Value kvHead, Value g,
+                          Value key0, ArrayRef<Value> rowOf) const {
+    constexpr int64_t kLanes = 16;
+    Type bf16 = b.getBF16Type();
+    auto operandType = VectorType::get({2 * kLanes}, bf16);
+    Value zeroBF = arith::ConstantOp::create(b, loc, b.getZeroAttr(bf16));
+    Value pair0 = IndexMath{b, loc}.div(key0, IndexMath{b, loc}.c(2));
+    return emitQuerySums(
+        b, loc, accQ, g, rowOf, kLanes, keyChunk / 2,
+        [&](OpBuilder &b, Location loc, Value pair) {
+          IndexMath im{b, loc};
+          SmallVector<Value> w;
+          for (int64_t i = 0, e = rowOf.size(); i < e; ++i)
+            w.push_back(
+                broadcastPair(b, loc, keyPairs, ValueRange{im.c(i), pair}));
+          return w;
+        },
+        [&](OpBuilder &b, Location loc, Value pair, int64_t piece) -> Value {
+          IndexMath im{b, loc};
+          return vector::TransferReadOp::create(
+              b, loc, operandType, keys,
+              ValueRange{batch, kvHead, im.add(pair0, pair),
+                         im.c(piece * 2 * kLanes)},
+              zeroBF, ArrayRef<bool>{true});
+        });
+  }
+
+protected:
+  Value multiplyAdd(OpBuilder &b, Location loc, Value w, Value x,
+                    Value sum) const override {
+    return unit.emitDot(b, loc, sum, w, x);
+  }
+
+private:
+  const BF16PairDotUnit &unit;
+};
+
+/// The backward's sums: pair dots on `dotUnit` when both score products
+/// take it, the head dimensions are whole 16-float pieces and the rows of
+/// a micro-block pair up; f32 FMAs otherwise.
+std::unique_ptr<GradientKernel>
+chooseGradientKernel(const BF16PairDotUnit *dotUnit, const AttentionConfig &c,
+                     Value dO, BlockShape shape) {
+  int64_t headDimQK = cast<RankedTensorType>(c.q.getType()).getShape().back();
+  int64_t headDimV = cast<RankedTensorType>(c.v.getType()).getShape().back();
+  if (pairDotFor(dotUnit, c.q, c.k) && pairDotFor(dotUnit, dO, c.v) &&
+      headDimQK % 16 == 0 && headDimV % 16 == 0 && shape.blockRows % 2 == 0)
+    return std::make_unique<PairDotGradients>(c, dO, shape, *dotUnit);
+  return std::make_unique<FMAGradients>(c, dO, shape);
+}
+
 /// The blocked backward pass of one op.
 struct BlockedBackward {
   const AttentionConfig &c;
@@ -1398,18 +1835,13 @@ struct BlockedBackward {
   std::unique_ptr<ScoreKernel> scoreKernel, gradKernel;
   int64_t keyChunk, blockRows;
   int64_t headDimQK, headDimV, chunks, group;
-  /// The unit of the dQ, dK and dV sums, which then take P and scale * dS
-  /// rounded to bf16 once; null for f32 FMAs. Needs bf16 q, k, v and dO
-  /// and head dimensions of whole 16-float pieces.
-  const BF16PairDotUnit *sumDot;
-  /// K as key pairs (emitKeyPairs), for dQ on sumDot.
-  Value kPairs;
+  /// The kernel of the dQ, dK and dV sums.
+  std::unique_ptr<GradientKernel> gradients;
   /// D = dO . O of every row, as f32 [b, h_q, s_q].
   Value deltas;
-  /// K and V packed by their kernels. With f32 sums: scale * q as [b, h_q,
-  /// s_q, d_qk], K as [b, h_kv, chunks * keyChunk, d_qk] and dO as [b, h_q,
-  /// s_q, d_v], all f32 (also the rows the f32 score kernels read).
-  Value qs, kt, vt, ks, dOs;
+  /// K and V packed by their score kernels; where a kernel reads f32 rows,
+  /// scale * q as [b, h_q, s_q, d_qk] and dO as [b, h_q, s_q, d_v].
+  Value qs, kt, vt, dOs;
 
   BlockedBackward(const AttentionConfig &c, Value o, Value dO, Value lse,
                   const BF16PairDotUnit *dotUnit)
@@ -1422,11 +1854,8 @@ struct BlockedBackward {
         headDimV(cast<RankedTensorType>(c.v.getType()).getShape().back()),
         chunks(llvm::divideCeil(c.seqKV, keyChunk)),
         group(c.headsQ / c.headsKV),
-        sumDot(pairDotFor(dotUnit, c.q, c.k) && pairDotFor(dotUnit, dO, c.v) &&
-                       headDimQK % 16 == 0 && headDimV % 16 == 0 &&
-                       blockRows % 2 == 0
-                   ? dotUnit
-                   : nullptr) {
+        gradients(
+            chooseGradientKernel(dotUnit, c, dO, scoreKernel->getShape())) {
     assert(gradKernel->getShape().keyChunk == keyChunk &&
            gradKernel->getShape().blockRows == blockRows &&
            "both score kernels of the backward have one shape");
@@ -1443,36 +1872,18 @@ struct BlockedBackward {
                            return dotProduct(b, loc, readRow(b, loc, dO, at),
                                              readRow(b, loc, o, at));
                          });
-    if (sumDot) {
-      kPairs = emitKeyPairs(b, loc, c, c.k, headDimQK, keyChunk);
+    bool f32Rows = gradients->readsF32Rows() || scoreKernel->readsF32Rows() ||
+                   gradKernel->readsF32Rows();
+    if (f32Rows)
+      qs = emitScaledQueries(b, loc, c, headDimQK);
+    gradients->packKeys(b, loc);
+    if (!f32Rows)
       return;
-    }
-    qs = emitScaledQueries(b, loc, c, headDimQK);
-    ks = emitPaddedRows(b, loc, c, c.k, headDimQK, keyChunk);
     dOs = generateF32(b, loc, {c.batches, c.headsQ, c.seqQ, headDimV},
                       [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
                         return readElementF32(b, loc, c, dO, i[0], i[2], i[1],
                                               i[3]);
                       });
-  }
-
-  /// A micro-block's P and dS, broadcast from memory in the sums: f32
-  /// [rows, keys] each; on sumDot, bf16 pairs as i32: P and scale * dS with
-  /// rows paired ([rows / 2, keys], for dV and dK), and scale * dS with keys
-  /// paired ([rows, keys / 2], for dQ).
-  SmallVector<Value> emitScratch(OpBuilder &b, Location loc) {
-    // Each a tensor of its own: bufferization would give iteration
-    // arguments that start from one tensor one buffer.
-    auto zeros = [&](ArrayRef<int64_t> shape, Type type) {
-      return filledTensor(b, loc, shape, type,
-                          cast<TypedAttr>(b.getZeroAttr(type)));
-    };
-    if (!sumDot)
-      return {zeros({blockRows, keyChunk}, b.getF32Type()),
-              zeros({blockRows, keyChunk}, b.getF32Type())};
-    return {zeros({blockRows / 2, keyChunk}, b.getI32Type()),
-            zeros({blockRows / 2, keyChunk}, b.getI32Type()),
-            zeros({blockRows, keyChunk / 2}, b.getI32Type())};
   }
 
   /// The gradients of (batch, kvHead) into `local`: the iteration's slices
@@ -1490,7 +1901,7 @@ struct BlockedBackward {
                      b.getF32FloatAttr(0.0f)),
         filledTensor(b, loc, {chunks * keyChunk, headDimV}, f32,
                      b.getF32FloatAttr(0.0f))};
-    llvm::append_range(state, emitScratch(b, loc));
+    llvm::append_range(state, gradients->createScratch(b, loc));
     int64_t blockEnd = llvm::alignTo(c.seqQ, blockRows);
     auto chunkLoop = scf::ForOp::create(
         b, loc, zero, im.c(chunks * keyChunk), im.c(keyChunk), state,
@@ -1561,181 +1972,6 @@ struct BlockedBackward {
                   .getResult());
         });
     return {queryRows.getResult(0), keyRows.getResult(0), keyRows.getResult(1)};
-  }
-
-  /// w * x + sum: an f32 FMA, or on sumDot the pair dot product of the
-  /// bf16 pairs w and x added to sum.
-  Value multiplyAdd(OpBuilder &b, Location loc, Value w, Value x,
-                    Value sum) const {
-    if (sumDot)
-      return sumDot->emitDot(b, loc, sum, w, x);
-    return vector::FMAOp::create(b, loc, w, x, sum);
-  }
-
-  /// acc[key0 + j, :] += sum over the micro-block's sources s of
-  /// weightsAt(j)[s] * sourcePieces(piece)[s] for the chunk's keys j (acc
-  /// has `width` columns). The sources are its rows (f32) or its row pairs
-  /// (sumDot). In groups of up to kGroupPieces pieces of `pieceWidth`, the
-  /// group's source pieces held in registers while each key's accumulator
-  /// pieces are read, updated and written back.
-  Value
-  emitKeySums(OpBuilder &b, Location loc, Value acc, Value key0, int64_t width,
-              int64_t pieceWidth,
-              function_ref<SmallVector<Value>(OpBuilder &, Location, int64_t)>
-                  sourcePieces,
-              function_ref<SmallVector<Value>(OpBuilder &, Location, Value)>
-                  weightsAt) {
-    auto pieceType = VectorType::get({pieceWidth}, b.getF32Type());
-    Value zeroF = emitF32Constant(b, loc, 0.0);
-    int64_t pieces = width / pieceWidth;
-    for (int64_t groupStart = 0; groupStart < pieces;
-         groupStart += kGroupPieces) {
-      int64_t groupEnd = std::min(pieces, groupStart + kGroupPieces);
-      SmallVector<SmallVector<Value>> sources;
-      for (int64_t piece = groupStart; piece < groupEnd; ++piece)
-        sources.push_back(sourcePieces(b, loc, piece));
-      IndexMath im{b, loc};
-      auto keyLoop = scf::ForOp::create(
-          b, loc, im.c(0), im.c(keyChunk), im.c(1), ValueRange{acc},
-          [&](OpBuilder &b, Location loc, Value j, ValueRange carried) {
-            IndexMath im{b, loc};
-            Value key = im.add(key0, j);
-            SmallVector<Value> w = weightsAt(b, loc, j);
-            Value updated = carried[0];
-            for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
-              SmallVector<Value> at = {key, im.c(piece * pieceWidth)};
-              Value sum = vector::TransferReadOp::create(
-                  b, loc, pieceType, updated, at, zeroF, ArrayRef<bool>{true});
-              for (auto [weight, source] :
-                   llvm::zip(w, sources[piece - groupStart]))
-                sum = multiplyAdd(b, loc, weight, source, sum);
-              updated = vector::TransferWriteOp::create(
-                            b, loc, sum, updated, at, ArrayRef<bool>{true})
-                            .getResult();
-            }
-            scf::YieldOp::create(b, loc, updated);
-          });
-      acc = keyLoop.getResult(0);
-    }
-    return acc;
-  }
-
-  /// accQ[g, rowOf[i], :] += sum over `steps` steps t of weightsAt(t)[i] *
-  /// columnAt(t, piece): steps are the chunk's keys (f32) or key pairs
-  /// (sumDot). In groups of up to kGroupPieces pieces of `pieceWidth`, the
-  /// micro-block's sums held in registers over the steps and added to accQ
-  /// once, row by row: padding rows repeat the last row and add 0 to it.
-  Value emitQuerySums(
-      OpBuilder &b, Location loc, Value accQ, Value g, ArrayRef<Value> rowOf,
-      int64_t pieceWidth, int64_t steps,
-      function_ref<SmallVector<Value>(OpBuilder &, Location, Value)> weightsAt,
-      function_ref<Value(OpBuilder &, Location, Value, int64_t)> columnAt) {
-    auto pieceType = VectorType::get({pieceWidth}, b.getF32Type());
-    Value zeroF = emitF32Constant(b, loc, 0.0);
-    Value zeroPiece = arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(pieceType, b.getF32FloatAttr(0)));
-    IndexMath im{b, loc};
-    int64_t pieces = headDimQK / pieceWidth;
-    int64_t rows = rowOf.size();
-    for (int64_t groupStart = 0; groupStart < pieces;
-         groupStart += kGroupPieces) {
-      int64_t groupEnd = std::min(pieces, groupStart + kGroupPieces);
-      int64_t width = groupEnd - groupStart;
-      SmallVector<Value> init(rows * width, zeroPiece);
-      auto stepLoop = scf::ForOp::create(
-          b, loc, im.c(0), im.c(steps), im.c(1), init,
-          [&](OpBuilder &b, Location loc, Value step, ValueRange sums) {
-            SmallVector<Value> w = weightsAt(b, loc, step);
-            SmallVector<Value> next(sums.begin(), sums.end());
-            for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
-              Value column = columnAt(b, loc, step, piece);
-              for (int64_t i = 0; i < rows; ++i) {
-                Value &sum = next[i * width + piece - groupStart];
-                sum = multiplyAdd(b, loc, w[i], column, sum);
-              }
-            }
-            scf::YieldOp::create(b, loc, next);
-          });
-      for (auto [i, row] : llvm::enumerate(rowOf))
-        for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
-          SmallVector<Value> at = {g, row, im.c(piece * pieceWidth)};
-          Value sum = arith::AddFOp::create(
-              b, loc,
-              vector::TransferReadOp::create(b, loc, pieceType, accQ, at, zeroF,
-                                             ArrayRef<bool>{true}),
-              stepLoop.getResult(i * width + piece - groupStart));
-          accQ = vector::TransferWriteOp::create(b, loc, sum, accQ, at,
-                                                 ArrayRef<bool>{true})
-                     .getResult();
-        }
-    }
-    return accQ;
-  }
-
-  /// acc[key0 + j, :] += sum_i weights[i, j] * rows[batch, head, rowOf[i],
-  /// :] for the chunk's keys j, in f32.
-  Value emitKeyAccumulation(OpBuilder &b, Location loc, Value acc,
-                            Value weights, Value rows, int64_t width,
-                            Value batch, Value head, Value key0,
-                            ArrayRef<Value> rowOf) {
-    int64_t pieceWidth = pieceWidthOf(width);
-    auto pieceType = VectorType::get({pieceWidth}, b.getF32Type());
-    Value zeroF = emitF32Constant(b, loc, 0.0);
-    return emitKeySums(
-        b, loc, acc, key0, width, pieceWidth,
-        [&](OpBuilder &b, Location loc, int64_t piece) {
-          IndexMath im{b, loc};
-          SmallVector<Value> pieces;
-          for (Value row : rowOf)
-            pieces.push_back(vector::TransferReadOp::create(
-                b, loc, pieceType, rows,
-                ValueRange{batch, head, row, im.c(piece * pieceWidth)}, zeroF,
-                ArrayRef<bool>{true}));
-          return pieces;
-        },
-        [&](OpBuilder &b, Location loc, Value j) {
-          IndexMath im{b, loc};
-          SmallVector<Value> w;
-          for (int64_t i = 0, e = rowOf.size(); i < e; ++i)
-            w.push_back(splat(b, loc,
-                              tensor::ExtractOp::create(b, loc, weights,
-                                                        ValueRange{im.c(i), j}),
-                              pieceType));
-          return w;
-        });
-  }
-
-  /// accQ[g, rowOf[i], :] += scale * sum_j dS[i, j] * K[key0 + j, :], in f32.
-  Value emitQueryAccumulation(OpBuilder &b, Location loc, Value accQ, Value dS,
-                              Value batch, Value kvHead, Value g, Value key0,
-                              ArrayRef<Value> rowOf) {
-    int64_t pieceWidth = pieceWidthOf(headDimQK);
-    auto pieceType = VectorType::get({pieceWidth}, b.getF32Type());
-    Value zeroF = emitF32Constant(b, loc, 0.0);
-    Value scale = emitF32Constant(b, loc, c.scale);
-    return emitQuerySums(
-        b, loc, accQ, g, rowOf, pieceWidth, keyChunk,
-        [&](OpBuilder &b, Location loc, Value j) {
-          IndexMath im{b, loc};
-          SmallVector<Value> w;
-          for (int64_t i = 0, e = rowOf.size(); i < e; ++i)
-            w.push_back(splat(
-                b, loc,
-                arith::MulFOp::create(b, loc,
-                                      tensor::ExtractOp::create(
-                                          b, loc, dS, ValueRange{im.c(i), j}),
-                                      scale),
-                pieceType));
-          return w;
-        },
-        [&](OpBuilder &b, Location loc, Value j, int64_t piece) -> Value {
-          IndexMath im{b, loc};
-          return vector::TransferReadOp::create(
-              b, loc, pieceType, ks,
-              ValueRange{batch, kvHead, im.add(key0, j),
-                         im.c(piece * pieceWidth)},
-              zeroF, ArrayRef<bool>{true});
-        });
   }
 
   /// The micro-block of query rows [first, first + blockRows) of `head`
@@ -1812,147 +2048,8 @@ struct BlockedBackward {
           arith::SubFOp::create(b, loc, dP[i],
                                 splat(b, loc, delta, chunkType))));
     }
-    if (sumDot)
-      return emitPairSums(b, loc, state, pRows, dsRows, batch, head, kvHead, g,
-                          key0, rowOf);
-
-    Value pState = state[3], dsState = state[4];
-    for (int64_t i = 0; i < blockRows; ++i) {
-      pState = vector::TransferWriteOp::create(b, loc, pRows[i], pState,
-                                               ValueRange{im.c(i), im.c(0)},
-                                               ArrayRef<bool>{true})
-                   .getResult();
-      dsState = vector::TransferWriteOp::create(b, loc, dsRows[i], dsState,
-                                                ValueRange{im.c(i), im.c(0)},
-                                                ArrayRef<bool>{true})
-                    .getResult();
-    }
-    Value accV = emitKeyAccumulation(b, loc, state[2], pState, dOs, headDimV,
-                                     batch, head, key0, rowOf);
-    Value accK = emitKeyAccumulation(b, loc, state[1], dsState, qs, headDimQK,
-                                     batch, head, key0, rowOf);
-    Value accQ = emitQueryAccumulation(b, loc, state[0], dsState, batch, kvHead,
-                                       g, key0, rowOf);
-    return {accQ, accK, accV, pState, dsState};
-  }
-
-  /// dV += P^T dO, dK += (scale dS)^T q and dQ += (scale dS) K of the
-  /// micro-block on sumDot, from its rows' P and dS (`pRows`, `dsRows`:
-  /// vectors of keyChunk f32), rounded to bf16 once. `state` is (accQ,
-  /// accK, accV, then emitScratch's P and dS row pairs and dS key pairs).
-  SmallVector<Value> emitPairSums(OpBuilder &b, Location loc, ValueRange state,
-                                  ArrayRef<Value> pRows, ArrayRef<Value> dsRows,
-                                  Value batch, Value head, Value kvHead,
-                                  Value g, Value key0, ArrayRef<Value> rowOf) {
-    IndexMath im{b, loc};
-    Type bf16 = b.getBF16Type(), i32 = b.getI32Type();
-    auto rowType = VectorType::get({keyChunk}, bf16);
-    Value scale = splat(b, loc, emitF32Constant(b, loc, c.scale),
-                        VectorType::get({keyChunk}, b.getF32Type()));
-    SmallVector<Value> p, ds;
-    for (int64_t i = 0; i < blockRows; ++i) {
-      p.push_back(arith::TruncFOp::create(b, loc, rowType, pRows[i]));
-      ds.push_back(arith::TruncFOp::create(
-          b, loc, rowType, arith::MulFOp::create(b, loc, dsRows[i], scale)));
-    }
-    auto write = [&](Value vector, Value into, int64_t row) {
-      return vector::TransferWriteOp::create(b, loc, vector, into,
-                                             ValueRange{im.c(row), im.c(0)},
-                                             ArrayRef<bool>{true})
-          .getResult();
-    };
-    // Rows 2r and 2r + 1 interleaved: the i32 of key j is their pair.
-    auto rowPairs = [&](ArrayRef<Value> rows, int64_t r) {
-      return vector::BitCastOp::create(
-          b, loc, VectorType::get({keyChunk}, i32),
-          vector::InterleaveOp::create(b, loc, rows[2 * r], rows[2 * r + 1]));
-    };
-    Value pPairs = state[3], dsPairs = state[4], dsKeyPairs = state[5];
-    for (int64_t r = 0; r < blockRows / 2; ++r) {
-      pPairs = write(rowPairs(p, r), pPairs, r);
-      dsPairs = write(rowPairs(ds, r), dsPairs, r);
-    }
-    for (int64_t i = 0; i < blockRows; ++i)
-      dsKeyPairs =
-          write(vector::BitCastOp::create(
-                    b, loc, VectorType::get({keyChunk / 2}, i32), ds[i]),
-                dsKeyPairs, i);
-    Value accV = emitPairKeySums(b, loc, state[2], pPairs, dO, headDimV, batch,
-                                 head, key0, rowOf);
-    Value accK = emitPairKeySums(b, loc, state[1], dsPairs, c.q, headDimQK,
-                                 batch, head, key0, rowOf);
-    Value accQ = emitPairQuerySums(b, loc, state[0], dsKeyPairs, batch, kvHead,
-                                   g, key0, rowOf);
-    return {accQ, accK, accV, pPairs, dsPairs, dsKeyPairs};
-  }
-
-  /// emitKeyAccumulation on sumDot: `pairs` holds the weights of rows 2r
-  /// and 2r + 1 for each key as one i32, `rows` is the bf16 Q or dO (width
-  /// columns) whose rows pair up the same way (pieces interleaved).
-  Value emitPairKeySums(OpBuilder &b, Location loc, Value acc, Value pairs,
-                        Value rows, int64_t width, Value batch, Value head,
-                        Value key0, ArrayRef<Value> rowOf) {
-    constexpr int64_t kLanes = 16;
-    Type bf16 = b.getBF16Type();
-    auto halfType = VectorType::get({kLanes}, bf16);
-    Value zeroBF = arith::ConstantOp::create(b, loc, b.getZeroAttr(bf16));
-    int64_t rowPairCount = rowOf.size() / 2;
-    return emitKeySums(
-        b, loc, acc, key0, width, kLanes,
-        [&](OpBuilder &b, Location loc, int64_t piece) {
-          IndexMath im{b, loc};
-          SmallVector<Value> pieces;
-          for (int64_t r = 0; r < rowPairCount; ++r) {
-            SmallVector<Value> halves;
-            for (int64_t e = 0; e < 2; ++e)
-              halves.push_back(vector::TransferReadOp::create(
-                  b, loc, halfType, rows,
-                  rowIndices(c.layout, batch, rowOf[2 * r + e], head,
-                             im.c(piece * kLanes)),
-                  zeroBF, ArrayRef<bool>{true}));
-            pieces.push_back(
-                vector::InterleaveOp::create(b, loc, halves[0], halves[1]));
-          }
-          return pieces;
-        },
-        [&](OpBuilder &b, Location loc, Value j) {
-          IndexMath im{b, loc};
-          SmallVector<Value> w;
-          for (int64_t r = 0; r < rowPairCount; ++r)
-            w.push_back(broadcastPair(b, loc, pairs, ValueRange{im.c(r), j}));
-          return w;
-        });
-  }
-
-  /// emitQueryAccumulation on sumDot: `keyPairs` holds the weights (scale
-  /// dS) of keys 2p and 2p + 1 of each row as one i32, kPairs the keys
-  /// paired the same way.
-  Value emitPairQuerySums(OpBuilder &b, Location loc, Value accQ,
-                          Value keyPairs, Value batch, Value kvHead, Value g,
-                          Value key0, ArrayRef<Value> rowOf) {
-    constexpr int64_t kLanes = 16;
-    Type bf16 = b.getBF16Type();
-    auto operandType = VectorType::get({2 * kLanes}, bf16);
-    Value zeroBF = arith::ConstantOp::create(b, loc, b.getZeroAttr(bf16));
-    Value pair0 = IndexMath{b, loc}.div(key0, IndexMath{b, loc}.c(2));
-    return emitQuerySums(
-        b, loc, accQ, g, rowOf, kLanes, keyChunk / 2,
-        [&](OpBuilder &b, Location loc, Value pair) {
-          IndexMath im{b, loc};
-          SmallVector<Value> w;
-          for (int64_t i = 0, e = rowOf.size(); i < e; ++i)
-            w.push_back(
-                broadcastPair(b, loc, keyPairs, ValueRange{im.c(i), pair}));
-          return w;
-        },
-        [&](OpBuilder &b, Location loc, Value pair, int64_t piece) -> Value {
-          IndexMath im{b, loc};
-          return vector::TransferReadOp::create(
-              b, loc, operandType, kPairs,
-              ValueRange{batch, kvHead, im.add(pair0, pair),
-                         im.c(piece * 2 * kLanes)},
-              zeroBF, ArrayRef<bool>{true});
-        });
+    return gradients->accumulate(b, loc, state, pRows, dsRows, qs, dOs, batch,
+                                 head, kvHead, g, key0, rowOf);
   }
 };
 
