@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionMicroKernels.h"
 #include "TEToLinalgInternal.h"
 
 #include "te/Conversion/TECommon/AttentionMath.h"
@@ -31,45 +32,80 @@
 
 using namespace mlir;
 using namespace mlir::te;
+using namespace mlir::te::host_attention;
+
+//===----------------------------------------------------------------------===//
+// Shared with the micro-kernels (HostAttention.h)
+//===----------------------------------------------------------------------===//
+
+Value host_attention::filledTensor(OpBuilder &b, Location loc,
+                                   ArrayRef<int64_t> shape, Type element,
+                                   TypedAttr value) {
+  Value empty = tensor::EmptyOp::create(b, loc, shape, element);
+  Value fill = arith::ConstantOp::create(b, loc, value);
+  return linalg::FillOp::create(b, loc, fill, empty).getResult(0);
+}
+
+Value host_attention::splat(OpBuilder &b, Location loc, Value scalar,
+                            VectorType type) {
+  return vector::BroadcastOp::create(b, loc, type, scalar);
+}
+
+/// A new tensor of `shape` and `elementType` whose element at `indices` is
+/// `element(indices)`.
+Value host_attention::generateTensor(OpBuilder &b, Location loc,
+                                     ArrayRef<int64_t> shape, Type elementType,
+                                     ElementFn element) {
+  auto type = RankedTensorType::get(shape, elementType);
+  Value init = tensor::EmptyOp::create(b, loc, shape, elementType);
+  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(shape.size())};
+  SmallVector<utils::IteratorType> loops(shape.size(),
+                                         utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, type, ValueRange{}, init, maps, loops,
+             [&](OpBuilder &b, Location loc, ValueRange) {
+               SmallVector<Value> indices;
+               for (int64_t dim = 0, e = shape.size(); dim < e; ++dim)
+                 indices.push_back(linalg::IndexOp::create(b, loc, dim));
+               linalg::YieldOp::create(b, loc, element(b, loc, indices));
+             })
+      .getResult(0);
+}
+
+/// A new f32 tensor of `shape` whose element at `indices` is
+/// `element(indices)`.
+Value host_attention::generateF32(OpBuilder &b, Location loc,
+                                  ArrayRef<int64_t> shape, ElementFn element) {
+  return generateTensor(b, loc, shape, b.getF32Type(), element);
+}
+
+/// K or V element (batch, token, head, column) in its own type, or 0 for
+/// the padding tokens at and past s_kv.
+Value host_attention::readPaddedElement(OpBuilder &b, Location loc,
+                                        const AttentionConfig &c, Value tensor,
+                                        Value batch, Value token, Value head,
+                                        Value column) {
+  IndexMath im{b, loc};
+  Value last = im.c(c.seqKV - 1);
+  Value value = tensor::ExtractOp::create(
+      b, loc, tensor,
+      rowIndices(c.layout, batch, im.min(token, last), head, column));
+  Value zero = arith::ConstantOp::create(
+      b, loc, cast<TypedAttr>(b.getZeroAttr(value.getType())));
+  return arith::SelectOp::create(b, loc, im.le(token, last), value, zero);
+}
+
+/// K or V element (batch, token, head, column) as f32, or 0 for the padding
+/// tokens at and past s_kv.
+Value host_attention::readPaddedKV(OpBuilder &b, Location loc,
+                                   const AttentionConfig &c, Value tensor,
+                                   Value batch, Value token, Value head,
+                                   Value column) {
+  return emitExtToF32(
+      b, loc, readPaddedElement(b, loc, c, tensor, batch, token, head, column));
+}
 
 namespace {
-
-/// Small builders for the index arithmetic of the loop nest.
-struct IndexMath {
-  OpBuilder &b;
-  Location loc;
-
-  Value c(int64_t value) {
-    return arith::ConstantIndexOp::create(b, loc, value);
-  }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
-  Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value div(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
-  Value lt(Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
-  }
-  Value le(Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, x, y);
-  }
-  Value select(Value cond, Value x, Value y) {
-    return arith::SelectOp::create(b, loc, cond, x, y);
-  }
-  /// Element `index` of an i32 vector tensor, as an index.
-  Value load(Value tensor, Value index) {
-    Value element = tensor::ExtractOp::create(b, loc, tensor, index);
-    return arith::IndexCastOp::create(b, loc, b.getIndexType(), element);
-  }
-};
-
-/// Indices of the first element of the row (batch, position, head) of a
-/// Q/K/V/O tensor in `layout`; for thd `position` is the token index.
-SmallVector<Value> rowIndices(QKVLayout layout, Value batch, Value position,
-                              Value head, Value zero) {
-  return llvm::to_vector(arrangeInLayout(layout, batch, position, head, zero));
-}
 
 /// Reads a row of `tensor` as a vector<d x f32>.
 Value readRow(OpBuilder &b, Location loc, Value tensor,
@@ -97,81 +133,6 @@ Value readBroadcast(OpBuilder &b, Location loc, Value tensor,
     actual.push_back(size == 1 ? zero : index);
   return tensor::ExtractOp::create(b, loc, tensor, actual);
 }
-
-/// Everything about an attention op (forward or backward) that the loops
-/// need, with the operands already converted.
-struct AttentionConfig {
-  QKVLayout layout;
-  MaskKind maskKind;
-  bool thd, padding, causal;
-  /// Whether the diagonal of the causal mask, the window and ALiBi is
-  /// aligned bottom-right (at len_kv - len_q) rather than top-left.
-  bool bottomRight;
-  int64_t windowLeft, windowRight;
-  BiasKind biasKind;
-  SoftmaxKind softmax;
-  float scale;
-  /// Dropout probability; 0 when there is none.
-  float dropout;
-  int64_t batches, seqQ, headsQ, seqKV, headsKV, numSequences;
-  Value q, k, v, cuQ, cuKV, offQ, offKV, lenQ, lenKV, mask, bias, slopes,
-      softmaxOffset, rngState;
-
-  template <typename OpT>
-  static AttentionConfig get(OpT op, typename OpT::Adaptor adaptor) {
-    AttentionConfig c;
-    c.layout = op.getLayout();
-    c.maskKind = op.getMaskKind();
-    c.thd = c.layout == QKVLayout::thd;
-    c.padding = isPaddingMask(c.maskKind) || c.thd;
-    c.causal = isCausalMask(c.maskKind);
-    c.bottomRight = op.isBottomRightDiagonal();
-    std::tie(c.windowLeft, c.windowRight) = op.getWindowBounds();
-    c.biasKind = op.getBiasKind();
-    c.softmax = op.getSoftmaxKind();
-    c.scale = static_cast<float>(*op.getEffectiveScale());
-    c.dropout = op.getDropout().convertToFloat();
-    c.rngState = adaptor.getRngState();
-    c.q = adaptor.getQ();
-    c.k = adaptor.getK();
-    c.v = adaptor.getV();
-    c.cuQ = adaptor.getCuSeqlensQ();
-    c.cuKV = adaptor.getCuSeqlensKv();
-    c.offQ = adaptor.getSeqOffsetsQ();
-    c.offKV = adaptor.getSeqOffsetsKv();
-    c.lenQ = adaptor.getSeqlensQ();
-    c.lenKV = adaptor.getSeqlensKv();
-    c.mask = adaptor.getMask();
-    c.bias = adaptor.getBias();
-    c.slopes = adaptor.getAlibiSlopes();
-    c.softmaxOffset = adaptor.getSoftmaxOffset();
-    std::array<int64_t, 3> qDims = c.dims(c.q), kDims = c.dims(c.k);
-    c.batches = qDims[0];
-    c.seqQ = qDims[1];
-    c.headsQ = qDims[2];
-    c.seqKV = kDims[1];
-    c.headsKV = kDims[2];
-    c.numSequences =
-        c.thd ? cast<RankedTensorType>(c.cuQ.getType()).getDimSize(0) - 1
-              : c.batches;
-    return c;
-  }
-
-  /// (batch, sequence length, heads) of a Q/K/V tensor; thd: (1, tokens, h).
-  std::array<int64_t, 3> dims(Value tensor) const {
-    HeadTensorDims d = getHeadTensorDims(
-        layout, cast<RankedTensorType>(tensor.getType()).getShape());
-    return {layout == QKVLayout::thd ? 1 : d.batch, d.seq, d.heads};
-  }
-
-  /// Indices of the LSE element of (batch, row, head).
-  SmallVector<Value> lseIndices(Value batch, Value row, Value head,
-                                Value zero) const {
-    if (thd)
-      return {row, head, zero};
-    return {batch, head, row, zero};
-  }
-};
 
 /// Where a query row sits and which keys it sees: positions [lo, hi) of its
 /// sequence, whose keys start at token `kvBase`; `diagonal` is the key
@@ -333,13 +294,6 @@ scf::ForOp forEachVisibleKey(OpBuilder &b, Location loc,
       });
 }
 
-Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
-                   Type element, TypedAttr value) {
-  Value empty = tensor::EmptyOp::create(b, loc, shape, element);
-  Value fill = arith::ConstantOp::create(b, loc, value);
-  return linalg::FillOp::create(b, loc, fill, empty).getResult(0);
-}
-
 /// The f32 accumulator `acc` rounded to `type`'s element type.
 Value castAccumulator(OpBuilder &b, Location loc, Value acc,
                       RankedTensorType type) {
@@ -382,10 +336,6 @@ Value dotProduct(OpBuilder &b, Location loc, Value x, Value y) {
   return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
                                      arith::MulFOp::create(b, loc, x, y),
                                      arith::FastMathFlags::reassoc);
-}
-
-Value splat(OpBuilder &b, Location loc, Value scalar, VectorType type) {
-  return vector::BroadcastOp::create(b, loc, type, scalar);
 }
 
 /// The end of a query row's online softmax: folds in the extra denominator
@@ -574,58 +524,12 @@ SmallVector<Value> forEachRowTile(OpBuilder &b, Location loc,
 // never reads out of bounds. The copies are O(s * d), like the inputs; the
 // scores are never stored.
 
-/// The sizes the blocked loops are built on, which their score micro-kernel
-/// (ScoreKernel) chooses: keys per chunk (the width of a row's score and
-/// softmax vectors) and query rows per micro-block.
-struct BlockShape {
-  int64_t keyChunk, blockRows;
-};
-/// AVX-512's, for both of today's kernels. Keys per chunk: four AVX-512
-/// registers of logits per row; 64 rather than 32 halves the softmax's
-/// per-chunk work (reductions, the correction exp, rescaling the sums): 15%
-/// faster in bf16, 5-10% in f32 at d=64. Rows per micro-block: with 64
-/// keys, 16 independent FMA chains in the score loop, and 16 accumulator
-/// registers per 64 columns of V.
-constexpr BlockShape kAVX512Shape = {64, 4};
 /// Query rows per tile: each chunk of K and V is used by this many rows
 /// while it is in the L1/L2 cache.
 constexpr int64_t kTileRows = 64;
-/// Register pieces of 16 floats of a row that the V (and, backward, the
-/// dK/dV/dQ) accumulation works on at a time, for each row of a micro-block.
-constexpr int64_t kGroupPieces = 4;
-
 bool canUseBlockedForward(const AttentionConfig &c) {
   return !c.thd && !c.mask && !c.rngState &&
          (c.biasKind == BiasKind::no_bias || c.biasKind == BiasKind::alibi);
-}
-
-using ElementFn = function_ref<Value(OpBuilder &, Location, ArrayRef<Value>)>;
-
-/// A new tensor of `shape` and `elementType` whose element at `indices` is
-/// `element(indices)`.
-Value generateTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
-                     Type elementType, ElementFn element) {
-  auto type = RankedTensorType::get(shape, elementType);
-  Value init = tensor::EmptyOp::create(b, loc, shape, elementType);
-  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(shape.size())};
-  SmallVector<utils::IteratorType> loops(shape.size(),
-                                         utils::IteratorType::parallel);
-  return linalg::GenericOp::create(
-             b, loc, type, ValueRange{}, init, maps, loops,
-             [&](OpBuilder &b, Location loc, ValueRange) {
-               SmallVector<Value> indices;
-               for (int64_t dim = 0, e = shape.size(); dim < e; ++dim)
-                 indices.push_back(linalg::IndexOp::create(b, loc, dim));
-               linalg::YieldOp::create(b, loc, element(b, loc, indices));
-             })
-      .getResult(0);
-}
-
-/// A new f32 tensor of `shape` whose element at `indices` is
-/// `element(indices)`.
-Value generateF32(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
-                  ElementFn element) {
-  return generateTensor(b, loc, shape, b.getF32Type(), element);
 }
 
 /// Element `column` of the row (batch, position, head) of a Q/K/V tensor,
@@ -635,30 +539,6 @@ Value readElementF32(OpBuilder &b, Location loc, const AttentionConfig &c,
                      Value column) {
   SmallVector<Value> at = rowIndices(c.layout, batch, position, head, column);
   return emitExtToF32(b, loc, tensor::ExtractOp::create(b, loc, tensor, at));
-}
-
-/// K or V element (batch, token, head, column) in its own type, or 0 for
-/// the padding tokens at and past s_kv.
-Value readPaddedElement(OpBuilder &b, Location loc, const AttentionConfig &c,
-                        Value tensor, Value batch, Value token, Value head,
-                        Value column) {
-  IndexMath im{b, loc};
-  Value last = im.c(c.seqKV - 1);
-  Value value = tensor::ExtractOp::create(
-      b, loc, tensor,
-      rowIndices(c.layout, batch, im.min(token, last), head, column));
-  Value zero = arith::ConstantOp::create(
-      b, loc, cast<TypedAttr>(b.getZeroAttr(value.getType())));
-  return arith::SelectOp::create(b, loc, im.le(token, last), value, zero);
-}
-
-/// K or V element (batch, token, head, column) as f32, or 0 for the padding
-/// tokens at and past s_kv.
-Value readPaddedKV(OpBuilder &b, Location loc, const AttentionConfig &c,
-                   Value tensor, Value batch, Value token, Value head,
-                   Value column) {
-  return emitExtToF32(
-      b, loc, readPaddedElement(b, loc, c, tensor, batch, token, head, column));
 }
 
 /// Whether any of the rows with `geometry` sees a key of the chunk
@@ -673,271 +553,6 @@ Value chunkIsSeen(OpBuilder &b, Location loc, ArrayRef<RowGeometry> geometry,
   }
   return arith::AndIOp::create(b, loc, im.lt(key0, hi),
                                im.lt(lo, im.add(key0, im.c(keyChunk))));
-}
-
-/// `dotUnit` if the scores of `rows` (Q or dO) against `columns` (K or V)
-/// can use it: both bf16, with an even head dimension. Null otherwise.
-const BF16PairDotUnit *pairDotFor(const BF16PairDotUnit *dotUnit, Value rows,
-                                  Value columns) {
-  auto rowType = cast<RankedTensorType>(rows.getType());
-  auto columnType = cast<RankedTensorType>(columns.getType());
-  if (!dotUnit || !rowType.getElementType().isBF16() ||
-      !columnType.getElementType().isBF16() ||
-      rowType.getShape().back() % 2 != 0)
-    return nullptr;
-  return dotUnit;
-}
-
-/// K (`tensor`, bf16, head dimension `depth`) as pairs of keys, the layout
-/// of a BF16PairDotUnit's vector operand for sums over keys: a bf16
-/// [b, h_kv, chunks * keyChunk / 2, 2 * depth] tensor whose element
-/// (.., p, 2 t + e) is column t of key 2 p + e, padded with zero keys.
-Value emitKeyPairs(OpBuilder &b, Location loc, const AttentionConfig &c,
-                   Value tensor, int64_t depth, int64_t keyChunk) {
-  return generateTensor(
-      b, loc,
-      {c.batches, c.headsKV,
-       static_cast<int64_t>(llvm::alignTo(c.seqKV, keyChunk)) / 2, 2 * depth},
-      b.getBF16Type(), [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
-        IndexMath im{b, loc};
-        Value token = im.add(im.mul(i[2], im.c(2)),
-                             arith::RemUIOp::create(b, loc, i[3], im.c(2)));
-        Value column = arith::DivUIOp::create(b, loc, i[3], im.c(2));
-        return readPaddedElement(b, loc, c, tensor, i[0], token, i[1], column);
-      });
-}
-
-/// The i32 at `indices` of `words` in all 16 lanes, as the 32 bf16 of a
-/// BF16PairDotUnit's broadcast operand.
-Value broadcastPair(OpBuilder &b, Location loc, Value words,
-                    ValueRange indices) {
-  Value word = tensor::ExtractOp::create(b, loc, words, indices);
-  return vector::BitCastOp::create(
-      b, loc, VectorType::get({32}, b.getBF16Type()),
-      vector::BroadcastOp::create(b, loc, VectorType::get({16}, b.getI32Type()),
-                                  word));
-}
-
-/// The score micro-kernel of the blocked paths: S = factor * R C^T for the
-/// rows R of a micro-block (Q, or dO backward) against the columns C of one
-/// chunk of keys (K, or V backward), and the packed layout of C it reads.
-/// It owns the block shape the blocked loops are built on. f32 outer
-/// products and bf16 pair dots are the kernels today; a tile unit (AMX) is
-/// another implementation, with its own shape and packing.
-class ScoreKernel {
-public:
-  explicit ScoreKernel(BlockShape shape) : shape(shape) {}
-  virtual ~ScoreKernel() = default;
-
-  BlockShape getShape() const { return shape; }
-
-  /// `columns` (K or V, head dimension `depth`) in chunks of keyChunk keys
-  /// as emitScores reads them, padded with zero keys.
-  virtual Value packColumns(OpBuilder &b, Location loc,
-                            const AttentionConfig &c, Value columns,
-                            int64_t depth) const = 0;
-  /// Whether emitScores reads the rows as f32 already times the factor
-  /// (the caller's `f32Rows`, [b, h_q, s_q, depth]) rather than `rows` in
-  /// place.
-  virtual bool readsF32Rows() const = 0;
-  /// For each row rowOf[i] of (batch, head), factor times its dot products
-  /// with the keys of chunk `chunk` of `packed` (packColumns of kvHead): a
-  /// vector of keyChunk f32.
-  virtual SmallVector<Value>
-  emitScores(OpBuilder &b, Location loc, const AttentionConfig &c, Value rows,
-             Value f32Rows, Value packed, int64_t depth, float factor,
-             Value batch, Value head, Value kvHead, Value chunk,
-             ArrayRef<Value> rowOf) const = 0;
-
-protected:
-  VectorType chunkType(OpBuilder &b) const {
-    return VectorType::get({shape.keyChunk}, b.getF32Type());
-  }
-
-  BlockShape shape;
-};
-
-/// Scores as f32 outer products: per column t of the head dimension, one
-/// vector load of the chunk's column t (C^T in chunks) and one broadcast of
-/// each row's element t feed one FMA per row, with no horizontal sums.
-class OuterProductScores final : public ScoreKernel {
-public:
-  OuterProductScores() : ScoreKernel(kAVX512Shape) {}
-
-  /// C transposed in chunks: an f32 [b, h_kv, chunks, depth, keyChunk]
-  /// tensor.
-  Value packColumns(OpBuilder &b, Location loc, const AttentionConfig &c,
-                    Value columns, int64_t depth) const override {
-    int64_t keyChunk = shape.keyChunk;
-    return generateF32(
-        b, loc,
-        {c.batches, c.headsKV,
-         static_cast<int64_t>(llvm::divideCeil(c.seqKV, keyChunk)), depth,
-         keyChunk},
-        [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
-          IndexMath im{b, loc};
-          Value token = im.add(im.mul(i[2], im.c(keyChunk)), i[4]);
-          return readPaddedKV(b, loc, c, columns, i[0], token, i[1], i[3]);
-        });
-  }
-
-  bool readsF32Rows() const override { return true; }
-
-  SmallVector<Value> emitScores(OpBuilder &b, Location loc,
-                                const AttentionConfig &, Value, Value f32Rows,
-                                Value packed, int64_t depth, float, Value batch,
-                                Value head, Value kvHead, Value chunk,
-                                ArrayRef<Value> rowOf) const override {
-    VectorType type = chunkType(b);
-    Value zeroF = emitF32Constant(b, loc, 0.0);
-    SmallVector<Value> init(
-        rowOf.size(),
-        arith::ConstantOp::create(
-            b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(0))));
-    IndexMath im{b, loc};
-    auto loop = scf::ForOp::create(
-        b, loc, im.c(0), im.c(depth), im.c(1), init,
-        [&](OpBuilder &b, Location loc, Value t, ValueRange partial) {
-          IndexMath im{b, loc};
-          Value keys = vector::TransferReadOp::create(
-              b, loc, type, packed,
-              ValueRange{batch, kvHead, chunk, t, im.c(0)}, zeroF,
-              ArrayRef<bool>{true});
-          SmallVector<Value> next;
-          for (auto [i, row] : llvm::enumerate(rowOf)) {
-            Value element = tensor::ExtractOp::create(
-                b, loc, f32Rows, ValueRange{batch, head, row, t});
-            next.push_back(vector::FMAOp::create(
-                b, loc, splat(b, loc, element, type), keys, partial[i]));
-          }
-          scf::YieldOp::create(b, loc, next);
-        });
-    return loop.getResults();
-  }
-};
-
-/// Scores as bf16 pair dots on a BF16PairDotUnit: each row read in place
-/// two columns at a time and broadcast as one i32, against the chunk's
-/// keys as column pairs. The products are exact; the sums are f32.
-class PairDotScores final : public ScoreKernel {
-public:
-  explicit PairDotScores(const BF16PairDotUnit &unit)
-      : ScoreKernel(kAVX512Shape), unit(unit) {}
-
-  /// C as column pairs in chunks, the layout of the unit's vector operand:
-  /// a bf16 [b, h_kv, chunks, depth / 2, 2 * keyChunk] tensor whose
-  /// element (.., chunk, t, 2 j + e) is column 2 t + e of key
-  /// chunk * keyChunk + j.
-  Value packColumns(OpBuilder &b, Location loc, const AttentionConfig &c,
-                    Value columns, int64_t depth) const override {
-    int64_t keyChunk = shape.keyChunk;
-    return generateTensor(
-        b, loc,
-        {c.batches, c.headsKV,
-         static_cast<int64_t>(llvm::divideCeil(c.seqKV, keyChunk)), depth / 2,
-         2 * keyChunk},
-        b.getBF16Type(), [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
-          IndexMath im{b, loc};
-          Value token = im.add(im.mul(i[2], im.c(keyChunk)),
-                               arith::DivUIOp::create(b, loc, i[4], im.c(2)));
-          Value column = im.add(im.mul(i[3], im.c(2)),
-                                arith::RemUIOp::create(b, loc, i[4], im.c(2)));
-          return readPaddedElement(b, loc, c, columns, i[0], token, i[1],
-                                   column);
-        });
-  }
-
-  bool readsF32Rows() const override { return false; }
-
-  SmallVector<Value> emitScores(OpBuilder &b, Location loc,
-                                const AttentionConfig &c, Value rows, Value,
-                                Value packed, int64_t depth, float factor,
-                                Value batch, Value head, Value kvHead,
-                                Value chunk,
-                                ArrayRef<Value> rowOf) const override {
-    SmallVector<Value> scores = emitPairDots(b, loc, c, rows, packed, depth,
-                                             batch, head, kvHead, chunk, rowOf);
-    if (factor == 1.0f)
-      return scores;
-    // Each score times the scalar factor.
-    Value splatFactor =
-        splat(b, loc, emitF32Constant(b, loc, factor), chunkType(b));
-    for (Value &score : scores)
-      score = arith::MulFOp::create(b, loc, score, splatFactor);
-    return scores;
-  }
-
-private:
-  /// The sums of emitScores, in parts of 16 keys (the unit's accumulators)
-  /// joined side by side.
-  SmallVector<Value> emitPairDots(OpBuilder &b, Location loc,
-                                  const AttentionConfig &c, Value rows,
-                                  Value pairs, int64_t depth, Value batch,
-                                  Value head, Value kvHead, Value chunk,
-                                  ArrayRef<Value> rowOf) const {
-    constexpr int64_t kLanes = 16;
-    int64_t halves = shape.keyChunk / kLanes;
-    Type bf16 = b.getBF16Type();
-    auto laneType = VectorType::get({kLanes}, b.getF32Type());
-    auto operandType = VectorType::get({2 * kLanes}, bf16);
-    auto twoType = VectorType::get({2}, bf16);
-    auto wordType = VectorType::get({1}, b.getI32Type());
-    auto wordsType = VectorType::get({kLanes}, b.getI32Type());
-    Value zeroBF = arith::ConstantOp::create(b, loc, b.getZeroAttr(bf16));
-    SmallVector<Value> init(
-        rowOf.size() * halves,
-        arith::ConstantOp::create(
-            b, loc, DenseElementsAttr::get(laneType, b.getF32FloatAttr(0))));
-    IndexMath im{b, loc};
-    auto loop = scf::ForOp::create(
-        b, loc, im.c(0), im.c(depth / 2), im.c(1), init,
-        [&](OpBuilder &b, Location loc, Value t, ValueRange partial) {
-          IndexMath im{b, loc};
-          SmallVector<Value> keys;
-          for (int64_t half = 0; half < halves; ++half)
-            keys.push_back(vector::TransferReadOp::create(
-                b, loc, operandType, pairs,
-                ValueRange{batch, kvHead, chunk, t, im.c(half * 2 * kLanes)},
-                zeroBF, ArrayRef<bool>{true}));
-          SmallVector<Value> next;
-          for (auto [i, row] : llvm::enumerate(rowOf)) {
-            Value two = vector::TransferReadOp::create(
-                b, loc, twoType, rows,
-                rowIndices(c.layout, batch, row, head, im.mul(t, im.c(2))),
-                zeroBF, ArrayRef<bool>{true});
-            Value word = vector::BitCastOp::create(b, loc, wordType, two);
-            Value broadcast = vector::BitCastOp::create(
-                b, loc, operandType,
-                vector::BroadcastOp::create(b, loc, wordsType, word));
-            for (int64_t half = 0; half < halves; ++half)
-              next.push_back(unit.emitDot(b, loc, partial[i * halves + half],
-                                          broadcast, keys[half]));
-          }
-          scf::YieldOp::create(b, loc, next);
-        });
-    SmallVector<Value> scores;
-    for (size_t i = 0; i < rowOf.size(); ++i) {
-      Value joined = arith::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(chunkType(b), b.getF32FloatAttr(0)));
-      for (int64_t part = 0; part < halves; ++part)
-        joined = vector::InsertStridedSliceOp::create(
-            b, loc, loop.getResult(i * halves + part), joined,
-            ArrayRef<int64_t>{part * kLanes}, ArrayRef<int64_t>{1});
-      scores.push_back(joined);
-    }
-    return scores;
-  }
-
-  const BF16PairDotUnit &unit;
-};
-
-/// The score kernel for `rows` against `columns`: pair dots on `dotUnit`
-/// where pairDotFor allows it, else f32 outer products.
-std::unique_ptr<ScoreKernel> chooseScoreKernel(const BF16PairDotUnit *dotUnit,
-                                               Value rows, Value columns) {
-  if (const BF16PairDotUnit *unit = pairDotFor(dotUnit, rows, columns))
-    return std::make_unique<PairDotScores>(*unit);
-  return std::make_unique<OuterProductScores>();
 }
 
 /// The keys of the chunk starting at `key0` (of `keyChunk` keys) as an i32
@@ -1014,144 +629,6 @@ Value emitScaledQueries(OpBuilder &b, Location loc, const AttentionConfig &c,
       });
 }
 
-/// K or V rows as an f32 [b, h_kv, chunks * keyChunk, depth] tensor padded
-/// with zero keys.
-Value emitPaddedRows(OpBuilder &b, Location loc, const AttentionConfig &c,
-                     Value tensor, int64_t depth, int64_t keyChunk) {
-  return generateF32(
-      b, loc,
-      {c.batches, c.headsKV,
-       static_cast<int64_t>(llvm::alignTo(c.seqKV, keyChunk)), depth},
-      [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
-        return readPaddedKV(b, loc, c, tensor, i[0], i[2], i[1], i[3]);
-      });
-}
-
-/// Floats per register piece of a row of `width` columns: 16 (one AVX-512
-/// register) when they divide it, else the whole row.
-int64_t pieceWidthOf(int64_t width) { return width % 16 == 0 ? 16 : width; }
-
-/// The P V micro-kernel of the blocked forward: for each row of a
-/// micro-block, acc_i = correction_i * acc_i + sum_j p_ij v_j over one key
-/// chunk, with the layout of V it reads and the scratch the weights p go
-/// through. The steps are separate so that the loop can interleave them
-/// with each row's softmax: writeWeights and loadScaled per row, then
-/// accumulate for the block. f32 FMAs on register pieces today; a tile unit
-/// (AMX) is another implementation.
-class ValueKernel {
-public:
-  virtual ~ValueKernel() = default;
-  /// V (head dimension `depth`) as accumulate reads it, padded with zero
-  /// keys to whole chunks.
-  virtual Value packValues(OpBuilder &b, Location loc, const AttentionConfig &c,
-                           int64_t depth, BlockShape shape) const = 0;
-  /// The scratch of a micro-block's weights.
-  virtual Value createScratch(OpBuilder &b, Location loc,
-                              BlockShape shape) const = 0;
-  /// Row `row`'s weights (a vector of keyChunk f32) into `scratch`.
-  virtual Value writeWeights(OpBuilder &b, Location loc, Value scratch,
-                             int64_t row, Value p) const = 0;
-  /// Row `tileRow` of the accumulators `acc` ([tile rows, depth] f32) times
-  /// `correction`, held as the kernel holds it until accumulate.
-  virtual SmallVector<Value> loadScaled(OpBuilder &b, Location loc, Value acc,
-                                        Value tileRow, Value correction,
-                                        int64_t depth) const = 0;
-  /// acc[local[i], :] = scaled[i] + sum_j weights[i][j] * V[key0 + j, :]
-  /// of (batch, kvHead) for the chunk's keys j; returns the new `acc`.
-  virtual Value accumulate(OpBuilder &b, Location loc, Value acc,
-                           ArrayRef<SmallVector<Value>> scaled,
-                           ArrayRef<Value> local, Value weights, Value packed,
-                           Value batch, Value kvHead, Value key0, int64_t depth,
-                           BlockShape shape) const = 0;
-};
-
-/// P V as f32 FMAs: V copied to f32 rows; each row's accumulators in
-/// pieces of 16 floats (one AVX-512 register), in groups of up to
-/// kGroupPieces pieces: for each key, the rows' broadcast weights and the
-/// group's V pieces feed rows x pieces FMAs into registers.
-class FMAValues final : public ValueKernel {
-public:
-  Value packValues(OpBuilder &b, Location loc, const AttentionConfig &c,
-                   int64_t depth, BlockShape shape) const override {
-    return emitPaddedRows(b, loc, c, c.v, depth, shape.keyChunk);
-  }
-
-  Value createScratch(OpBuilder &b, Location loc,
-                      BlockShape shape) const override {
-    return filledTensor(b, loc, {shape.blockRows, shape.keyChunk},
-                        b.getF32Type(), b.getF32FloatAttr(0.0f));
-  }
-
-  Value writeWeights(OpBuilder &b, Location loc, Value scratch, int64_t row,
-                     Value p) const override {
-    IndexMath im{b, loc};
-    return vector::TransferWriteOp::create(b, loc, p, scratch,
-                                           ValueRange{im.c(row), im.c(0)},
-                                           ArrayRef<bool>{true})
-        .getResult();
-  }
-
-  SmallVector<Value> loadScaled(OpBuilder &b, Location loc, Value acc,
-                                Value tileRow, Value correction,
-                                int64_t depth) const override {
-    IndexMath im{b, loc};
-    int64_t pieceWidth = pieceWidthOf(depth);
-    auto pieceType = VectorType::get({pieceWidth}, b.getF32Type());
-    Value zeroF = emitF32Constant(b, loc, 0.0);
-    Value scaleBy = splat(b, loc, correction, pieceType);
-    SmallVector<Value> pieces;
-    for (int64_t piece = 0; piece < depth / pieceWidth; ++piece) {
-      Value current = vector::TransferReadOp::create(
-          b, loc, pieceType, acc, ValueRange{tileRow, im.c(piece * pieceWidth)},
-          zeroF, ArrayRef<bool>{true});
-      pieces.push_back(arith::MulFOp::create(b, loc, current, scaleBy));
-    }
-    return pieces;
-  }
-
-  Value accumulate(OpBuilder &b, Location loc, Value acc,
-                   ArrayRef<SmallVector<Value>> scaled, ArrayRef<Value> local,
-                   Value weights, Value packed, Value batch, Value kvHead,
-                   Value key0, int64_t depth, BlockShape shape) const override {
-    IndexMath im{b, loc};
-    int64_t pieceWidth = pieceWidthOf(depth);
-    int64_t pieces = depth / pieceWidth;
-    int64_t rows = local.size();
-    auto pieceType = VectorType::get({pieceWidth}, b.getF32Type());
-    Value zeroF = emitF32Constant(b, loc, 0.0);
-    SmallVector<SmallVector<Value>> sums(scaled.begin(), scaled.end());
-    for (int64_t group = 0; group < pieces; group += kGroupPieces) {
-      int64_t groupEnd = std::min(pieces, group + kGroupPieces);
-      for (int64_t j = 0; j < shape.keyChunk; ++j) {
-        SmallVector<Value> w;
-        for (int64_t i = 0; i < rows; ++i)
-          w.push_back(splat(b, loc,
-                            tensor::ExtractOp::create(
-                                b, loc, weights, ValueRange{im.c(i), im.c(j)}),
-                            pieceType));
-        for (int64_t piece = group; piece < groupEnd; ++piece) {
-          Value vPiece = vector::TransferReadOp::create(
-              b, loc, pieceType, packed,
-              ValueRange{batch, kvHead, im.add(key0, im.c(j)),
-                         im.c(piece * pieceWidth)},
-              zeroF, ArrayRef<bool>{true});
-          for (int64_t i = 0; i < rows; ++i)
-            sums[i][piece] =
-                vector::FMAOp::create(b, loc, w[i], vPiece, sums[i][piece]);
-        }
-      }
-      for (int64_t piece = group; piece < groupEnd; ++piece)
-        for (int64_t i = 0; i < rows; ++i)
-          acc = vector::TransferWriteOp::create(
-                    b, loc, sums[i][piece], acc,
-                    ValueRange{local[i], im.c(piece * pieceWidth)},
-                    ArrayRef<bool>{true})
-                    .getResult();
-    }
-    return acc;
-  }
-};
-
 /// The blocked forward pass of one op: tiles of query rows of one (batch,
 /// head), each tile going once over its key chunks, each chunk applied to
 /// the tile's rows in micro-blocks.
@@ -1162,7 +639,7 @@ struct BlockedForward {
   /// The kernel of S = scale q k^T, whose shape the loops take, and of
   /// O += P V.
   std::unique_ptr<ScoreKernel> scoreKernel;
-  std::unique_ptr<ValueKernel> valueKernel = std::make_unique<FMAValues>();
+  std::unique_ptr<ValueKernel> valueKernel;
   /// Keys per chunk, rows per micro-block and per tile (a multiple of
   /// rows).
   int64_t keyChunk, rows, tileRows;
@@ -1176,6 +653,7 @@ struct BlockedForward {
         headDimQK(cast<RankedTensorType>(c.q.getType()).getShape().back()),
         headDimV(oType.getShape().back()),
         scoreKernel(chooseScoreKernel(dotUnit, c.q, c.k)),
+        valueKernel(chooseValueKernel(scoreKernel->getShape())),
         keyChunk(scoreKernel->getShape().keyChunk),
         rows(scoreKernel->getShape().blockRows),
         tileRows(std::min<int64_t>(kTileRows, llvm::alignTo(c.seqQ, rows))) {}
@@ -1388,443 +866,6 @@ struct BlockedForward {
 // Rows past s_q (the last micro-block's padding) weigh 0. dQ, dK and dV
 // accumulate in f32 [h_group, s_q, d_qk] and [chunks * keyChunk, d]
 // tensors of the iteration and are rounded to their types at the end.
-
-/// The sums of the blocked backward: dV += P^T dO, dK += (scale dS)^T q
-/// and dQ += (scale dS) K of a micro-block over one key chunk, from its
-/// rows' P and dS, with the layout of K it reads and the scratch P and dS
-/// go through. f32 FMAs, or pair dots on a BF16PairDotUnit; a tile unit
-/// (AMX) is another implementation.
-class GradientKernel {
-public:
-  GradientKernel(const AttentionConfig &c, Value dO, BlockShape shape)
-      : c(c), dO(dO),
-        headDimQK(cast<RankedTensorType>(c.q.getType()).getShape().back()),
-        headDimV(cast<RankedTensorType>(c.v.getType()).getShape().back()),
-        keyChunk(shape.keyChunk), blockRows(shape.blockRows) {}
-  virtual ~GradientKernel() = default;
-
-  /// Whether accumulate reads the rows as f32 (scale * q and dO, [b, h_q,
-  /// s_q, d]).
-  virtual bool readsF32Rows() const = 0;
-  /// Packs K as the dQ sums read it (`keys`).
-  virtual void packKeys(OpBuilder &b, Location loc) = 0;
-  /// The scratch of a micro-block's P and dS, broadcast from memory in the
-  /// sums: each a tensor of its own (bufferization would give iteration
-  /// arguments that start from one tensor one buffer).
-  virtual SmallVector<Value> createScratch(OpBuilder &b,
-                                           Location loc) const = 0;
-  /// The micro-block's sums from its rows' P and dS (`pRows`, `dsRows`:
-  /// vectors of keyChunk f32; qs and dOs the f32 rows where the kernel
-  /// reads them). `state` is (accQ, accK, accV, then the scratch); returns
-  /// the next state.
-  virtual SmallVector<Value> accumulate(OpBuilder &b, Location loc,
-                                        ValueRange state, ArrayRef<Value> pRows,
-                                        ArrayRef<Value> dsRows, Value qs,
-                                        Value dOs, Value batch, Value head,
-                                        Value kvHead, Value g, Value key0,
-                                        ArrayRef<Value> rowOf) const = 0;
-
-protected:
-  static Value zeroTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
-                          Type type) {
-    return filledTensor(b, loc, shape, type,
-                        cast<TypedAttr>(b.getZeroAttr(type)));
-  }
-
-  /// sum + w * x for the kernel's operands.
-  virtual Value multiplyAdd(OpBuilder &b, Location loc, Value w, Value x,
-                            Value sum) const = 0;
-
-  /// acc[key0 + j, :] += sum over the micro-block's sources s of
-  /// weightsAt(j)[s] * sourcePieces(piece)[s] for the chunk's keys j (acc
-  /// has `width` columns). The sources are its rows (f32) or its row pairs
-  /// (pair dots). In groups of up to kGroupPieces pieces of `pieceWidth`, the
-  /// group's source pieces held in registers while each key's accumulator
-  /// pieces are read, updated and written back.
-  Value
-  emitKeySums(OpBuilder &b, Location loc, Value acc, Value key0, int64_t width,
-              int64_t pieceWidth,
-              function_ref<SmallVector<Value>(OpBuilder &, Location, int64_t)>
-                  sourcePieces,
-              function_ref<SmallVector<Value>(OpBuilder &, Location, Value)>
-                  weightsAt) const {
-    auto pieceType = VectorType::get({pieceWidth}, b.getF32Type());
-    Value zeroF = emitF32Constant(b, loc, 0.0);
-    int64_t pieces = width / pieceWidth;
-    for (int64_t groupStart = 0; groupStart < pieces;
-         groupStart += kGroupPieces) {
-      int64_t groupEnd = std::min(pieces, groupStart + kGroupPieces);
-      SmallVector<SmallVector<Value>> sources;
-      for (int64_t piece = groupStart; piece < groupEnd; ++piece)
-        sources.push_back(sourcePieces(b, loc, piece));
-      IndexMath im{b, loc};
-      auto keyLoop = scf::ForOp::create(
-          b, loc, im.c(0), im.c(keyChunk), im.c(1), ValueRange{acc},
-          [&](OpBuilder &b, Location loc, Value j, ValueRange carried) {
-            IndexMath im{b, loc};
-            Value key = im.add(key0, j);
-            SmallVector<Value> w = weightsAt(b, loc, j);
-            Value updated = carried[0];
-            for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
-              SmallVector<Value> at = {key, im.c(piece * pieceWidth)};
-              Value sum = vector::TransferReadOp::create(
-                  b, loc, pieceType, updated, at, zeroF, ArrayRef<bool>{true});
-              for (auto [weight, source] :
-                   llvm::zip(w, sources[piece - groupStart]))
-                sum = multiplyAdd(b, loc, weight, source, sum);
-              updated = vector::TransferWriteOp::create(
-                            b, loc, sum, updated, at, ArrayRef<bool>{true})
-                            .getResult();
-            }
-            scf::YieldOp::create(b, loc, updated);
-          });
-      acc = keyLoop.getResult(0);
-    }
-    return acc;
-  }
-
-  /// accQ[g, rowOf[i], :] += sum over `steps` steps t of weightsAt(t)[i] *
-  /// columnAt(t, piece): steps are the chunk's keys (f32) or key pairs
-  /// (pair dots). In groups of up to kGroupPieces pieces of `pieceWidth`, the
-  /// micro-block's sums held in registers over the steps and added to accQ
-  /// once, row by row: padding rows repeat the last row and add 0 to it.
-  Value emitQuerySums(
-      OpBuilder &b, Location loc, Value accQ, Value g, ArrayRef<Value> rowOf,
-      int64_t pieceWidth, int64_t steps,
-      function_ref<SmallVector<Value>(OpBuilder &, Location, Value)> weightsAt,
-      function_ref<Value(OpBuilder &, Location, Value, int64_t)> columnAt)
-      const {
-    auto pieceType = VectorType::get({pieceWidth}, b.getF32Type());
-    Value zeroF = emitF32Constant(b, loc, 0.0);
-    Value zeroPiece = arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(pieceType, b.getF32FloatAttr(0)));
-    IndexMath im{b, loc};
-    int64_t pieces = headDimQK / pieceWidth;
-    int64_t rows = rowOf.size();
-    for (int64_t groupStart = 0; groupStart < pieces;
-         groupStart += kGroupPieces) {
-      int64_t groupEnd = std::min(pieces, groupStart + kGroupPieces);
-      int64_t width = groupEnd - groupStart;
-      SmallVector<Value> init(rows * width, zeroPiece);
-      auto stepLoop = scf::ForOp::create(
-          b, loc, im.c(0), im.c(steps), im.c(1), init,
-          [&](OpBuilder &b, Location loc, Value step, ValueRange sums) {
-            SmallVector<Value> w = weightsAt(b, loc, step);
-            SmallVector<Value> next(sums.begin(), sums.end());
-            for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
-              Value column = columnAt(b, loc, step, piece);
-              for (int64_t i = 0; i < rows; ++i) {
-                Value &sum = next[i * width + piece - groupStart];
-                sum = multiplyAdd(b, loc, w[i], column, sum);
-              }
-            }
-            scf::YieldOp::create(b, loc, next);
-          });
-      for (auto [i, row] : llvm::enumerate(rowOf))
-        for (int64_t piece = groupStart; piece < groupEnd; ++piece) {
-          SmallVector<Value> at = {g, row, im.c(piece * pieceWidth)};
-          Value sum = arith::AddFOp::create(
-              b, loc,
-              vector::TransferReadOp::create(b, loc, pieceType, accQ, at, zeroF,
-                                             ArrayRef<bool>{true}),
-              stepLoop.getResult(i * width + piece - groupStart));
-          accQ = vector::TransferWriteOp::create(b, loc, sum, accQ, at,
-                                                 ArrayRef<bool>{true})
-                     .getResult();
-        }
-    }
-    return accQ;
-  }
-
-  const AttentionConfig &c;
-  Value dO;
-  int64_t headDimQK, headDimV, keyChunk, blockRows;
-  /// K as packKeys left it.
-  Value keys;
-};
-
-/// The sums as f32 FMAs over the rows in f32; K as f32 rows [b, h_kv,
-/// chunks * keyChunk, d_qk].
-class FMAGradients final : public GradientKernel {
-public:
-  using GradientKernel::GradientKernel;
-
-  bool readsF32Rows() const override { return true; }
-  void packKeys(OpBuilder &b, Location loc) override {
-    keys = emitPaddedRows(b, loc, c, c.k, headDimQK, keyChunk);
-  }
-  /// P and dS as f32 [rows, keys].
-  SmallVector<Value> createScratch(OpBuilder &b, Location loc) const override {
-    Type f32 = b.getF32Type();
-    return {zeroTensor(b, loc, {blockRows, keyChunk}, f32),
-            zeroTensor(b, loc, {blockRows, keyChunk}, f32)};
-  }
-
-  SmallVector<Value> accumulate(OpBuilder &b, Location loc, ValueRange state,
-                                ArrayRef<Value> pRows, ArrayRef<Value> dsRows,
-                                Value qs, Value dOs, Value batch, Value head,
-                                Value kvHead, Value g, Value key0,
-                                ArrayRef<Value> rowOf) const override {
-    IndexMath im{b, loc};
-    Value pState = state[3], dsState = state[4];
-    for (int64_t i = 0; i < blockRows; ++i) {
-      pState = vector::TransferWriteOp::create(b, loc, pRows[i], pState,
-                                               ValueRange{im.c(i), im.c(0)},
-                                               ArrayRef<bool>{true})
-                   .getResult();
-      dsState = vector::TransferWriteOp::create(b, loc, dsRows[i], dsState,
-                                                ValueRange{im.c(i), im.c(0)},
-                                                ArrayRef<bool>{true})
-                    .getResult();
-    }
-    Value accV = emitKeyAccumulation(b, loc, state[2], pState, dOs, headDimV,
-                                     batch, head, key0, rowOf);
-    Value accK = emitKeyAccumulation(b, loc, state[1], dsState, qs, headDimQK,
-                                     batch, head, key0, rowOf);
-    Value accQ = emitQueryAccumulation(b, loc, state[0], dsState, batch, kvHead,
-                                       g, key0, rowOf);
-    return {accQ, accK, accV, pState, dsState};
-  }
-
-protected:
-  Value multiplyAdd(OpBuilder &b, Location loc, Value w, Value x,
-                    Value sum) const override {
-    return vector::FMAOp::create(b, loc, w, x, sum);
-  }
-
-private:
-  /// acc[key0 + j, :] += sum_i weights[i, j] * rows[batch, head, rowOf[i],
-  /// :] for the chunk's keys j, in f32.
-  Value emitKeyAccumulation(OpBuilder &b, Location loc, Value acc,
-                            Value weights, Value rows, int64_t width,
-                            Value batch, Value head, Value key0,
-                            ArrayRef<Value> rowOf) const {
-    int64_t pieceWidth = pieceWidthOf(width);
-    auto pieceType = VectorType::get({pieceWidth}, b.getF32Type());
-    Value zeroF = emitF32Constant(b, loc, 0.0);
-    return emitKeySums(
-        b, loc, acc, key0, width, pieceWidth,
-        [&](OpBuilder &b, Location loc, int64_t piece) {
-          IndexMath im{b, loc};
-          SmallVector<Value> pieces;
-          for (Value row : rowOf)
-            pieces.push_back(vector::TransferReadOp::create(
-                b, loc, pieceType, rows,
-                ValueRange{batch, head, row, im.c(piece * pieceWidth)}, zeroF,
-                ArrayRef<bool>{true}));
-          return pieces;
-        },
-        [&](OpBuilder &b, Location loc, Value j) {
-          IndexMath im{b, loc};
-          SmallVector<Value> w;
-          for (int64_t i = 0, e = rowOf.size(); i < e; ++i)
-            w.push_back(splat(b, loc,
-                              tensor::ExtractOp::create(b, loc, weights,
-                                                        ValueRange{im.c(i), j}),
-                              pieceType));
-          return w;
-        });
-  }
-
-  /// accQ[g, rowOf[i], :] += scale * sum_j dS[i, j] * K[key0 + j, :], in f32.
-  Value emitQueryAccumulation(OpBuilder &b, Location loc, Value accQ, Value dS,
-                              Value batch, Value kvHead, Value g, Value key0,
-                              ArrayRef<Value> rowOf) const {
-    int64_t pieceWidth = pieceWidthOf(headDimQK);
-    auto pieceType = VectorType::get({pieceWidth}, b.getF32Type());
-    Value zeroF = emitF32Constant(b, loc, 0.0);
-    Value scale = emitF32Constant(b, loc, c.scale);
-    return emitQuerySums(
-        b, loc, accQ, g, rowOf, pieceWidth, keyChunk,
-        [&](OpBuilder &b, Location loc, Value j) {
-          IndexMath im{b, loc};
-          SmallVector<Value> w;
-          for (int64_t i = 0, e = rowOf.size(); i < e; ++i)
-            w.push_back(splat(
-                b, loc,
-                arith::MulFOp::create(b, loc,
-                                      tensor::ExtractOp::create(
-                                          b, loc, dS, ValueRange{im.c(i), j}),
-                                      scale),
-                pieceType));
-          return w;
-        },
-        [&](OpBuilder &b, Location loc, Value j, int64_t piece) -> Value {
-          IndexMath im{b, loc};
-          return vector::TransferReadOp::create(
-              b, loc, pieceType, keys,
-              ValueRange{batch, kvHead, im.add(key0, j),
-                         im.c(piece * pieceWidth)},
-              zeroF, ArrayRef<bool>{true});
-        });
-  }
-};
-
-/// The sums as pair dots on a BF16PairDotUnit, which take P and scale * dS
-/// rounded to bf16 once: rows paired for dV and dK, keys paired for dQ (K
-/// as key pairs, emitKeyPairs).
-class PairDotGradients final : public GradientKernel {
-public:
-  PairDotGradients(const AttentionConfig &c, Value dO, BlockShape shape,
-                   const BF16PairDotUnit &unit)
-      : GradientKernel(c, dO, shape), unit(unit) {}
-
-  bool readsF32Rows() const override { return false; }
-  void packKeys(OpBuilder &b, Location loc) override {
-    keys = emitKeyPairs(b, loc, c, c.k, headDimQK, keyChunk);
-  }
-  /// bf16 pairs as i32: P and scale * dS with rows paired ([rows / 2,
-  /// keys], for dV and dK), and scale * dS with keys paired ([rows, keys /
-  /// 2], for dQ).
-  SmallVector<Value> createScratch(OpBuilder &b, Location loc) const override {
-    Type i32 = b.getI32Type();
-    return {zeroTensor(b, loc, {blockRows / 2, keyChunk}, i32),
-            zeroTensor(b, loc, {blockRows / 2, keyChunk}, i32),
-            zeroTensor(b, loc, {blockRows, keyChunk / 2}, i32)};
-  }
-
-  /// P and scale * dS rounded to bf16 once; the scratch holds the P and dS
-  /// row pairs and the dS key pairs.
-  SmallVector<Value> accumulate(OpBuilder &b, Location loc, ValueRange state,
-                                ArrayRef<Value> pRows, ArrayRef<Value> dsRows,
-                                Value, Value, Value batch, Value head,
-                                Value kvHead, Value g, Value key0,
-                                ArrayRef<Value> rowOf) const override {
-    IndexMath im{b, loc};
-    Type bf16 = b.getBF16Type(), i32 = b.getI32Type();
-    auto rowType = VectorType::get({keyChunk}, bf16);
-    Value scale = splat(b, loc, emitF32Constant(b, loc, c.scale),
-                        VectorType::get({keyChunk}, b.getF32Type()));
-    SmallVector<Value> p, ds;
-    for (int64_t i = 0; i < blockRows; ++i) {
-      p.push_back(arith::TruncFOp::create(b, loc, rowType, pRows[i]));
-      ds.push_back(arith::TruncFOp::create(
-          b, loc, rowType, arith::MulFOp::create(b, loc, dsRows[i], scale)));
-    }
-    auto write = [&](Value vector, Value into, int64_t row) {
-      return vector::TransferWriteOp::create(b, loc, vector, into,
-                                             ValueRange{im.c(row), im.c(0)},
-                                             ArrayRef<bool>{true})
-          .getResult();
-    };
-    // Rows 2r and 2r + 1 interleaved: the i32 of key j is their pair.
-    auto rowPairs = [&](ArrayRef<Value> rows, int64_t r) {
-      return vector::BitCastOp::create(
-          b, loc, VectorType::get({keyChunk}, i32),
-          vector::InterleaveOp::create(b, loc, rows[2 * r], rows[2 * r + 1]));
-    };
-    Value pPairs = state[3], dsPairs = state[4], dsKeyPairs = state[5];
-    for (int64_t r = 0; r < blockRows / 2; ++r) {
-      pPairs = write(rowPairs(p, r), pPairs, r);
-      dsPairs = write(rowPairs(ds, r), dsPairs, r);
-    }
-    for (int64_t i = 0; i < blockRows; ++i)
-      dsKeyPairs =
-          write(vector::BitCastOp::create(
-                    b, loc, VectorType::get({keyChunk / 2}, i32), ds[i]),
-                dsKeyPairs, i);
-    Value accV = emitPairKeySums(b, loc, state[2], pPairs, dO, headDimV, batch,
-                                 head, key0, rowOf);
-    Value accK = emitPairKeySums(b, loc, state[1], dsPairs, c.q, headDimQK,
-                                 batch, head, key0, rowOf);
-    Value accQ = emitPairQuerySums(b, loc, state[0], dsKeyPairs, batch, kvHead,
-                                   g, key0, rowOf);
-    return {accQ, accK, accV, pPairs, dsPairs, dsKeyPairs};
-  }
-
-private:
-  /// emitKeyAccumulation on the unit: `pairs` holds the weights of rows 2r
-  /// and 2r + 1 for each key as one i32, `rows` is the bf16 Q or dO (width
-  /// columns) whose rows pair up the same way (pieces interleaved).
-  Value emitPairKeySums(OpBuilder &b, Location loc, Value acc, Value pairs,
-                        Value rows, int64_t width, Value batch, Value head,
-                        Value key0, ArrayRef<Value> rowOf) const {
-    constexpr int64_t kLanes = 16;
-    Type bf16 = b.getBF16Type();
-    auto halfType = VectorType::get({kLanes}, bf16);
-    Value zeroBF = arith::ConstantOp::create(b, loc, b.getZeroAttr(bf16));
-    int64_t rowPairCount = rowOf.size() / 2;
-    return emitKeySums(
-        b, loc, acc, key0, width, kLanes,
-        [&](OpBuilder &b, Location loc, int64_t piece) {
-          IndexMath im{b, loc};
-          SmallVector<Value> pieces;
-          for (int64_t r = 0; r < rowPairCount; ++r) {
-            SmallVector<Value> halves;
-            for (int64_t e = 0; e < 2; ++e)
-              halves.push_back(vector::TransferReadOp::create(
-                  b, loc, halfType, rows,
-                  rowIndices(c.layout, batch, rowOf[2 * r + e], head,
-                             im.c(piece * kLanes)),
-                  zeroBF, ArrayRef<bool>{true}));
-            pieces.push_back(
-                vector::InterleaveOp::create(b, loc, halves[0], halves[1]));
-          }
-          return pieces;
-        },
-        [&](OpBuilder &b, Location loc, Value j) {
-          IndexMath im{b, loc};
-          SmallVector<Value> w;
-          for (int64_t r = 0; r < rowPairCount; ++r)
-            w.push_back(broadcastPair(b, loc, pairs, ValueRange{im.c(r), j}));
-          return w;
-        });
-  }
-
-  /// emitQueryAccumulation on the unit: `keyPairs` holds the weights (scale
-  /// dS) of keys 2p and 2p + 1 of each row as one i32, keys the keys
-  /// paired the same way.
-  Value emitPairQuerySums(OpBuilder &b, Location loc, Value accQ,
-                          Value keyPairs, Value batch, Value kvHead, Value g,
-                          Value key0, ArrayRef<Value> rowOf) const {
-    constexpr int64_t kLanes = 16;
-    Type bf16 = b.getBF16Type();
-    auto operandType = VectorType::get({2 * kLanes}, bf16);
-    Value zeroBF = arith::ConstantOp::create(b, loc, b.getZeroAttr(bf16));
-    Value pair0 = IndexMath{b, loc}.div(key0, IndexMath{b, loc}.c(2));
-    return emitQuerySums(
-        b, loc, accQ, g, rowOf, kLanes, keyChunk / 2,
-        [&](OpBuilder &b, Location loc, Value pair) {
-          IndexMath im{b, loc};
-          SmallVector<Value> w;
-          for (int64_t i = 0, e = rowOf.size(); i < e; ++i)
-            w.push_back(
-                broadcastPair(b, loc, keyPairs, ValueRange{im.c(i), pair}));
-          return w;
-        },
-        [&](OpBuilder &b, Location loc, Value pair, int64_t piece) -> Value {
-          IndexMath im{b, loc};
-          return vector::TransferReadOp::create(
-              b, loc, operandType, keys,
-              ValueRange{batch, kvHead, im.add(pair0, pair),
-                         im.c(piece * 2 * kLanes)},
-              zeroBF, ArrayRef<bool>{true});
-        });
-  }
-
-protected:
-  Value multiplyAdd(OpBuilder &b, Location loc, Value w, Value x,
-                    Value sum) const override {
-    return unit.emitDot(b, loc, sum, w, x);
-  }
-
-private:
-  const BF16PairDotUnit &unit;
-};
-
-/// The backward's sums: pair dots on `dotUnit` when both score products
-/// take it, the head dimensions are whole 16-float pieces and the rows of
-/// a micro-block pair up; f32 FMAs otherwise.
-std::unique_ptr<GradientKernel>
-chooseGradientKernel(const BF16PairDotUnit *dotUnit, const AttentionConfig &c,
-                     Value dO, BlockShape shape) {
-  int64_t headDimQK = cast<RankedTensorType>(c.q.getType()).getShape().back();
-  int64_t headDimV = cast<RankedTensorType>(c.v.getType()).getShape().back();
-  if (pairDotFor(dotUnit, c.q, c.k) && pairDotFor(dotUnit, dO, c.v) &&
-      headDimQK % 16 == 0 && headDimV % 16 == 0 && shape.blockRows % 2 == 0)
-    return std::make_unique<PairDotGradients>(c, dO, shape, *dotUnit);
-  return std::make_unique<FMAGradients>(c, dO, shape);
-}
 
 /// The blocked backward pass of one op.
 struct BlockedBackward {
