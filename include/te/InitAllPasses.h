@@ -7,6 +7,7 @@
 #include "te/Plugin/Dispatch.h"
 #include "te/Plugin/Passes.h"
 #include "te/Target/CPU/CPUTarget.h"
+#include "te/Target/CUDA/CUDATarget.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -27,12 +28,16 @@ namespace mlir::te {
 /// which scatters them). Each is registered by registerTEPasses; the
 /// te-opt/help.test lit test fails when one is missing here.
 inline constexpr llvm::StringLiteral kTEPassArguments[] = {
-    "te-lower-cpu",         "te-lower-cpu-reference", "te-lower-target",
-    "te-insert-checks",     "te-fold-empty",          "te-dispatch",
-    "te-explain-dispatch",  "te-materialize-checks",  "te-decompose-reference",
-    "convert-te-to-linalg", "te-unique-returns",      "te-cpu-host-steps",
-    "te-approximate-math",  "te-cpu-parallel-loops",  "te-cpu-openmp-threads",
-    "convert-te-to-gpu"};
+    "te-lower-cpu",           "te-lower-cpu-reference",
+    "te-lower-target",        "te-insert-checks",
+    "te-fold-empty",          "te-dispatch",
+    "te-explain-dispatch",    "te-materialize-checks",
+    "te-decompose-reference", "convert-te-to-linalg",
+    "te-unique-returns",      "te-cpu-host-steps",
+    "te-approximate-math",    "te-cpu-parallel-loops",
+    "te-cpu-openmp-threads",  "te-lower-to-cuda-libraries",
+    "convert-te-to-gpu",      "te-host-copies-to-gpu",
+    "te-cuda-manifest-module"};
 
 /// Registers te's passes and pipelines.
 inline void registerTEPasses() {
@@ -75,12 +80,14 @@ inline void registerCPUPipelineStagePasses() {
   LLVM::registerDIScopeForLLVMFuncOpPass();
 }
 
-/// The upstream passes of the cuda target's pipeline
-/// (te/Target/CUDA/CUDATarget.h), so that its stages can be run one by one.
+/// The passes of the cuda target's pipeline (te/Target/CUDA/CUDATarget.h),
+/// its own and the upstream ones, so that its stages can be run one by one.
 inline void registerCUDAPipelineStagePasses() {
+  registerCUDAPipelinePasses();
   registerGpuNVVMAttachTarget();
   registerConvertGpuOpsToNVVMOps();
   registerConvertNVVMToLLVMPass();
+  registerConvertNVGPUToNVVMPass();
   registerGpuModuleToBinaryPass();
 }
 

@@ -35,7 +35,6 @@
 namespace mlir::te {
 #define GEN_PASS_DEF_TEDISPATCH
 #define GEN_PASS_DEF_TEEXPLAINDISPATCH
-#define GEN_PASS_DEF_TELOWERTARGET
 #include "te/Plugin/Passes.h.inc"
 } // namespace mlir::te
 
@@ -588,46 +587,34 @@ struct TEExplainDispatchPass
   }
 };
 
-struct TELowerTargetPass
-    : mlir::te::impl::TELowerTargetBase<TELowerTargetPass> {
-  using TELowerTargetBase::TELowerTargetBase;
+/// Reports, when it runs, why te-lower-target has no pipeline to run (no
+/// device named, a device without a target, a target's plugin that failed
+/// to start): at the module, as a failing pass would.
+struct LowerTargetErrorPass
+    : PassWrapper<LowerTargetErrorPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerTargetErrorPass)
 
-  /// The device's pipeline, or null with *error set. As in a compile, a
-  /// plugin target's plugin starts before its pipeline is built.
-  std::unique_ptr<OpPassManager> buildPipeline(std::string *error) const {
-    if (device.empty()) {
-      *error = "te-lower-target needs a device, e.g. device=cpu";
-      return nullptr;
-    }
-    FailureOr<TargetRef> target =
-        PluginManager::get().startTarget(device, error);
-    if (failed(target))
-      return nullptr;
-    if (!arch.empty())
-      TargetRegistry::get().setArchOverride(device, arch);
-    auto pm = std::make_unique<OpPassManager>(ModuleOp::getOperationName());
-    buildTargetPipeline(*pm, *target);
-    return pm;
-  }
-
-  // A dynamic pipeline's dialects must be known before the pass runs.
-  void getDependentDialects(DialectRegistry &registry) const override {
-    addDispatchDialects(registry);
-    std::string error;
-    if (std::unique_ptr<OpPassManager> pm = buildPipeline(&error))
-      pm->getDependentDialects(registry);
-  }
-
+  explicit LowerTargetErrorPass(std::string message)
+      : message(std::move(message)) {}
+  StringRef getArgument() const override { return "te-lower-target-error"; }
   void runOnOperation() override {
-    std::string error;
-    std::unique_ptr<OpPassManager> pm = buildPipeline(&error);
-    if (!pm) {
-      mlir::emitError(getOperation().getLoc(), error);
-      return signalPassFailure();
-    }
-    if (failed(runPipeline(*pm, getOperation())))
-      signalPassFailure();
+    mlir::emitError(getOperation().getLoc(), message);
+    signalPassFailure();
   }
+
+  std::string message;
+};
+
+/// te-lower-target's options.
+struct LowerTargetOptions : PassPipelineOptions<LowerTargetOptions> {
+  Option<std::string> device{*this, "device",
+                             llvm::cl::desc("The runtime device to lower for"),
+                             llvm::cl::init("cpu")};
+  Option<std::string> arch{
+      *this, "arch",
+      llvm::cl::desc("The arch to compile for, e.g. sm_90a for device=cuda "
+                     "(default: TE_CUDA_ARCH, else sm_80)"),
+      llvm::cl::init("")};
 };
 
 } // namespace
@@ -665,11 +652,27 @@ void mlir::te::plugin::buildTargetPipeline(OpPassManager &pm,
 void mlir::te::plugin::buildLowerToCPUPipeline(OpPassManager &pm) {
   if (TargetRef cpu = TargetRegistry::get().find("cpu"))
     return buildTargetPipeline(pm, cpu);
-  // A process without the cpu target: te-lower-target says so when it
-  // runs, naming the devices that have targets.
-  TELowerTargetOptions options;
-  options.device = "cpu";
-  pm.addPass(createTELowerTarget(options));
+  // A process without the cpu target: the pipeline says so when it runs,
+  // naming the devices that have targets.
+  buildLowerTargetPipeline(pm, "cpu", "");
+}
+
+void mlir::te::plugin::buildLowerTargetPipeline(OpPassManager &pm,
+                                                StringRef device,
+                                                StringRef arch) {
+  std::string error = "te-lower-target needs a device, e.g. device=cpu";
+  if (!device.empty()) {
+    // As in a compile, a plugin target's plugin starts before its pipeline
+    // is built.
+    FailureOr<TargetRef> target =
+        PluginManager::get().startTarget(device, &error);
+    if (succeeded(target)) {
+      if (!arch.empty())
+        TargetRegistry::get().setArchOverride(device, arch);
+      return buildTargetPipeline(pm, *target);
+    }
+  }
+  pm.addPass(std::make_unique<LowerTargetErrorPass>(error));
 }
 
 void mlir::te::plugin::registerLoweringPipelines() {
@@ -678,4 +681,11 @@ void mlir::te::plugin::registerLoweringPipelines() {
       "Lower te ops to the LLVM dialect for the host CPU: te-dispatch (plugin "
       "lowerings first), then te -> linalg -> bufferized loops -> llvm",
       buildLowerToCPUPipeline);
+  PassPipelineRegistration<LowerTargetOptions>(
+      "te-lower-target",
+      "Lower te for a runtime device: the dispatch, then its target's "
+      "pipeline (device=cpu is te-lower-cpu; arch=sm_90a for device=cuda)",
+      [](OpPassManager &pm, const LowerTargetOptions &options) {
+        buildLowerTargetPipeline(pm, options.device, options.arch);
+      });
 }

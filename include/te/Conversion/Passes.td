@@ -102,12 +102,17 @@ def ConvertTEToGPU : Pass<"convert-te-to-gpu", "ModuleOp"> {
     ```
 
     Run from the command line it generates code for a generic GPU with
-    `warp-size` lanes; a target (the cuda target) runs it with its own
-    GPUTargetInfo. An op it cannot take is an error with the reason.
+    `warp-size` lanes, or with `target=` for a registered GPU target, as
+    that target's pipeline runs it (`target=cuda:sm_90a`; what
+    `--dump-pass-pipeline` prints for `te-lower-target=device=cuda`). An
+    op it cannot take is an error with the reason.
   }];
   let options = [
     Option<"warpSize", "warp-size", "unsigned", /*default=*/"32",
            "Threads of a warp of the GPU kernels are generated for">,
+    Option<"targetSpec", "target", "std::string", /*default=*/"\"\"",
+           "A registered GPU target and its arch (cuda:sm_90a; cuda alone "
+           "for its default arch) instead of a generic GPU">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -116,8 +116,22 @@ void buildTargetPipeline(OpPassManager &pm, const TargetRef &target);
 /// then the host's. Registered as `te-lower-cpu` (registerLoweringPipelines).
 void buildLowerToCPUPipeline(OpPassManager &pm);
 
-/// Registers te-lower-cpu with the pass registry (te-lower-target is a
-/// pass of its own, registered with the plugin layer's passes).
+/// What compiling for runtime device `device` runs before serializing, as
+/// the pipeline te-lower-target{device=... arch=...}: te-dispatch for the
+/// device's target (the built-in cpu or cuda, or a plugin's, see
+/// docs/PluginAPI.md), then the target's own pipeline on what the
+/// providers left, pass by pass, so that --dump-pass-pipeline prints them
+/// and --pass-pipeline replays them. A target's plugin starts (activates)
+/// first. `arch` names the processor to compile for, as a JIT would for
+/// the device it runs on (te-opt --te-lower-target="device=cuda
+/// arch=sm_90a" lowers for Hopper without a GPU); it overrides the
+/// environment (TE_CUDA_ARCH) for the rest of the process. No device, a
+/// device without a target, or a plugin that fails to start give a
+/// pipeline that reports it at the module when it runs.
+void buildLowerTargetPipeline(OpPassManager &pm, StringRef device,
+                              StringRef arch);
+
+/// Registers te-lower-cpu and te-lower-target with the pass registry.
 void registerLoweringPipelines();
 
 /// The explain table of a dispatch for the target named `targetName`

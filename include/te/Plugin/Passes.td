@@ -79,32 +79,4 @@ def TEExplainDispatch : Pass<"te-explain-dispatch", "ModuleOp"> {
   ];
 }
 
-def TELowerTarget : Pass<"te-lower-target", "ModuleOp"> {
-  let summary = "Lower te for a runtime device: the dispatch, then its target's pipeline";
-  let description = [{
-    What compiling for runtime device `device` does before serializing:
-    `te-dispatch` for the device's target (the built-in `cpu`, or a
-    plugin's, see docs/PluginAPI.md), then the target's own pipeline on
-    what the providers left. `te-lower-target{device=cpu}` is
-    `te-lower-cpu`; for a plugin's device it shows that plugin's lowering,
-    e.g. `te-opt --te-plugin=libvendor.so --te-lower-target=device=vendor
-    --mlir-print-ir-after-all`. A device without a target is an error that
-    lists the devices that have one; a target's plugin starts (activates)
-    first.
-
-    `arch` names the processor to compile for, as a JIT would for the
-    device it runs on: `te-opt --te-lower-target="device=cuda arch=sm_90a"`
-    lowers for Hopper on a machine without a GPU. It overrides the
-    environment (TE_CUDA_ARCH) for the rest of the process; the built-in
-    cuda target reads it (TargetRegistry::getArchOverride).
-  }];
-  let options = [
-    Option<"device", "device", "std::string", /*default=*/"\"cpu\"",
-           "The runtime device to lower for">,
-    Option<"arch", "arch", "std::string", /*default=*/"",
-           "The arch to compile for, e.g. sm_90a for device=cuda (default: "
-           "TE_CUDA_ARCH, else sm_80)">,
-  ];
-}
-
 #endif // TE_PLUGIN_PASSES_TD

@@ -239,15 +239,33 @@ struct HostCopiesToGPUPass
     : PassWrapper<HostCopiesToGPUPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(HostCopiesToGPUPass)
 
+  HostCopiesToGPUPass() = default;
+  HostCopiesToGPUPass(const HostCopiesToGPUPass &other)
+      : PassWrapper(other), target(other.target) {}
   explicit HostCopiesToGPUPass(std::shared_ptr<const GPUTargetInfo> target)
-      : target(std::move(target)) {}
+      : target(std::move(target)) {
+    // Printed with the pipeline, so that it replays on the same target.
+    targetSpec = this->target->getRegisteredSpec();
+  }
   StringRef getArgument() const override { return "te-host-copies-to-gpu"; }
+  StringRef getName() const override { return "TEHostCopiesToGPU"; }
   StringRef getDescription() const override {
     return "Copies of buffers, constants and scalar code (run-time checks) "
            "in entry points as GPU kernel launches";
   }
 
   void runOnOperation() override {
+    if (!target) {
+      target = resolvePassTarget(getOperation(), "te-host-copies-to-gpu",
+                                 target, targetSpec);
+      if (!target) {
+        if (targetSpec.empty())
+          mlir::emitError(getOperation().getLoc(),
+                          "te-host-copies-to-gpu needs a GPU target, e.g. "
+                          "target=cuda:sm_90a");
+        return signalPassFailure();
+      }
+    }
     SmallVector<memref::CopyOp> copies;
     SmallVector<memref::GetGlobalOp> constants;
     getOperation().walk([&](Operation *op) {
@@ -269,6 +287,10 @@ struct HostCopiesToGPUPass
         return signalPassFailure();
   }
 
+  Option<std::string> targetSpec{
+      *this, "target",
+      llvm::cl::desc("A registered GPU target and its arch (cuda:sm_90a)"),
+      llvm::cl::init("")};
   std::shared_ptr<const GPUTargetInfo> target;
 };
 
@@ -277,4 +299,8 @@ struct HostCopiesToGPUPass
 std::unique_ptr<Pass> mlir::te::createHostCopiesToGPUPass(
     std::shared_ptr<const GPUTargetInfo> target) {
   return std::make_unique<HostCopiesToGPUPass>(std::move(target));
+}
+
+void mlir::te::registerHostCopiesToGPUPass() {
+  PassRegistration<HostCopiesToGPUPass>();
 }

@@ -158,6 +158,13 @@ getTiledUnitUnsupportedReason(StringRef name, const GPUTargetInfo &target);
 /// That unit; only when getTiledUnitUnsupportedReason has no reason.
 const MatrixUnit &getTiledUnit(const GPUTargetInfo &target);
 
+/// The GPU target a pass runs for: `target` if it has one, else the
+/// registered target `spec` names (null with an error on `op` if there is
+/// none of that name), else null (a pass without a target).
+std::shared_ptr<const GPUTargetInfo>
+resolvePassTarget(Operation *op, StringRef passName,
+                  std::shared_ptr<const GPUTargetInfo> target, StringRef spec);
+
 //===----------------------------------------------------------------------===//
 // Op families
 //===----------------------------------------------------------------------===//

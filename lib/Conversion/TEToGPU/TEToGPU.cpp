@@ -20,6 +20,9 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/xxhash.h"
 
+#include <map>
+#include <mutex>
+
 namespace mlir::te {
 #define GEN_PASS_DEF_CONVERTTETOGPU
 #include "te/Conversion/Passes.h.inc"
@@ -34,6 +37,49 @@ GPUTargetInfo::~GPUTargetInfo() = default;
 Value GPUTargetInfo::emitF32ToFP8(OpBuilder &b, Location loc, Value f32Value,
                                   FloatType fp8Type) const {
   return te::emitF32ToFP8(b, loc, f32Value, fp8Type);
+}
+
+namespace {
+/// The GPU targets convert-te-to-gpu's target= option can name.
+struct GPUTargetInfoRegistry {
+  std::mutex mutex;
+  std::map<std::string, GPUTargetInfoFactory> factories;
+
+  static GPUTargetInfoRegistry &get() {
+    static GPUTargetInfoRegistry registry;
+    return registry;
+  }
+};
+} // namespace
+
+void mlir::te::registerGPUTargetInfo(StringRef name,
+                                     GPUTargetInfoFactory factory) {
+  GPUTargetInfoRegistry &registry = GPUTargetInfoRegistry::get();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  registry.factories.emplace(name.str(), std::move(factory));
+}
+
+std::shared_ptr<const GPUTargetInfo>
+mlir::te::lookUpGPUTargetInfo(StringRef spec, std::string *error) {
+  auto [name, arch] = spec.split(':');
+  GPUTargetInfoRegistry &registry = GPUTargetInfoRegistry::get();
+  GPUTargetInfoFactory factory;
+  std::string known;
+  {
+    std::lock_guard<std::mutex> lock(registry.mutex);
+    auto it = registry.factories.find(name.str());
+    if (it != registry.factories.end())
+      factory = it->second;
+    for (const auto &entry : registry.factories)
+      known += (known.empty() ? "" : ", ") + entry.first;
+  }
+  if (!factory) {
+    *error = "no GPU target '" + name.str() + "' is registered (" +
+             (known.empty() ? std::string("none is") : "registered: " + known) +
+             "); name one as <target>:<arch>, e.g. cuda:sm_90a";
+    return nullptr;
+  }
+  return factory(arch, error);
 }
 
 const MatrixUnit *mlir::te::findMatrixUnit(const GPUTargetInfo &target,
@@ -563,9 +609,17 @@ private:
 struct ConvertTEToGPUPass : te::impl::ConvertTEToGPUBase<ConvertTEToGPUPass> {
   using ConvertTEToGPUBase::ConvertTEToGPUBase;
   explicit ConvertTEToGPUPass(std::shared_ptr<const GPUTargetInfo> target)
-      : target(std::move(target)) {}
+      : target(std::move(target)) {
+    // Printed with the pipeline, so that it replays on the same target.
+    if (this->target)
+      targetSpec = this->target->getRegisteredSpec();
+  }
 
   void runOnOperation() override {
+    if (!targetSpec.empty() && !target &&
+        !(target = resolvePassTarget(getOperation(), "convert-te-to-gpu",
+                                     target, targetSpec)))
+      return signalPassFailure();
     std::shared_ptr<const GPUTargetInfo> info = target;
     if (!info) {
       if (warpSize == 0 || (warpSize & (warpSize - 1)) || warpSize > 64) {
@@ -616,4 +670,17 @@ struct ConvertTEToGPUPass : te::impl::ConvertTEToGPUBase<ConvertTEToGPUPass> {
 std::unique_ptr<Pass> mlir::te::createConvertTEToGPUPass(
     std::shared_ptr<const GPUTargetInfo> target) {
   return std::make_unique<ConvertTEToGPUPass>(std::move(target));
+}
+
+std::shared_ptr<const GPUTargetInfo>
+gpu_lowering::resolvePassTarget(Operation *op, StringRef passName,
+                                std::shared_ptr<const GPUTargetInfo> target,
+                                StringRef spec) {
+  if (target || spec.empty())
+    return target;
+  std::string error;
+  target = lookUpGPUTargetInfo(spec, &error);
+  if (!target)
+    mlir::emitError(op->getLoc(), passName) << ": " << error;
+  return target;
 }

@@ -253,6 +253,7 @@ public:
   CUDAGPUTargetInfo &operator=(const CUDAGPUTargetInfo &) = delete;
   unsigned getWarpSize() const override { return 32; }
   std::string getDescription() const override { return "cuda " + arch; }
+  std::string getRegisteredSpec() const override { return "cuda:" + arch; }
 
   /// sm_89 and newer convert f32 to FP8 in hardware (cvt.rn.satfinite):
   /// round to nearest even, finite values and infinities beyond the
@@ -652,18 +653,33 @@ struct LowerToCUDALibrariesPass
     : PassWrapper<LowerToCUDALibrariesPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerToCUDALibrariesPass)
 
-  explicit LowerToCUDALibrariesPass(std::string arch) : arch(std::move(arch)) {}
+  LowerToCUDALibrariesPass() = default;
+  LowerToCUDALibrariesPass(const LowerToCUDALibrariesPass &other)
+      : PassWrapper(other) {}
+  explicit LowerToCUDALibrariesPass(std::string archName) {
+    arch = std::move(archName);
+  }
   StringRef getArgument() const override {
     return "te-lower-to-cuda-libraries";
   }
+  StringRef getName() const override { return "TELowerToCUDALibraries"; }
   StringRef getDescription() const override {
-    return "lower te ops that NVIDIA's libraries take to library calls";
+    return "Lower te ops that NVIDIA's libraries take to library calls";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
     registry.insert<bufferization::BufferizationDialect, func::FuncDialect,
                     memref::MemRefDialect>();
   }
   void runOnOperation() override {
+    if (arch.empty()) {
+      std::string error;
+      FailureOr<std::string> chosen = getCUDAArch(&error);
+      if (failed(chosen)) {
+        mlir::emitError(getOperation().getLoc(), error);
+        return signalPassFailure();
+      }
+      arch = *chosen;
+    }
     SmallVector<std::pair<Operation *, StrategyChoice>> libraryOps;
     getOperation().walk([&](Operation *op) {
       if (!isa<ScaledMatmulOp, AttentionOpInterface>(op))
@@ -677,7 +693,11 @@ struct LowerToCUDALibrariesPass
         return signalPassFailure();
   }
 
-  std::string arch;
+  Option<std::string> arch{
+      *this, "arch",
+      llvm::cl::desc("The arch to choose for (default: getCUDAArch's: "
+                     "TE_CUDA_ARCH, else sm_80)"),
+      llvm::cl::init("")};
 };
 
 /// Gives a module without kernels (its entries are library calls only,
@@ -688,8 +708,9 @@ struct ManifestModulePass
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ManifestModulePass)
 
   StringRef getArgument() const override { return "te-cuda-manifest-module"; }
+  StringRef getName() const override { return "TECUDAManifestModule"; }
   StringRef getDescription() const override {
-    return "add an empty gpu.module to carry the manifest of a module "
+    return "Add an empty gpu.module to carry the manifest of a module "
            "without kernels";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
@@ -1004,5 +1025,24 @@ void mlir::te::registerCUDATarget() {
   static std::once_flag once;
   std::call_once(once, [] {
     TargetRegistry::get().addBuiltin(std::make_unique<CUDATarget>());
+    // convert-te-to-gpu{target=cuda:sm_90a}, as the pipeline prints it.
+    registerGPUTargetInfo(
+        "cuda",
+        [](StringRef arch,
+           std::string *error) -> std::shared_ptr<const GPUTargetInfo> {
+          if (!arch.empty())
+            return std::make_shared<CUDAGPUTargetInfo>(arch.str());
+          FailureOr<std::string> chosen = getCUDAArch(error);
+          if (failed(chosen))
+            return nullptr;
+          return std::make_shared<CUDAGPUTargetInfo>(*chosen);
+        });
   });
+}
+
+void mlir::te::registerCUDAPipelinePasses() {
+  registerCUDATarget();
+  PassRegistration<LowerToCUDALibrariesPass>();
+  PassRegistration<ManifestModulePass>();
+  registerHostCopiesToGPUPass();
 }

@@ -25,6 +25,7 @@
 #include "te/Conversion/TECommon/LibraryCall.h"
 #include "te/Conversion/TEToGPU/MatrixUnit.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,11 @@ public:
 
   /// The target in messages, e.g. "cuda sm_80".
   virtual std::string getDescription() const = 0;
+
+  /// How convert-te-to-gpu's `target=` option names it, so that a dumped
+  /// pipeline replays: "<name>:<arch>" of registerGPUTargetInfo. Empty for
+  /// a target that is not registered.
+  virtual std::string getRegisteredSpec() const { return ""; }
 
   /// The matrix units the kernels may multiply on
   /// (te/Conversion/TEToGPU/MatrixUnit.h); none by default. A kernel takes
@@ -81,6 +87,18 @@ public:
                              FloatType fp8Type) const;
 };
 
+/// Makes a registered GPU target's GPUTargetInfo for `arch` ("" for the
+/// target's default), or null with `*error` set.
+using GPUTargetInfoFactory = std::function<std::shared_ptr<const GPUTargetInfo>(
+    StringRef arch, std::string *error)>;
+/// Registers the GPU target `name` for convert-te-to-gpu's and
+/// te-host-copies-to-gpu's `target=` option (idempotent for one name).
+void registerGPUTargetInfo(StringRef name, GPUTargetInfoFactory factory);
+/// The target `spec` names ("<name>" or "<name>:<arch>"), or null with
+/// `*error` saying why (naming the registered targets).
+std::shared_ptr<const GPUTargetInfo> lookUpGPUTargetInfo(StringRef spec,
+                                                         std::string *error);
+
 /// `target`'s matrix unit of `shape`, or null.
 const MatrixUnit *findMatrixUnit(const GPUTargetInfo &target,
                                  const MatrixUnit::Shape &shape);
@@ -112,8 +130,11 @@ LogicalResult lowerToLibraryCall(Operation *op, ArrayRef<Value> inputs,
 /// After bufferization: each copy of a buffer in an entry point (an input
 /// returned, or one value returned twice) as the launch of a copy kernel,
 /// since a GPU target's entry points are lists of kernel launches.
+/// Registered as te-host-copies-to-gpu{target=...} (a registered GPU
+/// target, as convert-te-to-gpu's).
 std::unique_ptr<Pass>
 createHostCopiesToGPUPass(std::shared_ptr<const GPUTargetInfo> target);
+void registerHostCopiesToGPUPass();
 
 /// convert-te-to-gpu for `target` (what a GPU target's pipeline runs).
 std::unique_ptr<Pass>

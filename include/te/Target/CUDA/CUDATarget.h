@@ -52,6 +52,12 @@ std::string getCUDAToolkitPath();
 /// lowered to NVVM for `arch`.
 void buildCUDATargetPipeline(OpPassManager &pm, StringRef arch);
 
+/// Registers the cuda pipeline's own passes (te-lower-to-cuda-libraries,
+/// te-host-copies-to-gpu, te-cuda-manifest-module) and the cuda GPU target
+/// of convert-te-to-gpu's target= option, so that the pipeline that
+/// --dump-pass-pipeline prints replays and each stage runs alone.
+void registerCUDAPipelinePasses();
+
 } // namespace mlir::te
 
 #endif // TE_TARGET_CUDA_CUDATARGET_H
