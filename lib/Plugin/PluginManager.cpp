@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "te/Plugin/PluginManager.h"
+#include "te/ABI/PluginFingerprint.h"
 #include "te/Plugin/PluginSearch.h"
 #include "te/Support/FileTrust.h"
 #include "te/Target/TargetRegistry.h"
@@ -620,26 +621,22 @@ void PluginManager::registerDialects(DialectRegistry &registry) const {
         add(registry);
 }
 
-std::string PluginManager::getFingerprint() const {
+std::string PluginManager::describeFingerprint(StringRef policy,
+                                               StringRef deny) const {
   std::lock_guard<std::recursive_mutex> lock(mutex);
-  std::string fingerprint;
-  for (const auto &record : records)
-    if (record->state != PluginState::Failed)
-      fingerprint += record->name + "=" + record->version + ";";
-  return fingerprint;
-}
-
-std::string PluginManager::getLoadState() const {
-  std::lock_guard<std::recursive_mutex> lock(mutex);
-  std::vector<std::string> api, failed;
+  ::te::abi::PluginFingerprint fingerprint;
+  fingerprint.policy = policy.str();
+  fingerprint.deny = deny.str();
   for (const auto &record : records) {
+    if (record->state != PluginState::Failed)
+      fingerprint.plugins.push_back({record->name, record->version});
     if (record->source == "te_compiler_load_plugins")
-      api.push_back(record->spec);
+      fingerprint.api.push_back(record->spec);
     if (record->state == PluginState::Failed)
-      failed.push_back(record->spec);
+      fingerprint.failed.push_back(record->spec);
   }
-  return "api=" + llvm::join(api, ",") + ";failed=" + llvm::join(failed, ",") +
-         ";";
+  fingerprint.strict = isStrict();
+  return fingerprint.encode();
 }
 
 std::string PluginManager::describeStates() const {

@@ -169,8 +169,10 @@ TE_COMPILER_EXPORT int te_compiler_targets(char **list, char **error);
 /// code: "<name>=<version>;" for each available plugin in priority order,
 /// then the dispatch settings ("policy=...;deny=...;strict=...;"), then
 /// how the plugins came to be ("api=<specs>;failed=<specs>;": those loaded
-/// through te_compiler_load_plugins, and those that failed, so far). Kernel
-/// caches key their entries on it. Returns 0 on success; with
+/// through te_compiler_load_plugins, and those that failed, so far), as
+/// te/ABI/PluginFingerprint.h encodes it (a ';', ',', '=' or '%' inside a
+/// value escaped as %XX). Kernel caches key their entries on it, and decode
+/// it with the same struct. Returns 0 on success; with
 /// NVTE_PLUGIN_STRICT=1 a plugin that fails to load makes it return non-zero
 /// with `*error` set. Failures otherwise only warn (on stderr).
 TE_COMPILER_EXPORT int te_compiler_plugins(char **fingerprint, char **error);

@@ -145,15 +145,14 @@ public:
   /// Registers the dialects of available and active plugins.
   void registerDialects(DialectRegistry &registry) const;
 
-  /// "name=version;..." of the available and active plugins: part of the
-  /// kernel cache key.
-  std::string getFingerprint() const;
-
-  /// "api=<specs>;failed=<specs>;": the plugins loaded through
-  /// te_compiler_load_plugins and those that failed, in list order. A
-  /// kernel cache keyed on the environment alone must not trust its key
-  /// while either is not what it assumed.
-  std::string getLoadState() const;
+  /// The plugins' part of the kernel cache key, encoded as
+  /// te/ABI/PluginFingerprint.h says: the available and active plugins'
+  /// names and versions, the dispatch settings `policy` and `deny`, strict
+  /// mode, and the plugins loaded through te_compiler_load_plugins and
+  /// those that failed, in list order (a kernel cache keyed on the
+  /// environment alone must not trust its key while either is not what it
+  /// assumed).
+  std::string describeFingerprint(StringRef policy, StringRef deny) const;
 
   /// The table of --te-print-plugin-info.
   void printInfo(llvm::raw_ostream &os) const;

@@ -9,6 +9,7 @@
 
 #include "te/JIT/KernelProvider.h"
 #include "te/ABI/Environment.h"
+#include "te/ABI/PluginFingerprint.h"
 
 #include "te/JIT/Compiler.h"
 #include "te/JIT/Sha256.h"
@@ -527,14 +528,10 @@ Expected<ProvidedKernel> KernelProvider::provide(const std::string &source,
   auto sourceKeyHolds = [&](const std::string &plugins) {
     if (reference)
       return true;
-    std::string expected = "api=";
-    std::vector<std::string> loaded = getLoadedPlugins();
-    for (size_t i = 0; i < loaded.size(); ++i)
-      expected += (i ? "," : "") + loaded[i];
-    expected += ";failed=;";
-    return plugins.size() >= expected.size() &&
-           plugins.compare(plugins.size() - expected.size(), expected.size(),
-                           expected) == 0 &&
+    te::abi::PluginFingerprint fingerprint;
+    return te::abi::PluginFingerprint::decode(plugins, fingerprint, nullptr) &&
+           fingerprint.api == getLoadedPlugins() &&
+           fingerprint.failed.empty() &&
            describePluginEnvironment(compilerLibrary) == pluginEnvironment;
   };
   std::string canonicalKey = canonicalKeyFor(plugins);

@@ -224,10 +224,8 @@ std::string describePlugins(const te::plugin::PluginManager &plugins) {
     const char *value = std::getenv(name);
     return std::string(value ? value : "");
   };
-  return plugins.getFingerprint() + "policy=" + setting("NVTE_PLUGIN_POLICY") +
-         ";deny=" + setting("NVTE_PLUGIN_DENY") +
-         ";strict=" + (plugins.isStrict() ? "1" : "0") + ";" +
-         plugins.getLoadState();
+  return plugins.describeFingerprint(setting("NVTE_PLUGIN_POLICY"),
+                                     setting("NVTE_PLUGIN_DENY"));
 }
 
 /// te_compiler_targets' line of `ref`, without the newline.
