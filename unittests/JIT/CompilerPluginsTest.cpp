@@ -251,6 +251,30 @@ TEST(CompilerPrograms, OneParseServesKeysAndCompiles) {
                                        &error),
             TE_COMPILER_ERROR_ARGUMENT);
   EXPECT_NE(take(error).find("must not be NULL"), std::string::npos);
+
+  // A compile without somewhere to put the manifest (or the library) is
+  // refused as an argument error, with the report still set.
+  ASSERT_EQ(te_compiler_program_create("cpu", 0, kProgram,
+                                       std::strlen(kProgram), "f.mlir",
+                                       &program, &error),
+            TE_COMPILER_OK);
+  report = nullptr;
+  EXPECT_EQ(
+      te_compiler_program_compile(program, path, nullptr, &report, &error),
+      TE_COMPILER_ERROR_ARGUMENT);
+  EXPECT_EQ(take(report), "");
+  EXPECT_NE(take(error).find("te_compiler_program_compile: program, "
+                             "output_path, manifest and error must not be "
+                             "NULL"),
+            std::string::npos);
+  EXPECT_EQ(
+      te_compiler_program_compile(program, nullptr, &manifest, nullptr, &error),
+      TE_COMPILER_ERROR_ARGUMENT);
+  EXPECT_NE(take(error).find("must not be NULL"), std::string::npos);
+  EXPECT_EQ(
+      te_compiler_program_compile(nullptr, path, &manifest, nullptr, nullptr),
+      TE_COMPILER_ERROR_ARGUMENT);
+  te_compiler_program_release(program);
 }
 
 } // namespace
