@@ -255,17 +255,16 @@ struct HostCopiesToGPUPass
   }
 
   void runOnOperation() override {
-    if (!target) {
-      target = resolvePassTarget(getOperation(), "te-host-copies-to-gpu",
-                                 target, targetSpec);
-      if (!target) {
-        if (targetSpec.empty())
-          mlir::emitError(getOperation().getLoc(),
-                          "te-host-copies-to-gpu needs a GPU target, e.g. "
-                          "target=cuda:sm_90a");
-        return signalPassFailure();
-      }
+    std::shared_ptr<const GPUTargetInfo> info = target;
+    if (!info && targetSpec.empty()) {
+      mlir::emitError(getOperation().getLoc(),
+                      "te-host-copies-to-gpu needs a GPU target, e.g. "
+                      "target=cuda:sm_90a");
+      return signalPassFailure();
     }
+    if (!info && !(info = lookUpPassTarget(
+                       getOperation(), "te-host-copies-to-gpu", targetSpec)))
+      return signalPassFailure();
     SmallVector<memref::CopyOp> copies;
     SmallVector<memref::GetGlobalOp> constants;
     getOperation().walk([&](Operation *op) {
@@ -277,13 +276,13 @@ struct HostCopiesToGPUPass
         constants.push_back(get);
     });
     for (memref::GetGlobalOp get : constants)
-      if (failed(lowerHostConstant(get, *target)))
+      if (failed(lowerHostConstant(get, *info)))
         return signalPassFailure();
     for (auto function : getOperation().getOps<func::FuncOp>())
-      if (failed(lowerHostScalarCode(function, *target)))
+      if (failed(lowerHostScalarCode(function, *info)))
         return signalPassFailure();
     for (memref::CopyOp copy : copies)
-      if (failed(lowerHostCopy(copy, *target)))
+      if (failed(lowerHostCopy(copy, *info)))
         return signalPassFailure();
   }
 

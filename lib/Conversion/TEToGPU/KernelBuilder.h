@@ -158,12 +158,10 @@ getTiledUnitUnsupportedReason(StringRef name, const GPUTargetInfo &target);
 /// That unit; only when getTiledUnitUnsupportedReason has no reason.
 const MatrixUnit &getTiledUnit(const GPUTargetInfo &target);
 
-/// The GPU target a pass runs for: `target` if it has one, else the
-/// registered target `spec` names (null with an error on `op` if there is
-/// none of that name), else null (a pass without a target).
+/// The registered GPU target a pass's `target=` option names (`spec`), or
+/// null with the reason reported at `op`, prefixed by `passName`.
 std::shared_ptr<const GPUTargetInfo>
-resolvePassTarget(Operation *op, StringRef passName,
-                  std::shared_ptr<const GPUTargetInfo> target, StringRef spec);
+lookUpPassTarget(Operation *op, StringRef passName, StringRef spec);
 
 //===----------------------------------------------------------------------===//
 // Op families

@@ -143,15 +143,14 @@ SmallVector<Value> GemmKernel::multiplyStep(OpBuilder &b, Location loc,
     SmallVector<SmallVector<Value>> aFragments, bFragments;
     IndexExpr l{&b, loc, lane};
     for (int mi = 0; mi < Tiling::kTilesM; ++mi)
-      aFragments.push_back(unit.loadA(
-          b, loc, flatA, kStride, l, rowOfWarp * Tiling::kWarpM + mi * mma::kM,
-          IndexExpr{&b, loc, indexConstant(b, loc, kk)}));
+      aFragments.push_back(unit.loadA(b, loc, flatA, kStride, l,
+                                      rowOfWarp * Tiling::kWarpM + mi * mma::kM,
+                                      indexExpr(b, loc, kk)));
     // B's tile is [n][k], as attention stages K: the warp's columns.
     for (int ni = 0; ni < Tiling::kTilesN; ++ni)
-      bFragments.push_back(
-          unit.loadB(b, loc, flatB, kStride, l, MatrixUnit::Staging::NRows,
-                     {colOfWarp * Tiling::kWarpN + ni * mma::kN,
-                      IndexExpr{&b, loc, indexConstant(b, loc, kk)}}));
+      bFragments.push_back(unit.loadB(
+          b, loc, flatB, kStride, l, MatrixUnit::Staging::NRows,
+          {colOfWarp * Tiling::kWarpN + ni * mma::kN, indexExpr(b, loc, kk)}));
     for (int mi = 0; mi < Tiling::kTilesM; ++mi) {
       for (int ni = 0; ni < Tiling::kTilesN; ++ni) {
         SmallVector<Value> c;

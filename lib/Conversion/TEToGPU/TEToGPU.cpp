@@ -616,11 +616,11 @@ struct ConvertTEToGPUPass : te::impl::ConvertTEToGPUBase<ConvertTEToGPUPass> {
   }
 
   void runOnOperation() override {
-    if (!targetSpec.empty() && !target &&
-        !(target = resolvePassTarget(getOperation(), "convert-te-to-gpu",
-                                     target, targetSpec)))
-      return signalPassFailure();
     std::shared_ptr<const GPUTargetInfo> info = target;
+    if (!info && !targetSpec.empty() &&
+        !(info = lookUpPassTarget(getOperation(), "convert-te-to-gpu",
+                                  targetSpec)))
+      return signalPassFailure();
     if (!info) {
       if (warpSize == 0 || (warpSize & (warpSize - 1)) || warpSize > 64) {
         getOperation().emitError("convert-te-to-gpu: warp-size must be a "
@@ -673,13 +673,11 @@ std::unique_ptr<Pass> mlir::te::createConvertTEToGPUPass(
 }
 
 std::shared_ptr<const GPUTargetInfo>
-gpu_lowering::resolvePassTarget(Operation *op, StringRef passName,
-                                std::shared_ptr<const GPUTargetInfo> target,
-                                StringRef spec) {
-  if (target || spec.empty())
-    return target;
+gpu_lowering::lookUpPassTarget(Operation *op, StringRef passName,
+                               StringRef spec) {
   std::string error;
-  target = lookUpGPUTargetInfo(spec, &error);
+  std::shared_ptr<const GPUTargetInfo> target =
+      lookUpGPUTargetInfo(spec, &error);
   if (!target)
     mlir::emitError(op->getLoc(), passName) << ": " << error;
   return target;

@@ -662,7 +662,7 @@ struct BlockedForward {
     if (scoreKernel->readsF32Rows())
       qs = emitScaledQueries(b, loc, c, headDimQK);
     kt = scoreKernel->packColumns(b, loc, c, c.k, headDimQK);
-    vs = valueKernel->packValues(b, loc, c, headDimV, scoreKernel->getShape());
+    vs = valueKernel->packValues(b, loc, c, headDimV);
   }
 
   /// Query row `index` of the tile starting at `first`, clamped to the last
@@ -703,7 +703,7 @@ struct BlockedForward {
                      b.getF32FloatAttr(0.0f)),
         // Scratch for a micro-block's weights, so that the V accumulation
         // broadcasts them from memory.
-        valueKernel->createScratch(b, loc, scoreKernel->getShape())};
+        valueKernel->createScratch(b, loc)};
     Value blockCount =
         im.mul(im.div(im.add(count, im.c(rows - 1)), im.c(rows)), im.c(rows));
     auto chunkLoop = scf::ForOp::create(
@@ -838,9 +838,9 @@ struct BlockedForward {
                                             correction, headDimV));
     }
     // acc[i] += p[i][j] * v_j for the chunk's keys j.
-    accState = valueKernel->accumulate(b, loc, accState, acc, local,
-                                       weightState, vs, batch, kvHead, key0,
-                                       headDimV, scoreKernel->getShape());
+    accState =
+        valueKernel->accumulate(b, loc, accState, acc, local, weightState, vs,
+                                batch, kvHead, key0, headDimV);
     return {mState, lState, accState, weightState};
   }
 };

@@ -264,13 +264,14 @@ private:
 /// group's V pieces feed rows x pieces FMAs into registers.
 class FMAValues final : public ValueKernel {
 public:
+  using ValueKernel::ValueKernel;
+
   Value packValues(OpBuilder &b, Location loc, const AttentionConfig &c,
-                   int64_t depth, BlockShape shape) const override {
+                   int64_t depth) const override {
     return emitPaddedRows(b, loc, c, c.v, depth, shape.keyChunk);
   }
 
-  Value createScratch(OpBuilder &b, Location loc,
-                      BlockShape shape) const override {
+  Value createScratch(OpBuilder &b, Location loc) const override {
     return filledTensor(b, loc, {shape.blockRows, shape.keyChunk},
                         b.getF32Type(), b.getF32FloatAttr(0.0f));
   }
@@ -305,7 +306,7 @@ public:
   Value accumulate(OpBuilder &b, Location loc, Value acc,
                    ArrayRef<SmallVector<Value>> scaled, ArrayRef<Value> local,
                    Value weights, Value packed, Value batch, Value kvHead,
-                   Value key0, int64_t depth, BlockShape shape) const override {
+                   Value key0, int64_t depth) const override {
     IndexMath im{b, loc};
     int64_t pieceWidth = pieceWidthOf(depth);
     int64_t pieces = depth / pieceWidth;
@@ -713,8 +714,9 @@ host_attention::chooseScoreKernel(const BF16PairDotUnit *dotUnit, Value rows,
   return std::make_unique<OuterProductScores>();
 }
 
-std::unique_ptr<ValueKernel> host_attention::chooseValueKernel(BlockShape) {
-  return std::make_unique<FMAValues>();
+std::unique_ptr<ValueKernel>
+host_attention::chooseValueKernel(BlockShape shape) {
+  return std::make_unique<FMAValues>(shape);
 }
 
 std::unique_ptr<GradientKernel>

@@ -85,14 +85,15 @@ protected:
 /// (AMX) is another implementation.
 class ValueKernel {
 public:
+  /// For the loops' `shape` (the score kernel's).
+  explicit ValueKernel(BlockShape shape) : shape(shape) {}
   virtual ~ValueKernel() = default;
   /// V (head dimension `depth`) as accumulate reads it, padded with zero
   /// keys to whole chunks.
   virtual Value packValues(OpBuilder &b, Location loc, const AttentionConfig &c,
-                           int64_t depth, BlockShape shape) const = 0;
+                           int64_t depth) const = 0;
   /// The scratch of a micro-block's weights.
-  virtual Value createScratch(OpBuilder &b, Location loc,
-                              BlockShape shape) const = 0;
+  virtual Value createScratch(OpBuilder &b, Location loc) const = 0;
   /// Row `row`'s weights (a vector of keyChunk f32) into `scratch`.
   virtual Value writeWeights(OpBuilder &b, Location loc, Value scratch,
                              int64_t row, Value p) const = 0;
@@ -106,8 +107,11 @@ public:
   virtual Value accumulate(OpBuilder &b, Location loc, Value acc,
                            ArrayRef<SmallVector<Value>> scaled,
                            ArrayRef<Value> local, Value weights, Value packed,
-                           Value batch, Value kvHead, Value key0, int64_t depth,
-                           BlockShape shape) const = 0;
+                           Value batch, Value kvHead, Value key0,
+                           int64_t depth) const = 0;
+
+protected:
+  BlockShape shape;
 };
 
 /// The sums of the blocked backward: dV += P^T dO, dK += (scale dS)^T q

@@ -1030,8 +1030,15 @@ void mlir::te::registerCUDATarget() {
         "cuda",
         [](StringRef arch,
            std::string *error) -> std::shared_ptr<const GPUTargetInfo> {
-          if (!arch.empty())
-            return std::make_shared<CUDAGPUTargetInfo>(arch.str());
+          if (!arch.empty()) {
+            if (llvm::is_contained(getSupportedCUDAArchs(), arch))
+              return std::make_shared<CUDAGPUTargetInfo>(arch.str());
+            *error = "cuda:" + arch.str() +
+                     " is not an arch the cuda target generates code for; "
+                     "use one of " +
+                     llvm::join(getSupportedCUDAArchs(), ", ");
+            return nullptr;
+          }
           FailureOr<std::string> chosen = getCUDAArch(error);
           if (failed(chosen))
             return nullptr;
