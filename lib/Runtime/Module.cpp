@@ -10,10 +10,10 @@
 #include "CollectiveCall.h"
 #include "DeviceImpl.h"
 #include "Error.h"
-#include "Manifest.h"
 #include "Shape.h"
 #include "StreamImpl.h"
 
+#include "te/ABI/Manifest.h"
 #include "te/Runtime/Collective.h"
 #include "te/Runtime/Module.h"
 
@@ -28,6 +28,25 @@
 #include <vector>
 
 using namespace te::runtime;
+using te::abi::ManifestArgument;
+using te::abi::ManifestEntry;
+using te::abi::ManifestOperand;
+using te::abi::ManifestStep;
+
+static_assert(te::abi::kNewestManifestVersion == TE_KERNEL_ABI_VERSION,
+              "te/ABI/Manifest.h and te/Runtime/Module.h disagree on the "
+              "newest manifest version");
+static_assert(te::abi::kMaxManifestRank == TE_MAX_RANK,
+              "te/ABI/Manifest.h and te/Runtime/Buffer.h disagree on the "
+              "most dimensions");
+static_assert(static_cast<int>(te::abi::ElementType::I64) == TE_DTYPE_I64 &&
+                  static_cast<int>(te::abi::ElementType::BF16) == TE_DTYPE_BF16,
+              "a te::abi::ElementType is its te_dtype");
+
+/// The te_dtype of a manifest argument (the same enumeration).
+static te_dtype dtypeOf(const ManifestArgument &arg) {
+  return static_cast<te_dtype>(arg.elementType);
+}
 
 namespace {
 
@@ -179,9 +198,9 @@ te_status loadModule(const char *fn, te_device *device, const char *path,
     return fail(status, "%s: reading the manifest of '%s' failed: %s", fn,
                 origin.c_str(), te_status_string(status));
 
-  std::vector<ManifestEntry> entries;
+  te::abi::Manifest parsed;
   std::string parseError;
-  if (!parseManifest(manifest, entries, parseError))
+  if (!te::abi::readManifest(manifest, parsed, parseError))
     return fail(TE_ERROR_LOAD_FAILED, "%s: '%s': invalid kernel manifest: %s",
                 fn, origin.c_str(), parseError.c_str());
 
@@ -199,17 +218,17 @@ te_status loadModule(const char *fn, te_device *device, const char *path,
                   origin.c_str(), symbol.c_str(), te_status_string(status));
     return TE_OK;
   };
-  module->kernels.reserve(entries.size());
-  for (ManifestEntry &entry : entries) {
+  module->kernels.reserve(parsed.entries.size());
+  for (ManifestEntry &entry : parsed.entries) {
     te_kernel kernel{module.get(), {}, nullptr, {}, {}};
     // An entry that runs as steps names the program function its plan was
     // made from; only the steps' kernels exist in the module.
-    if (entry.steps.empty()) {
+    if (entry.plan.steps.empty()) {
       if (te_status failed =
               resolve(entry.symbol, entry.line, entry.name, &kernel.function))
         return failed;
     }
-    for (const ManifestStep &step : entry.steps) {
+    for (const ManifestStep &step : entry.plan.steps) {
       void *function = nullptr;
       std::shared_ptr<CollectiveCall> collective;
       if (isCollectiveFunction(step.function)) {
@@ -258,16 +277,16 @@ te_status loadModule(const char *fn, te_device *device, const char *path,
 /// "2 inputs, 1 output", for argument count messages.
 std::string describeArity(const te_kernel &kernel) {
   int outputs = 0;
-  for (const ManifestArg &arg : kernel.entry.args)
+  for (const ManifestArgument &arg : kernel.entry.arguments)
     outputs += arg.isOutput;
-  int inputs = static_cast<int>(kernel.entry.args.size()) - outputs;
+  int inputs = static_cast<int>(kernel.entry.arguments.size()) - outputs;
   return std::to_string(inputs) + (inputs == 1 ? " input, " : " inputs, ") +
          std::to_string(outputs) + (outputs == 1 ? " output" : " outputs");
 }
 
 te_status checkLaunchArgs(const char *fn, const te_kernel &kernel,
                           te_buffer *const *args, int nargs) {
-  const std::vector<ManifestArg> &expected = kernel.entry.args;
+  const std::vector<ManifestArgument> &expected = kernel.entry.arguments;
   const char *name = kernel.entry.name.c_str();
   if (nargs != static_cast<int>(expected.size()))
     return fail(TE_ERROR_INVALID_ARGUMENT,
@@ -280,7 +299,7 @@ te_status checkLaunchArgs(const char *fn, const te_kernel &kernel,
 
   const te_device *device = kernel.module->device;
   for (int i = 0; i < nargs; ++i) {
-    const ManifestArg &want = expected[i];
+    const ManifestArgument &want = expected[i];
     const te_buffer *got = args[i];
     const char *role = want.isOutput ? "output" : "input";
     if (!got)
@@ -297,12 +316,12 @@ te_status checkLaunchArgs(const char *fn, const te_kernel &kernel,
     bool sameShape = got->rank == want.rank;
     for (int d = 0; sameShape && d < want.rank; ++d)
       sameShape = got->dims[d] == want.dims[d];
-    if (got->dtype != want.dtype || !sameShape)
-      return fail(got->dtype != want.dtype ? TE_ERROR_DTYPE_MISMATCH
-                                           : TE_ERROR_SHAPE_MISMATCH,
+    if (got->dtype != dtypeOf(want) || !sameShape)
+      return fail(got->dtype != dtypeOf(want) ? TE_ERROR_DTYPE_MISMATCH
+                                              : TE_ERROR_SHAPE_MISMATCH,
                   "%s: kernel '%s': argument %d (%s): expected %s, got %s", fn,
                   name, i, role,
-                  formatTensorType(want.dtype, want.rank, want.dims).c_str(),
+                  formatTensorType(dtypeOf(want), want.rank, want.dims).c_str(),
                   formatTensorType(got->dtype, got->rank, got->dims).c_str());
   }
 
@@ -506,7 +525,7 @@ extern "C" int te_kernel_num_collectives(const te_kernel *kernel) {
 }
 
 extern "C" int te_kernel_num_args(const te_kernel *kernel) {
-  return kernel ? static_cast<int>(kernel->entry.args.size()) : -1;
+  return kernel ? static_cast<int>(kernel->entry.arguments.size()) : -1;
 }
 
 extern "C" te_status te_kernel_arg(const te_kernel *kernel, int index,
@@ -515,14 +534,14 @@ extern "C" te_status te_kernel_arg(const te_kernel *kernel, int index,
   if (!kernel || !out)
     return fail(TE_ERROR_INVALID_ARGUMENT, "%s: %s must not be NULL", fn,
                 !kernel ? "kernel" : "out");
-  int count = static_cast<int>(kernel->entry.args.size());
+  int count = static_cast<int>(kernel->entry.arguments.size());
   if (index < 0 || index >= count)
     return fail(TE_ERROR_INVALID_ARGUMENT,
                 "%s: kernel '%s' has %d arguments, so index %d is out of range",
                 fn, kernel->entry.name.c_str(), count, index);
-  const ManifestArg &arg = kernel->entry.args[index];
+  const ManifestArgument &arg = kernel->entry.arguments[index];
   out->is_output = arg.isOutput;
-  out->dtype = arg.dtype;
+  out->dtype = dtypeOf(arg);
   out->rank = arg.rank;
   out->dims = arg.dims;
   return TE_OK;
@@ -530,9 +549,9 @@ extern "C" te_status te_kernel_arg(const te_kernel *kernel, int index,
 
 extern "C" const char *te_kernel_arg_role(const te_kernel *kernel, int index) {
   if (!kernel || index < 0 ||
-      index >= static_cast<int>(kernel->entry.args.size()))
+      index >= static_cast<int>(kernel->entry.arguments.size()))
     return "";
-  return kernel->entry.args[index].role.c_str();
+  return kernel->entry.arguments[index].role.c_str();
 }
 
 /// "kernel 'k' failed on device 'cuda' 0: <status>: <detail>".
@@ -585,7 +604,7 @@ static te_status launchSteps(const char *fn, te_kernel &kernel,
   const ManifestEntry &entry = kernel.entry;
   TemporaryPool &pool = *kernel.temporaries;
   std::vector<BufferPtr> temporaries;
-  if (!entry.temporaries.empty()) {
+  if (!entry.plan.temporaries.empty()) {
     std::lock_guard<std::mutex> lock(pool.mutex);
     auto found = pool.free.find(config.stream);
     if (found != pool.free.end()) {
@@ -595,8 +614,8 @@ static te_status launchSteps(const char *fn, te_kernel &kernel,
         pool.free.erase(found);
     }
   }
-  for (size_t t = temporaries.size(); t < entry.temporaries.size(); ++t) {
-    const int64_t dims[] = {static_cast<int64_t>(entry.temporaries[t])};
+  for (size_t t = temporaries.size(); t < entry.plan.temporaries.size(); ++t) {
+    const int64_t dims[] = {static_cast<int64_t>(entry.plan.temporaries[t])};
     te_buffer *created = nullptr;
     te_status failed = te_buffer_create(device, TE_DTYPE_I8, 1, dims, &created);
     if (failed == TE_ERROR_OUT_OF_MEMORY) {
@@ -614,20 +633,20 @@ static te_status launchSteps(const char *fn, te_kernel &kernel,
   te_status result = TE_OK;
   std::vector<void *> data;
   std::vector<size_t> sizes;
-  for (size_t i = 0; i < entry.steps.size() && result == TE_OK; ++i) {
-    const ManifestStep &step = entry.steps[i];
+  for (size_t i = 0; i < entry.plan.steps.size() && result == TE_OK; ++i) {
+    const ManifestStep &step = entry.plan.steps[i];
     data.clear();
     sizes.clear();
-    for (const ManifestStep::Operand &operand : step.operands) {
+    for (const ManifestOperand &operand : step.operands) {
       te_buffer *buffer = nullptr;
       switch (operand.kind) {
-      case ManifestStep::OperandKind::Argument:
+      case ManifestOperand::Kind::Argument:
         buffer = args[operand.index];
         break;
-      case ManifestStep::OperandKind::Temporary:
+      case ManifestOperand::Kind::Temporary:
         buffer = temporaries[operand.index].get();
         break;
-      case ManifestStep::OperandKind::Status:
+      case ManifestOperand::Kind::Status:
         buffer = status;
         break;
       }
@@ -635,10 +654,10 @@ static te_status launchSteps(const char *fn, te_kernel &kernel,
       sizes.push_back(te_buffer_size_bytes(buffer));
     }
     for (int d = 0; d < 3; ++d) {
-      config.grid[d] = step.grid[d];
-      config.block[d] = step.block[d];
+      config.grid[d] = step.geometry.grid[d];
+      config.block[d] = step.geometry.block[d];
     }
-    config.shared_memory_bytes = step.sharedMemoryBytes;
+    config.shared_memory_bytes = step.geometry.sharedMemoryBytes;
     takeDeviceDetail();
     if (const CollectiveCall *collective = kernel.stepCollectives[i].get()) {
       if (te_status failed =
@@ -686,11 +705,14 @@ static te_status launchKernel(const char *fn, te_kernel *kernel,
     te_launch_config config = {};
     config.struct_size = sizeof(te_launch_config);
     config.stream = stream ? stream->handle : nullptr;
-    for (int i = 0; i < 3; ++i) {
-      config.grid[i] = kernel->entry.grid[i];
-      config.block[i] = kernel->entry.block[i];
+    // Without a launch line the geometry stays zero (te/Runtime/Module.h).
+    if (const auto &launch = kernel->entry.launch) {
+      for (int i = 0; i < 3; ++i) {
+        config.grid[i] = launch->grid[i];
+        config.block[i] = launch->block[i];
+      }
+      config.shared_memory_bytes = launch->sharedMemoryBytes;
     }
-    config.shared_memory_bytes = kernel->entry.sharedMemoryBytes;
     if (te_status failed = getExecContext(
             device, config.stream,
             stream ? &stream->execContext : &device->defaultExecContext,
@@ -712,7 +734,7 @@ static te_status launchKernel(const char *fn, te_kernel *kernel,
       status.reset(created);
     }
     if (te_status failed =
-            kernel->entry.steps.empty()
+            kernel->entry.plan.steps.empty()
                 ? launchSingle(fn, *kernel, args, nargs, status.get(), passed)
                 : launchSteps(fn, *kernel, args, status.get(), config,
                               isVersion2(*device->ops)))

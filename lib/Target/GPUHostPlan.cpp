@@ -3,6 +3,7 @@
 #include "te/Target/GPUHostPlan.h"
 
 #include "te/Conversion/TECommon/LibraryCall.h"
+#include "te/Target/KernelManifest.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -17,48 +18,48 @@
 
 using namespace mlir;
 using namespace mlir::te;
+using ::te::abi::LaunchGeometry;
+using ::te::abi::ManifestOperand;
+using ::te::abi::ManifestStep;
+using ::te::abi::StepPlan;
 
 namespace {
-
-/// The manifest lines of one entry's steps.
-struct EntryPlan {
-  std::vector<std::string> lines;
-};
 
 /// Reads the host function of `entry`: its allocations become temporaries
 /// and its launches steps. With `hasStatus`, the entry's last output is the
 /// status of its run-time checks (takeKernelChecks appended it), which the
-/// steps name `s`.
-FailureOr<EntryPlan> planEntry(func::FuncOp function, const KernelEntry &entry,
-                               bool hasStatus, StringRef targetName) {
-  EntryPlan plan;
-  llvm::DenseMap<Value, std::string> operands;
+/// steps take as the status operand.
+FailureOr<StepPlan> planEntry(func::FuncOp function, const KernelEntry &entry,
+                              bool hasStatus, StringRef targetName) {
+  StepPlan plan;
+  llvm::DenseMap<Value, ManifestOperand> operands;
   size_t arguments =
       entry.inputs.size() + entry.outputs.size() - (hasStatus ? 1 : 0);
   for (BlockArgument argument : function.getArguments()) {
     if (argument.getArgNumber() < arguments)
-      operands[argument] = "a" + std::to_string(argument.getArgNumber());
+      operands[argument] =
+          ManifestOperand::argument(static_cast<int>(argument.getArgNumber()));
     else if (hasStatus && argument.getArgNumber() == arguments)
-      operands[argument] = "s";
+      operands[argument] = ManifestOperand::status();
   }
   if (!function.getBody().hasOneBlock())
     return function.emitError("the ")
            << targetName
            << " target runs entry points as a list of kernel launches; '"
            << function.getName() << "' has control flow on the host";
-  int temporaries = 0;
-  // A step's or call's operands: arguments (a<N>), temporaries (t<N>) or
-  // the status (s).
-  auto appendOperands = [&](Operation *user, ValueRange values,
-                            std::string &line) -> LogicalResult {
+  // A step's or call's operands: arguments, temporaries or the status.
+  auto mapOperands =
+      [&](Operation *user,
+          ValueRange values) -> FailureOr<std::vector<ManifestOperand>> {
+    std::vector<ManifestOperand> mapped;
     for (Value operand : values) {
       auto it = operands.find(operand);
       if (it == operands.end())
         return user->emitError("an operand that is neither an argument of "
                                "the entry point nor one of its temporaries");
-      line += " " + it->second;
+      mapped.push_back(it->second);
     }
-    return success();
+    return mapped;
   };
   for (Operation &op : function.getBody().front()) {
     if (isa<arith::ConstantOp, memref::DeallocOp>(op))
@@ -77,40 +78,43 @@ FailureOr<EntryPlan> planEntry(func::FuncOp function, const KernelEntry &entry,
         return alloc.emitError("a temporary of dynamic size on the host");
       int64_t bytes =
           type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
-      plan.lines.push_back("temp " +
-                           std::to_string(std::max<int64_t>(bytes, 1)));
-      operands[alloc] = "t" + std::to_string(temporaries++);
+      operands[alloc] =
+          ManifestOperand::temporary(static_cast<int>(plan.temporaries.size()));
+      plan.temporaries.push_back(std::max<int64_t>(bytes, 1));
       continue;
     }
     if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
       auto constant = [&](Value value) -> std::optional<int64_t> {
         return value ? getConstantIntValue(value) : std::optional<int64_t>(0);
       };
-      std::string geometry[2];
+      LaunchGeometry geometry;
       Value sizes[2][3] = {
           {launch.getGridSizeX(), launch.getGridSizeY(), launch.getGridSizeZ()},
           {launch.getBlockSizeX(), launch.getBlockSizeY(),
            launch.getBlockSizeZ()}};
+      unsigned *dims[2] = {geometry.grid, geometry.block};
       for (int kind = 0; kind < 2; ++kind) {
         for (int d = 0; d < 3; ++d) {
           std::optional<int64_t> size = constant(sizes[kind][d]);
-          if (!size || *size < 1)
+          if (!size || *size < 1 || *size > INT32_MAX)
             return launch.emitError("the ")
                    << targetName
-                   << " target needs launch sizes that are positive constants";
-          geometry[kind] += (d ? "x" : "") + std::to_string(*size);
+                   << " target needs launch sizes that are positive constants "
+                      "below 2^31";
+          dims[kind][d] = static_cast<unsigned>(*size);
         }
       }
       std::optional<int64_t> shared =
           constant(launch.getDynamicSharedMemorySize());
-      if (!shared)
+      if (!shared || *shared < 0)
         return launch.emitError("dynamic shared memory of unknown size");
-      std::string line = "step " + launch.getKernelName().str() + " " +
-                         geometry[0] + " " + geometry[1] + " " +
-                         std::to_string(*shared);
-      if (failed(appendOperands(launch, launch.getKernelOperands(), line)))
+      geometry.sharedMemoryBytes = static_cast<size_t>(*shared);
+      FailureOr<std::vector<ManifestOperand>> stepOperands =
+          mapOperands(launch, launch.getKernelOperands());
+      if (failed(stepOperands))
         return failure();
-      plan.lines.push_back(std::move(line));
+      plan.steps.push_back(ManifestStep::kernel(
+          launch.getKernelName().str(), geometry, std::move(*stepOperands)));
       continue;
     }
     if (auto call = dyn_cast<func::CallOp>(op)) {
@@ -128,10 +132,12 @@ FailureOr<EntryPlan> planEntry(func::FuncOp function, const KernelEntry &entry,
                << " target runs calls of library functions only "
                   "(declarations with "
                << kLibraryFunctionAttr << ")";
-      std::string line = "call " + library.str() + " " + parameters.str();
-      if (failed(appendOperands(call, call.getOperands(), line)))
+      FailureOr<std::vector<ManifestOperand>> callOperands =
+          mapOperands(call, call.getOperands());
+      if (failed(callOperands))
         return failure();
-      plan.lines.push_back(std::move(line));
+      plan.steps.push_back(ManifestStep::call(library.str(), parameters.str(),
+                                              std::move(*callOperands)));
       continue;
     }
     if (isa<memref::CopyOp>(op))
@@ -154,21 +160,26 @@ FailureOr<std::string> mlir::te::planGPUHostSteps(ModuleOp lowered,
                                                   ArrayRef<KernelEntry> entries,
                                                   StringRef manifest,
                                                   StringRef targetName) {
-  std::vector<bool> statuses = getEntriesWithStatus(manifest);
-  std::vector<std::vector<std::string>> plans;
-  for (auto [index, entry] : llvm::enumerate(entries)) {
+  FailureOr<::te::abi::Manifest> stated =
+      readKernelManifest(manifest, lowered.getLoc());
+  if (failed(stated))
+    return failure();
+  if (stated->entries.size() != entries.size())
+    return lowered.emitError("the kernel manifest states ")
+           << stated->entries.size() << " entries, the module has "
+           << entries.size();
+  for (auto [entry, statedEntry] : llvm::zip(entries, stated->entries)) {
     auto function = lowered.lookupSymbol<func::FuncOp>(entry.name);
     if (!function)
       return lowered.emitError("entry point '")
              << entry.name << "' is missing from the lowered module";
-    bool hasStatus = index < statuses.size() && statuses[index];
-    FailureOr<EntryPlan> plan =
-        planEntry(function, entry, hasStatus, targetName);
+    FailureOr<StepPlan> plan =
+        planEntry(function, entry, statedEntry.hasStatus, targetName);
     if (failed(plan))
       return failure();
-    plans.push_back(std::move(plan->lines));
+    statedEntry.plan = std::move(*plan);
   }
-  return insertStepPlans(manifest, plans);
+  return writeKernelManifest(*stated, lowered.getLoc());
 }
 
 LogicalResult mlir::te::mergeGPUKernelModules(ModuleOp module,

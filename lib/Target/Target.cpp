@@ -215,15 +215,6 @@ LogicalResult checkKernelType(func::FuncOp func, Type type, StringRef role,
   return success();
 }
 
-void printTensorType(llvm::raw_ostream &os, RankedTensorType type) {
-  os << type.getElementType() << ' ';
-  if (type.getRank() == 0) {
-    os << "scalar";
-    return;
-  }
-  llvm::interleave(type.getShape(), os, "x");
-}
-
 } // namespace
 
 FailureOr<SmallVector<KernelEntry>>
@@ -398,53 +389,6 @@ ArgumentRoles mlir::te::describeArgumentRoles(ModuleOp module,
   return roles;
 }
 
-std::string mlir::te::formatKernelManifest(ArrayRef<KernelEntry> entries,
-                                           const KernelChecks &checks,
-                                           const ArgumentRoles &roles) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  // Version 2 only where it is needed: manifests without checks stay
-  // readable by runtimes that know version 1.
-  auto anyNonEmpty = [](const auto &lists) {
-    return llvm::any_of(lists, [](const auto &list) {
-      return llvm::any_of(list,
-                          [](const std::string &s) { return !s.empty(); });
-    });
-  };
-  os << "te-kernel-abi " << (anyNonEmpty(checks) || anyNonEmpty(roles) ? 2 : 1)
-     << "\n";
-  for (auto [index, entry] : llvm::enumerate(entries)) {
-    ArrayRef<std::string> messages;
-    if (index < checks.size())
-      messages = checks[index];
-    // A kernel with checks returns its status last.
-    ArrayRef<RankedTensorType> outputs = entry.outputs;
-    if (!messages.empty())
-      outputs = outputs.drop_back();
-    os << "entry " << entry.name << ' ' << entry.name << "__te_packed\n";
-    for (auto [input, type] : llvm::enumerate(entry.inputs)) {
-      os << "in ";
-      printTensorType(os, type);
-      if (index < roles.size() && input < roles[index].size() &&
-          !roles[index][input].empty())
-        os << ' ' << roles[index][input];
-      os << '\n';
-    }
-    for (RankedTensorType type : outputs) {
-      os << "out ";
-      printTensorType(os, type);
-      os << '\n';
-    }
-    if (!messages.empty()) {
-      os << "status i64 4\n";
-      for (const std::string &message : messages)
-        os << "check " << message << '\n';
-    }
-    os << "end\n";
-  }
-  return text;
-}
-
 void mlir::te::addKernelBufferization(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createTEUniqueReturns());
   bufferization::OneShotBufferizePassOptions bufferize;
@@ -456,43 +400,4 @@ void mlir::te::addKernelBufferization(OpPassManager &pm) {
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
-}
-
-std::vector<bool> mlir::te::getEntriesWithStatus(StringRef manifest) {
-  std::vector<bool> statuses;
-  SmallVector<StringRef> lines;
-  manifest.split(lines, '\n', -1, /*KeepEmpty=*/false);
-  for (StringRef line : lines) {
-    if (line.starts_with("entry "))
-      statuses.push_back(false);
-    else if (line.starts_with("status ") && !statuses.empty())
-      statuses.back() = true;
-  }
-  return statuses;
-}
-
-std::string
-mlir::te::insertStepPlans(StringRef manifest,
-                          ArrayRef<std::vector<std::string>> plans) {
-  SmallVector<StringRef> lines;
-  manifest.split(lines, '\n', -1, /*KeepEmpty=*/false);
-  bool steps = false, calls = false;
-  for (const std::vector<std::string> &plan : plans)
-    for (const std::string &line : plan) {
-      steps = true;
-      calls |= StringRef(line).starts_with("call ");
-    }
-  if (!steps)
-    return manifest.str();
-  // Version 5 only where a library call needs it: older runtimes keep
-  // loading everything else.
-  std::string text = calls ? "te-kernel-abi 5\n" : "te-kernel-abi 4\n";
-  size_t entry = 0;
-  for (StringRef line : llvm::drop_begin(lines)) {
-    if (line == "end" && entry < plans.size())
-      for (const std::string &planned : plans[entry++])
-        text += planned + "\n";
-    text += line.str() + "\n";
-  }
-  return text;
 }

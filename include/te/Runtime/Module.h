@@ -76,6 +76,12 @@
 // group (te/Runtime/Collective.h); a module with them loads only on a
 // device that has collectives.
 //
+// te-mlir's compiler writes this format and the runtime reads it with one
+// pair of functions (writeManifest and readManifest, te/ABI/Manifest.h),
+// the writer putting each entry's lines in the order they are introduced
+// above: arguments, status and checks, launch, temporaries, then the steps
+// and calls in the order they run.
+//
 // Thread safety: a loaded module and its kernels are immutable (but for the
 // temporaries a kernel keeps, under its own lock), so getters and
 // te_kernel_launch may be called from any number of threads at once, also on

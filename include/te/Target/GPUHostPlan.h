@@ -24,8 +24,9 @@
 
 namespace mlir::te {
 
-/// `manifest` (formatKernelManifest's text) with the steps of each entry of
-/// `lowered`, read from its host function (insertStepPlans). What a host
+/// `manifest` (formatKernelManifest's text) with the temporaries and steps
+/// of each entry of `lowered`, read from its host function and written
+/// through te/ABI/Manifest.h. What a host
 /// function does besides allocating, launching and calling library
 /// functions is an error at that op naming `targetName`.
 FailureOr<std::string> planGPUHostSteps(ModuleOp lowered,

@@ -163,24 +163,16 @@ inline constexpr unsigned kTargetInterfaceMinor = 3;
 /// entry takes its inputs, then its outputs.
 void addKernelBufferization(OpPassManager &pm);
 
-/// The text manifest the runtime parses (te/Runtime/Module.h), with each
-/// entry's symbol `<name>__te_packed`, the inputs' roles, and for an entry
-/// with checks its status argument and check messages. Every target's
-/// module must hand it to the runtime through its device's get_manifest.
-std::string formatKernelManifest(ArrayRef<KernelEntry> entries,
-                                 const KernelChecks &checks = {},
-                                 const ArgumentRoles &roles = {});
-
-/// Whether each entry of `manifest` (formatKernelManifest's text) reports
-/// a status (has a `status` line), in the manifest's order.
-std::vector<bool> getEntriesWithStatus(StringRef manifest);
-
-/// `manifest` (formatKernelManifest's text) with `plans[i]`, the `temp`,
-/// `step` and `call` lines of entry i, inserted before its `end`, as
-/// manifest version 4, or 5 when there is a `call` line. An entry with an
-/// empty plan stays a single kernel.
-std::string insertStepPlans(StringRef manifest,
-                            ArrayRef<std::vector<std::string>> plans);
+/// The manifest the runtime reads (te/Runtime/Module.h), written through
+/// te/ABI/Manifest.h, with each entry's symbol `<name>__te_packed`, the
+/// inputs' roles, and for an entry with checks its status argument and
+/// check messages. Every target's module must hand it to the runtime
+/// through its device's get_manifest. Fails at `loc` when an entry cannot
+/// be stated (a name the runtime would refuse).
+FailureOr<std::string> formatKernelManifest(Location loc,
+                                            ArrayRef<KernelEntry> entries,
+                                            const KernelChecks &checks = {},
+                                            const ArgumentRoles &roles = {});
 
 namespace plugin {
 

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "te/ABI/Manifest.h"
 #include "te/Conversion/TECommon/LibraryCall.h"
 #include "te/Conversion/TEToLinalg/TEToLinalg.h"
 #include "te/Dialect/TE/IR/TEOps.h"
@@ -348,20 +349,19 @@ FailureOr<ArrayAttr> StepCutter::run() {
     }
   }
 
-  Builder b(entry.getContext());
-  SmallVector<Attribute> lines;
+  ::te::abi::StepPlan plan;
   for (Value temporary : temporaries) {
     auto type = cast<MemRefType>(temporary.getType());
     int64_t bytes =
         type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
-    lines.push_back(
-        b.getStringAttr("temp " + std::to_string(std::max<int64_t>(bytes, 1))));
+    plan.temporaries.push_back(std::max<int64_t>(bytes, 1));
   }
-  auto name = [&](Value root) -> std::string {
+  using Operand = ::te::abi::ManifestOperand;
+  auto operandOf = [&](Value root) {
     if (auto argument = dyn_cast<BlockArgument>(root))
-      return "a" + std::to_string(argument.getArgNumber());
-    return "t" +
-           std::to_string(llvm::find(temporaries, root) - temporaries.begin());
+      return Operand::argument(static_cast<int>(argument.getArgNumber()));
+    return Operand::temporary(
+        static_cast<int>(llvm::find(temporaries, root) - temporaries.begin()));
   };
   for (size_t k = 0; k < segments.size(); ++k) {
     SmallVector<Value> roots;
@@ -370,23 +370,26 @@ FailureOr<ArrayAttr> StepCutter::run() {
     if (failed(symbol))
       return failure();
     if (!symbol->empty()) {
-      std::string line = "step " + *symbol + " 1x1x1 1x1x1 0";
+      // The host runs a step as one call: the geometry is 1x1x1.
+      std::vector<Operand> operands;
       for (Value root : roots)
-        line += " " + name(root);
-      lines.push_back(b.getStringAttr(line));
+        operands.push_back(operandOf(root));
+      plan.steps.push_back(::te::abi::ManifestStep::kernel(
+          *symbol, ::te::abi::LaunchGeometry(), std::move(operands)));
     }
     if (k < calls.size()) {
       func::CallOp call = calls[k];
       auto [function, parameters] = *getLibraryCall(call);
-      std::string line = "call " + function.str() + " " + parameters.str();
+      std::vector<Operand> operands;
       for (Value operand : call.getOperands()) {
         Value root = getRoot(operand);
         if (!isa<BlockArgument>(root) && !temporaries.contains(root))
           return call.emitError("a library call's operand is neither an "
                                 "argument nor a buffer of the steps");
-        line += " " + name(root);
+        operands.push_back(operandOf(root));
       }
-      lines.push_back(b.getStringAttr(line));
+      plan.steps.push_back(::te::abi::ManifestStep::call(
+          function.str(), parameters.str(), std::move(operands)));
     }
   }
 
@@ -396,6 +399,12 @@ FailureOr<ArrayAttr> StepCutter::run() {
       op.dropAllUses();
       op.erase();
     }
+  // The plan travels in the IR as its manifest lines, readable in te-opt's
+  // output; the cpu target reads them back when it writes the manifest.
+  Builder b(entry.getContext());
+  SmallVector<Attribute> lines;
+  for (const std::string &line : ::te::abi::writeStepPlan(plan))
+    lines.push_back(b.getStringAttr(line));
   return b.getArrayAttr(lines);
 }
 

@@ -139,8 +139,12 @@ FailureOr<LoweredModule> lowerForTarget(ModuleOp module,
       takeKernelChecks(*result.module, result.entries);
   if (failed(checks))
     return failure();
-  result.manifest = formatKernelManifest(
-      result.entries, *checks, describeArgumentRoles(module, result.entries));
+  FailureOr<std::string> manifest =
+      formatKernelManifest(module.getLoc(), result.entries, *checks,
+                           describeArgumentRoles(module, result.entries));
+  if (failed(manifest))
+    return failure();
+  result.manifest = std::move(*manifest);
   return result;
 }
 

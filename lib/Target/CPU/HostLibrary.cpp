@@ -8,6 +8,7 @@
 
 #include "te/Target/CPU/CPUTarget.h"
 #include "te/Target/CompileRecorder.h"
+#include "te/Target/KernelManifest.h"
 
 #include "te/Conversion/TEToLinalg/TEToLinalg.h"
 #include "te/Dialect/TE/IR/TEDialect.h"
@@ -373,8 +374,14 @@ LogicalResult mlir::te::emitKernelABI(ModuleOp llvmModule,
   // the manifest, and each step is a packed function of its own.
   auto steps = llvmModule->getAttrOfType<DictionaryAttr>(kHostStepsAttrName);
   llvmModule->removeAttr(kHostStepsAttrName);
-  std::vector<bool> statuses = getEntriesWithStatus(manifestText);
-  std::vector<std::vector<std::string>> plans(entries.size());
+  FailureOr<::te::abi::Manifest> manifest =
+      readKernelManifest(manifestText, loc);
+  if (failed(manifest))
+    return failure();
+  if (manifest->entries.size() != entries.size())
+    return mlir::emitError(loc, "the kernel manifest states ")
+           << manifest->entries.size() << " entries, the module has "
+           << entries.size();
 
   for (auto [index, entry] : llvm::enumerate(entries)) {
     auto callee = llvmModule.lookupSymbol<LLVM::LLVMFuncOp>(entry.name);
@@ -393,32 +400,36 @@ LogicalResult mlir::te::emitKernelABI(ModuleOp llvmModule,
                         b.getUnitAttr());
     addPackedEntry(callee, entry.name);
 
-    auto plan = steps ? steps.getAs<ArrayAttr>(entry.name) : ArrayAttr();
-    if (!plan)
+    auto lines = steps ? steps.getAs<ArrayAttr>(entry.name) : ArrayAttr();
+    if (!lines)
       continue;
-    // The status of run-time checks is the last argument, `s` in a plan.
-    std::string status = "a" + std::to_string(numArgs - 1);
-    bool hasStatus = index < statuses.size() && statuses[index];
-    for (auto line : plan.getAsValueRange<StringAttr>()) {
-      SmallVector<StringRef> words;
-      line.split(words, ' ');
-      std::string text;
-      for (StringRef word : words)
-        text += (text.empty() ? "" : " ") +
-                (hasStatus && word == status ? std::string("s") : word.str());
-      plans[index].push_back(text);
-      if (words[0] != "step")
+    ::te::abi::ManifestEntry &stated = manifest->entries[index];
+    std::vector<std::string> text;
+    for (StringRef line : lines.getAsValueRange<StringAttr>())
+      text.push_back(line.str());
+    std::string error;
+    if (!::te::abi::readStepPlan(text, stated.plan, error))
+      return mlir::emitError(loc, "the step plan of @")
+             << entry.name << " does not read: " << error;
+    for (::te::abi::ManifestStep &step : stated.plan.steps) {
+      // The status of run-time checks is the kernel's last argument; the
+      // runtime supplies it as the status operand.
+      for (::te::abi::ManifestOperand &operand : step.operands)
+        if (stated.hasStatus && operand == ::te::abi::ManifestOperand::argument(
+                                               static_cast<int>(numArgs - 1)))
+          operand = ::te::abi::ManifestOperand::status();
+      if (step.isCall())
         continue;
-      StringRef symbol = words[1];
+      StringRef symbol = step.symbol;
       if (!symbol.consume_back("__te_packed"))
         return mlir::emitError(loc, "a step of @")
-               << entry.name << " names '" << words[1]
+               << entry.name << " names '" << step.symbol
                << "', not a packed function";
-      auto step = llvmModule.lookupSymbol<LLVM::LLVMFuncOp>(symbol);
-      if (!step)
+      auto function = llvmModule.lookupSymbol<LLVM::LLVMFuncOp>(symbol);
+      if (!function)
         return mlir::emitError(loc, "step function @")
                << symbol << " of @" << entry.name << " is missing";
-      addPackedEntry(step, symbol);
+      addPackedEntry(function, symbol);
     }
   }
 
@@ -444,15 +455,17 @@ LogicalResult mlir::te::emitKernelABI(ModuleOp llvmModule,
     LLVM::ReturnOp::create(b, loc, ValueRange{});
   }
 
-  std::string manifest = insertStepPlans(manifestText, plans);
+  FailureOr<std::string> written = writeKernelManifest(*manifest, loc);
+  if (failed(written))
+    return failure();
   if (finalManifest)
-    *finalManifest = manifest;
-  manifest.push_back('\0');
+    *finalManifest = *written;
+  written->push_back('\0');
   auto textType =
-      LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), manifest.size());
+      LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), written->size());
   auto global = LLVM::GlobalOp::create(
       b, loc, textType, /*isConstant=*/true, LLVM::Linkage::Internal,
-      "__te_kernel_manifest", b.getStringAttr(manifest));
+      "__te_kernel_manifest", b.getStringAttr(*written));
   auto getter = LLVM::LLVMFuncOp::create(
       b, loc, "te_kernel_manifest", LLVM::LLVMFunctionType::get(ptrType, {}));
   OpBuilder::InsertionGuard guard(b);

@@ -1,18 +1,254 @@
-//===- Manifest.cpp - Parser for kernel module manifests ------------------===//
+//===- Manifest.cpp - Kernel manifests, written and read ------------------===//
 
-#include "Manifest.h"
-#include "Shape.h"
-
-#include "te/Runtime/Module.h"
+#include "te/ABI/Manifest.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <string_view>
 
-using namespace te::runtime;
+using namespace te::abi;
+
+//===----------------------------------------------------------------------===//
+// Element types
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct ElementTypeInfo {
+  const char *name;
+  size_t bytes;
+};
+
+// Indexed by ElementType: the kernel types of ElementTypes.def, in order.
+constexpr ElementTypeInfo kElementTypes[] = {
+#define TE_KERNEL_ELEMENT_TYPE(ENUM, NAME, BYTES, KIND) {NAME, BYTES},
+#include "te/ABI/ElementTypes.def"
+};
+constexpr int kNumElementTypes =
+    sizeof(kElementTypes) / sizeof(kElementTypes[0]);
+
+bool isValid(ElementType type) {
+  return static_cast<int>(type) >= 0 &&
+         static_cast<int>(type) < kNumElementTypes;
+}
+
+/// All spellings for messages: "f32, f64, ..., i64".
+const std::string &listElementTypes() {
+  static const std::string list = [] {
+    std::string names;
+    for (const ElementTypeInfo &info : kElementTypes)
+      names += std::string(names.empty() ? "" : ", ") + info.name;
+    return names;
+  }();
+  return list;
+}
+
+/// Whether the argument's bytes can be counted in a size_t.
+bool fitsInAddressSpace(const ManifestArgument &arg) {
+  size_t total = kElementTypes[static_cast<int>(arg.elementType)].bytes;
+  for (int i = 0; i < arg.rank; ++i)
+    if (static_cast<uint64_t>(arg.dims[i]) > SIZE_MAX ||
+        __builtin_mul_overflow(total, static_cast<size_t>(arg.dims[i]), &total))
+      return false;
+  return true;
+}
+
+/// "2x128x16x64", or "scalar" for rank 0.
+std::string formatDims(const ManifestArgument &arg) {
+  if (arg.rank == 0)
+    return "scalar";
+  std::string text;
+  for (int i = 0; i < arg.rank; ++i)
+    text += (i ? "x" : "") + std::to_string(arg.dims[i]);
+  return text;
+}
+
+/// "bf16 2x128x16x64", as in the manifest.
+std::string formatTensorType(const ManifestArgument &arg) {
+  const char *name = getElementTypeName(arg.elementType);
+  return std::string(name ? name : "<invalid element type>") + " " +
+         formatDims(arg);
+}
+
+} // namespace
+
+const char *te::abi::getElementTypeName(ElementType type) {
+  return isValid(type) ? kElementTypes[static_cast<int>(type)].name : nullptr;
+}
+
+std::optional<ElementType> te::abi::lookUpElementType(std::string_view name) {
+  for (int i = 0; i < kNumElementTypes; ++i)
+    if (name == kElementTypes[i].name)
+      return static_cast<ElementType>(i);
+  return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
+// The structs
+//===----------------------------------------------------------------------===//
+
+bool ManifestArgument::operator==(const ManifestArgument &other) const {
+  return isOutput == other.isOutput && elementType == other.elementType &&
+         rank == other.rank && std::equal(dims, dims + rank, other.dims) &&
+         role == other.role;
+}
+
+bool LaunchGeometry::operator==(const LaunchGeometry &other) const {
+  return std::equal(grid, grid + 3, other.grid) &&
+         std::equal(block, block + 3, other.block) &&
+         sharedMemoryBytes == other.sharedMemoryBytes;
+}
+
+ManifestStep ManifestStep::kernel(std::string symbol, LaunchGeometry geometry,
+                                  std::vector<ManifestOperand> operands) {
+  ManifestStep step;
+  step.symbol = std::move(symbol);
+  step.geometry = geometry;
+  step.operands = std::move(operands);
+  return step;
+}
+
+ManifestStep ManifestStep::call(std::string function, std::string parameters,
+                                std::vector<ManifestOperand> operands) {
+  ManifestStep step;
+  step.function = std::move(function);
+  step.parameters = std::move(parameters);
+  step.operands = std::move(operands);
+  return step;
+}
+
+bool ManifestStep::operator==(const ManifestStep &other) const {
+  return symbol == other.symbol && function == other.function &&
+         parameters == other.parameters &&
+         (isCall() || geometry == other.geometry) && operands == other.operands;
+}
+
+bool ManifestEntry::operator==(const ManifestEntry &other) const {
+  return name == other.name && symbol == other.symbol &&
+         arguments == other.arguments && hasStatus == other.hasStatus &&
+         checks == other.checks && launch == other.launch &&
+         plan.temporaries == other.plan.temporaries &&
+         plan.steps == other.plan.steps;
+}
+
+//===----------------------------------------------------------------------===//
+// The writer
+//===----------------------------------------------------------------------===//
+
+int te::abi::getManifestVersion(const Manifest &manifest) {
+  int version = 1;
+  for (const ManifestEntry &entry : manifest.entries) {
+    bool roles = std::any_of(
+        entry.arguments.begin(), entry.arguments.end(),
+        [](const ManifestArgument &arg) { return !arg.role.empty(); });
+    if (roles || entry.hasStatus)
+      version = std::max(version, 2);
+    if (entry.launch)
+      version = std::max(version, 3);
+    if (!entry.plan.empty())
+      version = std::max(version, 4);
+    for (const ManifestStep &step : entry.plan.steps)
+      if (step.isCall())
+        version = std::max(version, 5);
+  }
+  return version;
+}
+
+namespace {
+
+std::string formatGeometry(const LaunchGeometry &geometry) {
+  auto dims = [](const unsigned sizes[3]) {
+    return std::to_string(sizes[0]) + "x" + std::to_string(sizes[1]) + "x" +
+           std::to_string(sizes[2]);
+  };
+  return dims(geometry.grid) + " " + dims(geometry.block) + " " +
+         std::to_string(geometry.sharedMemoryBytes);
+}
+
+std::string formatOperand(const ManifestOperand &operand) {
+  switch (operand.kind) {
+  case ManifestOperand::Kind::Argument:
+    return "a" + std::to_string(operand.index);
+  case ManifestOperand::Kind::Temporary:
+    return "t" + std::to_string(operand.index);
+  case ManifestOperand::Kind::Status:
+    return "s";
+  }
+  return "?";
+}
+
+void writeEntry(const ManifestEntry &entry, std::string &text) {
+  text += "entry " + entry.name + " " + entry.symbol + "\n";
+  for (const ManifestArgument &arg : entry.arguments) {
+    text += (arg.isOutput ? "out " : "in ") + formatTensorType(arg);
+    if (!arg.role.empty())
+      text += " " + arg.role;
+    text += "\n";
+  }
+  if (entry.hasStatus)
+    text += "status i64 4\n";
+  for (const std::string &message : entry.checks)
+    text += "check " + message + "\n";
+  if (entry.launch)
+    text += "launch " + formatGeometry(*entry.launch) + "\n";
+  for (const std::string &line : writeStepPlan(entry.plan))
+    text += line + "\n";
+  text += "end\n";
+}
+
+} // namespace
+
+std::vector<std::string> te::abi::writeStepPlan(const StepPlan &plan) {
+  std::vector<std::string> lines;
+  for (size_t bytes : plan.temporaries)
+    lines.push_back("temp " + std::to_string(bytes));
+  for (const ManifestStep &step : plan.steps) {
+    std::string line =
+        step.isCall()
+            ? "call " + step.function + " " + step.parameters
+            : "step " + step.symbol + " " + formatGeometry(step.geometry);
+    for (const ManifestOperand &operand : step.operands)
+      line += " " + formatOperand(operand);
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+std::string te::abi::writeManifest(const Manifest &manifest,
+                                   std::string &error) {
+  for (const ManifestEntry &entry : manifest.entries)
+    for (const ManifestArgument &arg : entry.arguments)
+      if (!isValid(arg.elementType) || arg.rank < 0 ||
+          arg.rank > kMaxManifestRank) {
+        error = "entry '" + entry.name +
+                "' has an argument of an invalid element type or rank";
+        return "";
+      }
+  std::string text =
+      "te-kernel-abi " + std::to_string(getManifestVersion(manifest)) + "\n";
+  for (const ManifestEntry &entry : manifest.entries)
+    writeEntry(entry, text);
+  // The reader states the rules; what it does not read back as written
+  // (a symbol it refuses, a message with a line break, an operand naming
+  // nothing) must not reach a runtime.
+  Manifest reread;
+  std::string why;
+  if (!readManifest(text.c_str(), reread, why)) {
+    error = "the manifest does not read back: " + why;
+    return "";
+  }
+  if (!(reread == manifest)) {
+    error = "the manifest does not read back as written";
+    return "";
+  }
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// The reader
+//===----------------------------------------------------------------------===//
 
 namespace {
 
@@ -65,15 +301,15 @@ std::vector<std::string_view> split(std::string_view text, char separator) {
 }
 
 /// Parses "2x128x16x64" or "scalar"; on failure explains why in `why`.
-bool parseDims(std::string_view text, ManifestArg &arg, std::string &why) {
+bool parseDims(std::string_view text, ManifestArgument &arg, std::string &why) {
   if (text == "scalar") {
     arg.rank = 0;
     return true;
   }
   std::vector<std::string_view> pieces = split(text, 'x');
-  if (pieces.size() > TE_MAX_RANK) {
+  if (pieces.size() > kMaxManifestRank) {
     why = "rank " + std::to_string(pieces.size()) + " exceeds the maximum of " +
-          std::to_string(TE_MAX_RANK);
+          std::to_string(kMaxManifestRank);
     return false;
   }
   for (size_t i = 0; i < pieces.size(); ++i) {
@@ -118,6 +354,8 @@ public:
       : entries(entries), error(error) {}
 
   bool parse(std::string_view text);
+  /// Reads the plan lines of one entry into `scratch`.
+  bool parsePlan(const std::vector<std::string> &lines, ManifestEntry &scratch);
 
 private:
   bool fail(int line, const std::string &message) {
@@ -125,6 +363,8 @@ private:
     return false;
   }
 
+  bool tokenize(int line, std::string_view content,
+                std::vector<std::string_view> &tokens);
   bool parseVersion(int line, const std::vector<std::string_view> &tokens);
   bool parseLine(int line, const std::vector<std::string_view> &tokens);
   bool parseArg(int line, const std::vector<std::string_view> &tokens);
@@ -149,12 +389,15 @@ private:
   std::map<std::string, int, std::less<>> entryLines;
   /// The manifest's version, from its first line.
   int version = 0;
+  /// Whether only a step plan is read: its entry's arguments and status
+  /// are not known.
+  bool planOnly = false;
 };
 
 bool ManifestParser::parse(std::string_view text) {
   if (text.empty())
     return fail(1, "the manifest is empty; expected 'te-kernel-abi " +
-                       std::to_string(TE_KERNEL_ABI_VERSION) + "'");
+                       std::to_string(kNewestManifestVersion) + "'");
   // The last line may or may not end with '\n'.
   if (text.back() == '\n')
     text.remove_suffix(1);
@@ -162,25 +405,9 @@ bool ManifestParser::parse(std::string_view text) {
 
   for (size_t index = 0; index < lines.size(); ++index) {
     int line = static_cast<int>(index) + 1;
-    std::string_view content = lines[index];
-    if (content.empty())
-      return fail(line, "empty line; manifests have no blank lines");
-    for (size_t column = 0; column < content.size(); ++column) {
-      unsigned char c = static_cast<unsigned char>(content[column]);
-      if (c < 0x20 || c >= 0x7f) {
-        char byte[8];
-        std::snprintf(byte, sizeof(byte), "0x%02x", c);
-        return fail(line, std::string("unexpected byte ") + byte +
-                              " at column " + std::to_string(column + 1) +
-                              "; manifests are printable ASCII with '\\n' "
-                              "line ends");
-      }
-    }
-    std::vector<std::string_view> tokens = split(content, ' ');
-    for (std::string_view token : tokens)
-      if (token.empty())
-        return fail(line, "tokens must be separated by exactly one space, "
-                          "without leading or trailing spaces");
+    std::vector<std::string_view> tokens;
+    if (!tokenize(line, lines[index], tokens))
+      return false;
     if (line == 1 ? !parseVersion(line, tokens) : !parseLine(line, tokens))
       return false;
   }
@@ -196,6 +423,49 @@ bool ManifestParser::parse(std::string_view text) {
   return true;
 }
 
+bool ManifestParser::parsePlan(const std::vector<std::string> &lines,
+                               ManifestEntry &scratch) {
+  version = kNewestManifestVersion;
+  planOnly = true;
+  open = &scratch;
+  for (size_t index = 0; index < lines.size(); ++index) {
+    int line = static_cast<int>(index) + 1;
+    std::vector<std::string_view> tokens;
+    if (!tokenize(line, lines[index], tokens))
+      return false;
+    if (tokens[0] != "temp" && tokens[0] != "step" && tokens[0] != "call")
+      return fail(line, "unexpected directive " + quote(tokens[0]) +
+                            "; a step plan has 'temp', 'step' and 'call' "
+                            "lines only");
+    if (!parseLine(line, tokens))
+      return false;
+  }
+  return closeEntry(static_cast<int>(lines.size()) + 1);
+}
+
+bool ManifestParser::tokenize(int line, std::string_view content,
+                              std::vector<std::string_view> &tokens) {
+  if (content.empty())
+    return fail(line, "empty line; manifests have no blank lines");
+  for (size_t column = 0; column < content.size(); ++column) {
+    unsigned char c = static_cast<unsigned char>(content[column]);
+    if (c < 0x20 || c >= 0x7f) {
+      char byte[8];
+      std::snprintf(byte, sizeof(byte), "0x%02x", c);
+      return fail(line, std::string("unexpected byte ") + byte + " at column " +
+                            std::to_string(column + 1) +
+                            "; manifests are printable ASCII with '\\n' "
+                            "line ends");
+    }
+  }
+  tokens = split(content, ' ');
+  for (std::string_view token : tokens)
+    if (token.empty())
+      return fail(line, "tokens must be separated by exactly one space, "
+                        "without leading or trailing spaces");
+  return true;
+}
+
 bool ManifestParser::parseVersion(int line,
                                   const std::vector<std::string_view> &tokens) {
   std::string expected = "te-kernel-abi <version>";
@@ -203,13 +473,13 @@ bool ManifestParser::parseVersion(int line,
     return fail(line, "expected '" + expected +
                           "' as the first line; this is not a te-mlir kernel "
                           "manifest");
-  for (int known = 1; known <= TE_KERNEL_ABI_VERSION; ++known)
+  for (int known = 1; known <= kNewestManifestVersion; ++known)
     if (tokens[1] == std::to_string(known))
       version = known;
   if (!version)
     return fail(line, "unsupported manifest version " + quote(tokens[1]) +
                           "; this runtime reads versions 1 to " +
-                          std::to_string(TE_KERNEL_ABI_VERSION) +
+                          std::to_string(kNewestManifestVersion) +
                           ", rebuild the kernels with a matching te-mlir");
   return true;
 }
@@ -293,29 +563,31 @@ bool ManifestParser::closeEntry(int line) {
   if (open->hasStatus && open->checks.empty())
     return fail(line, "entry '" + open->name +
                           "' has a 'status' line but no 'check' lines");
-  if (!open->temporaries.empty() && open->steps.empty())
+  if (!open->plan.temporaries.empty() && open->plan.steps.empty())
     return fail(line, "entry '" + open->name +
                           "' has 'temp' lines but no 'step' or 'call' lines "
                           "to use them");
   // Operands may name arguments declared after the step; check them now.
-  for (const ManifestStep &step : open->steps) {
-    for (const ManifestStep::Operand &operand : step.operands) {
-      using Kind = ManifestStep::OperandKind;
+  for (const ManifestStep &step : open->plan.steps) {
+    for (const ManifestOperand &operand : step.operands) {
+      using Kind = ManifestOperand::Kind;
+      if (planOnly && operand.kind != Kind::Temporary)
+        continue;
       if (operand.kind == Kind::Argument &&
-          operand.index >= static_cast<int>(open->args.size()))
+          operand.index >= static_cast<int>(open->arguments.size()))
         return fail(step.line,
                     "operand a" + std::to_string(operand.index) +
                         " names argument " + std::to_string(operand.index) +
                         ", but entry '" + open->name + "' has " +
-                        std::to_string(open->args.size()) + " arguments");
+                        std::to_string(open->arguments.size()) + " arguments");
       if (operand.kind == Kind::Temporary &&
-          operand.index >= static_cast<int>(open->temporaries.size()))
-        return fail(step.line, "operand t" + std::to_string(operand.index) +
-                                   " names temporary " +
-                                   std::to_string(operand.index) +
-                                   ", but entry '" + open->name + "' has " +
-                                   std::to_string(open->temporaries.size()) +
-                                   " 'temp' lines");
+          operand.index >= static_cast<int>(open->plan.temporaries.size()))
+        return fail(step.line,
+                    "operand t" + std::to_string(operand.index) +
+                        " names temporary " + std::to_string(operand.index) +
+                        ", but entry '" + open->name + "' has " +
+                        std::to_string(open->plan.temporaries.size()) +
+                        " 'temp' lines");
       if (operand.kind == Kind::Status && !open->hasStatus)
         return fail(step.line, "operand 's' names the status buffer, but "
                                "entry '" +
@@ -399,19 +671,20 @@ bool ManifestParser::parseLaunch(int line,
                                  const std::vector<std::string_view> &tokens) {
   if (!open)
     return fail(line, "'launch' outside an entry block");
-  if (open->hasLaunch)
+  if (open->launch)
     return fail(line, "second 'launch' line in entry '" + open->name + "'");
-  if (!open->steps.empty())
+  if (!open->plan.steps.empty())
     return fail(line, "'launch' in entry '" + open->name +
                           "', which has 'step' lines; an entry is one kernel "
                           "(launch) or several (steps), not both");
   if (tokens.size() != 4)
     return fail(line, "expected 'launch <grid> <block> <shared-bytes>', e.g. "
                       "'launch 128x1x1 256x1x1 0'");
-  if (!parseGeometryTokens(line, tokens, 1, open->grid, open->block,
-                           open->sharedMemoryBytes))
+  LaunchGeometry geometry;
+  if (!parseGeometryTokens(line, tokens, 1, geometry.grid, geometry.block,
+                           geometry.sharedMemoryBytes))
     return false;
-  open->hasLaunch = true;
+  open->launch = geometry;
   return true;
 }
 
@@ -426,7 +699,7 @@ bool ManifestParser::parseTemp(int line,
       !parseCount(tokens[1], 13, uint64_t(1) << 40, bytes) || bytes == 0)
     return fail(line, "expected 'temp <bytes>' with a byte count from 1 to "
                       "2^40");
-  open->temporaries.push_back(static_cast<size_t>(bytes));
+  open->plan.temporaries.push_back(static_cast<size_t>(bytes));
   return true;
 }
 
@@ -434,7 +707,7 @@ bool ManifestParser::parseStep(int line,
                                const std::vector<std::string_view> &tokens) {
   if (!open)
     return fail(line, "'step' outside an entry block");
-  if (open->hasLaunch)
+  if (open->launch)
     return fail(line, "'step' in entry '" + open->name +
                           "', which has a 'launch' line; an entry is one "
                           "kernel (launch) or several (steps), not both");
@@ -447,12 +720,13 @@ bool ManifestParser::parseStep(int line,
     return fail(line, "invalid symbol " + quote(tokens[1]) +
                           "; expected a C identifier");
   step.symbol = std::string(tokens[1]);
-  if (!parseGeometryTokens(line, tokens, 2, step.grid, step.block,
-                           step.sharedMemoryBytes))
+  if (!parseGeometryTokens(line, tokens, 2, step.geometry.grid,
+                           step.geometry.block,
+                           step.geometry.sharedMemoryBytes))
     return false;
   if (!parseOperands(line, tokens, 5, step))
     return false;
-  open->steps.push_back(std::move(step));
+  open->plan.steps.push_back(std::move(step));
   return true;
 }
 
@@ -460,7 +734,7 @@ bool ManifestParser::parseCall(int line,
                                const std::vector<std::string_view> &tokens) {
   if (!open)
     return fail(line, "'call' outside an entry block");
-  if (open->hasLaunch)
+  if (open->launch)
     return fail(line, "'call' in entry '" + open->name +
                           "', which has a 'launch' line; an entry is one "
                           "kernel (launch) or several steps, not both");
@@ -488,7 +762,7 @@ bool ManifestParser::parseCall(int line,
   step.parameters = std::string(parameters);
   if (!parseOperands(line, tokens, 3, step))
     return false;
-  open->steps.push_back(std::move(step));
+  open->plan.steps.push_back(std::move(step));
   return true;
 }
 
@@ -497,7 +771,7 @@ bool ManifestParser::parseOperands(int line,
                                    size_t first, ManifestStep &step) {
   for (size_t i = first; i < tokens.size(); ++i) {
     std::string_view token = tokens[i];
-    using Kind = ManifestStep::OperandKind;
+    using Kind = ManifestOperand::Kind;
     if (token == "s") {
       step.operands.push_back({Kind::Status, 0});
       continue;
@@ -527,7 +801,7 @@ bool ManifestParser::parseArg(int line,
   if (tokens.size() != 3 && !hasRole)
     return fail(line, "expected '" + directive + " <dtype> <dims>" +
                           (version >= 2 && !isOutput ? " [<role>]'" : "'"));
-  ManifestArg arg = {};
+  ManifestArgument arg;
   arg.isOutput = isOutput;
   if (hasRole) {
     arg.role = std::string(tokens[3]);
@@ -540,26 +814,26 @@ bool ManifestParser::parseArg(int line,
   if (!arg.isOutput && openHasOutputs)
     return fail(line, "'in' after 'out' in entry '" + open->name +
                           "'; list all inputs before the outputs");
-  if (!lookupDType(tokens[1], arg.dtype))
+  std::optional<ElementType> elementType = lookUpElementType(tokens[1]);
+  if (!elementType)
     return fail(line, "unknown dtype " + quote(tokens[1]) +
-                          "; expected one of " + dtypeNameList());
+                          "; expected one of " + listElementTypes());
+  arg.elementType = *elementType;
   std::string why;
   if (!parseDims(tokens[2], arg, why))
     return fail(line, "invalid dims " + quote(tokens[2]) + ": " + why);
-  size_t bytes;
-  if (!computeByteSize(arg.dtype, arg.rank, arg.dims, bytes))
-    return fail(line, "a " + formatTensorType(arg.dtype, arg.rank, arg.dims) +
+  if (!fitsInAddressSpace(arg))
+    return fail(line, "a " + formatTensorType(arg) +
                           " tensor does not fit in the address space");
   openHasOutputs = openHasOutputs || arg.isOutput;
-  open->args.push_back(arg);
+  open->arguments.push_back(arg);
   return true;
 }
 
 } // namespace
 
-bool te::runtime::parseManifest(const char *text,
-                                std::vector<ManifestEntry> &entries,
-                                std::string &error) {
+bool te::abi::readManifest(const char *text, Manifest &manifest,
+                           std::string &error) {
   size_t length = strnlen(text, kMaxManifestBytes + 1);
   if (length > kMaxManifestBytes) {
     error = "the manifest is longer than " +
@@ -567,6 +841,18 @@ bool te::runtime::parseManifest(const char *text,
             " MiB or not NUL-terminated";
     return false;
   }
-  entries.clear();
-  return ManifestParser(entries, error).parse(std::string_view(text, length));
+  manifest.entries.clear();
+  return ManifestParser(manifest.entries, error)
+      .parse(std::string_view(text, length));
+}
+
+bool te::abi::readStepPlan(const std::vector<std::string> &lines,
+                           StepPlan &plan, std::string &error) {
+  std::vector<ManifestEntry> unused;
+  ManifestEntry scratch;
+  scratch.name = "<plan>";
+  if (!ManifestParser(unused, error).parsePlan(lines, scratch))
+    return false;
+  plan = std::move(scratch.plan);
+  return true;
 }

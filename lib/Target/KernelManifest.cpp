@@ -1,0 +1,78 @@
+//===- KernelManifest.cpp - Manifests as the compiler writes them ---------===//
+
+#include "te/Target/KernelManifest.h"
+#include "te/Target/Target.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+namespace abi = ::te::abi;
+
+namespace {
+
+/// A kernel's tensor as a manifest argument; collectKernelEntries has
+/// checked that its type crosses the kernel ABI.
+abi::ManifestArgument describeArgument(RankedTensorType type, bool isOutput) {
+  abi::ManifestArgument argument;
+  argument.isOutput = isOutput;
+  std::string name;
+  llvm::raw_string_ostream(name) << type.getElementType();
+  std::optional<abi::ElementType> elementType = abi::lookUpElementType(name);
+  assert(elementType && "collectKernelEntries admits kernel types only");
+  argument.elementType = elementType.value_or(abi::ElementType::F32);
+  argument.rank = static_cast<int>(type.getRank());
+  for (auto [d, size] : llvm::enumerate(type.getShape()))
+    argument.dims[d] = size;
+  return argument;
+}
+
+} // namespace
+
+FailureOr<std::string>
+mlir::te::formatKernelManifest(Location loc, ArrayRef<KernelEntry> entries,
+                               const KernelChecks &checks,
+                               const ArgumentRoles &roles) {
+  abi::Manifest manifest;
+  for (auto [index, entry] : llvm::enumerate(entries)) {
+    abi::ManifestEntry &stated = manifest.entries.emplace_back();
+    stated.name = entry.name;
+    stated.symbol = entry.name + "__te_packed";
+    if (index < checks.size())
+      stated.checks = checks[index];
+    // A kernel with checks returns its status last; the runtime supplies
+    // that buffer, so it is not an output of the manifest.
+    stated.hasStatus = !stated.checks.empty();
+    ArrayRef<RankedTensorType> outputs = entry.outputs;
+    if (stated.hasStatus)
+      outputs = outputs.drop_back();
+    for (auto [input, type] : llvm::enumerate(entry.inputs)) {
+      abi::ManifestArgument &argument = stated.arguments.emplace_back(
+          describeArgument(type, /*isOutput=*/false));
+      if (index < roles.size() && input < roles[index].size())
+        argument.role = roles[index][input];
+    }
+    for (RankedTensorType type : outputs)
+      stated.arguments.push_back(describeArgument(type, /*isOutput=*/true));
+  }
+  return writeKernelManifest(manifest, loc);
+}
+
+FailureOr<abi::Manifest> mlir::te::readKernelManifest(StringRef text,
+                                                      Location loc) {
+  abi::Manifest manifest;
+  std::string error;
+  if (!abi::readManifest(text.str().c_str(), manifest, error))
+    return emitError(loc, "the kernel manifest does not read: ") << error;
+  return manifest;
+}
+
+FailureOr<std::string>
+mlir::te::writeKernelManifest(const abi::Manifest &manifest, Location loc) {
+  std::string error;
+  std::string text = abi::writeManifest(manifest, error);
+  if (!error.empty())
+    return emitError(loc, "cannot state the kernel manifest: ") << error;
+  return text;
+}
