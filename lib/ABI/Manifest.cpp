@@ -125,12 +125,26 @@ bool ManifestStep::operator==(const ManifestStep &other) const {
          (isCall() || geometry == other.geometry) && operands == other.operands;
 }
 
+ManifestOperand StepPlan::addTemporary(size_t bytes) {
+  declaredAfterSteps.resize(temporaries.size());
+  declaredAfterSteps.push_back(steps.size());
+  temporaries.push_back(bytes);
+  return ManifestOperand::temporary(static_cast<int>(temporaries.size() - 1));
+}
+
+bool StepPlan::operator==(const StepPlan &other) const {
+  if (temporaries != other.temporaries || !(steps == other.steps))
+    return false;
+  for (size_t i = 0; i < temporaries.size(); ++i)
+    if (getDeclaredAfterSteps(i) != other.getDeclaredAfterSteps(i))
+      return false;
+  return true;
+}
+
 bool ManifestEntry::operator==(const ManifestEntry &other) const {
   return name == other.name && symbol == other.symbol &&
          arguments == other.arguments && hasStatus == other.hasStatus &&
-         checks == other.checks && launch == other.launch &&
-         plan.temporaries == other.plan.temporaries &&
-         plan.steps == other.plan.steps;
+         checks == other.checks && launch == other.launch && plan == other.plan;
 }
 
 //===----------------------------------------------------------------------===//
@@ -202,9 +216,19 @@ void writeEntry(const ManifestEntry &entry, std::string &text) {
 
 std::vector<std::string> te::abi::writeStepPlan(const StepPlan &plan) {
   std::vector<std::string> lines;
-  for (size_t bytes : plan.temporaries)
-    lines.push_back("temp " + std::to_string(bytes));
-  for (const ManifestStep &step : plan.steps) {
+  // Temporaries are numbered in the order of their lines: each is written
+  // at its place or, when an earlier one's place is later, after that one
+  // (such a plan does not read back equal, and writeManifest refuses it).
+  size_t temporary = 0;
+  auto declareUpTo = [&](size_t stepsBefore) {
+    for (; temporary < plan.temporaries.size() &&
+           plan.getDeclaredAfterSteps(temporary) <= stepsBefore;
+         ++temporary)
+      lines.push_back("temp " + std::to_string(plan.temporaries[temporary]));
+  };
+  for (size_t index = 0; index < plan.steps.size(); ++index) {
+    declareUpTo(index);
+    const ManifestStep &step = plan.steps[index];
     std::string line =
         step.isCall()
             ? "call " + step.function + " " + step.parameters
@@ -213,6 +237,7 @@ std::vector<std::string> te::abi::writeStepPlan(const StepPlan &plan) {
       line += " " + formatOperand(operand);
     lines.push_back(std::move(line));
   }
+  declareUpTo(SIZE_MAX);
   return lines;
 }
 
@@ -699,7 +724,7 @@ bool ManifestParser::parseTemp(int line,
       !parseCount(tokens[1], 13, uint64_t(1) << 40, bytes) || bytes == 0)
     return fail(line, "expected 'temp <bytes>' with a byte count from 1 to "
                       "2^40");
-  open->plan.temporaries.push_back(static_cast<size_t>(bytes));
+  open->plan.addTemporary(static_cast<size_t>(bytes));
   return true;
 }
 

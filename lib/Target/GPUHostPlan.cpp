@@ -78,9 +78,7 @@ FailureOr<StepPlan> planEntry(func::FuncOp function, const KernelEntry &entry,
         return alloc.emitError("a temporary of dynamic size on the host");
       int64_t bytes =
           type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
-      operands[alloc] =
-          ManifestOperand::temporary(static_cast<int>(plan.temporaries.size()));
-      plan.temporaries.push_back(std::max<int64_t>(bytes, 1));
+      operands[alloc] = plan.addTemporary(std::max<int64_t>(bytes, 1));
       continue;
     }
     if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {

@@ -297,6 +297,41 @@ TEST(ManifestTest, RefusesToWriteWhatTheReaderRefuses) {
             "<dims>'");
 }
 
+TEST(ManifestTest, TemporariesKeepTheirPlaces) {
+  // A GPU plan declares each buffer where the program allocates it.
+  std::string text = "te-kernel-abi 4\n"
+                     "entry k k\n"
+                     "in f32 64\n"
+                     "out f32 64\n"
+                     "temp 4\n"
+                     "step init 1x1x1 1x1x1 0 t0\n"
+                     "step amax 64x1x1 256x1x1 0 a0 t0\n"
+                     "temp 8\n"
+                     "step scale 1x1x1 32x1x1 0 t0 t1 a1\n"
+                     "temp 16\n"
+                     "end\n";
+  Manifest manifest = read(text);
+  const StepPlan &plan = manifest.entries[0].plan;
+  EXPECT_EQ(plan.declaredAfterSteps, (std::vector<size_t>{0, 2, 3}));
+  EXPECT_EQ(write(manifest), text);
+
+  // Built in program order, a plan records the same places.
+  StepPlan built;
+  ManifestOperand t0 = built.addTemporary(4);
+  built.steps.push_back(plan.steps[0]);
+  built.steps.push_back(plan.steps[1]);
+  EXPECT_TRUE(built.addTemporary(8) == ManifestOperand::temporary(1));
+  built.steps.push_back(plan.steps[2]);
+  built.addTemporary(16);
+  EXPECT_TRUE(t0 == ManifestOperand::temporary(0));
+  EXPECT_TRUE(built == plan);
+  EXPECT_EQ(writeStepPlan(built)[3], "temp 8");
+
+  // Places out of order cannot be written as they are.
+  manifest.entries[0].plan.declaredAfterSteps = {2, 0, 3};
+  EXPECT_EQ(writeError(manifest), "the manifest does not read back as written");
+}
+
 TEST(ManifestTest, StepPlansTravelAsTheirLines) {
   StepPlan plan = everyDirective().entries[3].plan;
   std::vector<std::string> lines = writeStepPlan(plan);

@@ -119,9 +119,25 @@ struct ManifestStep {
 struct StepPlan {
   /// The byte size of each temporary, t0 first.
   std::vector<size_t> temporaries;
+  /// Where each `temp` line stands: temporary i is declared after the
+  /// first `declaredAfterSteps[i]` steps (0, also for a missing value:
+  /// before all of them). The format allows a temporary anywhere in its
+  /// entry; keeping the place lets a plan read in program order (a GPU
+  /// plan declares each buffer where the program allocates it) and a
+  /// manifest read back exactly as it was written.
+  std::vector<size_t> declaredAfterSteps;
   std::vector<ManifestStep> steps;
 
+  /// Declares a temporary of `bytes` after the steps added so far and
+  /// returns the operand that names it.
+  ManifestOperand addTemporary(size_t bytes);
+  /// Where temporary `index` is declared (declaredAfterSteps).
+  size_t getDeclaredAfterSteps(size_t index) const {
+    return index < declaredAfterSteps.size() ? declaredAfterSteps[index] : 0;
+  }
   bool empty() const { return temporaries.empty() && steps.empty(); }
+  /// Equal contents, the places of the `temp` lines included.
+  bool operator==(const StepPlan &other) const;
 };
 
 /// One `entry <name> <symbol>` ... `end` block.

@@ -354,7 +354,7 @@ FailureOr<ArrayAttr> StepCutter::run() {
     auto type = cast<MemRefType>(temporary.getType());
     int64_t bytes =
         type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
-    plan.temporaries.push_back(std::max<int64_t>(bytes, 1));
+    plan.addTemporary(std::max<int64_t>(bytes, 1));
   }
   using Operand = ::te::abi::ManifestOperand;
   auto operandOf = [&](Value root) {
