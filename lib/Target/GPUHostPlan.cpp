@@ -159,13 +159,9 @@ FailureOr<std::string> mlir::te::planGPUHostSteps(ModuleOp lowered,
                                                   StringRef manifest,
                                                   StringRef targetName) {
   FailureOr<::te::abi::Manifest> stated =
-      readKernelManifest(manifest, lowered.getLoc());
+      readKernelManifest(manifest, entries, lowered.getLoc());
   if (failed(stated))
     return failure();
-  if (stated->entries.size() != entries.size())
-    return lowered.emitError("the kernel manifest states ")
-           << stated->entries.size() << " entries, the module has "
-           << entries.size();
   for (auto [entry, statedEntry] : llvm::zip(entries, stated->entries)) {
     auto function = lowered.lookupSymbol<func::FuncOp>(entry.name);
     if (!function)

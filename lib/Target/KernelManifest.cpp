@@ -1,7 +1,6 @@
 //===- KernelManifest.cpp - Manifests as the compiler writes them ---------===//
 
 #include "te/Target/KernelManifest.h"
-#include "te/Target/Target.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -59,12 +58,22 @@ mlir::te::formatKernelManifest(Location loc, ArrayRef<KernelEntry> entries,
   return writeKernelManifest(manifest, loc);
 }
 
-FailureOr<abi::Manifest> mlir::te::readKernelManifest(StringRef text,
-                                                      Location loc) {
+FailureOr<abi::Manifest>
+mlir::te::readKernelManifest(StringRef text, ArrayRef<KernelEntry> entries,
+                             Location loc) {
   abi::Manifest manifest;
   std::string error;
   if (!abi::readManifest(text.str().c_str(), manifest, error))
     return emitError(loc, "the kernel manifest does not read: ") << error;
+  for (auto [index, entry] : llvm::enumerate(entries))
+    if (index >= manifest.entries.size() ||
+        manifest.entries[index].name != entry.name)
+      return emitError(loc, "the kernel manifest does not state entry '")
+             << entry.name << "' as entry " << index;
+  if (manifest.entries.size() != entries.size())
+    return emitError(loc, "the kernel manifest states ")
+           << manifest.entries.size() << " entries, the module has "
+           << entries.size();
   return manifest;
 }
 

@@ -19,7 +19,7 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.MULTILINE)
 INCLUDE_RULES = [
     ("te/ABI is what the compiler writes and the runtime reads: it includes"
      " nothing else of te-mlir, MLIR or LLVM",
-     ["include/te/ABI"],
+     ["include/te/ABI", "lib/ABI"],
      ["mlir/", "llvm/", "te/Dialect/", "te/Conversion/", "te/Target/",
       "te/Plugin/", "te/JIT/", "te/Runtime/", "te/Support/"]),
     ("the dialect knows no lowering",

@@ -16,6 +16,7 @@
 #define TE_TARGET_KERNELMANIFEST_H
 
 #include "te/ABI/Manifest.h"
+#include "te/Target/Target.h"
 
 #include "mlir/IR/Location.h"
 #include "mlir/Support/LLVM.h"
@@ -24,9 +25,11 @@
 
 namespace mlir::te {
 
-/// Reads `text`, a manifest the compiler wrote (formatKernelManifest's);
-/// a failure is an error at `loc`.
-FailureOr<::te::abi::Manifest> readKernelManifest(StringRef text, Location loc);
+/// Reads `text`, a manifest the compiler wrote (formatKernelManifest's)
+/// for the module's `entries`, one manifest entry each, in order; a
+/// failure is an error at `loc`.
+FailureOr<::te::abi::Manifest>
+readKernelManifest(StringRef text, ArrayRef<KernelEntry> entries, Location loc);
 
 /// Writes `manifest`; one that the runtime would not read back as written
 /// is an error at `loc`.

@@ -375,13 +375,9 @@ LogicalResult mlir::te::emitKernelABI(ModuleOp llvmModule,
   auto steps = llvmModule->getAttrOfType<DictionaryAttr>(kHostStepsAttrName);
   llvmModule->removeAttr(kHostStepsAttrName);
   FailureOr<::te::abi::Manifest> manifest =
-      readKernelManifest(manifestText, loc);
+      readKernelManifest(manifestText, entries, loc);
   if (failed(manifest))
     return failure();
-  if (manifest->entries.size() != entries.size())
-    return mlir::emitError(loc, "the kernel manifest states ")
-           << manifest->entries.size() << " entries, the module has "
-           << entries.size();
 
   for (auto [index, entry] : llvm::enumerate(entries)) {
     auto callee = llvmModule.lookupSymbol<LLVM::LLVMFuncOp>(entry.name);
