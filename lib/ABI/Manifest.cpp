@@ -34,20 +34,9 @@ bool isValid(ElementType type) {
          static_cast<int>(type) < kNumElementTypes;
 }
 
-/// All spellings for messages: "f32, f64, ..., i64".
-const std::string &listElementTypes() {
-  static const std::string list = [] {
-    std::string names;
-    for (const ElementTypeInfo &info : kElementTypes)
-      names += std::string(names.empty() ? "" : ", ") + info.name;
-    return names;
-  }();
-  return list;
-}
-
 /// Whether the argument's bytes can be counted in a size_t.
 bool fitsInAddressSpace(const ManifestArgument &arg) {
-  size_t total = kElementTypes[static_cast<int>(arg.elementType)].bytes;
+  size_t total = getElementTypeBytes(arg.elementType);
   for (int i = 0; i < arg.rank; ++i)
     if (static_cast<uint64_t>(arg.dims[i]) > SIZE_MAX ||
         __builtin_mul_overflow(total, static_cast<size_t>(arg.dims[i]), &total))
@@ -76,6 +65,20 @@ std::string formatTensorType(const ManifestArgument &arg) {
 
 const char *te::abi::getElementTypeName(ElementType type) {
   return isValid(type) ? kElementTypes[static_cast<int>(type)].name : nullptr;
+}
+
+size_t te::abi::getElementTypeBytes(ElementType type) {
+  return isValid(type) ? kElementTypes[static_cast<int>(type)].bytes : 0;
+}
+
+const char *te::abi::listElementTypes() {
+  static const std::string list = [] {
+    std::string names;
+    for (const ElementTypeInfo &info : kElementTypes)
+      names += std::string(names.empty() ? "" : ", ") + info.name;
+    return names;
+  }();
+  return list.c_str();
 }
 
 std::optional<ElementType> te::abi::lookUpElementType(std::string_view name) {

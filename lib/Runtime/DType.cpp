@@ -3,58 +3,39 @@
 #include "Error.h"
 #include "Shape.h"
 
+#include "te/ABI/Manifest.h"
+
 using namespace te::runtime;
+using te::abi::ElementType;
 
-namespace {
-struct DTypeInfo {
-  te_dtype dtype;
-  const char *name;
-  size_t size;
-};
-
-// Indexed by te_dtype value: the kernel types of te/ABI/ElementTypes.def,
-// the one table, in its order (checked below against te/Runtime/DType.h).
-constexpr DTypeInfo kDTypes[] = {
+// A te_dtype is a te::abi::ElementType: both number the kernel types of
+// te/ABI/ElementTypes.def, the one table, in its order. The names and sizes
+// come from te/ABI.
 #define TE_KERNEL_ELEMENT_TYPE(ENUM, NAME, BYTES, KIND)                        \
-  {TE_DTYPE_##ENUM, NAME, BYTES},
+  static_assert(static_cast<int>(ElementType::ENUM) == TE_DTYPE_##ENUM,        \
+                "te_dtype and te::abi::ElementType disagree on " NAME);
 #include "te/ABI/ElementTypes.def"
-};
-constexpr int kNumDTypes = sizeof(kDTypes) / sizeof(kDTypes[0]);
-
-constexpr bool tableMatchesEnum() {
-  for (int i = 0; i < kNumDTypes; ++i)
-    if (kDTypes[i].dtype != i)
-      return false;
-  return true;
-}
-static_assert(tableMatchesEnum(), "kDTypes must be indexed by te_dtype");
-static_assert(kDTypes[kNumDTypes - 1].dtype == TE_DTYPE_I64,
-              "a te_dtype is missing from kDTypes");
-} // namespace
+constexpr int kKernelElementTypes = 0
+#define TE_KERNEL_ELEMENT_TYPE(ENUM, NAME, BYTES, KIND) +1
+#include "te/ABI/ElementTypes.def"
+    ;
+static_assert(TE_DTYPE_I64 == kKernelElementTypes - 1,
+              "te_dtype has a value te/ABI/ElementTypes.def does not list");
 
 bool te::runtime::isValidDType(te_dtype dtype) {
-  return dtype >= 0 && dtype < kNumDTypes;
+  return te::abi::getElementTypeName(static_cast<ElementType>(dtype)) !=
+         nullptr;
 }
 
 bool te::runtime::lookupDType(std::string_view name, te_dtype &dtype) {
-  for (const DTypeInfo &info : kDTypes) {
-    if (name == info.name) {
-      dtype = info.dtype;
-      return true;
-    }
-  }
-  return false;
+  std::optional<ElementType> type = te::abi::lookUpElementType(name);
+  if (!type)
+    return false;
+  dtype = static_cast<te_dtype>(*type);
+  return true;
 }
 
-const char *te::runtime::dtypeNameList() {
-  static const std::string list = [] {
-    std::string names;
-    for (const DTypeInfo &info : kDTypes)
-      names += std::string(names.empty() ? "" : ", ") + info.name;
-    return names;
-  }();
-  return list.c_str();
-}
+const char *te::runtime::dtypeNameList() { return te::abi::listElementTypes(); }
 
 bool te::runtime::computeByteSize(te_dtype dtype, int rank, const int64_t *dims,
                                   size_t &bytes) {
@@ -88,11 +69,11 @@ std::string te::runtime::formatTensorType(te_dtype dtype, int rank,
 }
 
 extern "C" size_t te_dtype_size(te_dtype dtype) {
-  return isValidDType(dtype) ? kDTypes[dtype].size : 0;
+  return te::abi::getElementTypeBytes(static_cast<ElementType>(dtype));
 }
 
 extern "C" const char *te_dtype_name(te_dtype dtype) {
-  return isValidDType(dtype) ? kDTypes[dtype].name : nullptr;
+  return te::abi::getElementTypeName(static_cast<ElementType>(dtype));
 }
 
 extern "C" te_status te_dtype_from_name(const char *name, te_dtype *out) {

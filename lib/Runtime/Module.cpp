@@ -39,11 +39,8 @@ static_assert(te::abi::kNewestManifestVersion == TE_KERNEL_ABI_VERSION,
 static_assert(te::abi::kMaxManifestRank == TE_MAX_RANK,
               "te/ABI/Manifest.h and te/Runtime/Buffer.h disagree on the "
               "most dimensions");
-static_assert(static_cast<int>(te::abi::ElementType::I64) == TE_DTYPE_I64 &&
-                  static_cast<int>(te::abi::ElementType::BF16) == TE_DTYPE_BF16,
-              "a te::abi::ElementType is its te_dtype");
 
-/// The te_dtype of a manifest argument (the same enumeration).
+/// The te_dtype of a manifest argument (the same enumeration, DType.cpp).
 static te_dtype dtypeOf(const ManifestArgument &arg) {
   return static_cast<te_dtype>(arg.elementType);
 }

@@ -1,10 +1,10 @@
 //===- KernelManifest.cpp - Manifests as the compiler writes them ---------===//
 
 #include "te/Target/KernelManifest.h"
+#include "te/Target/Target.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
-#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 namespace abi = ::te::abi;
@@ -16,9 +16,8 @@ namespace {
 abi::ManifestArgument describeArgument(RankedTensorType type, bool isOutput) {
   abi::ManifestArgument argument;
   argument.isOutput = isOutput;
-  std::string name;
-  llvm::raw_string_ostream(name) << type.getElementType();
-  std::optional<abi::ElementType> elementType = abi::lookUpElementType(name);
+  std::optional<abi::ElementType> elementType = abi::lookUpElementType(
+      mlir::te::getKernelElementTypeName(type.getElementType()).value_or(""));
   assert(elementType && "collectKernelEntries admits kernel types only");
   argument.elementType = elementType.value_or(abi::ElementType::F32);
   argument.rank = static_cast<int>(type.getRank());

@@ -46,8 +46,12 @@ enum class ElementType : int {
 
 /// The MLIR spelling of `type` ("bf16"), or null when `type` is not one.
 const char *getElementTypeName(ElementType type);
+/// The storage size of one element (1 for i1), or 0 when `type` is not one.
+size_t getElementTypeBytes(ElementType type);
 /// The kernel element type spelled `name`.
 std::optional<ElementType> lookUpElementType(std::string_view name);
+/// Every spelling, for messages: "f32, f64, ..., i64".
+const char *listElementTypes();
 
 /// One argument of an entry: `in <type> <dims> [<role>]` or
 /// `out <type> <dims>`.
