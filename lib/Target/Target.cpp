@@ -363,9 +363,13 @@ public:
         assign(update.getAmax(), "nonnegative");
         assign(update.getScale(), "positive");
       } else if (auto matmul = dyn_cast<ScaledMatmulOp>(op)) {
-        assign(matmul.getAScaleInv(), "positive");
-        assign(matmul.getBScaleInv(), "positive");
-        assign(matmul.getOutScale(), "positive");
+        // f32 scales (per_tensor and block modes); MXFP8's E8M0 codes take
+        // the generator of their type.
+        for (Value scale : {matmul.getAScaleInv(), matmul.getBScaleInv(),
+                            matmul.getOutScale()})
+          if (scale &&
+              cast<ShapedType>(scale.getType()).getElementType().isF32())
+            assign(scale, "positive");
       }
     });
   }

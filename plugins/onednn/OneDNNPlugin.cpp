@@ -324,6 +324,22 @@ public:
     if (!isWideFloat(out))
       return Decision::decline(debugString(out) +
                                " output (oneDNN 2.x has no FP8 types)");
+    if (op.hasFP8Operands() &&
+        (op.getAScalingMode() != ScalingMode::per_tensor ||
+         op.getBScalingMode() != ScalingMode::per_tensor))
+      return Decision::decline(
+          stringifyScalingMode(op.getAScalingMode() != ScalingMode::per_tensor
+                                   ? op.getAScalingMode()
+                                   : op.getBScalingMode())
+              .str() +
+          " scaling (this plugin's oneDNN matmul takes one scale per "
+          "operand)");
+    if (op.getC())
+      return Decision::decline("accumulate (the plugin computes D alone)");
+    if (op.getGeluInput() || op.getPreGelu() || op.getBiasGrad())
+      return Decision::decline(
+          "TE's dgelu, pre-GELU and bias-gradient epilogues (oneDNN's "
+          "matmul post-ops add and activate only)");
     return Decision::accept();
   }
 
@@ -340,7 +356,7 @@ public:
     int64_t kDim = op.getTransposeA() ? aShape[0] : aShape[1];
     int64_t n = op.getTransposeB() ? bShape[0] : bShape[1];
     AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx);
-    // The FP8 operands decoded exactly (oneDNN 2.x has no FP8), as
+    // The operands widened exactly (oneDNN 2.x has no FP8), as
     // row-major a [m, k] and b [k, n].
     Value af = convertToF32(b, loc, op.getA(), {m, kDim},
                             AffineMap::get(2, 0,
@@ -354,9 +370,13 @@ public:
                                                ? SmallVector<AffineExpr>{j, i}
                                                : SmallVector<AffineExpr>{i, j},
                                            ctx));
-    Value alpha = arith::MulFOp::create(
-        b, loc, tensor::ExtractOp::create(b, loc, op.getAScaleInv()),
-        tensor::ExtractOp::create(b, loc, op.getBScaleInv()));
+    // per_tensor FP8 operands scale the product; others do not.
+    Value alpha =
+        op.hasFP8Operands()
+            ? Value(arith::MulFOp::create(
+                  b, loc, tensor::ExtractOp::create(b, loc, op.getAScaleInv()),
+                  tensor::ExtractOp::create(b, loc, op.getBScaleInv())))
+            : Value(arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0)));
     auto ptr = LLVM::LLVMPointerType::get(ctx);
     Value bias = LLVM::ZeroOp::create(b, loc, ptr);
     if (Value biasTensor = op.getBias())

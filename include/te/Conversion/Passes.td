@@ -55,12 +55,22 @@ def ConvertTEToLinalg : Pass<"convert-te-to-linalg", "ModuleOp"> {
     AVX512-BF16 dot products of bf16 pairs (`x86vector.avx512.dot`) rather
     than f32 FMAs on widened inputs, and so are the backward's dQ, dK and
     dV sums when the head dimensions are multiples of 16 (P and scale * dS
-    rounded to bf16 once). Empty (the default): f32 FMAs only.
+    rounded to bf16 once). Empty (the default): f32 FMAs only. The same
+    unit runs te.scaled_matmul's micro-kernel for bf16 and FP8 operands
+    (FP8 decoded to bf16 while packing, exactly).
+
+    `vector-lanes` is the number of f32 lanes of the target's vectors (16
+    for AVX-512, 8 for AVX2): te.scaled_matmul's f32 FMA micro-kernel (f32
+    and f16 operands, and every operand without a dot unit) keeps its
+    accumulators in registers of that width.
   }];
   let options = [
     Option<"dotUnit", "dot-unit", "std::string", /*default=*/"\"\"",
-           "bf16 dot-product unit for attention scores: avx512-bf16, or "
-           "empty for none">
+           "bf16 dot-product unit for attention scores and GEMMs: "
+           "avx512-bf16, or empty for none">,
+    Option<"vectorLanes", "vector-lanes", "int64_t", /*default=*/"16",
+           "f32 lanes of the target's vector registers (16: AVX-512, 8: "
+           "AVX2, 4: SSE or NEON), for the GEMM's FMA micro-kernel">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

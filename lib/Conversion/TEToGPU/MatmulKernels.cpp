@@ -231,6 +231,10 @@ Value GemmKernel::emitEpilogue(OpBuilder &b, Location loc,
 std::optional<std::string>
 gpu_lowering::getMatmulUnsupportedReason(ScaledMatmulOp op,
                                          const GPUTargetInfo &target) {
+  if (std::optional<std::string> feature = op.getFeatureBeyondPerTensorFP8())
+    return "the generated GPU GEMM takes per_tensor FP8 operands with the "
+           "bias and GELU epilogues only, not yet te.scaled_matmul's " +
+           *feature;
   return getTiledUnitUnsupportedReason("te.scaled_matmul", target);
 }
 

@@ -2,7 +2,9 @@
 //
 // te-decompose-reference: te.attention and te.attention_backward as the
 // textbook dense computation, written independently of AttentionLowering.cpp
-// so that the two can be checked against each other (te-run --check). Every
+// so that the two can be checked against each other (te-run --check); and
+// te.scaled_matmul as one contraction of the dequantized operands, written
+// independently of GemmLowering.cpp (see "The GEMM" at the end). Every
 // quantity lives on the iteration space (n, h, i, j): batch entry (a single
 // one for thd, whose sequences are packed), query head, query row (token for
 // thd) and key (token for thd). The f32 score tensor [n, h_q, i, j] is
@@ -16,6 +18,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "te/Conversion/TECommon/Epilogue.h"
+#include "te/Conversion/TECommon/FP8Codec.h"
+#include "te/Conversion/TECommon/ScalingMath.h"
 #include "te/Conversion/TEToLinalg/TEToLinalg.h"
 #include "te/Dialect/TE/IR/TEOps.h"
 
@@ -39,7 +44,7 @@ using namespace mlir::te;
 
 std::optional<std::string>
 mlir::te::getReferenceDecompositionGap(Operation *op) {
-  if (!isa<AttentionOp, AttentionBackwardOp>(op))
+  if (!isa<AttentionOp, AttentionBackwardOp, ScaledMatmulOp>(op))
     return std::nullopt;
   for (Value value : op->getOperands())
     if (!cast<ShapedType>(value.getType()).hasStaticShape())
@@ -1068,6 +1073,233 @@ struct AttentionBackwardOpReferenceDecomposition
   }
 };
 
+//===----------------------------------------------------------------------===//
+// The GEMM
+//===----------------------------------------------------------------------===//
+
+/// The map of a stored GEMM operand's element (or of its scale, with the
+/// K index divided by the scale block `kBlock` and the other by
+/// `otherBlock`) for the iteration (row, column, k) of op(A) x op(B).
+AffineMap gemmOperandMap(MLIRContext *ctx, AffineExpr other, AffineExpr k,
+                         bool kIsFirst, int64_t kBlock = 1,
+                         int64_t otherBlock = 1) {
+  AffineExpr o = otherBlock == 1 ? other : other.floorDiv(otherBlock);
+  AffineExpr kk = kBlock == 1 ? k : k.floorDiv(kBlock);
+  return AffineMap::get(3, 0,
+                        kIsFirst ? ArrayRef<AffineExpr>{kk, o}
+                                 : ArrayRef<AffineExpr>{o, kk},
+                        ctx);
+}
+
+/// te.scaled_matmul as the dense formula: every product of op(A) and op(B)
+/// dequantized (the element times its MXFP8 or block scale, read through
+/// a floordiv map from the mode's stated scale shape), summed over K in
+/// f32, times alpha for per_tensor operands; then the epilogue as the op
+/// states it.
+struct ScaledMatmulOpReferenceDecomposition : OpRewritePattern<ScaledMatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ScaledMatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    if (std::optional<std::string> gap = getReferenceDecompositionGap(op))
+      return rewriter.notifyMatchFailure(op, *gap);
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    MLIRContext *ctx = b.getContext();
+    auto [m, n, k] = op.getProblemSize();
+    AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx),
+               kk = getAffineDimExpr(2, ctx);
+    bool aKFirst = op.getTransposeA(), bKFirst = !op.getTransposeB();
+
+    SmallVector<Value> inputs = {op.getA(), op.getB()};
+    SmallVector<AffineMap> maps = {gemmOperandMap(ctx, i, kk, aKFirst),
+                                   gemmOperandMap(ctx, j, kk, bKFirst)};
+    bool fp8 = op.hasFP8Operands();
+    bool perTensor = fp8 && op.getAScalingMode() == ScalingMode::per_tensor;
+    bool blockScales = fp8 && !perTensor;
+    auto scaleMap = [&](ScalingMode mode, AffineExpr other, bool kFirst) {
+      switch (mode) {
+      case ScalingMode::mxfp8_1x32:
+        return gemmOperandMap(ctx, other, kk, kFirst, 32);
+      case ScalingMode::block_1x128:
+        return gemmOperandMap(ctx, other, kk, kFirst, 128);
+      case ScalingMode::block_128x128:
+        return gemmOperandMap(ctx, other, kk, kFirst, 128, 128);
+      case ScalingMode::per_tensor:
+        break;
+      }
+      llvm_unreachable("per_tensor has no block scale");
+    };
+    if (blockScales) {
+      inputs.append({op.getAScaleInv(), op.getBScaleInv()});
+      maps.push_back(scaleMap(op.getAScalingMode(), i, aKFirst));
+      maps.push_back(scaleMap(op.getBScalingMode(), j, bKFirst));
+    }
+    maps.push_back(AffineMap::get(3, 0, {i, j}, ctx));
+    auto scaleValue = [&](OpBuilder &b, Location loc, Value scale) {
+      return isa<Float8E8M0FNUType>(scale.getType())
+                 ? emitE8M0ToF32(b, loc, scale)
+                 : scale;
+    };
+    Value sums = generic(
+        b, loc, inputs, filled(b, loc, {m, n}, 0.0), maps, "ppr",
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          Value x = emitExtToF32(b, loc, args[0]);
+          Value y = emitExtToF32(b, loc, args[1]);
+          if (blockScales) {
+            x = arith::MulFOp::create(b, loc, x, scaleValue(b, loc, args[2]));
+            y = arith::MulFOp::create(b, loc, y, scaleValue(b, loc, args[3]));
+          }
+          return arith::AddFOp::create(b, loc, args.back(),
+                                       arith::MulFOp::create(b, loc, x, y))
+              .getResult();
+        });
+
+    // P = alpha * sums + C, then bias and GELU, or dGELU: f32 [M, N].
+    AffineMap id2 = b.getMultiDimIdentityMap(2);
+    AffineMap scalar2 = AffineMap::get(2, 0, {}, ctx);
+    SmallVector<Value> epilogueInputs = {sums};
+    SmallVector<AffineMap> epilogueMaps = {id2};
+    auto add = [&](Value value, AffineMap map) {
+      epilogueInputs.push_back(value);
+      epilogueMaps.push_back(map);
+    };
+    if (perTensor) {
+      add(op.getAScaleInv(), scalar2);
+      add(op.getBScaleInv(), scalar2);
+    }
+    if (Value c = op.getC())
+      add(c, id2);
+    epilogueMaps.push_back(id2);
+    Value pre = generic(
+        b, loc, epilogueInputs, filled(b, loc, {m, n}, 0.0), epilogueMaps, "pp",
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          Value value = args[0];
+          unsigned next = 1;
+          if (perTensor) {
+            value = arith::MulFOp::create(
+                b, loc, value, arith::MulFOp::create(b, loc, args[1], args[2]));
+            next = 3;
+          }
+          if (op.getC())
+            value = arith::AddFOp::create(b, loc, value,
+                                          emitExtToF32(b, loc, args[next]));
+          return value;
+        });
+    if (Value bias = op.getBias())
+      pre = generic(
+          b, loc, {pre, bias}, filled(b, loc, {m, n}, 0.0),
+          {id2, AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx), id2},
+          "pp", [&](OpBuilder &b, Location loc, ValueRange args) {
+            return arith::AddFOp::create(b, loc, args[0],
+                                         emitExtToF32(b, loc, args[1]))
+                .getResult();
+          });
+    Value d = pre;
+    if (op.getGelu())
+      d = generic(b, loc, {pre}, filled(b, loc, {m, n}, 0.0), {id2, id2}, "pp",
+                  [&](OpBuilder &b, Location loc, ValueRange args) {
+                    return emitGelu(b, loc, args[0]);
+                  });
+    if (Value input = op.getGeluInput())
+      d = generic(
+          b, loc, {pre, input}, filled(b, loc, {m, n}, 0.0), {id2, id2, id2},
+          "pp", [&](OpBuilder &b, Location loc, ValueRange args) {
+            return arith::MulFOp::create(
+                       b, loc, args[0],
+                       emitGeluGrad(b, loc, emitExtToF32(b, loc, args[1])))
+                .getResult();
+          });
+
+    SmallVector<Value> results;
+    RankedTensorType dType = op.getD().getType();
+    auto rounded = [&](Value value, RankedTensorType type) {
+      Value init = tensor::EmptyOp::create(b, loc, type.getShape(),
+                                           type.getElementType());
+      int64_t rank = type.getRank();
+      SmallVector<AffineMap> ids(2, b.getMultiDimIdentityMap(rank));
+      return linalg::GenericOp::create(
+                 b, loc, TypeRange{type}, ValueRange{value}, ValueRange{init},
+                 ids, iterators(rank == 1 ? "p" : "pp"),
+                 [&](OpBuilder &b, Location loc, ValueRange args) {
+                   linalg::YieldOp::create(
+                       b, loc,
+                       emitTruncFromF32(b, loc, args[0],
+                                        type.getElementType()));
+                 })
+          .getResult(0);
+    };
+    if (op.hasFP8Output()) {
+      // D_fp8 = cast(D * out_scale); amax = max |D| over its non-NaN
+      // elements, from 0.
+      Value scaled = generic(
+          b, loc, {d, op.getOutScale()}, filled(b, loc, {m, n}, 0.0),
+          {id2, scalar2, id2}, "pp",
+          [&](OpBuilder &b, Location loc, ValueRange args) {
+            return arith::MulFOp::create(b, loc, args[0], args[1]).getResult();
+          });
+      results.push_back(rounded(scaled, dType));
+      Value amax = generic(b, loc, {d}, filled(b, loc, {}, 0.0),
+                           {id2, AffineMap::get(2, 0, {}, ctx)}, "rr",
+                           [&](OpBuilder &b, Location loc, ValueRange args) {
+                             return arith::MaxNumFOp::create(
+                                        b, loc, args[1],
+                                        math::AbsFOp::create(b, loc, args[0]))
+                                 .getResult();
+                           });
+      results.push_back(amax);
+    } else {
+      results.push_back(rounded(d, dType));
+    }
+    if (Value preGelu = op.getPreGeluResult())
+      results.push_back(
+          rounded(pre, cast<RankedTensorType>(preGelu.getType())));
+    if (Value biasGrad = op.getBiasGradResult()) {
+      auto type = cast<RankedTensorType>(biasGrad.getType());
+      Value sumsOf;
+      if (op.getGeluInput()) {
+        // DGELU_BGRAD: the column sums of D.
+        sumsOf =
+            generic(b, loc, {d}, filled(b, loc, {n}, 0.0),
+                    {id2, AffineMap::get(2, 0, {j}, ctx)}, "rp",
+                    [&](OpBuilder &b, Location loc, ValueRange args) {
+                      return arith::AddFOp::create(b, loc, args[1], args[0])
+                          .getResult();
+                    });
+      } else {
+        // BGRADB: the row sums of op(A), dequantized.
+        SmallVector<Value> rowInputs = {op.getA()};
+        AffineExpr r = getAffineDimExpr(0, ctx), c = getAffineDimExpr(1, ctx);
+        auto twoD = [&](bool kFirst, AffineExpr other, AffineExpr kIndex) {
+          return AffineMap::get(2, 0,
+                                kFirst ? ArrayRef<AffineExpr>{kIndex, other}
+                                       : ArrayRef<AffineExpr>{other, kIndex},
+                                ctx);
+        };
+        SmallVector<AffineMap> rowMaps = {twoD(aKFirst, r, c)};
+        if (fp8) {
+          rowInputs.push_back(op.getAScaleInv());
+          rowMaps.push_back(perTensor ? scalar2
+                                      : twoD(aKFirst, r, c.floorDiv(32)));
+        }
+        rowMaps.push_back(AffineMap::get(2, 0, {r}, ctx));
+        sumsOf = generic(
+            b, loc, rowInputs, filled(b, loc, {m}, 0.0), rowMaps, "pr",
+            [&](OpBuilder &b, Location loc, ValueRange args) {
+              Value x = emitExtToF32(b, loc, args[0]);
+              if (fp8)
+                x = arith::MulFOp::create(b, loc, x,
+                                          scaleValue(b, loc, args[1]));
+              return arith::AddFOp::create(b, loc, args.back(), x).getResult();
+            });
+      }
+      results.push_back(rounded(sumsOf, type));
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
 struct TEDecomposeReferencePass
     : te::impl::TEDecomposeReferenceBase<TEDecomposeReferencePass> {
   void runOnOperation() override {
@@ -1096,6 +1328,6 @@ struct TEDecomposeReferencePass
 void mlir::te::populateTEReferenceDecompositionPatterns(
     RewritePatternSet &patterns) {
   patterns.add<AttentionOpReferenceDecomposition,
-               AttentionBackwardOpReferenceDecomposition>(
-      patterns.getContext());
+               AttentionBackwardOpReferenceDecomposition,
+               ScaledMatmulOpReferenceDecomposition>(patterns.getContext());
 }

@@ -9,6 +9,7 @@
 
 #include "te/Conversion/TEToLinalg/TEToLinalg.h"
 
+#include "HostAttention.h"
 #include "TEToLinalgInternal.h"
 #include "te/Conversion/TECommon/Epilogue.h"
 #include "te/Conversion/TECommon/FP8Codec.h"
@@ -275,8 +276,14 @@ std::optional<std::string> mlir::te::getCPUUnsupportedReason(Operation *op) {
   }
   if (auto attention = dyn_cast<AttentionOpInterface>(op))
     return getAttentionUnsupportedReason(attention);
-  if (isa<AmaxOp, ComputeScaleOp, UpdateDelayedScalingOp, ScaledMatmulOp,
-          ProcessGroupOp>(op))
+  if (isa<ScaledMatmulOp>(op)) {
+    // The micro-kernel's panels and tiles are sized at compile time.
+    for (Value value : op->getOperands())
+      if (!cast<ShapedType>(value.getType()).hasStaticShape())
+        return "te.scaled_matmul with dynamic shapes has no CPU lowering yet";
+    return std::nullopt;
+  }
+  if (isa<AmaxOp, ComputeScaleOp, UpdateDelayedScalingOp, ProcessGroupOp>(op))
     return std::nullopt;
   // The runtime's device runs collectives (te/Runtime/Collective.h).
   if (isCollective(op))
@@ -621,8 +628,93 @@ struct DequantizeOpLowering : OpConversionPattern<DequantizeOp> {
   }
 };
 
+/// The row sums of op(A), dequantized (the per_tensor or MXFP8 scales
+/// applied to each element), in f32: TE's BGRADB bias gradient, the sum of
+/// dY over the tokens in the wgrad GEMM.
+Value buildRowSumsOfA(OpBuilder &b, Location loc, ScaledMatmulOp op, Value a,
+                      Value aScaleInv, int64_t m) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr i = getAffineDimExpr(0, ctx), k = getAffineDimExpr(1, ctx);
+  bool transposed = op.getTransposeA();
+  SmallVector<Value> inputs = {a};
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(2, 0, transposed ? ArrayRef{k, i} : ArrayRef{i, k}, ctx)};
+  bool mxfp8 = aScaleInv && op.getAScalingMode() == ScalingMode::mxfp8_1x32;
+  if (aScaleInv) {
+    inputs.push_back(aScaleInv);
+    AffineExpr block = k.floorDiv(32);
+    maps.push_back(mxfp8 ? AffineMap::get(2, 0,
+                                          transposed ? ArrayRef{block, i}
+                                                     : ArrayRef{i, block},
+                                          ctx)
+                         : scalarMap(ctx, 2));
+  }
+  maps.push_back(AffineMap::get(2, 0, {i}, ctx));
+  Value init = host_attention::filledTensor(b, loc, {m}, b.getF32Type(),
+                                            b.getF32FloatAttr(0));
+  return linalg::GenericOp::create(
+             b, loc, init.getType(), inputs, init, maps,
+             {utils::IteratorType::parallel, utils::IteratorType::reduction},
+             [&](OpBuilder &b, Location loc, ValueRange args) {
+               Value value = emitExtToF32(b, loc, args[0]);
+               if (args.size() == 3) {
+                 Value scale = mxfp8 ? emitE8M0ToF32(b, loc, args[1]) : args[1];
+                 value = arith::MulFOp::create(b, loc, value, scale);
+               }
+               linalg::YieldOp::create(
+                   b, loc,
+                   arith::AddFOp::create(b, loc, args.back(), value)
+                       .getResult());
+             })
+      .getResult(0);
+}
+
+/// The column sums of an f32 [M, N] matrix: TE's DGELU_BGRAD bias gradient.
+Value buildColumnSums(OpBuilder &b, Location loc, Value matrix, int64_t n) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx);
+  Value init = host_attention::filledTensor(b, loc, {n}, b.getF32Type(),
+                                            b.getF32FloatAttr(0));
+  SmallVector<AffineMap> maps = {AffineMap::get(2, 0, {i, j}, ctx),
+                                 AffineMap::get(2, 0, {j}, ctx)};
+  return linalg::GenericOp::create(
+             b, loc, init.getType(), matrix, init, maps,
+             {utils::IteratorType::reduction, utils::IteratorType::parallel},
+             [&](OpBuilder &b, Location loc, ValueRange args) {
+               linalg::YieldOp::create(
+                   b, loc,
+                   arith::AddFOp::create(b, loc, args[1], args[0]).getResult());
+             })
+      .getResult(0);
+}
+
+/// `value` (f32) rounded to the element type of `type`, elementwise.
+Value truncTensor(OpBuilder &b, Location loc, Value value,
+                  RankedTensorType type) {
+  if (type.getElementType().isF32())
+    return value;
+  int64_t rank = type.getRank();
+  Value init =
+      tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+  return linalg::GenericOp::create(
+             b, loc, type, value, init,
+             SmallVector<AffineMap>(2, b.getMultiDimIdentityMap(rank)),
+             parallelLoops(rank),
+             [&](OpBuilder &b, Location loc, ValueRange args) {
+               linalg::YieldOp::create(
+                   b, loc,
+                   emitTruncFromF32(b, loc, args[0], type.getElementType()));
+             })
+      .getResult(0);
+}
+
+/// te.scaled_matmul: the product on the host GEMM (GemmLowering.cpp), then
+/// one pass of the epilogue over [M, N].
 struct ScaledMatmulOpLowering : OpConversionPattern<ScaledMatmulOp> {
-  using OpConversionPattern::OpConversionPattern;
+  ScaledMatmulOpLowering(MLIRContext *context, const BF16PairDotUnit *dotUnit,
+                         int64_t lanes)
+      : OpConversionPattern(context), dotUnit(dotUnit), lanes(lanes) {}
+
   LogicalResult
   matchAndRewrite(ScaledMatmulOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -631,85 +723,119 @@ struct ScaledMatmulOpLowering : OpConversionPattern<ScaledMatmulOp> {
     Type f32 = rewriter.getF32Type();
     RankedTensorType dType = op.getD().getType();
     int64_t m = dType.getDimSize(0), n = dType.getDimSize(1);
-    AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx),
-               k = getAffineDimExpr(2, ctx);
+    AffineExpr j = getAffineDimExpr(1, ctx);
 
-    // acc[i, j] = sum_k A'[i, k] * B'[k, j] in f32; FP8 products are exact.
-    Value accInit =
-        tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{m, n}, f32);
-    accInit = linalg::FillOp::create(
-                  rewriter, loc, emitF32Constant(rewriter, loc, 0.0), accInit)
-                  .getResult(0);
-    SmallVector<AffineMap> matmulMaps = {
-        AffineMap::get(
-            3, 0, op.getTransposeA() ? ArrayRef{k, i} : ArrayRef{i, k}, ctx),
-        AffineMap::get(
-            3, 0, op.getTransposeB() ? ArrayRef{j, k} : ArrayRef{k, j}, ctx),
-        AffineMap::get(3, 0, {i, j}, ctx)};
-    SmallVector<utils::IteratorType> loops = {utils::IteratorType::parallel,
-                                              utils::IteratorType::parallel,
-                                              utils::IteratorType::reduction};
-    Value acc =
-        linalg::GenericOp::create(
-            rewriter, loc, accInit.getType(),
-            ValueRange{adaptor.getA(), adaptor.getB()}, accInit, matmulMaps,
-            loops,
-            [](OpBuilder &b, Location loc, ValueRange args) {
-              Value product =
-                  arith::MulFOp::create(b, loc, emitFP8ToF32(b, loc, args[0]),
-                                        emitFP8ToF32(b, loc, args[1]));
-              linalg::YieldOp::create(
-                  b, loc,
-                  arith::AddFOp::create(b, loc, args[2], product).getResult());
-            })
-            .getResult(0);
+    HostGemmKernel kernel = chooseHostGemmKernel(op, dotUnit, lanes);
+    Value padded = buildHostGemmProduct(rewriter, loc, op, adaptor.getA(),
+                                        adaptor.getB(), adaptor.getAScaleInv(),
+                                        adaptor.getBScaleInv(), kernel);
+    SmallVector<OpFoldResult> zeros(2, rewriter.getIndexAttr(0));
+    SmallVector<OpFoldResult> sizes = {rewriter.getIndexAttr(m),
+                                       rewriter.getIndexAttr(n)};
+    SmallVector<OpFoldResult> ones(2, rewriter.getIndexAttr(1));
+    Value product = tensor::ExtractSliceOp::create(
+        rewriter, loc, RankedTensorType::get({m, n}, f32), padded, zeros, sizes,
+        ones);
 
-    // Epilogue: D = gelu(acc * a_scale_inv * b_scale_inv + bias), then the
-    // output cast (FP8 through out_scale).
-    bool fp8Out = isFP8Type(dType.getElementType());
-    RankedTensorType epilogueType =
-        fp8Out ? RankedTensorType::get({m, n}, f32) : dType;
-    SmallVector<Value> inputs = {acc, adaptor.getAScaleInv(),
-                                 adaptor.getBScaleInv()};
+    // The epilogue: P = alpha * product [+ C], then TE's bias, GELU or
+    // dGELU, one pass writing D and the side outputs.
     AffineMap identity = rewriter.getMultiDimIdentityMap(2);
-    SmallVector<AffineMap> maps = {identity, scalarMap(ctx, 2),
-                                   scalarMap(ctx, 2)};
-    if (Value bias = adaptor.getBias()) {
-      inputs.push_back(bias);
-      maps.push_back(AffineMap::get(2, 0, {j}, ctx));
+    SmallVector<Value> inputs = {product};
+    SmallVector<AffineMap> maps = {identity};
+    bool perTensor =
+        op.hasFP8Operands() && op.getAScalingMode() == ScalingMode::per_tensor;
+    if (perTensor) {
+      inputs.append({adaptor.getAScaleInv(), adaptor.getBScaleInv()});
+      maps.append({scalarMap(ctx, 2), scalarMap(ctx, 2)});
     }
-    maps.push_back(identity);
-    bool gelu = op.getGelu();
-    bool hasBias = static_cast<bool>(adaptor.getBias());
-    Value init = tensor::EmptyOp::create(rewriter, loc, epilogueType.getShape(),
-                                         epilogueType.getElementType());
-    Value d =
-        linalg::GenericOp::create(
-            rewriter, loc, epilogueType, inputs, init, maps, parallelLoops(2),
-            [&](OpBuilder &b, Location loc, ValueRange args) {
-              Value alpha = arith::MulFOp::create(b, loc, args[1], args[2]);
-              Value value = arith::MulFOp::create(b, loc, args[0], alpha);
-              if (hasBias)
-                value = arith::AddFOp::create(b, loc, value,
-                                              emitExtToF32(b, loc, args[3]));
-              if (gelu)
-                value = emitGelu(b, loc, value);
-              linalg::YieldOp::create(
-                  b, loc,
-                  emitTruncFromF32(b, loc, value,
-                                   epilogueType.getElementType()));
-            })
-            .getResult(0);
-    if (!fp8Out) {
-      rewriter.replaceOp(op, d);
-      return success();
+    auto addInput = [&](Value value, AffineMap map) -> int {
+      if (!value)
+        return -1;
+      inputs.push_back(value);
+      maps.push_back(map);
+      return inputs.size() - 1;
+    };
+    int cIndex = addInput(adaptor.getC(), identity);
+    int biasIndex = addInput(adaptor.getBias(), AffineMap::get(2, 0, {j}, ctx));
+    int geluInputIndex = addInput(adaptor.getGeluInput(), identity);
+
+    bool fp8Out = op.hasFP8Output();
+    bool columnSums = op.getBiasGrad() && op.getGeluInput();
+    SmallVector<Type> outputTypes = {fp8Out ? RankedTensorType::get({m, n}, f32)
+                                            : dType};
+    if (Value pre = op.getPreGeluResult())
+      outputTypes.push_back(pre.getType());
+    if (columnSums)
+      outputTypes.push_back(RankedTensorType::get({m, n}, f32));
+    SmallVector<Value> inits;
+    for (Type type : outputTypes) {
+      auto tensorType = cast<RankedTensorType>(type);
+      inits.push_back(tensor::EmptyOp::create(
+          rewriter, loc, tensorType.getShape(), tensorType.getElementType()));
+      maps.push_back(identity);
     }
-    Value amax = buildAmax(rewriter, loc, d);
-    Value data = buildScaledCast(rewriter, loc, d, adaptor.getOutScale(), dType,
-                                 rewriter.getMultiDimIdentityMap(2), {0, 1});
-    rewriter.replaceOp(op, {data, amax});
+    bool gelu = op.getGelu(), preGelu = op.getPreGelu();
+    auto epilogue = linalg::GenericOp::create(
+        rewriter, loc, outputTypes, inputs, inits, maps, parallelLoops(2),
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          Value value = args[0];
+          if (perTensor)
+            value = arith::MulFOp::create(
+                b, loc, value, arith::MulFOp::create(b, loc, args[1], args[2]));
+          if (cIndex >= 0)
+            value = arith::AddFOp::create(b, loc, value,
+                                          emitExtToF32(b, loc, args[cIndex]));
+          if (biasIndex >= 0)
+            value = arith::AddFOp::create(
+                b, loc, value, emitExtToF32(b, loc, args[biasIndex]));
+          SmallVector<Value> results;
+          Value beforeGelu = value;
+          if (gelu)
+            value = emitGelu(b, loc, value);
+          if (geluInputIndex >= 0)
+            value = arith::MulFOp::create(
+                b, loc, value,
+                emitGeluGrad(b, loc,
+                             emitExtToF32(b, loc, args[geluInputIndex])));
+          results.push_back(emitTruncFromF32(
+              b, loc, value,
+              cast<RankedTensorType>(outputTypes[0]).getElementType()));
+          if (preGelu)
+            results.push_back(emitTruncFromF32(
+                b, loc, beforeGelu,
+                cast<RankedTensorType>(outputTypes[1]).getElementType()));
+          if (columnSums)
+            results.push_back(value);
+          linalg::YieldOp::create(b, loc, results);
+        });
+
+    SmallVector<Value> replacements;
+    Value d = epilogue.getResult(0);
+    if (fp8Out) {
+      replacements.push_back(buildScaledCast(
+          rewriter, loc, d, adaptor.getOutScale(), dType, identity, {0, 1}));
+      replacements.push_back(buildAmax(rewriter, loc, d));
+    } else {
+      replacements.push_back(d);
+    }
+    if (preGelu)
+      replacements.push_back(epilogue.getResult(1));
+    if (Value biasGrad = op.getBiasGradResult()) {
+      Value sums =
+          columnSums
+              ? buildColumnSums(rewriter, loc, epilogue.getResults().back(), n)
+              : buildRowSumsOfA(rewriter, loc, op, adaptor.getA(),
+                                adaptor.getAScaleInv(), m);
+      replacements.push_back(truncTensor(
+          rewriter, loc, sums, cast<RankedTensorType>(biasGrad.getType())));
+    }
+    rewriter.replaceOp(op, replacements);
     return success();
   }
+
+private:
+  const BF16PairDotUnit *dotUnit;
+  int64_t lanes;
 };
 
 //===----------------------------------------------------------------------===//
@@ -1104,6 +1230,7 @@ struct ConvertTEToLinalgPass
 
     ConvertTEToLinalgOptions options;
     options.dotUnit = dotUnit;
+    options.vectorLanes = vectorLanes;
     if (failed(applyTEToLinalgConversion(module.getOperation(), options)))
       signalPassFailure();
   }
@@ -1189,12 +1316,13 @@ LogicalResult mlir::te::populateTEToLinalgConversionPatterns(
     return failure();
   patterns.add<
       AmaxOpLowering, ComputeScaleOpLowering, UpdateDelayedScalingOpLowering,
-      QuantizeOpLowering, DequantizeOpLowering, ScaledMatmulOpLowering,
-      BlockQuantizeOpLowering, BlockDequantizeOpLowering,
-      CollectiveLowering<AllReduceOp>, CollectiveLowering<AllGatherOp>,
-      CollectiveLowering<ReduceScatterOp>, CollectiveLowering<AllToAllOp>,
-      CollectiveLowering<PermuteOp>, CollectiveLowering<GroupRankOp>>(
-      patterns.getContext());
+      QuantizeOpLowering, DequantizeOpLowering, BlockQuantizeOpLowering,
+      BlockDequantizeOpLowering, CollectiveLowering<AllReduceOp>,
+      CollectiveLowering<AllGatherOp>, CollectiveLowering<ReduceScatterOp>,
+      CollectiveLowering<AllToAllOp>, CollectiveLowering<PermuteOp>,
+      CollectiveLowering<GroupRankOp>>(patterns.getContext());
+  patterns.add<ScaledMatmulOpLowering>(patterns.getContext(), *dotUnit,
+                                       options.vectorLanes);
   populateAttentionLoweringPatterns(patterns, *dotUnit);
   return success();
 }

@@ -49,6 +49,37 @@ std::string getBF16PairDotUnitNames();
 /// AVX512-BF16's vdpbf16ps (X86DotUnits.cpp).
 const BF16PairDotUnit &getAVX512BF16DotUnit();
 
+/// The register micro-kernel of the host GEMM (GemmLowering.cpp): `rows`
+/// rows of op(A) by `vectors` vectors of `lanes` f32 accumulators, either
+/// bf16 pair dots on a BF16PairDotUnit (bf16 and FP8 operands, two K
+/// elements a step) or f32 FMAs (one a step).
+struct HostGemmKernel {
+  enum class Kind { PairDot, FMA };
+  Kind kind = Kind::FMA;
+  const BF16PairDotUnit *unit = nullptr;
+  int64_t rows = 0, vectors = 0, lanes = 0;
+
+  int64_t getColumns() const { return vectors * lanes; }
+  int64_t getKStep() const { return kind == Kind::PairDot ? 2 : 1; }
+  /// The element type the micro-kernel reads: bf16 or f32.
+  Type getOperandType(MLIRContext *context) const;
+  /// What --explain says about it.
+  std::string describe() const;
+};
+
+/// The micro-kernel for `op`: pair dots on `unit` when it is not null and
+/// the operands are bf16 or FP8, else f32 FMAs on vectors of `lanes`.
+HostGemmKernel chooseHostGemmKernel(ScaledMatmulOp op,
+                                    const BF16PairDotUnit *unit, int64_t lanes);
+
+/// The f32 product op(A) x op(B) of `op` (operands `a`, `b` and their
+/// scales as converted values), with MXFP8 and block scales applied and
+/// per_tensor scales not: an [M', N'] tensor, M' >= M and N' >= N, whose
+/// [0, M) x [0, N) corner is the product.
+Value buildHostGemmProduct(OpBuilder &b, Location loc, ScaledMatmulOp op,
+                           Value a, Value bValue, Value aScaleInv,
+                           Value bScaleInv, const HostGemmKernel &kernel);
+
 /// te.attention as online-softmax loops over rows (AttentionLowering.cpp);
 /// bf16 scores on `dotUnit` when it is not null.
 void populateAttentionLoweringPatterns(RewritePatternSet &patterns,

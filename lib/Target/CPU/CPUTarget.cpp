@@ -11,6 +11,7 @@
 
 #include "te/Conversion/Passes.h"
 #include "te/Conversion/TEToLinalg/TEToLinalg.h"
+#include "te/Dialect/TE/IR/TEOps.h"
 #include "te/Dialect/TE/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -34,8 +35,12 @@ ConvertTEToLinalgOptions mlir::te::getHostLoweringOptions() {
   ConvertTEToLinalgOptions options;
   // bf16 scores on the dot-product unit the host has (the features are
   // part of the kernel cache key); without one, f32 FMAs.
-  if (plugin::getHostTarget().hasFeature("avx512bf16"))
+  const plugin::TargetInfo &host = plugin::getHostTarget();
+  if (host.hasFeature("avx512bf16"))
     options.dotUnit = "avx512-bf16";
+  options.vectorLanes = host.hasFeature("avx512f") ? 16
+                        : host.hasFeature("avx2")  ? 8
+                                                   : 4;
   return options;
 }
 
@@ -125,6 +130,18 @@ public:
     if (std::optional<std::string> reason = getCPUUnsupportedReason(op))
       return op->emitError(*reason);
     return applyTEToLinalgConversion(op, getHostLoweringOptions());
+  }
+  /// The GEMM's micro-kernels, so that --explain names the one it runs.
+  std::vector<plugin::LoweringStrategy>
+  getStrategies(Operation *op) const override {
+    auto matmul = dyn_cast<ScaledMatmulOp>(op);
+    if (!matmul || getCPUUnsupportedReason(op))
+      return {};
+    std::vector<plugin::LoweringStrategy> strategies;
+    for (auto &[name, unsupported] :
+         getHostGemmKernelChoices(matmul, getHostLoweringOptions()))
+      strategies.push_back({name, unsupported});
+    return strategies;
   }
 };
 

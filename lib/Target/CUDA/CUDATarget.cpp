@@ -360,6 +360,10 @@ std::optional<std::string> getCuBLASLtUnsupportedReason(ScaledMatmulOp op,
     return std::string("TE_CUDA_GEMM=codegen chooses code generation");
   if (policy != "cublaslt")
     return "TE_CUDA_GEMM='" + policy + "' is neither cublaslt nor codegen";
+  if (std::optional<std::string> feature = op.getFeatureBeyondPerTensorFP8())
+    return "te-mlir's cuBLASLt call takes per_tensor FP8 GEMMs with the bias "
+           "and GELU epilogues only, not yet te.scaled_matmul's " +
+           *feature;
   if (arch != "sm_89" && !arch.starts_with("sm_90"))
     return "cuBLASLt's FP8 GEMMs need sm_89 or newer, not " +
            describeArch(arch);

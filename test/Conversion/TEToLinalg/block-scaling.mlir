@@ -43,24 +43,3 @@ func.func @block_128x128_partial(%x: tensor<200x130xbf16>) -> (tensor<200x130xf8
   %d, %s = te.quantize %x mode block_128x128 : tensor<200x130xbf16> -> tensor<200x130xf8E4M3FN>, tensor<2x2xf32>
   return %d, %s : tensor<200x130xf8E4M3FN>, tensor<2x2xf32>
 }
-
-// -----
-
-// scaled_matmul: an f32 contraction of decoded FP8 operands (B transposed),
-// then the epilogue: alpha = a_scale_inv * b_scale_inv, bias, output cast.
-// CHECK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
-// CHECK-DAG: #[[BT:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
-// CHECK-LABEL: func @gemm
-// CHECK: linalg.generic {indexing_maps = [#[[A]], #[[BT]], #{{.*}}], iterator_types = ["parallel", "parallel", "reduction"]}
-// CHECK: arith.addf
-// CHECK: linalg.generic
-// CHECK: arith.mulf
-// CHECK: arith.extf %{{.*}} : bf16 to f32
-// CHECK: arith.truncf %{{.*}} : f32 to bf16
-func.func @gemm(%a: tensor<16x32xf8E4M3FN>, %b: tensor<8x32xf8E4M3FN>, %sa: tensor<f32>,
-                %sb: tensor<f32>, %bias: tensor<8xbf16>) -> tensor<16x8xbf16> {
-  %d = te.scaled_matmul %a, %b scales(%sa, %sb) bias(%bias) transpose_b
-      : tensor<16x32xf8E4M3FN>, tensor<8x32xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<8xbf16>
-      -> tensor<16x8xbf16>
-  return %d : tensor<16x8xbf16>
-}

@@ -552,10 +552,10 @@ func.func @dequantize_result_shape(%d: tensor<64x32xf8E4M3FN>, %si: tensor<f32>)
 // te.scaled_matmul
 //===----------------------------------------------------------------------===//
 
-// 'a' must be FP8.
+// 'a' and 'b' are both FP8 or both high precision.
 func.func @matmul_bf16_a(%a: tensor<16x32xbf16>, %b: tensor<32x8xf8E4M3FN>,
                          %sa: tensor<f32>, %sb: tensor<f32>) {
-  // expected-error @+1 {{operand #0 must be ranked tensor of f8E4M3FN type or f8E5M2 type values, but got 'tensor<16x32xbf16>'}}
+  // expected-error @+1 {{'a' and 'b' must both be FP8 or both f32, f16 or bf16, got 'bf16' and 'f8E4M3FN'; quantize the other operand or dequantize this one}}
   %d = te.scaled_matmul %a, %b scales(%sa, %sb)
       : tensor<16x32xbf16>, tensor<32x8xf8E4M3FN>, tensor<f32>, tensor<f32>
       -> tensor<16x8xbf16>
@@ -564,10 +564,10 @@ func.func @matmul_bf16_a(%a: tensor<16x32xbf16>, %b: tensor<32x8xf8E4M3FN>,
 
 // -----
 
-// The scale inverses must be 0-D f32 tensors.
+// per_tensor scale inverses are 0-D f32 tensors.
 func.func @matmul_scale_1d(%a: tensor<16x32xf8E4M3FN>, %b: tensor<32x8xf8E4M3FN>,
                            %sa: tensor<1xf32>, %sb: tensor<f32>) {
-  // expected-error @+1 {{operand #2 must be 0D tensor of 32-bit float values, but got 'tensor<1xf32>'}}
+  // expected-error @+1 {{'a_scale_inv' of a per_tensor operand stored as 'tensor<16x32xf8E4M3FN>' must be 'tensor<f32>', got 'tensor<1xf32>'}}
   %d = te.scaled_matmul %a, %b scales(%sa, %sb)
       : tensor<16x32xf8E4M3FN>, tensor<32x8xf8E4M3FN>, tensor<1xf32>, tensor<f32>
       -> tensor<16x8xbf16>
@@ -663,7 +663,7 @@ func.func @matmul_fp8_without_out_scale(%a: tensor<16x32xf8E4M3FN>, %b: tensor<3
 // An FP8 output needs an amax result.
 func.func @matmul_fp8_without_amax(%a: tensor<16x32xf8E4M3FN>, %b: tensor<32x8xf8E4M3FN>,
                                    %sa: tensor<f32>, %sb: tensor<f32>, %so: tensor<f32>) {
-  // expected-error @+1 {{an FP8 output ('f8E5M2') needs out_scale(%scale) and an amax result}}
+  // expected-error @+1 {{expects 2 results (D, amax), got 1; amax comes with an FP8 output, pre_gelu and bias_grad with their keywords}}
   %d = te.scaled_matmul %a, %b scales(%sa, %sb) out_scale(%so)
       : tensor<16x32xf8E4M3FN>, tensor<32x8xf8E4M3FN>, tensor<f32>, tensor<f32>,
         tensor<f32> -> tensor<16x8xf8E5M2>
@@ -687,7 +687,7 @@ func.func @matmul_bf16_with_out_scale(%a: tensor<16x32xf8E4M3FN>, %b: tensor<32x
 // The amax result is only valid with an FP8 output.
 func.func @matmul_f32_with_amax(%a: tensor<16x32xf8E4M3FN>, %b: tensor<32x8xf8E4M3FN>,
                                 %sa: tensor<f32>, %sb: tensor<f32>) {
-  // expected-error @+1 {{out_scale(...) and the amax result are only valid with an FP8 output, got 'f32'}}
+  // expected-error @+1 {{expects 1 results (D), got 2; amax comes with an FP8 output}}
   %d, %amax = te.scaled_matmul %a, %b scales(%sa, %sb)
       : tensor<16x32xf8E4M3FN>, tensor<32x8xf8E4M3FN>, tensor<f32>, tensor<f32>
       -> tensor<16x8xf32>, tensor<f32>
@@ -699,7 +699,7 @@ func.func @matmul_f32_with_amax(%a: tensor<16x32xf8E4M3FN>, %b: tensor<32x8xf8E4
 // The amax result must be a 0-D f32 tensor.
 func.func @matmul_amax_1d(%a: tensor<16x32xf8E4M3FN>, %b: tensor<32x8xf8E4M3FN>,
                           %sa: tensor<f32>, %sb: tensor<f32>, %so: tensor<f32>) {
-  // expected-error @+1 {{result #1 must be 0D tensor of 32-bit float values, but got 'tensor<1xf32>'}}
+  // expected-error @+1 {{result 'amax' must have shape [], got 'tensor<1xf32>'}}
   %d, %amax = te.scaled_matmul %a, %b scales(%sa, %sb) out_scale(%so)
       : tensor<16x32xf8E4M3FN>, tensor<32x8xf8E4M3FN>, tensor<f32>, tensor<f32>,
         tensor<f32> -> tensor<16x8xf8E4M3FN>, tensor<1xf32>

@@ -1,6 +1,6 @@
 //===- Epilogue.h - GEMM epilogue math as arith ops -------------*- C++ -*-===//
 //
-// What te.scaled_matmul's epilogue applies to each f32 output, shared by
+// What te.scaled_matmul's epilogues apply to each f32 output, shared by
 // every target's lowering.
 //
 //===----------------------------------------------------------------------===//
@@ -16,6 +16,12 @@ namespace mlir::te {
 /// tanh(y) = 1 - 2 / (exp(2y) + 1), which saturates correctly at both
 /// ends. `x` is an f32 scalar.
 Value emitGelu(OpBuilder &b, Location loc, Value x);
+
+/// The derivative of emitGelu's GELU at the f32 scalar `x` (TE's dgelu in
+/// common/util/math.h, cuBLASLt's DGELU epilogue):
+/// 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2 / pi) (1 + 3 * 0.044715 x^2) with
+/// t = tanh(sqrt(2 / pi) (x + 0.044715 x^3)).
+Value emitGeluGrad(OpBuilder &b, Location loc, Value x);
 
 } // namespace mlir::te
 

@@ -7,6 +7,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mlir::te {
 
@@ -40,6 +42,15 @@ applyTEToLinalgConversion(ArrayRef<Operation *> ops,
 /// yet, or nullopt when it can. This is what convert-te-to-linalg reports
 /// and what `te-run --explain` shows.
 std::optional<std::string> getCPUUnsupportedReason(Operation *op);
+
+class ScaledMatmulOp;
+
+/// The micro-kernels the host GEMM considers for `op` under `options`, in
+/// order of preference, each with why it cannot take the op (nullopt for
+/// the one that does): what `te-run --explain` shows for te.scaled_matmul.
+std::vector<std::pair<std::string, std::optional<std::string>>>
+getHostGemmKernelChoices(ScaledMatmulOp op,
+                         const ConvertTEToLinalgOptions &options);
 
 /// Adds the patterns of te-decompose-reference: te.attention and
 /// te.attention_backward as dense linalg math on the materialized

@@ -872,6 +872,246 @@ LogicalResult DequantizeOp::verify() {
   return success();
 }
 
+bool ScaledMatmulOp::hasFP8Operands() {
+  return isa<Float8E4M3FNType, Float8E5M2Type>(
+      getA().getType().getElementType());
+}
+
+bool ScaledMatmulOp::hasFP8Output() {
+  return isa<Float8E4M3FNType, Float8E5M2Type>(
+      getD().getType().getElementType());
+}
+
+namespace {
+/// The side results of a te.scaled_matmul, in order: amax, pre_gelu,
+/// bias_grad. Each is the index into side_results, or -1.
+struct GemmSideResults {
+  int amax = -1, preGelu = -1, biasGrad = -1;
+  unsigned count = 0;
+};
+
+GemmSideResults getGemmSideResults(ScaledMatmulOp op) {
+  GemmSideResults side;
+  if (op.hasFP8Output())
+    side.amax = side.count++;
+  if (op.getPreGelu())
+    side.preGelu = side.count++;
+  if (op.getBiasGrad())
+    side.biasGrad = side.count++;
+  return side;
+}
+
+Value getSideResult(ScaledMatmulOp op, int index) {
+  if (index < 0 || index >= static_cast<int>(op.getSideResults().size()))
+    return nullptr;
+  return op.getSideResults()[index];
+}
+} // namespace
+
+Value ScaledMatmulOp::getAmax() {
+  return getSideResult(*this, getGemmSideResults(*this).amax);
+}
+
+Value ScaledMatmulOp::getPreGeluResult() {
+  return getSideResult(*this, getGemmSideResults(*this).preGelu);
+}
+
+Value ScaledMatmulOp::getBiasGradResult() {
+  return getSideResult(*this, getGemmSideResults(*this).biasGrad);
+}
+
+void ScaledMatmulOp::getAsmResultNames(OpAsmSetValueNameFn setName) {
+  setName(getD(), "d");
+  GemmSideResults side = getGemmSideResults(*this);
+  for (auto [index, name] :
+       {std::pair{side.amax, "amax"}, std::pair{side.preGelu, "pre_gelu"},
+        std::pair{side.biasGrad, "bias_grad"}})
+    if (Value value = getSideResult(*this, index))
+      setName(value, name);
+}
+
+std::array<int64_t, 3> ScaledMatmulOp::getProblemSize() {
+  RankedTensorType a = getA().getType(), b = getB().getType();
+  if (a.getRank() != 2 || b.getRank() != 2)
+    return {ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic};
+  return {a.getDimSize(getTransposeA() ? 1 : 0),
+          b.getDimSize(getTransposeB() ? 0 : 1),
+          a.getDimSize(getTransposeA() ? 0 : 1)};
+}
+
+std::optional<std::string> ScaledMatmulOp::getFeatureBeyondPerTensorFP8() {
+  if (!hasFP8Operands()) {
+    std::string name;
+    llvm::raw_string_ostream os(name);
+    os << getA().getType().getElementType() << " operands";
+    return name;
+  }
+  if (getAScalingMode() != ScalingMode::per_tensor)
+    return (stringifyScalingMode(getAScalingMode()) + " scaling").str();
+  if (getBScalingMode() != ScalingMode::per_tensor)
+    return (stringifyScalingMode(getBScalingMode()) + " scaling").str();
+  if (getC())
+    return std::string("accumulate");
+  if (getGeluInput())
+    return std::string("dgelu");
+  if (getPreGelu())
+    return std::string("pre_gelu");
+  if (getBiasGrad())
+    return std::string("bias_grad");
+  return std::nullopt;
+}
+
+namespace {
+
+bool isBlockScaling(ScalingMode mode) {
+  return mode == ScalingMode::block_1x128 || mode == ScalingMode::block_128x128;
+}
+
+/// The shape of the scale tensor of an FP8 operand stored as `stored`,
+/// whose dimension `kDim` is the contraction, in scaling mode `mode`.
+SmallVector<int64_t> getGemmScaleShape(RankedTensorType stored, unsigned kDim,
+                                       ScalingMode mode) {
+  SmallVector<int64_t> shape(stored.getShape());
+  switch (mode) {
+  case ScalingMode::per_tensor:
+    return {};
+  case ScalingMode::mxfp8_1x32:
+    shape[kDim] = ceilDivDim(shape[kDim], 32);
+    return shape;
+  case ScalingMode::block_1x128:
+    shape[kDim] = ceilDivDim(shape[kDim], 128);
+    return shape;
+  case ScalingMode::block_128x128:
+    for (int64_t &size : shape)
+      size = ceilDivDim(size, 128);
+    return shape;
+  }
+  llvm_unreachable("unknown scaling mode");
+}
+
+/// Checks the scale operand `scale` (named `name`) of the FP8 operand
+/// `stored`.
+LogicalResult verifyGemmScale(const Diag &diag, Value scale, StringRef name,
+                              RankedTensorType stored, unsigned kDim,
+                              ScalingMode mode) {
+  auto type = cast<RankedTensorType>(scale.getType());
+  Type expected = mode == ScalingMode::mxfp8_1x32
+                      ? Type(Float8E8M0FNUType::get(scale.getContext()))
+                      : Type(Float32Type::get(scale.getContext()));
+  SmallVector<int64_t> shape = getGemmScaleShape(stored, kDim, mode);
+  bool shapeOK = type.getRank() == static_cast<int64_t>(shape.size());
+  for (unsigned i = 0; shapeOK && i < shape.size(); ++i)
+    shapeOK = !dimsConflict(type.getDimSize(i), shape[i]);
+  if (type.getElementType() != expected || !shapeOK)
+    return diag("'", name, "' of a ", stringifyScalingMode(mode),
+                " operand stored as ", stored, " must be ",
+                RankedTensorType::get(shape, expected), ", got ", type);
+  if (mode == ScalingMode::mxfp8_1x32 && !stored.isDynamicDim(kDim) &&
+      stored.getDimSize(kDim) % 32 != 0)
+    return diag("mxfp8_1x32 scales blocks of 32 along K, so K must be a "
+                "multiple of 32, got ",
+                stored.getDimSize(kDim));
+  return success();
+}
+
+/// TE's rules on the precisions and scaling modes of the two operands
+/// (CanonicalizeGemmInput and cublas_gemm in TE's cublaslt_gemm.cu).
+LogicalResult verifyGemmOperands(ScaledMatmulOp op, const Diag &diag) {
+  RankedTensorType a = op.getA().getType(), b = op.getB().getType();
+  Type aElement = a.getElementType(), bElement = b.getElementType();
+  bool fp8A = isa<Float8E4M3FNType, Float8E5M2Type>(aElement);
+  bool fp8B = isa<Float8E4M3FNType, Float8E5M2Type>(bElement);
+  if (fp8A != fp8B)
+    return diag("'a' and 'b' must both be FP8 or both f32, f16 or bf16, got ",
+                aElement, " and ", bElement,
+                "; quantize the other operand or dequantize this one");
+  if (!fp8A) {
+    if (aElement != bElement)
+      return diag("high-precision 'a' and 'b' must have one element type, "
+                  "got ",
+                  aElement, " and ", bElement);
+    if (op.getAScaleInv() || op.getAScaling() || op.getBScaling())
+      return diag("scales(...) and scaling modes are only valid with FP8 "
+                  "operands, got ",
+                  aElement);
+    return success();
+  }
+  if (isa<Float8E5M2Type>(aElement) && isa<Float8E5M2Type>(bElement))
+    return diag("TE's GEMM takes no e5m2 by e5m2 product; make one operand "
+                "f8E4M3FN");
+  if (!op.getAScaleInv() || !op.getBScaleInv())
+    return diag("FP8 operands need scales(%a_scale_inv, %b_scale_inv)");
+  ScalingMode aMode = op.getAScalingMode(), bMode = op.getBScalingMode();
+  if (aMode != bMode && !(isBlockScaling(aMode) && isBlockScaling(bMode)))
+    return diag("'a' and 'b' must use one scaling mode (only "
+                "Float8BlockScaling mixes block_1x128 with block_128x128), "
+                "got ",
+                stringifyScalingMode(aMode), " and ",
+                stringifyScalingMode(bMode));
+  if (aMode == ScalingMode::block_128x128 &&
+      bMode == ScalingMode::block_128x128)
+    return diag("TE's GEMM takes 1D by 1D, 1D by 2D or 2D by 1D block "
+                "scaling, not block_128x128 by block_128x128");
+  if (failed(verifyGemmScale(diag, op.getAScaleInv(), "a_scale_inv", a,
+                             op.getTransposeA() ? 0 : 1, aMode)) ||
+      failed(verifyGemmScale(diag, op.getBScaleInv(), "b_scale_inv", b,
+                             op.getTransposeB() ? 1 : 0, bMode)))
+    return failure();
+  return success();
+}
+
+/// TE's epilogues and the results they add.
+LogicalResult verifyGemmEpilogue(ScaledMatmulOp op, const Diag &diag, int64_t m,
+                                 int64_t n) {
+  RankedTensorType d = op.getD().getType();
+  if (Value bias = op.getBias(); bias && dimsConflict(dimSize(bias, 0), n))
+    return diag("'bias' must have shape [", fmtDim(n), "], got ",
+                bias.getType());
+  if (op.getBias() && op.getBiasGrad())
+    return diag("'bias' (the forward epilogue's input) and 'bias_grad' (the "
+                "backward's output) exclude each other, as TE's bias tensor "
+                "is one or the other");
+  if (op.getGelu() && op.getGeluInput())
+    return diag("'gelu' (forward) and 'dgelu' (backward) exclude each other");
+  if (op.getPreGelu() && !op.getGelu())
+    return diag("'pre_gelu' returns the values before the GELU, so it needs "
+                "'gelu'");
+  if (op.getGelu() && op.getBiasGrad())
+    return diag("'bias_grad' is a backward epilogue; with 'gelu' use "
+                "'dgelu(%pre_gelu)' instead");
+  auto sameShapeAsD = [&](Value value, StringRef name) -> LogicalResult {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (dimsConflict(type.getDimSize(0), m) ||
+        dimsConflict(type.getDimSize(1), n))
+      return diag("'", name, "' must have shape [", fmtDim(m), ", ", fmtDim(n),
+                  "], got ", type);
+    return success();
+  };
+  if (Value input = op.getGeluInput();
+      input && failed(sameShapeAsD(input, "dgelu")))
+    return failure();
+  if (Value c = op.getC()) {
+    if (failed(sameShapeAsD(c, "accumulate")))
+      return failure();
+    if (op.hasFP8Output())
+      return diag("'accumulate' needs a high-precision output: TE cannot add "
+                  "into an FP8 D");
+    if (cast<RankedTensorType>(c.getType()).getElementType() !=
+        d.getElementType())
+      return diag("'accumulate' must have D's element type ",
+                  d.getElementType(), ", got ", c.getType());
+  }
+  if (op.hasFP8Operands() && (isBlockScaling(op.getAScalingMode()) ||
+                              isBlockScaling(op.getBScalingMode()))) {
+    if (op.getGelu() || op.getBiasGrad())
+      return diag("with block scaling TE's GEMM (cuBLASLt) offers only the "
+                  "bias and dgelu epilogues");
+  }
+  return success();
+}
+
+} // namespace
+
 LogicalResult ScaledMatmulOp::verify() {
   Diag diag(getOperation());
   RankedTensorType a = getA().getType(), b = getB().getType();
@@ -889,17 +1129,58 @@ LogicalResult ScaledMatmulOp::verify() {
       dimsConflict(d.getDimSize(1), n))
     return diag("result 'd' must have shape [", fmtDim(m), ", ", fmtDim(n),
                 "], got ", d);
-  if (Value bias = getBias(); bias && dimsConflict(dimSize(bias, 0), n))
-    return diag("'bias' must have shape [", fmtDim(n), "], got ",
-                bias.getType());
-  bool fp8Out = isa<Float8E4M3FNType, Float8E5M2Type>(d.getElementType());
-  if (fp8Out && (!getOutScale() || !getAmax()))
+  if (failed(verifyGemmOperands(*this, diag)) ||
+      failed(verifyGemmEpilogue(*this, diag, m, n)))
+    return failure();
+
+  bool fp8Out = hasFP8Output();
+  if (fp8Out && !getOutScale())
     return diag("an FP8 output (", d.getElementType(),
                 ") needs out_scale(%scale) and an amax result");
-  if (!fp8Out && (getOutScale() || getAmax()))
+  if (!fp8Out && getOutScale())
     return diag("out_scale(...) and the amax result are only valid with an "
                 "FP8 output, got ",
                 d.getElementType());
+  if (fp8Out &&
+      (!hasFP8Operands() || getAScalingMode() != ScalingMode::per_tensor))
+    return diag("an FP8 output needs per_tensor FP8 operands (TE fuses the "
+                "output cast only for delayed scaling); compute D in high "
+                "precision and te.quantize it");
+
+  // The side results the attributes and output type call for, in order.
+  GemmSideResults side = getGemmSideResults(*this);
+  if (getSideResults().size() != side.count)
+    return diag("expects ", side.count + 1, " results (D",
+                fp8Out ? ", amax" : "", getPreGelu() ? ", pre_gelu" : "",
+                getBiasGrad() ? ", bias_grad" : "", "), got ",
+                getSideResults().size() + 1,
+                "; amax comes with an FP8 output, pre_gelu and bias_grad "
+                "with their keywords");
+  auto checkSide = [&](int index, StringRef name,
+                       ArrayRef<int64_t> shape) -> LogicalResult {
+    if (index < 0)
+      return success();
+    auto type = cast<RankedTensorType>(getSideResults()[index].getType());
+    bool ok = type.getRank() == static_cast<int64_t>(shape.size());
+    for (unsigned i = 0; ok && i < shape.size(); ++i)
+      ok = !dimsConflict(type.getDimSize(i), shape[i]);
+    if (!ok)
+      return diag("result '", name, "' must have shape [",
+                  llvm::join(llvm::map_range(shape, fmtDim), ", "), "], got ",
+                  type);
+    return success();
+  };
+  if (side.amax >= 0 &&
+      !cast<RankedTensorType>(getSideResults()[side.amax].getType())
+           .getElementType()
+           .isF32())
+    return diag("result 'amax' must be f32, got ",
+                getSideResults()[side.amax].getType());
+  int64_t biasLength = getGeluInput() ? n : m;
+  if (failed(checkSide(side.amax, "amax", {})) ||
+      failed(checkSide(side.preGelu, "pre_gelu", {m, n})) ||
+      failed(checkSide(side.biasGrad, "bias_grad", {biasLength})))
+    return failure();
   return success();
 }
 

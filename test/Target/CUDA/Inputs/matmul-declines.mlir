@@ -1,7 +1,7 @@
 // Configurations cuBLASLt declines (library-calls.test).
-func.func @e5m2_both(%a: tensor<32x64xf8E5M2>, %b: tensor<32x64xf8E5M2>,
+func.func @nn_layout(%a: tensor<32x64xf8E4M3FN>, %b: tensor<64x32xf8E4M3FN>,
                      %sa: tensor<f32>, %sb: tensor<f32>) -> tensor<32x32xbf16> {
-  %d = te.scaled_matmul %a, %b scales(%sa, %sb) transpose_b : tensor<32x64xf8E5M2>, tensor<32x64xf8E5M2>, tensor<f32>, tensor<f32> -> tensor<32x32xbf16>
+  %d = te.scaled_matmul %a, %b scales(%sa, %sb) : tensor<32x64xf8E4M3FN>, tensor<64x32xf8E4M3FN>, tensor<f32>, tensor<f32> -> tensor<32x32xbf16>
   return %d : tensor<32x32xbf16>
 }
 func.func @fp8_out(%a: tensor<32x64xf8E4M3FN>, %b: tensor<32x64xf8E4M3FN>, %sa: tensor<f32>,
@@ -23,4 +23,8 @@ func.func @dynamic(%a: tensor<?x64xf8E4M3FN>, %b: tensor<32x64xf8E4M3FN>,
                    %sa: tensor<f32>, %sb: tensor<f32>) -> tensor<?x32xbf16> {
   %d = te.scaled_matmul %a, %b scales(%sa, %sb) transpose_b : tensor<?x64xf8E4M3FN>, tensor<32x64xf8E4M3FN>, tensor<f32>, tensor<f32> -> tensor<?x32xbf16>
   return %d : tensor<?x32xbf16>
+}
+func.func @bf16_operands(%a: tensor<32x64xbf16>, %b: tensor<32x64xbf16>) -> tensor<32x32xbf16> {
+  %d = te.scaled_matmul %a, %b transpose_b : tensor<32x64xbf16>, tensor<32x64xbf16> -> tensor<32x32xbf16>
+  return %d : tensor<32x32xbf16>
 }

@@ -14,6 +14,7 @@ include "te/Dialect/TE/IR/TEInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/IR/OpAsmInterface.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -481,43 +482,131 @@ def TE_DequantizeOp : TE_Op<"dequantize", [Pure]> {
   let hasVerifier = 1;
 }
 
-def TE_ScaledMatmulOp : TE_Op<"scaled_matmul", [Pure,
-    AttrSizedOperandSegments]> {
-  let summary = "FP8 GEMM with per-tensor scales and bias/GELU epilogue";
-  let description = [{
-    `D = epilogue((op(A) * a_scale_inv) x (op(B) * b_scale_inv) + bias)`, with
-    op(A) = A^T under `transpose_a` (A stored [K, M]) and op(B) = B^T under
-    `transpose_b` (B stored [N, K]), products accumulated in f32. `bias` has
-    shape [N] and is added in f32; `gelu` applies the tanh-approximated GELU
-    (TE's epilogue) after the bias.
+def TE_GemmOperand : RankedTensorOf<[F32, F16, BF16, F8E4M3FN, F8E5M2]>;
 
-    The output element type is f32, f16, bf16, or an FP8 type; an FP8 output
+def TE_ScaledMatmulOp : TE_Op<"scaled_matmul", [Pure,
+    AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "TE's GEMM: every precision and scaling mode, with epilogues";
+  let description = [{
+    TE's GEMM (`nvte_cublas_gemm` and `cublas_gemm` in TE's
+    common/gemm/cublaslt_gemm.cu), stated in row-major terms:
+
+    `P = alpha * (op(A) x op(B)) [+ C]`, with op(A) = A^T under
+    `transpose_a` (A stored [K, M], else [M, K]) and op(B) = B^T under
+    `transpose_b` (B stored [N, K], else [K, N]); products are accumulated
+    in f32 (TE's split accumulator; te never uses cuBLAS's reduced-precision
+    FP8 "fast accumulation").
+
+    Operands are either both high precision (f32, f16 or bf16, the same
+    type; no scales) or both FP8 (e4m3 or e5m2, not both e5m2) with
+    `scales(%a_scale_inv, %b_scale_inv)` in one scaling mode per operand
+    (`scaling <a mode>, <b mode>`, `per_tensor` when omitted). TE allows the
+    two modes to differ only for Float8BlockScaling, and not 2D by 2D:
+
+    * `per_tensor`: f32 scalars; alpha = a_scale_inv * b_scale_inv.
+    * `mxfp8_1x32` (both operands): one f8E8M0FNU scale per 32 elements
+      along K: the scale tensor has the stored operand's shape with K
+      divided by 32 (K a multiple of 32). Each product is scaled by its
+      two blocks' scales; alpha = 1.
+    * `block_1x128` / `block_128x128` (1D by 1D, 1D by 2D or 2D by 1D): f32
+      scales per 1x128 block along K (the stored shape with K divided by
+      128, rounding up) or per 128x128 block of the stored operand (both
+      dims divided by 128, rounding up). Each 128-wide K block's partial
+      product is summed in f32, multiplied by its two scales and added to
+      the f32 result (TE's reference and cuBLAS's VEC128_32F /
+      BLK128x128_32F); alpha = 1.
+
+    These are the layouts `te.quantize` produces (its column-wise MXFP8
+    copy scales along the second-to-last dimension, so it is the operand
+    of a GEMM that contracts over that dimension).
+
+    `accumulate(%c)` adds C (D's type and shape) to the product (TE's
+    `accumulate`, beta = 1: wgrad into main_grad); the epilogue then acts
+    on P, as cuBLASLt's does. The epilogues are TE's choice from (bias,
+    pre_gelu_out, grad):
+
+    * forward: `bias(%bias)` ([N], f32, f16 or bf16) adds the bias to each
+      row; `gelu` applies the tanh GELU after it (TE's GELU_AUX_BIAS), and
+      `pre_gelu` also returns the values before the GELU.
+    * backward: `dgelu(%pre_gelu)` ([M, N], f32, f16 or bf16) gives
+      D = P * gelu'(pre_gelu) (TE's DGELU); `bias_grad` also returns the
+      bias gradient: with `dgelu`, the column sums of D ([N], DGELU_BGRAD),
+      else the row sums of op(A) ([M], BGRADB: the sum of dY over tokens in
+      the wgrad GEMM).
+
+    With block scaling, TE (cuBLASLt) offers only the bias and dgelu
+    epilogues. The output is f32, f16, bf16, or an FP8 type with per_tensor
+    FP8 operands (TE fuses the cast only for delayed scaling): an FP8 output
     takes `out_scale` (D_fp8 = cast(D * out_scale), saturating, RNE) and
-    returns a second result, the f32 amax of D before scaling.
+    returns the f32 amax of D before scaling. Results, in order: D, then
+    amax (FP8 output), pre_gelu (`pre_gelu`), bias_grad (`bias_grad`);
+    side results are computed in f32 and rounded to their types.
 
     ```mlir
     %d = te.scaled_matmul %a, %b scales(%sa, %sb) transpose_b
         : tensor<128x256xf8E4M3FN>, tensor<64x256xf8E4M3FN>, tensor<f32>, tensor<f32>
         -> tensor<128x64xbf16>
+    %y = te.scaled_matmul %x, %w scales(%sx, %sw) scaling mxfp8_1x32, mxfp8_1x32 transpose_b
+        : tensor<128x256xf8E4M3FN>, tensor<64x256xf8E4M3FN>,
+          tensor<128x8xf8E8M0FNU>, tensor<64x8xf8E8M0FNU> -> tensor<128x64xbf16>
+    %h, %pre = te.scaled_matmul %x, %w bias(%b1) transpose_b gelu pre_gelu
+        : tensor<128x256xbf16>, tensor<64x256xbf16>, tensor<64xbf16>
+        -> tensor<128x64xbf16>, tensor<128x64xbf16>
     ```
   }];
-  let arguments = (ins TE_FP8Tensor:$a, TE_FP8Tensor:$b,
-                       0DTensorOf<[F32]>:$a_scale_inv,
-                       0DTensorOf<[F32]>:$b_scale_inv,
+  let arguments = (ins TE_GemmOperand:$a, TE_GemmOperand:$b,
+                       Optional<RankedTensorOf<[F32, F8E8M0FNU]>>:$a_scale_inv,
+                       Optional<RankedTensorOf<[F32, F8E8M0FNU]>>:$b_scale_inv,
                        Optional<TensorRankOf<[F32, F16, BF16], [1]>>:$bias,
+                       Optional<TensorRankOf<[F32, F16, BF16], [2]>>:$gelu_input,
+                       Optional<TensorRankOf<[F32, F16, BF16], [2]>>:$c,
                        Optional<0DTensorOf<[F32]>>:$out_scale,
+                       OptionalAttr<TE_ScalingModeAttr>:$a_scaling,
+                       OptionalAttr<TE_ScalingModeAttr>:$b_scaling,
                        UnitAttr:$transpose_a, UnitAttr:$transpose_b,
-                       UnitAttr:$gelu);
+                       UnitAttr:$gelu, UnitAttr:$pre_gelu,
+                       UnitAttr:$bias_grad);
   let results = (outs RankedTensorOf<[F32, F16, BF16, F8E4M3FN, F8E5M2]>:$d,
-                      Optional<0DTensorOf<[F32]>>:$amax);
+                      Variadic<RankedTensorOf<[F32, F16, BF16]>>:$side_results);
   let assemblyFormat = [{
-    $a `,` $b `scales` `(` $a_scale_inv `,` $b_scale_inv `)`
-    (`bias` `(` $bias^ `)`)? (`out_scale` `(` $out_scale^ `)`)?
+    $a `,` $b (`scales` `(` $a_scale_inv^ `,` $b_scale_inv `)`)?
+    (`scaling` `` $a_scaling^ `,` `` $b_scaling)?
+    (`bias` `(` $bias^ `)`)? (`dgelu` `(` $gelu_input^ `)`)?
+    (`accumulate` `(` $c^ `)`)? (`out_scale` `(` $out_scale^ `)`)?
     (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)?
-    (`gelu` $gelu^)?
+    (`gelu` $gelu^)? (`pre_gelu` $pre_gelu^)? (`bias_grad` $bias_grad^)?
     attr-dict `:` type(operands) `->` type(results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The scaling mode of an FP8 operand (`per_tensor` when the op names
+    /// none); meaningless for high-precision operands.
+    ScalingMode getAScalingMode() {
+      return getAScaling().value_or(ScalingMode::per_tensor);
+    }
+    ScalingMode getBScalingMode() {
+      return getBScaling().value_or(ScalingMode::per_tensor);
+    }
+    /// Whether the operands are FP8 (else f32, f16 or bf16).
+    bool hasFP8Operands();
+    /// Whether D is FP8 (then an amax result follows it).
+    bool hasFP8Output();
+    /// The amax of an FP8 output, or null.
+    ::mlir::Value getAmax();
+    /// The values before the GELU (`pre_gelu`), or null.
+    ::mlir::Value getPreGeluResult();
+    /// The bias gradient (`bias_grad`), or null.
+    ::mlir::Value getBiasGradResult();
+    /// [M, N, K] of the product; dynamic sizes are ShapedType::kDynamic.
+    std::array<int64_t, 3> getProblemSize();
+    /// The first part of the op's configuration beyond a per_tensor FP8
+    /// GEMM with the bias and GELU epilogues ("bf16 operands",
+    /// "mxfp8_1x32 scaling", "accumulate", "dgelu", "pre_gelu",
+    /// "bias_grad"), or nullopt: what a lowering that covers only that
+    /// form names when it declines the op.
+    std::optional<std::string> getFeatureBeyondPerTensorFP8();
+  }];
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,74 @@
+// RUN: te-opt %s -split-input-file --convert-te-to-linalg="dot-unit=avx512-bf16" | FileCheck %s
+// RUN: te-opt %s -split-input-file --convert-te-to-linalg="vector-lanes=8" | FileCheck %s --check-prefix=FMA8
+
+// te.scaled_matmul on the host: op(A) and op(B) packed once into panels of
+// the micro-kernel's element type (FP8 decoded to bf16 for the pair dots),
+// the output tiles on the threads (scf.forall) with chunks of K, panels of
+// B and of A in the tile, and the register micro-kernel; then one
+// epilogue pass: alpha = a_scale_inv * b_scale_inv, bias, output cast.
+// CHECK-LABEL: func @fp8_bias
+// CHECK: %[[AP:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<9x64x24xbf16>)
+// CHECK: tensor.extract %arg0
+// CHECK: %[[BP:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<10x64x64xbf16>)
+// CHECK: tensor.extract %arg1
+// CHECK: scf.forall (%{{.*}}) in (4) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<120x336xf32>)
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK-COUNT-24: vector.transfer_read {{.*}} : tensor<60x160xf32>, vector<16xf32>
+// CHECK: scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>
+// CHECK: vector.transfer_read %[[BP]]{{.*}} : tensor<10x64x64xbf16>, vector<32xbf16>
+// CHECK: vector.transfer_read %[[AP]]{{.*}} : tensor<9x64x24xbf16>, vector<2xbf16>
+// CHECK-COUNT-24: x86vector.avx512.dot
+// CHECK: tensor.parallel_insert_slice
+// CHECK: tensor.extract_slice %{{.*}}[0, 0] [100, 300] [1, 1] : tensor<120x336xf32> to tensor<100x300xf32>
+// CHECK: linalg.generic
+// CHECK: arith.mulf
+// CHECK: arith.mulf
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: arith.addf
+// FMA8-LABEL: func @fp8_bias
+// FMA8: linalg.generic {{.*}} outs(%{{.*}} : tensor<17x128x6xf32>)
+// FMA8: linalg.generic {{.*}} outs(%{{.*}} : tensor<19x128x16xf32>)
+// FMA8: vector.fma {{.*}} : vector<8xf32>
+// FMA8-NOT: x86vector
+func.func @fp8_bias(%a: tensor<100x128xf8E4M3FN>, %b: tensor<300x128xf8E4M3FN>, %sa: tensor<f32>,
+                    %sb: tensor<f32>, %bias: tensor<300xbf16>) -> tensor<100x300xbf16> {
+  %d = te.scaled_matmul %a, %b scales(%sa, %sb) bias(%bias) transpose_b
+      : tensor<100x128xf8E4M3FN>, tensor<300x128xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<300xbf16>
+      -> tensor<100x300xbf16>
+  return %d : tensor<100x300xbf16>
+}
+
+// -----
+
+// f32 operands take f32 FMAs whatever the dot unit; pairs need bf16.
+// CHECK-LABEL: func @f32_operands
+// CHECK: outs(%{{.*}} : tensor<3x40x12xf32>)
+// CHECK: vector.fma {{.*}} : vector<16xf32>
+// CHECK-NOT: x86vector
+func.func @f32_operands(%a: tensor<40x30xf32>, %b: tensor<40x20xf32>) -> tensor<30x20xf32> {
+  %d = te.scaled_matmul %a, %b transpose_a : tensor<40x30xf32>, tensor<40x20xf32> -> tensor<30x20xf32>
+  return %d : tensor<30x20xf32>
+}
+
+// -----
+
+// Block scales: K in chunks of 128 (two here), each chunk's sums started
+// from zero and added to the tile times the row and column scales of that
+// K block, expanded once per padded row and column.
+// CHECK-LABEL: func @block_scaled
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x24xf32>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x32xf32>)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c2{{.*}} step
+// CHECK: x86vector.avx512.dot
+// CHECK: tensor.extract %{{.*}} : tensor<2x24xf32>
+// CHECK: vector.transfer_read {{.*}} : tensor<2x32xf32>, vector<16xf32>
+// CHECK: vector.fma
+func.func @block_scaled(%a: tensor<20x200xf8E4M3FN>, %b: tensor<30x200xf8E4M3FN>,
+                        %sa: tensor<20x2xf32>, %sb: tensor<1x2xf32>) -> tensor<20x30xf32> {
+  %d = te.scaled_matmul %a, %b scales(%sa, %sb) scaling block_1x128, block_128x128 transpose_b
+      : tensor<20x200xf8E4M3FN>, tensor<30x200xf8E4M3FN>, tensor<20x2xf32>, tensor<1x2xf32>
+      -> tensor<20x30xf32>
+  return %d : tensor<20x30xf32>
+}
