@@ -28,6 +28,14 @@ The sections:
    correctness check of both against the float64 reference.
    Target: speedup (numpy time / te time) >= 1.5 at s=4096.
 
+6. gemm: te.scaled_matmul (TE's TN forward, D = A B^T, bf16 out) of
+   M = N = K in {512, 1024, 2048, 4096} and a TE-shaped one (4096 tokens,
+   hidden 4096 -> 11008), with bf16 operands and with per-tensor FP8
+   (e4m3) operands, against torch's bf16 matmul on the same values (and
+   torch._scaled_mm where torch's CPU build has it), interleaved, at one
+   thread and at every core (bench/gemm_peers.py in its own process).
+   Targets: te speed >= 0.9 x torch's bf16 matmul with bf16 operands,
+   >= 0.8 x with FP8 operands.
 5. collectives: te.all_reduce (sum) and te.all_gather (dim 0) of f32 from
    1 KiB to 64 MiB per rank, at 2 and 4 ranks (mpirun; 4 oversubscribes a
    2-core machine), against MPI_Allreduce / MPI_Allgather on the same
@@ -1136,7 +1144,7 @@ def draw_chart(records, path, machine, date):
 
 
 SECTION_NAMES = ("fp8_quantize", "jit_latency", "attention_fwd",
-                 "attention_peers", "collectives")
+                 "attention_peers", "collectives", "gemm")
 
 
 def print_peer_table(record):
@@ -1521,6 +1529,162 @@ def bench_collectives(te_run, work, opts):
 # ---------------------------------------------------------------------------
 
 
+# ---------------------------------------------------------------------------
+# 6. GEMM vs PyTorch
+# ---------------------------------------------------------------------------
+
+GEMM_WORKER = ROOT / "bench" / "gemm_peers.py"
+# (name, M, N, K): D [M, N] = A [M, K] x B [N, K]^T.
+GEMM_CONFIGS = [("512", 512, 512, 512), ("1024", 1024, 1024, 1024),
+                ("2048", 2048, 2048, 2048), ("4096", 4096, 4096, 4096),
+                ("te_4096x4096_to_11008", 4096, 11008, 4096)]
+GEMM_QUICK_CONFIGS = GEMM_CONFIGS[:2]
+GEMM_TARGETS = {"bf16": 0.9, "f8E4M3FN": 0.8}
+GEMM_SCALES = (0.125, 0.5)
+
+GEMM_PROGRAM = """\
+func.func @gemm({args}) -> tensor<{m}x{n}xbf16> {{
+  %d = te.scaled_matmul %a, %b{scales} transpose_b : {types} -> tensor<{m}x{n}xbf16>
+  return %d : tensor<{m}x{n}xbf16>
+}}
+"""
+
+
+def gemm_runs(m, n, k):
+    """Timed calls per round: about half a second of one thread."""
+    seconds = 2.0 * m * n * k / 200e9
+    return max(1, min(50, int(0.5 / seconds)))
+
+
+def bench_gemm(te_run, work, opts):
+    """te.scaled_matmul against torch's matmul on the same values, at one
+    thread and at every core the process may use.
+
+    Per configuration, operand type and round, interleaved: te (te-run
+    --bench N --threads T on --input files), then torch (N timed calls in
+    its worker with T threads). The figure is the median over rounds of
+    each round's median; ratio = torch time / te time (above 1: te is
+    faster). FP8 operands are compared with torch's bf16 matmul of the
+    dequantized values (and torch._scaled_mm where the CPU build has it).
+    """
+    if importlib.util.find_spec("torch") is None:
+        return ({"method": bench_gemm.__doc__},
+                {"status": "not measured: torch not installed "
+                           "(scripts/bootstrap.sh --bench installs it)"}, {})
+    all_threads = len(os.sched_getaffinity(0))
+    thread_counts = sorted({1, all_threads})
+    configs = GEMM_QUICK_CONFIGS if opts.quick else GEMM_CONFIGS
+    rounds = 2 if opts.quick else 3
+    config = {"configurations": [dict(zip(("name", "m", "n", "k"), c))
+                                 for c in configs],
+              "dtypes": list(GEMM_TARGETS), "thread_counts": thread_counts,
+              "rounds": rounds, "method": bench_gemm.__doc__}
+    workers = {t: JsonLinesWorker(f"torch gemm/{t}", [
+        sys.executable, str(GEMM_WORKER), "--threads", str(t)])
+        for t in thread_counts}
+    results, targets = [], {}
+    cache = work / "cache-gemm"
+    try:
+        config["torch"] = workers[thread_counts[-1]](cmd="info")
+        for name, m, n, k in configs:
+            for dtype in GEMM_TARGETS:
+                r = gemm_configuration(te_run, work, cache, workers, name,
+                                       m, n, k, dtype, thread_counts, rounds)
+                results.append(r)
+                print(f"  gemm {r['config']}: " + ", ".join(
+                    f"{key} {value:.2f}x" for key, value in r["ratios"].items()),
+                    flush=True)
+                for key, ratio in r["ratios"].items():
+                    if "scaled_mm" in key:
+                        continue
+                    targets[f"{r['config']}_{key}"] = target(
+                        ratio, ">=", GEMM_TARGETS[dtype])
+    finally:
+        for w in workers.values():
+            w.close()
+    met = sum(t["met"] for t in targets.values())
+    status = f"{met} of {len(targets)} ratios met (te speed / torch speed)"
+    return config, {"status": status, "configs": results}, targets
+
+
+def gemm_configuration(te_run, work, cache, workers, name, m, n, k, dtype,
+                       thread_counts, rounds):
+    key = f"{name}_{dtype}"
+    rng = np.random.default_rng(m + n + k)
+    a = rng.standard_normal((m, k), np.float32)
+    b = rng.standard_normal((n, k), np.float32)
+    if dtype == "bf16":
+        a_bits = a.astype(ml_dtypes.bfloat16).view(np.uint16)
+        b_bits = b.astype(ml_dtypes.bfloat16).view(np.uint16)
+    else:
+        a_bits = (a * 8).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+        b_bits = (b * 2).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+    paths = {"a": work / f"gemm-{key}-a.npy", "b": work / f"gemm-{key}-b.npy"}
+    np.save(paths["a"], a_bits)
+    np.save(paths["b"], b_bits)
+    types = [f"tensor<{m}x{k}x{dtype}>", f"tensor<{n}x{k}x{dtype}>"]
+    args = [f"%a: {types[0]}", f"%b: {types[1]}"]
+    inputs = ["--input", paths["a"], "--input", paths["b"]]
+    scales = ""
+    if dtype != "bf16":
+        for name_, value in zip(("sa", "sb"), GEMM_SCALES):
+            path = work / f"gemm-{key}-{name_}.npy"
+            np.save(path, np.array(value, np.float32))
+            inputs += ["--input", path]
+            args.append(f"%{name_}: tensor<f32>")
+            types.append("tensor<f32>")
+        scales = " scales(%sa, %sb)"
+    program = work / f"gemm-{key}.mlir"
+    program.write_text(GEMM_PROGRAM.format(
+        args=", ".join(args), m=m, n=n, scales=scales, types=", ".join(types)))
+
+    # Compile once (and keep te's D to compare with torch's).
+    saved = work / f"gemm-{key}-te"
+    _, proc = te_run([program, *inputs, "--output-dir", saved], cache,
+                     timeout=1800)
+    compile_ms, _ = parse_compile(proc.stderr)
+    te_d = np.load(saved / "out0.npy").view(ml_dtypes.bfloat16).astype(
+        np.float32)
+    scaled_mm = {}
+    for t, worker in workers.items():
+        reply = worker(cmd="load", a=str(paths["a"]), b=str(paths["b"]),
+                       dtype=dtype, scales=list(GEMM_SCALES))
+        scaled_mm[t] = reply["scaled_mm"]
+    out = work / f"gemm-{key}-torch.npy"
+    workers[thread_counts[0]](cmd="output", out=str(out))
+    torch_d = np.load(out)
+    difference = float(np.max(np.abs(torch_d - te_d)) /
+                       max(1e-30, float(np.max(np.abs(torch_d)))))
+    kinds = ["matmul"] + (["scaled_mm"] if dtype != "bf16" and all(
+        v == "available" for v in scaled_mm.values()) else [])
+
+    runs = gemm_runs(m, n, k)
+    samples = {}
+    for _ in range(rounds):
+        for threads in thread_counts:
+            _, proc = te_run([program, *inputs, "--bench", runs, "--threads",
+                              threads], cache, timeout=1800)
+            samples.setdefault(("te", threads), []).append(
+                parse_bench(proc.stdout, 1)["printed_median_ms"] / 1e3)
+            for kind in kinds:
+                times = workers[threads](cmd="time", kind=kind,
+                                         runs=runs)["times_s"]
+                samples.setdefault((kind, threads), []).append(median(times))
+    timings, ratios, gflops = {}, {}, {}
+    for (side, threads), values in samples.items():
+        seconds = median(values)
+        timings[f"{side}_t{threads}_ms"] = sig(seconds * 1e3)
+        gflops[f"{side}_t{threads}"] = sig(2.0 * m * n * k / seconds / 1e9)
+        if side != "te":
+            ratios[f"t{threads}_vs_torch_{side}"] = sig(
+                seconds / median(samples[("te", threads)]), 3)
+    return {"config": key, "m": m, "n": n, "k": k, "dtype": dtype,
+            "runs_per_round": runs, "compile_ms": compile_ms,
+            "timings": timings, "gflops": gflops, "ratios": ratios,
+            "torch_scaled_mm": scaled_mm[thread_counts[0]],
+            "max_difference_vs_torch_relative_to_max": sig(difference)}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--te-run", default=os.environ.get(
@@ -1575,6 +1739,9 @@ def main():
             ("collectives", bench_collectives,
              "all_reduce and all_gather on MPI against raw MPI calls on the "
              "same buffers, at 2 and 4 ranks"),
+            ("gemm", bench_gemm,
+             "te.scaled_matmul (bf16 and FP8 operands) against torch's "
+             "matmul, at one thread and at every core"),
         ]
         for name, run, description in sections:
             if opts.only and name not in opts.only:

@@ -98,8 +98,17 @@ struct Operand {
       SmallVector<Value, 2> at = kDim == 1 ? SmallVector<Value, 2>{other, k}
                                            : SmallVector<Value, 2>{k, other};
       value = tensor::ExtractOp::create(b, loc, stored, at);
+    } else if (type.isBF16() && isFP8Type(getElementType())) {
+      // Exact: bf16 holds every FP8 value (times a power of two), so the
+      // f32's low half is zero and dropping it is the conversion.
+      Value bits = arith::BitcastOp::create(b, loc, b.getI32Type(),
+                                            emitRead(b, loc, other, k));
+      bits = arith::ShRUIOp::create(
+          b, loc, bits,
+          arith::ConstantIntOp::create(b, loc, b.getI32Type(), 16));
+      value = arith::BitcastOp::create(
+          b, loc, type, arith::TruncIOp::create(b, loc, b.getI16Type(), bits));
     } else {
-      // Exact: bf16 holds every FP8 value, times a power of two.
       value = emitTruncFromF32(b, loc, emitRead(b, loc, other, k), type);
     }
     Value zero =
@@ -203,17 +212,20 @@ public:
   /// The extra vector keeps the row stride off powers of two, whose rows
   /// would all fall into one set of the L1 cache.
   Value build(OpBuilder &b, Location loc) {
-    Value product = host_attention::filledTensor(
-        b, loc, {s.tilesM * s.tileRows, s.tilesN * s.tileCols + kernel.lanes},
-        b.getF32Type(), b.getF32FloatAttr(0));
+    Value product = tensor::EmptyOp::create(
+        b, loc,
+        ArrayRef<int64_t>{s.tilesM * s.tileRows,
+                          s.tilesN * s.tileCols + kernel.lanes},
+        b.getF32Type());
     // One loop over all tiles, so that the threads share them evenly.
     scf::ForallOp forall = createForall(b, loc, {s.tilesM * s.tilesN}, product);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(forall.getBody());
     IndexMath im{b, loc};
-    Value tileM = im.div(forall.getInductionVar(0), im.c(s.tilesN));
-    Value tileN = arith::RemUIOp::create(b, loc, forall.getInductionVar(0),
-                                         im.c(s.tilesN));
+    // Consecutive tiles share their B panels (the larger block).
+    Value tileN = im.div(forall.getInductionVar(0), im.c(s.tilesM));
+    Value tileM = arith::RemUIOp::create(b, loc, forall.getInductionVar(0),
+                                         im.c(s.tilesM));
     Value rowOffset = im.mul(tileM, im.c(s.tileRows));
     Value colOffset = im.mul(tileN, im.c(s.tileCols));
     SmallVector<OpFoldResult> offsets = {rowOffset, colOffset};
@@ -288,10 +300,28 @@ private:
     bool blockScales = static_cast<bool>(rowScales);
     Value zeroAcc = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(accType, b.getF32FloatAttr(0)));
-    SmallVector<Value> init;
-    for (int64_t r = 0; r < kernel.rows; ++r)
-      for (int64_t v = 0; v < kernel.vectors; ++v)
-        init.push_back(blockScales ? zeroAcc : Value(readTile(r, v)));
+    int64_t count = kernel.rows * kernel.vectors;
+    // The tile's sums so far: none before the first chunk (the product
+    // tensor starts uninitialized, nothing reads it before this writes).
+    Value first =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, chunk, im.c(0));
+    auto previousSums = [&]() -> SmallVector<Value> {
+      auto ifOp = scf::IfOp::create(
+          b, loc, first,
+          [&](OpBuilder &b, Location loc) {
+            scf::YieldOp::create(b, loc, SmallVector<Value>(count, zeroAcc));
+          },
+          [&](OpBuilder &b, Location loc) {
+            SmallVector<Value> sums;
+            for (int64_t r = 0; r < kernel.rows; ++r)
+              for (int64_t v = 0; v < kernel.vectors; ++v)
+                sums.push_back(readTile(r, v));
+            scf::YieldOp::create(b, loc, sums);
+          });
+      return SmallVector<Value>(ifOp.getResults());
+    };
+    SmallVector<Value> init =
+        blockScales ? SmallVector<Value>(count, zeroAcc) : previousSums();
 
     Value firstStep = im.mul(chunk, im.c(s.chunk / step));
     Value lastStep =
@@ -308,6 +338,7 @@ private:
 
     SmallVector<Value> sums(loop.getResults());
     if (blockScales) {
+      SmallVector<Value> previous = previousSums();
       // tile += block sum * row scale * column scale.
       for (int64_t r = 0; r < kernel.rows; ++r) {
         Value rowScale = tensor::ExtractOp::create(
@@ -324,7 +355,8 @@ private:
               zeroF, ArrayRef<bool>{true});
           Value scale = arith::MulFOp::create(b, loc, splatRow, columnScale);
           Value &sum = sums[r * kernel.vectors + v];
-          sum = vector::FMAOp::create(b, loc, sum, scale, readTile(r, v));
+          sum = vector::FMAOp::create(b, loc, sum, scale,
+                                      previous[r * kernel.vectors + v]);
         }
       }
     }
