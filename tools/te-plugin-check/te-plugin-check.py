@@ -160,23 +160,64 @@ def attention_backward(name, **config):
     return attention(name, backward=True, **config)
 
 
+def gemm_scale_type(mode, stored, k_dim):
+    """The scale tensor type of an FP8 operand stored as `stored` whose
+    dimension `k_dim` is K, in `mode` (te.scaled_matmul's rule)."""
+    if mode == "per_tensor":
+        return "tensor<f32>"
+    shape = list(stored)
+    if mode == "mxfp8_1x32":
+        shape[k_dim] //= 32
+        return tensor(tuple(shape), "f8E8M0FNU")
+    if mode == "block_1x128":
+        shape[k_dim] = -(-shape[k_dim] // 128)
+    else:
+        shape = [-(-size // 128) for size in shape]
+    return tensor(tuple(shape), "f32")
+
+
 def scaled_matmul(name, out="bf16", m=64, n=48, k=96, fp8="f8E4M3FN",
-                  transpose_a=False, transpose_b=True, bias=None, gelu=False):
+                  b_type=None, modes=("per_tensor", "per_tensor"),
+                  transpose_a=False, transpose_b=True, bias=None, gelu=False,
+                  pre_gelu=None, dgelu=None, accumulate=False,
+                  bias_grad=None):
+    """te.scaled_matmul with operands of type `fp8` (and `b_type`): FP8
+    with scales in `modes`, or f32, f16 or bf16 without."""
+    b_type = b_type or fp8
     a_shape = (k, m) if transpose_a else (m, k)
     b_shape = (n, k) if transpose_b else (k, n)
-    args = [("a", tensor(a_shape, fp8)), ("b", tensor(b_shape, fp8)),
-            ("sa", "tensor<f32>"), ("sb", "tensor<f32>")]
-    operands = "%a, %b scales(%sa, %sb)"
+    args = [("a", tensor(a_shape, fp8)), ("b", tensor(b_shape, b_type))]
+    operands = "%a, %b"
+    if fp8.startswith("f8"):
+        args += [("sa", gemm_scale_type(modes[0], a_shape,
+                                        0 if transpose_a else 1)),
+                 ("sb", gemm_scale_type(modes[1], b_shape,
+                                        1 if transpose_b else 0))]
+        operands += " scales(%sa, %sb)"
+        if modes != ("per_tensor", "per_tensor"):
+            operands += f" scaling {modes[0]}, {modes[1]}"
     if bias:
         args.append(("bias", tensor((n,), bias)))
         operands += " bias(%bias)"
+    if dgelu:
+        args.append(("pre", tensor((m, n), dgelu)))
+        operands += " dgelu(%pre)"
+    if accumulate:
+        args.append(("c", tensor((m, n), out)))
+        operands += " accumulate(%c)"
     fp8_out = out.startswith("f8")
     if fp8_out:
         args.append(("so", "tensor<f32>"))
         operands += " out_scale(%so)"
-    flags = (" transpose_a" if transpose_a else "") + \
-        (" transpose_b" if transpose_b else "") + (" gelu" if gelu else "")
+    flags = "".join(f" {flag}" for flag, on in (
+        ("transpose_a", transpose_a), ("transpose_b", transpose_b),
+        ("gelu", gelu), ("pre_gelu", pre_gelu), ("bias_grad", bias_grad))
+        if on)
     results = [tensor((m, n), out)] + (["tensor<f32>"] if fp8_out else [])
+    if pre_gelu:
+        results.append(tensor((m, n), pre_gelu))
+    if bias_grad:
+        results.append(tensor((n,) if dgelu else (m,), bias_grad))
     values = ", ".join(f"%r{i}" for i in range(len(results)))
     text = f"""func.func @main({", ".join(f"%{n}: {t}" for n, t in args)}) -> ({", ".join(results)}) {{
   {values} = te.scaled_matmul {operands}{flags}
@@ -305,17 +346,37 @@ def corpus():
         attention_backward("attention_backward bshd bf16 causal dropout 0.1",
                            mask="causal", dropout=0.1),
     ]
-    # te.scaled_matmul: output types, transposes, bias, GELU.
+    # te.scaled_matmul: output types, transposes, bias, GELU; then TE's
+    # other precisions, scaling modes and epilogues.
     for out in ("f32", "bf16", "f16", "f8E4M3FN"):
         cases.append(scaled_matmul(f"scaled_matmul NT -> {out}", out=out))
     cases += [
         scaled_matmul("scaled_matmul NN -> f32", out="f32", transpose_b=False),
         scaled_matmul("scaled_matmul TN -> f32", out="f32", transpose_a=True),
-        scaled_matmul("scaled_matmul NT e5m2 -> bf16", fp8="f8E5M2"),
+        scaled_matmul("scaled_matmul NT e5m2 x e4m3 -> bf16", fp8="f8E5M2",
+                      b_type="f8E4M3FN"),
         scaled_matmul("scaled_matmul NT bias bf16 -> bf16", bias="bf16"),
         scaled_matmul("scaled_matmul NT bias f32 gelu -> f32", out="f32",
                       bias="f32", gelu=True),
         scaled_matmul("scaled_matmul NT m=1 -> bf16", m=1),
+        scaled_matmul("scaled_matmul NT bf16 -> bf16", fp8="bf16"),
+        scaled_matmul("scaled_matmul NN f16 -> f16", fp8="f16", out="f16",
+                      transpose_b=False),
+        scaled_matmul("scaled_matmul TN f32 -> f32", fp8="f32", out="f32",
+                      transpose_a=True),
+        scaled_matmul("scaled_matmul NT mxfp8 -> bf16",
+                      modes=("mxfp8_1x32", "mxfp8_1x32")),
+        scaled_matmul("scaled_matmul NT block 1x128 x 128x128 -> f32",
+                      out="f32", k=200, n=130,
+                      modes=("block_1x128", "block_128x128")),
+        scaled_matmul("scaled_matmul NT bf16 bias gelu pre_gelu -> bf16",
+                      fp8="bf16", bias="bf16", gelu=True, pre_gelu="bf16"),
+        scaled_matmul("scaled_matmul NN bf16 dgelu bias_grad -> bf16",
+                      fp8="bf16", transpose_b=False, dgelu="bf16",
+                      bias_grad="f32"),
+        scaled_matmul("scaled_matmul TN bf16 accumulate bias_grad -> f32",
+                      fp8="bf16", out="f32", transpose_a=True,
+                      transpose_b=False, accumulate=True, bias_grad="f32"),
     ]
     # FP8 quantization and friends.
     x = "tensor<64x128xbf16>"
