@@ -38,7 +38,7 @@ from .errors import DeviceError, DTypeError, ShapeError
 
 __all__ = ["Float8Tensor", "all_gather", "all_reduce", "all_to_all", "amax",
            "attention", "attention_backward", "compute_scale", "dequantize",
-           "dtype_name", "permute", "quantize", "reduce_scatter",
+           "dtype_name", "matmul", "permute", "quantize", "reduce_scatter",
            "scaled_matmul", "update_delayed_scaling", "world"]
 
 _FP8_ALIASES = {"e4m3": "f8E4M3FN", "e5m2": "f8E5M2",
@@ -602,9 +602,39 @@ def dequantize(data, dtype=None, *, scale_inv=None, mode=None,
                 device)[0]
 
 
+def gemm_copy(x, k_is_last, transposed, name):
+    """(data, scale_inv, transposed) of the Float8Tensor x as a GEMM
+    operand whose op is x^T when `transposed`, so that K is x's last
+    dimension when k_is_last: the copy whose scales run along K, as TE's
+    GEMM picks it (cublaslt_gemm.cu's CanonicalizeGemmInput). per_tensor
+    takes either copy (the column-wise one is stored transposed); MXFP8's
+    row-wise copy scales along the last dimension and its column-wise copy
+    (same layout) along the first; the block modes' column-wise copy is
+    stored transposed with its scales along its last dimension."""
+    def need(data, which):
+        if data is None:
+            raise ValueError(
+                f"scaled_matmul: {name} needs its {which} copy here (K is "
+                f"its {'last' if k_is_last else 'first'} dimension); "
+                f"quantize it with usage='{which}' or 'both', got {x!r}")
+        return data
+    if x.mode == "per_tensor":
+        if x.data is not None:
+            return x.data, x.scale_inv, transposed
+        return (need(x.columnwise_data, "rowwise"), x.scale_inv,
+                not transposed)
+    if k_is_last:
+        return need(x.data, "rowwise"), x.scale_inv, transposed
+    if x.mode == "mxfp8_1x32":
+        return (need(x.columnwise_data, "columnwise"),
+                x.columnwise_scale_inv, transposed)
+    return (need(x.columnwise_data, "columnwise"), x.columnwise_scale_inv,
+            not transposed)
+
+
 def check_gemm_operand(x, name):
-    """Raises unless the Float8Tensor x can be a te.scaled_matmul operand:
-    per_tensor scaling, with its row-wise data."""
+    """Raises unless the Float8Tensor x is a per_tensor operand with its
+    row-wise data (what te_mlir.torch's scaled_matmul custom op takes)."""
     if x.mode != "per_tensor" or x.data is None:
         raise ValueError(f"scaled_matmul: {name} must be a per_tensor "
                          f"Float8Tensor with its row-wise data, got {x!r}")
@@ -621,60 +651,137 @@ def matmul_shape(a_shape, b_shape, transpose_a, transpose_b):
     return m, n
 
 
+HIGH_PRECISION = ("f32", "f16", "bf16")
+FP8 = ("f8E4M3FN", "f8E5M2")
+
+
 def scaled_matmul(a, b, a_scale_inv=None, b_scale_inv=None, *, bias=None,
                   out_scale=None, transpose_a=False, transpose_b=False,
-                  gelu=False, out_dtype="bf16", device=None):
-    """The FP8 GEMM D = epilogue((op(A) a_scale_inv) (op(B) b_scale_inv) +
-    bias) (te.scaled_matmul), accumulated in f32.
+                  gelu=False, pre_gelu=None, dgelu_input=None,
+                  accumulate=None, bias_grad=None, scaling=None,
+                  out_dtype="bf16", device=None):
+    """TE's GEMM (te.scaled_matmul): P = alpha op(A) op(B) [+ accumulate],
+    accumulated in f32, then TE's epilogue.
 
-    a, b: FP8 arrays with their f32 scalar scale_inv, or per_tensor
-    Float8Tensors (their row-wise data and scale_inv). op(A) = A^T with
-    transpose_a (A stored [K, M]); op(B) = B^T with transpose_b (B stored
-    [N, K], TE's TN layout). bias: [N]; gelu: TE's tanh GELU after the
-    bias. out_dtype f32, f16, bf16 or an FP8 type; an FP8 output needs
-    out_scale and returns (D, amax of D before scaling)."""
-    def operand(x, scale_inv, name):
+    a, b: FP8 Float8Tensors in any scaling mode (the copy whose scales run
+    along K is chosen, as TE chooses it; op(A) = A^T with transpose_a,
+    op(B) = B^T with transpose_b, for the tensors as quantized), or raw FP8
+    arrays with a_scale_inv and b_scale_inv in the modes `scaling` names
+    (one mode or an (a, b) pair; per_tensor by default), or f32, f16 or
+    bf16 arrays of one type without scales (see matmul). TE's rules on the
+    pairs hold: one mode for both, except Float8BlockScaling's 1x128 with
+    128x128 (not 128x128 by 128x128); no e5m2 by e5m2.
+
+    Epilogues: bias [N] (added to each row), gelu (tanh GELU after it;
+    pre_gelu=dtype also returns the values before it), dgelu_input [M, N]
+    (D = P gelu'(input)), bias_grad=dtype (the bias gradient: the column
+    sums of D with dgelu_input, else the row sums of op(A)), accumulate
+    (C, D's type: TE's beta = 1). out_dtype f32, f16, bf16 or, with
+    per_tensor FP8 operands, an FP8 type (needs out_scale; also returns the
+    amax of D before scaling). Returns D, or the tuple (D, [amax],
+    [pre_gelu], [bias_grad]) when there is more than D."""
+    modes = (scaling, scaling) if isinstance(scaling, str) else tuple(
+        scaling or ("per_tensor", "per_tensor"))
+    if len(modes) != 2:
+        raise ValueError(f"scaled_matmul: scaling={scaling!r}; give one "
+                         "mode or an (a, b) pair")
+    for mode in modes:
+        _choice("scaling", mode, SCALING_MODES)
+
+    def operand(x, scale_inv, name, mode, transposed, k_is_last):
         if isinstance(x, Float8Tensor):
-            check_gemm_operand(x, name)
             if scale_inv is not None:
                 raise ValueError(f"scaled_matmul: {name} is a Float8Tensor; "
                                  f"{name}_scale_inv comes from it")
-            x, scale_inv = x.data, x.scale_inv
+            data, scale_inv, transposed = gemm_copy(x, k_is_last, transposed,
+                                                    name)
+            return (_arg(data, name, FP8, rank=2),
+                    _arg(scale_inv, f"{name}_scale_inv"), x.mode, transposed)
+        x = _arg(x, name, FP8 + HIGH_PRECISION, rank=2)
+        if x.dtype in HIGH_PRECISION:
+            if scale_inv is not None:
+                raise ValueError(f"scaled_matmul: {name} is {x.dtype}; "
+                                 "only FP8 operands take scales")
+            return x, None, None, transposed
         if scale_inv is None:
             raise ValueError(f"scaled_matmul: {name} needs {name}_scale_inv "
                              "(or pass a Float8Tensor)")
-        return (_arg(x, name, ("f8E4M3FN", "f8E5M2"), rank=2),
-                _arg(scale_inv, f"{name}_scale_inv", ("f32",), rank=0))
-    a, a_si = operand(a, a_scale_inv, "a")
-    b, b_si = operand(b, b_scale_inv, "b")
+        return (x, _arg(scale_inv, f"{name}_scale_inv", ("f32", "f8E8M0FNU")),
+                mode, transposed)
+    a, a_si, a_mode, transpose_a = operand(a, a_scale_inv, "a", modes[0],
+                                           transpose_a, not transpose_a)
+    b, b_si, b_mode, transpose_b = operand(b, b_scale_inv, "b", modes[1],
+                                           transpose_b, transpose_b)
+    if (a_si is None) != (b_si is None):
+        raise DTypeError(f"scaled_matmul: a is {a.dtype} and b is {b.dtype}; "
+                         "both must be FP8 or both f32, f16 or bf16")
+    if a_si is None and a.dtype != b.dtype:
+        raise DTypeError(f"scaled_matmul: a is {a.dtype} and b is {b.dtype}; "
+                         "f32, f16 and bf16 operands must be of one type")
     out = dtype_name(out_dtype)
-    fp8_out = out in ("f8E4M3FN", "f8E5M2")
-    bias = _arg(bias, "bias", ("f32", "f16", "bf16"), rank=1)
+    fp8_out = out in FP8
+    bias = _arg(bias, "bias", HIGH_PRECISION, rank=1)
     out_scale = _arg(out_scale, "out_scale", ("f32",), rank=0)
     if fp8_out != (out_scale is not None):
         raise ValueError("scaled_matmul: an FP8 out_dtype needs out_scale, "
                          "and only an FP8 out_dtype takes it")
     m, n = matmul_shape(a.shape, b.shape, transpose_a, transpose_b)
+    dgelu_input = _arg(dgelu_input, "dgelu_input", HIGH_PRECISION, rank=2)
+    accumulate = _arg(accumulate, "accumulate", (out,), rank=2)
+    pre_gelu = dtype_name(pre_gelu) if pre_gelu else None
+    bias_grad = dtype_name(bias_grad) if bias_grad else None
     types = [_tensor_type(out, (m, n))] + (["tensor<f32>"] if fp8_out else [])
+    if pre_gelu:
+        types.append(_tensor_type(pre_gelu, (m, n)))
+    if bias_grad:
+        types.append(_tensor_type(bias_grad,
+                                  (n,) if dgelu_input is not None else (m,)))
     attrs = "".join(f" {flag}" for flag, on in (
         ("transpose_a", transpose_a), ("transpose_b", transpose_b),
-        ("gelu", gelu)) if on)
+        ("gelu", gelu), ("pre_gelu", pre_gelu),
+        ("bias_grad", bias_grad)) if on)
+    scaling_clause = ("" if a_si is None or (a_mode, b_mode) == (
+        "per_tensor", "per_tensor") else f" scaling {a_mode}, {b_mode}")
+    args = [a, b, a_si, b_si, bias, dgelu_input, accumulate, out_scale]
 
-    def src(args):
-        operands = "%a0, %a1 scales(%a2, %a3)"
-        i = 4
-        if bias is not None:
-            operands += f" bias(%a{i})"
-            i += 1
-        if out_scale is not None:
-            operands += f" out_scale(%a{i})"
+    def src(present):
+        operands = "%a0, %a1"
+        i = 2
+        for keyword, value in (("scales", a_si), ("bias", bias),
+                               ("dgelu", dgelu_input),
+                               ("accumulate", accumulate),
+                               ("out_scale", out_scale)):
+            if value is None:
+                continue
+            if keyword == "scales":
+                operands += f" scales(%a2, %a3){scaling_clause}"
+                i = 4
+            else:
+                operands += f" {keyword}(%a{i})"
+                i += 1
         return _function(
-            args, f"{_result_name(len(types))} = te.scaled_matmul {operands}"
-            f"{attrs} : {', '.join(x.type for x in args)} -> "
+            present, f"{_result_name(len(types))} = te.scaled_matmul "
+            f"{operands}{attrs} : {', '.join(x.type for x in present)} -> "
             f"{', '.join(types)}", types)
-    result = _run(("scaled_matmul", attrs, out),
-                  [a, b, a_si, b_si, bias, out_scale], src, device)
-    return result if fp8_out else result[0]
+    key = ("scaled_matmul", attrs, scaling_clause, out, pre_gelu, bias_grad,
+           tuple(v is not None for v in args))
+    result = _run(key, args, src, device)
+    return result[0] if len(result) == 1 else tuple(result)
+
+
+def matmul(a, b, *, bias=None, transpose_a=False, transpose_b=False,
+           gelu=False, pre_gelu=None, dgelu_input=None, accumulate=None,
+           bias_grad=None, out_dtype=None, device=None):
+    """TE's GEMM on f32, f16 or bf16 operands of one type (te.scaled_matmul
+    without scales): see scaled_matmul for the layouts and epilogues.
+    out_dtype defaults to the operands' type."""
+    a_arg = _arg(a, "a", HIGH_PRECISION, rank=2)
+    _arg(b, "b", HIGH_PRECISION, rank=2)
+    return scaled_matmul(a, b, bias=bias, transpose_a=transpose_a,
+                         transpose_b=transpose_b, gelu=gelu,
+                         pre_gelu=pre_gelu, dgelu_input=dgelu_input,
+                         accumulate=accumulate, bias_grad=bias_grad,
+                         out_dtype=out_dtype or a_arg.dtype, device=device)
 
 
 # --- Attention -----------------------------------------------------------

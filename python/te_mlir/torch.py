@@ -517,17 +517,15 @@ class Linear(torch.nn.Module):
     """Transformer Engine's Linear: y = x W^T + b, with its GEMMs in FP8
     inside fp8_autocast (te_mlir.recipe), in high precision outside.
 
-    Under a per-tensor recipe (DelayedScaling, Float8CurrentScaling) the
-    three GEMMs are te.scaled_matmul on FP8 operands, as TE runs them:
-    forward x (E4M3) by W (E4M3); dgrad dy (E5M2 under HYBRID) by W's
-    transposed copy; wgrad dy's transposed copy by x's (TE's
-    cast_transpose copies). The quantizers keep their state on the
-    module: under DelayedScaling each tensor's amax history and scale
-    advance every step (x and W in forward, dy in backward). The block
-    recipes (MXFP8BlockScaling, Float8BlockScaling) quantize the same
-    way, but te.scaled_matmul takes per-tensor scales only, so their GEMMs
-    run on the dequantized values in high precision: their numerics, not
-    their speed. backward_override "high_precision" runs the backward
+    Under every recipe (DelayedScaling, Float8CurrentScaling,
+    MXFP8BlockScaling, Float8BlockScaling) the three GEMMs are
+    te.scaled_matmul on FP8 operands, as TE runs them: forward x (E4M3)
+    by W (E4M3); dgrad dy (E5M2 under HYBRID) by W; wgrad dy^T by x, each
+    on the copy of its operand whose scales run along K (TE's
+    cast_transpose and column-wise copies), with the block scales applied
+    per block. The quantizers keep their state on the module: under
+    DelayedScaling each tensor's amax history and scale advance every step
+    (x and W in forward, dy in backward). backward_override "high_precision" runs the backward
     GEMMs on the unquantized tensors, "dequantized" on the dequantized
     ones, as in TE. fp8_autocast(enabled=False, calibrating=True) runs in
     high precision and still records amaxes into DelayedScaling's
@@ -573,30 +571,17 @@ class Linear(torch.nn.Module):
         return torch.nn.functional.linear(inp, self.weight, self.bias)
 
 
-def _gemm(a, a_scale_inv, b, b_scale_inv, dtype):
-    """te.scaled_matmul of FP8 copies: a [M, K] by b stored [N, K] (TE's
-    TN layout) -> [M, N] of `dtype`."""
-    return _ops.scaled_matmul(a, b, a_scale_inv, b_scale_inv,
-                              transpose_b=True,
-                              out_dtype=_ops.dtype_name(dtype))
-
-
 class _LinearFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, inp, weight, bias, recipe, quantizers):
         x = inp.detach().reshape(-1, inp.shape[-1])
         w = weight.detach()
-        per_tensor = recipe.float8_per_tensor_scaling()
         xq = quantizers["input"](x, usage="both")
         wq = quantizers["weight"](w, usage="both")
-        if per_tensor:
-            y = _ops.scaled_matmul(
-                xq, wq, transpose_b=True, out_dtype=_ops.dtype_name(x.dtype),
-                bias=bias.detach() if bias is not None else None)
-        else:
-            y = _matrix(xq, False, x.dtype) @ _matrix(wq, False, x.dtype).T
-            if bias is not None:
-                y = y + bias.detach()
+        # fprop: x by W^T (TE's TN), on the copies whose scales run along K.
+        y = _ops.scaled_matmul(
+            xq, wq, transpose_b=True, out_dtype=_ops.dtype_name(x.dtype),
+            bias=bias.detach() if bias is not None else None)
         ctx.recipe, ctx.quantizers = recipe, quantizers
         ctx.has_bias = bias is not None
         ctx.shapes = inp.shape, weight.dtype
@@ -621,20 +606,14 @@ class _LinearFunction(torch.autograd.Function):
                 dw = g.T @ _matrix(xq, False, g.dtype)
             else:
                 gq = ctx.quantizers["grad"](g, usage="both")
-                if ctx.recipe.float8_per_tensor_scaling():
-                    # dgrad: dy [N, out] by W^T, stored [in, out];
-                    # wgrad: dy^T [out, N] by x^T, stored [in, N].
-                    dx = _gemm(gq.data, gq.scale_inv, wq.columnwise_data,
-                               wq.scale_inv, g.dtype)
-                    dw = _gemm(gq.columnwise_data, gq.scale_inv,
-                               xq.columnwise_data, xq.scale_inv, w_dtype)
-                else:
-                    # The block recipes, emulated: each GEMM on the copy
-                    # TE would use, dequantized.
-                    dx = _matrix(gq, False, g.dtype) @ _matrix(wq, True,
-                                                               g.dtype)
-                    dw = _matrix(gq, True, g.dtype).T @ _matrix(xq, True,
-                                                                g.dtype)
+                # dgrad: dy [N, out] by W [out, in]; wgrad: dy^T [out, N]
+                # by x [N, in]. scaled_matmul reads the copy of each
+                # operand whose scales run along K, as TE's GEMM does (the
+                # column-wise copies where K is a tensor's first dim).
+                dx = _ops.scaled_matmul(gq, wq,
+                                        out_dtype=_ops.dtype_name(g.dtype))
+                dw = _ops.scaled_matmul(gq, xq, transpose_a=True,
+                                        out_dtype=_ops.dtype_name(w_dtype))
         db = g.sum(0) if ctx.has_bias else None
         return dx.reshape(in_shape), dw.to(w_dtype), db, None, None
 

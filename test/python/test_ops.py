@@ -197,6 +197,100 @@ def test_scaled_matmul(transpose_a, transpose_b, bias, gelu):
         2.0**-8 * np.abs(want) + k * 2.0**-23 * terms + 1e-30)
 
 
+# The three GEMMs of a Linear layer as TE runs them, on Float8Tensors in
+# each block mode: scaled_matmul picks the copy whose scales run along K.
+# The reference is the float64 product of the dequantized copies (the
+# scales are exact block by block, so the only error is the f32 sums).
+GEMM_PASSES = {
+    # name: (a is x / dy / dy^T, b is W / W / x; transposes of the logical
+    # tensors)
+    "fprop": ("x", "w", False, True),
+    "dgrad": ("dy", "w", False, False),
+    "wgrad": ("dy", "x", True, False),
+}
+
+
+@pytest.mark.parametrize("modes", [("mxfp8_1x32", "mxfp8_1x32"),
+                                   ("block_1x128", "block_128x128")])
+@pytest.mark.parametrize("gemm", GEMM_PASSES)
+def test_scaled_matmul_block_modes(modes, gemm):
+    rng = np.random.default_rng(11)
+    tokens, d_in, d_out = 64, 160, 96
+    x = rng.standard_normal((tokens, d_in)).astype(np.float32)
+    w = rng.standard_normal((d_out, d_in)).astype(np.float32) / 4
+    dy = rng.standard_normal((tokens, d_out)).astype(np.float32)
+    x_mode, w_mode = modes[0], modes[1]
+    q = {"x": ops.quantize(x, mode=x_mode, usage="both"),
+         "w": ops.quantize(w, mode=w_mode, usage="both"),
+         "dy": ops.quantize(dy, "e5m2", mode=x_mode, usage="both")}
+    values = {"x": x, "w": w, "dy": dy}
+    a_name, b_name, ta, tb = GEMM_PASSES[gemm]
+    if gemm == "wgrad" and modes[0] == "block_1x128":
+        q["x"] = ops.quantize(x, mode="block_1x128", usage="both")
+    got = ops.scaled_matmul(q[a_name], q[b_name], transpose_a=ta,
+                            transpose_b=tb, out_dtype="f32")
+
+    def deq(name, k_is_last):
+        t = q[name]
+        # The copy scaled_matmul reads: its values, dequantized.
+        if k_is_last or t.mode == "per_tensor":
+            return t.dequantize("f32").astype(np.float64)
+        data = t.dequantize("f32", columnwise=True).astype(np.float64)
+        return data if t.mode == "mxfp8_1x32" else data.T
+    da = deq(a_name, not ta)
+    db = deq(b_name, tb)
+    da = da.T if ta else da
+    db = db.T if tb else db
+    want = da @ db
+    k = da.shape[1]
+    np.testing.assert_array_less(np.abs(got - want),
+                                 k * 2.0**-23 * (np.abs(da) @ np.abs(db)) +
+                                 1e-30)
+    # The quantization error itself stays that of FP8 (sanity: the copy
+    # chosen is the right tensor).
+    exact = (values[a_name].T if ta else values[a_name]) @ (
+        values[b_name].T if tb else values[b_name])
+    assert np.abs(got - exact).max() < 0.25 * np.abs(exact).max()
+
+
+def test_matmul_epilogues():
+    """bf16 operands: GELU with the pre-GELU values; dGELU with the bias
+    gradient; wgrad accumulating into f32 with BGRADB's."""
+    rng = np.random.default_rng(12)
+    m, n, k = 20, 36, 48
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+    w = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
+    bias_v = rng.standard_normal(n).astype(ml_dtypes.bfloat16)
+    a64, w64 = a.astype(np.float64), w.astype(np.float64)
+    p = a64 @ w64.T + bias_v.astype(np.float64)
+    d, pre = ops.matmul(a, w, bias=bias_v, transpose_b=True, gelu=True,
+                        pre_gelu="f32", out_dtype="f32")
+    np.testing.assert_allclose(pre, p, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(d, fp8_ref_gelu(p), rtol=1e-4, atol=1e-5)
+
+    pre_in = rng.standard_normal((m, n)).astype(np.float32)
+    d, db = ops.matmul(a, w, transpose_b=True, dgelu_input=pre_in,
+                       bias_grad="f32", out_dtype="f32")
+    t = np.tanh(np.sqrt(2 / np.pi) * (pre_in + 0.044715 * pre_in**3))
+    slope = 0.5 * (1 + t) + 0.5 * pre_in * (1 - t * t) * np.sqrt(2 / np.pi) * (
+        1 + 3 * 0.044715 * pre_in**2)
+    want = (a64 @ w64.T) * slope
+    np.testing.assert_allclose(d, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(db, want.sum(0), rtol=1e-4, atol=1e-3)
+
+    main_grad = rng.standard_normal((n, k)).astype(np.float32)
+    dy = rng.standard_normal((m, n)).astype(ml_dtypes.bfloat16)
+    dw, dbias = ops.matmul(dy, a, transpose_a=True, accumulate=main_grad,
+                           bias_grad="f32", out_dtype="f32")
+    np.testing.assert_allclose(
+        dw, dy.astype(np.float64).T @ a64 + main_grad, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(dbias, dy.astype(np.float64).sum(0),
+                               rtol=1e-5, atol=1e-5)
+    assert ops.matmul(a, w, transpose_b=True).dtype == ml_dtypes.bfloat16
+    with pytest.raises(te_mlir.DTypeError, match="a is bf16 and b is f16"):
+        ops.matmul(a, w.astype(np.float16), transpose_b=True)
+
+
 def fp8_ref_gelu(x):
     return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
 

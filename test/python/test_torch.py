@@ -424,9 +424,10 @@ def test_linear_block_recipes_and_backward_overrides():
     with tet.fp8_autocast(fp8_recipe=rec.MXFP8BlockScaling()):
         y = layer(x)
         y.backward(dy)
-    # Emulated: each GEMM on the dequantized MXFP8 copy TE would use (the
-    # row-wise one along K of forward, the column-wise ones for dgrad's W
-    # and wgrad's dy and x).
+    # Each GEMM runs on te.scaled_matmul's MXFP8 operands; the reference is
+    # the product of the dequantized copies TE uses (the row-wise ones
+    # along K of forward, the column-wise ones for dgrad's W and wgrad's
+    # dy and x), which the block scales make exact up to the f32 sums.
     mx = lambda t: ops.quantize(t, mode="mxfp8_1x32", usage="both")
     xq, wq, gq = mx(x2), mx(w), mx(dy.reshape(32, 32))
     row = lambda q: q.dequantize("f32")
@@ -440,7 +441,15 @@ def test_linear_block_recipes_and_backward_overrides():
     with tet.fp8_autocast(fp8_recipe=rec.Float8BlockScaling()):
         y = layer(x)
         y.backward(dy)
-    assert x.grad.shape == x.shape and layer.weight.grad.shape == w.shape
+    # Float8BlockScaling: 1x128 blocks for x and dy, 128x128 for W; the
+    # column-wise copies are stored transposed.
+    b1 = lambda t: ops.quantize(t, mode="block_1x128", usage="both")
+    xq, gq = b1(x2), b1(dy.reshape(32, 32))
+    wq = ops.quantize(w, mode="block_128x128", usage="both")
+    torch.testing.assert_close(y.reshape(32, 32), row(xq) @ row(wq).T +
+                               layer.bias.detach())
+    torch.testing.assert_close(x.grad.reshape(32, 64), row(gq) @ col(wq).T)
+    torch.testing.assert_close(layer.weight.grad, col(gq) @ col(xq).T)
     # high_precision: the backward GEMMs on the unquantized tensors.
     x.grad = None
     layer.zero_grad()
