@@ -3,8 +3,8 @@
 // The f32 product of te.scaled_matmul as a blocked GEMM: op(A) and op(B)
 // packed once into panels of MR rows and NR columns (FP8 decoded, MXFP8
 // scales applied: both exact), and a register micro-kernel of MR rows by
-// NR columns accumulating over chunks of K. Tiles
-// of the output run on the kernel's threads (scf.forall). Block scales
+// NR columns accumulating over chunks of K. Tiles of the output run on the
+// kernel's threads (scf.forall). Block scales
 // (Float8BlockScaling) are applied per 128-wide K block: the micro-kernel
 // sums each block from zero and adds it, times its row and column scales,
 // to the output tile. The epilogue (TEToLinalg.cpp) reads the result.
@@ -99,8 +99,10 @@ struct Operand {
                                            : SmallVector<Value, 2>{k, other};
       value = tensor::ExtractOp::create(b, loc, stored, at);
     } else if (type.isBF16() && isFP8Type(getElementType())) {
-      // Exact: bf16 holds every FP8 value (times a power of two), so the
-      // f32's low half is zero and dropping it is the conversion.
+      // bf16 holds every FP8 value (times a power of two), so the f32's
+      // low half is zero and dropping it is the conversion; only MXFP8
+      // values scaled below f32's normal range (2^-126) would be
+      // truncated, and AVX512-BF16 reads those as zero anyway.
       Value bits = arith::BitcastOp::create(b, loc, b.getI32Type(),
                                             emitRead(b, loc, other, k));
       bits = arith::ShRUIOp::create(
