@@ -1541,6 +1541,9 @@ GEMM_CONFIGS = [("512", 512, 512, 512), ("1024", 1024, 1024, 1024),
 GEMM_QUICK_CONFIGS = GEMM_CONFIGS[:2]
 GEMM_TARGETS = {"bf16": 0.9, "f8E4M3FN": 0.8}
 GEMM_SCALES = (0.125, 0.5)
+# Seconds between torch's timed calls and te's: longer than libgomp's spin
+# before its idle threads sleep, so that they do not take te's cores.
+GEMM_SETTLE_S = 0.5
 
 GEMM_PROGRAM = """\
 func.func @gemm({args}) -> tensor<{m}x{n}xbf16> {{
@@ -1662,6 +1665,9 @@ def gemm_configuration(te_run, work, cache, workers, name, m, n, k, dtype,
     samples = {}
     for _ in range(rounds):
         for threads in thread_counts:
+            # torch's OpenMP threads spin for a while after its last call;
+            # let them go to sleep before te's threads need the cores.
+            time.sleep(GEMM_SETTLE_S)
             _, proc = te_run([program, *inputs, "--bench", runs, "--threads",
                               threads], cache, timeout=1800)
             samples.setdefault(("te", threads), []).append(
