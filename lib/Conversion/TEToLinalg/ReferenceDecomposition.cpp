@@ -1091,6 +1091,51 @@ AffineMap gemmOperandMap(MLIRContext *ctx, AffineExpr other, AffineExpr k,
                         ctx);
 }
 
+/// DGELU_BGRAD's bias gradient: the column sums of the f32 [M, N] `d`.
+Value buildReferenceColumnSums(OpBuilder &b, Location loc, Value d, int64_t n) {
+  MLIRContext *ctx = b.getContext();
+  return generic(
+      b, loc, {d}, filled(b, loc, {n}, 0.0),
+      {b.getMultiDimIdentityMap(2),
+       AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx)},
+      "rp", [&](OpBuilder &b, Location loc, ValueRange args) {
+        return arith::AddFOp::create(b, loc, args[1], args[0]).getResult();
+      });
+}
+
+/// BGRADB's bias gradient: the row sums of op(A), each element dequantized
+/// (times its per_tensor or MXFP8 scale; block modes have no BGRADB).
+Value buildReferenceRowSumsOfA(OpBuilder &b, Location loc, ScaledMatmulOp op,
+                               int64_t m) {
+  MLIRContext *ctx = b.getContext();
+  bool kFirst = op.getTransposeA(), fp8 = op.hasFP8Operands();
+  AffineExpr r = getAffineDimExpr(0, ctx), c = getAffineDimExpr(1, ctx);
+  auto twoD = [&](AffineExpr kIndex) {
+    return AffineMap::get(2, 0,
+                          kFirst ? ArrayRef<AffineExpr>{kIndex, r}
+                                 : ArrayRef<AffineExpr>{r, kIndex},
+                          ctx);
+  };
+  SmallVector<Value> inputs = {op.getA()};
+  SmallVector<AffineMap> maps = {twoD(c)};
+  bool mxfp8 = fp8 && op.getAScalingMode() == ScalingMode::mxfp8_1x32;
+  if (fp8) {
+    inputs.push_back(op.getAScaleInv());
+    maps.push_back(mxfp8 ? twoD(c.floorDiv(32))
+                         : AffineMap::get(2, 0, {}, ctx));
+  }
+  maps.push_back(AffineMap::get(2, 0, {r}, ctx));
+  return generic(
+      b, loc, inputs, filled(b, loc, {m}, 0.0), maps, "pr",
+      [&](OpBuilder &b, Location loc, ValueRange args) {
+        Value x = emitExtToF32(b, loc, args[0]);
+        if (fp8)
+          x = arith::MulFOp::create(
+              b, loc, x, mxfp8 ? emitE8M0ToF32(b, loc, args[1]) : args[1]);
+        return arith::AddFOp::create(b, loc, args.back(), x).getResult();
+      });
+}
+
 /// te.scaled_matmul as the dense formula: every product of op(A) and op(B)
 /// dequantized (the element times its MXFP8 or block scale, read through
 /// a floordiv map from the mode's stated scale shape), summed over K in
@@ -1256,43 +1301,9 @@ struct ScaledMatmulOpReferenceDecomposition : OpRewritePattern<ScaledMatmulOp> {
           rounded(pre, cast<RankedTensorType>(preGelu.getType())));
     if (Value biasGrad = op.getBiasGradResult()) {
       auto type = cast<RankedTensorType>(biasGrad.getType());
-      Value sumsOf;
-      if (op.getGeluInput()) {
-        // DGELU_BGRAD: the column sums of D.
-        sumsOf =
-            generic(b, loc, {d}, filled(b, loc, {n}, 0.0),
-                    {id2, AffineMap::get(2, 0, {j}, ctx)}, "rp",
-                    [&](OpBuilder &b, Location loc, ValueRange args) {
-                      return arith::AddFOp::create(b, loc, args[1], args[0])
-                          .getResult();
-                    });
-      } else {
-        // BGRADB: the row sums of op(A), dequantized.
-        SmallVector<Value> rowInputs = {op.getA()};
-        AffineExpr r = getAffineDimExpr(0, ctx), c = getAffineDimExpr(1, ctx);
-        auto twoD = [&](bool kFirst, AffineExpr other, AffineExpr kIndex) {
-          return AffineMap::get(2, 0,
-                                kFirst ? ArrayRef<AffineExpr>{kIndex, other}
-                                       : ArrayRef<AffineExpr>{other, kIndex},
-                                ctx);
-        };
-        SmallVector<AffineMap> rowMaps = {twoD(aKFirst, r, c)};
-        if (fp8) {
-          rowInputs.push_back(op.getAScaleInv());
-          rowMaps.push_back(perTensor ? scalar2
-                                      : twoD(aKFirst, r, c.floorDiv(32)));
-        }
-        rowMaps.push_back(AffineMap::get(2, 0, {r}, ctx));
-        sumsOf = generic(
-            b, loc, rowInputs, filled(b, loc, {m}, 0.0), rowMaps, "pr",
-            [&](OpBuilder &b, Location loc, ValueRange args) {
-              Value x = emitExtToF32(b, loc, args[0]);
-              if (fp8)
-                x = arith::MulFOp::create(b, loc, x,
-                                          scaleValue(b, loc, args[1]));
-              return arith::AddFOp::create(b, loc, args.back(), x).getResult();
-            });
-      }
+      Value sumsOf = op.getGeluInput()
+                         ? buildReferenceColumnSums(b, loc, d, n)
+                         : buildReferenceRowSumsOfA(b, loc, op, m);
       results.push_back(rounded(sumsOf, type));
     }
     rewriter.replaceOp(op, results);
