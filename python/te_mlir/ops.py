@@ -775,13 +775,13 @@ def matmul(a, b, *, bias=None, transpose_a=False, transpose_b=False,
     """TE's GEMM on f32, f16 or bf16 operands of one type (te.scaled_matmul
     without scales): see scaled_matmul for the layouts and epilogues.
     out_dtype defaults to the operands' type."""
-    a_arg = _arg(a, "a", HIGH_PRECISION, rank=2)
-    _arg(b, "b", HIGH_PRECISION, rank=2)
+    a = _arg(a, "a", HIGH_PRECISION, rank=2)
+    b = _arg(b, "b", HIGH_PRECISION, rank=2)
     return scaled_matmul(a, b, bias=bias, transpose_a=transpose_a,
                          transpose_b=transpose_b, gelu=gelu,
                          pre_gelu=pre_gelu, dgelu_input=dgelu_input,
                          accumulate=accumulate, bias_grad=bias_grad,
-                         out_dtype=out_dtype or a_arg.dtype, device=device)
+                         out_dtype=out_dtype or a.dtype, device=device)
 
 
 # --- Attention -----------------------------------------------------------

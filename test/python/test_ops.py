@@ -291,6 +291,19 @@ def test_matmul_epilogues():
         ops.matmul(a, w.astype(np.float16), transpose_b=True)
 
 
+def test_scaled_matmul_refuses_what_te_does_not_take():
+    x = np.ones((64, 64), np.float32)
+    row_only = ops.quantize(x, mode="mxfp8_1x32")
+    # dgrad reads W along its first dimension: the column-wise copy.
+    with pytest.raises(ValueError, match="columnwise.*usage='columnwise'"):
+        ops.scaled_matmul(row_only, row_only)
+    with pytest.raises(te_mlir.DTypeError, match="a is f8E4M3FN and b is f32"):
+        ops.scaled_matmul(ops.quantize(x).data, x, np.float32(1))
+    with pytest.raises(ValueError, match="scaling=.*pair"):
+        ops.scaled_matmul(row_only, row_only, transpose_b=True,
+                          scaling=("per_tensor",) * 3)
+
+
 def fp8_ref_gelu(x):
     return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
 
