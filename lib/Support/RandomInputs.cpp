@@ -16,6 +16,7 @@
 #include "te/Support/DType.h"
 #include "te/Support/FloatConversion.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -168,6 +169,23 @@ Expected<NpyArray> te::support::generateInput(DType dtype,
       return bad("needs i32");
     for (int64_t i = 0; i < count; ++i)
       store(array, i, static_cast<double>(size - below(u(i), size / 2 + 1)));
+    return array;
+  }
+  if (name == "splits") {
+    // Group sizes that sum to <total>: the gaps between G - 1 cut points
+    // drawn in [0, total] and sorted (so some groups may be empty).
+    int64_t total;
+    if (parts.size() != 2 || !parseCount(parts[1], total) || total < 0)
+      return bad("is malformed; expected splits:<total>");
+    if (dtype != DType::I64 || shape.size() != 1 || shape[0] < 1)
+      return bad("needs an i64 vector of one or more entries");
+    std::vector<int64_t> cuts = {0};
+    for (int64_t i = 0; i + 1 < count; ++i)
+      cuts.push_back(below(u(i), total + 1));
+    std::sort(cuts.begin(), cuts.end());
+    cuts.push_back(total);
+    for (int64_t i = 0; i < count; ++i)
+      store(array, i, static_cast<double>(cuts[i + 1] - cuts[i]));
     return array;
   }
   if (!parts.empty() && parts.size() != 1)

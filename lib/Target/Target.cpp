@@ -362,6 +362,14 @@ public:
         assign(update.getAmaxHistory(), "nonnegative");
         assign(update.getAmax(), "nonnegative");
         assign(update.getScale(), "positive");
+      } else if (auto grouped = dyn_cast<GroupedMatmulOp>(op)) {
+        int64_t tokens = grouped.getA().getType().getDimSize(0);
+        if (!ShapedType::isDynamic(tokens))
+          assign(grouped.getSplits(), "splits:" + std::to_string(tokens));
+        for (Value scale : {grouped.getAScaleInv(), grouped.getBScaleInv()})
+          if (scale &&
+              cast<ShapedType>(scale.getType()).getElementType().isF32())
+            assign(scale, "positive");
       } else if (auto matmul = dyn_cast<ScaledMatmulOp>(op)) {
         // f32 scales (per_tensor and block modes); MXFP8's E8M0 codes take
         // the generator of their type.

@@ -784,6 +784,150 @@ def matmul(a, b, *, bias=None, transpose_a=False, transpose_b=False,
                          out_dtype=out_dtype or a.dtype, device=device)
 
 
+def _stack(values, what):
+    """The arrays (or torch tensors) `values` stacked along a new first
+    dimension, as one array of their kind."""
+    if any(_is_torch(v) for v in values):
+        import torch
+        return torch.stack([v if _is_torch(v) else torch.from_numpy(
+            np.asarray(v)) for v in values])
+    arrays = [np.asarray(v) for v in values]
+    if len({(a.dtype, a.shape) for a in arrays}) != 1:
+        raise ShapeError(f"grouped_matmul: the {what} of every group must "
+                         "have one dtype and shape, got "
+                         f"{[(str(a.dtype), list(a.shape)) for a in arrays]}")
+    return np.stack(arrays)
+
+
+def grouped_matmul(a, b, splits, a_scale_inv=None, b_scale_inv=None, *,
+                   bias=None, accumulate=None, transpose_b=False,
+                   scaling=None, out_dtype=None, device=None):
+    """TE's grouped GEMM (te.grouped_matmul), as GroupedLinear runs it: the
+    rows of a ([T, K], tokens sorted by group) fall into len(splits)
+    consecutive groups of splits[g] rows (a list or an integer array; read
+    at run time, so one compiled program serves every split), and group
+    g's rows of D ([T, N]) are op(A_g) op(B[g]) [+ accumulate] [+ bias[g]].
+
+    b: the groups' matrices, stacked ([G, N, K] with transpose_b, else
+    [G, K, N]) or a list of them (arrays or Float8Tensors); op(B[g]) =
+    B[g]^T with transpose_b. Operands are f32, f16 or bf16 of one type, or
+    FP8: raw arrays with a_scale_inv and b_scale_inv in the modes `scaling`
+    names (per_tensor: one scale per group, [G] each; mxfp8_1x32 and
+    block_1x128: a's row-wise scales [T, ...]; b's stacked per group), or
+    Float8Tensors (a per_tensor a's one scale serves every group). bias:
+    [G, N]; accumulate: D's type and shape. out_dtype: f32, f16 or bf16
+    (default: the operands' type when high precision, else bf16)."""
+    modes = (scaling, scaling) if isinstance(scaling, str) else tuple(
+        scaling or ("per_tensor", "per_tensor"))
+    if len(modes) != 2:
+        raise ValueError(f"grouped_matmul: scaling={scaling!r}; give one "
+                         "mode or an (a, b) pair")
+    for mode in modes:
+        _choice("scaling", mode, SCALING_MODES)
+    if isinstance(splits, (list, tuple)):
+        splits = np.array([_integer("splits", m) for m in splits], np.int64)
+    splits = _arg(splits, "splits", ("i64",), rank=1)
+    groups = splits.shape[0]
+    counts = np.asarray(splits.value)
+    if (counts < 0).any():
+        g = int(np.argmax(counts < 0))
+        raise ShapeError(f"grouped_matmul: splits[{g}] = {counts[g]} is "
+                         "negative; each group has zero or more rows")
+
+    # b: stacked, or one entry per group.
+    if isinstance(b, (list, tuple)):
+        if len(b) != groups:
+            raise ShapeError(f"grouped_matmul: {len(b)} matrices in b for "
+                             f"{groups} splits")
+        if all(isinstance(x, Float8Tensor) for x in b):
+            if b_scale_inv is not None:
+                raise ValueError("grouped_matmul: b holds Float8Tensors; "
+                                 "b_scale_inv comes from them")
+            copies = [gemm_copy(x, transpose_b, transpose_b, "b")
+                      for x in b]
+            if len({(c[2], x.mode) for c, x in zip(copies, b)}) != 1:
+                raise ValueError("grouped_matmul: b's Float8Tensors must "
+                                 "share one scaling mode and layout")
+            transpose_b = copies[0][2]
+            modes = (modes[0], b[0].mode)
+            b_scale_inv = _stack([c[1] for c in copies], "scale_inv")
+            b = _stack([c[0] for c in copies], "data")
+        else:
+            b = _stack(b, "matrices")
+    b = _arg(b, "b", FP8 + HIGH_PRECISION, rank=3)
+    if b.shape[0] != groups:
+        raise ShapeError(f"grouped_matmul: b holds {b.shape[0]} matrices "
+                         f"for {groups} splits")
+
+    if isinstance(a, Float8Tensor):
+        if a_scale_inv is not None:
+            raise ValueError("grouped_matmul: a is a Float8Tensor; "
+                             "a_scale_inv comes from it")
+        data, a_scale_inv, transposed = gemm_copy(a, True, False, "a")
+        if transposed:
+            raise ValueError(f"grouped_matmul: a needs its row-wise copy "
+                             f"(the groups split its rows), got {a!r}")
+        modes = (a.mode, modes[1])
+        if a.mode == "per_tensor":
+            a_scale_inv = np.repeat(
+                np.asarray(a_scale_inv, np.float32).reshape(1), groups)
+        a = data
+    a = _arg(a, "a", FP8 + HIGH_PRECISION, rank=2)
+    fp8 = a.dtype in FP8
+    if (b.dtype in FP8) != fp8:
+        raise DTypeError(f"grouped_matmul: a is {a.dtype} and b is "
+                         f"{b.dtype}; both must be FP8 or both f32, f16 or "
+                         "bf16")
+    if not fp8:
+        if a.dtype != b.dtype:
+            raise DTypeError(f"grouped_matmul: a is {a.dtype} and b is "
+                             f"{b.dtype}; f32, f16 and bf16 operands must "
+                             "be of one type")
+        if a_scale_inv is not None or b_scale_inv is not None:
+            raise ValueError(f"grouped_matmul: a and b are {a.dtype}; only "
+                             "FP8 operands take scales")
+    elif a_scale_inv is None or b_scale_inv is None:
+        raise ValueError("grouped_matmul: FP8 operands need a_scale_inv and "
+                         "b_scale_inv (or pass Float8Tensors)")
+    a_si = _arg(a_scale_inv, "a_scale_inv", ("f32", "f8E8M0FNU"))
+    b_si = _arg(b_scale_inv, "b_scale_inv", ("f32", "f8E8M0FNU"))
+    if int(counts.sum()) != a.shape[0]:
+        raise ShapeError(f"grouped_matmul: the splits sum to "
+                         f"{int(counts.sum())}, but a has {a.shape[0]} rows; "
+                         "they split a's rows as torch.split does")
+    k_b, n = (b.shape[2], b.shape[1]) if transpose_b else b.shape[1:]
+    if a.shape[1] != k_b:
+        raise ShapeError(f"grouped_matmul: a is {a.shape[0]}x{a.shape[1]} "
+                         f"but each op(b[g]) is {k_b}x{n}: the inner "
+                         "dimensions differ")
+    out = dtype_name(out_dtype or ("bf16" if fp8 else a.dtype))
+    _choice("out_dtype", out, HIGH_PRECISION)
+    bias = _arg(bias, "bias", HIGH_PRECISION, rank=2)
+    accumulate = _arg(accumulate, "accumulate", (out,), rank=2)
+    result = _tensor_type(out, (a.shape[0], n))
+    scaling_clause = ("" if not fp8 or tuple(modes) == (
+        "per_tensor", "per_tensor") else f" scaling {modes[0]}, {modes[1]}")
+    attrs = " transpose_b" if transpose_b else ""
+    args = [a, b, splits, a_si, b_si, bias, accumulate]
+
+    def src(present):
+        operands = "%a0, %a1 splits(%a2)"
+        i = 3
+        if a_si is not None:
+            operands += f" scales(%a3, %a4){scaling_clause}"
+            i = 5
+        for keyword, value in (("bias", bias), ("accumulate", accumulate)):
+            if value is not None:
+                operands += f" {keyword}(%a{i})"
+                i += 1
+        return _function(
+            present, f"%r = te.grouped_matmul {operands}{attrs} : "
+            f"{', '.join(x.type for x in present)} -> {result}", [result])
+    key = ("grouped_matmul", attrs, scaling_clause, out,
+           tuple(v is not None for v in args))
+    return _run(key, args, src, device)[0]
+
+
 # --- Attention -----------------------------------------------------------
 
 

@@ -304,6 +304,69 @@ def test_scaled_matmul_refuses_what_te_does_not_take():
                           scaling=("per_tensor",) * 3)
 
 
+@pytest.mark.parametrize("mode", ["per_tensor", "mxfp8_1x32", "block_128x128"])
+@pytest.mark.parametrize("gemm", ["fprop", "dgrad"])
+def test_grouped_matmul_float8_tensors(mode, gemm):
+    """GroupedLinear's GEMMs with one quantizer per group: each group's
+    rows times its weight, from Float8Tensors, against the dequantized
+    operands' product (each group's scales are its own)."""
+    rng = np.random.default_rng(13)
+    splits, d_in, d_out = [9, 0, 30, 25], 160, 96
+    tokens = sum(splits)
+    starts = np.cumsum([0] + splits[:-1])
+    x_mode = "block_1x128" if mode == "block_128x128" else mode
+    ws = [rng.standard_normal((d_out, d_in)).astype(np.float32) * (g + 1)
+          for g in range(len(splits))]
+    wq = [ops.quantize(w, mode=mode, usage="both") for w in ws]
+    if gemm == "fprop":
+        a = rng.standard_normal((tokens, d_in)).astype(np.float32)
+        aq = ops.quantize(a, mode=x_mode, usage="rowwise")
+        got = ops.grouped_matmul(aq, wq, splits, transpose_b=True,
+                                 out_dtype="f32")
+    else:
+        a = rng.standard_normal((tokens, d_out)).astype(np.float32)
+        aq = ops.quantize(a, "e5m2", mode=x_mode, usage="rowwise")
+        got = ops.grouped_matmul(aq, wq, splits, out_dtype="f32")
+    da = aq.dequantize("f32").astype(np.float64)
+    want = np.zeros_like(got, dtype=np.float64)
+    bound = np.zeros_like(want)
+    for g, (s, m) in enumerate(zip(starts, splits)):
+        if mode == "per_tensor" or gemm == "fprop":
+            dw = wq[g].dequantize("f32").astype(np.float64)
+        else:  # dgrad reads W along its first dimension: the column-wise copy
+            dw = wq[g].dequantize("f32", columnwise=True).astype(np.float64)
+            dw = dw if mode == "mxfp8_1x32" else dw.T
+        op_b = dw.T if gemm == "fprop" else dw
+        want[s:s + m] = da[s:s + m] @ op_b
+        bound[s:s + m] = da.shape[1] * 2.0**-23 * (np.abs(da[s:s + m]) @ np.abs(op_b))
+    np.testing.assert_array_less(np.abs(got - want), bound + 1e-30)
+
+
+def test_grouped_matmul_torch_and_refusals():
+    import torch
+    rng = np.random.default_rng(14)
+    x = torch.from_numpy(rng.standard_normal((40, 32)).astype(np.float32))
+    ws = torch.from_numpy(rng.standard_normal((3, 16, 32)).astype(np.float32))
+    bias = torch.from_numpy(rng.standard_normal((3, 16)).astype(np.float32))
+    splits = [10, 20, 10]
+    got = ops.grouped_matmul(x.bfloat16(), list(ws.bfloat16()), splits,
+                             bias=bias.bfloat16(), transpose_b=True)
+    assert got.dtype == torch.bfloat16 and got.shape == (40, 16)
+    want = torch.cat([p.bfloat16().float() @ w.bfloat16().float().T + b.bfloat16().float()
+                      for p, w, b in zip(x.split(splits), ws, bias)])
+    torch.testing.assert_close(got.float(), want, rtol=2**-7, atol=1e-2)
+    with pytest.raises(te_mlir.ShapeError, match="2 matrices in b for 3 splits"):
+        ops.grouped_matmul(x, list(ws[:2]), splits, transpose_b=True)
+    with pytest.raises(te_mlir.DTypeError, match="a is f32 and b is bf16"):
+        ops.grouped_matmul(x, ws.bfloat16(), splits, transpose_b=True)
+    with pytest.raises(te_mlir.ShapeError, match="inner dimensions differ"):
+        ops.grouped_matmul(x, ws, splits)
+    with pytest.raises(te_mlir.ShapeError, match="the splits sum to 41"):
+        ops.grouped_matmul(x, ws, [10, 20, 11], transpose_b=True)
+    with pytest.raises(te_mlir.ShapeError, match=r"splits\[1\] = -1"):
+        ops.grouped_matmul(x, ws, [10, -1, 31], transpose_b=True)
+
+
 def fp8_ref_gelu(x):
     return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
 

@@ -163,3 +163,22 @@ def test_thd_example_runs_on_random_inputs(te_run):
     used = np.load(out / "in3.npy")[-1]
     assert (result[:used] != 0).any(axis=(1, 2)).all()
     assert (result[used:] == 0).all()
+
+
+def test_splits_sum_to_the_rows(te_run):
+    """A grouped GEMM's splits (splits:T): the gaps between G - 1 sorted
+    cut points drawn in [0, T], so they sum to T and some may be 0."""
+    program = te_run.program("""
+func.func @f(%x: tensor<50x8xbf16>, %w: tensor<6x4x8xbf16>, %m: tensor<6xi64>) -> tensor<50x4xbf16> {
+  %y = te.grouped_matmul %x, %w splits(%m) transpose_b
+      : tensor<50x8xbf16>, tensor<6x4x8xbf16>, tensor<6xi64> -> tensor<50x4xbf16>
+  return %y : tensor<50x4xbf16>
+}""")
+    for seed in (0, 5):
+        out = te_run.tmp / f"splits{seed}"
+        te_run(program, "--random-inputs", "--seed", seed, "--output-dir", out)
+        cuts = np.floor(uniform(seed, 2, np.arange(5, dtype=np.uint64)) * 51).astype(np.int64)
+        want = np.diff(np.concatenate([[0], np.sort(cuts), [50]]))
+        got = np.load(out / "in2.npy")
+        assert got.dtype == np.int64 and (got == want).all(), (got, want)
+        assert got.sum() == 50 and (got >= 0).all()

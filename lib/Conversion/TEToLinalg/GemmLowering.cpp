@@ -48,56 +48,74 @@ bool isBlockScaling(ScalingMode mode) {
 }
 
 /// One GEMM operand: the stored tensor, which of its dimensions is K, and
-/// its FP8 scaling.
+/// its FP8 scaling. A grouped GEMM's B stores one matrix per group
+/// ([G, ...], its scales too, when not per_tensor): `group` then selects
+/// one, and `kDim` counts in that matrix.
 struct Operand {
   Value stored;
   unsigned kDim;
   /// Scale inverse of an FP8 operand (null when high precision).
   Value scaleInv;
   ScalingMode mode = ScalingMode::per_tensor;
+  /// The group whose matrix this is (an index), for a stored [G, ...].
+  Value group = nullptr;
 
-  int64_t getK() const {
-    return cast<RankedTensorType>(stored.getType()).getDimSize(kDim);
+  RankedTensorType getType() const {
+    return cast<RankedTensorType>(stored.getType());
   }
+  /// The first dimension of the matrix (1 after a group dimension).
+  int64_t getMatrixDim() const { return getType().getRank() - 2; }
+  int64_t getK() const { return getType().getDimSize(getMatrixDim() + kDim); }
   /// Rows (A: M) or columns (B: N): the other dimension.
   int64_t getOther() const {
-    return cast<RankedTensorType>(stored.getType()).getDimSize(1 - kDim);
+    return getType().getDimSize(getMatrixDim() + 1 - kDim);
   }
-  Type getElementType() const {
-    return cast<RankedTensorType>(stored.getType()).getElementType();
-  }
+  Type getElementType() const { return getType().getElementType(); }
   bool hasBlockScales() const { return scaleInv && isBlockScaling(mode); }
+
+  /// The indices of matrix element (other, k) in the stored tensor (or its
+  /// block scale's, for the K block index and the row or column block).
+  SmallVector<Value, 3> at(Value other, Value k) const {
+    SmallVector<Value, 3> indices;
+    if (getMatrixDim() > 0)
+      indices.push_back(group);
+    if (kDim == 1)
+      indices.append({other, k});
+    else
+      indices.append({k, other});
+    return indices;
+  }
 
   /// Element (other, k) in f32: decoded, times its MXFP8 block scale (a
   /// power of two: exact unless the result leaves f32's range). Both
   /// indices must be in bounds.
   Value emitRead(OpBuilder &b, Location loc, Value other, Value k) const {
-    SmallVector<Value, 2> at = kDim == 1 ? SmallVector<Value, 2>{other, k}
-                                         : SmallVector<Value, 2>{k, other};
-    Value value =
-        emitExtToF32(b, loc, tensor::ExtractOp::create(b, loc, stored, at));
+    Value value = emitExtToF32(
+        b, loc, tensor::ExtractOp::create(b, loc, stored, at(other, k)));
     if (!isMXFP8())
       return value;
     IndexMath im{b, loc};
-    at[kDim] = im.div(k, im.c(32));
     Value scale =
-        emitE8M0ToF32(b, loc, tensor::ExtractOp::create(b, loc, scaleInv, at));
+        emitE8M0ToF32(b, loc,
+                      tensor::ExtractOp::create(
+                          b, loc, scaleInv, at(other, im.div(k, im.c(32)))));
     return arith::MulFOp::create(b, loc, value, scale);
   }
 
-  /// Element (other, k) in `type` (bf16 or f32), or 0 past either end.
+  /// Element (other, k) in `type` (bf16 or f32), or 0 past either end (or
+  /// where `valid`, when given, is false).
   Value emitPaddedRead(OpBuilder &b, Location loc, Value other, Value k,
-                       Type type) const {
+                       Type type, Value valid = nullptr) const {
     IndexMath im{b, loc};
     Value inside = arith::AndIOp::create(b, loc, im.lt(other, im.c(getOther())),
                                          im.lt(k, im.c(getK())));
+    if (valid)
+      inside = arith::AndIOp::create(b, loc, inside, valid);
     other = im.min(other, im.c(getOther() - 1));
     k = im.min(k, im.c(getK() - 1));
     Value value;
     if (getElementType() == type && !isMXFP8()) {
-      SmallVector<Value, 2> at = kDim == 1 ? SmallVector<Value, 2>{other, k}
-                                           : SmallVector<Value, 2>{k, other};
-      value = tensor::ExtractOp::create(b, loc, stored, at);
+      value = tensor::ExtractOp::create(b, loc, stored, at(other, k));
     } else if (type.isBF16() && isFP8Type(getElementType())) {
       // bf16 holds every FP8 value (times a power of two), so the f32's
       // low half is zero and dropping it is the conversion; only MXFP8
@@ -127,9 +145,33 @@ struct Operand {
     Value outer = mode == ScalingMode::block_128x128
                       ? im.div(other, im.c(kScaleBlockK))
                       : other;
-    SmallVector<Value, 2> at = kDim == 1 ? SmallVector<Value, 2>{outer, kb}
-                                         : SmallVector<Value, 2>{kb, outer};
-    return tensor::ExtractOp::create(b, loc, scaleInv, at);
+    return tensor::ExtractOp::create(b, loc, scaleInv, at(outer, kb));
+  }
+};
+
+/// Where the panels of op(A) take their rows. A GEMM's panel p holds rows
+/// [p size, (p + 1) size). A grouped GEMM's panels each hold rows of one
+/// group (the last panel of a group is partly padding): `group`, `first`
+/// and `count` ([panels] index tensors, computed at run time from the
+/// splits) give each panel's group, first row and number of rows.
+struct RowPanels {
+  Value group, first, count;
+
+  bool isGrouped() const { return static_cast<bool>(group); }
+
+  /// Row j of panel p (clamped into the operand) and whether it is a row
+  /// of the operand rather than padding; null when not grouped.
+  std::pair<Value, Value> emitRow(OpBuilder &b, Location loc, Value panel,
+                                  Value j, int64_t rows) const {
+    IndexMath im{b, loc};
+    // Panels past the table (padding of the last tile) hold no rows.
+    int64_t panels = cast<RankedTensorType>(group.getType()).getDimSize(0);
+    Value inTable = im.lt(panel, im.c(panels));
+    panel = im.min(panel, im.c(panels - 1));
+    Value first = tensor::ExtractOp::create(b, loc, this->first, panel);
+    Value count = tensor::ExtractOp::create(b, loc, this->count, panel);
+    Value row = im.min(im.add(first, j), im.c(rows - 1));
+    return {row, arith::AndIOp::create(b, loc, inTable, im.lt(j, count))};
   }
 };
 
@@ -144,15 +186,17 @@ struct GemmShape {
   int64_t chunk;
 };
 
+/// The shape for operands `a` and `b`; `rowPanels` A panels when not 0
+/// (a grouped GEMM's upper bound), else enough for A's rows.
 GemmShape getShape(const HostGemmKernel &kernel, const Operand &a,
-                   const Operand &b, bool blockScales) {
+                   const Operand &b, bool blockScales, int64_t rowPanels = 0) {
   GemmShape s;
   s.m = a.getOther();
   s.n = b.getOther();
   s.k = a.getK();
   int64_t step = kernel.getKStep();
   s.kPadded = llvm::divideCeil(s.k, step) * step;
-  s.mPanels = llvm::divideCeil(s.m, kernel.rows);
+  s.mPanels = rowPanels ? rowPanels : llvm::divideCeil(s.m, kernel.rows);
   s.nPanels = llvm::divideCeil(s.n, kernel.getColumns());
   // At most kTilePanels* panels a tile, as evenly spread as they go.
   s.tilesM = llvm::divideCeil(s.mPanels, kTilePanelsM);
@@ -169,46 +213,90 @@ GemmShape getShape(const HostGemmKernel &kernel, const Operand &a,
 /// index 2 t + e); f32, [panels, K, size] with element (p, k, j). Zero past
 /// the operand's ends. Each panel is contiguous, so the micro-kernel's
 /// reads of A are one stream (no cache-set conflicts between rows whose
-/// stride is a power of two) and its reads of B whole vectors.
+/// stride is a power of two) and its reads of B whole vectors. A grouped
+/// GEMM's A takes its rows from `rows`; its B (`groups` matrices) is
+/// packed group by group: [groups, panels, ...].
 Value packPanels(OpBuilder &b, Location loc, const HostGemmKernel &kernel,
                  const Operand &operand, int64_t panels, int64_t size,
-                 const GemmShape &s) {
+                 const GemmShape &s, const RowPanels &rows = {},
+                 int64_t groups = 0) {
   Type element = kernel.getOperandType(b.getContext());
   int64_t step = kernel.getKStep();
+  SmallVector<int64_t> shape = {panels, s.kPadded / step, step * size};
+  if (groups)
+    shape.insert(shape.begin(), groups);
   return generateTensor(
-      b, loc, {panels, s.kPadded / step, step * size}, element,
-      [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+      b, loc, shape, element,
+      [&](OpBuilder &b, Location loc, ArrayRef<Value> indices) {
         IndexMath im{b, loc};
-        Value other =
-            im.add(im.mul(i[0], im.c(size)), im.div(i[2], im.c(step)));
+        Operand view = operand;
+        ArrayRef<Value> i = indices;
+        if (groups) {
+          view.group = i[0];
+          i = i.drop_front();
+        }
+        Value j = im.div(i[2], im.c(step));
         Value k = im.add(im.mul(i[1], im.c(step)),
                          arith::RemUIOp::create(b, loc, i[2], im.c(step)));
-        return operand.emitPaddedRead(b, loc, other, k, element);
+        if (rows.isGrouped()) {
+          auto [row, valid] = rows.emitRow(b, loc, i[0], j, view.getOther());
+          return view.emitPaddedRead(b, loc, row, k, element, valid);
+        }
+        Value other = im.add(im.mul(i[0], im.c(size)), j);
+        return view.emitPaddedRead(b, loc, other, k, element);
       });
 }
 
 /// The block scales of `operand` per padded row (or column) and K block:
-/// f32 [K blocks, panels * panel size], zero in the padding.
+/// f32 [K blocks, panels * panel size], zero in the padding; grouped as
+/// packPanels is ([groups, K blocks, ...] for `groups` matrices).
 Value expandBlockScales(OpBuilder &b, Location loc, const Operand &operand,
-                        int64_t blocks, int64_t padded) {
-  return generateTensor(b, loc, {blocks, padded}, b.getF32Type(),
-                        [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
-                          IndexMath im{b, loc};
-                          Value last = im.c(operand.getOther() - 1);
-                          Value scale = operand.emitBlockScale(
-                              b, loc, im.min(i[1], last), i[0]);
-                          return im.select(im.le(i[1], last), scale,
-                                           emitF32Constant(b, loc, 0.0));
-                        });
+                        int64_t blocks, int64_t padded, int64_t panelSize,
+                        const RowPanels &rows = {}, int64_t groups = 0) {
+  SmallVector<int64_t> shape = {blocks, padded};
+  if (groups)
+    shape.insert(shape.begin(), groups);
+  return generateTensor(
+      b, loc, shape, b.getF32Type(),
+      [&](OpBuilder &b, Location loc, ArrayRef<Value> indices) {
+        IndexMath im{b, loc};
+        Operand view = operand;
+        ArrayRef<Value> i = indices;
+        if (groups) {
+          view.group = i[0];
+          i = i.drop_front();
+        }
+        Value last = im.c(view.getOther() - 1);
+        Value other = im.min(i[1], last), inside = im.le(i[1], last);
+        if (rows.isGrouped()) {
+          auto [row, valid] = rows.emitRow(
+              b, loc, im.div(i[1], im.c(panelSize)),
+              arith::RemUIOp::create(b, loc, i[1], im.c(panelSize)),
+              view.getOther());
+          other = row;
+          inside = valid;
+        }
+        Value scale = view.emitBlockScale(b, loc, other, i[0]);
+        return im.select(inside, scale, emitF32Constant(b, loc, 0.0));
+      });
 }
 
 /// Builds the loop nest over the output tiles.
 class GemmBuilder {
 public:
+  /// For a grouped GEMM, `panelGroups` ([row panels] index) names the
+  /// group of each A panel, whose B panels (and column scales) it meets:
+  /// those are then [groups, ...].
   GemmBuilder(const HostGemmKernel &kernel, const GemmShape &s, Value rowPanels,
-              Value columnPanels, Value rowScales, Value columnScales)
+              Value columnPanels, Value rowScales, Value columnScales,
+              Value panelGroups = nullptr)
       : kernel(kernel), s(s), rowPanels(rowPanels), columnPanels(columnPanels),
-        rowScales(rowScales), columnScales(columnScales) {}
+        rowScales(rowScales), columnScales(columnScales),
+        panelGroups(panelGroups) {}
+
+  /// Limits the A panels to the first `count` (an index; the rest are
+  /// padding a grouped GEMM's splits left unused).
+  void setUsedRowPanels(Value count) { usedRowPanels = count; }
 
   /// The f32 [tilesM * tileRows, tilesN * tileCols + one vector] product.
   /// The extra vector keeps the row stride off powers of two, whose rows
@@ -241,8 +329,9 @@ public:
     int64_t panelsPerTileN = s.tileCols / kernel.getColumns();
     Value firstPanelM = im.mul(tileM, im.c(panelsPerTileM));
     Value firstPanelN = im.mul(tileN, im.c(panelsPerTileN));
-    Value panelsM =
-        im.min(im.c(panelsPerTileM), im.sub(im.c(s.mPanels), firstPanelM));
+    Value panelsM = im.min(
+        im.c(panelsPerTileM),
+        im.sub(usedRowPanels ? usedRowPanels : im.c(s.mPanels), firstPanelM));
     Value panelsN =
         im.min(im.c(panelsPerTileN), im.sub(im.c(s.nPanels), firstPanelN));
 
@@ -324,6 +413,12 @@ private:
     };
     SmallVector<Value> init =
         blockScales ? SmallVector<Value>(count, zeroAcc) : previousSums();
+    // The indices of B panel `panelN` (of this A panel's group).
+    SmallVector<Value, 2> columnPanel = {panelN};
+    if (panelGroups)
+      columnPanel.insert(
+          columnPanel.begin(),
+          tensor::ExtractOp::create(b, loc, panelGroups, ValueRange{panelM}));
 
     Value firstStep = im.mul(chunk, im.c(s.chunk / step));
     Value lastStep =
@@ -333,8 +428,8 @@ private:
         [&](OpBuilder &b, Location loc, Value t, ValueRange acc) {
           SmallVector<Value> next =
               kernel.kind == HostGemmKernel::Kind::PairDot
-                  ? emitPairDotStep(b, loc, t, panelM, panelN, acc)
-                  : emitFMAStep(b, loc, t, panelM, panelN, acc);
+                  ? emitPairDotStep(b, loc, t, panelM, columnPanel, acc)
+                  : emitFMAStep(b, loc, t, panelM, columnPanel, acc);
           scf::YieldOp::create(b, loc, next);
         });
 
@@ -349,12 +444,11 @@ private:
                        im.add(im.mul(panelM, im.c(kernel.rows)), im.c(r))});
         Value splatRow = host_attention::splat(b, loc, rowScale, accType);
         for (int64_t v = 0; v < kernel.vectors; ++v) {
+          SmallVector<Value, 3> at(ArrayRef<Value>(columnPanel).drop_back());
+          at.append({chunk, im.add(im.mul(panelN, im.c(kernel.getColumns())),
+                                   im.c(v * lanes))});
           Value columnScale = vector::TransferReadOp::create(
-              b, loc, accType, columnScales,
-              ValueRange{chunk,
-                         im.add(im.mul(panelN, im.c(kernel.getColumns())),
-                                im.c(v * lanes))},
-              zeroF, ArrayRef<bool>{true});
+              b, loc, accType, columnScales, at, zeroF, ArrayRef<bool>{true});
           Value scale = arith::MulFOp::create(b, loc, splatRow, columnScale);
           Value &sum = sums[r * kernel.vectors + v];
           sum = vector::FMAOp::create(b, loc, sum, scale,
@@ -373,10 +467,10 @@ private:
     return tile;
   }
 
-  /// One pair of K: each row's bf16 pair broadcast against the panel's
-  /// column pairs on the dot unit.
+  /// One pair of K: each row's bf16 pair broadcast against the column
+  /// pairs of B panel `columnPanel` (its indices) on the dot unit.
   SmallVector<Value> emitPairDotStep(OpBuilder &b, Location loc, Value t,
-                                     Value panelM, Value panelN,
+                                     Value panelM, ArrayRef<Value> columnPanel,
                                      ValueRange acc) const {
     IndexMath im{b, loc};
     Type bf16 = b.getBF16Type();
@@ -387,11 +481,12 @@ private:
     auto wordsType = VectorType::get({lanes}, b.getI32Type());
     Value zeroBF = arith::ConstantOp::create(b, loc, b.getZeroAttr(bf16));
     SmallVector<Value> columns;
-    for (int64_t v = 0; v < kernel.vectors; ++v)
+    for (int64_t v = 0; v < kernel.vectors; ++v) {
+      SmallVector<Value, 4> at(columnPanel);
+      at.append({t, im.c(v * 2 * lanes)});
       columns.push_back(vector::TransferReadOp::create(
-          b, loc, operandType, columnPanels,
-          ValueRange{panelN, t, im.c(v * 2 * lanes)}, zeroBF,
-          ArrayRef<bool>{true}));
+          b, loc, operandType, columnPanels, at, zeroBF, ArrayRef<bool>{true}));
+    }
     SmallVector<Value> next;
     for (int64_t r = 0; r < kernel.rows; ++r) {
       Value pair = vector::TransferReadOp::create(
@@ -408,19 +503,22 @@ private:
     return next;
   }
 
-  /// One element of K: each row's f32 broadcast times the panel's columns.
+  /// One element of K: each row's f32 broadcast times the columns of B
+  /// panel `columnPanel` (its indices).
   SmallVector<Value> emitFMAStep(OpBuilder &b, Location loc, Value k,
-                                 Value panelM, Value panelN,
+                                 Value panelM, ArrayRef<Value> columnPanel,
                                  ValueRange acc) const {
     IndexMath im{b, loc};
     int64_t lanes = kernel.lanes;
     auto laneType = VectorType::get({lanes}, b.getF32Type());
     Value zeroF = emitF32Constant(b, loc, 0.0);
     SmallVector<Value> columns;
-    for (int64_t v = 0; v < kernel.vectors; ++v)
+    for (int64_t v = 0; v < kernel.vectors; ++v) {
+      SmallVector<Value, 4> at(columnPanel);
+      at.append({k, im.c(v * lanes)});
       columns.push_back(vector::TransferReadOp::create(
-          b, loc, laneType, columnPanels,
-          ValueRange{panelN, k, im.c(v * lanes)}, zeroF, ArrayRef<bool>{true}));
+          b, loc, laneType, columnPanels, at, zeroF, ArrayRef<bool>{true}));
+    }
     SmallVector<Value> next;
     for (int64_t r = 0; r < kernel.rows; ++r) {
       Value element = tensor::ExtractOp::create(b, loc, rowPanels,
@@ -435,7 +533,8 @@ private:
 
   const HostGemmKernel &kernel;
   const GemmShape &s;
-  Value rowPanels, columnPanels, rowScales, columnScales;
+  Value rowPanels, columnPanels, rowScales, columnScales, panelGroups;
+  Value usedRowPanels;
 };
 
 } // namespace
@@ -457,12 +556,11 @@ std::string HostGemmKernel::describe() const {
                        rows, getColumns());
 }
 
-HostGemmKernel mlir::te::chooseHostGemmKernel(ScaledMatmulOp op,
+HostGemmKernel mlir::te::chooseHostGemmKernel(Type element,
                                               const BF16PairDotUnit *unit,
                                               int64_t lanes) {
   // Products of bf16 (and of FP8, which bf16 holds exactly) are exact in
   // f32, so pair dots lose nothing; f16 and f32 need f32 FMAs.
-  Type element = op.getA().getType().getElementType();
   bool pairs = unit && (element.isBF16() || isFP8Type(element));
   HostGemmKernel kernel;
   if (pairs) {
@@ -500,31 +598,192 @@ Value mlir::te::buildHostGemmProduct(OpBuilder &b, Location loc,
   Value rowScales, columnScales;
   if (blockScales) {
     int64_t blocks = llvm::divideCeil(s.k, kScaleBlockK);
-    rowScales = expandBlockScales(b, loc, a, blocks, s.tilesM * s.tileRows);
-    columnScales =
-        expandBlockScales(b, loc, bOperand, blocks, s.tilesN * s.tileCols);
+    rowScales = expandBlockScales(b, loc, a, blocks, s.tilesM * s.tileRows,
+                                  kernel.rows);
+    columnScales = expandBlockScales(
+        b, loc, bOperand, blocks, s.tilesN * s.tileCols, kernel.getColumns());
   }
   return GemmBuilder(kernel, s, rowPanels, columnPanels, rowScales,
                      columnScales)
       .build(b, loc);
 }
 
+namespace {
+
+/// Each group's end row: min(T, the splits up to it), the clamped
+/// prefix sums (an index [G] tensor). Bad splits (te-insert-checks reports
+/// them) thus still describe rows inside A.
+Value buildGroupEnds(OpBuilder &b, Location loc, Value splits, int64_t groups,
+                     int64_t tokens) {
+  return generateTensor(
+      b, loc, {groups}, b.getIndexType(),
+      [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+        IndexMath im{b, loc};
+        auto loop = scf::ForOp::create(
+            b, loc, im.c(0), im.add(i[0], im.c(1)), im.c(1),
+            ValueRange{im.c(0)},
+            [&](OpBuilder &b, Location loc, Value g, ValueRange sum) {
+              IndexMath im{b, loc};
+              Value split = arith::IndexCastOp::create(
+                  b, loc, b.getIndexType(),
+                  tensor::ExtractOp::create(b, loc, splits, g));
+              scf::YieldOp::create(
+                  b, loc,
+                  ValueRange{im.min(im.add(sum[0], im.max(split, im.c(0))),
+                                    im.c(tokens))});
+            });
+        return loop.getResult(0);
+      });
+}
+
+/// Entry g - 1 of the index tensor `ends`, or 0 for g = 0: where group g
+/// starts.
+Value emitStart(OpBuilder &b, Location loc, Value ends, Value g) {
+  IndexMath im{b, loc};
+  Value previous = im.max(arith::SubIOp::create(b, loc, g, im.c(1)), im.c(0));
+  Value end = tensor::ExtractOp::create(b, loc, ends, previous);
+  return im.select(im.lt(g, im.c(1)), im.c(0), end);
+}
+
+/// The group of position `x` given the groups' (non-decreasing) ends: the
+/// number of groups that end at or before it (the last group for
+/// positions past every end).
+Value emitGroupOf(OpBuilder &b, Location loc, Value ends, int64_t groups,
+                  Value x) {
+  IndexMath im{b, loc};
+  auto loop = scf::ForOp::create(
+      b, loc, im.c(0), im.c(groups - 1), im.c(1), ValueRange{im.c(0)},
+      [&](OpBuilder &b, Location loc, Value g, ValueRange count) {
+        IndexMath im{b, loc};
+        Value end = tensor::ExtractOp::create(b, loc, ends, g);
+        scf::YieldOp::create(
+            b, loc,
+            ValueRange{im.add(
+                count[0], arith::IndexCastUIOp::create(b, loc, b.getIndexType(),
+                                                       im.le(end, x)))});
+      });
+  return loop.getResult(0);
+}
+
+} // namespace
+
+HostGroupedGemmProduct mlir::te::buildHostGroupedGemmProduct(
+    OpBuilder &b, Location loc, GroupedMatmulOp op, Value aValue, Value bValue,
+    Value splits, Value aScaleInv, Value bScaleInv,
+    const HostGemmKernel &kernel) {
+  int64_t groups = op.getNumGroups();
+  int64_t tokens = op.getA().getType().getDimSize(0);
+  int64_t rows = kernel.rows;
+  // Per_tensor scales are per group ([G]): the epilogue applies them.
+  ScalingMode aMode = op.getAScalingMode(), bMode = op.getBScalingMode();
+  bool perTensor = op.hasFP8Operands() && aMode == ScalingMode::per_tensor;
+  Operand a{aValue, 1, perTensor ? Value() : aScaleInv, aMode};
+  Operand bOperand{bValue, op.getTransposeB() ? 1u : 0u,
+                   perTensor ? Value() : bScaleInv, bMode};
+  bool blockScales = a.hasBlockScales() || bOperand.hasBlockScales();
+
+  // The groups' rows and panels: each group starts a panel, so at most
+  // sum ceil(m_g / rows) <= (T + G (rows - 1)) / rows panels.
+  Value rowEnds = buildGroupEnds(b, loc, splits, groups, tokens);
+  Value panelEnds = generateTensor(
+      b, loc, {groups}, b.getIndexType(),
+      [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+        IndexMath im{b, loc};
+        auto loop = scf::ForOp::create(
+            b, loc, im.c(0), im.add(i[0], im.c(1)), im.c(1),
+            ValueRange{im.c(0)},
+            [&](OpBuilder &b, Location loc, Value g, ValueRange sum) {
+              IndexMath im{b, loc};
+              Value size = im.sub(tensor::ExtractOp::create(b, loc, rowEnds, g),
+                                  emitStart(b, loc, rowEnds, g));
+              Value panels = im.div(im.add(size, im.c(rows - 1)), im.c(rows));
+              scf::YieldOp::create(b, loc, ValueRange{im.add(sum[0], panels)});
+            });
+        return loop.getResult(0);
+      });
+  int64_t maxPanels = (tokens + groups * (rows - 1)) / rows;
+  maxPanels = std::max<int64_t>(maxPanels, 1);
+  RowPanels table;
+  table.group =
+      generateTensor(b, loc, {maxPanels}, b.getIndexType(),
+                     [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+                       return emitGroupOf(b, loc, panelEnds, groups, i[0]);
+                     });
+  auto panelField = [&](bool count) {
+    return generateTensor(
+        b, loc, {maxPanels}, b.getIndexType(),
+        [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+          IndexMath im{b, loc};
+          Value g = tensor::ExtractOp::create(b, loc, table.group, i[0]);
+          Value local =
+              im.mul(im.sub(i[0], emitStart(b, loc, panelEnds, g)), im.c(rows));
+          Value start = emitStart(b, loc, rowEnds, g);
+          if (!count)
+            return im.add(start, local);
+          Value size =
+              im.sub(tensor::ExtractOp::create(b, loc, rowEnds, g), start);
+          return im.max(im.min(im.sub(size, local), im.c(rows)), im.c(0));
+        });
+  };
+  table.first = panelField(false);
+  table.count = panelField(true);
+
+  GemmShape s = getShape(kernel, a, bOperand, blockScales, maxPanels);
+  Value rowPanels = packPanels(b, loc, kernel, a, s.mPanels, rows, s, table);
+  Value columnPanels = packPanels(b, loc, kernel, bOperand, s.nPanels,
+                                  kernel.getColumns(), s, {}, groups);
+  Value rowScales, columnScales;
+  if (blockScales) {
+    int64_t blocks = llvm::divideCeil(s.k, kScaleBlockK);
+    rowScales = expandBlockScales(b, loc, a, blocks, s.tilesM * s.tileRows,
+                                  rows, table);
+    columnScales =
+        expandBlockScales(b, loc, bOperand, blocks, s.tilesN * s.tileCols,
+                          kernel.getColumns(), {}, groups);
+  }
+  GemmBuilder builder(kernel, s, rowPanels, columnPanels, rowScales,
+                      columnScales, table.group);
+  builder.setUsedRowPanels(tensor::ExtractOp::create(
+      b, loc, panelEnds, ValueRange{IndexMath{b, loc}.c(groups - 1)}));
+  HostGroupedGemmProduct result;
+  result.product = builder.build(b, loc);
+  result.rowGroup =
+      generateTensor(b, loc, {tokens}, b.getIndexType(),
+                     [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+                       return emitGroupOf(b, loc, rowEnds, groups, i[0]);
+                     });
+  result.productRow = generateTensor(
+      b, loc, {tokens}, b.getIndexType(),
+      [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+        IndexMath im{b, loc};
+        Value g = tensor::ExtractOp::create(b, loc, result.rowGroup, i[0]);
+        Value row = im.add(im.mul(emitStart(b, loc, panelEnds, g), im.c(rows)),
+                           im.sub(i[0], emitStart(b, loc, rowEnds, g)));
+        return im.min(row, im.c(s.tilesM * s.tileRows - 1));
+      });
+  return result;
+}
+
 std::vector<std::pair<std::string, std::optional<std::string>>>
-mlir::te::getHostGemmKernelChoices(ScaledMatmulOp op,
+mlir::te::getHostGemmKernelChoices(Operation *op,
                                    const ConvertTEToLinalgOptions &options) {
-  const BF16PairDotUnit *unit = getBF16PairDotUnit(options.dotUnit);
-  HostGemmKernel chosen = chooseHostGemmKernel(op, unit, options.vectorLanes);
   std::vector<std::pair<std::string, std::optional<std::string>>> choices;
+  if (!isa<ScaledMatmulOp, GroupedMatmulOp>(op))
+    return choices;
+  Type element = cast<ShapedType>(op->getOperand(0).getType()).getElementType();
+  const BF16PairDotUnit *unit = getBF16PairDotUnit(options.dotUnit);
+  HostGemmKernel chosen =
+      chooseHostGemmKernel(element, unit, options.vectorLanes);
   if (chosen.kind == HostGemmKernel::Kind::PairDot) {
     choices.push_back({chosen.describe(), std::nullopt});
     return choices;
   }
-  std::string element;
-  llvm::raw_string_ostream os(element);
-  os << op.getA().getType().getElementType();
+  std::string name;
+  llvm::raw_string_ostream os(name);
+  os << element;
   choices.push_back(
       {"bf16 pair dots",
-       unit ? element + " operands, which bf16 pairs would round"
+       unit ? name + " operands, which bf16 pairs would round"
             : std::string("the target has no bf16 dot-product unit "
                           "(AVX512-BF16)")});
   choices.push_back({chosen.describe(), std::nullopt});

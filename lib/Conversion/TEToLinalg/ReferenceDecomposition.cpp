@@ -44,7 +44,8 @@ using namespace mlir::te;
 
 std::optional<std::string>
 mlir::te::getReferenceDecompositionGap(Operation *op) {
-  if (!isa<AttentionOp, AttentionBackwardOp, ScaledMatmulOp>(op))
+  if (!isa<AttentionOp, AttentionBackwardOp, ScaledMatmulOp, GroupedMatmulOp>(
+          op))
     return std::nullopt;
   for (Value value : op->getOperands())
     if (!cast<ShapedType>(value.getType()).hasStaticShape())
@@ -1311,6 +1312,174 @@ struct ScaledMatmulOpReferenceDecomposition : OpRewritePattern<ScaledMatmulOp> {
   }
 };
 
+/// An i64 tensor of `shape` filled with 0.
+Value zerosI64(OpBuilder &b, Location loc, ArrayRef<int64_t> shape) {
+  Value empty = tensor::EmptyOp::create(b, loc, shape, b.getI64Type());
+  Value zero = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0);
+  return linalg::FillOp::create(b, loc, zero, empty).getResult(0);
+}
+
+/// te.grouped_matmul as the dense formula: row r belongs to the group g
+/// with split prefix sums ends[g-1] <= r < ends[g] (the number of groups
+/// before the last that end at or before r); its products with B[g] are
+/// dequantized as te.scaled_matmul's reference dequantizes them, summed
+/// over K in f32, scaled by group g's per_tensor scales, plus C and group
+/// g's bias.
+struct GroupedMatmulOpReferenceDecomposition
+    : OpRewritePattern<GroupedMatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(GroupedMatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    if (std::optional<std::string> gap = getReferenceDecompositionGap(op))
+      return rewriter.notifyMatchFailure(op, *gap);
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    MLIRContext *ctx = b.getContext();
+    RankedTensorType dType = op.getD().getType();
+    int64_t tokens = dType.getDimSize(0), n = dType.getDimSize(1);
+    int64_t groups = op.getNumGroups();
+    AffineExpr d0 = getAffineDimExpr(0, ctx), d1 = getAffineDimExpr(1, ctx),
+               d2 = getAffineDimExpr(2, ctx);
+
+    // ends[g] = sum of splits[h] for h <= g.
+    Value ends = generic(
+        b, loc, {op.getSplits()}, zerosI64(b, loc, {groups}),
+        {AffineMap::get(2, 0, {d1}, ctx), AffineMap::get(2, 0, {d0}, ctx)},
+        "pr", [&](OpBuilder &b, Location loc, ValueRange args) {
+          Value g = linalg::IndexOp::create(b, loc, 0);
+          Value h = linalg::IndexOp::create(b, loc, 1);
+          Value take =
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, h, g);
+          Value zero = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0);
+          return arith::AddIOp::create(
+                     b, loc, args[1],
+                     arith::SelectOp::create(b, loc, take, args[0], zero))
+              .getResult();
+        });
+    Value rowGroup = generic(
+        b, loc, {ends}, zerosI64(b, loc, {tokens}),
+        {AffineMap::get(2, 0, {d1}, ctx), AffineMap::get(2, 0, {d0}, ctx)},
+        "pr", [&](OpBuilder &b, Location loc, ValueRange args) {
+          Value r = arith::IndexCastOp::create(
+              b, loc, b.getI64Type(), linalg::IndexOp::create(b, loc, 0));
+          Value g = linalg::IndexOp::create(b, loc, 1);
+          Value counts = arith::AndIOp::create(
+              b, loc,
+              arith::CmpIOp::create(
+                  b, loc, arith::CmpIPredicate::ult, g,
+                  arith::ConstantIndexOp::create(b, loc, groups - 1)),
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, args[0],
+                                    r));
+          return arith::AddIOp::create(
+                     b, loc, args[1],
+                     arith::ExtUIOp::create(b, loc, b.getI64Type(), counts))
+              .getResult();
+        });
+
+    bool fp8 = op.hasFP8Operands();
+    ScalingMode aMode = op.getAScalingMode(), bMode = op.getBScalingMode();
+    bool perTensor = fp8 && aMode == ScalingMode::per_tensor;
+    bool blockScales = fp8 && !perTensor;
+    bool transposeB = op.getTransposeB();
+    auto blockOf = [](ScalingMode mode) -> int64_t {
+      return mode == ScalingMode::mxfp8_1x32 ? 32 : 128;
+    };
+    auto scaleValue = [&](OpBuilder &b, Location loc, Value scale) {
+      return isa<Float8E8M0FNUType>(scale.getType())
+                 ? emitE8M0ToF32(b, loc, scale)
+                 : scale;
+    };
+    // Iterations (r, j, k): A and its scales by map, B by group.
+    SmallVector<Value> inputs = {op.getA(), rowGroup};
+    SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {d0, d2}, ctx),
+                                   AffineMap::get(3, 0, {d0}, ctx)};
+    if (blockScales) {
+      inputs.push_back(op.getAScaleInv());
+      maps.push_back(
+          AffineMap::get(3, 0, {d0, d2.floorDiv(blockOf(aMode))}, ctx));
+    }
+    maps.push_back(AffineMap::get(3, 0, {d0, d1}, ctx));
+    Value sums = generic(
+        b, loc, inputs, filled(b, loc, {tokens, n}, 0.0), maps, "ppr",
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          Value g =
+              arith::IndexCastOp::create(b, loc, b.getIndexType(), args[1]);
+          Value j = linalg::IndexOp::create(b, loc, 1);
+          Value k = linalg::IndexOp::create(b, loc, 2);
+          auto at = [&](Value other, Value kIndex) {
+            return transposeB ? SmallVector<Value>{g, other, kIndex}
+                              : SmallVector<Value>{g, kIndex, other};
+          };
+          Value x = emitExtToF32(b, loc, args[0]);
+          Value y = emitExtToF32(
+              b, loc, tensor::ExtractOp::create(b, loc, op.getB(), at(j, k)));
+          if (blockScales) {
+            x = arith::MulFOp::create(b, loc, x, scaleValue(b, loc, args[2]));
+            auto c = [&](int64_t v) {
+              return arith::ConstantIndexOp::create(b, loc, v);
+            };
+            Value kBlock = arith::DivUIOp::create(b, loc, k, c(blockOf(bMode)));
+            Value other = bMode == ScalingMode::block_128x128
+                              ? arith::DivUIOp::create(b, loc, j, c(128))
+                              : j;
+            Value scale = tensor::ExtractOp::create(b, loc, op.getBScaleInv(),
+                                                    at(other, kBlock));
+            y = arith::MulFOp::create(b, loc, y, scaleValue(b, loc, scale));
+          }
+          return arith::AddFOp::create(b, loc, args.back(),
+                                       arith::MulFOp::create(b, loc, x, y))
+              .getResult();
+        });
+
+    AffineMap id2 = b.getMultiDimIdentityMap(2);
+    SmallVector<Value> epilogueInputs = {sums, rowGroup};
+    SmallVector<AffineMap> epilogueMaps = {id2,
+                                           AffineMap::get(2, 0, {d0}, ctx)};
+    if (Value c = op.getC()) {
+      epilogueInputs.push_back(c);
+      epilogueMaps.push_back(id2);
+    }
+    epilogueMaps.push_back(id2);
+    Value init = tensor::EmptyOp::create(b, loc, dType.getShape(),
+                                         dType.getElementType());
+    Value d =
+        linalg::GenericOp::create(
+            b, loc, TypeRange{dType}, epilogueInputs, ValueRange{init},
+            epilogueMaps, iterators("pp"),
+            [&](OpBuilder &b, Location loc, ValueRange args) {
+              Value g =
+                  arith::IndexCastOp::create(b, loc, b.getIndexType(), args[1]);
+              Value value = args[0];
+              if (perTensor)
+                value = arith::MulFOp::create(
+                    b, loc, value,
+                    arith::MulFOp::create(
+                        b, loc,
+                        tensor::ExtractOp::create(b, loc, op.getAScaleInv(), g),
+                        tensor::ExtractOp::create(b, loc, op.getBScaleInv(),
+                                                  g)));
+              if (op.getC())
+                value = arith::AddFOp::create(b, loc, value,
+                                              emitExtToF32(b, loc, args[2]));
+              if (Value bias = op.getBias()) {
+                Value j = linalg::IndexOp::create(b, loc, 1);
+                value = arith::AddFOp::create(
+                    b, loc, value,
+                    emitExtToF32(b, loc,
+                                 tensor::ExtractOp::create(b, loc, bias,
+                                                           ValueRange{g, j})));
+              }
+              linalg::YieldOp::create(
+                  b, loc,
+                  emitTruncFromF32(b, loc, value, dType.getElementType()));
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, d);
+    return success();
+  }
+};
+
 struct TEDecomposeReferencePass
     : te::impl::TEDecomposeReferenceBase<TEDecomposeReferencePass> {
   void runOnOperation() override {
@@ -1340,5 +1509,6 @@ void mlir::te::populateTEReferenceDecompositionPatterns(
     RewritePatternSet &patterns) {
   patterns.add<AttentionOpReferenceDecomposition,
                AttentionBackwardOpReferenceDecomposition,
-               ScaledMatmulOpReferenceDecomposition>(patterns.getContext());
+               ScaledMatmulOpReferenceDecomposition,
+               GroupedMatmulOpReferenceDecomposition>(patterns.getContext());
 }

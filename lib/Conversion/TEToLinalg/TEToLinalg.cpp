@@ -276,11 +276,12 @@ std::optional<std::string> mlir::te::getCPUUnsupportedReason(Operation *op) {
   }
   if (auto attention = dyn_cast<AttentionOpInterface>(op))
     return getAttentionUnsupportedReason(attention);
-  if (isa<ScaledMatmulOp>(op)) {
+  if (isa<ScaledMatmulOp, GroupedMatmulOp>(op)) {
     // The micro-kernel's panels and tiles are sized at compile time.
     for (Value value : op->getOperands())
       if (!cast<ShapedType>(value.getType()).hasStaticShape())
-        return "te.scaled_matmul with dynamic shapes has no CPU lowering yet";
+        return op->getName().getStringRef().str() +
+               " with dynamic shapes has no CPU lowering yet";
     return std::nullopt;
   }
   if (isa<AmaxOp, ComputeScaleOp, UpdateDelayedScalingOp, ProcessGroupOp>(op))
@@ -725,7 +726,8 @@ struct ScaledMatmulOpLowering : OpConversionPattern<ScaledMatmulOp> {
     int64_t m = dType.getDimSize(0), n = dType.getDimSize(1);
     AffineExpr j = getAffineDimExpr(1, ctx);
 
-    HostGemmKernel kernel = chooseHostGemmKernel(op, dotUnit, lanes);
+    HostGemmKernel kernel = chooseHostGemmKernel(
+        op.getA().getType().getElementType(), dotUnit, lanes);
     Value padded = buildHostGemmProduct(rewriter, loc, op, adaptor.getA(),
                                         adaptor.getB(), adaptor.getAScaleInv(),
                                         adaptor.getBScaleInv(), kernel);
@@ -830,6 +832,66 @@ struct ScaledMatmulOpLowering : OpConversionPattern<ScaledMatmulOp> {
           rewriter, loc, sums, cast<RankedTensorType>(biasGrad.getType())));
     }
     rewriter.replaceOp(op, replacements);
+    return success();
+  }
+
+private:
+  const BF16PairDotUnit *dotUnit;
+  int64_t lanes;
+};
+
+/// te.grouped_matmul: the host GEMM over panels that each hold one group's
+/// rows, then one pass that reads each row's product and applies its
+/// group's scales and bias.
+struct GroupedMatmulOpLowering : OpConversionPattern<GroupedMatmulOp> {
+  GroupedMatmulOpLowering(MLIRContext *context, const BF16PairDotUnit *dotUnit,
+                          int64_t lanes)
+      : OpConversionPattern(context), dotUnit(dotUnit), lanes(lanes) {}
+
+  LogicalResult
+  matchAndRewrite(GroupedMatmulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType dType = op.getD().getType();
+    HostGemmKernel kernel = chooseHostGemmKernel(
+        op.getA().getType().getElementType(), dotUnit, lanes);
+    HostGroupedGemmProduct grouped = buildHostGroupedGemmProduct(
+        rewriter, loc, op, adaptor.getA(), adaptor.getB(), adaptor.getSplits(),
+        adaptor.getAScaleInv(), adaptor.getBScaleInv(), kernel);
+    bool perTensor =
+        op.hasFP8Operands() && op.getAScalingMode() == ScalingMode::per_tensor;
+    Value c = adaptor.getC(), bias = adaptor.getBias();
+    Value d = host_attention::generateTensor(
+        rewriter, loc, dType.getShape(), dType.getElementType(),
+        [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+          Value group =
+              tensor::ExtractOp::create(b, loc, grouped.rowGroup, i[0]);
+          Value row =
+              tensor::ExtractOp::create(b, loc, grouped.productRow, i[0]);
+          Value value = tensor::ExtractOp::create(b, loc, grouped.product,
+                                                  ValueRange{row, i[1]});
+          if (perTensor) {
+            Value alpha = arith::MulFOp::create(
+                b, loc,
+                tensor::ExtractOp::create(b, loc, adaptor.getAScaleInv(),
+                                          group),
+                tensor::ExtractOp::create(b, loc, adaptor.getBScaleInv(),
+                                          group));
+            value = arith::MulFOp::create(b, loc, value, alpha);
+          }
+          if (c)
+            value = arith::AddFOp::create(
+                b, loc, value,
+                emitExtToF32(b, loc, tensor::ExtractOp::create(b, loc, c, i)));
+          if (bias)
+            value = arith::AddFOp::create(
+                b, loc, value,
+                emitExtToF32(b, loc,
+                             tensor::ExtractOp::create(
+                                 b, loc, bias, ValueRange{group, i[1]})));
+          return emitTruncFromF32(b, loc, value, dType.getElementType());
+        });
+    rewriter.replaceOp(op, d);
     return success();
   }
 
@@ -1321,8 +1383,8 @@ LogicalResult mlir::te::populateTEToLinalgConversionPatterns(
       CollectiveLowering<AllGatherOp>, CollectiveLowering<ReduceScatterOp>,
       CollectiveLowering<AllToAllOp>, CollectiveLowering<PermuteOp>,
       CollectiveLowering<GroupRankOp>>(patterns.getContext());
-  patterns.add<ScaledMatmulOpLowering>(patterns.getContext(), *dotUnit,
-                                       options.vectorLanes);
+  patterns.add<ScaledMatmulOpLowering, GroupedMatmulOpLowering>(
+      patterns.getContext(), *dotUnit, options.vectorLanes);
   populateAttentionLoweringPatterns(patterns, *dotUnit);
   return success();
 }

@@ -67,10 +67,11 @@ struct HostGemmKernel {
   std::string describe() const;
 };
 
-/// The micro-kernel for `op`: pair dots on `unit` when it is not null and
-/// the operands are bf16 or FP8, else f32 FMAs on vectors of `lanes`.
-HostGemmKernel chooseHostGemmKernel(ScaledMatmulOp op,
-                                    const BF16PairDotUnit *unit, int64_t lanes);
+/// The micro-kernel for operands of type `element`: pair dots on `unit`
+/// when it is not null and the operands are bf16 or FP8, else f32 FMAs on
+/// vectors of `lanes`.
+HostGemmKernel chooseHostGemmKernel(Type element, const BF16PairDotUnit *unit,
+                                    int64_t lanes);
 
 /// The f32 product op(A) x op(B) of `op` (operands `a`, `b` and their
 /// scales as converted values), with MXFP8 and block scales applied and
@@ -79,6 +80,19 @@ HostGemmKernel chooseHostGemmKernel(ScaledMatmulOp op,
 Value buildHostGemmProduct(OpBuilder &b, Location loc, ScaledMatmulOp op,
                            Value a, Value bValue, Value aScaleInv,
                            Value bScaleInv, const HostGemmKernel &kernel);
+
+/// The f32 products of a te.grouped_matmul (operands as converted values):
+/// `product` holds each group's rows in panels of its own, and row r of A
+/// (and D) is row `productRow[r]` of it, in group `rowGroup[r]` (index
+/// tensors [T]). Per_tensor scales are not applied.
+struct HostGroupedGemmProduct {
+  Value product, productRow, rowGroup;
+};
+HostGroupedGemmProduct
+buildHostGroupedGemmProduct(OpBuilder &b, Location loc, GroupedMatmulOp op,
+                            Value a, Value bValue, Value splits,
+                            Value aScaleInv, Value bScaleInv,
+                            const HostGemmKernel &kernel);
 
 /// te.attention as online-softmax loops over rows (AttentionLowering.cpp);
 /// bf16 scores on `dotUnit` when it is not null.

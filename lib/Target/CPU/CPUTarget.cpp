@@ -134,12 +134,11 @@ public:
   /// The GEMM's micro-kernels, so that --explain names the one it runs.
   std::vector<plugin::LoweringStrategy>
   getStrategies(Operation *op) const override {
-    auto matmul = dyn_cast<ScaledMatmulOp>(op);
-    if (!matmul || getCPUUnsupportedReason(op))
+    if (getCPUUnsupportedReason(op))
       return {};
     std::vector<plugin::LoweringStrategy> strategies;
     for (auto &[name, unsupported] :
-         getHostGemmKernelChoices(matmul, getHostLoweringOptions()))
+         getHostGemmKernelChoices(op, getHostLoweringOptions()))
       strategies.push_back({name, unsupported});
     return strategies;
   }

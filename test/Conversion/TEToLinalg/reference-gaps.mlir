@@ -22,3 +22,13 @@ func.func @dynamic_backward(%q: tensor<?x8x2x16xf32>, %lse: tensor<?x2x8x1xf32>)
       -> (tensor<?x8x2x16xf32>, tensor<?x8x2x16xf32>, tensor<?x8x2x16xf32>)
   return %dq, %dk, %dv : tensor<?x8x2x16xf32>, tensor<?x8x2x16xf32>, tensor<?x8x2x16xf32>
 }
+
+// -----
+
+func.func @dynamic_grouped(%x: tensor<?x16xbf16>, %w: tensor<2x8x16xbf16>, %m: tensor<2xi64>)
+    -> tensor<?x8xbf16> {
+  // expected-error @+1 {{no reference decomposition for te.grouped_matmul with dynamic shapes}}
+  %y = te.grouped_matmul %x, %w splits(%m) transpose_b
+      : tensor<?x16xbf16>, tensor<2x8x16xbf16>, tensor<2xi64> -> tensor<?x8xbf16>
+  return %y : tensor<?x8xbf16>
+}

@@ -165,3 +165,22 @@ func.func @amax(%x: tensor<4x8xbf16>) -> tensor<f32> {
   %a = te.amax %x : tensor<4x8xbf16> -> tensor<f32>
   return %a : tensor<f32>
 }
+
+// -----
+
+// te.grouped_matmul: each row's group from the splits' prefix sums (the
+// groups before the last that end at or before the row), then the dense
+// sum over K with B read at that group, then the group's bias.
+// CHECK-LABEL: func @grouped
+// CHECK: linalg.generic {{.*}} ins(%arg2 : tensor<3xi64>) outs(%{{.*}} : tensor<3xi64>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<10xi64>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: tensor.extract %arg1[%{{.*}}, %{{.*}}, %{{.*}}] : tensor<3x4x8xbf16>
+// CHECK: linalg.generic
+// CHECK: tensor.extract %arg3[%{{.*}}, %{{.*}}] : tensor<3x4xf32>
+func.func @grouped(%x: tensor<10x8xbf16>, %w: tensor<3x4x8xbf16>, %m: tensor<3xi64>,
+                   %b: tensor<3x4xf32>) -> tensor<10x4xf32> {
+  %y = te.grouped_matmul %x, %w splits(%m) bias(%b) transpose_b
+      : tensor<10x8xbf16>, tensor<3x4x8xbf16>, tensor<3xi64>, tensor<3x4xf32> -> tensor<10x4xf32>
+  return %y : tensor<10x4xf32>
+}

@@ -43,13 +43,12 @@ applyTEToLinalgConversion(ArrayRef<Operation *> ops,
 /// and what `te-run --explain` shows.
 std::optional<std::string> getCPUUnsupportedReason(Operation *op);
 
-class ScaledMatmulOp;
-
-/// The micro-kernels the host GEMM considers for `op` under `options`, in
-/// order of preference, each with why it cannot take the op (nullopt for
-/// the one that does): what `te-run --explain` shows for te.scaled_matmul.
+/// The micro-kernels the host GEMM considers for `op` (te.scaled_matmul or
+/// te.grouped_matmul) under `options`, in order of preference, each with
+/// why it cannot take the op (nullopt for the one that does): what
+/// `te-run --explain` shows for the GEMMs. Empty for other ops.
 std::vector<std::pair<std::string, std::optional<std::string>>>
-getHostGemmKernelChoices(ScaledMatmulOp op,
+getHostGemmKernelChoices(Operation *op,
                          const ConvertTEToLinalgOptions &options);
 
 /// Adds the patterns of te-decompose-reference: te.attention and

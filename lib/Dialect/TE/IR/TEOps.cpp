@@ -990,15 +990,17 @@ SmallVector<int64_t> getGemmScaleShape(RankedTensorType stored, unsigned kDim,
 }
 
 /// Checks the scale operand `scale` (named `name`) of the FP8 operand
-/// `stored`.
+/// `stored`; `groups` leading dimensions come before the shape of one
+/// GEMM's scales (a grouped GEMM's per-group scales).
 LogicalResult verifyGemmScale(const Diag &diag, Value scale, StringRef name,
                               RankedTensorType stored, unsigned kDim,
-                              ScalingMode mode) {
+                              ScalingMode mode, ArrayRef<int64_t> groups = {}) {
   auto type = cast<RankedTensorType>(scale.getType());
   Type expected = mode == ScalingMode::mxfp8_1x32
                       ? Type(Float8E8M0FNUType::get(scale.getContext()))
                       : Type(Float32Type::get(scale.getContext()));
-  SmallVector<int64_t> shape = getGemmScaleShape(stored, kDim, mode);
+  SmallVector<int64_t> shape(groups);
+  llvm::append_range(shape, getGemmScaleShape(stored, kDim, mode));
   bool shapeOK = type.getRank() == static_cast<int64_t>(shape.size());
   for (unsigned i = 0; shapeOK && i < shape.size(); ++i)
     shapeOK = !dimsConflict(type.getDimSize(i), shape[i]);
@@ -1015,8 +1017,11 @@ LogicalResult verifyGemmScale(const Diag &diag, Value scale, StringRef name,
 }
 
 /// TE's rules on the precisions and scaling modes of the two operands
-/// (CanonicalizeGemmInput and cublas_gemm in TE's cublaslt_gemm.cu).
-LogicalResult verifyGemmOperands(ScaledMatmulOp op, const Diag &diag) {
+/// (CanonicalizeGemmInput and cublas_gemm in TE's cublaslt_gemm.cu), but
+/// not the scales' shapes; `op` is te.scaled_matmul or te.grouped_matmul.
+/// Sets `fp8` to whether the operands are FP8.
+template <typename OpT>
+LogicalResult verifyGemmPrecisions(OpT op, const Diag &diag, bool &fp8) {
   RankedTensorType a = op.getA().getType(), b = op.getB().getType();
   Type aElement = a.getElementType(), bElement = b.getElementType();
   bool fp8A = isa<Float8E4M3FNType, Float8E5M2Type>(aElement);
@@ -1025,6 +1030,7 @@ LogicalResult verifyGemmOperands(ScaledMatmulOp op, const Diag &diag) {
     return diag("'a' and 'b' must both be FP8 or both f32, f16 or bf16, got ",
                 aElement, " and ", bElement,
                 "; quantize the other operand or dequantize this one");
+  fp8 = fp8A;
   if (!fp8A) {
     if (aElement != bElement)
       return diag("high-precision 'a' and 'b' must have one element type, "
@@ -1052,6 +1058,18 @@ LogicalResult verifyGemmOperands(ScaledMatmulOp op, const Diag &diag) {
       bMode == ScalingMode::block_128x128)
     return diag("TE's GEMM takes 1D by 1D, 1D by 2D or 2D by 1D block "
                 "scaling, not block_128x128 by block_128x128");
+  return success();
+}
+
+/// verifyGemmPrecisions and the scales' shapes of te.scaled_matmul.
+LogicalResult verifyGemmOperands(ScaledMatmulOp op, const Diag &diag) {
+  bool fp8 = false;
+  if (failed(verifyGemmPrecisions(op, diag, fp8)))
+    return failure();
+  if (!fp8)
+    return success();
+  RankedTensorType a = op.getA().getType(), b = op.getB().getType();
+  ScalingMode aMode = op.getAScalingMode(), bMode = op.getBScalingMode();
   if (failed(verifyGemmScale(diag, op.getAScaleInv(), "a_scale_inv", a,
                              op.getTransposeA() ? 0 : 1, aMode)) ||
       failed(verifyGemmScale(diag, op.getBScaleInv(), "b_scale_inv", b,
@@ -1181,6 +1199,73 @@ LogicalResult ScaledMatmulOp::verify() {
       failed(checkSide(side.preGelu, "pre_gelu", {m, n})) ||
       failed(checkSide(side.biasGrad, "bias_grad", {biasLength})))
     return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GroupedMatmulOp
+//===----------------------------------------------------------------------===//
+
+bool GroupedMatmulOp::hasFP8Operands() {
+  return isa<Float8E4M3FNType, Float8E5M2Type>(
+      getA().getType().getElementType());
+}
+
+LogicalResult GroupedMatmulOp::verify() {
+  Diag diag(getOperation());
+  RankedTensorType a = getA().getType(), b = getB().getType();
+  if (a.getRank() != 2 || b.getRank() != 3)
+    return diag("'a' must be 2-D (the tokens of every group, [T, K]) and "
+                "'b' 3-D (one matrix per group), got ",
+                a, " and ", b);
+  int64_t tokens = a.getDimSize(0), kA = a.getDimSize(1);
+  int64_t groups = b.getDimSize(0);
+  bool transposeB = getTransposeB();
+  int64_t kB = b.getDimSize(transposeB ? 2 : 1);
+  int64_t n = b.getDimSize(transposeB ? 1 : 2);
+  if (dimsConflict(kA, kB))
+    return diag("contraction sizes differ: 'a' is ", fmtDim(tokens), "x",
+                fmtDim(kA), " and each op(b[g]) is ", fmtDim(kB), "x",
+                fmtDim(n));
+  if (dimsConflict(dimSize(getSplits(), 0), groups))
+    return diag("'splits' must have one entry per group of 'b' (",
+                fmtDim(groups), "), got ", getSplits().getType());
+  RankedTensorType d = getD().getType();
+  if (dimsConflict(d.getDimSize(0), tokens) || dimsConflict(d.getDimSize(1), n))
+    return diag("result 'd' must have shape [", fmtDim(tokens), ", ", fmtDim(n),
+                "], got ", d);
+
+  bool fp8 = false;
+  if (failed(verifyGemmPrecisions(*this, diag, fp8)))
+    return failure();
+  if (fp8) {
+    ScalingMode aMode = getAScalingMode(), bMode = getBScalingMode();
+    if (aMode == ScalingMode::block_128x128)
+      return diag("'a' of a grouped GEMM cannot be block_128x128: its "
+                  "128-row blocks would straddle groups (TE scales "
+                  "activations 1x128)");
+    // One GEMM's B, and the leading [G] of per-group scales.
+    auto perGroupB =
+        RankedTensorType::get(b.getShape().drop_front(), b.getElementType());
+    SmallVector<int64_t> groupDims = {groups};
+    if (failed(verifyGemmScale(diag, getAScaleInv(), "a_scale_inv", a, 1, aMode,
+                               aMode == ScalingMode::per_tensor
+                                   ? ArrayRef<int64_t>(groupDims)
+                                   : ArrayRef<int64_t>())) ||
+        failed(verifyGemmScale(diag, getBScaleInv(), "b_scale_inv", perGroupB,
+                               transposeB ? 1 : 0, bMode, groupDims)))
+      return failure();
+  }
+
+  if (Value bias = getBias(); bias && (dimsConflict(dimSize(bias, 0), groups) ||
+                                       dimsConflict(dimSize(bias, 1), n)))
+    return diag("'bias' must have shape [", fmtDim(groups), ", ", fmtDim(n),
+                "] (one bias per group), got ", bias.getType());
+  if (Value c = getC()) {
+    auto type = cast<RankedTensorType>(c.getType());
+    if (type != d)
+      return diag("'accumulate' must have D's type ", d, ", got ", type);
+  }
   return success();
 }
 

@@ -146,6 +146,8 @@ bool foldsToZeros(Operation *op) {
   // No rows or no columns: an empty product, whose FP8 amax is 0.
   if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
     return hasNoElements(matmul.getD().getType());
+  if (auto grouped = dyn_cast<GroupedMatmulOp>(op))
+    return hasNoElements(grouped.getD().getType());
   return false;
 }
 

@@ -1,11 +1,11 @@
 //===- InsertChecks.cpp - Run-time checks of te ops' index operands -------===//
 //
 // te-insert-checks: the index operands of attention (cu_seqlens,
-// seq_offsets, seqlens) come from the user at run time, so no verifier can
-// check them. Before the dispatch, each rule they must follow becomes a
-// te.check: a small loop finds the first entry that breaks the rule, and
-// the check reports it with the op, its location and the operand. Every
-// backend, native or plugin, then refuses bad data the same way.
+// seq_offsets, seqlens) and the grouped GEMM's splits come from the user
+// at run time, so no verifier can check them. Before the dispatch, each rule
+// they must follow becomes a te.check: a small loop finds the first entry that
+// breaks the rule, and the check reports it with the op, its location and the
+// operand. Every backend, native or plugin, then refuses bad data the same way.
 //
 //===----------------------------------------------------------------------===//
 
@@ -195,6 +195,37 @@ public:
             .str());
   }
 
+  /// The entries of `splits` are non-negative and sum to `total`.
+  void checkSplits(Value splits, int64_t count, int64_t total) {
+    using P = arith::CmpIPredicate;
+    checkEach(
+        0, count, 2,
+        [&](OpBuilder &b, Location loc, Value i) -> RuleResult {
+          Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), i);
+          Value split = tensor::ExtractOp::create(b, loc, splits, at);
+          Value zero = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0);
+          return {cmp(b, loc, P::slt, split, zero), {i, split}};
+        },
+        "splits[{0}] = {1} is negative; each group has zero or more rows");
+    auto sum = scf::ForOp::create(
+        b, loc, arith::ConstantIndexOp::create(b, loc, 0),
+        arith::ConstantIndexOp::create(b, loc, count),
+        arith::ConstantIndexOp::create(b, loc, 1), ValueRange{i64(0)},
+        [&](OpBuilder &b, Location loc, Value i, ValueRange total) {
+          Value split = tensor::ExtractOp::create(b, loc, splits, i);
+          scf::YieldOp::create(
+              b, loc,
+              ValueRange{arith::AddIOp::create(b, loc, total[0], split)});
+        });
+    Value value = sum.getResult(0);
+    check({cmp(b, loc, P::ne, value, i64(total)), {value}},
+          llvm::formatv("the splits sum to {{0}, but 'a' has {0} rows; the "
+                        "groups split the rows as torch.split does, so they "
+                        "must add up to all of them",
+                        total)
+              .str());
+  }
+
 private:
   OpBuilder b;
   Location loc;
@@ -226,12 +257,24 @@ void insertAttentionChecks(AttentionOpInterface op) {
   }
 }
 
+/// The checks of te.grouped_matmul's splits.
+void insertGroupedMatmulChecks(GroupedMatmulOp op) {
+  RankedTensorType a = op.getA().getType();
+  auto splits = cast<RankedTensorType>(op.getSplits().getType());
+  if (!a.hasStaticShape() || !splits.hasStaticShape())
+    return; // No lowering takes dynamic shapes yet.
+  CheckEmitter(op).checkSplits(op.getSplits(), splits.getDimSize(0),
+                               a.getDimSize(0));
+}
+
 struct TEInsertChecksPass
     : public te::impl::TEInsertChecksBase<TEInsertChecksPass> {
   void runOnOperation() override {
     getOperation().walk([](Operation *op) {
       if (auto attention = dyn_cast<AttentionOpInterface>(op))
         insertAttentionChecks(attention);
+      else if (auto grouped = dyn_cast<GroupedMatmulOp>(op))
+        insertGroupedMatmulChecks(grouped);
     });
   }
 };

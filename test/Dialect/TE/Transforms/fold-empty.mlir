@@ -160,3 +160,16 @@ func.func @matmul_no_rows(%a: tensor<0x32xf8E4M3FN>, %b: tensor<8x32xf8E4M3FN>,
       -> tensor<0x8xbf16>
   return %d : tensor<0x8xbf16>
 }
+
+// -----
+
+// A grouped GEMM with no rows: an empty product.
+// CHECK-LABEL: func.func @grouped_no_rows
+// CHECK-NOT: te.grouped_matmul
+// CHECK: tensor.empty() : tensor<0x8xbf16>
+func.func @grouped_no_rows(%a: tensor<0x32xbf16>, %b: tensor<2x8x32xbf16>, %m: tensor<2xi64>)
+    -> tensor<0x8xbf16> {
+  %d = te.grouped_matmul %a, %b splits(%m) transpose_b
+      : tensor<0x32xbf16>, tensor<2x8x32xbf16>, tensor<2xi64> -> tensor<0x8xbf16>
+  return %d : tensor<0x8xbf16>
+}

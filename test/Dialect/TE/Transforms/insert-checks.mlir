@@ -1,6 +1,6 @@
 // te-insert-checks: one te.check per rule on each index operand of the
-// attention ops, in front of the op, naming the op, its location ({loc}),
-// the operand and the sizes it must respect.
+// attention ops and the grouped GEMM, in front of the op, naming the op,
+// its location ({loc}), the operand and the sizes it must respect.
 // RUN: te-opt %s -split-input-file --te-insert-checks | FileCheck %s
 
 // Padding masks: every seqlens entry in [0, s].
@@ -72,4 +72,17 @@ func.func @backward_and_plain(%q: tensor<1x6x2x4xf32>, %o: tensor<1x6x2x4xf32>, 
   %p = te.attention %q, %q, %q layout bshd mask causal
       : (tensor<1x6x2x4xf32>, tensor<1x6x2x4xf32>, tensor<1x6x2x4xf32>) -> tensor<1x6x2x4xf32>
   return %dq, %p : tensor<1x6x2x4xf32>, tensor<1x6x2x4xf32>
+}
+
+// -----
+
+// The grouped GEMM's splits: none negative, and they sum to the rows of a.
+// CHECK-LABEL: func @grouped_matmul
+// CHECK: te.check {{.*}} message "te.grouped_matmul at {loc}: splits[{0}] = {1} is negative; each group has zero or more rows"
+// CHECK: te.check {{.*}} message "te.grouped_matmul at {loc}: the splits sum to {0}, but 'a' has 40 rows; the groups split the rows as torch.split does, so they must add up to all of them"
+// CHECK-NEXT: te.grouped_matmul
+func.func @grouped_matmul(%x: tensor<40x16xbf16>, %w: tensor<3x8x16xbf16>, %m: tensor<3xi64>) -> tensor<40x8xbf16> {
+  %y = te.grouped_matmul %x, %w splits(%m) transpose_b
+      : tensor<40x16xbf16>, tensor<3x8x16xbf16>, tensor<3xi64> -> tensor<40x8xbf16>
+  return %y : tensor<40x8xbf16>
 }

@@ -609,6 +609,83 @@ def TE_ScaledMatmulOp : TE_Op<"scaled_matmul", [Pure,
   }];
 }
 
+def TE_GroupedMatmulOp : TE_Op<"grouped_matmul", [Pure,
+    AttrSizedOperandSegments]> {
+  let summary = "TE's grouped GEMM: one GEMM per group of rows (MoE experts)";
+  let description = [{
+    TE's grouped GEMM as GroupedLinear runs it forward and for the input
+    gradient (`general_grouped_gemm` in TE's pytorch/cpp_extensions/gemm.py,
+    `nvte_multi_tensor_gemm` in common/gemm/cublaslt_gemm.cu): the rows of
+    A ([T, K], tokens sorted by expert) fall into G consecutive groups of
+    `splits` rows (`m_splits`, i64 [G], read at run time, so one program
+    serves every routing), and group g's rows of D ([T, N]) are
+
+    `D_g = alpha_g * (A_g x op(B[g])) [+ C_g] [+ bias[g]]`
+
+    with B the G stacked weights: [G, N, K] under `transpose_b` (op(B[g]) =
+    B[g]^T, the forward's layout), else [G, K, N] (the input gradient's).
+    Each GEMM follows te.scaled_matmul's rules on precisions and scaling
+    modes, with the scales of each group's operands:
+
+    * high precision: f32, f16 or bf16, one type, no scales.
+    * `per_tensor` FP8: f32 [G] scale inverses for A's groups and for B's
+      (TE quantizes each group with its own quantizer); alpha_g =
+      a_scale_inv[g] * b_scale_inv[g].
+    * `mxfp8_1x32`: A's scales [T, K/32] (row-wise scales split with the
+      rows), B's [G] + the per-group shape of te.scaled_matmul (the stored
+      [N, K] or [K, N] with K divided by 32).
+    * `block_1x128` for A ([T, ceil(K/128)]); `block_1x128` or
+      `block_128x128` for B, [G] + te.scaled_matmul's per-group shape.
+      A is never 128x128: its blocks would straddle groups (TE scales
+      activations 1x128).
+
+    `bias(%bias)` ([G, N]) adds group g's bias to its rows;
+    `accumulate(%c)` adds C (D's type and shape) before it. D is f32, f16
+    or bf16. The splits must be non-negative and sum to T (TE splits the
+    input with torch.split); te-insert-checks reports data that does not.
+    An empty group contributes no rows.
+
+    ```mlir
+    %y = te.grouped_matmul %x, %w splits(%m) bias(%b) transpose_b
+        : tensor<256x128xbf16>, tensor<4x64x128xbf16>, tensor<4xi64>,
+          tensor<4x64xbf16> -> tensor<256x64xbf16>
+    ```
+  }];
+  let arguments = (ins TE_GemmOperand:$a, TE_GemmOperand:$b,
+                       TensorRankOf<[I64], [1]>:$splits,
+                       Optional<RankedTensorOf<[F32, F8E8M0FNU]>>:$a_scale_inv,
+                       Optional<RankedTensorOf<[F32, F8E8M0FNU]>>:$b_scale_inv,
+                       Optional<TensorRankOf<[F32, F16, BF16], [2]>>:$bias,
+                       Optional<TensorRankOf<[F32, F16, BF16], [2]>>:$c,
+                       OptionalAttr<TE_ScalingModeAttr>:$a_scaling,
+                       OptionalAttr<TE_ScalingModeAttr>:$b_scaling,
+                       UnitAttr:$transpose_b);
+  let results = (outs TensorRankOf<[F32, F16, BF16], [2]>:$d);
+  let assemblyFormat = [{
+    $a `,` $b `splits` `(` $splits `)`
+    (`scales` `(` $a_scale_inv^ `,` $b_scale_inv `)`)?
+    (`scaling` `` $a_scaling^ `,` `` $b_scaling)?
+    (`bias` `(` $bias^ `)`)? (`accumulate` `(` $c^ `)`)?
+    (`transpose_b` $transpose_b^)?
+    attr-dict `:` type(operands) `->` type($d)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ScalingMode getAScalingMode() {
+      return getAScaling().value_or(ScalingMode::per_tensor);
+    }
+    ScalingMode getBScalingMode() {
+      return getBScaling().value_or(ScalingMode::per_tensor);
+    }
+    /// A is always stored [T, K] (the rows split into groups).
+    bool getTransposeA() { return false; }
+    /// Whether the operands are FP8 (else f32, f16 or bf16).
+    bool hasFP8Operands();
+    /// The number of groups G.
+    int64_t getNumGroups() { return getB().getType().getDimSize(0); }
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Kernel checks
 //===----------------------------------------------------------------------===//

@@ -22,6 +22,9 @@ def TEInsertChecks : Pass<"te-insert-checks", "ModuleOp"> {
     * non-`thd` padding masks: every `seqlens_q` entry lies in [0, s_q] and
       every `seqlens_kv` entry in [0, s_kv].
 
+    For te.grouped_matmul, every `splits` entry is >= 0 and they sum to the
+    rows of `a`.
+
     Before:
 
     ```mlir
@@ -68,7 +71,8 @@ def TEFoldEmpty : Pass<"te-fold-empty", "ModuleOp"> {
     * `te.dequantize` of empty data: an empty result.
     * `te.scaled_matmul` with no rows or no columns: an empty product, and
       an FP8 output amax of 0. (No columns of A, k = 0, is a product of 0
-      plus the bias: its lowering computes that.)
+      plus the bias: its lowering computes that.) Likewise
+      `te.grouped_matmul` with no rows (T = 0) or no columns.
 
     Results without elements become `tensor.empty`, the others constants.
 
