@@ -19,9 +19,15 @@ and talks to it over stdin/stdout, one JSON object per line each way:
            bf16 (exact: bf16 holds every e4m3 value times a power-of-two
            scale) and, where this build has it on the CPU, the FP8 tensors
            for torch._scaled_mm. Each is run once, untimed.
-    {"cmd": "time", "kind": "matmul" | "scaled_mm", "runs"}
-        -> {"times_s": [...]}: `runs` timed calls of a @ b.T (bf16 out) or
-           torch._scaled_mm (bf16 out).
+    {"cmd": "load_grouped", "a": a.npy, "b": b.npy, "splits": [...],
+     "dtype", "scales": [sa [G], sb [G]]}
+        -> {}: a grouped GEMM (b [G, N, K]; group g's rows of a times
+           b[g]^T), as a torch user runs GroupedLinear's forward on the
+           CPU: one matmul per group into its rows of one output. FP8
+           arrives as for "load", with one scale per group.
+    {"cmd": "time", "kind": "matmul" | "scaled_mm" | "grouped", "runs"}
+        -> {"times_s": [...]}: `runs` timed calls of a @ b.T (bf16 out),
+           torch._scaled_mm (bf16 out) or the grouped GEMM.
     {"cmd": "output", "out": d.npy}
         -> {}: a @ b.T as f32, to compare with te-run's D.
     {"cmd": "quit"}
@@ -78,6 +84,35 @@ class TorchGemm:
         self._matmul()
         return {"scaled_mm": self.scaled_mm_error}
 
+    def load_grouped(self, a, b, splits, dtype, scales=None):
+        torch = self.torch
+        a_np, b_np = np.load(a), np.load(b)
+        if dtype == "bf16":
+            a32 = a_np.view(ml_dtypes.bfloat16).astype(np.float32)
+            b32 = b_np.view(ml_dtypes.bfloat16).astype(np.float32)
+        else:
+            sa, sb = (np.asarray(s, np.float32) for s in scales)
+            rows = np.repeat(np.arange(len(splits)), splits)
+            a32 = (a_np.view(ml_dtypes.float8_e4m3fn).astype(np.float32) *
+                   sa[rows][:, None])
+            b32 = (b_np.view(ml_dtypes.float8_e4m3fn).astype(np.float32) *
+                   sb[:, None, None])
+        x = torch.from_numpy(a32).to(torch.bfloat16)
+        w = torch.from_numpy(b32).to(torch.bfloat16)
+        self.grouped = (list(x.split(list(splits))), list(w),
+                        torch.empty(x.shape[0], w.shape[1],
+                                    dtype=torch.bfloat16))
+        self._grouped()
+        return {}
+
+    def _grouped(self):
+        xs, ws, out = self.grouped
+        start = 0
+        for x, w in zip(xs, ws):
+            self.torch.mm(x, w.t(), out=out[start:start + x.shape[0]])
+            start += x.shape[0]
+        return out
+
     def _matmul(self):
         return self.a @ self.b.t()
 
@@ -87,7 +122,8 @@ class TorchGemm:
                                      out_dtype=self.torch.bfloat16)
 
     def time(self, kind, runs):
-        call = self._matmul if kind == "matmul" else self._scaled_mm
+        call = {"matmul": self._matmul, "scaled_mm": self._scaled_mm,
+                "grouped": self._grouped}[kind]
         if kind == "scaled_mm" and self.fp8 is None:
             raise RuntimeError("torch._scaled_mm is not available here")
         times = []

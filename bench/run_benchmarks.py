@@ -35,7 +35,11 @@ The sections:
    torch._scaled_mm where torch's CPU build has it), interleaved, at one
    thread and at every core (bench/gemm_peers.py in its own process).
    Targets: te speed >= 0.9 x torch's bf16 matmul with bf16 operands,
-   >= 0.8 x with FP8 operands.
+   >= 0.8 x with FP8 operands. Also te.grouped_matmul (8 groups of uneven
+   sizes, 4096 tokens, 2048 -> 2048; bf16 and per-group FP8) against the
+   same GEMMs as 8 te.scaled_matmul ops in one program and against torch's
+   loop of one matmul per group. Target: grouped time <= 1.1 x the sum of
+   its GEMMs.
 5. collectives: te.all_reduce (sum) and te.all_gather (dim 0) of f32 from
    1 KiB to 64 MiB per rank, at 2 and 4 ranks (mpirun; 4 oversubscribes a
    2-core machine), against MPI_Allreduce / MPI_Allgather on the same
@@ -1602,12 +1606,154 @@ def bench_gemm(te_run, work, opts):
                         continue
                     targets[f"{r['config']}_{key}"] = target(
                         ratio, ">=", GEMM_TARGETS[dtype])
+        for dtype in GEMM_TARGETS:
+            r = grouped_gemm_configuration(te_run, work, cache, workers,
+                                           dtype, thread_counts, rounds,
+                                           opts.quick)
+            results.append(r)
+            print(f"  gemm {r['config']}: " + ", ".join(
+                f"{key} {value:.2f}x" for key, value in r["ratios"].items()),
+                flush=True)
+            for threads in thread_counts:
+                targets[f"{r['config']}_t{threads}_vs_separate"] = target(
+                    r["ratios"][f"t{threads}_vs_te_separate"], ">=",
+                    GROUPED_TARGET)
     finally:
         for w in workers.values():
             w.close()
     met = sum(t["met"] for t in targets.values())
-    status = f"{met} of {len(targets)} ratios met (te speed / torch speed)"
+    status = (f"{met} of {len(targets)} ratios met (te speed / torch speed; "
+              "grouped: the separate GEMMs' time / the grouped GEMM's)")
     return config, {"status": status, "configs": results}, targets
+
+
+# The grouped GEMM: (tokens, K, N, G); the quick run is smaller.
+GROUPED_CONFIG = (4096, 2048, 2048, 8)
+GROUPED_QUICK_CONFIG = (1024, 512, 512, 4)
+# Grouped time <= 1.1 x the separate GEMMs': their time / grouped >= 1/1.1.
+GROUPED_TARGET = round(1 / 1.1, 3)
+
+
+def grouped_gemm_configuration(te_run, work, cache, workers, dtype,
+                               thread_counts, rounds, quick):
+    """te.grouped_matmul against its GEMMs as separate te.scaled_matmul ops
+    (one program, one launch) and torch's per-group loop, on the same
+    values and splits (uneven, drawn once)."""
+    tokens, k, n, groups = GROUPED_QUICK_CONFIG if quick else GROUPED_CONFIG
+    key = f"grouped_{groups}x_{tokens}x{k}_to_{n}_{dtype}"
+    rng = np.random.default_rng(tokens + groups)
+    cuts = np.sort(rng.integers(0, tokens + 1, groups - 1))
+    splits = np.diff(np.concatenate([[0], cuts, [tokens]])).astype(np.int64)
+    a = rng.standard_normal((tokens, k), np.float32)
+    b = rng.standard_normal((groups, n, k), np.float32)
+    fp8 = dtype != "bf16"
+    if fp8:
+        a_bits = (a * 8).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+        b_bits = (b * 2).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+        sa = rng.uniform(0.1, 0.2, groups).astype(np.float32)
+        sb = rng.uniform(0.4, 0.6, groups).astype(np.float32)
+    else:
+        a_bits = a.astype(ml_dtypes.bfloat16).view(np.uint16)
+        b_bits = b.astype(ml_dtypes.bfloat16).view(np.uint16)
+
+    def save(name, value):
+        path = work / f"gemm-{key}-{name}.npy"
+        np.save(path, value)
+        return path
+    paths = {"a": save("a", a_bits), "b": save("b", b_bits),
+             "m": save("m", splits)}
+    # The grouped program.
+    a_type, b_type = (f"tensor<{tokens}x{k}x{dtype}>",
+                      f"tensor<{groups}x{n}x{k}x{dtype}>")
+    types = [a_type, b_type, f"tensor<{groups}xi64>"]
+    inputs = ["--input", paths["a"], "--input", paths["b"], "--input",
+              paths["m"]]
+    scales = ""
+    if fp8:
+        types += [f"tensor<{groups}xf32>"] * 2
+        inputs += ["--input", save("sa", sa), "--input", save("sb", sb)]
+        scales = " scales(%a3, %a4)"
+    d_type = f"tensor<{tokens}x{n}xbf16>"
+    grouped = work / f"gemm-{key}.mlir"
+    grouped.write_text(
+        f"func.func @grouped({', '.join(f'%a{i}: {t}' for i, t in enumerate(types))})"
+        f" -> {d_type} {{\n"
+        f"  %d = te.grouped_matmul %a0, %a1 splits(%a2){scales} transpose_b\n"
+        f"      : {', '.join(types)} -> {d_type}\n"
+        f"  return %d : {d_type}\n}}\n")
+    # The same GEMMs as separate ops, on the groups' slices.
+    args, body, results, separate_inputs = [], [], [], []
+    start = 0
+    for g, m in enumerate(splits):
+        x_type, w_type = f"tensor<{m}x{k}x{dtype}>", f"tensor<{n}x{k}x{dtype}>"
+        names = [f"%x{g}", f"%w{g}"]
+        op_types = [x_type, w_type]
+        separate_inputs += ["--input", save(f"x{g}", a_bits[start:start + m]),
+                            "--input", save(f"w{g}", b_bits[g])]
+        clause = ""
+        if fp8:
+            names += [f"%sx{g}", f"%sw{g}"]
+            op_types += ["tensor<f32>"] * 2
+            separate_inputs += ["--input", save(f"sx{g}", sa[g]),
+                                "--input", save(f"sw{g}", sb[g])]
+            clause = f" scales(%sx{g}, %sw{g})"
+        args += [f"{v}: {t}" for v, t in zip(names, op_types)]
+        out_type = f"tensor<{m}x{n}xbf16>"
+        body.append(f"  %y{g} = te.scaled_matmul %x{g}, %w{g}{clause} "
+                    f"transpose_b : {', '.join(op_types)} -> {out_type}")
+        results.append((f"%y{g}", out_type))
+        start += m
+    separate = work / f"gemm-{key}-separate.mlir"
+    separate.write_text(
+        f"func.func @separate({', '.join(args)}) -> "
+        f"({', '.join(t for _, t in results)}) {{\n" + "\n".join(body) +
+        f"\n  return {', '.join(v for v, _ in results)} : "
+        f"{', '.join(t for _, t in results)}\n}}\n")
+
+    # Compile both once; the grouped D must equal the separate GEMMs' (the
+    # same products summed in the same order) and be close to torch's.
+    saved = work / f"gemm-{key}-te"
+    _, proc = te_run([grouped, *inputs, "--output-dir", saved], cache,
+                     timeout=1800)
+    compile_ms, _ = parse_compile(proc.stderr)
+    te_d = np.load(saved / "out0.npy").view(ml_dtypes.bfloat16).astype(
+        np.float32)
+    saved_separate = work / f"gemm-{key}-te-separate"
+    te_run([separate, *separate_inputs, "--output-dir", saved_separate],
+           cache, timeout=1800)
+    separate_d = np.concatenate([
+        np.load(saved_separate / f"out{g}.npy").view(ml_dtypes.bfloat16)
+        for g in range(groups)]).astype(np.float32)
+    for t, worker in workers.items():
+        worker(cmd="load_grouped", a=str(paths["a"]), b=str(paths["b"]),
+               splits=splits.tolist(), dtype=dtype,
+               scales=[sa.tolist(), sb.tolist()] if fp8 else None)
+    runs = max(1, gemm_runs(tokens, n, k) // 2)
+    samples = {}
+    for _ in range(rounds):
+        for threads in thread_counts:
+            time.sleep(GEMM_SETTLE_S)
+            for side, program, program_inputs in (
+                    ("te", grouped, inputs),
+                    ("te_separate", separate, separate_inputs)):
+                _, proc = te_run([program, *program_inputs, "--bench", runs,
+                                  "--threads", threads], cache, timeout=1800)
+                samples.setdefault((side, threads), []).append(
+                    parse_bench(proc.stdout, 1)["printed_median_ms"] / 1e3)
+            times = workers[threads](cmd="time", kind="grouped",
+                                     runs=runs)["times_s"]
+            samples.setdefault(("torch", threads), []).append(median(times))
+    timings, ratios = {}, {}
+    for (side, threads), values in samples.items():
+        timings[f"{side}_t{threads}_ms"] = sig(median(values) * 1e3)
+        if side != "te":
+            ratios[f"t{threads}_vs_{side}"] = sig(
+                median(values) / median(samples[("te", threads)]), 3)
+    return {"config": key, "tokens": tokens, "k": k, "n": n,
+            "splits": splits.tolist(), "dtype": dtype,
+            "runs_per_round": runs, "compile_ms": compile_ms,
+            "timings": timings, "ratios": ratios,
+            "grouped_equals_separate": bool(np.array_equal(te_d, separate_d))}
 
 
 def gemm_configuration(te_run, work, cache, workers, name, m, n, k, dtype,

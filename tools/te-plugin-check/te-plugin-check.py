@@ -20,9 +20,9 @@ one line per configuration:
 
 The corpus covers every compute op: te.attention and te.attention_backward
 (layouts, types, masks, windows, GQA, bias and softmax kinds, dropout),
-te.scaled_matmul, te.amax, te.compute_scale, te.update_delayed_scaling,
-te.quantize in every scaling mode and usage, and te.dequantize. --list
-prints it (no plugin needed).
+te.scaled_matmul, te.grouped_matmul, te.amax, te.compute_scale,
+te.update_delayed_scaling, te.quantize in every scaling mode and usage, and
+te.dequantize. --list prints it (no plugin needed).
 
 --extra FILE adds a vendor's own configurations: MLIR programs separated by
 lines `// -----` (as te-opt --split-input-file splits), each with one line
@@ -228,6 +228,42 @@ def scaled_matmul(name, out="bf16", m=64, n=48, k=96, fp8="f8E4M3FN",
     return name, text
 
 
+def grouped_matmul(name, out="bf16", tokens=80, groups=4, n=48, k=96,
+                   elem="f8E4M3FN", modes=("per_tensor", "per_tensor"),
+                   transpose_b=True, bias=None, accumulate=False):
+    """te.grouped_matmul of `groups` groups over `tokens` rows (random
+    splits summing to them, as te-run --random-inputs draws them)."""
+    b_shape = (groups, n, k) if transpose_b else (groups, k, n)
+    args = [("a", tensor((tokens, k), elem)), ("b", tensor(b_shape, elem)),
+            ("m", tensor((groups,), "i64"))]
+    operands = "%a, %b splits(%m)"
+    if elem.startswith("f8"):
+        if modes[0] == "per_tensor":
+            scale_types = [tensor((groups,), "f32")] * 2
+        else:
+            b_scale = gemm_scale_type(modes[1], b_shape[1:],
+                                      1 if transpose_b else 0)
+            scale_types = [gemm_scale_type(modes[0], (tokens, k), 1),
+                           b_scale.replace("tensor<", f"tensor<{groups}x")]
+        args += [("sa", scale_types[0]), ("sb", scale_types[1])]
+        operands += " scales(%sa, %sb)"
+        if modes != ("per_tensor", "per_tensor"):
+            operands += f" scaling {modes[0]}, {modes[1]}"
+    if bias:
+        args.append(("bias", tensor((groups, n), bias)))
+        operands += " bias(%bias)"
+    if accumulate:
+        args.append(("c", tensor((tokens, n), out)))
+        operands += " accumulate(%c)"
+    if transpose_b:
+        operands += " transpose_b"
+    result = tensor((tokens, n), out)
+    body = (f"  %r = te.grouped_matmul {operands}\n"
+            f"      : {', '.join(t for _, t in args)} -> {result}\n"
+            f"  return %r : {result}")
+    return simple(name, body, args, [result])
+
+
 def simple(name, body, args, results):
     text = f"""func.func @main({", ".join(f"%{n}: {t}" for n, t in args)}) -> ({", ".join(results)}) {{
 {body}
@@ -377,6 +413,21 @@ def corpus():
         scaled_matmul("scaled_matmul TN bf16 accumulate bias_grad -> f32",
                       fp8="bf16", out="f32", transpose_a=True,
                       transpose_b=False, accumulate=True, bias_grad="f32"),
+    ]
+    # te.grouped_matmul: GroupedLinear's forward and input gradient.
+    cases += [
+        grouped_matmul("grouped_matmul NT per_tensor -> bf16"),
+        grouped_matmul("grouped_matmul NN per_tensor -> f32", out="f32",
+                       transpose_b=False),
+        grouped_matmul("grouped_matmul NT bf16 bias -> bf16", elem="bf16",
+                       bias="bf16"),
+        grouped_matmul("grouped_matmul NT f32 accumulate -> f32", elem="f32",
+                       out="f32", accumulate=True),
+        grouped_matmul("grouped_matmul NT mxfp8 -> bf16",
+                       modes=("mxfp8_1x32", "mxfp8_1x32")),
+        grouped_matmul("grouped_matmul NT block 1x128 x 128x128 -> f32",
+                       out="f32", k=200, n=130,
+                       modes=("block_1x128", "block_128x128")),
     ]
     # FP8 quantization and friends.
     x = "tensor<64x128xbf16>"
