@@ -2,14 +2,21 @@
 //
 // A tiled GEMM on the target's 16x8x16 warp matrix unit (MatrixUnit.h;
 // MMALayout.h's GemmTiling): each block of four warps computes 64x64 outputs;
-// per K step of 32 the block stages its A and B tiles in shared memory,
-// widening the FP8 operands to bf16 (exact: every E4M3 and E5M2 value is a bf16
-// value), and each warp runs 2x4 MMAs per 16 of K on fragments read with the
-// unit's loads (ldmatrix on cuda; element by element without them). Products
-// accumulate in f32; the epilogue is the CPU's: acc * (a_scale_inv *
-// b_scale_inv), bias, GELU, the output cast, and for FP8 outputs the amax (warp
-// and block reduction, one atomic per block) and the cast through out_scale.
-// Results match the CPU's up to the order of the f32 sums.
+// per K step of 32 the block stages its A and B tiles in shared memory, in
+// bf16 (FP8 decoded and MXFP8 scales applied: exact, bf16 holds every E4M3
+// and E5M2 value times a power of two; bf16 operands as they are) or f16 (f16
+// operands), and each warp runs 2x4 MMAs per 16 of K on fragments read with
+// the unit's loads (ldmatrix on cuda; element by element without them).
+// Products accumulate in f32. Block scales (1x128, 128x128) are applied per
+// 128-wide K block: each block's sums start from zero and are added to the
+// totals times the row's and the column's scale. The epilogue is the CPU's:
+// alpha (per_tensor), C, bias, GELU (and the pre-GELU output) or dGELU, the
+// output cast, for FP8 outputs the amax (warp and block reduction, one atomic
+// per block) and the cast through out_scale; DGELU_BGRAD's column sums by
+// warp shuffles and one atomic per column and warp, BGRADB's row sums of
+// op(A) by a kernel of their own. Results match the CPU's up to the order of
+// the f32 sums. f32 operands have no generated kernel (the unit takes 16-bit
+// operands).
 //
 // The matrix unit and its fragment loads are the layer the Hopper step
 // replaces (a warpgroup MMA unit reading shared-memory descriptors, TMA
@@ -24,9 +31,14 @@
 #include "te/Conversion/TEToGPU/MMALayout.h"
 #include "te/Dialect/TE/IR/TEOps.h"
 
+#include "te/Conversion/TECommon/ScalingMath.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <map>
 
 using namespace mlir;
 using namespace mlir::te;
@@ -38,19 +50,66 @@ using Tiling = mma::GemmTiling;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/// The K block of Float8BlockScaling.
+constexpr int64_t kScaleBlock = 128;
+
 /// `a < limit` on indices.
 Value below(OpBuilder &b, Location loc, Value a, int64_t limit) {
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, a,
                                indexConstant(b, loc, limit));
 }
 
-/// Stages one [kBlockM][kBlockK] tile of an FP8 operand into `tile` as
-/// bf16: element (row, k) of the tile is operand element (rowBase + row,
-/// k0 + k) of the logical [rows, K] matrix, read from `operand` stored
-/// [rows, K] (kContiguous) or [K, rows]; zero past the edges.
-void stageTile(OpBuilder &b, Location loc, Value operand, Value tile,
-               Value thread, Value rowBase, Value k0, int64_t rows, int64_t k,
-               bool kContiguous) {
+bool isBlockMode(ScalingMode mode) {
+  return mode == ScalingMode::block_1x128 || mode == ScalingMode::block_128x128;
+}
+
+/// One operand of the GEMM as the kernel reads it: op(X) is the logical
+/// [rows, K] matrix, stored [rows, K] (kContiguous) or [K, rows], with its
+/// FP8 scaling.
+struct KernelOperand {
+  Value buffer, scaleInv;
+  bool kContiguous = true, fp8 = false;
+  ScalingMode mode = ScalingMode::per_tensor;
+  int64_t rows = 0, k = 0;
+
+  SmallVector<Value, 2> at(Value row, Value kIndex) const {
+    return kContiguous ? SmallVector<Value, 2>{row, kIndex}
+                       : SmallVector<Value, 2>{kIndex, row};
+  }
+  bool isMXFP8() const { return fp8 && mode == ScalingMode::mxfp8_1x32; }
+  bool hasBlockScales() const { return fp8 && isBlockMode(mode); }
+
+  /// Element (row, k) in f32, decoded and times its MXFP8 scale (a power of
+  /// two); both indices in bounds.
+  Value emitRead(OpBuilder &b, Location loc, Value row, Value kIndex) const {
+    Value code = memref::LoadOp::create(b, loc, buffer, at(row, kIndex));
+    Value value = fp8 ? emitFP8ToF32(b, loc, code) : emitExtToF32(b, loc, code);
+    if (!isMXFP8())
+      return value;
+    Value block =
+        arith::DivUIOp::create(b, loc, kIndex, indexConstant(b, loc, 32));
+    Value scale = memref::LoadOp::create(b, loc, scaleInv, at(row, block));
+    return arith::MulFOp::create(b, loc, value, emitE8M0ToF32(b, loc, scale));
+  }
+
+  /// The f32 scale of K block `kb` for `row` (block modes; `row` in
+  /// bounds).
+  Value emitBlockScale(OpBuilder &b, Location loc, Value row, Value kb) const {
+    Value outer = mode == ScalingMode::block_128x128
+                      ? arith::DivUIOp::create(
+                            b, loc, row, indexConstant(b, loc, kScaleBlock))
+                            .getResult()
+                      : row;
+    return memref::LoadOp::create(b, loc, scaleInv, at(outer, kb));
+  }
+};
+
+/// Stages one [kBlockM][kBlockK] tile of `operand` into `tile` in the
+/// tile's element type (bf16 or f16): element (row, k) of the tile is
+/// element (rowBase + row, k0 + k) of op(X); zero past the edges.
+void stageTile(OpBuilder &b, Location loc, const KernelOperand &operand,
+               Value tile, Value thread, Value rowBase, Value k0) {
+  Type staged = cast<MemRefType>(tile.getType()).getElementType();
   // A loop, not unrolled copies: unrolled, the copies' index math is
   // hoisted out of the K loop and holds registers the MMAs need.
   scf::ForOp::create(
@@ -59,24 +118,23 @@ void stageTile(OpBuilder &b, Location loc, Value operand, Value tile,
       [&](OpBuilder &b, Location loc, Value j, ValueRange) {
         IndexExpr copy = IndexExpr{&b, loc, thread} +
                          IndexExpr{&b, loc, j} * Tiling::kThreads;
-        mma::Coord<IndexExpr> at = Tiling::stagedElement(copy, kContiguous);
+        mma::Coord<IndexExpr> at =
+            Tiling::stagedElement(copy, operand.kContiguous);
         Value row = arith::AddIOp::create(b, loc, rowBase, at.row.value);
         Value col = arith::AddIOp::create(b, loc, k0, at.col.value);
-        Value inside = arith::AndIOp::create(b, loc, below(b, loc, row, rows),
-                                             below(b, loc, col, k));
+        Value inside =
+            arith::AndIOp::create(b, loc, below(b, loc, row, operand.rows),
+                                  below(b, loc, col, operand.k));
         // Clamped, so that the load stays in bounds; the select zeroes it.
-        Value r = arith::MinUIOp::create(b, loc, row,
-                                         indexConstant(b, loc, rows - 1));
-        Value c =
-            arith::MinUIOp::create(b, loc, col, indexConstant(b, loc, k - 1));
-        Value code = memref::LoadOp::create(
-            b, loc, operand, kContiguous ? ValueRange{r, c} : ValueRange{c, r});
-        Value value =
-            arith::SelectOp::create(b, loc, inside, emitFP8ToF32(b, loc, code),
-                                    emitF32Constant(b, loc, 0.0));
-        Value narrow = arith::TruncFOp::create(b, loc, b.getBF16Type(), value);
-        memref::StoreOp::create(b, loc, narrow, tile,
-                                ValueRange{at.row.value, at.col.value});
+        Value r = arith::MinUIOp::create(
+            b, loc, row, indexConstant(b, loc, operand.rows - 1));
+        Value c = arith::MinUIOp::create(b, loc, col,
+                                         indexConstant(b, loc, operand.k - 1));
+        Value value = arith::SelectOp::create(b, loc, inside,
+                                              operand.emitRead(b, loc, r, c),
+                                              emitF32Constant(b, loc, 0.0));
+        memref::StoreOp::create(b, loc, emitTruncFromF32(b, loc, value, staged),
+                                tile, ValueRange{at.row.value, at.col.value});
         scf::YieldOp::create(b, loc);
       });
 }
@@ -91,7 +149,8 @@ struct GemmKernel {
   const GPUTargetInfo &target;
   const MatrixUnit &unit;
   int64_t m, n, k;
-  Value aBuffer, bBuffer, aScaleInv, bScaleInv, bias, outScale, dBuffer, amax;
+  KernelOperand a, b;
+  Value bias, c, geluInput, outScale, dBuffer, amax, preGelu, columnSums;
   Value tileA, tileB;
   Value thread, blockCol, blockRow, rowBase, colBase;
   Value lane, warpRow, warpCol;
@@ -102,34 +161,98 @@ struct GemmKernel {
   static constexpr int kAccumulators =
       Tiling::kTilesM * Tiling::kTilesN * mma::kCElements;
 
-  scf::ForOp emitMainLoop(OpBuilder &b, Location loc) const;
+  /// The (row, column) of accumulator (mi, ni, i) of this thread.
+  mma::Coord<IndexExpr> element(OpBuilder &b, Location loc, int mi, int ni,
+                                int i) const {
+    return Tiling::outputElement(IndexExpr{&b, loc, blockRow},
+                                 IndexExpr{&b, loc, blockCol},
+                                 IndexExpr{&b, loc, thread}, mi, ni, i);
+  }
+
+  SmallVector<Value> emitMainLoop(OpBuilder &b, Location loc) const;
+  scf::ForOp emitKSteps(OpBuilder &b, Location loc, Value begin, Value end,
+                        ValueRange init) const;
   SmallVector<Value> multiplyStep(OpBuilder &b, Location loc, Value flatA,
                                   Value flatB, ValueRange carried) const;
   /// Returns the amax bits of the lane's stored values (FP8 outputs).
-  Value emitEpilogue(OpBuilder &b, Location loc, scf::ForOp kLoop) const;
+  Value emitEpilogue(OpBuilder &b, Location loc, ArrayRef<Value> sums) const;
+  void emitColumnSums(OpBuilder &b, Location loc,
+                      ArrayRef<Value> partial) const;
 };
 
-/// The block's accumulators over K, kBlockK per step: both tiles staged,
-/// then the warps' MMAs.
-scf::ForOp GemmKernel::emitMainLoop(OpBuilder &b, Location loc) const {
-  SmallVector<Value> zeros(kAccumulators, emitF32Constant(b, loc, 0.0));
+/// The block's accumulators over K in [begin, end), kBlockK per step: both
+/// tiles staged, then the warps' MMAs.
+scf::ForOp GemmKernel::emitKSteps(OpBuilder &b, Location loc, Value begin,
+                                  Value end, ValueRange init) const {
   // The tiles as rows of kStride elements, for the fragment loads.
   Value flatA = flatten(b, loc, tileA), flatB = flatten(b, loc, tileB);
   return scf::ForOp::create(
-      b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, k),
-      indexConstant(b, loc, Tiling::kBlockK), zeros,
+      b, loc, begin, end, indexConstant(b, loc, Tiling::kBlockK), init,
       [&](OpBuilder &b, Location loc, Value k0, ValueRange carried) {
-        stageTile(b, loc, aBuffer, tileA, thread, rowBase, k0, m, k,
-                  /*kContiguous=*/!op.getTransposeA());
-        // B's tile is [n][k]: stored [K, N] it is n-contiguous.
-        stageTile(b, loc, bBuffer, tileB, thread, colBase, k0, n, k,
-                  /*kContiguous=*/op.getTransposeB());
+        stageTile(b, loc, a, tileA, thread, rowBase, k0);
+        // B's tile is [n][k]: op(B)^T's rows are the columns of D.
+        stageTile(b, loc, this->b, tileB, thread, colBase, k0);
         gpu::BarrierOp::create(b, loc);
         SmallVector<Value> acc = multiplyStep(b, loc, flatA, flatB, carried);
         // The next step overwrites the tiles.
         gpu::BarrierOp::create(b, loc);
         scf::YieldOp::create(b, loc, acc);
       });
+}
+
+/// The f32 sums of this thread's accumulators over K: with block scales,
+/// each 128-wide K block summed from zero, then added to the totals times
+/// the row's and the column's scale of that block.
+SmallVector<Value> GemmKernel::emitMainLoop(OpBuilder &b, Location loc) const {
+  SmallVector<Value> zeros(kAccumulators, emitF32Constant(b, loc, 0.0));
+  if (!a.hasBlockScales()) {
+    scf::ForOp loop = emitKSteps(b, loc, indexConstant(b, loc, 0),
+                                 indexConstant(b, loc, k), zeros);
+    return SmallVector<Value>(loop.getResults());
+  }
+  auto blocks = scf::ForOp::create(
+      b, loc, indexConstant(b, loc, 0),
+      indexConstant(b, loc, ceilDiv(k, kScaleBlock)), indexConstant(b, loc, 1),
+      zeros, [&](OpBuilder &b, Location loc, Value kb, ValueRange totals) {
+        Value begin = arith::MulIOp::create(b, loc, kb,
+                                            indexConstant(b, loc, kScaleBlock));
+        Value end = arith::MinUIOp::create(
+            b, loc,
+            arith::AddIOp::create(b, loc, begin,
+                                  indexConstant(b, loc, kScaleBlock)),
+            indexConstant(b, loc, k));
+        scf::ForOp partial = emitKSteps(b, loc, begin, end, zeros);
+        // The scales of this thread's rows (mi, i / 2) and columns
+        // (ni, i % 2), each read once.
+        std::map<std::pair<int, int>, Value> rowScales, columnScales;
+        SmallVector<Value> next;
+        for (int mi = 0; mi < Tiling::kTilesM; ++mi)
+          for (int ni = 0; ni < Tiling::kTilesN; ++ni)
+            for (int i = 0; i < mma::kCElements; ++i) {
+              mma::Coord<IndexExpr> at = element(b, loc, mi, ni, i);
+              Value &rowScale = rowScales[{mi, i / 2}];
+              if (!rowScale)
+                rowScale = a.emitBlockScale(
+                    b, loc,
+                    arith::MinUIOp::create(b, loc, at.row.value,
+                                           indexConstant(b, loc, m - 1)),
+                    kb);
+              Value &columnScale = columnScales[{ni, i % 2}];
+              if (!columnScale)
+                columnScale = this->b.emitBlockScale(
+                    b, loc,
+                    arith::MinUIOp::create(b, loc, at.col.value,
+                                           indexConstant(b, loc, n - 1)),
+                    kb);
+              int index = accIndex(mi, ni, i);
+              next.push_back(math::FmaOp::create(
+                  b, loc, partial.getResult(index),
+                  arith::MulFOp::create(b, loc, rowScale, columnScale),
+                  totals[index]));
+            }
+        scf::YieldOp::create(b, loc, next);
+      });
+  return SmallVector<Value>(blocks.getResults());
 }
 
 /// The warp's 2x4 MMAs per 16 of K of the staged tiles.
@@ -166,42 +289,72 @@ SmallVector<Value> GemmKernel::multiplyStep(OpBuilder &b, Location loc,
   return acc;
 }
 
-/// D = gelu(acc * a_scale_inv * b_scale_inv + bias), cast (through
-/// out_scale for FP8 outputs).
+/// D = epilogue(alpha * sums + C): bias and GELU (storing the values before
+/// it), or dGELU; cast (through out_scale for FP8 outputs). With
+/// DGELU_BGRAD, D's column sums go to `columnSums`.
 Value GemmKernel::emitEpilogue(OpBuilder &b, Location loc,
-                               scf::ForOp kLoop) const {
+                               ArrayRef<Value> sums) const {
   RankedTensorType dTensor = op.getD().getType();
   Type dElement = dTensor.getElementType();
   bool fp8Out = isFP8Type(dElement);
-  Value alpha = arith::MulFOp::create(
-      b, loc, memref::LoadOp::create(b, loc, aScaleInv, ValueRange{}),
-      memref::LoadOp::create(b, loc, bScaleInv, ValueRange{}));
+  bool perTensor = a.fp8 && a.mode == ScalingMode::per_tensor;
+  Value alpha =
+      perTensor
+          ? arith::MulFOp::create(
+                b, loc,
+                memref::LoadOp::create(b, loc, a.scaleInv, ValueRange{}),
+                memref::LoadOp::create(b, loc, this->b.scaleInv, ValueRange{}))
+                .getResult()
+          : Value();
   Value scale =
       fp8Out
           ? memref::LoadOp::create(b, loc, outScale, ValueRange{}).getResult()
           : Value();
   Value bits = i32Constant(b, loc, 0);
-  IndexExpr rowBlock{&b, loc, blockRow}, colBlock{&b, loc, blockCol};
-  IndexExpr t{&b, loc, thread};
+  // DGELU_BGRAD: this thread's sums of its columns (ni, i % 2).
+  SmallVector<Value> partial(Tiling::kTilesN * 2, emitF32Constant(b, loc, 0.0));
   for (int mi = 0; mi < Tiling::kTilesM; ++mi) {
     for (int ni = 0; ni < Tiling::kTilesN; ++ni) {
       for (int i = 0; i < mma::kCElements; ++i) {
-        mma::Coord<IndexExpr> at =
-            Tiling::outputElement(rowBlock, colBlock, t, mi, ni, i);
+        mma::Coord<IndexExpr> at = element(b, loc, mi, ni, i);
         Value inside =
             arith::AndIOp::create(b, loc, below(b, loc, at.row.value, m),
                                   below(b, loc, at.col.value, n));
-        Value value = arith::MulFOp::create(
-            b, loc, kLoop.getResult(accIndex(mi, ni, i)), alpha);
-        if (bias) {
-          Value col = arith::MinUIOp::create(b, loc, at.col.value,
-                                             indexConstant(b, loc, n - 1));
+        Value row = arith::MinUIOp::create(b, loc, at.row.value,
+                                           indexConstant(b, loc, m - 1));
+        Value col = arith::MinUIOp::create(b, loc, at.col.value,
+                                           indexConstant(b, loc, n - 1));
+        Value value = sums[accIndex(mi, ni, i)];
+        if (alpha)
+          value = arith::MulFOp::create(b, loc, value, alpha);
+        if (c)
+          value = arith::AddFOp::create(
+              b, loc, value,
+              emitExtToF32(
+                  b, loc,
+                  memref::LoadOp::create(b, loc, c, ValueRange{row, col})));
+        if (bias)
           value = arith::AddFOp::create(
               b, loc, value,
               emitExtToF32(b, loc, memref::LoadOp::create(b, loc, bias, col)));
-        }
+        Value beforeGelu = value;
         if (op.getGelu())
           value = emitGelu(b, loc, value);
+        if (geluInput)
+          value = arith::MulFOp::create(
+              b, loc, value,
+              emitGeluGrad(
+                  b, loc,
+                  emitExtToF32(b, loc,
+                               memref::LoadOp::create(b, loc, geluInput,
+                                                      ValueRange{row, col}))));
+        if (columnSums) {
+          Value &sum = partial[ni * 2 + i % 2];
+          sum = arith::AddFOp::create(
+              b, loc, sum,
+              arith::SelectOp::create(b, loc, inside, value,
+                                      emitF32Constant(b, loc, 0.0)));
+        }
         Value stored;
         if (fp8Out) {
           bits = arith::SelectOp::create(
@@ -220,10 +373,119 @@ Value GemmKernel::emitEpilogue(OpBuilder &b, Location loc,
         b.setInsertionPointToStart(branch.thenBlock());
         memref::StoreOp::create(b, loc, stored, dBuffer,
                                 ValueRange{at.row.value, at.col.value});
+        if (preGelu)
+          memref::StoreOp::create(
+              b, loc,
+              emitTruncFromF32(
+                  b, loc, beforeGelu,
+                  cast<MemRefType>(preGelu.getType()).getElementType()),
+              preGelu, ValueRange{at.row.value, at.col.value});
       }
     }
   }
+  if (columnSums)
+    emitColumnSums(b, loc, partial);
   return bits;
+}
+
+/// Adds this warp's column sums to `columnSums`: the lanes that share a
+/// column (lane % 4) add theirs by XOR shuffles, then lanes 0..3 add the
+/// warp's with one atomic per column.
+void GemmKernel::emitColumnSums(OpBuilder &b, Location loc,
+                                ArrayRef<Value> partial) const {
+  unsigned warpSize = target.getWarpSize();
+  Value firstLanes = below(b, loc, lane, 4);
+  for (int ni = 0; ni < Tiling::kTilesN; ++ni) {
+    for (int e = 0; e < 2; ++e) {
+      Value sum = partial[ni * 2 + e];
+      for (unsigned offset : {4u, 8u, 16u})
+        sum = arith::AddFOp::create(
+            b, loc, sum,
+            gpu::ShuffleOp::create(b, loc, sum, offset, warpSize,
+                                   gpu::ShuffleMode::XOR)
+                .getShuffleResult());
+      Value col = element(b, loc, 0, ni, e).col.value;
+      Value store =
+          arith::AndIOp::create(b, loc, firstLanes, below(b, loc, col, n));
+      auto branch = scf::IfOp::create(b, loc, store, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(branch.thenBlock());
+      memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf, sum,
+                                  columnSums, ValueRange{col});
+    }
+  }
+}
+
+/// `bias_grad_init(sums)`: zeroes the f32 [n] column sums.
+gpu::GPUFuncOp addZeroInit(KernelSet &set, OpBuilder &b, Location loc,
+                           int64_t n) {
+  auto kernel = set.addKernel(b, "bias_grad_init",
+                              {MemRefType::get({n}, b.getF32Type())});
+  gridStrideLoop(b, loc, n, Value(),
+                 [&](OpBuilder &b, Location loc, Value i, Value) {
+                   memref::StoreOp::create(b, loc, emitF32Constant(b, loc, 0.0),
+                                           kernel.getArgument(0), i);
+                   return Value();
+                 });
+  return kernel;
+}
+
+/// `bias_grad_cast(sums, out)`: the f32 column sums rounded to out's type.
+gpu::GPUFuncOp addCast(KernelSet &set, OpBuilder &b, Location loc,
+                       RankedTensorType out) {
+  int64_t n = out.getDimSize(0);
+  auto kernel =
+      set.addKernel(b, "bias_grad_cast",
+                    {MemRefType::get({n}, b.getF32Type()), bufferType(out)});
+  gridStrideLoop(
+      b, loc, n, Value(), [&](OpBuilder &b, Location loc, Value i, Value) {
+        Value sum = memref::LoadOp::create(b, loc, kernel.getArgument(0), i);
+        memref::StoreOp::create(
+            b, loc, emitTruncFromF32(b, loc, sum, out.getElementType()),
+            kernel.getArgument(1), i);
+        return Value();
+      });
+  return kernel;
+}
+
+/// `row_sums(a, [a_scale_inv], out)`: BGRADB's bias gradient, the row sums
+/// of op(A) dequantized (each element times its MXFP8 scale, the sum times
+/// a per_tensor scale), one thread per row.
+gpu::GPUFuncOp addRowSums(KernelSet &set, OpBuilder &b, Location loc,
+                          const KernelOperand &operand, RankedTensorType out) {
+  SmallVector<Type> arguments = {operand.buffer.getType()};
+  if (operand.scaleInv)
+    arguments.push_back(operand.scaleInv.getType());
+  arguments.push_back(bufferType(out));
+  auto kernel = set.addKernel(b, "bias_grad_rows", arguments);
+  KernelOperand inside = operand;
+  inside.buffer = kernel.getArgument(0);
+  if (operand.scaleInv)
+    inside.scaleInv = kernel.getArgument(1);
+  Value result = kernel.getArguments().back();
+  gridStrideLoop(
+      b, loc, operand.rows, Value(),
+      [&](OpBuilder &b, Location loc, Value row, Value) {
+        auto loop = scf::ForOp::create(
+            b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, operand.k),
+            indexConstant(b, loc, 1), ValueRange{emitF32Constant(b, loc, 0.0)},
+            [&](OpBuilder &b, Location loc, Value kIndex, ValueRange sum) {
+              scf::YieldOp::create(
+                  b, loc,
+                  ValueRange{arith::AddFOp::create(
+                      b, loc, sum[0], inside.emitRead(b, loc, row, kIndex))});
+            });
+        Value sum = loop.getResult(0);
+        if (inside.fp8 && inside.mode == ScalingMode::per_tensor)
+          sum = arith::MulFOp::create(
+              b, loc, sum,
+              memref::LoadOp::create(b, loc, inside.scaleInv, ValueRange{}));
+        memref::StoreOp::create(
+            b, loc, emitTruncFromF32(b, loc, sum, out.getElementType()), result,
+            row);
+        return Value();
+      });
+  return kernel;
 }
 
 } // namespace
@@ -231,10 +493,11 @@ Value GemmKernel::emitEpilogue(OpBuilder &b, Location loc,
 std::optional<std::string>
 gpu_lowering::getMatmulUnsupportedReason(ScaledMatmulOp op,
                                          const GPUTargetInfo &target) {
-  if (std::optional<std::string> feature = op.getFeatureBeyondPerTensorFP8())
-    return "the generated GPU GEMM takes per_tensor FP8 operands with the "
-           "bias and GELU epilogues only, not yet te.scaled_matmul's " +
-           *feature;
+  Type element = op.getA().getType().getElementType();
+  if (element.isF32())
+    return std::string("the generated GPU GEMM runs on the 16-bit matrix "
+                       "unit, which would round f32 operands; cast them to "
+                       "bf16 or f16 (or quantize them) for the GPU");
   return getTiledUnitUnsupportedReason("te.scaled_matmul", target);
 }
 
@@ -246,36 +509,68 @@ LogicalResult gpu_lowering::lowerScaledMatmul(RewriterBase &rewriter,
   KernelSet set(op, "scaled_matmul", target);
   OpBuilder b(context);
   RankedTensorType dTensor = op.getD().getType();
-  int64_t m = dTensor.getDimSize(0), n = dTensor.getDimSize(1);
-  auto aTensor = cast<RankedTensorType>(op.getA().getType());
-  int64_t k = aTensor.getDimSize(op.getTransposeA() ? 0 : 1);
+  auto [m, n, k] = op.getProblemSize();
   Type dElement = dTensor.getElementType();
   bool fp8Out = isFP8Type(dElement);
-  bool hasBias = static_cast<bool>(op.getBias());
+  bool fp8 = op.hasFP8Operands();
   auto scalar = MemRefType::get({}, b.getF32Type());
   unsigned warpSize = target.getWarpSize();
+  Value biasGrad = op.getBiasGradResult();
+  bool columnSums = biasGrad && op.getGeluInput();
+  auto biasGradType =
+      biasGrad ? cast<RankedTensorType>(biasGrad.getType()) : nullptr;
+  auto sumsType = RankedTensorType::get({n}, b.getF32Type());
 
-  // init(amax): zeroed before the blocks raise it (FP8 outputs only).
-  gpu::GPUFuncOp init;
+  // The operands in the kernel's terms, before its arguments exist.
+  KernelOperand aOperand, bOperand;
+  aOperand.kContiguous = !op.getTransposeA();
+  bOperand.kContiguous = op.getTransposeB();
+  aOperand.fp8 = bOperand.fp8 = fp8;
+  aOperand.mode = op.getAScalingMode();
+  bOperand.mode = op.getBScalingMode();
+  aOperand.rows = m;
+  bOperand.rows = n;
+  aOperand.k = bOperand.k = k;
+
+  // Zeroed before the blocks raise or add to them: amax (FP8 outputs), the
+  // column sums (DGELU_BGRAD).
+  gpu::GPUFuncOp init, sumsInit;
   if (fp8Out)
     init = addAmaxInit(set, b, loc);
+  if (columnSums)
+    sumsInit = addZeroInit(set, b, loc, n);
 
-  SmallVector<Type> arguments = {
-      bufferType(aTensor),
-      bufferType(cast<RankedTensorType>(op.getB().getType())), scalar, scalar};
-  if (hasBias)
-    arguments.push_back(
-        bufferType(cast<RankedTensorType>(op.getBias().getType())));
-  if (fp8Out)
-    arguments.push_back(scalar); // out_scale
+  // Arguments: a, b, [scales], [bias], [c], [dgelu input], [out_scale], d,
+  // [amax], [pre_gelu], [column sums].
+  SmallVector<Value> inputs = {op.getA(), op.getB()};
+  if (fp8)
+    inputs.append({op.getAScaleInv(), op.getBScaleInv()});
+  for (Value value :
+       {Value(op.getBias()), Value(op.getC()), Value(op.getGeluInput()),
+        fp8Out ? op.getOutScale() : Value()})
+    if (value)
+      inputs.push_back(value);
+  SmallVector<Type> arguments;
+  for (Value value : inputs)
+    arguments.push_back(bufferType(cast<RankedTensorType>(value.getType())));
   arguments.push_back(bufferType(dTensor));
   if (fp8Out)
-    arguments.push_back(scalar); // amax
+    arguments.push_back(scalar);
+  Value preGeluResult = op.getPreGeluResult();
+  if (preGeluResult)
+    arguments.push_back(
+        bufferType(cast<RankedTensorType>(preGeluResult.getType())));
+  if (columnSums)
+    arguments.push_back(bufferType(sumsType));
+
   auto workgroup =
       gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup);
+  Type staged = op.getA().getType().getElementType().isF16()
+                    ? Type(b.getF16Type())
+                    : Type(b.getBF16Type());
   auto tileType =
-      MemRefType::get({Tiling::kBlockM, Tiling::kBlockK + Tiling::kPad},
-                      b.getBF16Type(), MemRefLayoutAttrInterface(), workgroup);
+      MemRefType::get({Tiling::kBlockM, Tiling::kBlockK + Tiling::kPad}, staged,
+                      MemRefLayoutAttrInterface(), workgroup);
   SmallVector<Type> shared = {tileType, tileType};
   if (fp8Out)
     shared.push_back(reductionScratchType(context, warpSize, Tiling::kThreads));
@@ -283,17 +578,29 @@ LogicalResult gpu_lowering::lowerScaledMatmul(RewriterBase &rewriter,
 
   GemmKernel gemm(op, target, getTiledUnit(target), m, n, k);
   unsigned next = 0;
-  gemm.aBuffer = kernel.getArgument(next++);
-  gemm.bBuffer = kernel.getArgument(next++);
-  gemm.aScaleInv = kernel.getArgument(next++);
-  gemm.bScaleInv = kernel.getArgument(next++);
-  if (hasBias)
+  gemm.a = aOperand;
+  gemm.b = bOperand;
+  gemm.a.buffer = kernel.getArgument(next++);
+  gemm.b.buffer = kernel.getArgument(next++);
+  if (fp8) {
+    gemm.a.scaleInv = kernel.getArgument(next++);
+    gemm.b.scaleInv = kernel.getArgument(next++);
+  }
+  if (op.getBias())
     gemm.bias = kernel.getArgument(next++);
+  if (op.getC())
+    gemm.c = kernel.getArgument(next++);
+  if (op.getGeluInput())
+    gemm.geluInput = kernel.getArgument(next++);
   if (fp8Out)
     gemm.outScale = kernel.getArgument(next++);
   gemm.dBuffer = kernel.getArgument(next++);
   if (fp8Out)
     gemm.amax = kernel.getArgument(next++);
+  if (preGeluResult)
+    gemm.preGelu = kernel.getArgument(next++);
+  if (columnSums)
+    gemm.columnSums = kernel.getArgument(next++);
   gemm.tileA = kernel.getWorkgroupAttributions()[0];
   gemm.tileB = kernel.getWorkgroupAttributions()[1];
 
@@ -311,8 +618,8 @@ LogicalResult gpu_lowering::lowerScaledMatmul(RewriterBase &rewriter,
   gemm.warpRow = warpRow.value;
   gemm.warpCol = warpCol.value;
 
-  scf::ForOp kLoop = gemm.emitMainLoop(b, loc);
-  Value bits = gemm.emitEpilogue(b, loc, kLoop);
+  SmallVector<Value> sums = gemm.emitMainLoop(b, loc);
+  Value bits = gemm.emitEpilogue(b, loc, sums);
   if (fp8Out) {
     Value blockMax =
         blockMaxBits(b, loc, bits, kernel.getWorkgroupAttributions()[2],
@@ -321,32 +628,63 @@ LogicalResult gpu_lowering::lowerScaledMatmul(RewriterBase &rewriter,
       atomicMaxBits(b, loc, gemm.amax, blockMax);
     });
   }
+  gpu::GPUFuncOp castKernel, rows;
+  if (columnSums && !biasGradType.getElementType().isF32())
+    castKernel = addCast(set, b, loc, biasGradType);
+  if (biasGrad && !columnSums) {
+    KernelOperand rowOperand = aOperand;
+    rowOperand.buffer = gemm.a.buffer;
+    rowOperand.scaleInv = fp8 ? gemm.a.scaleInv : Value();
+    rows = addRowSums(set, b, loc, rowOperand, biasGradType);
+  }
   set.finish();
 
   OpBuilder &host = rewriter;
-  SmallVector<Value> operands = {readBuffer(host, loc, op.getA()),
-                                 readBuffer(host, loc, op.getB()),
-                                 readBuffer(host, loc, op.getAScaleInv()),
-                                 readBuffer(host, loc, op.getBScaleInv())};
-  if (hasBias)
-    operands.push_back(readBuffer(host, loc, op.getBias()));
-  if (fp8Out)
-    operands.push_back(readBuffer(host, loc, op.getOutScale()));
+  SmallVector<Value> operands;
+  for (Value value : inputs)
+    operands.push_back(readBuffer(host, loc, value));
   Value d = allocateOutput(host, loc, dTensor);
   operands.push_back(d);
-  Value amaxOut;
+  SmallVector<Value> outputs = {d};
   if (fp8Out) {
-    amaxOut =
+    Value amaxOut =
         allocateOutput(host, loc, RankedTensorType::get({}, host.getF32Type()));
     operands.push_back(amaxOut);
+    outputs.push_back(amaxOut);
     set.launch(host, init, 1, 1, {amaxOut});
+  }
+  if (preGeluResult) {
+    Value pre = allocateOutput(host, loc,
+                               cast<RankedTensorType>(preGeluResult.getType()));
+    operands.push_back(pre);
+    outputs.push_back(pre);
+  }
+  Value sumsBuffer;
+  if (columnSums) {
+    sumsBuffer = allocateOutput(host, loc, sumsType);
+    operands.push_back(sumsBuffer);
+    set.launch(host, sumsInit, blocksFor(n), kBlockSize, {sumsBuffer});
   }
   set.launch(host, kernel,
              {ceilDiv(n, Tiling::kBlockN), ceilDiv(m, Tiling::kBlockM)},
              {Tiling::kThreads, 1}, operands);
-  SmallVector<Value> outputs = {d};
-  if (fp8Out)
-    outputs.push_back(amaxOut);
+  if (columnSums) {
+    if (castKernel) {
+      Value out = allocateOutput(host, loc, biasGradType);
+      set.launch(host, castKernel, blocksFor(n), kBlockSize, {sumsBuffer, out});
+      outputs.push_back(out);
+    } else {
+      outputs.push_back(sumsBuffer);
+    }
+  } else if (biasGrad) {
+    Value out = allocateOutput(host, loc, biasGradType);
+    SmallVector<Value> rowOperands = {operands[0]};
+    if (fp8)
+      rowOperands.push_back(operands[2]);
+    rowOperands.push_back(out);
+    set.launch(host, rows, blocksFor(m), kBlockSize, rowOperands);
+    outputs.push_back(out);
+  }
   replaceWithOutputs(rewriter, op, outputs);
   return success();
 }

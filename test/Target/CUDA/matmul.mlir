@@ -36,3 +36,56 @@ func.func @fp8_out(%a: tensor<64x32xf8E4M3FN>, %b: tensor<32x64xf8E4M3FN>, %sa: 
       -> tensor<64x64xf8E4M3FN>, tensor<f32>
   return %d, %amax : tensor<64x64xf8E4M3FN>, tensor<f32>
 }
+
+// -----
+
+// f16 operands: f16 tiles and f16 MMAs. dGELU with DGELU_BGRAD: the column
+// sums start from zero (bias_grad_init), each warp adds its columns with
+// XOR shuffles and one atomic add per column, and bias_grad_cast rounds the
+// f32 sums to the result's type.
+// CHECK-LABEL: func.func @f16_dgelu_bias_grad
+// CHECK: gpu.launch_func @[[M:te_scaled_matmul_[0-9a-f]+]]::@[[M]]_bias_grad_init {{.*}} args(%[[SUMS:.*]] : memref<90xf32>)
+// CHECK: gpu.launch_func @[[M]]::@[[M]]_gemm {{.*}} %[[SUMS]] : memref<90xf32>)
+// CHECK: gpu.launch_func @[[M]]::@[[M]]_bias_grad_cast {{.*}} args(%[[SUMS]] : memref<90xf32>, %{{.*}} : memref<90xf16>)
+// CHECK: llvm.func @[[M]]_gemm(
+// CHECK: nvvm.mma.sync {{.*}} : (vector<2xf16>, vector<2xf16>, f32)
+// CHECK: nvvm.shfl.sync bfly
+// CHECK: llvm.atomicrmw fadd
+func.func @f16_dgelu_bias_grad(%a: tensor<100x72xf16>, %b: tensor<90x72xf16>, %pre: tensor<100x90xf16>)
+    -> (tensor<100x90xf16>, tensor<90xf16>) {
+  %d, %db = te.scaled_matmul %a, %b dgelu(%pre) transpose_b bias_grad
+      : tensor<100x72xf16>, tensor<90x72xf16>, tensor<100x90xf16> -> tensor<100x90xf16>, tensor<90xf16>
+  return %d, %db : tensor<100x90xf16>, tensor<90xf16>
+}
+
+// -----
+
+// Block scaling: K in blocks of 128 (3 for K = 300), each block's sums
+// from zero, then added to the totals times its row and column scales.
+// CHECK-LABEL: func.func @block_scaling
+// CHECK: llvm.func @[[M:te_scaled_matmul_[0-9a-f]+]]_gemm(
+// CHECK: llvm.icmp "slt" {{.*}}
+// CHECK: nvvm.mma.sync
+// CHECK: llvm.call @__nv_fmaf
+func.func @block_scaling(%a: tensor<150x300xf8E4M3FN>, %b: tensor<140x300xf8E4M3FN>, %sa: tensor<150x3xf32>,
+                         %sb: tensor<2x3xf32>) -> tensor<150x140xf32> {
+  %d = te.scaled_matmul %a, %b scales(%sa, %sb) scaling block_1x128, block_128x128 transpose_b
+      : tensor<150x300xf8E4M3FN>, tensor<140x300xf8E4M3FN>, tensor<150x3xf32>, tensor<2x3xf32>
+      -> tensor<150x140xf32>
+  return %d : tensor<150x140xf32>
+}
+
+// -----
+
+// BGRADB (wgrad's bias gradient without dGELU): the row sums of op(A),
+// each element times its MXFP8 scale, in a kernel of their own.
+// CHECK-LABEL: func.func @mxfp8_wgrad_bgradb
+// CHECK: gpu.launch_func @[[M:te_scaled_matmul_[0-9a-f]+]]::@[[M]]_gemm
+// CHECK: gpu.launch_func @[[M]]::@[[M]]_bias_grad_rows {{.*}} args(%arg0 : memref<64x40xf8E5M2>, %arg2 : memref<2x40xf8E8M0FNU>, %{{.*}} : memref<40xbf16>)
+func.func @mxfp8_wgrad_bgradb(%dy: tensor<64x40xf8E5M2>, %x: tensor<64x24xf8E4M3FN>, %sdy: tensor<2x40xf8E8M0FNU>,
+                              %sx: tensor<2x24xf8E8M0FNU>) -> (tensor<40x24xbf16>, tensor<40xbf16>) {
+  %d, %db = te.scaled_matmul %dy, %x scales(%sdy, %sx) scaling mxfp8_1x32, mxfp8_1x32 transpose_a bias_grad
+      : tensor<64x40xf8E5M2>, tensor<64x24xf8E4M3FN>, tensor<2x40xf8E8M0FNU>, tensor<2x24xf8E8M0FNU>
+      -> tensor<40x24xbf16>, tensor<40xbf16>
+  return %d, %db : tensor<40x24xbf16>, tensor<40xbf16>
+}

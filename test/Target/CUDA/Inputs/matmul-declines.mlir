@@ -24,6 +24,10 @@ func.func @dynamic(%a: tensor<?x64xf8E4M3FN>, %b: tensor<32x64xf8E4M3FN>,
   %d = te.scaled_matmul %a, %b scales(%sa, %sb) transpose_b : tensor<?x64xf8E4M3FN>, tensor<32x64xf8E4M3FN>, tensor<f32>, tensor<f32> -> tensor<?x32xbf16>
   return %d : tensor<?x32xbf16>
 }
+func.func @f32_operands(%a: tensor<32x64xf32>, %b: tensor<32x64xf32>) -> tensor<32x32xf32> {
+  %d = te.scaled_matmul %a, %b transpose_b : tensor<32x64xf32>, tensor<32x64xf32> -> tensor<32x32xf32>
+  return %d : tensor<32x32xf32>
+}
 func.func @bf16_operands(%a: tensor<32x64xbf16>, %b: tensor<32x64xbf16>) -> tensor<32x32xbf16> {
   %d = te.scaled_matmul %a, %b transpose_b : tensor<32x64xbf16>, tensor<32x64xbf16> -> tensor<32x32xbf16>
   return %d : tensor<32x32xbf16>

@@ -1,0 +1,36 @@
+// te.scaled_matmul in every mode the generated GPU GEMM takes beyond per_tensor
+// FP8 (bf16 and f16 operands, MXFP8, block scaling, accumulate, GELU with its
+// pre-GELU output, dGELU with DGELU_BGRAD, BGRADB), checked by
+// scripts/gpu-check.sh against the CPU within the output type's tolerance.
+func.func @bf16_nn_accumulate(%a: tensor<100x72xbf16>, %b: tensor<72x90xbf16>, %c: tensor<100x90xbf16>) -> tensor<100x90xbf16> {
+  %d = te.scaled_matmul %a, %b accumulate(%c) : tensor<100x72xbf16>, tensor<72x90xbf16>, tensor<100x90xbf16> -> tensor<100x90xbf16>
+  return %d : tensor<100x90xbf16>
+}
+func.func @f16_dgelu_bgrad(%a: tensor<100x72xf16>, %b: tensor<90x72xf16>, %pre: tensor<100x90xf16>) -> (tensor<100x90xf16>, tensor<90xf16>) {
+  %d, %db = te.scaled_matmul %a, %b dgelu(%pre) transpose_b bias_grad : tensor<100x72xf16>, tensor<90x72xf16>, tensor<100x90xf16> -> tensor<100x90xf16>, tensor<90xf16>
+  return %d, %db : tensor<100x90xf16>, tensor<90xf16>
+}
+func.func @bf16_gelu_pre(%a: tensor<100x72xbf16>, %b: tensor<90x72xbf16>, %bias: tensor<90xbf16>) -> (tensor<100x90xbf16>, tensor<100x90xf32>) {
+  %d, %p = te.scaled_matmul %a, %b bias(%bias) transpose_b gelu pre_gelu : tensor<100x72xbf16>, tensor<90x72xbf16>, tensor<90xbf16> -> tensor<100x90xbf16>, tensor<100x90xf32>
+  return %d, %p : tensor<100x90xbf16>, tensor<100x90xf32>
+}
+func.func @mxfp8(%a: tensor<100x96xf8E4M3FN>, %b: tensor<90x96xf8E5M2>, %sa: tensor<100x3xf8E8M0FNU>, %sb: tensor<90x3xf8E8M0FNU>) -> tensor<100x90xf32> {
+  %d = te.scaled_matmul %a, %b scales(%sa, %sb) scaling mxfp8_1x32, mxfp8_1x32 transpose_b : tensor<100x96xf8E4M3FN>, tensor<90x96xf8E5M2>, tensor<100x3xf8E8M0FNU>, tensor<90x3xf8E8M0FNU> -> tensor<100x90xf32>
+  return %d : tensor<100x90xf32>
+}
+func.func @blocks(%a: tensor<150x300xf8E4M3FN>, %b: tensor<140x300xf8E4M3FN>, %sa: tensor<150x3xf32>, %sb: tensor<2x3xf32>) -> tensor<150x140xf32> {
+  %d = te.scaled_matmul %a, %b scales(%sa, %sb) scaling block_1x128, block_128x128 transpose_b : tensor<150x300xf8E4M3FN>, tensor<140x300xf8E4M3FN>, tensor<150x3xf32>, tensor<2x3xf32> -> tensor<150x140xf32>
+  return %d : tensor<150x140xf32>
+}
+func.func @blocks_tn(%a: tensor<300x150xf8E4M3FN>, %b: tensor<300x140xf8E4M3FN>, %sa: tensor<3x2xf32>, %sb: tensor<3x140xf32>) -> tensor<150x140xbf16> {
+  %d = te.scaled_matmul %a, %b scales(%sa, %sb) scaling block_128x128, block_1x128 transpose_a : tensor<300x150xf8E4M3FN>, tensor<300x140xf8E4M3FN>, tensor<3x2xf32>, tensor<3x140xf32> -> tensor<150x140xbf16>
+  return %d : tensor<150x140xbf16>
+}
+func.func @wgrad_bgradb(%dy: tensor<64x40xf8E5M2>, %x: tensor<64x24xf8E4M3FN>, %sdy: tensor<f32>, %sx: tensor<f32>, %main: tensor<40x24xf32>) -> (tensor<40x24xf32>, tensor<40xf32>) {
+  %d, %db = te.scaled_matmul %dy, %x scales(%sdy, %sx) accumulate(%main) transpose_a bias_grad : tensor<64x40xf8E5M2>, tensor<64x24xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<40x24xf32> -> tensor<40x24xf32>, tensor<40xf32>
+  return %d, %db : tensor<40x24xf32>, tensor<40xf32>
+}
+func.func @mx_wgrad_bgradb(%dy: tensor<64x40xf8E5M2>, %x: tensor<64x24xf8E4M3FN>, %sdy: tensor<2x40xf8E8M0FNU>, %sx: tensor<2x24xf8E8M0FNU>) -> (tensor<40x24xbf16>, tensor<40xbf16>) {
+  %d, %db = te.scaled_matmul %dy, %x scales(%sdy, %sx) scaling mxfp8_1x32, mxfp8_1x32 transpose_a bias_grad : tensor<64x40xf8E5M2>, tensor<64x24xf8E4M3FN>, tensor<2x40xf8E8M0FNU>, tensor<2x24xf8E8M0FNU> -> tensor<40x24xbf16>, tensor<40xbf16>
+  return %d, %db : tensor<40x24xbf16>, tensor<40xbf16>
+}
