@@ -202,6 +202,13 @@ std::optional<std::string>
 getMatmulUnsupportedReason(ScaledMatmulOp op, const GPUTargetInfo &target);
 LogicalResult lowerScaledMatmul(RewriterBase &rewriter, ScaledMatmulOp op,
                                 const GPUTargetInfo &target);
+/// te.grouped_matmul (MatmulKernels.cpp): the GEMM kernel with one group's
+/// rows per block.
+std::optional<std::string>
+getGroupedMatmulUnsupportedReason(GroupedMatmulOp op,
+                                  const GPUTargetInfo &target);
+LogicalResult lowerGroupedMatmul(RewriterBase &rewriter, GroupedMatmulOp op,
+                                 const GPUTargetInfo &target);
 
 } // namespace mlir::te::gpu_lowering
 

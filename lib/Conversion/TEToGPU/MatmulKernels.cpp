@@ -71,10 +71,22 @@ struct KernelOperand {
   bool kContiguous = true, fp8 = false;
   ScalingMode mode = ScalingMode::per_tensor;
   int64_t rows = 0, k = 0;
+  /// A grouped GEMM's B: the group whose matrix (and scales) this is, an
+  /// index into the leading dimension of `buffer` (and `scaleInv`).
+  Value group;
+  /// A grouped GEMM's A: rows at and past this (an index) belong to
+  /// another group and read as zeros.
+  Value rowLimit;
 
-  SmallVector<Value, 2> at(Value row, Value kIndex) const {
-    return kContiguous ? SmallVector<Value, 2>{row, kIndex}
-                       : SmallVector<Value, 2>{kIndex, row};
+  SmallVector<Value, 3> at(Value row, Value kIndex) const {
+    SmallVector<Value, 3> indices;
+    if (group)
+      indices.push_back(group);
+    if (kContiguous)
+      indices.append({row, kIndex});
+    else
+      indices.append({kIndex, row});
+    return indices;
   }
   bool isMXFP8() const { return fp8 && mode == ScalingMode::mxfp8_1x32; }
   bool hasBlockScales() const { return fp8 && isBlockMode(mode); }
@@ -125,6 +137,11 @@ void stageTile(OpBuilder &b, Location loc, const KernelOperand &operand,
         Value inside =
             arith::AndIOp::create(b, loc, below(b, loc, row, operand.rows),
                                   below(b, loc, col, operand.k));
+        if (operand.rowLimit)
+          inside = arith::AndIOp::create(
+              b, loc, inside,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
+                                    operand.rowLimit));
         // Clamped, so that the load stays in bounds; the select zeroes it.
         Value r = arith::MinUIOp::create(
             b, loc, row, indexConstant(b, loc, operand.rows - 1));
@@ -141,18 +158,21 @@ void stageTile(OpBuilder &b, Location loc, const KernelOperand &operand,
 
 /// The gemm kernel's operands inside it, and its block's and warp's place.
 struct GemmKernel {
-  GemmKernel(ScaledMatmulOp op, const GPUTargetInfo &target,
-             const MatrixUnit &unit, int64_t m, int64_t n, int64_t k)
-      : op(op), target(target), unit(unit), m(m), n(n), k(k) {}
+  GemmKernel(const GPUTargetInfo &target, const MatrixUnit &unit, int64_t m,
+             int64_t n, int64_t k)
+      : target(target), unit(unit), m(m), n(n), k(k) {}
 
-  mutable ScaledMatmulOp op;
   const GPUTargetInfo &target;
   const MatrixUnit &unit;
   int64_t m, n, k;
   KernelOperand a, b;
   Value bias, c, geluInput, outScale, dBuffer, amax, preGelu, columnSums;
+  bool gelu = false;
+  /// A grouped GEMM's group (an index): per_tensor scales and the bias are
+  /// read at it; D's rows at and past a.rowLimit are another group's.
+  Value group;
   Value tileA, tileB;
-  Value thread, blockCol, blockRow, rowBase, colBase;
+  Value thread, blockCol, rowBase, colBase;
   Value lane, warpRow, warpCol;
 
   static int accIndex(int mi, int ni, int i) {
@@ -164,9 +184,13 @@ struct GemmKernel {
   /// The (row, column) of accumulator (mi, ni, i) of this thread.
   mma::Coord<IndexExpr> element(OpBuilder &b, Location loc, int mi, int ni,
                                 int i) const {
-    return Tiling::outputElement(IndexExpr{&b, loc, blockRow},
-                                 IndexExpr{&b, loc, blockCol},
-                                 IndexExpr{&b, loc, thread}, mi, ni, i);
+    // The tiling's element of block (0, 0), moved to this block's origin
+    // (a grouped GEMM's blocks start at a group's first row).
+    mma::Coord<IndexExpr> at =
+        Tiling::outputElement(indexExpr(b, loc, 0), indexExpr(b, loc, 0),
+                              IndexExpr{&b, loc, thread}, mi, ni, i);
+    return {at.row + IndexExpr{&b, loc, rowBase},
+            at.col + IndexExpr{&b, loc, colBase}};
   }
 
   SmallVector<Value> emitMainLoop(OpBuilder &b, Location loc) const;
@@ -294,16 +318,17 @@ SmallVector<Value> GemmKernel::multiplyStep(OpBuilder &b, Location loc,
 /// DGELU_BGRAD, D's column sums go to `columnSums`.
 Value GemmKernel::emitEpilogue(OpBuilder &b, Location loc,
                                ArrayRef<Value> sums) const {
-  RankedTensorType dTensor = op.getD().getType();
-  Type dElement = dTensor.getElementType();
+  Type dElement = cast<MemRefType>(dBuffer.getType()).getElementType();
   bool fp8Out = isFP8Type(dElement);
   bool perTensor = a.fp8 && a.mode == ScalingMode::per_tensor;
+  SmallVector<Value, 1> scaleAt;
+  if (group)
+    scaleAt.push_back(group);
   Value alpha =
       perTensor
           ? arith::MulFOp::create(
-                b, loc,
-                memref::LoadOp::create(b, loc, a.scaleInv, ValueRange{}),
-                memref::LoadOp::create(b, loc, this->b.scaleInv, ValueRange{}))
+                b, loc, memref::LoadOp::create(b, loc, a.scaleInv, scaleAt),
+                memref::LoadOp::create(b, loc, this->b.scaleInv, scaleAt))
                 .getResult()
           : Value();
   Value scale =
@@ -320,6 +345,11 @@ Value GemmKernel::emitEpilogue(OpBuilder &b, Location loc,
         Value inside =
             arith::AndIOp::create(b, loc, below(b, loc, at.row.value, m),
                                   below(b, loc, at.col.value, n));
+        if (a.rowLimit)
+          inside = arith::AndIOp::create(
+              b, loc, inside,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                    at.row.value, a.rowLimit));
         Value row = arith::MinUIOp::create(b, loc, at.row.value,
                                            indexConstant(b, loc, m - 1));
         Value col = arith::MinUIOp::create(b, loc, at.col.value,
@@ -333,12 +363,18 @@ Value GemmKernel::emitEpilogue(OpBuilder &b, Location loc,
               emitExtToF32(
                   b, loc,
                   memref::LoadOp::create(b, loc, c, ValueRange{row, col})));
-        if (bias)
+        if (bias) {
+          SmallVector<Value, 2> biasAt;
+          if (group)
+            biasAt.push_back(group);
+          biasAt.push_back(col);
           value = arith::AddFOp::create(
               b, loc, value,
-              emitExtToF32(b, loc, memref::LoadOp::create(b, loc, bias, col)));
+              emitExtToF32(b, loc,
+                           memref::LoadOp::create(b, loc, bias, biasAt)));
+        }
         Value beforeGelu = value;
-        if (op.getGelu())
+        if (gelu)
           value = emitGelu(b, loc, value);
         if (geluInput)
           value = arith::MulFOp::create(
@@ -576,7 +612,8 @@ LogicalResult gpu_lowering::lowerScaledMatmul(RewriterBase &rewriter,
     shared.push_back(reductionScratchType(context, warpSize, Tiling::kThreads));
   auto kernel = set.addKernel(b, "gemm", arguments, shared);
 
-  GemmKernel gemm(op, target, getTiledUnit(target), m, n, k);
+  GemmKernel gemm(target, getTiledUnit(target), m, n, k);
+  gemm.gelu = op.getGelu();
   unsigned next = 0;
   gemm.a = aOperand;
   gemm.b = bOperand;
@@ -606,8 +643,8 @@ LogicalResult gpu_lowering::lowerScaledMatmul(RewriterBase &rewriter,
 
   gemm.thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   gemm.blockCol = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  gemm.blockRow = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
-  gemm.rowBase = arith::MulIOp::create(b, loc, gemm.blockRow,
+  Value blockRow = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  gemm.rowBase = arith::MulIOp::create(b, loc, blockRow,
                                        indexConstant(b, loc, Tiling::kBlockM));
   gemm.colBase = arith::MulIOp::create(b, loc, gemm.blockCol,
                                        indexConstant(b, loc, Tiling::kBlockN));
@@ -686,5 +723,170 @@ LogicalResult gpu_lowering::lowerScaledMatmul(RewriterBase &rewriter,
     outputs.push_back(out);
   }
   replaceWithOutputs(rewriter, op, outputs);
+  return success();
+}
+
+std::optional<std::string>
+gpu_lowering::getGroupedMatmulUnsupportedReason(GroupedMatmulOp op,
+                                                const GPUTargetInfo &target) {
+  if (op.getA().getType().getElementType().isF32())
+    return std::string("the generated GPU GEMM runs on the 16-bit matrix "
+                       "unit, which would round f32 operands; cast them to "
+                       "bf16 or f16 (or quantize them) for the GPU");
+  return getTiledUnitUnsupportedReason("te.grouped_matmul", target);
+}
+
+LogicalResult gpu_lowering::lowerGroupedMatmul(RewriterBase &rewriter,
+                                               GroupedMatmulOp op,
+                                               const GPUTargetInfo &target) {
+  Location loc = op.getLoc();
+  MLIRContext *context = op.getContext();
+  KernelSet set(op, "grouped_matmul", target);
+  OpBuilder b(context);
+  RankedTensorType dTensor = op.getD().getType();
+  int64_t tokens = dTensor.getDimSize(0), n = dTensor.getDimSize(1);
+  int64_t k = op.getA().getType().getDimSize(1);
+  int64_t groups = op.getNumGroups();
+  bool fp8 = op.hasFP8Operands();
+  // Each group starts a block of its own: at most sum ceil(m_g / kBlockM)
+  // <= (T + G (kBlockM - 1)) / kBlockM row blocks; the grid has that many,
+  // and the blocks past the splits' return at once.
+  int64_t rowBlocks = std::max<int64_t>(
+      1, (tokens + groups * (Tiling::kBlockM - 1)) / Tiling::kBlockM);
+
+  SmallVector<Value> inputs = {op.getA(), op.getB(), op.getSplits()};
+  if (fp8)
+    inputs.append({op.getAScaleInv(), op.getBScaleInv()});
+  for (Value value : {Value(op.getBias()), Value(op.getC())})
+    if (value)
+      inputs.push_back(value);
+  SmallVector<Type> arguments;
+  for (Value value : inputs)
+    arguments.push_back(bufferType(cast<RankedTensorType>(value.getType())));
+  arguments.push_back(bufferType(dTensor));
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup);
+  Type staged = op.getA().getType().getElementType().isF16()
+                    ? Type(b.getF16Type())
+                    : Type(b.getBF16Type());
+  auto tileType =
+      MemRefType::get({Tiling::kBlockM, Tiling::kBlockK + Tiling::kPad}, staged,
+                      MemRefLayoutAttrInterface(), workgroup);
+  auto kernel = set.addKernel(b, "gemm", arguments, {tileType, tileType});
+
+  GemmKernel gemm(target, getTiledUnit(target), tokens, n, k);
+  unsigned next = 0;
+  KernelOperand &a = gemm.a, &bOperand = gemm.b;
+  a.buffer = kernel.getArgument(next++);
+  bOperand.buffer = kernel.getArgument(next++);
+  Value splits = kernel.getArgument(next++);
+  if (fp8) {
+    a.scaleInv = kernel.getArgument(next++);
+    bOperand.scaleInv = kernel.getArgument(next++);
+  }
+  if (op.getBias())
+    gemm.bias = kernel.getArgument(next++);
+  if (op.getC())
+    gemm.c = kernel.getArgument(next++);
+  gemm.dBuffer = kernel.getArgument(next++);
+  a.kContiguous = true;
+  bOperand.kContiguous = op.getTransposeB();
+  a.fp8 = bOperand.fp8 = fp8;
+  a.mode = op.getAScalingMode();
+  bOperand.mode = op.getBScalingMode();
+  a.rows = tokens;
+  bOperand.rows = n;
+  a.k = bOperand.k = k;
+  gemm.tileA = kernel.getWorkgroupAttributions()[0];
+  gemm.tileB = kernel.getWorkgroupAttributions()[1];
+
+  gemm.thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  gemm.blockCol = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value rowBlock = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+
+  // This block's group: walk the splits (clamped so that they describe
+  // rows of A whatever they hold; te-insert-checks reports bad ones),
+  // counting each group's row blocks. Carried: the group's first row and
+  // first block, and the found group, its first row and block.
+  Value zero = indexConstant(b, loc, 0);
+  Value none = indexConstant(b, loc, groups);
+  auto walk = scf::ForOp::create(
+      b, loc, zero, indexConstant(b, loc, groups), indexConstant(b, loc, 1),
+      ValueRange{zero, zero, none, zero, zero},
+      [&](OpBuilder &b, Location loc, Value g, ValueRange carried) {
+        Value rowStart = carried[0], blockStart = carried[1];
+        Value split = arith::IndexCastOp::create(
+            b, loc, b.getIndexType(),
+            memref::LoadOp::create(b, loc, splits, g));
+        Value rows = arith::MinSIOp::create(
+            b, loc, arith::MaxSIOp::create(b, loc, split, zero),
+            arith::SubIOp::create(b, loc, indexConstant(b, loc, tokens),
+                                  rowStart));
+        Value blocks = arith::DivUIOp::create(
+            b, loc,
+            arith::AddIOp::create(b, loc, rows,
+                                  indexConstant(b, loc, Tiling::kBlockM - 1)),
+            indexConstant(b, loc, Tiling::kBlockM));
+        Value blockEnd = arith::AddIOp::create(b, loc, blockStart, blocks);
+        Value mine = arith::AndIOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, rowBlock,
+                                  blockStart),
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, rowBlock,
+                                  blockEnd));
+        Value rowEnd = arith::AddIOp::create(b, loc, rowStart, rows);
+        scf::YieldOp::create(
+            b, loc,
+            ValueRange{
+                rowEnd, blockEnd,
+                arith::SelectOp::create(b, loc, mine, g, carried[2]),
+                arith::SelectOp::create(b, loc, mine, rowStart, carried[3]),
+                arith::SelectOp::create(b, loc, mine, blockStart, carried[4])});
+      });
+  // Rows of the group: [first row, row end), this block's from rowBase.
+  Value group = walk.getResult(2);
+  Value found =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, group, none);
+  // The whole block takes the branch or not (the barriers inside are
+  // uniform).
+  auto branch = scf::IfOp::create(b, loc, found, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(branch.thenBlock());
+  Value firstRow = walk.getResult(3), firstBlock = walk.getResult(4);
+  Value groupRows = arith::IndexCastOp::create(
+      b, loc, b.getIndexType(), memref::LoadOp::create(b, loc, splits, group));
+  groupRows = arith::MinSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, groupRows, zero),
+      arith::SubIOp::create(b, loc, indexConstant(b, loc, tokens), firstRow));
+  gemm.group = group;
+  bOperand.group = group;
+  a.rowLimit = arith::AddIOp::create(b, loc, firstRow, groupRows);
+  gemm.rowBase = arith::AddIOp::create(
+      b, loc, firstRow,
+      arith::MulIOp::create(b, loc,
+                            arith::SubIOp::create(b, loc, rowBlock, firstBlock),
+                            indexConstant(b, loc, Tiling::kBlockM)));
+  gemm.colBase = arith::MulIOp::create(b, loc, gemm.blockCol,
+                                       indexConstant(b, loc, Tiling::kBlockN));
+  IndexExpr t{&b, loc, gemm.thread};
+  IndexExpr warp = t / mma::kWarpSize, lane = t % mma::kWarpSize;
+  gemm.lane = lane.value;
+  gemm.warpRow = (warp / Tiling::kWarpsN).value;
+  gemm.warpCol = (warp % Tiling::kWarpsN).value;
+
+  SmallVector<Value> sums = gemm.emitMainLoop(b, loc);
+  gemm.emitEpilogue(b, loc, sums);
+  b.setInsertionPointAfter(branch);
+  set.finish();
+
+  OpBuilder &host = rewriter;
+  SmallVector<Value> operands;
+  for (Value value : inputs)
+    operands.push_back(readBuffer(host, loc, value));
+  Value d = allocateOutput(host, loc, dTensor);
+  operands.push_back(d);
+  set.launch(host, kernel, {ceilDiv(n, Tiling::kBlockN), rowBlocks},
+             {Tiling::kThreads, 1}, operands);
+  replaceWithOutputs(rewriter, op, {d});
   return success();
 }

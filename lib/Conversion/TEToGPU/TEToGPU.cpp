@@ -507,6 +507,8 @@ mlir::te::getGPUUnsupportedReason(Operation *op, const GPUTargetInfo &target) {
     return getCollectiveUnsupportedReason(op);
   if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
     return gpu_lowering::getMatmulUnsupportedReason(matmul, target);
+  if (auto grouped = dyn_cast<GroupedMatmulOp>(op))
+    return gpu_lowering::getGroupedMatmulUnsupportedReason(grouped, target);
   if (auto attention = dyn_cast<AttentionOpInterface>(op))
     return gpu_lowering::getAttentionUnsupportedReason(attention, target);
   return op->getName().getStringRef().str() +
@@ -527,6 +529,8 @@ LogicalResult lowerSupportedTEOpToGPU(RewriterBase &rewriter, Operation *op,
     return lowerCollective(rewriter, op);
   if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
     return gpu_lowering::lowerScaledMatmul(rewriter, matmul, target);
+  if (auto grouped = dyn_cast<GroupedMatmulOp>(op))
+    return gpu_lowering::lowerGroupedMatmul(rewriter, grouped, target);
   if (auto attention = dyn_cast<AttentionOp>(op))
     return gpu_lowering::lowerAttention(rewriter, attention, target);
   if (auto backward = dyn_cast<AttentionBackwardOp>(op))
@@ -579,7 +583,8 @@ void mlir::te::populateTEToGPUPatterns(
                TEOpToGPU<DequantizeOp>>(patterns.getContext(), target);
   patterns.add<TEOpToGPU<AttentionOp>, TEOpToGPU<AttentionBackwardOp>>(
       patterns.getContext(), target);
-  patterns.add<TEOpToGPU<ScaledMatmulOp>>(patterns.getContext(), target);
+  patterns.add<TEOpToGPU<ScaledMatmulOp>, TEOpToGPU<GroupedMatmulOp>>(
+      patterns.getContext(), target);
   patterns.add<TEOpToGPU<AllReduceOp>, TEOpToGPU<AllGatherOp>,
                TEOpToGPU<ReduceScatterOp>, TEOpToGPU<AllToAllOp>,
                TEOpToGPU<PermuteOp>, TEOpToGPU<GroupRankOp>>(

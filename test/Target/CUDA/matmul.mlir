@@ -89,3 +89,23 @@ func.func @mxfp8_wgrad_bgradb(%dy: tensor<64x40xf8E5M2>, %x: tensor<64x24xf8E4M3
       -> tensor<40x24xbf16>, tensor<40xbf16>
   return %d, %db : tensor<40x24xbf16>, tensor<40xbf16>
 }
+
+// -----
+
+// te.grouped_matmul: the GEMM kernel on a grid of (T + G (64 - 1)) / 64 =
+// (100 + 3 * 63) / 64 = 4 row blocks; each block finds its group by walking
+// the splits (one row block per 64 rows of a group, each group starting a
+// block) and computes 64 of that group's rows against B[g], or returns
+// when the splits leave it no rows. The splits' checks run after it.
+// CHECK-LABEL: func.func @grouped
+// CHECK: gpu.launch_func @[[M:te_grouped_matmul_[0-9a-f]+]]::@[[M]]_gemm blocks in (%c1, %c4, %c1) threads in (%c128, %c1, %c1) args(%arg0 : memref<100x64xbf16>, %arg1 : memref<3x40x64xbf16>, %arg2 : memref<3xi64>, %arg3 : memref<3x40xbf16>, %{{.*}} : memref<100x40xbf16>)
+// CHECK: llvm.func @[[M]]_gemm(
+// CHECK: llvm.load {{.*}} : !llvm.ptr -> i64
+// CHECK: llvm.cond_br
+// CHECK: nvvm.mma.sync
+func.func @grouped(%x: tensor<100x64xbf16>, %w: tensor<3x40x64xbf16>, %m: tensor<3xi64>, %b: tensor<3x40xbf16>)
+    -> tensor<100x40xbf16> {
+  %y = te.grouped_matmul %x, %w splits(%m) bias(%b) transpose_b
+      : tensor<100x64xbf16>, tensor<3x40x64xbf16>, tensor<3xi64>, tensor<3x40xbf16> -> tensor<100x40xbf16>
+  return %y : tensor<100x40xbf16>
+}
