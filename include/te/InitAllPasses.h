@@ -70,6 +70,7 @@ inline void registerCPUPipelineStagePasses() {
   arith::registerArithExpandOpsPass();
   memref::registerExpandStridedMetadataPass();
   registerConvertVectorToLLVMPass();
+  registerUBToLLVMConversionPass();
   registerFinalizeMemRefToLLVMConversionPass();
   registerConvertMathToLLVMPass();
   registerArithToLLVMConversionPass();

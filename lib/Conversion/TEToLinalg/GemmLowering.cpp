@@ -26,6 +26,8 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::te;
 using host_attention::generateTensor;
@@ -207,6 +209,178 @@ GemmShape getShape(const HostGemmKernel &kernel, const Operand &a,
   return s;
 }
 
+/// Whether packPanelsByVectors can pack `operand`: a 2-D operand in the
+/// micro-kernel's element type, or FP8 for the pair kernel (decoded by
+/// vectors), or f16 for the FMA kernel; without MXFP8 scales to apply.
+/// (bf16 vectors on a host without AVX512-BF16, the FMA kernel's hosts,
+/// would be moved lane by lane through library calls.)
+bool canPackByVectors(const HostGemmKernel &kernel, const Operand &operand) {
+  if (operand.getType().getRank() != 2 || operand.isMXFP8())
+    return false;
+  Type element = operand.getElementType();
+  if (kernel.kind == HostGemmKernel::Kind::PairDot)
+    return element.isBF16() || isa<Float8E4M3FNType, Float8E5M2Type>(element);
+  return element.isF32() || element.isF16();
+}
+
+/// The operand's values `raw` (a vector of its element type, or of i8 for
+/// FP8) in the micro-kernel's element type `target`, exactly. FP8 goes
+/// through f16, whose vector conversion to f32 the host has (F16C): E5M2
+/// is the high byte of an f16; E4M3's exponent and mantissa, shifted into
+/// an f16's, are the value times 2^-8 (subnormals too), and its NaN code
+/// (S.1111.111) becomes a NaN.
+Value convertVector(OpBuilder &b, Location loc, Value raw, Type source,
+                    Type target) {
+  if (source == target)
+    return raw;
+  auto shape = cast<VectorType>(raw.getType()).getShape();
+  auto of = [&](Type element) { return VectorType::get(shape, element); };
+  auto splatInt = [&](Type element, int64_t value) -> Value {
+    return arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(of(element), IntegerAttr::get(element, value)));
+  };
+  auto splatF32 = [&](float value) -> Value {
+    return arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(of(b.getF32Type()), b.getF32FloatAttr(value)));
+  };
+  Type f32 = b.getF32Type();
+  Value wide;
+  if (isa<Float8E4M3FNType, Float8E5M2Type>(source)) {
+    Type i16 = b.getI16Type();
+    Value bits = arith::ExtUIOp::create(b, loc, of(i16), raw);
+    Value half;
+    if (isa<Float8E5M2Type>(source)) {
+      half = arith::ShLIOp::create(b, loc, bits, splatInt(i16, 8));
+    } else {
+      Value magnitude =
+          arith::AndIOp::create(b, loc, bits, splatInt(i16, 0x7F));
+      Value sign = arith::AndIOp::create(b, loc, bits, splatInt(i16, 0x80));
+      half = arith::OrIOp::create(
+          b, loc, arith::ShLIOp::create(b, loc, magnitude, splatInt(i16, 7)),
+          arith::ShLIOp::create(b, loc, sign, splatInt(i16, 8)));
+    }
+    Value asHalf = arith::BitcastOp::create(b, loc, of(b.getF16Type()), half);
+    wide = arith::ExtFOp::create(b, loc, of(f32), asHalf);
+    if (isa<Float8E4M3FNType>(source)) {
+      wide = arith::MulFOp::create(b, loc, wide, splatF32(256.0f));
+      Value nan = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::eq,
+          arith::AndIOp::create(b, loc, bits, splatInt(i16, 0x7F)),
+          splatInt(i16, 0x7F));
+      wide = arith::SelectOp::create(
+          b, loc, nan, splatF32(std::numeric_limits<float>::quiet_NaN()), wide);
+    }
+  } else {
+    wide = arith::ExtFOp::create(b, loc, of(f32), raw);
+  }
+  if (target.isF32())
+    return wide;
+  return arith::TruncFOp::create(b, loc, of(target), wide);
+}
+
+/// packPanels for an operand canPackByVectors takes, a panel per thread
+/// with vector reads, transposes and writes rather than one element at a
+/// time (packing was a fifth of a 512^3 GEMM). With K contiguous (A, or B
+/// under transpose_b) a [size, 16 steps] block of the panel's rows is read,
+/// transposed (as 32-bit words: a bf16 pair is one word) and written as 16
+/// rows of the panel; with K first, each step's K rows are read and
+/// interleaved. The reads' padding makes the zeros past the operand's
+/// ends.
+Value packPanelsByVectors(OpBuilder &b, Location loc,
+                          const HostGemmKernel &kernel, const Operand &operand,
+                          int64_t panels, int64_t size, const GemmShape &s) {
+  Type element = kernel.getOperandType(b.getContext());
+  int64_t step = kernel.getKStep();
+  int64_t steps = s.kPadded / step;
+  Value init = tensor::EmptyOp::create(
+      b, loc, ArrayRef<int64_t>{panels, steps, step * size}, element);
+  scf::ForallOp forall = createForall(b, loc, {panels}, init);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(forall.getBody());
+  IndexMath im{b, loc};
+  Value p = forall.getInductionVar(0);
+  SmallVector<OpFoldResult> offsets = {p, b.getIndexAttr(0), b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(steps),
+                                     b.getIndexAttr(step * size)};
+  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+  Value panel = tensor::ExtractSliceOp::create(
+      b, loc, forall.getRegionIterArgs()[0], offsets, sizes, strides);
+  // FP8 is padded with its zero and read on as its bytes (i8).
+  Type source = operand.getElementType();
+  Value stored = operand.stored;
+  Type raw = isa<Float8E4M3FNType, Float8E5M2Type>(source) ? Type(b.getI8Type())
+                                                           : source;
+  Value zero =
+      arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(source)));
+  auto read = [&](OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                  ValueRange at) -> Value {
+    Value vector = vector::TransferReadOp::create(
+        b, loc, VectorType::get(shape, source), stored, at, zero,
+        ArrayRef<bool>{false, false});
+    if (raw != source)
+      vector = vector::BitCastOp::create(b, loc, VectorType::get(shape, raw),
+                                         vector);
+    return convertVector(b, loc, vector, source, element);
+  };
+  Value first = im.mul(p, im.c(size));
+  Type word = step == 2 ? Type(b.getI32Type()) : element;
+  scf::ForOp loop;
+  if (operand.kDim == 1) {
+    constexpr int64_t kStepsPerRead = 16;
+    loop = scf::ForOp::create(
+        b, loc, im.c(0), im.c(steps), im.c(kStepsPerRead), ValueRange{panel},
+        [&](OpBuilder &b, Location loc, Value t, ValueRange carried) {
+          IndexMath im{b, loc};
+          Value rows = read(b, loc, {size, kStepsPerRead * step},
+                            ValueRange{first, im.mul(t, im.c(step))});
+          Value words = vector::BitCastOp::create(
+              b, loc, VectorType::get({size, kStepsPerRead}, word), rows);
+          Value transposed = vector::TransposeOp::create(
+              b, loc, words, ArrayRef<int64_t>{1, 0});
+          Value block = vector::BitCastOp::create(
+              b, loc, VectorType::get({kStepsPerRead, step * size}, element),
+              transposed);
+          Value next =
+              vector::TransferWriteOp::create(
+                  b, loc, block, carried[0], ValueRange{im.c(0), t, im.c(0)},
+                  AffineMap::get(3, 0,
+                                 {b.getAffineDimExpr(1), b.getAffineDimExpr(2)},
+                                 b.getContext()),
+                  ArrayRef<bool>{false, true})
+                  .getResult();
+          scf::YieldOp::create(b, loc, next);
+        });
+  } else {
+    loop = scf::ForOp::create(
+        b, loc, im.c(0), im.c(steps), im.c(1), ValueRange{panel},
+        [&](OpBuilder &b, Location loc, Value t, ValueRange carried) {
+          IndexMath im{b, loc};
+          Value rows = read(b, loc, {step, size},
+                            ValueRange{im.mul(t, im.c(step)), first});
+          Value interleaved =
+              step == 2 ? vector::TransposeOp::create(b, loc, rows,
+                                                      ArrayRef<int64_t>{1, 0})
+                              .getResult()
+                        : rows;
+          Value line = vector::ShapeCastOp::create(
+              b, loc, VectorType::get({step * size}, element), interleaved);
+          Value next =
+              vector::TransferWriteOp::create(b, loc, line, carried[0],
+                                              ValueRange{im.c(0), t, im.c(0)},
+                                              ArrayRef<bool>{true})
+                  .getResult();
+          scf::YieldOp::create(b, loc, next);
+        });
+  }
+  b.setInsertionPointToStart(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(b, loc, loop.getResult(0),
+                                        forall.getRegionIterArgs()[0], offsets,
+                                        sizes, strides);
+  return forall.getResult(0);
+}
+
 /// An operand packed in panels of `size` rows of op(A) or columns of
 /// op(B), the micro-kernel's element type: pairs, bf16 [panels, K / 2,
 /// 2 size] with element (p, t, 2 j + e) = (row or column p size + j, K
@@ -220,6 +394,8 @@ Value packPanels(OpBuilder &b, Location loc, const HostGemmKernel &kernel,
                  const Operand &operand, int64_t panels, int64_t size,
                  const GemmShape &s, const RowPanels &rows = {},
                  int64_t groups = 0) {
+  if (!groups && !rows.isGrouped() && canPackByVectors(kernel, operand))
+    return packPanelsByVectors(b, loc, kernel, operand, panels, size, s);
   Type element = kernel.getOperandType(b.getContext());
   int64_t step = kernel.getKStep();
   SmallVector<int64_t> shape = {panels, s.kPadded / step, step * size};

@@ -81,6 +81,8 @@ void mlir::te::buildCPUTargetPipeline(OpPassManager &pm) {
   // The x86vector ops of the dot units.
   vectorToLLVM.x86Vector = true;
   pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
+  // The poison lanes of vector transposes and masked reads.
+  pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());

@@ -2,15 +2,20 @@
 // RUN: te-opt %s -split-input-file --convert-te-to-linalg="vector-lanes=8" | FileCheck %s --check-prefix=FMA8
 
 // te.scaled_matmul on the host: op(A) and op(B) packed once into panels of
-// the micro-kernel's element type (FP8 decoded to bf16 for the pair dots),
-// the output tiles on the threads (scf.forall) with chunks of K, panels of
-// B and of A in the tile, and the register micro-kernel; then one
-// epilogue pass: alpha = a_scale_inv * b_scale_inv, bias, output cast.
+// the micro-kernel's element type (FP8 decoded to bf16 for the pair dots,
+// by vectors: its bytes shifted into f16's, which converts to f32), the
+// output tiles on the threads (scf.forall) with chunks of K, panels of B
+// and of A in the tile, and the register micro-kernel; then one epilogue
+// pass: alpha = a_scale_inv * b_scale_inv, bias, output cast.
 // CHECK-LABEL: func @fp8_bias
-// CHECK: %[[AP:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<9x64x24xbf16>)
-// CHECK: tensor.extract %arg0
-// CHECK: %[[BP:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<10x64x64xbf16>)
-// CHECK: tensor.extract %arg1
+// CHECK: %[[AP:.*]] = scf.forall (%{{.*}}) in (9) shared_outs(%{{.*}}) -> (tensor<9x64x24xbf16>)
+// CHECK: vector.transfer_read %arg0{{.*}} : tensor<100x128xf8E4M3FN>, vector<12x32xf8E4M3FN>
+// CHECK: vector.bitcast {{.*}} : vector<12x32xf8E4M3FN> to vector<12x32xi8>
+// CHECK: arith.extf {{.*}} : vector<12x32xf16> to vector<12x32xf32>
+// CHECK: arith.truncf {{.*}} : vector<12x32xf32> to vector<12x32xbf16>
+// CHECK: vector.transpose
+// CHECK: %[[BP:.*]] = scf.forall (%{{.*}}) in (10) shared_outs(%{{.*}}) -> (tensor<10x64x64xbf16>)
+// CHECK: vector.transfer_read %arg1
 // CHECK: scf.forall (%{{.*}}) in (4) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<120x336xf32>)
 // CHECK: scf.for
 // CHECK: scf.for
@@ -42,9 +47,14 @@ func.func @fp8_bias(%a: tensor<100x128xf8E4M3FN>, %b: tensor<300x128xf8E4M3FN>, 
 
 // -----
 
-// f32 operands take f32 FMAs whatever the dot unit; pairs need bf16.
+// f32 operands take f32 FMAs whatever the dot unit; pairs need bf16. An
+// operand already in the kernel's element type is packed by vectors, a
+// panel per iteration; with K first (A under transpose_a, B without
+// transpose_b), each K row of the panel is one read and one write.
 // CHECK-LABEL: func @f32_operands
-// CHECK: outs(%{{.*}} : tensor<3x40x12xf32>)
+// CHECK: scf.forall (%{{.*}}) in (3) shared_outs(%{{.*}}) -> (tensor<3x40x12xf32>)
+// CHECK: vector.transfer_read %arg0{{.*}} : tensor<40x30xf32>, vector<1x12xf32>
+// CHECK: vector.transfer_write {{.*}} : vector<12xf32>, tensor<1x40x12xf32>
 // CHECK: vector.fma {{.*}} : vector<16xf32>
 // CHECK-NOT: x86vector
 func.func @f32_operands(%a: tensor<40x30xf32>, %b: tensor<40x20xf32>) -> tensor<30x20xf32> {
@@ -103,4 +113,23 @@ func.func @grouped_bias(%x: tensor<100x128xbf16>, %w: tensor<3x40x128xbf16>, %m:
       : tensor<100x128xbf16>, tensor<3x40x128xbf16>, tensor<3xi64>, tensor<3x40xbf16>
       -> tensor<100x40xbf16>
   return %y : tensor<100x40xbf16>
+}
+
+// -----
+
+// bf16 operands with K contiguous: each panel packed 16 pairs at a time, a
+// [rows, 32] read of the operand transposed as 32-bit words (one bf16
+// pair each) into 16 rows of the panel.
+// CHECK-LABEL: func @bf16_packing
+// CHECK: scf.forall (%{{.*}}) in (3) shared_outs(%{{.*}}) -> (tensor<3x32x24xbf16>)
+// CHECK: vector.transfer_read %arg0{{.*}} : tensor<30x64xbf16>, vector<12x32xbf16>
+// CHECK: vector.bitcast {{.*}} : vector<12x32xbf16> to vector<12x16xi32>
+// CHECK: vector.transpose {{.*}} [1, 0] : vector<12x16xi32> to vector<16x12xi32>
+// CHECK: vector.transfer_write {{.*}} : vector<16x24xbf16>, tensor<1x32x24xbf16>
+// CHECK: scf.forall (%{{.*}}) in (1) shared_outs(%{{.*}}) -> (tensor<1x32x64xbf16>)
+// CHECK: vector.transfer_read %arg1{{.*}} : tensor<20x64xbf16>, vector<32x32xbf16>
+// CHECK: x86vector.avx512.dot
+func.func @bf16_packing(%a: tensor<30x64xbf16>, %b: tensor<20x64xbf16>) -> tensor<30x20xbf16> {
+  %d = te.scaled_matmul %a, %b transpose_b : tensor<30x64xbf16>, tensor<20x64xbf16> -> tensor<30x20xbf16>
+  return %d : tensor<30x20xbf16>
 }
