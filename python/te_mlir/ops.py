@@ -655,6 +655,19 @@ HIGH_PRECISION = ("f32", "f16", "bf16")
 FP8 = ("f8E4M3FN", "f8E5M2")
 
 
+def _scaling_modes(what, scaling):
+    """(a mode, b mode) of a GEMM's `scaling` argument: one mode for both,
+    an (a, b) pair, or None for per_tensor."""
+    modes = (scaling, scaling) if isinstance(scaling, str) else tuple(
+        scaling or ("per_tensor", "per_tensor"))
+    if len(modes) != 2:
+        raise ValueError(f"{what}: scaling={scaling!r}; give one mode or an "
+                         "(a, b) pair")
+    for mode in modes:
+        _choice("scaling", mode, SCALING_MODES)
+    return modes
+
+
 def scaled_matmul(a, b, a_scale_inv=None, b_scale_inv=None, *, bias=None,
                   out_scale=None, transpose_a=False, transpose_b=False,
                   gelu=False, pre_gelu=None, dgelu_input=None,
@@ -680,13 +693,7 @@ def scaled_matmul(a, b, a_scale_inv=None, b_scale_inv=None, *, bias=None,
     per_tensor FP8 operands, an FP8 type (needs out_scale; also returns the
     amax of D before scaling). Returns D, or the tuple (D, [amax],
     [pre_gelu], [bias_grad]) when there is more than D."""
-    modes = (scaling, scaling) if isinstance(scaling, str) else tuple(
-        scaling or ("per_tensor", "per_tensor"))
-    if len(modes) != 2:
-        raise ValueError(f"scaled_matmul: scaling={scaling!r}; give one "
-                         "mode or an (a, b) pair")
-    for mode in modes:
-        _choice("scaling", mode, SCALING_MODES)
+    modes = _scaling_modes("scaled_matmul", scaling)
 
     def operand(x, scale_inv, name, mode, transposed, k_is_last):
         if isinstance(x, Float8Tensor):
@@ -817,13 +824,7 @@ def grouped_matmul(a, b, splits, a_scale_inv=None, b_scale_inv=None, *,
     Float8Tensors (a per_tensor a's one scale serves every group). bias:
     [G, N]; accumulate: D's type and shape. out_dtype: f32, f16 or bf16
     (default: the operands' type when high precision, else bf16)."""
-    modes = (scaling, scaling) if isinstance(scaling, str) else tuple(
-        scaling or ("per_tensor", "per_tensor"))
-    if len(modes) != 2:
-        raise ValueError(f"grouped_matmul: scaling={scaling!r}; give one "
-                         "mode or an (a, b) pair")
-    for mode in modes:
-        _choice("scaling", mode, SCALING_MODES)
+    modes = _scaling_modes("grouped_matmul", scaling)
     if isinstance(splits, (list, tuple)):
         splits = np.array([_integer("splits", m) for m in splits], np.int64)
     splits = _arg(splits, "splits", ("i64",), rank=1)

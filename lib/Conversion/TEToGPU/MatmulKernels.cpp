@@ -193,6 +193,16 @@ struct GemmKernel {
             at.col + IndexExpr{&b, loc, colBase}};
   }
 
+  /// The thread's lane and its warp's row and column in the block, from
+  /// `thread`.
+  void setWarpPlace(OpBuilder &b, Location loc) {
+    IndexExpr t{&b, loc, thread};
+    IndexExpr warp = t / mma::kWarpSize;
+    lane = (t % mma::kWarpSize).value;
+    warpRow = (warp / Tiling::kWarpsN).value;
+    warpCol = (warp % Tiling::kWarpsN).value;
+  }
+
   SmallVector<Value> emitMainLoop(OpBuilder &b, Location loc) const;
   scf::ForOp emitKSteps(OpBuilder &b, Location loc, Value begin, Value end,
                         ValueRange init) const;
@@ -526,15 +536,37 @@ gpu::GPUFuncOp addRowSums(KernelSet &set, OpBuilder &b, Location loc,
 
 } // namespace
 
-std::optional<std::string>
-gpu_lowering::getMatmulUnsupportedReason(ScaledMatmulOp op,
-                                         const GPUTargetInfo &target) {
-  Type element = op.getA().getType().getElementType();
+namespace {
+
+/// Why the generated GEMM kernel cannot run the op `name` with operands of
+/// type `element` on `target`, or nullopt.
+std::optional<std::string> getGemmKernelReason(StringRef name, Type element,
+                                               const GPUTargetInfo &target) {
   if (element.isF32())
     return std::string("the generated GPU GEMM runs on the 16-bit matrix "
                        "unit, which would round f32 operands; cast them to "
                        "bf16 or f16 (or quantize them) for the GPU");
-  return getTiledUnitUnsupportedReason("te.scaled_matmul", target);
+  return getTiledUnitUnsupportedReason(name, target);
+}
+
+/// The shared-memory tile of operands of type `element`: f16 for f16
+/// operands (the f16 MMA), bf16 for the others.
+MemRefType getStagingTileType(MLIRContext *context, Type element) {
+  Type staged = element.isF16() ? Type(Float16Type::get(context))
+                                : Type(BFloat16Type::get(context));
+  return MemRefType::get(
+      {Tiling::kBlockM, Tiling::kBlockK + Tiling::kPad}, staged,
+      MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup));
+}
+
+} // namespace
+
+std::optional<std::string>
+gpu_lowering::getMatmulUnsupportedReason(ScaledMatmulOp op,
+                                         const GPUTargetInfo &target) {
+  return getGemmKernelReason("te.scaled_matmul",
+                             op.getA().getType().getElementType(), target);
 }
 
 LogicalResult gpu_lowering::lowerScaledMatmul(RewriterBase &rewriter,
@@ -599,14 +631,8 @@ LogicalResult gpu_lowering::lowerScaledMatmul(RewriterBase &rewriter,
   if (columnSums)
     arguments.push_back(bufferType(sumsType));
 
-  auto workgroup =
-      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup);
-  Type staged = op.getA().getType().getElementType().isF16()
-                    ? Type(b.getF16Type())
-                    : Type(b.getBF16Type());
-  auto tileType =
-      MemRefType::get({Tiling::kBlockM, Tiling::kBlockK + Tiling::kPad}, staged,
-                      MemRefLayoutAttrInterface(), workgroup);
+  MemRefType tileType =
+      getStagingTileType(context, op.getA().getType().getElementType());
   SmallVector<Type> shared = {tileType, tileType};
   if (fp8Out)
     shared.push_back(reductionScratchType(context, warpSize, Tiling::kThreads));
@@ -648,12 +674,7 @@ LogicalResult gpu_lowering::lowerScaledMatmul(RewriterBase &rewriter,
                                        indexConstant(b, loc, Tiling::kBlockM));
   gemm.colBase = arith::MulIOp::create(b, loc, gemm.blockCol,
                                        indexConstant(b, loc, Tiling::kBlockN));
-  IndexExpr t{&b, loc, gemm.thread};
-  IndexExpr warp = t / mma::kWarpSize, lane = t % mma::kWarpSize;
-  IndexExpr warpRow = warp / Tiling::kWarpsN, warpCol = warp % Tiling::kWarpsN;
-  gemm.lane = lane.value;
-  gemm.warpRow = warpRow.value;
-  gemm.warpCol = warpCol.value;
+  gemm.setWarpPlace(b, loc);
 
   SmallVector<Value> sums = gemm.emitMainLoop(b, loc);
   Value bits = gemm.emitEpilogue(b, loc, sums);
@@ -729,11 +750,8 @@ LogicalResult gpu_lowering::lowerScaledMatmul(RewriterBase &rewriter,
 std::optional<std::string>
 gpu_lowering::getGroupedMatmulUnsupportedReason(GroupedMatmulOp op,
                                                 const GPUTargetInfo &target) {
-  if (op.getA().getType().getElementType().isF32())
-    return std::string("the generated GPU GEMM runs on the 16-bit matrix "
-                       "unit, which would round f32 operands; cast them to "
-                       "bf16 or f16 (or quantize them) for the GPU");
-  return getTiledUnitUnsupportedReason("te.grouped_matmul", target);
+  return getGemmKernelReason("te.grouped_matmul",
+                             op.getA().getType().getElementType(), target);
 }
 
 LogicalResult gpu_lowering::lowerGroupedMatmul(RewriterBase &rewriter,
@@ -764,14 +782,8 @@ LogicalResult gpu_lowering::lowerGroupedMatmul(RewriterBase &rewriter,
   for (Value value : inputs)
     arguments.push_back(bufferType(cast<RankedTensorType>(value.getType())));
   arguments.push_back(bufferType(dTensor));
-  auto workgroup =
-      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup);
-  Type staged = op.getA().getType().getElementType().isF16()
-                    ? Type(b.getF16Type())
-                    : Type(b.getBF16Type());
-  auto tileType =
-      MemRefType::get({Tiling::kBlockM, Tiling::kBlockK + Tiling::kPad}, staged,
-                      MemRefLayoutAttrInterface(), workgroup);
+  MemRefType tileType =
+      getStagingTileType(context, op.getA().getType().getElementType());
   auto kernel = set.addKernel(b, "gemm", arguments, {tileType, tileType});
 
   GemmKernel gemm(target, getTiledUnit(target), tokens, n, k);
@@ -868,11 +880,7 @@ LogicalResult gpu_lowering::lowerGroupedMatmul(RewriterBase &rewriter,
                             indexConstant(b, loc, Tiling::kBlockM)));
   gemm.colBase = arith::MulIOp::create(b, loc, gemm.blockCol,
                                        indexConstant(b, loc, Tiling::kBlockN));
-  IndexExpr t{&b, loc, gemm.thread};
-  IndexExpr warp = t / mma::kWarpSize, lane = t % mma::kWarpSize;
-  gemm.lane = lane.value;
-  gemm.warpRow = (warp / Tiling::kWarpsN).value;
-  gemm.warpCol = (warp % Tiling::kWarpsN).value;
+  gemm.setWarpPlace(b, loc);
 
   SmallVector<Value> sums = gemm.emitMainLoop(b, loc);
   gemm.emitEpilogue(b, loc, sums);

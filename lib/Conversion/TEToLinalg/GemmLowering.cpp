@@ -291,9 +291,13 @@ Value convertVector(OpBuilder &b, Location loc, Value raw, Type source,
 Value packPanelsByVectors(OpBuilder &b, Location loc,
                           const HostGemmKernel &kernel, const Operand &operand,
                           int64_t panels, int64_t size, const GemmShape &s) {
+  constexpr int64_t kStepsPerRead = 16;
   Type element = kernel.getOperandType(b.getContext());
   int64_t step = kernel.getKStep();
-  int64_t steps = s.kPadded / step;
+  // Whole blocks of kStepsPerRead rows (the micro-kernel reads the first
+  // kPadded / step), so that every write is in bounds.
+  int64_t steps =
+      llvm::divideCeil(s.kPadded / step, kStepsPerRead) * kStepsPerRead;
   Value init = tensor::EmptyOp::create(
       b, loc, ArrayRef<int64_t>{panels, steps, step * size}, element);
   scf::ForallOp forall = createForall(b, loc, {panels}, init);
@@ -309,32 +313,61 @@ Value packPanelsByVectors(OpBuilder &b, Location loc,
       b, loc, forall.getRegionIterArgs()[0], offsets, sizes, strides);
   // FP8 is padded with its zero and read on as its bytes (i8).
   Type source = operand.getElementType();
-  Value stored = operand.stored;
   Type raw = isa<Float8E4M3FNType, Float8E5M2Type>(source) ? Type(b.getI8Type())
                                                            : source;
-  Value zero =
+  Value sourceZero =
       arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(source)));
-  auto read = [&](OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
-                  ValueRange at) -> Value {
+  int64_t storedRows = operand.getType().getDimSize(0);
+  // `width` elements of stored row `row` from column `column`, in the
+  // kernel's type: zero past the row's end (the read's padding) and for
+  // rows past the last. Reads are 1-D: a masked 2-D read would be lowered
+  // through a stack buffer, which a loop that is not parallel would
+  // allocate again in every iteration.
+  auto readRow = [&](OpBuilder &b, Location loc, Value row, Value column,
+                     int64_t width) -> Value {
+    IndexMath im{b, loc};
     Value vector = vector::TransferReadOp::create(
-        b, loc, VectorType::get(shape, source), stored, at, zero,
-        ArrayRef<bool>{false, false});
+        b, loc, VectorType::get({width}, source), operand.stored,
+        ValueRange{im.min(row, im.c(storedRows - 1)), column}, sourceZero,
+        ArrayRef<bool>{false});
     if (raw != source)
-      vector = vector::BitCastOp::create(b, loc, VectorType::get(shape, raw),
+      vector = vector::BitCastOp::create(b, loc, VectorType::get({width}, raw),
                                          vector);
-    return convertVector(b, loc, vector, source, element);
+    auto type = VectorType::get({width}, element);
+    Value zeros = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getZeroAttr(element)));
+    return arith::SelectOp::create(
+        b, loc, im.lt(row, im.c(storedRows)),
+        convertVector(b, loc, vector, source, element), zeros);
+  };
+  auto writeRow = [&](OpBuilder &b, Location loc, Value line, Value into,
+                      Value t) -> Value {
+    IndexMath im{b, loc};
+    return vector::TransferWriteOp::create(b, loc, line, into,
+                                           ValueRange{im.c(0), t, im.c(0)},
+                                           ArrayRef<bool>{true})
+        .getResult();
   };
   Value first = im.mul(p, im.c(size));
   Type word = step == 2 ? Type(b.getI32Type()) : element;
   scf::ForOp loop;
   if (operand.kDim == 1) {
-    constexpr int64_t kStepsPerRead = 16;
+    // [size rows, 16 steps] of the operand, transposed as words.
     loop = scf::ForOp::create(
         b, loc, im.c(0), im.c(steps), im.c(kStepsPerRead), ValueRange{panel},
         [&](OpBuilder &b, Location loc, Value t, ValueRange carried) {
           IndexMath im{b, loc};
-          Value rows = read(b, loc, {size, kStepsPerRead * step},
-                            ValueRange{first, im.mul(t, im.c(step))});
+          auto blockType =
+              VectorType::get({size, kStepsPerRead * step}, element);
+          Value rows = arith::ConstantOp::create(
+              b, loc,
+              DenseElementsAttr::get(blockType, b.getZeroAttr(element)));
+          for (int64_t r = 0; r < size; ++r)
+            rows = vector::InsertOp::create(
+                b, loc,
+                readRow(b, loc, im.add(first, im.c(r)), im.mul(t, im.c(step)),
+                        kStepsPerRead * step),
+                rows, ArrayRef<int64_t>{r});
           Value words = vector::BitCastOp::create(
               b, loc, VectorType::get({size, kStepsPerRead}, word), rows);
           Value transposed = vector::TransposeOp::create(
@@ -342,36 +375,31 @@ Value packPanelsByVectors(OpBuilder &b, Location loc,
           Value block = vector::BitCastOp::create(
               b, loc, VectorType::get({kStepsPerRead, step * size}, element),
               transposed);
-          Value next =
-              vector::TransferWriteOp::create(
-                  b, loc, block, carried[0], ValueRange{im.c(0), t, im.c(0)},
-                  AffineMap::get(3, 0,
-                                 {b.getAffineDimExpr(1), b.getAffineDimExpr(2)},
-                                 b.getContext()),
-                  ArrayRef<bool>{false, true})
-                  .getResult();
+          Value next = carried[0];
+          for (int64_t i = 0; i < kStepsPerRead; ++i)
+            next = writeRow(
+                b, loc,
+                vector::ExtractOp::create(b, loc, block, ArrayRef<int64_t>{i}),
+                next, im.add(t, im.c(i)));
           scf::YieldOp::create(b, loc, next);
         });
   } else {
+    // The step's K rows of the panel's columns, interleaved.
+    SmallVector<int64_t> interleave;
+    for (int64_t j = 0; j < size; ++j)
+      for (int64_t e = 0; e < step; ++e)
+        interleave.push_back(e * size + j);
     loop = scf::ForOp::create(
-        b, loc, im.c(0), im.c(steps), im.c(1), ValueRange{panel},
+        b, loc, im.c(0), im.c(s.kPadded / step), im.c(1), ValueRange{panel},
         [&](OpBuilder &b, Location loc, Value t, ValueRange carried) {
           IndexMath im{b, loc};
-          Value rows = read(b, loc, {step, size},
-                            ValueRange{im.mul(t, im.c(step)), first});
-          Value interleaved =
-              step == 2 ? vector::TransposeOp::create(b, loc, rows,
-                                                      ArrayRef<int64_t>{1, 0})
-                              .getResult()
-                        : rows;
-          Value line = vector::ShapeCastOp::create(
-              b, loc, VectorType::get({step * size}, element), interleaved);
-          Value next =
-              vector::TransferWriteOp::create(b, loc, line, carried[0],
-                                              ValueRange{im.c(0), t, im.c(0)},
-                                              ArrayRef<bool>{true})
-                  .getResult();
-          scf::YieldOp::create(b, loc, next);
+          Value k = im.mul(t, im.c(step));
+          Value line = readRow(b, loc, k, first, size);
+          if (step == 2)
+            line = vector::ShuffleOp::create(
+                b, loc, line, readRow(b, loc, im.add(k, im.c(1)), first, size),
+                interleave);
+          scf::YieldOp::create(b, loc, writeRow(b, loc, line, carried[0], t));
         });
   }
   b.setInsertionPointToStart(forall.getTerminator().getBody());
@@ -786,11 +814,11 @@ Value mlir::te::buildHostGemmProduct(OpBuilder &b, Location loc,
 
 namespace {
 
-/// Each group's end row: min(T, the splits up to it), the clamped
-/// prefix sums (an index [G] tensor). Bad splits (te-insert-checks reports
-/// them) thus still describe rows inside A.
-Value buildGroupEnds(OpBuilder &b, Location loc, Value splits, int64_t groups,
-                     int64_t tokens) {
+/// An index [groups] tensor of running sums: entry g folds `next(h, sum)`
+/// over h = 0 .. g from 0.
+Value buildRunningSums(
+    OpBuilder &b, Location loc, int64_t groups,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> next) {
   return generateTensor(
       b, loc, {groups}, b.getIndexType(),
       [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
@@ -798,17 +826,25 @@ Value buildGroupEnds(OpBuilder &b, Location loc, Value splits, int64_t groups,
         auto loop = scf::ForOp::create(
             b, loc, im.c(0), im.add(i[0], im.c(1)), im.c(1),
             ValueRange{im.c(0)},
-            [&](OpBuilder &b, Location loc, Value g, ValueRange sum) {
-              IndexMath im{b, loc};
-              Value split = arith::IndexCastOp::create(
-                  b, loc, b.getIndexType(),
-                  tensor::ExtractOp::create(b, loc, splits, g));
-              scf::YieldOp::create(
-                  b, loc,
-                  ValueRange{im.min(im.add(sum[0], im.max(split, im.c(0))),
-                                    im.c(tokens))});
+            [&](OpBuilder &b, Location loc, Value h, ValueRange sum) {
+              scf::YieldOp::create(b, loc, ValueRange{next(b, loc, h, sum[0])});
             });
         return loop.getResult(0);
+      });
+}
+
+/// Each group's end row: min(T, the splits up to it), the clamped
+/// prefix sums (an index [G] tensor). Bad splits (te-insert-checks reports
+/// them) thus still describe rows inside A.
+Value buildGroupEnds(OpBuilder &b, Location loc, Value splits, int64_t groups,
+                     int64_t tokens) {
+  return buildRunningSums(
+      b, loc, groups, [&](OpBuilder &b, Location loc, Value g, Value sum) {
+        IndexMath im{b, loc};
+        Value split = arith::IndexCastOp::create(
+            b, loc, b.getIndexType(),
+            tensor::ExtractOp::create(b, loc, splits, g));
+        return im.min(im.add(sum, im.max(split, im.c(0))), im.c(tokens));
       });
 }
 
@@ -861,21 +897,12 @@ HostGroupedGemmProduct mlir::te::buildHostGroupedGemmProduct(
   // The groups' rows and panels: each group starts a panel, so at most
   // sum ceil(m_g / rows) <= (T + G (rows - 1)) / rows panels.
   Value rowEnds = buildGroupEnds(b, loc, splits, groups, tokens);
-  Value panelEnds = generateTensor(
-      b, loc, {groups}, b.getIndexType(),
-      [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+  Value panelEnds = buildRunningSums(
+      b, loc, groups, [&](OpBuilder &b, Location loc, Value g, Value sum) {
         IndexMath im{b, loc};
-        auto loop = scf::ForOp::create(
-            b, loc, im.c(0), im.add(i[0], im.c(1)), im.c(1),
-            ValueRange{im.c(0)},
-            [&](OpBuilder &b, Location loc, Value g, ValueRange sum) {
-              IndexMath im{b, loc};
-              Value size = im.sub(tensor::ExtractOp::create(b, loc, rowEnds, g),
-                                  emitStart(b, loc, rowEnds, g));
-              Value panels = im.div(im.add(size, im.c(rows - 1)), im.c(rows));
-              scf::YieldOp::create(b, loc, ValueRange{im.add(sum[0], panels)});
-            });
-        return loop.getResult(0);
+        Value size = im.sub(tensor::ExtractOp::create(b, loc, rowEnds, g),
+                            emitStart(b, loc, rowEnds, g));
+        return im.add(sum, im.div(im.add(size, im.c(rows - 1)), im.c(rows)));
       });
   int64_t maxPanels = (tokens + groups * (rows - 1)) / rows;
   maxPanels = std::max<int64_t>(maxPanels, 1);

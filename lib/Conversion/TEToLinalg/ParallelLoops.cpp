@@ -4,8 +4,8 @@
 // threads; te-cpu-openmp-threads gives the OpenMP regions that
 // convert-scf-to-openmp makes of them the kernel's thread count and a
 // schedule. Both estimate work the same way: static trip counts times the
-// operations of a loop body, counting a loop with dynamic bounds as
-// kUnknownTrips iterations.
+// operations of a loop body (a vector op one per 8 elements), counting a
+// loop with dynamic bounds as kUnknownTrips iterations.
 //
 //===----------------------------------------------------------------------===//
 
@@ -105,7 +105,15 @@ int64_t estimateWork(Operation &op) {
       most = std::max(most, estimateWork(region));
     return saturatingAdd(1, most);
   }
+  // A vector op counts one operation per 8 of its elements (the lanes of
+  // an AVX2 register of f32), so that loops of wide vector ops (the GEMM's
+  // packing) weigh what their element-wise forms did.
   int64_t work = 1;
+  for (Type type : llvm::concat<Type>(op.getOperandTypes(),
+                                      op.getResultTypes()))
+    if (auto vector = dyn_cast<VectorType>(type);
+        vector && !vector.isScalable())
+      work = std::max(work, (vector.getNumElements() + 7) / 8);
   for (Region &region : op.getRegions())
     work = saturatingAdd(work, estimateWork(region));
   return work;
