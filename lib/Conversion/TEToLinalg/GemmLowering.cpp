@@ -370,17 +370,42 @@ Value packPanelsByVectors(OpBuilder &b, Location loc,
                 rows, ArrayRef<int64_t>{r});
           Value words = vector::BitCastOp::create(
               b, loc, VectorType::get({size, kStepsPerRead}, word), rows);
-          Value transposed = vector::TransposeOp::create(
-              b, loc, words, ArrayRef<int64_t>{1, 0});
-          Value block = vector::BitCastOp::create(
-              b, loc, VectorType::get({kStepsPerRead, step * size}, element),
-              transposed);
+          // Transposed in squares of 16 rows where the panel has whole
+          // ones (B's 32 columns): the host's 16x16 shuffle transpose.
+          int64_t square = size % kStepsPerRead == 0 ? kStepsPerRead : size;
+          SmallVector<Value> parts;
+          for (int64_t r = 0; r < size; r += square) {
+            Value part = square == size
+                             ? words
+                             : vector::ExtractStridedSliceOp::create(
+                                   b, loc, words, ArrayRef<int64_t>{r, 0},
+                                   ArrayRef<int64_t>{square, kStepsPerRead},
+                                   ArrayRef<int64_t>{1, 1})
+                                   .getResult();
+            parts.push_back(vector::TransposeOp::create(
+                b, loc, part, ArrayRef<int64_t>{1, 0}));
+          }
+          auto lineType = VectorType::get({step * size}, element);
           Value next = carried[0];
-          for (int64_t i = 0; i < kStepsPerRead; ++i)
-            next = writeRow(
-                b, loc,
-                vector::ExtractOp::create(b, loc, block, ArrayRef<int64_t>{i}),
-                next, im.add(t, im.c(i)));
+          for (int64_t i = 0; i < kStepsPerRead; ++i) {
+            // Row i of the transposed squares, side by side.
+            Value line = vector::ExtractOp::create(b, loc, parts[0],
+                                                   ArrayRef<int64_t>{i});
+            for (size_t h = 1; h < parts.size(); ++h) {
+              SmallVector<int64_t> concat;
+              int64_t have = cast<VectorType>(line.getType()).getNumElements();
+              for (int64_t e = 0; e < have + square; ++e)
+                concat.push_back(e);
+              line = vector::ShuffleOp::create(
+                  b, loc, line,
+                  vector::ExtractOp::create(b, loc, parts[h],
+                                            ArrayRef<int64_t>{i}),
+                  concat);
+            }
+            next = writeRow(b, loc,
+                            vector::BitCastOp::create(b, loc, lineType, line),
+                            next, im.add(t, im.c(i)));
+          }
           scf::YieldOp::create(b, loc, next);
         });
   } else {

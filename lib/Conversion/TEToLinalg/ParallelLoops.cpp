@@ -109,8 +109,8 @@ int64_t estimateWork(Operation &op) {
   // an AVX2 register of f32), so that loops of wide vector ops (the GEMM's
   // packing) weigh what their element-wise forms did.
   int64_t work = 1;
-  for (Type type : llvm::concat<Type>(op.getOperandTypes(),
-                                      op.getResultTypes()))
+  for (Type type :
+       llvm::concat<Type>(op.getOperandTypes(), op.getResultTypes()))
     if (auto vector = dyn_cast<VectorType>(type);
         vector && !vector.isScalable())
       work = std::max(work, (vector.getNumElements() + 7) / 8);

@@ -78,8 +78,11 @@ void mlir::te::buildCPUTargetPipeline(OpPassManager &pm) {
   // rows) come out of expand-strided-metadata as affine.apply.
   pm.addPass(createLowerAffinePass());
   ConvertVectorToLLVMPassOptions vectorToLLVM;
-  // The x86vector ops of the dot units.
+  // The x86vector ops of the dot units; 16x16 transposes of 32-bit words
+  // (the GEMM's packing of B) by AVX-512 shuffles.
   vectorToLLVM.x86Vector = true;
+  vectorToLLVM.vectorTransposeLowering =
+      vector::VectorTransposeLowering::Shuffle16x16;
   pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   // The poison lanes of vector transposes and masked reads.
   pm.addPass(createUBToLLVMConversionPass());
