@@ -27,6 +27,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <limits>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::te;
@@ -209,13 +210,13 @@ GemmShape getShape(const HostGemmKernel &kernel, const Operand &a,
   return s;
 }
 
-/// Whether packPanelsByVectors can pack `operand`: a 2-D operand in the
-/// micro-kernel's element type, or FP8 for the pair kernel (decoded by
-/// vectors), or f16 for the FMA kernel; without MXFP8 scales to apply.
-/// (bf16 vectors on a host without AVX512-BF16, the FMA kernel's hosts,
-/// would be moved lane by lane through library calls.)
+/// Whether packPanelsByVectors can pack `operand`: an operand (or a
+/// grouped GEMM's stacked B) in the micro-kernel's element type, or FP8 for the
+/// pair kernel (decoded by vectors), or f16 for the FMA kernel; without MXFP8
+/// scales to apply. (bf16 vectors on a host without AVX512-BF16, the FMA
+/// kernel's hosts, would be moved lane by lane through library calls.)
 bool canPackByVectors(const HostGemmKernel &kernel, const Operand &operand) {
-  if (operand.getType().getRank() != 2 || operand.isMXFP8())
+  if (operand.isMXFP8())
     return false;
   Type element = operand.getElementType();
   if (kernel.kind == HostGemmKernel::Kind::PairDot)
@@ -290,7 +291,8 @@ Value convertVector(OpBuilder &b, Location loc, Value raw, Type source,
 /// ends.
 Value packPanelsByVectors(OpBuilder &b, Location loc,
                           const HostGemmKernel &kernel, const Operand &operand,
-                          int64_t panels, int64_t size, const GemmShape &s) {
+                          int64_t panels, int64_t size, const GemmShape &s,
+                          const RowPanels &rowPanels, int64_t groups) {
   constexpr int64_t kStepsPerRead = 16;
   Type element = kernel.getOperandType(b.getContext());
   int64_t step = kernel.getKStep();
@@ -298,47 +300,67 @@ Value packPanelsByVectors(OpBuilder &b, Location loc,
   // kPadded / step), so that every write is in bounds.
   int64_t steps =
       llvm::divideCeil(s.kPadded / step, kStepsPerRead) * kStepsPerRead;
-  Value init = tensor::EmptyOp::create(
-      b, loc, ArrayRef<int64_t>{panels, steps, step * size}, element);
-  scf::ForallOp forall = createForall(b, loc, {panels}, init);
+  // [groups,] panels, steps, step * size; one panel per iteration.
+  SmallVector<int64_t> shape = {panels, steps, step * size};
+  SmallVector<int64_t> bounds = {panels};
+  if (groups) {
+    shape.insert(shape.begin(), groups);
+    bounds.insert(bounds.begin(), groups);
+  }
+  Value init = tensor::EmptyOp::create(b, loc, shape, element);
+  scf::ForallOp forall = createForall(b, loc, bounds, init);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(forall.getBody());
   IndexMath im{b, loc};
-  Value p = forall.getInductionVar(0);
-  SmallVector<OpFoldResult> offsets = {p, b.getIndexAttr(0), b.getIndexAttr(0)};
-  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(steps),
-                                     b.getIndexAttr(step * size)};
-  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
-  Value panel = tensor::ExtractSliceOp::create(
-      b, loc, forall.getRegionIterArgs()[0], offsets, sizes, strides);
+  Value p = forall.getInductionVars().back();
+  Value group = groups ? forall.getInductionVar(0) : Value();
+  SmallVector<OpFoldResult> offsets, sizes;
+  if (groups) {
+    offsets.push_back(group);
+    sizes.push_back(b.getIndexAttr(1));
+  }
+  offsets.append({p, b.getIndexAttr(0), b.getIndexAttr(0)});
+  sizes.append(
+      {b.getIndexAttr(1), b.getIndexAttr(steps), b.getIndexAttr(step * size)});
+  SmallVector<OpFoldResult> strides(shape.size(), b.getIndexAttr(1));
+  auto panelType = RankedTensorType::get({1, steps, step * size}, element);
+  Value panel = tensor::ExtractSliceOp::create(b, loc, panelType,
+                                               forall.getRegionIterArgs()[0],
+                                               offsets, sizes, strides);
   // FP8 is padded with its zero and read on as its bytes (i8).
   Type source = operand.getElementType();
   Type raw = isa<Float8E4M3FNType, Float8E5M2Type>(source) ? Type(b.getI8Type())
                                                            : source;
   Value sourceZero =
       arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(source)));
-  int64_t storedRows = operand.getType().getDimSize(0);
-  // `width` elements of stored row `row` from column `column`, in the
-  // kernel's type: zero past the row's end (the read's padding) and for
-  // rows past the last. Reads are 1-D: a masked 2-D read would be lowered
+  int64_t storedRows = operand.getType().getDimSize(operand.getMatrixDim());
+  // `width` elements of stored row `row` from column `column` (of group
+  // `group`'s matrix), in the kernel's type: zero past the row's end (the
+  // read's padding), for rows past the last and where `valid` (when
+  // given) is false. Reads are 1-D: a masked 2-D read would be lowered
   // through a stack buffer, which a loop that is not parallel would
   // allocate again in every iteration.
   auto readRow = [&](OpBuilder &b, Location loc, Value row, Value column,
-                     int64_t width) -> Value {
+                     int64_t width, Value valid = nullptr) -> Value {
     IndexMath im{b, loc};
+    SmallVector<Value, 3> at;
+    if (group)
+      at.push_back(group);
+    at.append({im.min(row, im.c(storedRows - 1)), column});
     Value vector = vector::TransferReadOp::create(
-        b, loc, VectorType::get({width}, source), operand.stored,
-        ValueRange{im.min(row, im.c(storedRows - 1)), column}, sourceZero,
-        ArrayRef<bool>{false});
+        b, loc, VectorType::get({width}, source), operand.stored, at,
+        sourceZero, ArrayRef<bool>{false});
     if (raw != source)
       vector = vector::BitCastOp::create(b, loc, VectorType::get({width}, raw),
                                          vector);
     auto type = VectorType::get({width}, element);
     Value zeros = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(type, b.getZeroAttr(element)));
+    Value inside = im.lt(row, im.c(storedRows));
+    if (valid)
+      inside = arith::AndIOp::create(b, loc, inside, valid);
     return arith::SelectOp::create(
-        b, loc, im.lt(row, im.c(storedRows)),
-        convertVector(b, loc, vector, source, element), zeros);
+        b, loc, inside, convertVector(b, loc, vector, source, element), zeros);
   };
   auto writeRow = [&](OpBuilder &b, Location loc, Value line, Value into,
                       Value t) -> Value {
@@ -362,12 +384,18 @@ Value packPanelsByVectors(OpBuilder &b, Location loc,
           Value rows = arith::ConstantOp::create(
               b, loc,
               DenseElementsAttr::get(blockType, b.getZeroAttr(element)));
-          for (int64_t r = 0; r < size; ++r)
+          for (int64_t r = 0; r < size; ++r) {
+            // A grouped GEMM's A panel takes its rows from the table.
+            Value row = im.add(first, im.c(r)), valid;
+            if (rowPanels.isGrouped())
+              std::tie(row, valid) =
+                  rowPanels.emitRow(b, loc, p, im.c(r), storedRows);
             rows = vector::InsertOp::create(
                 b, loc,
-                readRow(b, loc, im.add(first, im.c(r)), im.mul(t, im.c(step)),
-                        kStepsPerRead * step),
+                readRow(b, loc, row, im.mul(t, im.c(step)),
+                        kStepsPerRead * step, valid),
                 rows, ArrayRef<int64_t>{r});
+          }
           Value words = vector::BitCastOp::create(
               b, loc, VectorType::get({size, kStepsPerRead}, word), rows);
           // Transposed in squares of 16 rows where the panel has whole
@@ -447,8 +475,12 @@ Value packPanels(OpBuilder &b, Location loc, const HostGemmKernel &kernel,
                  const Operand &operand, int64_t panels, int64_t size,
                  const GemmShape &s, const RowPanels &rows = {},
                  int64_t groups = 0) {
-  if (!groups && !rows.isGrouped() && canPackByVectors(kernel, operand))
-    return packPanelsByVectors(b, loc, kernel, operand, panels, size, s);
+  // The grouped A is K-contiguous ([T, K]), as the vectors' table path
+  // takes it.
+  if (canPackByVectors(kernel, operand) &&
+      (!rows.isGrouped() || operand.kDim == 1))
+    return packPanelsByVectors(b, loc, kernel, operand, panels, size, s, rows,
+                               groups);
   Type element = kernel.getOperandType(b.getContext());
   int64_t step = kernel.getKStep();
   SmallVector<int64_t> shape = {panels, s.kPadded / step, step * size};

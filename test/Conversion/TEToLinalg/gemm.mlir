@@ -87,16 +87,20 @@ func.func @block_scaled(%a: tensor<20x200xf8E4M3FN>, %b: tensor<30x200xf8E4M3FN>
 
 // te.grouped_matmul: the splits' clamped prefix sums give each A panel its
 // group, first row and row count (each group starts a panel: at most
-// (100 + 3 * 11) / 12 = 11 panels); B is packed group by group, and the
-// micro-kernel reads the B panels of its A panel's group. The epilogue
+// (100 + 3 * 11) / 12 = 11 panels), which A's packing reads its rows by;
+// B is packed group by group, and the micro-kernel reads the B panels of
+// its A panel's group. The epilogue
 // reads each row's product through its product row and adds its group's
 // bias.
 // CHECK-LABEL: func @grouped_bias
 // CHECK: scf.for {{.*}} -> (index)
 // CHECK: tensor.extract %arg2
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<11xindex>)
-// CHECK: %[[AP:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<11x64x24xbf16>)
-// CHECK: %[[BP:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<3x2x64x64xbf16>)
+// CHECK: %[[AP:.*]] = scf.forall (%{{.*}}) in (11) shared_outs(%{{.*}}) -> (tensor<11x64x24xbf16>)
+// CHECK: tensor.extract %{{.*}} : tensor<11xindex>
+// CHECK: vector.transfer_read %arg0{{.*}} : tensor<100x128xbf16>, vector<32xbf16>
+// CHECK: %[[BP:.*]] = scf.forall (%{{.*}}, %{{.*}}) in (3, 2) shared_outs(%{{.*}}) -> (tensor<3x2x64x64xbf16>)
+// CHECK: vector.transfer_read %arg1{{.*}} : tensor<3x40x128xbf16>, vector<32xbf16>
 // CHECK: scf.forall (%{{.*}}) in (2) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<144x80xf32>)
 // CHECK: tensor.extract %{{.*}} : tensor<11xindex>
 // CHECK: vector.transfer_read %[[BP]]{{.*}} : tensor<3x2x64x64xbf16>, vector<32xbf16>
