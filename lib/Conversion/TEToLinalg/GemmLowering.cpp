@@ -216,7 +216,8 @@ GemmShape getShape(const HostGemmKernel &kernel, const Operand &a,
 /// scales to apply. (bf16 vectors on a host without AVX512-BF16, the FMA
 /// kernel's hosts, would be moved lane by lane through library calls.)
 bool canPackByVectors(const HostGemmKernel &kernel, const Operand &operand) {
-  if (operand.isMXFP8())
+  // (K = 0 leaves no K rows to slice; the element-wise form packs nothing.)
+  if (operand.isMXFP8() || operand.getK() == 0)
     return false;
   Type element = operand.getElementType();
   if (kernel.kind == HostGemmKernel::Kind::PairDot)
