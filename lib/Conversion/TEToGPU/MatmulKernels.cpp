@@ -59,10 +59,6 @@ Value below(OpBuilder &b, Location loc, Value a, int64_t limit) {
                                indexConstant(b, loc, limit));
 }
 
-bool isBlockMode(ScalingMode mode) {
-  return mode == ScalingMode::block_1x128 || mode == ScalingMode::block_128x128;
-}
-
 /// One operand of the GEMM as the kernel reads it: op(X) is the logical
 /// [rows, K] matrix, stored [rows, K] (kContiguous) or [K, rows], with its
 /// FP8 scaling.
@@ -89,7 +85,7 @@ struct KernelOperand {
     return indices;
   }
   bool isMXFP8() const { return fp8 && mode == ScalingMode::mxfp8_1x32; }
-  bool hasBlockScales() const { return fp8 && isBlockMode(mode); }
+  bool hasBlockScales() const { return fp8 && isBlockScaling(mode); }
 
   /// Element (row, k) in f32, decoded and times its MXFP8 scale (a power of
   /// two); both indices in bounds.

@@ -46,10 +46,6 @@ constexpr int64_t kChunkK = 256;
 /// The K block of Float8BlockScaling.
 constexpr int64_t kScaleBlockK = 128;
 
-bool isBlockScaling(ScalingMode mode) {
-  return mode == ScalingMode::block_1x128 || mode == ScalingMode::block_128x128;
-}
-
 /// One GEMM operand: the stored tensor, which of its dimensions is K, and
 /// its FP8 scaling. A grouped GEMM's B stores one matrix per group
 /// ([G, ...], its scales too, when not per_tensor): `group` then selects
@@ -75,6 +71,17 @@ struct Operand {
   }
   Type getElementType() const { return getType().getElementType(); }
   bool hasBlockScales() const { return scaleInv && isBlockScaling(mode); }
+
+  /// For generated indices [group,] rest...: this operand's view of the
+  /// group's matrix (when `groups` is not 0) and the rest of the indices.
+  std::pair<Operand, ArrayRef<Value>> selectGroup(ArrayRef<Value> indices,
+                                                  int64_t groups) const {
+    Operand view = *this;
+    if (!groups)
+      return {view, indices};
+    view.group = indices[0];
+    return {view, indices.drop_front()};
+  }
 
   /// The indices of matrix element (other, k) in the stored tensor (or its
   /// block scale's, for the K block index and the row or column block).
@@ -491,12 +498,7 @@ Value packPanels(OpBuilder &b, Location loc, const HostGemmKernel &kernel,
       b, loc, shape, element,
       [&](OpBuilder &b, Location loc, ArrayRef<Value> indices) {
         IndexMath im{b, loc};
-        Operand view = operand;
-        ArrayRef<Value> i = indices;
-        if (groups) {
-          view.group = i[0];
-          i = i.drop_front();
-        }
+        auto [view, i] = operand.selectGroup(indices, groups);
         Value j = im.div(i[2], im.c(step));
         Value k = im.add(im.mul(i[1], im.c(step)),
                          arith::RemUIOp::create(b, loc, i[2], im.c(step)));
@@ -522,12 +524,7 @@ Value expandBlockScales(OpBuilder &b, Location loc, const Operand &operand,
       b, loc, shape, b.getF32Type(),
       [&](OpBuilder &b, Location loc, ArrayRef<Value> indices) {
         IndexMath im{b, loc};
-        Operand view = operand;
-        ArrayRef<Value> i = indices;
-        if (groups) {
-          view.group = i[0];
-          i = i.drop_front();
-        }
+        auto [view, i] = operand.selectGroup(indices, groups);
         Value last = im.c(view.getOther() - 1);
         Value other = im.min(i[1], last), inside = im.le(i[1], last);
         if (rows.isGrouped()) {

@@ -29,6 +29,13 @@ struct BlockShape {
   int64_t rows, cols;
 };
 
+/// Whether `mode` is one of Float8BlockScaling's f32 block modes
+/// (block_1x128, block_128x128), whose GEMMs apply the scales per 128-wide
+/// K block.
+inline bool isBlockScaling(ScalingMode mode) {
+  return mode == ScalingMode::block_1x128 || mode == ScalingMode::block_128x128;
+}
+
 /// The block of `mode` (not per_tensor); `mxfp8Columnwise` picks MXFP8's
 /// column-wise blocks.
 BlockShape getScalingBlockShape(ScalingMode mode, bool mxfp8Columnwise);
