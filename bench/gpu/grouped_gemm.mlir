@@ -25,6 +25,10 @@ func.func @grouped_f16(%x: tensor<70x33xf16>, %w: tensor<5x33x17xf16>, %m: tenso
   %y = te.grouped_matmul %x, %w splits(%m) : tensor<70x33xf16>, tensor<5x33x17xf16>, tensor<5xi64> -> tensor<70x17xf16>
   return %y : tensor<70x17xf16>
 }
+func.func @grouped_f32(%x: tensor<70x33xf32>, %w: tensor<5x17x33xf32>, %m: tensor<5xi64>, %b: tensor<5x17xf32>) -> tensor<70x17xf32> {
+  %y = te.grouped_matmul %x, %w splits(%m) bias(%b) transpose_b : tensor<70x33xf32>, tensor<5x17x33xf32>, tensor<5xi64>, tensor<5x17xf32> -> tensor<70x17xf32>
+  return %y : tensor<70x17xf32>
+}
 func.func @grouped_bf16_moe(%x: tensor<2048x512xbf16>, %w: tensor<8x1024x512xbf16>, %m: tensor<8xi64>,
                             %b: tensor<8x1024xbf16>) -> tensor<2048x1024xbf16> {
   %y = te.grouped_matmul %x, %w splits(%m) bias(%b) transpose_b

@@ -1,7 +1,8 @@
 //===- MatrixUnitTest.cpp - The matrix unit interface the kernels use -----===//
 //
 // WarpMMA16x8x16's fragment loads read what its maps say, from either
-// staging of B, element by element or through a target's matrix load; and
+// staging of B, element by element or through a target's matrix load; the
+// f32 FMA unit's product is C + A B where its maps place it; and
 // the tiled kernels take a target's unit only when it is the shape their
 // tiling is built for, declining others with a reason (MMALayoutTest checks
 // the maps themselves on integers).
@@ -14,6 +15,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -223,6 +225,94 @@ TEST_F(MatrixUnitTest, MatrixLoadsSupplyTheLaneRows) {
       mma::Coord<int> at = mma::aFragmentRow(static_cast<int>(lane), half);
       EXPECT_EQ(indices[half], (16 + at.row) * kStride + 32 + at.col);
       EXPECT_FALSE(unit.calls[half].second);
+    }
+  }
+}
+
+// The f32 FMA unit's product, evaluated: a lane's four accumulators after
+// one multiplyAccumulate are C + A B at the places cElement gives (the
+// 16-bit unit's), A read at (row + r, col + k) and B's (k, n) from either
+// staging. The folded function is interpreted here: constants, the
+// loads (at constant indices) and the FMAs.
+TEST_F(MatrixUnitTest, FMAUnitMultipliesWhatTheMapsSay) {
+  ThreadFMA16x8x16 unit;
+  // Small integers: every product and sum is exact in f32 and double.
+  std::vector<float> tileA(4096), tileB(4096);
+  for (size_t i = 0; i < tileA.size(); ++i) {
+    tileA[i] = static_cast<float>(static_cast<int>(i * 7 % 13) - 6);
+    tileB[i] = static_cast<float>(static_cast<int>(i * 5 % 11) - 5);
+  }
+  Location loc = b.getUnknownLoc();
+  for (auto staging :
+       {MatrixUnit::Staging::KRows, MatrixUnit::Staging::NRows}) {
+    for (int lane = 0; lane < 32; ++lane) {
+      OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+      b.setInsertionPointToEnd(module->getBody());
+      auto tileType = MemRefType::get({4096}, b.getF32Type());
+      SmallVector<Type> results(mma::kCElements, b.getF32Type());
+      auto function = func::FuncOp::create(
+          b, loc, "product", b.getFunctionType({tileType, tileType}, results));
+      Block *body = function.addEntryBlock();
+      b.setInsertionPointToStart(body);
+      IndexExpr l = constant(b, loc, lane);
+      SmallVector<Value> aFragment =
+          unit.loadA(b, loc, body->getArgument(0), kStride, l,
+                     constant(b, loc, 16), constant(b, loc, 32));
+      SmallVector<Value> bFragment =
+          unit.loadB(b, loc, body->getArgument(1), kStride, l, staging,
+                     {constant(b, loc, 3), constant(b, loc, 40)});
+      SmallVector<Value> c;
+      for (int i = 0; i < mma::kCElements; ++i)
+        c.push_back(arith::ConstantOp::create(b, loc, b.getF32FloatAttr(i)));
+      SmallVector<Value> d =
+          unit.multiplyAccumulate(b, loc, aFragment, bFragment, c);
+      func::ReturnOp::create(b, loc, d);
+      (void)applyPatternsGreedily(function, RewritePatternSet(&ctx));
+
+      DenseMap<Value, double> values;
+      std::vector<double> got;
+      bool understood = true;
+      function.walk([&](Operation *op) {
+        if (auto number = dyn_cast<arith::ConstantOp>(op)) {
+          if (auto value = dyn_cast<FloatAttr>(number.getValue()))
+            values[number] = value.getValueAsDouble();
+          else if (auto value = dyn_cast<IntegerAttr>(number.getValue()))
+            values[number] = static_cast<double>(value.getInt());
+        } else if (auto load = dyn_cast<memref::LoadOp>(op)) {
+          auto index =
+              load.getIndices()[0].getDefiningOp<arith::ConstantIndexOp>();
+          auto tile = dyn_cast<BlockArgument>(load.getMemRef());
+          if (!index || !tile) {
+            understood = false;
+            return;
+          }
+          const std::vector<float> &data =
+              tile.getArgNumber() == 0 ? tileA : tileB;
+          values[load] = data.at(index.value());
+        } else if (auto fma = dyn_cast<math::FmaOp>(op)) {
+          values[fma] = values.lookup(fma.getA()) * values.lookup(fma.getB()) +
+                        values.lookup(fma.getC());
+        } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+          for (Value value : ret.getOperands())
+            got.push_back(values.lookup(value));
+        } else if (!isa<func::FuncOp>(op)) {
+          understood = false;
+        }
+      });
+      ASSERT_TRUE(understood) << "lane " << lane;
+      ASSERT_EQ(got.size(), static_cast<size_t>(mma::kCElements));
+      for (int i = 0; i < mma::kCElements; ++i) {
+        mma::Coord<int> e = mma::cElement(lane, i);
+        double expected = i;
+        for (int k = 0; k < mma::kK; ++k) {
+          double a = tileA[(16 + e.row) * kStride + 32 + k];
+          double bValue = staging == MatrixUnit::Staging::KRows
+                              ? tileB[(3 + k) * kStride + 40 + e.col]
+                              : tileB[(3 + e.col) * kStride + 40 + k];
+          expected += a * bValue;
+        }
+        EXPECT_EQ(got[i], expected) << "lane " << lane << " element " << i;
+      }
     }
   }
 }

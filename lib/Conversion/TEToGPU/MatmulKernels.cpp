@@ -15,8 +15,9 @@
 // per block) and the cast through out_scale; DGELU_BGRAD's column sums by
 // warp shuffles and one atomic per column and warp, BGRADB's row sums of
 // op(A) by a kernel of their own. Results match the CPU's up to the order of
-// the f32 sums. f32 operands have no generated kernel (the unit takes 16-bit
-// operands).
+// the f32 sums. f32 operands stage as f32 and multiply on the lanes' FMAs
+// (ThreadFMA16x8x16: the same tiling and epilogue, nothing rounded), slower
+// than the matrix unit but exact where it would round.
 //
 // The matrix unit and its fragment loads are the layer the Hopper step
 // replaces (a warpgroup MMA unit reading shared-memory descriptors, TMA
@@ -538,18 +539,35 @@ namespace {
 /// type `element` on `target`, or nullopt.
 std::optional<std::string> getGemmKernelReason(StringRef name, Type element,
                                                const GPUTargetInfo &target) {
-  if (element.isF32())
-    return std::string("the generated GPU GEMM runs on the 16-bit matrix "
-                       "unit, which would round f32 operands; cast them to "
-                       "bf16 or f16 (or quantize them) for the GPU");
+  if (element.isF32()) {
+    constexpr MatrixUnit::Shape shape = ThreadFMA16x8x16::kShape;
+    if (target.getWarpSize() != shape.threads)
+      return name.str() + "'s f32 GPU kernel places its sums as the " +
+             shape.str() + " unit does, on warps of that size; " +
+             target.getDescription() + " has " +
+             std::to_string(target.getWarpSize()) + "-lane warps";
+    return std::nullopt;
+  }
   return getTiledUnitUnsupportedReason(name, target);
 }
 
-/// The shared-memory tile of operands of type `element`: f16 for f16
-/// operands (the f16 MMA), bf16 for the others.
+/// The unit the kernel multiplies operands of type `element` on: the
+/// target's 16-bit matrix unit, or the lanes' f32 FMAs for f32 operands
+/// (which the matrix unit would round).
+const MatrixUnit &getGemmUnit(const GPUTargetInfo &target, Type element) {
+  static const ThreadFMA16x8x16 fma;
+  if (element.isF32())
+    return fma;
+  return getTiledUnit(target);
+}
+
+/// The shared-memory tile of operands of type `element`: f32 for f32
+/// operands (the FMA unit), f16 for f16 operands (the f16 MMA), bf16 for
+/// the others.
 MemRefType getStagingTileType(MLIRContext *context, Type element) {
-  Type staged = element.isF16() ? Type(Float16Type::get(context))
-                                : Type(BFloat16Type::get(context));
+  Type staged = element.isF32()   ? Type(Float32Type::get(context))
+                : element.isF16() ? Type(Float16Type::get(context))
+                                  : Type(BFloat16Type::get(context));
   return MemRefType::get(
       {Tiling::kBlockM, Tiling::kBlockK + Tiling::kPad}, staged,
       MemRefLayoutAttrInterface(),
@@ -634,7 +652,9 @@ LogicalResult gpu_lowering::lowerScaledMatmul(RewriterBase &rewriter,
     shared.push_back(reductionScratchType(context, warpSize, Tiling::kThreads));
   auto kernel = set.addKernel(b, "gemm", arguments, shared);
 
-  GemmKernel gemm(target, getTiledUnit(target), m, n, k);
+  GemmKernel gemm(target,
+                  getGemmUnit(target, op.getA().getType().getElementType()), m,
+                  n, k);
   gemm.gelu = op.getGelu();
   unsigned next = 0;
   gemm.a = aOperand;
@@ -782,7 +802,9 @@ LogicalResult gpu_lowering::lowerGroupedMatmul(RewriterBase &rewriter,
       getStagingTileType(context, op.getA().getType().getElementType());
   auto kernel = set.addKernel(b, "gemm", arguments, {tileType, tileType});
 
-  GemmKernel gemm(target, getTiledUnit(target), tokens, n, k);
+  GemmKernel gemm(target,
+                  getGemmUnit(target, op.getA().getType().getElementType()),
+                  tokens, n, k);
   unsigned next = 0;
   KernelOperand &a = gemm.a, &bOperand = gemm.b;
   a.buffer = kernel.getArgument(next++);

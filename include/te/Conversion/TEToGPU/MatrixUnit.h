@@ -8,10 +8,12 @@
 // lists the units it has (GPUTargetInfo::getMatrixUnits), and each kernel
 // takes the unit of the shape its tiling is built for (findMatrixUnit).
 //
-// WarpMMA16x8x16 is the one shape in tree (PTX's mma.sync m16n8k16: its
-// fragment maps are MMALayout.h's), with the instruction and the matrix
-// load left to the target. A warpgroup MMA fed by TMA, or AMD's MFMA, is a
-// new MatrixUnit beside it, with the tiling that suits it.
+// WarpMMA16x8x16 is the one matrix instruction's shape in tree (PTX's
+// mma.sync m16n8k16: its fragment maps are MMALayout.h's), with the
+// instruction and the matrix load left to the target. ThreadFMA16x8x16 is
+// the same product of f32 operands on the lanes' FMAs, for kernels whose
+// operands the 16-bit unit would round. A warpgroup MMA fed by TMA, or AMD's
+// MFMA, is a new MatrixUnit beside it, with the tiling that suits it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -128,6 +130,43 @@ protected:
   virtual SmallVector<Value> loadMatrixX2(OpBuilder &b, Location loc,
                                           Value tile, Value index,
                                           bool transpose) const;
+};
+
+/// One warp's 16x8x16 product of f32 operands on the lanes' own FMAs, in
+/// f32: nothing rounds the operands (a 16-bit matrix unit would), so the
+/// result is the CPU's f32 GEMM's up to the order of the sums. C and D sit
+/// as in WarpMMA16x8x16; a lane's four accumulators need A's rows lane/4
+/// and lane/4 + 8 and B's columns 2*(lane%4) and 2*(lane%4) + 1 over all
+/// of k (aElements and bElements count them). Its fragments are where
+/// those rows and columns start in the staged tiles (the tile, two
+/// indices and the step between consecutive k), and multiplyAccumulate
+/// reads each element beside the FMA that uses it, so the 64 operands are
+/// never held in registers at once. Plain loads and FMAs: every target has
+/// it, and no target lists it (it is not a matrix instruction).
+class ThreadFMA16x8x16 : public MatrixUnit {
+public:
+  static constexpr Shape kShape = {mma::kM,        mma::kN,     mma::kK,
+                                   mma::kWarpSize, 2 * mma::kK, 2 * mma::kK,
+                                   mma::kCElements};
+
+  std::string getName() const final { return "f32 FMA"; }
+  Shape getShape() const final { return kShape; }
+  bool takesOperands(Type element) const final { return element.isF32(); }
+  TileCoord aElement(IndexExpr lane, int i) const final;
+  TileCoord bElement(IndexExpr lane, int i) const final;
+  TileCoord cElement(IndexExpr lane, int i) const final;
+  /// Not available: A is read from a tile, never from accumulators.
+  mma::AccumulatorSource accumulatorForA(int i) const final;
+  SmallVector<Value> loadA(OpBuilder &b, Location loc, Value tile,
+                           int64_t stride, IndexExpr lane, IndexExpr row,
+                           IndexExpr col) const final;
+  SmallVector<Value> loadB(OpBuilder &b, Location loc, Value tile,
+                           int64_t stride, IndexExpr lane, Staging staging,
+                           TileCoord origin) const final;
+  SmallVector<Value> multiplyAccumulate(OpBuilder &b, Location loc,
+                                        ArrayRef<Value> a,
+                                        ArrayRef<Value> bValues,
+                                        ArrayRef<Value> c) const final;
 };
 
 } // namespace mlir::te
