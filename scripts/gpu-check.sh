@@ -82,7 +82,8 @@ if [[ "${1:-}" == "--prepare" ]]; then
   # backward.
   for variant in attention:TE_CUDA_ATTENTION=cudnn:attention-cudnn \
       attention_backward:TE_CUDA_ATTENTION=cudnn:attention_backward-cudnn \
-      gemm:TE_CUDA_GEMM=codegen:gemm-codegen; do
+      gemm:TE_CUDA_GEMM=codegen:gemm-codegen \
+      gemm_modes:TE_CUDA_GEMM=codegen:gemm_modes-codegen; do
     IFS=: read -r program setting name <<< "$variant"
     env "$setting" TE_CUDA_ARCH=sm_90a "$build/bin/te-run" \
       "bench/gpu/$program.mlir" --backend cuda --emit=module \

@@ -105,7 +105,7 @@ void load(Library &library) {
   if (library.version < 120000)
     library.unavailable = library.path + " is version " +
                           std::to_string(library.version) +
-                          "; FP8 matmuls need cuBLASLt 12.0 or newer";
+                          "; te-mlir's matmuls need cuBLASLt 12.0 or newer";
 }
 
 Library &getLibrary() {
@@ -174,36 +174,50 @@ te_status check(Status status, const char *call) {
 }
 
 /// Builds the descriptors of `config` in cuBLASLt's column-major terms:
-/// te's row-major D[m, n] is D^T[n, m] column-major = B A^T, so cuBLASLt's
-/// A is te's b ([n, k] row-major: k x n column-major, transposed) and its B
-/// is te's a (k x m column-major, as is).
+/// te's row-major D[m, n] is D^T[n, m] column-major = op(B)^T op(A)^T, so
+/// cuBLASLt's A is te's b (stored [n, k] row-major under TE's T: k x n
+/// column-major, transposed; [k, n] under N: n x k as is) and its B is
+/// te's a ([m, k]: k x m as is under N; [k, m]: m x k, transposed, under
+/// T). C, when there is one, has D's layout.
 te_status buildPlan(const MatmulConfig &config, Plan &plan) {
   Library &library = getLibrary();
   if (te_status status =
           check(library.descCreate(&plan.desc, kComputeF32, kDataF32),
                 "cublasLtMatmulDescCreate"))
     return status;
-  auto set = [&](int attribute, int32_t value) {
+  auto set = [&](int attribute, auto value) {
     return check(
         library.descSetAttribute(plan.desc, attribute, &value, sizeof(value)),
         "cublasLtMatmulDescSetAttribute");
   };
-  if (te_status status = set(kDescTransA, kOpT))
+  if (te_status status = set(kDescTransA, int32_t(config.transA)))
     return status;
-  if (te_status status = set(kDescTransB, kOpN))
+  if (te_status status = set(kDescTransB, int32_t(config.transB)))
     return status;
-  if (te_status status = set(kDescEpilogue, config.epilogue))
+  if (te_status status = set(kDescEpilogue, int32_t(config.epilogue)))
     return status;
-  if (config.bias >= 0)
-    if (te_status status = set(kDescBiasType, config.bias))
+  // As TE: the bias type is set for FP8 GEMMs only (it is D's otherwise).
+  if (config.fp8 && config.bias >= 0)
+    if (te_status status = set(kDescBiasType, int32_t(config.bias)))
       return status;
-  if (te_status status = check(
-          library.layoutCreate(&plan.a, config.b, config.k, config.n, config.k),
-          "cublasLtMatrixLayoutCreate"))
+  // The GELU matrix has D's layout.
+  if (config.operands.auxIn >= 0 || config.operands.auxOut >= 0)
+    if (te_status status = set(kDescAuxLd, int64_t(config.n)))
+      return status;
+  bool aTransposed = config.transA == kOpT, bTransposed = config.transB == kOpT;
+  if (te_status status =
+          check(library.layoutCreate(&plan.a, config.b,
+                                     aTransposed ? config.k : config.n,
+                                     aTransposed ? config.n : config.k,
+                                     aTransposed ? config.k : config.n),
+                "cublasLtMatrixLayoutCreate"))
     return status;
-  if (te_status status = check(
-          library.layoutCreate(&plan.b, config.a, config.k, config.m, config.k),
-          "cublasLtMatrixLayoutCreate"))
+  if (te_status status =
+          check(library.layoutCreate(&plan.b, config.a,
+                                     bTransposed ? config.m : config.k,
+                                     bTransposed ? config.k : config.m,
+                                     bTransposed ? config.m : config.k),
+                "cublasLtMatrixLayoutCreate"))
     return status;
   return check(
       library.layoutCreate(&plan.d, config.d, config.n, config.m, config.n),
@@ -223,6 +237,7 @@ struct te::runtime::cublaslt::Context {
 bool te::runtime::cublaslt::parseMatmulConfig(const char *parameters,
                                               MatmulConfig &config,
                                               std::string &error) {
+  using Epilogue = te::abi::MatmulCall::Epilogue;
   config = MatmulConfig();
   te::abi::MatmulCall call;
   if (!te::abi::MatmulCall::decode(parameters, call, error))
@@ -236,9 +251,44 @@ bool te::runtime::cublaslt::parseMatmulConfig(const char *parameters,
   config.d = dataType(call.d.c_str());
   if (!call.bias.empty())
     config.bias = dataType(call.bias.c_str());
-  static const int epilogues[] = {kEpilogueDefault, kEpilogueBias,
-                                  kEpilogueGelu, kEpilogueGeluBias};
-  config.epilogue = epilogues[static_cast<int>(call.epilogue)];
+  static const std::pair<Epilogue, int> epilogues[] = {
+      {Epilogue::None, kEpilogueDefault},
+      {Epilogue::Bias, kEpilogueBias},
+      {Epilogue::Gelu, kEpilogueGelu},
+      {Epilogue::GeluBias, kEpilogueGeluBias},
+      {Epilogue::GeluAux, kEpilogueGeluAux},
+      {Epilogue::GeluAuxBias, kEpilogueGeluAuxBias},
+      {Epilogue::DGelu, kEpilogueDGelu},
+      {Epilogue::DGeluBGrad, kEpilogueDGeluBGrad},
+      {Epilogue::BGradB, kEpilogueBGradB}};
+  for (const auto &[epilogue, value] : epilogues)
+    if (call.epilogue == epilogue)
+      config.epilogue = value;
+  // te's B is cuBLASLt's A: the layout's first letter; te's A its B.
+  config.transA = call.layout[0] == 'T' ? kOpT : kOpN;
+  config.transB = call.layout[1] == 'T' ? kOpT : kOpN;
+  config.fp8 = call.hasFP8Operands();
+  config.accumulate = call.accumulate;
+  if (call.hasBiasGrad())
+    config.biasGradLength = call.getBiasLength();
+  MatmulConfig::Operands &operands = config.operands;
+  int next = 2;
+  if (config.fp8) {
+    operands.aScale = next++;
+    operands.bScale = next++;
+  }
+  if (call.hasBiasInput())
+    operands.bias = next++;
+  if (call.hasAuxInput())
+    operands.auxIn = next++;
+  if (call.accumulate)
+    operands.c = next++;
+  operands.d = next++;
+  if (call.hasAuxOutput())
+    operands.auxOut = next++;
+  if (call.hasBiasGrad())
+    operands.biasGrad = next++;
+  operands.count = next;
   return true;
 }
 
@@ -262,18 +312,28 @@ void te::runtime::cublaslt::destroyContext(Context *context) {
 
 std::vector<size_t>
 te::runtime::cublaslt::operandBytes(const MatmulConfig &config) {
-  auto bytes = [](int type) {
+  auto bytes = [](int type) -> size_t {
     return type == kDataF32                         ? 4
            : type == kDataE4M3 || type == kDataE5M2 ? 1
                                                     : 2;
   };
+  const MatmulConfig::Operands &operands = config.operands;
   // Sizes are at most 2^31 each: the products fit in 64 bits.
-  std::vector<size_t> sizes = {
-      size_t(config.m) * size_t(config.k) * bytes(config.a),
-      size_t(config.n) * size_t(config.k) * bytes(config.b), 4, 4};
-  if (config.bias >= 0)
-    sizes.push_back(size_t(config.n) * bytes(config.bias));
-  sizes.push_back(size_t(config.m) * size_t(config.n) * bytes(config.d));
+  size_t matrix = size_t(config.m) * size_t(config.n) * bytes(config.d);
+  std::vector<size_t> sizes(operands.count);
+  sizes[0] = size_t(config.m) * size_t(config.k) * bytes(config.a);
+  sizes[1] = size_t(config.n) * size_t(config.k) * bytes(config.b);
+  for (int scale : {operands.aScale, operands.bScale})
+    if (scale >= 0)
+      sizes[scale] = 4;
+  if (operands.bias >= 0)
+    sizes[operands.bias] = size_t(config.n) * bytes(config.bias);
+  for (int same : {operands.auxIn, operands.c, operands.d, operands.auxOut})
+    if (same >= 0)
+      sizes[same] = matrix;
+  if (operands.biasGrad >= 0)
+    sizes[operands.biasGrad] =
+        size_t(config.biasGradLength) * bytes(config.bias);
   return sizes;
 }
 
@@ -309,22 +369,30 @@ te_status te::runtime::cublaslt::runMatmul(Context &context,
     found = context.plans.emplace(parameters, std::move(plan)).first;
   }
   Plan &plan = *found->second;
-  // The scales and the bias change from call to call; cuBLASLt's A is
-  // te's b, so A's scale is b's.
-  void *aScale = args[3], *bScale = args[2];
-  void *bias = config.bias >= 0 ? args[4] : nullptr;
-  void *d = args[config.operands() - 1];
+  // The pointers change from call to call. cuBLASLt's A is te's b, so A's
+  // scale is b's.
+  const MatmulConfig::Operands &operands = config.operands;
+  void *d = args[operands.d];
   auto setPointer = [&](int attribute, void *pointer) {
     return check(library.descSetAttribute(plan.desc, attribute, &pointer,
                                           sizeof(pointer)),
                  "cublasLtMatmulDescSetAttribute");
   };
-  if (te_status status = setPointer(kDescAScale, aScale))
-    return status;
-  if (te_status status = setPointer(kDescBScale, bScale))
-    return status;
-  if (bias)
-    if (te_status status = setPointer(kDescBiasPointer, bias))
+  if (config.fp8) {
+    if (te_status status = setPointer(kDescAScale, args[operands.bScale]))
+      return status;
+    if (te_status status = setPointer(kDescBScale, args[operands.aScale]))
+      return status;
+  }
+  // The bias pointer is the bias (an input) or its gradient (an output);
+  // the auxiliary pointer the GELU's input (dgelu) or the values before it.
+  int bias = operands.bias >= 0 ? operands.bias : operands.biasGrad;
+  if (bias >= 0)
+    if (te_status status = setPointer(kDescBiasPointer, args[bias]))
+      return status;
+  int aux = operands.auxIn >= 0 ? operands.auxIn : operands.auxOut;
+  if (aux >= 0)
+    if (te_status status = setPointer(kDescAuxPointer, args[aux]))
       return status;
   if (!plan.hasAlgo) {
     Handle preference = nullptr;
@@ -351,10 +419,13 @@ te_status te::runtime::cublaslt::runMatmul(Context &context,
     plan.algo = result.algo;
     plan.hasAlgo = true;
   }
-  const float alpha = 1.0f, beta = 0.0f;
-  // cuBLASLt's A is te's b, its B te's a; beta = 0, so C is D.
+  // alpha is 1 (FP8 operands are scaled through the scale pointers); with
+  // accumulate, beta = 1 and C is its own operand, else C is D, unread.
+  const float alpha = 1.0f, beta = config.accumulate ? 1.0f : 0.0f;
+  const void *c = config.accumulate ? args[operands.c] : d;
+  // cuBLASLt's A is te's b, its B te's a.
   return check(library.matmul(context.handle, plan.desc, &alpha, args[1],
-                              plan.a, args[0], plan.b, &beta, d, plan.d, d,
+                              plan.a, args[0], plan.b, &beta, c, plan.d, d,
                               plan.d, &plan.algo, context.workspace,
                               kWorkspaceBytes, stream),
                "cublasLtMatmul");

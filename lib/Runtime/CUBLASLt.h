@@ -9,12 +9,11 @@
 // call needs, checked against the real header where the toolkit is
 // (unittests/Runtime/CUBLASLtTest.cpp).
 //
-// Parameters, in te's row-major terms (D[m, n] = A[m, k] B[n, k]^T, what
-// te.scaled_matmul computes with transpose_b):
-//   m=<M>,n=<N>,k=<K>,a=<dtype>,b=<dtype>,d=<dtype>,bias=<dtype|none>,
-//   epilogue=<none|bias|gelu|gelu_bias>
-// with te_dtype_name spellings; operands a, b, a_scale_inv, b_scale_inv,
-// then the bias where there is one, then d.
+// Parameters and operands: te::abi::MatmulCall (te/ABI/LibraryCalls.h), in
+// te's row-major terms: FP8 operands with per_tensor scales or f32, f16 and
+// bf16 operands, TE's four layouts, accumulation into C and cuBLASLt's
+// bias, GELU, dGELU and bias-gradient epilogues. Products are summed in
+// f32 (CUBLAS_COMPUTE_32F: f32 operands are not rounded to TF32).
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,25 +34,32 @@ namespace te::runtime::cublaslt {
 // cuBLASLt's ABI, as far as the matmul needs it.
 using Status = int;
 constexpr Status kSuccess = 0;
-constexpr int kComputeF32 = 68;       // CUBLAS_COMPUTE_32F
-constexpr int kDataF32 = 0;           // CUDA_R_32F
-constexpr int kDataF16 = 2;           // CUDA_R_16F
-constexpr int kDataBF16 = 14;         // CUDA_R_16BF
-constexpr int kDataE4M3 = 28;         // CUDA_R_8F_E4M3
-constexpr int kDataE5M2 = 29;         // CUDA_R_8F_E5M2
-constexpr int kOpN = 0;               // CUBLAS_OP_N
-constexpr int kOpT = 1;               // CUBLAS_OP_T
-constexpr int kDescTransA = 3;        // CUBLASLT_MATMUL_DESC_TRANSA
-constexpr int kDescTransB = 4;        // CUBLASLT_MATMUL_DESC_TRANSB
-constexpr int kDescEpilogue = 7;      // CUBLASLT_MATMUL_DESC_EPILOGUE
-constexpr int kDescBiasPointer = 8;   // CUBLASLT_MATMUL_DESC_BIAS_POINTER
-constexpr int kDescAScale = 17;       // CUBLASLT_MATMUL_DESC_A_SCALE_POINTER
-constexpr int kDescBScale = 18;       // CUBLASLT_MATMUL_DESC_B_SCALE_POINTER
-constexpr int kDescBiasType = 26;     // CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE
-constexpr int kEpilogueDefault = 1;   // CUBLASLT_EPILOGUE_DEFAULT
-constexpr int kEpilogueBias = 4;      // CUBLASLT_EPILOGUE_BIAS
-constexpr int kEpilogueGelu = 32;     // CUBLASLT_EPILOGUE_GELU
-constexpr int kEpilogueGeluBias = 36; // CUBLASLT_EPILOGUE_GELU_BIAS
+constexpr int kComputeF32 = 68;     // CUBLAS_COMPUTE_32F
+constexpr int kDataF32 = 0;         // CUDA_R_32F
+constexpr int kDataF16 = 2;         // CUDA_R_16F
+constexpr int kDataBF16 = 14;       // CUDA_R_16BF
+constexpr int kDataE4M3 = 28;       // CUDA_R_8F_E4M3
+constexpr int kDataE5M2 = 29;       // CUDA_R_8F_E5M2
+constexpr int kOpN = 0;             // CUBLAS_OP_N
+constexpr int kOpT = 1;             // CUBLAS_OP_T
+constexpr int kDescTransA = 3;      // CUBLASLT_MATMUL_DESC_TRANSA
+constexpr int kDescTransB = 4;      // CUBLASLT_MATMUL_DESC_TRANSB
+constexpr int kDescEpilogue = 7;    // CUBLASLT_MATMUL_DESC_EPILOGUE
+constexpr int kDescBiasPointer = 8; // CUBLASLT_MATMUL_DESC_BIAS_POINTER
+constexpr int kDescAuxPointer = 11; // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER
+constexpr int kDescAuxLd = 12;      // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD
+constexpr int kDescAScale = 17;     // CUBLASLT_MATMUL_DESC_A_SCALE_POINTER
+constexpr int kDescBScale = 18;     // CUBLASLT_MATMUL_DESC_B_SCALE_POINTER
+constexpr int kDescBiasType = 26;   // CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE
+constexpr int kEpilogueDefault = 1; // CUBLASLT_EPILOGUE_DEFAULT
+constexpr int kEpilogueBias = 4;    // CUBLASLT_EPILOGUE_BIAS
+constexpr int kEpilogueGelu = 32;   // CUBLASLT_EPILOGUE_GELU
+constexpr int kEpilogueGeluBias = 36;     // CUBLASLT_EPILOGUE_GELU_BIAS
+constexpr int kEpilogueGeluAux = 160;     // CUBLASLT_EPILOGUE_GELU_AUX
+constexpr int kEpilogueGeluAuxBias = 164; // CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+constexpr int kEpilogueDGelu = 192;       // CUBLASLT_EPILOGUE_DGELU
+constexpr int kEpilogueDGeluBGrad = 208;  // CUBLASLT_EPILOGUE_DGELU_BGRAD
+constexpr int kEpilogueBGradB = 512;      // CUBLASLT_EPILOGUE_BGRADB
 constexpr int kPrefMaxWorkspace = 1; // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES
 
 struct MatmulAlgo {
@@ -67,15 +73,28 @@ struct HeuristicResult {
   int reserved[4];
 };
 
-/// A matmul's configuration, parsed from its parameters.
+/// A matmul's configuration, parsed from its parameters, in cuBLASLt's
+/// terms (its A is te's b, its B te's a).
 struct MatmulConfig {
   int64_t m = 0, n = 0, k = 0;
   int a = -1, b = -1, d = -1;
-  /// -1 without a bias.
+  /// The bias vector's type (a bias or its gradient); -1 without one.
   int bias = -1;
   int epilogue = kEpilogueDefault;
-  /// a, b, a_scale_inv, b_scale_inv, [bias], d.
-  int operands() const { return bias < 0 ? 5 : 6; }
+  /// cuBLASLt's transposes of its A (te's b) and B (te's a).
+  int transA = kOpT, transB = kOpN;
+  bool fp8 = false, accumulate = false;
+  /// The bias gradient's length (n or m); 0 without one.
+  int64_t biasGradLength = 0;
+
+  /// Each operand's index, -1 where the configuration has none, and their
+  /// number: a, b, [a_scale_inv, b_scale_inv], [bias], [aux input], [c],
+  /// d, [aux output], [bias gradient].
+  struct Operands {
+    int aScale = -1, bScale = -1, bias = -1, auxIn = -1, c = -1, d = -1,
+        auxOut = -1, biasGrad = -1, count = 0;
+  };
+  Operands operands;
 };
 
 /// Parses `parameters`; on failure returns false with `error` saying which

@@ -28,14 +28,15 @@ TEST(LibraryCalls, MatmulRoundTrips) {
   call.epilogue = MatmulCall::Epilogue::GeluBias;
   std::string text = call.encode();
   EXPECT_EQ(text, "m=128,n=64,k=96,a=f8E4M3FN,b=f8E5M2,d=bf16,bias=f32,"
-                  "epilogue=gelu_bias");
+                  "epilogue=gelu_bias,layout=TN,accumulate=0");
   MatmulCall back;
   std::string error;
   ASSERT_TRUE(MatmulCall::decode(text, back, error)) << error;
   EXPECT_EQ(back.encode(), text);
   EXPECT_EQ(back.m, 128);
   EXPECT_EQ(back.bias, "f32");
-  EXPECT_TRUE(back.hasBiasEpilogue());
+  EXPECT_TRUE(back.hasBiasInput());
+  EXPECT_FALSE(back.hasBiasGrad());
 
   call.bias.clear();
   call.epilogue = MatmulCall::Epilogue::None;
@@ -47,6 +48,46 @@ TEST(LibraryCalls, MatmulRoundTrips) {
   EXPECT_FALSE(MatmulCall::decode(call.encode(), back, error));
   EXPECT_NE(error.find("the epilogue and the bias disagree"),
             std::string::npos);
+
+  // High-precision operands in every layout, with accumulation and the
+  // backward's epilogues.
+  MatmulCall wide;
+  wide.m = 40;
+  wide.n = 24;
+  wide.k = 64;
+  wide.a = wide.b = "bf16";
+  wide.d = "f32";
+  wide.bias = "f32";
+  wide.epilogue = MatmulCall::Epilogue::BGradB;
+  wide.layout = "NT";
+  wide.accumulate = true;
+  ASSERT_TRUE(MatmulCall::decode(wide.encode(), back, error)) << error;
+  EXPECT_EQ(back.encode(), wide.encode());
+  EXPECT_EQ(back.layout, "NT");
+  EXPECT_TRUE(back.accumulate);
+  EXPECT_TRUE(back.hasBiasGrad());
+  EXPECT_EQ(back.getBiasLength(), 40);
+  wide.epilogue = MatmulCall::Epilogue::DGeluBGrad;
+  ASSERT_TRUE(MatmulCall::decode(wide.encode(), back, error)) << error;
+  EXPECT_TRUE(back.hasAuxInput());
+  EXPECT_EQ(back.getBiasLength(), 24);
+  wide.bias.clear();
+  wide.epilogue = MatmulCall::Epilogue::GeluAux;
+  ASSERT_TRUE(MatmulCall::decode(wide.encode(), back, error)) << error;
+  EXPECT_TRUE(back.hasAuxOutput());
+}
+
+// Parameters written before the call had a layout and accumulation still
+// decode: TE's TN layout, no accumulation.
+TEST(LibraryCalls, MatmulWithoutLayoutIsTN) {
+  MatmulCall call;
+  std::string error;
+  ASSERT_TRUE(MatmulCall::decode("m=1,n=8,k=16,a=f8E4M3FN,b=f8E4M3FN,d=bf16,"
+                                 "bias=none,epilogue=none",
+                                 call, error))
+      << error;
+  EXPECT_EQ(call.layout, "TN");
+  EXPECT_FALSE(call.accumulate);
 }
 
 TEST(LibraryCalls, SdpaRoundTripsEveryScaleExactly) {
@@ -84,7 +125,31 @@ TEST(LibraryCalls, DecodersRefuseWhatCannotRun) {
       {"m=0,n=1,k=1,a=f8E4M3FN,b=f8E4M3FN,d=f32,bias=none,epilogue=none",
        "invalid size m=0"},
       {"m=1,n=1,k=1,a=bf16,b=f8E4M3FN,d=f32,bias=none,epilogue=none",
-       "invalid type a=bf16"},
+       "invalid types a=bf16, b=f8E4M3FN; expected both FP8 or both the "
+       "same"},
+      {"m=1,n=1,k=1,a=f16,b=bf16,d=f32,bias=none,epilogue=none",
+       "invalid types a=f16, b=bf16"},
+      {"m=1,n=1,k=1,a=i8,b=i8,d=f32,bias=none,epilogue=none",
+       "invalid type a=i8"},
+      {"m=1,n=1,k=1,a=f16,b=f16,d=bf16,bias=none,epilogue=none",
+       "invalid type d=bf16 with f16 operands; expected f16 or f32"},
+      {"m=1,n=1,k=1,a=f32,b=f32,d=f16,bias=none,epilogue=none",
+       "invalid type d=f16 with f32 operands; expected f32"},
+      {"m=1,n=8,k=1,a=bf16,b=bf16,d=bf16,bias=f32,epilogue=bias",
+       "invalid bias=f32 with bf16 operands; expected D's type bf16"},
+      {"m=1,n=8,k=1,a=f8E4M3FN,b=f8E4M3FN,d=bf16,bias=bf16,"
+       "epilogue=dgelu_bgrad",
+       "invalid epilogue 'dgelu_bgrad' with FP8 operands"},
+      {"m=1,n=12,k=1,a=bf16,b=bf16,d=bf16,bias=none,epilogue=gelu_aux",
+       "GELU matrix needs n a multiple of 8, got n=12"},
+      {"m=1,n=8,k=1,a=bf16,b=bf16,d=bf16,bias=none,epilogue=dgelu_bgrad",
+       "the epilogue and the bias disagree"},
+      {"m=1,n=8,k=1,a=bf16,b=bf16,d=bf16,bias=none,epilogue=none,"
+       "layout=TX",
+       "invalid layout 'TX'; expected TN, NN, NT or TT"},
+      {"m=1,n=8,k=1,a=bf16,b=bf16,d=bf16,bias=none,epilogue=none,"
+       "accumulate=yes",
+       "invalid accumulate 'yes'; expected 0 or 1"},
       {"m=1,n=1,k=1,a=f8E4M3FN,b=f8E4M3FN,d=f32,bias=none,epilogue=relu",
        "invalid epilogue 'relu'"}};
   for (const auto &[text, expected] : matmuls) {

@@ -26,11 +26,18 @@ static_assert(kDescTransA == CUBLASLT_MATMUL_DESC_TRANSA &&
               kDescBiasPointer == CUBLASLT_MATMUL_DESC_BIAS_POINTER &&
               kDescAScale == CUBLASLT_MATMUL_DESC_A_SCALE_POINTER &&
               kDescBScale == CUBLASLT_MATMUL_DESC_B_SCALE_POINTER &&
-              kDescBiasType == CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE);
+              kDescBiasType == CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE &&
+              kDescAuxPointer == CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER &&
+              kDescAuxLd == CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD);
 static_assert(kEpilogueDefault == CUBLASLT_EPILOGUE_DEFAULT &&
               kEpilogueBias == CUBLASLT_EPILOGUE_BIAS &&
               kEpilogueGelu == CUBLASLT_EPILOGUE_GELU &&
-              kEpilogueGeluBias == CUBLASLT_EPILOGUE_GELU_BIAS);
+              kEpilogueGeluBias == CUBLASLT_EPILOGUE_GELU_BIAS &&
+              kEpilogueGeluAux == CUBLASLT_EPILOGUE_GELU_AUX &&
+              kEpilogueGeluAuxBias == CUBLASLT_EPILOGUE_GELU_AUX_BIAS &&
+              kEpilogueDGelu == CUBLASLT_EPILOGUE_DGELU &&
+              kEpilogueDGeluBGrad == CUBLASLT_EPILOGUE_DGELU_BGRAD &&
+              kEpilogueBGradB == CUBLASLT_EPILOGUE_BGRADB);
 static_assert(kPrefMaxWorkspace == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES);
 static_assert(kSuccess == CUBLAS_STATUS_SUCCESS);
 static_assert(sizeof(MatmulAlgo) == sizeof(cublasLtMatmulAlgo_t));
@@ -57,14 +64,70 @@ TEST(CUBLASLt, ParsesAMatmul) {
   EXPECT_EQ(config.d, kDataBF16);
   EXPECT_EQ(config.bias, kDataBF16);
   EXPECT_EQ(config.epilogue, kEpilogueGeluBias);
-  EXPECT_EQ(config.operands(), 6);
+  EXPECT_TRUE(config.fp8);
+  EXPECT_EQ(config.transA, kOpT);
+  EXPECT_EQ(config.transB, kOpN);
+  EXPECT_EQ(config.operands.count, 6);
+  EXPECT_EQ(config.operands.bias, 4);
+  EXPECT_EQ(config.operands.d, 5);
   ASSERT_TRUE(parseMatmulConfig("epilogue=none,bias=none,d=f32,b=f8E4M3FN,"
                                 "a=f8E4M3FN,k=16,n=8,m=1",
                                 config, error))
       << error;
   EXPECT_EQ(config.bias, -1);
   EXPECT_EQ(config.epilogue, kEpilogueDefault);
-  EXPECT_EQ(config.operands(), 5);
+  EXPECT_EQ(config.operands.count, 5);
+}
+
+// High-precision operands: no scales; te's layout letters become
+// cuBLASLt's transposes (its A is te's b); the epilogues' inputs and
+// outputs take their places in the operand list, with their sizes.
+TEST(CUBLASLt, ParsesEveryEpilogueAndLayout) {
+  MatmulConfig config;
+  std::string error;
+  ASSERT_TRUE(parseMatmulConfig("m=40,n=24,k=64,a=f16,b=f16,d=f16,bias=f16,"
+                                "epilogue=dgelu_bgrad,layout=NT,accumulate=1",
+                                config, error))
+      << error;
+  EXPECT_FALSE(config.fp8);
+  EXPECT_EQ(config.transA, kOpN);
+  EXPECT_EQ(config.transB, kOpT);
+  EXPECT_EQ(config.epilogue, kEpilogueDGeluBGrad);
+  EXPECT_TRUE(config.accumulate);
+  // a, b, gelu input, c, d, bias gradient.
+  EXPECT_EQ(config.operands.aScale, -1);
+  EXPECT_EQ(config.operands.auxIn, 2);
+  EXPECT_EQ(config.operands.c, 3);
+  EXPECT_EQ(config.operands.d, 4);
+  EXPECT_EQ(config.operands.biasGrad, 5);
+  EXPECT_EQ(config.operands.count, 6);
+  EXPECT_EQ(operandBytes(config),
+            (std::vector<size_t>{40 * 64 * 2, 24 * 64 * 2, 40 * 24 * 2,
+                                 40 * 24 * 2, 40 * 24 * 2, 24 * 2}));
+
+  ASSERT_TRUE(parseMatmulConfig("m=40,n=24,k=64,a=bf16,b=bf16,d=f32,bias=f32,"
+                                "epilogue=bgradb,layout=NN,accumulate=0",
+                                config, error))
+      << error;
+  EXPECT_EQ(config.epilogue, kEpilogueBGradB);
+  // BGRADB sums op(A)'s rows: m of them.
+  EXPECT_EQ(operandBytes(config), (std::vector<size_t>{40 * 64 * 2, 24 * 64 * 2,
+                                                       40 * 24 * 4, 40 * 4}));
+
+  ASSERT_TRUE(parseMatmulConfig("m=40,n=24,k=64,a=f32,b=f32,d=f32,bias=f32,"
+                                "epilogue=gelu_aux_bias,layout=TT",
+                                config, error))
+      << error;
+  EXPECT_EQ(config.transA, kOpT);
+  EXPECT_EQ(config.transB, kOpT);
+  EXPECT_EQ(config.epilogue, kEpilogueGeluAuxBias);
+  // a, b, bias, d, pre-GELU values.
+  EXPECT_EQ(config.operands.bias, 2);
+  EXPECT_EQ(config.operands.d, 3);
+  EXPECT_EQ(config.operands.auxOut, 4);
+  EXPECT_EQ(operandBytes(config),
+            (std::vector<size_t>{40 * 64 * 4, 24 * 64 * 4, 24 * 4, 40 * 24 * 4,
+                                 40 * 24 * 4}));
 }
 
 TEST(CUBLASLt, RefusesBadParameters) {
@@ -77,7 +140,7 @@ TEST(CUBLASLt, RefusesBadParameters) {
       {"m=1,m=1,k=1,a=f8E4M3FN,b=f8E4M3FN,d=bf16,bias=none,epilogue=none",
        "invalid parameter 'm=1'"},
       {"m=1,n=1,k=1,a=bf16,b=f8E4M3FN,d=bf16,bias=none,epilogue=none",
-       "invalid type a=bf16; expected f8E4M3FN or f8E5M2"},
+       "invalid types a=bf16, b=f8E4M3FN; expected both FP8"},
       {"m=1,n=1,k=1,a=f8E4M3FN,b=f8E4M3FN,d=f8E4M3FN,bias=none,epilogue=none",
        "invalid type d=f8E4M3FN; expected f32, f16 or bf16"},
       {"m=1,n=1,k=1,a=f8E4M3FN,b=f8E4M3FN,d=bf16,bias=none,epilogue=relu",
@@ -87,7 +150,9 @@ TEST(CUBLASLt, RefusesBadParameters) {
       {"m=1,n=1,k=1,a=f8E4M3FN,b=f8E4M3FN,d=bf16,bias=none,epilogue=bias",
        "the epilogue and the bias disagree"},
       {"m=1,n=1,k=1,a=f8E4M3FN,b=f8E4M3FN,d=bf16,bias=none,epilogue=none,x=1",
-       "invalid parameter 'x=1'"}};
+       "invalid parameter 'x=1'"},
+      {"m=1,n=1,k=1,a=bf16,b=bf16,d=f16,bias=none,epilogue=none",
+       "invalid type d=f16 with bf16 operands"}};
   for (const auto &[parameters, expected] : cases) {
     MatmulConfig config;
     std::string error;

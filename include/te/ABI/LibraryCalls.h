@@ -53,12 +53,12 @@ private:
 /// `text`'s comma-separated key=value pairs into `pairs`; false (with
 /// `error` naming the pair and `expected`, what the call takes) on a
 /// malformed or repeated pair, or a key not among `keys`, and on a key of
-/// `keys` that is missing.
-inline bool splitParameters(const std::string &text,
-                            const std::vector<std::string> &keys,
-                            const std::string &expected,
-                            std::map<std::string, std::string> &pairs,
-                            std::string &error) {
+/// `keys` that is missing and has no value in `defaults`.
+inline bool
+splitParameters(const std::string &text, const std::vector<std::string> &keys,
+                const std::string &expected,
+                std::map<std::string, std::string> &pairs, std::string &error,
+                const std::map<std::string, std::string> &defaults = {}) {
   size_t start = 0;
   while (start <= text.size()) {
     size_t end = text.find(',', start);
@@ -75,6 +75,8 @@ inline bool splitParameters(const std::string &text,
       return false;
     }
   }
+  for (const auto &[key, value] : defaults)
+    pairs.emplace(key, value);
   for (const std::string &key : keys)
     if (!pairs.count(key)) {
       error = "parameter '" + key + "' is missing";
@@ -141,27 +143,66 @@ constexpr int64_t kMaxCallSize = int64_t(1) << 31;
 // cublaslt.matmul
 //===----------------------------------------------------------------------===//
 
-/// D[m, n] = epilogue(A B^T * a_scale_inv * b_scale_inv + bias), FP8 A
-/// [m, k] and B [n, k] (te.scaled_matmul with transpose_b; the runtime's
-/// cuBLASLt call, lib/Runtime/CUBLASLt.h). Operands: a, b, a_scale_inv,
-/// b_scale_inv, [bias], d.
+/// te.scaled_matmul on cuBLASLt (the runtime's cuBLASLt call,
+/// lib/Runtime/CUBLASLt.h), in te's row-major terms:
+/// D[m, n] = epilogue(alpha op(A) op(B) [+ C]), with op(A) [m, k] and op(B)
+/// [k, n] as `layout` stores them. A and B are both FP8 (per_tensor:
+/// alpha = a_scale_inv * b_scale_inv, device scalars) or both of one of
+/// f32, f16 and bf16 (alpha = 1, products in f32 either way).
+///
+/// `layout` is cuBLAS's transposes as TE names them, cuBLAS's A being te's
+/// B and its B te's A (row-major D is column-major D^T = op(B)^T op(A)^T):
+/// the first letter is T when te's B is stored [n, k] (transpose_b), N
+/// when [k, n]; the second T when te's A is stored [k, m] (transpose_a), N
+/// when [m, k]. TE's forward GEMM is "TN".
+///
+/// The epilogues are cuBLASLt's, on te's results (docs/TEDialect.md):
+/// bias ([n], added to each row), gelu (tanh GELU), gelu_aux (also storing
+/// the values before the GELU, [m, n] of D's type), dgelu (D = P times
+/// gelu' of an [m, n] input of D's type), dgelu_bgrad (also D's column
+/// sums, [n]), bgradb (the row sums of op(A), [m]). `bias` is the type of
+/// the bias vector, the bias gradient included.
+///
+/// Operands, in order: a, b, [a_scale_inv, b_scale_inv: FP8], [bias: the
+/// bias epilogues], [gelu input: dgelu*], [c: accumulate], d, [pre-GELU
+/// values: gelu_aux*], [bias gradient: dgelu_bgrad, bgradb].
 struct MatmulCall {
   static constexpr const char *kFunction = "cublaslt.matmul";
-  enum class Epilogue { None, Bias, Gelu, GeluBias };
+  enum class Epilogue {
+    None,
+    Bias,
+    Gelu,
+    GeluBias,
+    GeluAux,
+    GeluAuxBias,
+    DGelu,
+    DGeluBGrad,
+    BGradB
+  };
 
   int64_t m = 0, n = 0, k = 0;
-  /// f8E4M3FN or f8E5M2.
+  /// Both f8E4M3FN or f8E5M2, or the same one of f32, f16 and bf16.
   std::string a, b;
-  /// f32, f16 or bf16.
+  /// f32, f16 or bf16; with 16-bit operands their type or f32, with f32
+  /// operands f32.
   std::string d;
-  /// f32, f16 or bf16; "" without a bias.
+  /// f32, f16 or bf16 (D's type with high-precision operands); "" for an
+  /// epilogue without a bias vector.
   std::string bias;
-  /// Bias and GeluBias exactly when there is a bias.
   Epilogue epilogue = Epilogue::None;
+  /// TN, NN, NT or TT (above).
+  std::string layout = "TN";
+  /// D = ... + C (beta = 1), C of D's type and shape.
+  bool accumulate = false;
+
+  static const std::vector<std::string> &getEpilogueNames() {
+    static const std::vector<std::string> names = {
+        "none",          "bias",  "gelu",        "gelu_bias", "gelu_aux",
+        "gelu_aux_bias", "dgelu", "dgelu_bgrad", "bgradb"};
+    return names;
+  }
 
   std::string encode() const {
-    static const char *const epilogues[] = {"none", "bias", "gelu",
-                                            "gelu_bias"};
     return ParameterWriter()
         .add("m", m)
         .add("n", n)
@@ -170,22 +211,33 @@ struct MatmulCall {
         .add("b", b)
         .add("d", d)
         .add("bias", bias.empty() ? "none" : bias)
-        .add("epilogue", epilogues[static_cast<int>(epilogue)])
+        .add("epilogue", getEpilogueNames()[static_cast<int>(epilogue)])
+        .add("layout", layout)
+        .add("accumulate", accumulate ? "1" : "0")
         .str();
   }
 
+  static bool isFP8(const std::string &type) {
+    return type == "f8E4M3FN" || type == "f8E5M2";
+  }
+  static bool isWide(const std::string &type) {
+    return type == "f32" || type == "f16" || type == "bf16";
+  }
+
   /// `text` into `call`; false with `error` saying which parameter is wrong
-  /// and what is expected.
+  /// and what is expected. `layout` and `accumulate` may be missing (TN, 0:
+  /// what the call took before it had them).
   static bool decode(const std::string &text, MatmulCall &call,
                      std::string &error) {
     call = MatmulCall();
-    static const char *const keys[] = {"m", "n", "k",    "a",
-                                       "b", "d", "bias", "epilogue"};
+    static const char *const keys[] = {
+        "m", "n",    "k",        "a",      "b",
+        "d", "bias", "epilogue", "layout", "accumulate"};
     std::map<std::string, std::string> pairs;
     if (!splitParameters(text, {std::begin(keys), std::end(keys)},
-                         "each of m, n, k, a, b, d, bias and epilogue once, "
-                         "as key=value",
-                         pairs, error))
+                         "each of m, n, k, a, b, d, bias, epilogue, layout "
+                         "and accumulate once, as key=value",
+                         pairs, error, {{"layout", "TN"}, {"accumulate", "0"}}))
       return false;
     int64_t *sizes[] = {&call.m, &call.n, &call.k};
     for (int i = 0; i < 3; ++i)
@@ -199,32 +251,88 @@ struct MatmulCall {
       const std::string &value = pairs[keys[i]];
       if (i == 6 && value == "none")
         continue;
-      bool fp8 = value == "f8E4M3FN" || value == "f8E5M2";
-      bool wide = value == "f32" || value == "f16" || value == "bf16";
-      if (i < 5 ? !fp8 : !wide) {
+      bool operand = i < 5;
+      if (operand ? !isFP8(value) && !isWide(value) : !isWide(value)) {
         error = std::string("invalid type ") + keys[i] + "=" + value +
-                (i < 5 ? "; expected f8E4M3FN or f8E5M2"
-                       : "; expected f32, f16 or bf16");
+                (operand ? "; expected f8E4M3FN, f8E5M2, f32, f16 or bf16"
+                         : "; expected f32, f16 or bf16");
         return false;
       }
       *types[i - 3] = value;
     }
-    int epilogue = parseChoice(pairs, "epilogue",
-                               {"none", "bias", "gelu", "gelu_bias"}, error);
+    bool fp8 = isFP8(call.a);
+    if (fp8 != isFP8(call.b) || (!fp8 && call.a != call.b)) {
+      error = "invalid types a=" + call.a + ", b=" + call.b +
+              "; expected both FP8 or both the same of f32, f16 and bf16";
+      return false;
+    }
+    if (!fp8 && call.d != call.a && call.d != "f32") {
+      error = "invalid type d=" + call.d + " with " + call.a +
+              " operands; expected " + call.a +
+              (call.a == "f32" ? "" : " or f32");
+      return false;
+    }
+    int epilogue = parseChoice(pairs, "epilogue", getEpilogueNames(), error);
     if (epilogue < 0)
       return false;
     call.epilogue = static_cast<Epilogue>(epilogue);
-    if (call.hasBiasEpilogue() == call.bias.empty()) {
-      error = "the epilogue and the bias disagree: a bias goes with the bias "
-              "and gelu_bias epilogues, and only with them";
+    int layout = parseChoice(pairs, "layout", {"TN", "NN", "NT", "TT"}, error);
+    if (layout < 0)
+      return false;
+    call.layout = pairs["layout"];
+    int accumulate = parseChoice(pairs, "accumulate", {"0", "1"}, error);
+    if (accumulate < 0)
+      return false;
+    call.accumulate = accumulate == 1;
+    if (call.hasBiasVector() == call.bias.empty()) {
+      error = "the epilogue and the bias disagree: a bias type goes with the "
+              "bias, gelu_bias, gelu_aux_bias, dgelu_bgrad and bgradb "
+              "epilogues, and only with them";
+      return false;
+    }
+    if (!fp8 && !call.bias.empty() && call.bias != call.d) {
+      error = "invalid bias=" + call.bias + " with " + call.a +
+              " operands; expected D's type " + call.d;
+      return false;
+    }
+    if (fp8 && call.epilogue != Epilogue::None &&
+        call.epilogue != Epilogue::Bias && call.epilogue != Epilogue::Gelu &&
+        call.epilogue != Epilogue::GeluBias) {
+      error = "invalid epilogue '" + pairs["epilogue"] +
+              "' with FP8 operands; expected none, bias, gelu or gelu_bias";
+      return false;
+    }
+    if (call.hasAux() && call.n % 8 != 0) {
+      error = "the " + pairs["epilogue"] +
+              " epilogue's GELU matrix needs n a multiple of 8, got n=" +
+              std::to_string(call.n);
       return false;
     }
     return true;
   }
 
-  bool hasBiasEpilogue() const {
-    return epilogue == Epilogue::Bias || epilogue == Epilogue::GeluBias;
+  bool hasFP8Operands() const { return isFP8(a); }
+  /// Whether the epilogue reads a bias (an input).
+  bool hasBiasInput() const {
+    return epilogue == Epilogue::Bias || epilogue == Epilogue::GeluBias ||
+           epilogue == Epilogue::GeluAuxBias;
   }
+  /// Whether the epilogue writes a bias gradient (an output).
+  bool hasBiasGrad() const {
+    return epilogue == Epilogue::DGeluBGrad || epilogue == Epilogue::BGradB;
+  }
+  bool hasBiasVector() const { return hasBiasInput() || hasBiasGrad(); }
+  /// Whether the epilogue reads the GELU's input (dgelu*).
+  bool hasAuxInput() const {
+    return epilogue == Epilogue::DGelu || epilogue == Epilogue::DGeluBGrad;
+  }
+  /// Whether the epilogue writes the values before the GELU (gelu_aux*).
+  bool hasAuxOutput() const {
+    return epilogue == Epilogue::GeluAux || epilogue == Epilogue::GeluAuxBias;
+  }
+  bool hasAux() const { return hasAuxInput() || hasAuxOutput(); }
+  /// The bias gradient's length: n (column sums) or m (bgradb's row sums).
+  int64_t getBiasLength() const { return epilogue == Epilogue::BGradB ? m : n; }
 };
 
 //===----------------------------------------------------------------------===//

@@ -351,24 +351,28 @@ std::string getGemmPolicy() {
   return policy.empty() ? "cublaslt" : policy;
 }
 
-/// Why cuBLASLt cannot take `op` on `arch` (or the policy declines it),
-/// or nullopt.
-std::optional<std::string> getCuBLASLtUnsupportedReason(ScaledMatmulOp op,
-                                                        StringRef arch) {
-  std::string policy = getGemmPolicy();
-  if (policy == "codegen")
-    return std::string("TE_CUDA_GEMM=codegen chooses code generation");
-  if (policy != "cublaslt")
-    return "TE_CUDA_GEMM='" + policy + "' is neither cublaslt nor codegen";
-  if (std::optional<std::string> feature = op.getFeatureBeyondPerTensorFP8())
-    return "te-mlir's cuBLASLt call takes per_tensor FP8 GEMMs with the bias "
-           "and GELU epilogues only, not yet te.scaled_matmul's " +
-           *feature;
+/// The element type of `value`'s tensor.
+Type elementOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getElementType();
+}
+
+/// Why cuBLASLt cannot take `op`'s FP8 operands on `arch`, or nullopt.
+std::optional<std::string> getCuBLASLtFP8Reason(ScaledMatmulOp op,
+                                                StringRef arch) {
+  for (ScalingMode mode : {op.getAScalingMode(), op.getBScalingMode()})
+    if (mode != ScalingMode::per_tensor)
+      return "cuBLASLt's MXFP8 and block-scaled GEMMs read their scales "
+             "swizzled (TE swizzles them first); te-mlir's cuBLASLt call "
+             "takes per_tensor FP8 GEMMs only, not yet " +
+             stringifyScalingMode(mode).str() + " scaling";
+  if (op.getGeluInput() || op.getPreGelu() || op.getBiasGrad())
+    return std::string("te-mlir's cuBLASLt call takes FP8 GEMMs with the "
+                       "bias, GELU and accumulate epilogues (TE runs its "
+                       "dGELU, pre-GELU and bias-gradient epilogues on "
+                       "high-precision operands)");
   if (arch != "sm_89" && !arch.starts_with("sm_90"))
     return "cuBLASLt's FP8 GEMMs need sm_89 or newer, not " +
            describeArch(arch);
-  if (std::optional<std::string> reason = getDynamicShapeReason(op))
-    return reason;
   if (op.getTransposeA() || !op.getTransposeB())
     return std::string("cuBLASLt's FP8 GEMMs on sm_89 and sm_90 take one "
                        "layout, TE's TN (transpose_b without transpose_a)");
@@ -381,13 +385,12 @@ std::optional<std::string> getCuBLASLtUnsupportedReason(ScaledMatmulOp op,
     return std::string("FP8 outputs (with their amax) stay with code "
                        "generation, bit-exact with the CPU");
   if (Value bias = op.getBias()) {
-    Type biasType = cast<RankedTensorType>(bias.getType()).getElementType();
     Type wanted = d.isF16() ? Type(Float16Type::get(op.getContext()))
                             : Type(BFloat16Type::get(op.getContext()));
-    if (biasType != wanted)
+    if (elementOf(bias) != wanted)
       return "cuBLASLt's FP8 GEMMs take a " + dtypeName(wanted) +
              " bias with a " + dtypeName(d) + " output, not " +
-             dtypeName(biasType);
+             dtypeName(elementOf(bias));
   }
   int64_t k = op.getB().getType().getDimSize(1);
   int64_t n = op.getD().getType().getDimSize(1);
@@ -399,34 +402,93 @@ std::optional<std::string> getCuBLASLtUnsupportedReason(ScaledMatmulOp op,
   return std::nullopt;
 }
 
-/// The cublaslt.matmul parameters of `op` (lib/Runtime/CUBLASLt.h).
+/// Why cuBLASLt cannot take `op`'s f32, f16 or bf16 operands, or nullopt
+/// (every arch the cuda target has runs them).
+std::optional<std::string> getCuBLASLtWideReason(ScaledMatmulOp op) {
+  Type a = op.getA().getType().getElementType();
+  Type d = op.getD().getType().getElementType();
+  if (d != a && !d.isF32())
+    return "cuBLASLt's " + dtypeName(a) + " GEMMs write " + dtypeName(a) +
+           (a.isF32() ? "" : " or f32") + " outputs, not " + dtypeName(d);
+  // TE's rule too: with high-precision operands the bias and the GELU
+  // matrix have D's type (cublas_gemm sets their types for FP8 only).
+  std::pair<Value, StringRef> vectors[] = {
+      {op.getBias(), "bias"},
+      {op.getGeluInput(), "dgelu input"},
+      {op.getPreGeluResult(), "pre_gelu output"},
+      {op.getBiasGradResult(), "bias_grad output"}};
+  for (auto [value, name] : vectors)
+    if (value && elementOf(value) != d)
+      return "cuBLASLt takes the " + name.str() + " in D's type (" +
+             dtypeName(d) + ") with " + dtypeName(a) + " operands, not " +
+             dtypeName(elementOf(value));
+  if (op.getBias() && op.getGeluInput())
+    return std::string("cuBLASLt has no epilogue that adds a bias before "
+                       "the dGELU");
+  int64_t n = op.getD().getType().getDimSize(1);
+  if ((op.getGeluInput() || op.getPreGelu()) && n % 8 != 0)
+    return "cuBLASLt's GELU matrix needs N (" + std::to_string(n) +
+           ") a multiple of 8";
+  return std::nullopt;
+}
+
+/// Why cuBLASLt cannot take `op` on `arch` (or the policy declines it),
+/// or nullopt.
+std::optional<std::string> getCuBLASLtUnsupportedReason(ScaledMatmulOp op,
+                                                        StringRef arch) {
+  std::string policy = getGemmPolicy();
+  if (policy == "codegen")
+    return std::string("TE_CUDA_GEMM=codegen chooses code generation");
+  if (policy != "cublaslt")
+    return "TE_CUDA_GEMM='" + policy + "' is neither cublaslt nor codegen";
+  if (std::optional<std::string> reason = getDynamicShapeReason(op))
+    return reason;
+  return op.hasFP8Operands() ? getCuBLASLtFP8Reason(op, arch)
+                             : getCuBLASLtWideReason(op);
+}
+
+/// The cublaslt.matmul parameters of `op` (te/ABI/LibraryCalls.h).
 std::string getMatmulParameters(ScaledMatmulOp op) {
   using Epilogue = ::te::abi::MatmulCall::Epilogue;
   RankedTensorType d = op.getD().getType();
   ::te::abi::MatmulCall call;
   call.m = d.getDimSize(0);
   call.n = d.getDimSize(1);
-  call.k = op.getB().getType().getDimSize(1);
+  call.k = op.getTransposeB() ? op.getB().getType().getDimSize(1)
+                              : op.getB().getType().getDimSize(0);
   call.a = dtypeName(op.getA().getType().getElementType());
   call.b = dtypeName(op.getB().getType().getElementType());
   call.d = dtypeName(d.getElementType());
-  if (Value value = op.getBias())
-    call.bias =
-        dtypeName(cast<RankedTensorType>(value.getType()).getElementType());
-  call.epilogue = op.getGelu()
-                      ? (op.getBias() ? Epilogue::GeluBias : Epilogue::Gelu)
-                  : op.getBias() ? Epilogue::Bias
-                                 : Epilogue::None;
+  bool bias = op.getBias() != nullptr;
+  if (op.getGeluInput())
+    call.epilogue = op.getBiasGrad() ? Epilogue::DGeluBGrad : Epilogue::DGelu;
+  else if (op.getGelu() && op.getPreGelu())
+    call.epilogue = bias ? Epilogue::GeluAuxBias : Epilogue::GeluAux;
+  else if (op.getGelu())
+    call.epilogue = bias ? Epilogue::GeluBias : Epilogue::Gelu;
+  else if (op.getBiasGrad())
+    call.epilogue = Epilogue::BGradB;
+  else
+    call.epilogue = bias ? Epilogue::Bias : Epilogue::None;
+  if (bias)
+    call.bias = dtypeName(elementOf(op.getBias()));
+  else if (Value grad = op.getBiasGradResult())
+    call.bias = dtypeName(elementOf(grad));
+  call.layout = std::string(op.getTransposeB() ? "T" : "N") +
+                (op.getTransposeA() ? "T" : "N");
+  call.accumulate = op.getC() != nullptr;
   return call.encode();
 }
 
 /// Replaces `op` by a call of cuBLASLt's matmul on buffers, the way the
-/// kernel lowerings take their operands: inputs read-only, the output a
-/// fresh allocation the call writes.
+/// kernel lowerings take their operands: inputs read-only, the outputs
+/// (D, then the pre-GELU values or the bias gradient) fresh allocations the
+/// call writes.
 LogicalResult lowerToCuBLASLt(ScaledMatmulOp op) {
   return lowerToLibraryCall(op,
                             {op.getA(), op.getB(), op.getAScaleInv(),
-                             op.getBScaleInv(), op.getBias()},
+                             op.getBScaleInv(), op.getBias(), op.getGeluInput(),
+                             op.getC()},
                             "cublaslt.matmul", getMatmulParameters(op));
 }
 

@@ -496,7 +496,10 @@ def TE_ScaledMatmulOp : TE_Op<"scaled_matmul", [Pure,
     `transpose_a` (A stored [K, M], else [M, K]) and op(B) = B^T under
     `transpose_b` (B stored [N, K], else [K, N]); products are accumulated
     in f32 (TE's split accumulator; te never uses cuBLAS's reduced-precision
-    FP8 "fast accumulation").
+    FP8 "fast accumulation"). f32 operands are multiplied in f32: TE's
+    cublas_gemm runs pure f32 GEMMs in TF32 (CUBLAS_COMPUTE_32F_FAST_TF32,
+    operands rounded to 10 mantissa bits), a speed choice te does not
+    make, so te's result is at least as accurate as TE's.
 
     Operands are either both high precision (f32, f16 or bf16, the same
     type; no scales) or both FP8 (e4m3 or e5m2, not both e5m2) with
