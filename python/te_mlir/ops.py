@@ -840,7 +840,14 @@ def grouped_matmul(a, b, splits, a_scale_inv=None, b_scale_inv=None, *,
         if len(b) != groups:
             raise ShapeError(f"grouped_matmul: {len(b)} matrices in b for "
                              f"{groups} splits")
-        if all(isinstance(x, Float8Tensor) for x in b):
+        quantized = [isinstance(x, Float8Tensor) for x in b]
+        if any(quantized) and not all(quantized):
+            raise ValueError(
+                "grouped_matmul: b mixes Float8Tensors (groups "
+                f"{[g for g, q in enumerate(quantized) if q]}) with raw "
+                "matrices; pass every group's matrix as a Float8Tensor, or "
+                "every one raw with b_scale_inv")
+        if all(quantized):
             if b_scale_inv is not None:
                 raise ValueError("grouped_matmul: b holds Float8Tensors; "
                                  "b_scale_inv comes from them")

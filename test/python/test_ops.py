@@ -367,6 +367,39 @@ def test_grouped_matmul_torch_and_refusals():
         ops.grouped_matmul(x, ws, [10, -1, 31], transpose_b=True)
 
 
+def test_grouped_matmul_fp8_refusals():
+    """FP8 operands without their scales, Float8Tensors mixed with raw
+    matrices or with each other's modes, and scales given twice: each a
+    ValueError that says what to pass."""
+    rng = np.random.default_rng(15)
+    splits = [10, 20, 10]
+    x = rng.standard_normal((40, 64)).astype(np.float32)
+    ws = [rng.standard_normal((16, 64)).astype(np.float32) for _ in splits]
+    xq = ops.quantize(x, usage="rowwise")
+    wq = [ops.quantize(w, usage="both") for w in ws]
+    raw_w = np.stack([q.data for q in wq])
+    with pytest.raises(ValueError, match="FP8 operands need a_scale_inv and "
+                       "b_scale_inv"):
+        ops.grouped_matmul(xq.data, raw_w, splits, transpose_b=True)
+    with pytest.raises(ValueError, match=r"b mixes Float8Tensors \(groups "
+                       r"\[0, 2\]\) with raw matrices"):
+        ops.grouped_matmul(xq, [wq[0], raw_w[1], wq[2]], splits,
+                           transpose_b=True)
+    mixed = [wq[0], ops.quantize(ws[1], mode="block_128x128", usage="both"),
+             wq[2]]
+    with pytest.raises(ValueError, match="share one scaling mode and layout"):
+        ops.grouped_matmul(xq, mixed, splits, transpose_b=True)
+    with pytest.raises(ValueError, match="b_scale_inv comes from them"):
+        ops.grouped_matmul(xq, wq, splits, b_scale_inv=np.ones(3, np.float32),
+                           transpose_b=True)
+    with pytest.raises(ValueError, match="a_scale_inv comes from it"):
+        ops.grouped_matmul(xq, wq, splits, a_scale_inv=np.ones(3, np.float32),
+                           transpose_b=True)
+    with pytest.raises(ValueError, match="needs its row-wise copy"):
+        ops.grouped_matmul(ops.quantize(x, usage="columnwise"), wq, splits,
+                           transpose_b=True)
+
+
 def fp8_ref_gelu(x):
     return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
 
