@@ -632,14 +632,6 @@ def gemm_copy(x, k_is_last, transposed, name):
             not transposed)
 
 
-def check_gemm_operand(x, name):
-    """Raises unless the Float8Tensor x is a per_tensor operand with its
-    row-wise data (what te_mlir.torch's scaled_matmul custom op takes)."""
-    if x.mode != "per_tensor" or x.data is None:
-        raise ValueError(f"scaled_matmul: {name} must be a per_tensor "
-                         f"Float8Tensor with its row-wise data, got {x!r}")
-
-
 def matmul_shape(a_shape, b_shape, transpose_a, transpose_b):
     """(M, N) of te.scaled_matmul's result for stored shapes a_shape and
     b_shape; raises ShapeError when op(A) and op(B) do not chain."""

@@ -469,23 +469,27 @@ def dequantize(q, dtype=None, *, columnwise=False):
 def _scaled_matmul_op(a: Tensor, b: Tensor, a_scale_inv: Tensor,
                       b_scale_inv: Tensor, bias: Optional[Tensor],
                       out_scale: Optional[Tensor], a_fp8: str, b_fp8: str,
-                      transpose_a: bool, transpose_b: bool, gelu: bool,
+                      a_mode: str, b_mode: str, transpose_a: bool,
+                      transpose_b: bool, gelu: bool,
                       out_dtype: str) -> list[Tensor]:
-    """te.scaled_matmul of FP8 bits (uint8) of types a_fp8 and b_fp8:
+    """te.scaled_matmul of FP8 bits (uint8) of types a_fp8 and b_fp8 with
+    scales in modes a_mode and b_mode (E8M0 scales as uint8 bits):
     [d, amax] (d as bits for an FP8 out_dtype; amax empty unless the
     output is FP8)."""
     out = _ops.scaled_matmul(
         _typed(_host(a), a_fp8), _typed(_host(b), b_fp8),
-        _host(a_scale_inv), _host(b_scale_inv), bias=_host(bias),
+        _typed(_host(a_scale_inv), _scale_type(a_mode)),
+        _typed(_host(b_scale_inv), _scale_type(b_mode)), bias=_host(bias),
         out_scale=_host(out_scale), transpose_a=transpose_a,
-        transpose_b=transpose_b, gelu=gelu, out_dtype=out_dtype)
+        transpose_b=transpose_b, gelu=gelu, scaling=(a_mode, b_mode),
+        out_dtype=out_dtype)
     d, amax = out if isinstance(out, tuple) else (out, _empty(a))
     return [_bits(d), amax]
 
 
 @_scaled_matmul_op.register_fake
 def _(a, b, a_scale_inv, b_scale_inv, bias, out_scale, a_fp8, b_fp8,
-      transpose_a, transpose_b, gelu, out_dtype):
+      a_mode, b_mode, transpose_a, transpose_b, gelu, out_dtype):
     m, n = _ops.matmul_shape(a.shape, b.shape, transpose_a, transpose_b)
     return [_fake(a, out_dtype, (m, n)),
             a.new_empty((), dtype=torch.float32) if out_scale is not None
@@ -494,14 +498,26 @@ def _(a, b, a_scale_inv, b_scale_inv, bias, out_scale, a_fp8, b_fp8,
 
 def scaled_matmul(a, b, *, bias=None, out_scale=None, transpose_a=False,
                   transpose_b=False, gelu=False, out_dtype=torch.bfloat16):
-    """The FP8 GEMM of two per_tensor Float8Tensors (of torch tensors)
-    through te_mlir::scaled_matmul: D, or (D, amax) for an FP8 out_dtype."""
-    _ops.check_gemm_operand(a, "a")
-    _ops.check_gemm_operand(b, "b")
+    """The FP8 GEMM of two Float8Tensors (of torch tensors) in any scaling
+    mode through te_mlir::scaled_matmul: D, or (D, amax) for an FP8
+    out_dtype (per_tensor operands). op(A) = A^T with transpose_a, op(B) =
+    B^T with transpose_b, for the tensors as quantized; each operand's copy
+    whose scales run along K is used, as te_mlir.ops.scaled_matmul (and
+    TE) choose it."""
+    for name, x in (("a", a), ("b", b)):
+        if not isinstance(x, _ops.Float8Tensor):
+            raise TypeError(f"scaled_matmul: {name} must be a Float8Tensor "
+                            f"(te_mlir.torch.quantize), got "
+                            f"{type(x).__name__}")
+    a_data, a_si, transpose_a = _ops.gemm_copy(a, not transpose_a,
+                                               transpose_a, "a")
+    b_data, b_si, transpose_b = _ops.gemm_copy(b, transpose_b, transpose_b,
+                                               "b")
     out = _ops.dtype_name(out_dtype)
-    d, amax = _scaled_matmul_op(_bits(a.data), _bits(b.data), a.scale_inv,
-                                b.scale_inv, bias, out_scale, a.fp8, b.fp8,
-                                transpose_a, transpose_b, gelu, out)
+    d, amax = _scaled_matmul_op(_bits(a_data), _bits(b_data), _bits(a_si),
+                                _bits(b_si), bias, out_scale, a.fp8, b.fp8,
+                                a.mode, b.mode, transpose_a, transpose_b,
+                                gelu, out)
     if out in ("f8E4M3FN", "f8E5M2"):
         return _typed(d, out), amax
     return d

@@ -100,7 +100,14 @@ def test_opcheck_fp8_ops():
     for out, out_scale in (("bf16", None), ("f8E4M3FN", torch.tensor(4.0))):
         torch.library.opcheck(tet._scaled_matmul_op, (
             bits(q.data), bits(w.data), q.scale_inv, w.scale_inv, None,
-            out_scale, "f8E4M3FN", "f8E5M2", False, True, False, out))
+            out_scale, "f8E4M3FN", "f8E5M2", "per_tensor", "per_tensor",
+            False, True, False, out))
+    mx = tet.quantize(x, mode="mxfp8_1x32")
+    mw = tet.quantize(torch.randn(32, 128), mode="mxfp8_1x32")
+    torch.library.opcheck(tet._scaled_matmul_op, (
+        bits(mx.data), bits(mw.data), bits(mx.scale_inv), bits(mw.scale_inv),
+        None, None, "f8E4M3FN", "f8E4M3FN", "mxfp8_1x32", "mxfp8_1x32",
+        False, True, False, "f32"))
 
 
 # --- Numerics against torch ------------------------------------------------
@@ -232,6 +239,44 @@ def test_fp8_ops_roundtrip():
     y = tet.scaled_matmul(a, w, transpose_b=True)
     want = (a.data.float() * a.scale_inv) @ (w.data.float() * w.scale_inv).T
     torch.testing.assert_close(y.float(), want, rtol=2**-8, atol=1e-3)
+
+
+@pytest.mark.parametrize("mode", ["per_tensor", "mxfp8_1x32", "block_1x128",
+                                  "block_128x128"])
+@pytest.mark.parametrize("gemm", ["fprop", "dgrad", "wgrad"])
+def test_scaled_matmul_op_every_mode(mode, gemm):
+    """te_mlir::scaled_matmul takes every scaling mode, each operand on the
+    copy whose scales run along K: bit-equal to te_mlir.ops.scaled_matmul on
+    the numpy Float8Tensors of the same values, and traced whole by
+    torch.compile."""
+    x = torch.randn(64, 128)
+    w = torch.randn(96, 128)
+    dy = torch.randn(64, 96)
+    # Float8BlockScaling: activations and gradients 1x128, weights 128x128.
+    act = "block_1x128" if mode == "block_128x128" else mode
+    xq = tet.quantize(x, mode=act, usage="both")
+    wq = tet.quantize(w, mode=mode, usage="both")
+    gq = tet.quantize(dy, "e5m2", mode=act, usage="both")
+    npq = lambda t, m, fp8="e4m3": ops.quantize(t.numpy(), fp8, mode=m,
+                                                usage="both")
+    if gemm == "fprop":    # y = x W^T
+        args, np_args, kw = (xq, wq), (npq(x, act), npq(w, mode)), {
+            "transpose_b": True}
+    elif gemm == "dgrad":  # dx = dy W
+        args, np_args, kw = (gq, wq), (npq(dy, act, "e5m2"), npq(w, mode)), {}
+    else:                  # dW = dy^T x (1x128 by 1x128 for the block recipe)
+        args, np_args, kw = (gq, xq), (npq(dy, act, "e5m2"), npq(x, act)), {
+            "transpose_a": True}
+    y = tet.scaled_matmul(*args, out_dtype=torch.float32, **kw)
+    want = ops.scaled_matmul(*np_args, out_dtype="f32", **kw)
+    np.testing.assert_array_equal(y.numpy(), want)
+    # Each case is a new graph of the same code: without a reset, dynamo's
+    # recompile limit would end the tracing after eight.
+    torch._dynamo.reset()
+    compiled = torch.compile(
+        lambda a, b: tet.scaled_matmul(a, b, out_dtype=torch.float32, **kw),
+        fullgraph=True)
+    np.testing.assert_array_equal(compiled(*args).numpy(), want)
 
 
 NEGATE_SOURCE = """
