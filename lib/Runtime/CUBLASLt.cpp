@@ -118,6 +118,16 @@ Library &getLibrary() {
   return *library;
 }
 
+/// The largest power of two up to 256 that divides `pointer`'s address
+/// (256 for null): what cuBLASLt's alignment preferences take.
+uint32_t alignmentOf(const void *pointer) {
+  auto address = reinterpret_cast<uintptr_t>(pointer);
+  uint32_t alignment = 256;
+  while (alignment > 1 && address % alignment != 0)
+    alignment /= 2;
+  return alignment;
+}
+
 /// 32 MiB, what cuBLASLt's Hopper kernels want at most.
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
@@ -352,8 +362,26 @@ te_status te::runtime::cublaslt::runMatmul(Context &context,
   Library &library = getLibrary();
   if (!library.unavailable.empty())
     return reject(library.unavailable);
+  const MatmulConfig::Operands &operands = config.operands;
+  void *d = args[operands.d];
+  const void *c = config.accumulate ? args[operands.c] : d;
+  int bias = operands.bias >= 0 ? operands.bias : operands.biasGrad;
+  int aux = operands.auxIn >= 0 ? operands.auxIn : operands.auxOut;
+  // cuBLASLt's A is te's b, its B te's a. Buffers are aligned to their
+  // elements only (a view into a larger tensor, as TE's main_grad), so the
+  // algorithm is chosen for the alignments of this call's pointers, as TE
+  // chooses it: one plan per configuration and alignment class.
+  const uint32_t alignments[] = {alignmentOf(args[1]),
+                                 alignmentOf(args[0]),
+                                 alignmentOf(c),
+                                 alignmentOf(d),
+                                 bias >= 0 ? alignmentOf(args[bias]) : 0u,
+                                 aux >= 0 ? alignmentOf(args[aux]) : 0u};
+  std::string key = parameters;
+  for (uint32_t alignment : alignments)
+    key += ";" + std::to_string(alignment);
   std::lock_guard<std::mutex> lock(context.mutex);
-  auto found = context.plans.find(parameters);
+  auto found = context.plans.find(key);
   if (!context.handle)
     if (te_status status =
             check(library.create(&context.handle), "cublasLtCreate"))
@@ -366,13 +394,11 @@ te_status te::runtime::cublaslt::runMatmul(Context &context,
     auto plan = std::make_unique<Plan>();
     if (te_status status = buildPlan(config, *plan))
       return status;
-    found = context.plans.emplace(parameters, std::move(plan)).first;
+    found = context.plans.emplace(key, std::move(plan)).first;
   }
   Plan &plan = *found->second;
   // The pointers change from call to call. cuBLASLt's A is te's b, so A's
   // scale is b's.
-  const MatmulConfig::Operands &operands = config.operands;
-  void *d = args[operands.d];
   auto setPointer = [&](int attribute, void *pointer) {
     return check(library.descSetAttribute(plan.desc, attribute, &pointer,
                                           sizeof(pointer)),
@@ -386,11 +412,9 @@ te_status te::runtime::cublaslt::runMatmul(Context &context,
   }
   // The bias pointer is the bias (an input) or its gradient (an output);
   // the auxiliary pointer the GELU's input (dgelu) or the values before it.
-  int bias = operands.bias >= 0 ? operands.bias : operands.biasGrad;
   if (bias >= 0)
     if (te_status status = setPointer(kDescBiasPointer, args[bias]))
       return status;
-  int aux = operands.auxIn >= 0 ? operands.auxIn : operands.auxOut;
   if (aux >= 0)
     if (te_status status = setPointer(kDescAuxPointer, args[aux]))
       return status;
@@ -402,6 +426,11 @@ te_status te::runtime::cublaslt::runMatmul(Context &context,
     uint64_t workspace = kWorkspaceBytes;
     Status set = library.preferenceSetAttribute(preference, kPrefMaxWorkspace,
                                                 &workspace, sizeof(workspace));
+    const int minAlignments[] = {kPrefMinAlignmentA, kPrefMinAlignmentB,
+                                 kPrefMinAlignmentC, kPrefMinAlignmentD};
+    for (int i = 0; i < 4 && set == kSuccess; ++i)
+      set = library.preferenceSetAttribute(
+          preference, minAlignments[i], &alignments[i], sizeof(alignments[i]));
     HeuristicResult result{};
     int count = 0;
     Status heuristic =
@@ -422,7 +451,6 @@ te_status te::runtime::cublaslt::runMatmul(Context &context,
   // alpha is 1 (FP8 operands are scaled through the scale pointers); with
   // accumulate, beta = 1 and C is its own operand, else C is D, unread.
   const float alpha = 1.0f, beta = config.accumulate ? 1.0f : 0.0f;
-  const void *c = config.accumulate ? args[operands.c] : d;
   // cuBLASLt's A is te's b, its B te's a.
   return check(library.matmul(context.handle, plan.desc, &alpha, args[1],
                               plan.a, args[0], plan.b, &beta, c, plan.d, d,

@@ -61,6 +61,10 @@ constexpr int kEpilogueDGelu = 192;       // CUBLASLT_EPILOGUE_DGELU
 constexpr int kEpilogueDGeluBGrad = 208;  // CUBLASLT_EPILOGUE_DGELU_BGRAD
 constexpr int kEpilogueBGradB = 512;      // CUBLASLT_EPILOGUE_BGRADB
 constexpr int kPrefMaxWorkspace = 1; // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES
+constexpr int kPrefMinAlignmentA = 5; // ..._PREF_MIN_ALIGNMENT_A_BYTES
+constexpr int kPrefMinAlignmentB = 6; // ..._PREF_MIN_ALIGNMENT_B_BYTES
+constexpr int kPrefMinAlignmentC = 7; // ..._PREF_MIN_ALIGNMENT_C_BYTES
+constexpr int kPrefMinAlignmentD = 8; // ..._PREF_MIN_ALIGNMENT_D_BYTES
 
 struct MatmulAlgo {
   uint64_t data[8];

@@ -38,7 +38,12 @@ static_assert(kEpilogueDefault == CUBLASLT_EPILOGUE_DEFAULT &&
               kEpilogueDGelu == CUBLASLT_EPILOGUE_DGELU &&
               kEpilogueDGeluBGrad == CUBLASLT_EPILOGUE_DGELU_BGRAD &&
               kEpilogueBGradB == CUBLASLT_EPILOGUE_BGRADB);
-static_assert(kPrefMaxWorkspace == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES);
+static_assert(
+    kPrefMaxWorkspace == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES &&
+    kPrefMinAlignmentA == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES &&
+    kPrefMinAlignmentB == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES &&
+    kPrefMinAlignmentC == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES &&
+    kPrefMinAlignmentD == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES);
 static_assert(kSuccess == CUBLAS_STATUS_SUCCESS);
 static_assert(sizeof(MatmulAlgo) == sizeof(cublasLtMatmulAlgo_t));
 static_assert(sizeof(HeuristicResult) ==

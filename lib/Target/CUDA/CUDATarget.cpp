@@ -443,6 +443,14 @@ std::optional<std::string> getCuBLASLtUnsupportedReason(ScaledMatmulOp op,
     return "TE_CUDA_GEMM='" + policy + "' is neither cublaslt nor codegen";
   if (std::optional<std::string> reason = getDynamicShapeReason(op))
     return reason;
+  // An empty product (K = 0: the wgrad of an empty micro-batch) is C or
+  // zeros through the epilogue; the call's sizes start at 1.
+  auto [m, n, k] = op.getProblemSize();
+  for (int64_t size : {m, n, k})
+    if (size < 1 || size > ::te::abi::kMaxCallSize)
+      return "cuBLASLt's call takes sizes from 1 to 2^31, not M, N, K = " +
+             std::to_string(m) + ", " + std::to_string(n) + ", " +
+             std::to_string(k);
   return op.hasFP8Operands() ? getCuBLASLtFP8Reason(op, arch)
                              : getCuBLASLtWideReason(op);
 }

@@ -48,3 +48,7 @@ func.func @gelu_aux_n12(%a: tensor<32x64xf16>, %b: tensor<12x64xf16>) -> (tensor
   %d, %p = te.scaled_matmul %a, %b transpose_b gelu pre_gelu : tensor<32x64xf16>, tensor<12x64xf16> -> tensor<32x12xf16>, tensor<32x12xf16>
   return %d, %p : tensor<32x12xf16>, tensor<32x12xf16>
 }
+func.func @empty_k(%a: tensor<32x0xbf16>, %b: tensor<16x0xbf16>, %c: tensor<32x16xf32>) -> tensor<32x16xf32> {
+  %d = te.scaled_matmul %a, %b accumulate(%c) transpose_b : tensor<32x0xbf16>, tensor<16x0xbf16>, tensor<32x16xf32> -> tensor<32x16xf32>
+  return %d : tensor<32x16xf32>
+}
