@@ -321,7 +321,9 @@ Value packPanelsByVectors(OpBuilder &b, Location loc,
   b.setInsertionPointToStart(forall.getBody());
   IndexMath im{b, loc};
   Value p = forall.getInductionVars().back();
-  Value group = groups ? forall.getInductionVar(0) : Value();
+  // Packing all groups, the group is the loop's; packing one group's
+  // matrix, the operand's.
+  Value group = groups ? forall.getInductionVar(0) : operand.group;
   SmallVector<OpFoldResult> offsets, sizes;
   if (groups) {
     offsets.push_back(group);
@@ -543,39 +545,69 @@ Value expandBlockScales(OpBuilder &b, Location loc, const Operand &operand,
 /// Builds the loop nest over the output tiles.
 class GemmBuilder {
 public:
-  /// For a grouped GEMM, `panelGroups` ([row panels] index) names the
-  /// group of each A panel, whose B panels (and column scales) it meets:
-  /// those are then [groups, ...].
   GemmBuilder(const HostGemmKernel &kernel, const GemmShape &s, Value rowPanels,
-              Value columnPanels, Value rowScales, Value columnScales,
-              Value panelGroups = nullptr)
+              Value columnPanels, Value rowScales, Value columnScales)
       : kernel(kernel), s(s), rowPanels(rowPanels), columnPanels(columnPanels),
-        rowScales(rowScales), columnScales(columnScales),
-        panelGroups(panelGroups) {}
+        rowScales(rowScales), columnScales(columnScales) {}
 
-  /// Limits the A panels to the first `count` (an index; the rest are
-  /// padding a grouped GEMM's splits left unused).
-  void setUsedRowPanels(Value count) { usedRowPanels = count; }
+  /// Limits the tiles to one group's of a grouped GEMM: A panels
+  /// [firstPanel, endPanel) (indices), whose B panels are `columnPanels`
+  /// (that group's alone) and whose column scales are those of group
+  /// `group` ([groups, ...] columnScales). The tiles start at firstPanel;
+  /// the last may reach past endPanel, into rows this does not compute
+  /// (build's product has a tile of rows to spare for that).
+  void setGroup(Value group, Value firstPanel, Value endPanel) {
+    scaleGroup = group;
+    groupFirstPanel = firstPanel;
+    groupEndPanel = endPanel;
+  }
 
-  /// The f32 [tilesM * tileRows, tilesN * tileCols + one vector] product.
-  /// The extra vector keeps the row stride off powers of two, whose rows
-  /// would all fall into one set of the L1 cache.
-  Value build(OpBuilder &b, Location loc) {
-    Value product = tensor::EmptyOp::create(
-        b, loc,
-        ArrayRef<int64_t>{s.tilesM * s.tileRows,
-                          s.tilesN * s.tileCols + kernel.lanes},
-        b.getF32Type());
+  /// The f32 product's rows: the tiles', and for a grouped GEMM one tile
+  /// more.
+  int64_t getProductRows() const {
+    return (s.tilesM + (groupFirstPanel ? 1 : 0)) * s.tileRows;
+  }
+
+  /// The f32 [getProductRows(), tilesN * tileCols + one vector] product,
+  /// computed into `into` (such a tensor) when it is given. The extra
+  /// vector keeps the row stride off powers of two, whose rows would all
+  /// fall into one set of the L1 cache.
+  Value build(OpBuilder &b, Location loc, Value into = nullptr) {
+    Value product =
+        into ? into
+             : tensor::EmptyOp::create(
+                   b, loc,
+                   ArrayRef<int64_t>{getProductRows(),
+                                     s.tilesN * s.tileCols + kernel.lanes},
+                   b.getF32Type());
+    int64_t panelsPerTileM = s.tileRows / kernel.rows;
+    int64_t panelsPerTileN = s.tileCols / kernel.getColumns();
+    // The row tiles: all, or one group's (a count known at run time).
+    IndexMath outer{b, loc};
+    Value tilesM = outer.c(s.tilesM);
+    if (groupFirstPanel)
+      tilesM = outer.div(outer.add(outer.sub(groupEndPanel, groupFirstPanel),
+                                   outer.c(panelsPerTileM - 1)),
+                         outer.c(panelsPerTileM));
     // One loop over all tiles, so that the threads share them evenly.
-    scf::ForallOp forall = createForall(b, loc, {s.tilesM * s.tilesN}, product);
+    auto forall = scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{
+            groupFirstPanel ? OpFoldResult(outer.mul(tilesM, outer.c(s.tilesN)))
+                            : b.getIndexAttr(s.tilesM * s.tilesN)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)}, ValueRange{product},
+        /*mapping=*/std::nullopt);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(forall.getBody());
     IndexMath im{b, loc};
     // Consecutive tiles share their B panels (the larger block).
-    Value tileN = im.div(forall.getInductionVar(0), im.c(s.tilesM));
-    Value tileM = arith::RemUIOp::create(b, loc, forall.getInductionVar(0),
-                                         im.c(s.tilesM));
-    Value rowOffset = im.mul(tileM, im.c(s.tileRows));
+    Value tileN = im.div(forall.getInductionVar(0), tilesM);
+    Value tileM =
+        arith::RemUIOp::create(b, loc, forall.getInductionVar(0), tilesM);
+    Value firstPanelM = im.mul(tileM, im.c(panelsPerTileM));
+    if (groupFirstPanel)
+      firstPanelM = im.add(groupFirstPanel, firstPanelM);
+    Value rowOffset = im.mul(firstPanelM, im.c(kernel.rows));
     Value colOffset = im.mul(tileN, im.c(s.tileCols));
     SmallVector<OpFoldResult> offsets = {rowOffset, colOffset};
     SmallVector<OpFoldResult> sizes = {b.getIndexAttr(s.tileRows),
@@ -584,13 +616,10 @@ public:
     Value tile = tensor::ExtractSliceOp::create(
         b, loc, forall.getRegionIterArgs()[0], offsets, sizes, strides);
     // The panels of this tile (the last tiles may have fewer).
-    int64_t panelsPerTileM = s.tileRows / kernel.rows;
-    int64_t panelsPerTileN = s.tileCols / kernel.getColumns();
-    Value firstPanelM = im.mul(tileM, im.c(panelsPerTileM));
     Value firstPanelN = im.mul(tileN, im.c(panelsPerTileN));
     Value panelsM = im.min(
         im.c(panelsPerTileM),
-        im.sub(usedRowPanels ? usedRowPanels : im.c(s.mPanels), firstPanelM));
+        im.sub(groupEndPanel ? groupEndPanel : im.c(s.mPanels), firstPanelM));
     Value panelsN =
         im.min(im.c(panelsPerTileN), im.sub(im.c(s.nPanels), firstPanelN));
 
@@ -672,12 +701,8 @@ private:
     };
     SmallVector<Value> init =
         blockScales ? SmallVector<Value>(count, zeroAcc) : previousSums();
-    // The indices of B panel `panelN` (of this A panel's group).
-    SmallVector<Value, 2> columnPanel = {panelN};
-    if (panelGroups)
-      columnPanel.insert(
-          columnPanel.begin(),
-          tensor::ExtractOp::create(b, loc, panelGroups, ValueRange{panelM}));
+    // The indices of B panel `panelN`.
+    SmallVector<Value, 1> columnPanel = {panelN};
 
     Value firstStep = im.mul(chunk, im.c(s.chunk / step));
     Value lastStep =
@@ -703,7 +728,10 @@ private:
                        im.add(im.mul(panelM, im.c(kernel.rows)), im.c(r))});
         Value splatRow = host_attention::splat(b, loc, rowScale, accType);
         for (int64_t v = 0; v < kernel.vectors; ++v) {
-          SmallVector<Value, 3> at(ArrayRef<Value>(columnPanel).drop_back());
+          // A grouped GEMM's column scales are its group's.
+          SmallVector<Value, 3> at;
+          if (scaleGroup)
+            at.push_back(scaleGroup);
           at.append({chunk, im.add(im.mul(panelN, im.c(kernel.getColumns())),
                                    im.c(v * lanes))});
           Value columnScale = vector::TransferReadOp::create(
@@ -792,8 +820,9 @@ private:
 
   const HostGemmKernel &kernel;
   const GemmShape &s;
-  Value rowPanels, columnPanels, rowScales, columnScales, panelGroups;
-  Value usedRowPanels;
+  Value rowPanels, columnPanels, rowScales, columnScales;
+  /// A grouped GEMM's group (setGroup), else null.
+  Value scaleGroup, groupFirstPanel, groupEndPanel;
 };
 
 } // namespace
@@ -988,8 +1017,6 @@ HostGroupedGemmProduct mlir::te::buildHostGroupedGemmProduct(
 
   GemmShape s = getShape(kernel, a, bOperand, blockScales, maxPanels);
   Value rowPanels = packPanels(b, loc, kernel, a, s.mPanels, rows, s, table);
-  Value columnPanels = packPanels(b, loc, kernel, bOperand, s.nPanels,
-                                  kernel.getColumns(), s, {}, groups);
   Value rowScales, columnScales;
   if (blockScales) {
     int64_t blocks = llvm::divideCeil(s.k, kScaleBlockK);
@@ -999,12 +1026,30 @@ HostGroupedGemmProduct mlir::te::buildHostGroupedGemmProduct(
         expandBlockScales(b, loc, bOperand, blocks, s.tilesN * s.tileCols,
                           kernel.getColumns(), {}, groups);
   }
-  GemmBuilder builder(kernel, s, rowPanels, columnPanels, rowScales,
-                      columnScales, table.group);
-  builder.setUsedRowPanels(tensor::ExtractOp::create(
-      b, loc, panelEnds, ValueRange{IndexMath{b, loc}.c(groups - 1)}));
+  // Group by group: B[g] packed (one group's matrix at a time, so the
+  // packed copy is one weight's size however many groups there are), then
+  // the tiles of the group's A panels.
+  IndexMath im{b, loc};
+  Value empty = tensor::EmptyOp::create(
+      b, loc,
+      ArrayRef<int64_t>{(s.tilesM + 1) * s.tileRows,
+                        s.tilesN * s.tileCols + kernel.lanes},
+      b.getF32Type());
+  auto groupLoop = scf::ForOp::create(
+      b, loc, im.c(0), im.c(groups), im.c(1), ValueRange{empty},
+      [&](OpBuilder &b, Location loc, Value g, ValueRange product) {
+        Operand matrix = bOperand;
+        matrix.group = g;
+        Value columnPanels = packPanels(b, loc, kernel, matrix, s.nPanels,
+                                        kernel.getColumns(), s);
+        GemmBuilder builder(kernel, s, rowPanels, columnPanels, rowScales,
+                            columnScales);
+        builder.setGroup(g, emitStart(b, loc, panelEnds, g),
+                         tensor::ExtractOp::create(b, loc, panelEnds, g));
+        scf::YieldOp::create(b, loc, builder.build(b, loc, product[0]));
+      });
   HostGroupedGemmProduct result;
-  result.product = builder.build(b, loc);
+  result.product = groupLoop.getResult(0);
   result.rowGroup =
       generateTensor(b, loc, {tokens}, b.getIndexType(),
                      [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {

@@ -87,11 +87,12 @@ func.func @block_scaled(%a: tensor<20x200xf8E4M3FN>, %b: tensor<30x200xf8E4M3FN>
 
 // te.grouped_matmul: the splits' clamped prefix sums give each A panel its
 // group, first row and row count (each group starts a panel: at most
-// (100 + 3 * 11) / 12 = 11 panels), which A's packing reads its rows by;
-// B is packed group by group, and the micro-kernel reads the B panels of
-// its A panel's group. The epilogue
-// reads each row's product through its product row and adds its group's
-// bias.
+// (100 + 3 * 11) / 12 = 11 panels), which A's packing reads its rows by.
+// Then group by group: B[g] is packed alone (the packed copy is one
+// group's matrix), and the group's tiles, as many as its panels need (a
+// run-time count), start at its first panel; the product has a tile of
+// rows to spare for the last group's last tile. The epilogue reads each
+// row's product through its product row and adds its group's bias.
 // CHECK-LABEL: func @grouped_bias
 // CHECK: scf.for {{.*}} -> (index)
 // CHECK: tensor.extract %arg2
@@ -99,15 +100,15 @@ func.func @block_scaled(%a: tensor<20x200xf8E4M3FN>, %b: tensor<30x200xf8E4M3FN>
 // CHECK: %[[AP:.*]] = scf.forall (%{{.*}}) in (11) shared_outs(%{{.*}}) -> (tensor<11x64x24xbf16>)
 // CHECK: tensor.extract %{{.*}} : tensor<11xindex>
 // CHECK: vector.transfer_read %arg0{{.*}} : tensor<100x128xbf16>, vector<32xbf16>
-// CHECK: %[[BP:.*]] = scf.forall (%{{.*}}, %{{.*}}) in (3, 2) shared_outs(%{{.*}}) -> (tensor<3x2x64x64xbf16>)
-// CHECK: vector.transfer_read %arg1{{.*}} : tensor<3x40x128xbf16>, vector<32xbf16>
-// CHECK: scf.forall (%{{.*}}) in (2) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<144x80xf32>)
-// CHECK: tensor.extract %{{.*}} : tensor<11xindex>
-// CHECK: vector.transfer_read %[[BP]]{{.*}} : tensor<3x2x64x64xbf16>, vector<32xbf16>
+// CHECK: scf.for %[[G:.*]] = %{{.*}} to %c3 {{.*}} -> (tensor<216x80xf32>)
+// CHECK: %[[BP:.*]] = scf.forall (%{{.*}}) in (2) shared_outs(%{{.*}}) -> (tensor<2x64x64xbf16>)
+// CHECK: vector.transfer_read %arg1[%[[G]], {{.*}} : tensor<3x40x128xbf16>, vector<32xbf16>
+// CHECK: scf.forall (%{{.*}}) in (%{{.*}}) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<216x80xf32>)
+// CHECK: vector.transfer_read %[[BP]]{{.*}} : tensor<2x64x64xbf16>, vector<32xbf16>
 // CHECK: x86vector.avx512.dot
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<100xindex>)
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<100x40xbf16>)
-// CHECK: tensor.extract %{{.*}} : tensor<144x80xf32>
+// CHECK: tensor.extract %{{.*}} : tensor<216x80xf32>
 // CHECK: tensor.extract %arg3
 // FMA8-LABEL: func @grouped_bias
 // FMA8: vector.fma {{.*}} : vector<8xf32>
