@@ -273,7 +273,9 @@ struct CPUParallelLoopsPass
       Operation *outer = loop->getParentOfType<scf::ParallelOp>();
       while (outer && !parallel.contains(outer))
         outer = outer->getParentOfType<scf::ParallelOp>();
-      std::optional<int64_t> trips = staticTrips(loop);
+      // A loop with bounds known only at run time (a grouped GEMM's tiles
+      // of one group) counts kUnknownTrips iterations, as in the estimate.
+      std::optional<int64_t> trips = staticTrips(loop, kUnknownTrips);
       bool worth =
           !outer && trips && *trips >= 2 &&
           saturatingMul(*trips, estimateWork(loop.getRegion())) >= minWork;
@@ -295,9 +297,10 @@ struct CPUParallelLoopsPass
       unsigned k = 0;
       int64_t trips = 1;
       while (k + 1 < dims && trips < kEnoughIterations)
-        trips = saturatingMul(trips, *staticTrips(loop.getLowerBound()[k],
-                                                  loop.getUpperBound()[k],
-                                                  loop.getStep()[k])),
+        trips = saturatingMul(trips, staticTrips(loop.getLowerBound()[k],
+                                                 loop.getUpperBound()[k],
+                                                 loop.getStep()[k])
+                                         .value_or(kUnknownTrips)),
         ++k;
       splitOff.push_back(splitOffInnerDimensions(rewriter, loop, k));
     }

@@ -133,6 +133,31 @@ func.func @coarse(%out: memref<16x131072xf32>) {
   return
 }
 
+// Bounds known only at run time (a grouped GEMM's tiles of one group) count
+// 16 iterations: enough work here, so the loop runs on the threads.
+// CHECK-LABEL: func.func private @run_time_bound__te_parallel(
+// CHECK-LABEL: func.func @run_time_bound(
+// CHECK: scf.parallel
+// CHECK-NEXT: func.call @run_time_bound__te_parallel
+// OMP-LABEL: func.func @run_time_bound(
+// OMP: omp.parallel num_threads
+// NONE-LABEL: func.func @run_time_bound(
+// NONE-NOT: scf.parallel
+func.func @run_time_bound(%out: memref<?x131072xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %rows = memref.dim %out, %c0 : memref<?x131072xf32>
+  %n = arith.constant 131072 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%i) = (%c0) to (%rows) step (%c1) {
+    scf.for %j = %c0 to %n step %c1 {
+      memref.store %zero, %out[%i, %j] : memref<?x131072xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
 // A copy with a strided side becomes loops (here too small for threads);
 // one between contiguous buffers stays a copy (LLVM's memcpy).
 // CHECK-LABEL: func.func @copies(
