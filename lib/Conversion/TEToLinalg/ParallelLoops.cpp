@@ -258,6 +258,17 @@ void expandStridedCopies(RewriterBase &rewriter, ModuleOp module) {
   }
 }
 
+/// Whether every buffer `loop` uses from above is a whole buffer as far as
+/// its type tells (an identity layout: no subview's offset or strides).
+bool capturesWholeBuffers(scf::ParallelOp loop) {
+  bool whole = true;
+  visitUsedValuesDefinedAbove(loop.getRegion(), [&](OpOperand *use) {
+    if (auto memref = dyn_cast<MemRefType>(use->get().getType()))
+      whole &= memref.getLayout().isIdentity();
+  });
+  return whole;
+}
+
 struct CPUParallelLoopsPass
     : te::impl::CPUParallelLoopsBase<CPUParallelLoopsPass> {
   using Base::Base;
@@ -274,8 +285,14 @@ struct CPUParallelLoopsPass
       while (outer && !parallel.contains(outer))
         outer = outer->getParentOfType<scf::ParallelOp>();
       // A loop with bounds known only at run time (a grouped GEMM's tiles
-      // of one group) counts kUnknownTrips iterations, as in the estimate.
-      std::optional<int64_t> trips = staticTrips(loop, kUnknownTrips);
+      // of one group) counts kUnknownTrips iterations, as in the estimate,
+      // when it captures whole buffers only: the loops of strided copies
+      // (expandStridedCopies, bounded by their views' dims) capture views,
+      // which outlineBody's noalias arguments must not be.
+      std::optional<int64_t> trips =
+          staticTrips(loop, capturesWholeBuffers(loop)
+                                ? std::optional<int64_t>(kUnknownTrips)
+                                : std::nullopt);
       bool worth =
           !outer && trips && *trips >= 2 &&
           saturatingMul(*trips, estimateWork(loop.getRegion())) >= minWork;

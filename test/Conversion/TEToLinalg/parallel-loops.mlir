@@ -158,6 +158,29 @@ func.func @run_time_bound(%out: memref<?x131072xf32>) {
   return
 }
 
+// ... but not when the loop uses a view (a subview's offset and strides):
+// the outlined body's buffers are noalias, which views of one buffer are
+// not (the loops of strided copies are bounded by their views' dims).
+// CHECK-LABEL: func.func @run_time_bound_view(
+// CHECK-NOT: scf.parallel
+// CHECK-NOT: func.call
+// CHECK: return
+func.func @run_time_bound_view(%out: memref<?x131072xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %view = memref.subview %out[%c1, 0] [%n, 131072] [1, 1]
+      : memref<?x131072xf32> to memref<?x131072xf32, strided<[131072, 1], offset: ?>>
+  %cols = arith.constant 131072 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    scf.for %j = %c0 to %cols step %c1 {
+      memref.store %zero, %view[%i, %j] : memref<?x131072xf32, strided<[131072, 1], offset: ?>>
+    }
+    scf.reduce
+  }
+  return
+}
+
 // A copy with a strided side becomes loops (here too small for threads);
 // one between contiguous buffers stays a copy (LLVM's memcpy).
 // CHECK-LABEL: func.func @copies(
