@@ -277,6 +277,8 @@ def test_scaled_matmul_op_every_mode(mode, gemm):
         lambda a, b: tet.scaled_matmul(a, b, out_dtype=torch.float32, **kw),
         fullgraph=True)
     np.testing.assert_array_equal(compiled(*args).numpy(), want)
+    with pytest.raises(TypeError, match="b must be a Float8Tensor"):
+        tet.scaled_matmul(args[0], torch.randn(96, 128), **kw)
 
 
 NEGATE_SOURCE = """

@@ -555,29 +555,23 @@ public:
   /// (that group's alone) and whose column scales are those of group
   /// `group` ([groups, ...] columnScales). The tiles start at firstPanel;
   /// the last may reach past endPanel, into rows this does not compute
-  /// (build's product has a tile of rows to spare for that).
+  /// (the product build gets must have a tile of rows to spare for that).
   void setGroup(Value group, Value firstPanel, Value endPanel) {
     scaleGroup = group;
     groupFirstPanel = firstPanel;
     groupEndPanel = endPanel;
   }
 
-  /// The f32 product's rows: the tiles', and for a grouped GEMM one tile
-  /// more.
-  int64_t getProductRows() const {
-    return (s.tilesM + (groupFirstPanel ? 1 : 0)) * s.tileRows;
-  }
-
-  /// The f32 [getProductRows(), tilesN * tileCols + one vector] product,
-  /// computed into `into` (such a tensor) when it is given. The extra
-  /// vector keeps the row stride off powers of two, whose rows would all
-  /// fall into one set of the L1 cache.
+  /// The f32 [tilesM * tileRows, tilesN * tileCols + one vector] product,
+  /// computed into `into` when it is given (a grouped GEMM's, with a tile
+  /// of rows more). The extra vector keeps the row stride off powers of
+  /// two, whose rows would all fall into one set of the L1 cache.
   Value build(OpBuilder &b, Location loc, Value into = nullptr) {
     Value product =
         into ? into
              : tensor::EmptyOp::create(
                    b, loc,
-                   ArrayRef<int64_t>{getProductRows(),
+                   ArrayRef<int64_t>{s.tilesM * s.tileRows,
                                      s.tilesN * s.tileCols + kernel.lanes},
                    b.getF32Type());
     int64_t panelsPerTileM = s.tileRows / kernel.rows;
