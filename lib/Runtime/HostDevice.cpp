@@ -11,6 +11,7 @@
 #include "Error.h"
 #include "MPILibrary.h"
 
+#include "te/ABI/HostTiles.h"
 #include "te/Runtime/Threads.h"
 #include "te/Support/FileTrust.h"
 
@@ -162,6 +163,11 @@ void *findOwnFunction(void *module, const char *symbol);
 te_status loadModule(void *, const char *path, const void *image,
                      size_t imageSize, void **module, char *error,
                      size_t errorSize) {
+  // Kernels compiled for AMX tiles need the OS's permission before their
+  // first tile instruction: asked once, before any module's code runs.
+  // Where it is refused, the compiler's host target has no tiles either
+  // (te/ABI/HostTiles.h), so kernels compiled here do not use them.
+  (void)te::abi::requestHostTilePermission();
   te::support::LoadedLibrary library;
   try {
     bool loaded;

@@ -2,6 +2,7 @@
 
 #include "te/Target/Target.h"
 #include "te/ABI/Environment.h"
+#include "te/ABI/HostTiles.h"
 
 #include "te/Dialect/TE/IR/TEOps.h"
 #include "te/Dialect/TE/Transforms/Passes.h"
@@ -64,10 +65,98 @@ std::optional<std::string> featuresOfProcessor(const std::string &triple,
 }
 } // namespace
 
+namespace {
+/// TE_CPU_AMX's values.
+enum class HostTileMode { Auto, Off, Emulate };
+
+std::optional<HostTileMode> getHostTileMode() {
+  std::string mode = ::te::abi::getSetting("TE_CPU_AMX");
+  if (mode.empty() || mode == "auto")
+    return HostTileMode::Auto;
+  if (mode == "off")
+    return HostTileMode::Off;
+  if (mode == "emulate")
+    return HostTileMode::Emulate;
+  return std::nullopt;
+}
+
+/// `features` with every AMX feature enabled (`on`) or disabled.
+std::string setTileFeatures(llvm::StringRef features, bool on) {
+  llvm::SubtargetFeatures result;
+  llvm::SmallVector<llvm::StringRef> entries;
+  features.split(entries, ',', -1, false);
+  bool tile = false, bf16 = false;
+  for (llvm::StringRef entry : entries) {
+    llvm::StringRef name = entry.drop_front();
+    if (!name.starts_with("amx-")) {
+      result.AddFeature(entry);
+      continue;
+    }
+    tile |= name == "amx-tile";
+    bf16 |= name == "amx-bf16";
+    result.AddFeature(name, on);
+  }
+  // The two the tile GEMM uses, when an emulation asks for them.
+  if (on && !tile)
+    result.AddFeature("amx-tile");
+  if (on && !bf16)
+    result.AddFeature("amx-bf16");
+  return result.getString();
+}
+
+/// The host target and, when it lost its tile features, why.
+struct HostTargetState {
+  TargetInfo info;
+  std::optional<std::string> tileRefusal;
+};
+
+const HostTargetState &getHostTargetState() {
+  static const HostTargetState state = [] {
+    HostTargetState state;
+    std::string triple = llvm::sys::getProcessTriple();
+    std::string requested = ::te::abi::getSetting("TE_CPU_ARCH");
+    if (!requested.empty()) {
+      state.info =
+          TargetInfo{"cpu", triple, requested,
+                     featuresOfProcessor(triple, requested).value_or("")};
+    } else {
+      llvm::SubtargetFeatures features;
+      for (const llvm::StringMapEntry<bool> &feature :
+           llvm::sys::getHostCPUFeatures())
+        features.AddFeature(feature.first(), feature.second);
+      state.info = TargetInfo{"cpu", triple, llvm::sys::getHostCPUName().str(),
+                              features.getString()};
+    }
+    // (An invalid TE_CPU_AMX is getHostTargetError's; it compiles nothing.)
+    HostTileMode mode = getHostTileMode().value_or(HostTileMode::Auto);
+    if (mode == HostTileMode::Emulate) {
+      state.info.features = setTileFeatures(state.info.features, true);
+      return state;
+    }
+    if (!state.info.hasFeature("amx-tile"))
+      return state;
+    if (mode == HostTileMode::Off)
+      state.tileRefusal = "TE_CPU_AMX=off";
+    else if (requested.empty())
+      // Compiling for this host: its kernels use the tiles only if this
+      // process may (the runtime's cpu device asks the same).
+      state.tileRefusal = ::te::abi::requestHostTilePermission();
+    if (state.tileRefusal)
+      state.info.features = setTileFeatures(state.info.features, false);
+    return state;
+  }();
+  return state;
+}
+} // namespace
+
 std::optional<std::string> mlir::te::plugin::getHostTargetError() {
   // Read once per process, as getHostTarget reads TE_CPU_ARCH.
   static const std::optional<std::string> error =
       []() -> std::optional<std::string> {
+    if (!getHostTileMode())
+      return "TE_CPU_AMX=" + ::te::abi::getSetting("TE_CPU_AMX") +
+             " is not a setting it takes; use auto (or unset it), off or "
+             "emulate";
     std::string requested = ::te::abi::getSetting("TE_CPU_ARCH");
     if (requested.empty() ||
         featuresOfProcessor(llvm::sys::getProcessTriple(), requested))
@@ -81,20 +170,16 @@ std::optional<std::string> mlir::te::plugin::getHostTargetError() {
 }
 
 const TargetInfo &mlir::te::plugin::getHostTarget() {
-  static const TargetInfo host = [] {
-    std::string triple = llvm::sys::getProcessTriple();
-    if (std::string requested = ::te::abi::getSetting("TE_CPU_ARCH");
-        !requested.empty())
-      return TargetInfo{"cpu", triple, requested,
-                        featuresOfProcessor(triple, requested).value_or("")};
-    llvm::SubtargetFeatures features;
-    for (const llvm::StringMapEntry<bool> &feature :
-         llvm::sys::getHostCPUFeatures())
-      features.AddFeature(feature.first(), feature.second);
-    return TargetInfo{"cpu", triple, llvm::sys::getHostCPUName().str(),
-                      features.getString()};
-  }();
-  return host;
+  return getHostTargetState().info;
+}
+
+bool mlir::te::plugin::isEmulatingHostTiles() {
+  return getHostTileMode() == HostTileMode::Emulate &&
+         getHostTarget().hasFeature("amx-tile");
+}
+
+std::optional<std::string> mlir::te::plugin::getHostTileRefusal() {
+  return getHostTargetState().tileRefusal;
 }
 
 NativeLowering::~NativeLowering() = default;

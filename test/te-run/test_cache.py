@@ -387,7 +387,7 @@ def test_unusable_tmpdir_is_one_clear_error(te_run):
 # A valid setting of each variable of include/te/ABI/Environment.h, the one
 # table of what a target's code generation reads.
 CODE_GENERATION_SETTINGS = {
-    "TE_CPU_ARCH": "x86-64-v3", "TE_CUDA_ARCH": "sm_86",
+    "TE_CPU_ARCH": "x86-64-v3", "TE_CPU_AMX": "off", "TE_CUDA_ARCH": "sm_86",
     "TE_CUDA_PATH": "/usr/local/cuda", "CUDA_HOME": "/usr/local/cuda",
     "TE_CUDA_GEMM": "codegen", "TE_CUDA_ATTENTION": "cudnn",
     "NVTE_FUSED_ATTN": "0", "NVTE_FLASH_ATTN": "0",

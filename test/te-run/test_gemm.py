@@ -386,25 +386,30 @@ def test_fallback_micro_kernels(te_run, path, elem, modes):
               a_elem=elem, modes=modes, out="f32", env={"TE_CPU_ARCH": FALLBACKS[path]})
 
 
+def gemm_program(te_run, elem):
+    t = tensor_type((64, 64), elem)
+    if elem in HIGH:
+        sig, operands, types = f"%a: {t}, %b: {t}", "%a, %b", f"{t}, {t}"
+    else:
+        sig = f"%a: {t}, %b: {t}, %sa: tensor<f32>, %sb: tensor<f32>"
+        operands = "%a, %b scales(%sa, %sb)"
+        types = f"{t}, {t}, tensor<f32>, tensor<f32>"
+    return te_run.program(
+        f"func.func @g({sig}) -> tensor<64x64xf32> {{\n"
+        f"  %d = te.scaled_matmul {operands} transpose_b : {types}"
+        f" -> tensor<64x64xf32>\n"
+        f"  return %d : tensor<64x64xf32>\n}}\n")
+
+
 @pytest.mark.skipif(not X86, reason="x86 instructions")
 def test_kernels_hold_their_micro_kernel(te_run):
     """vdpbf16ps for bf16 and FP8 operands where the processor has
     AVX512-BF16 (znver4, compiled not run); 512-bit FMAs on x86-64-v4 and
     256-bit ones on x86-64-v3; f32 operands never take pair dots."""
     def asm(elem, arch):
-        t = tensor_type((64, 64), elem)
-        if elem in HIGH:
-            sig, operands, types = f"%a: {t}, %b: {t}", "%a, %b", f"{t}, {t}"
-        else:
-            sig = f"%a: {t}, %b: {t}, %sa: tensor<f32>, %sb: tensor<f32>"
-            operands = "%a, %b scales(%sa, %sb)"
-            types = f"{t}, {t}, tensor<f32>, tensor<f32>"
-        text = (f"func.func @g({sig}) -> tensor<64x64xf32> {{\n"
-                f"  %d = te.scaled_matmul {operands} transpose_b : {types}"
-                f" -> tensor<64x64xf32>\n"
-                f"  return %d : tensor<64x64xf32>\n}}\n")
         out = te_run.tmp / f"g-{elem}-{arch}.s"
-        te_run(te_run.program(text), "--emit=asm", "-o", out, env={"TE_CPU_ARCH": arch})
+        te_run(gemm_program(te_run, elem), "--emit=asm", "-o", out,
+               env={"TE_CPU_ARCH": arch})
         return out.read_text()
     dot = re.compile(r"\bvdpbf16ps\b")
     for elem in ("bf16", "f8E4M3FN"):
@@ -414,6 +419,81 @@ def test_kernels_hold_their_micro_kernel(te_run):
     assert re.search(r"vfmadd\w+\s+%zmm", asm("f32", "x86-64-v4"))
     v3 = asm("f32", "x86-64-v3")
     assert re.search(r"vfmadd\w+\s+%ymm", v3) and not re.search(r"%zmm", v3)
+
+
+# --- AMX tiles ----------------------------------------------------------------
+# The tile micro-kernel (bf16 and FP8 operands where the host has AMX-BF16)
+# runs on any x86-64 host under TE_CPU_AMX=emulate, where LLVM lowers the
+# tile instructions to scalar loops: the same packing, tile shapes and
+# strides as on AMX, computed without it. The same cases run on the
+# hardware where the host has it.
+
+HOST_AMX = X86 and {"amx_tile", "amx_bf16"} <= host_flags()
+TILE_CASES = {
+    "bf16-odd": dict(m=37, n=70, k=45),
+    # K of 19 tile steps: three chunks of 7 steps, the last partly padding.
+    "bf16-chunks": dict(m=70, n=40, k=600, out="f32"),
+    # op(A) stored [K, M]: packed element by element.
+    "bf16-transposed": dict(m=40, n=33, k=70, ta=True, tb=False),
+    "fp8-per-tensor": dict(m=33, n=65, k=96, a_elem="f8E4M3FN", b_elem="f8E5M2",
+                           modes=("per_tensor", "per_tensor")),
+    "mxfp8": dict(m=33, n=40, k=96, a_elem="f8E4M3FN",
+                  modes=("mxfp8_1x32", "mxfp8_1x32"), tb=False),
+    "block": dict(m=37, n=70, k=300, a_elem="f8E4M3FN",
+                  modes=("block_1x128", "block_128x128")),
+    "gelu-accumulate": dict(m=20, n=48, k=64, out="f32", bias="f32", accumulate=True,
+                            gelu_on=True),
+}
+
+
+@pytest.mark.skipif(not X86, reason="AMX is x86's")
+@pytest.mark.parametrize("name", TILE_CASES)
+def test_tile_micro_kernel_emulated(te_run, name):
+    gemm_case(te_run, **TILE_CASES[name], env={"TE_CPU_AMX": "emulate"})
+
+
+@pytest.mark.skipif(not HOST_AMX, reason="the host has no AMX-BF16 tiles")
+@pytest.mark.parametrize("name", TILE_CASES)
+def test_tile_micro_kernel_on_the_host(te_run, name):
+    gemm_case(te_run, **TILE_CASES[name])
+
+
+@pytest.mark.skipif(not X86, reason="x86 instructions")
+def test_tile_kernels_compile_for_amx(te_run):
+    """For a processor with AMX-BF16 (sapphirerapids, compiled not run),
+    bf16 and FP8 GEMMs hold tdpbf16ps and the tile configuration; f32 ones
+    do not; TE_CPU_AMX=off leaves the pair dots."""
+    def asm(elem, env):
+        out = te_run.tmp / f"t-{elem}-{len(env)}.s"
+        te_run(gemm_program(te_run, elem), "--emit=asm", "-o", out,
+               env={"TE_CPU_ARCH": "sapphirerapids", **env})
+        return out.read_text()
+    for elem in ("bf16", "f8E4M3FN"):
+        text = asm(elem, {})
+        assert re.search(r"\btdpbf16ps\b", text) and re.search(r"\bldtilecfg\b", text), elem
+        off = asm(elem, {"TE_CPU_AMX": "off"})
+        assert not re.search(r"\btdpbf16ps\b", off) and re.search(r"\bvdpbf16ps\b", off)
+    assert not re.search(r"\btdpbf16ps\b", asm("f32", {}))
+
+
+@pytest.mark.skipif(not X86, reason="AMX is x86's")
+def test_explain_names_the_tiles(te_run):
+    program = gemm_program(te_run, "bf16")
+    tiles = "amx-bf16 tiles, 32x32 micro-kernel (2x2 tiles of 16x16 f32)"
+    assert tiles in te_run(program, "--explain", env={"TE_CPU_AMX": "emulate"}).stdout
+    off = te_run(program, "--explain",
+                 env={"TE_CPU_AMX": "off", "TE_CPU_ARCH": "sapphirerapids"}).stdout
+    assert "AMX tiles are not used: TE_CPU_AMX=off" in off and tiles not in off
+    f32 = te_run(gemm_program(te_run, "f32"), "--explain",
+                 env={"TE_CPU_AMX": "emulate"}).stdout
+    assert "f32 operands, which bf16 tiles would round" in f32
+
+
+def test_bad_amx_setting_is_an_error(te_run):
+    proc = te_run(gemm_program(te_run, "bf16"), "--random-inputs", check=False,
+                  env={"TE_CPU_AMX": "yes"})
+    assert proc.returncode != 0
+    assert "TE_CPU_AMX=yes is not a setting it takes" in proc.stderr
 
 
 # --- the reference decomposition ---------------------------------------------

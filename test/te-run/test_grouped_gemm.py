@@ -5,6 +5,8 @@ of A times op(B[g]), each group with its own scales, concatenated.
 
 Error bound as test_gemm's: f32 summation error, K * 2^-24 relative to the
 sum of |products|, plus the output's rounding."""
+import platform
+
 import numpy as np
 import pytest
 
@@ -157,6 +159,17 @@ def test_fallback_kernels(te_run, arch, elem):
     modes = ("per_tensor", "per_tensor") if elem != "bf16" else (None, None)
     grouped_case(te_run, splits=SPLITS, n=37, k=45, a_elem=elem, modes=modes,
                  env={"TE_CPU_ARCH": arch})
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="AMX is x86's")
+@pytest.mark.parametrize("elem,modes", [("bf16", (None, None)),
+                                        ("f8E4M3FN", ("per_tensor", "per_tensor")),
+                                        ("f8E4M3FN", ("block_1x128", "block_128x128"))])
+def test_tile_kernel_emulated(te_run, elem, modes):
+    """The AMX tile micro-kernel (TE_CPU_AMX=emulate: its instructions as
+    scalar code) on groups of panels of 32 rows, empty groups included."""
+    grouped_case(te_run, splits=SPLITS, n=37, k=300 if modes[0] == "block_1x128" else 45,
+                 a_elem=elem, modes=modes, env={"TE_CPU_AMX": "emulate"})
 
 
 @pytest.mark.parametrize("splits,message", [

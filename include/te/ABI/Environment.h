@@ -35,6 +35,10 @@ inline constexpr EnvironmentVariable kCodeGenerationEnvironment[] = {
     {"TE_CPU_ARCH", "cpu",
      "LLVM processor host kernels are compiled for (default: this host), "
      "e.g. x86-64-v3, znver4, sapphirerapids"},
+    {"TE_CPU_AMX", "cpu",
+     "AMX tiles for bf16 and FP8 GEMMs: auto (default: where the processor "
+     "has them and the OS grants them), off, or emulate (the tile "
+     "instructions as scalar code, on any x86-64 host: slow, for tests)"},
     {"TE_CUDA_ARCH", "cuda",
      "GPU arch kernels are compiled for: sm_80, sm_86, sm_89, sm_90, sm_90a "
      "(default: the cuda device's, else sm_80)"},

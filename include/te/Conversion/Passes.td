@@ -59,6 +59,12 @@ def ConvertTEToLinalg : Pass<"convert-te-to-linalg", "ModuleOp"> {
     unit runs te.scaled_matmul's micro-kernel for bf16 and FP8 operands
     (FP8 decoded to bf16 while packing, exactly).
 
+    `tile-unit` names a bf16 matrix unit of the target with tile registers
+    (the cpu target sets it from the host's features): with `amx-bf16`,
+    te.scaled_matmul and te.grouped_matmul with bf16 and FP8 operands run
+    on AMX tiles (`amx.tile_mulf`, 2x2 tiles of 16x16 f32 a micro-kernel),
+    in place of the dot unit's pair dots. Empty (the default): none.
+
     `vector-lanes` is the number of f32 lanes of the target's vectors (16
     for AVX-512, 8 for AVX2): te.scaled_matmul's f32 FMA micro-kernel (f32
     and f16 operands, and every operand without a dot unit) keeps its
@@ -68,12 +74,14 @@ def ConvertTEToLinalg : Pass<"convert-te-to-linalg", "ModuleOp"> {
     Option<"dotUnit", "dot-unit", "std::string", /*default=*/"\"\"",
            "bf16 dot-product unit for attention scores and GEMMs: "
            "avx512-bf16, or empty for none">,
+    Option<"tileUnit", "tile-unit", "std::string", /*default=*/"\"\"",
+           "bf16 tile unit for GEMMs: amx-bf16, or empty for none">,
     Option<"vectorLanes", "vector-lanes", "int64_t", /*default=*/"16",
            "f32 lanes of the target's vector registers (16: AVX-512, 8: "
            "AVX2, 4: SSE or NEON), for the GEMM's FMA micro-kernel">
   ];
   let dependentDialects = [
-    "::mlir::arith::ArithDialect",
+    "::mlir::amx::AMXDialect", "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::func::FuncDialect", "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",

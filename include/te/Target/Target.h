@@ -63,9 +63,20 @@ struct TargetInfo {
 /// for testing the paths of hosts without this one's features).
 const TargetInfo &getHostTarget();
 
-/// Why TE_CPU_ARCH cannot be compiled for, or nullopt if it is unset or LLVM
-/// knows the processor it names.
+/// Why TE_CPU_ARCH cannot be compiled for (or TE_CPU_AMX has a value it does
+/// not take), or nullopt if it is unset or LLVM knows the processor it names.
 std::optional<std::string> getHostTargetError();
+
+/// TE_CPU_AMX=emulate: getHostTarget has AMX's tile features whatever the
+/// processor, and host code generation lowers the tile instructions to
+/// scalar loops (LLVM's scalar AMX lowering, which needs unoptimized code
+/// generation), so that the tile kernels run, slowly, on any x86-64 host.
+bool isEmulatingHostTiles();
+
+/// Why getHostTarget has no AMX tile features although the processor
+/// (this host's, TE_CPU_ARCH unset) has them: TE_CPU_AMX=off, or the OS's
+/// refusal (te/ABI/HostTiles.h). nullopt otherwise.
+std::optional<std::string> getHostTileRefusal();
 
 /// One way a native lowering can take an op (code generation, a vendor
 /// library), for --explain.

@@ -19,7 +19,9 @@
 #include "te/Dialect/TE/IR/TEOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -206,6 +208,20 @@ GemmShape getShape(const HostGemmKernel &kernel, const Operand &a,
   s.k = a.getK();
   int64_t step = kernel.getKStep();
   s.kPadded = llvm::divideCeil(s.k, step) * step;
+  s.chunk = blockScales ? kScaleBlockK : kChunkK;
+  if (kernel.kind == HostGemmKernel::Kind::Tile) {
+    // The tile micro-kernel runs a chunk's tile steps unrolled (tiles stay
+    // in registers only within straight-line code), so K is padded to
+    // whole chunks: for block scales, whole 128-blocks; else chunks of at
+    // most kChunkK, as even as whole tile steps make them.
+    int64_t tileK = kernel.tileUnit->getK();
+    int64_t tileSteps = llvm::divideCeil(s.k, tileK);
+    if (!blockScales) {
+      int64_t chunks = llvm::divideCeil(tileSteps * tileK, kChunkK);
+      s.chunk = chunks ? llvm::divideCeil(tileSteps, chunks) * tileK : tileK;
+    }
+    s.kPadded = llvm::divideCeil(s.k, s.chunk) * s.chunk;
+  }
   s.mPanels = rowPanels ? rowPanels : llvm::divideCeil(s.m, kernel.rows);
   s.nPanels = llvm::divideCeil(s.n, kernel.getColumns());
   // At most kTilePanels* panels a tile, as evenly spread as they go.
@@ -213,7 +229,6 @@ GemmShape getShape(const HostGemmKernel &kernel, const Operand &a,
   s.tilesN = llvm::divideCeil(s.nPanels, kTilePanelsN);
   s.tileRows = llvm::divideCeil(s.mPanels, s.tilesM) * kernel.rows;
   s.tileCols = llvm::divideCeil(s.nPanels, s.tilesN) * kernel.getColumns();
-  s.chunk = blockScales ? kScaleBlockK : kChunkK;
   return s;
 }
 
@@ -227,7 +242,7 @@ bool canPackByVectors(const HostGemmKernel &kernel, const Operand &operand) {
   if (operand.isMXFP8() || operand.getK() == 0)
     return false;
   Type element = operand.getElementType();
-  if (kernel.kind == HostGemmKernel::Kind::PairDot)
+  if (kernel.kind != HostGemmKernel::Kind::FMA)
     return element.isBF16() || isa<Float8E4M3FNType, Float8E5M2Type>(element);
   return element.isF32() || element.isF16();
 }
@@ -289,6 +304,50 @@ Value convertVector(OpBuilder &b, Location loc, Value raw, Type source,
   return arith::TruncFOp::create(b, loc, of(target), wide);
 }
 
+/// Reads rows of an operand's stored matrix (of group `group`'s matrix,
+/// when not null) as vectors in the micro-kernel's element type `element`.
+struct VectorRowReader {
+  const Operand &operand;
+  Value group;
+  Type element;
+
+  /// `width` elements of stored row `row` from column `column`, in the
+  /// kernel's type: zero past the row's end (the read's padding), for rows
+  /// past the last and where `valid` (when given) is false. Reads are 1-D:
+  /// a masked 2-D read would be lowered through a stack buffer, which a
+  /// loop that is not parallel would allocate again in every iteration.
+  Value read(OpBuilder &b, Location loc, Value row, Value column, int64_t width,
+             Value valid) const {
+    // FP8 is padded with its zero and read on as its bytes (i8).
+    Type source = operand.getElementType();
+    Type raw = isa<Float8E4M3FNType, Float8E5M2Type>(source)
+                   ? Type(b.getI8Type())
+                   : source;
+    Value sourceZero = arith::ConstantOp::create(
+        b, loc, cast<TypedAttr>(b.getZeroAttr(source)));
+    int64_t storedRows = operand.getType().getDimSize(operand.getMatrixDim());
+    IndexMath im{b, loc};
+    SmallVector<Value, 3> at;
+    if (group)
+      at.push_back(group);
+    at.append({im.min(row, im.c(storedRows - 1)), column});
+    Value vector = vector::TransferReadOp::create(
+        b, loc, VectorType::get({width}, source), operand.stored, at,
+        sourceZero, ArrayRef<bool>{false});
+    if (raw != source)
+      vector = vector::BitCastOp::create(b, loc, VectorType::get({width}, raw),
+                                         vector);
+    auto type = VectorType::get({width}, element);
+    Value zeros = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getZeroAttr(element)));
+    Value inside = im.lt(row, im.c(storedRows));
+    if (valid)
+      inside = arith::AndIOp::create(b, loc, inside, valid);
+    return arith::SelectOp::create(
+        b, loc, inside, convertVector(b, loc, vector, source, element), zeros);
+  }
+};
+
 /// packPanels for an operand canPackByVectors takes, a panel per thread
 /// with vector reads, transposes and writes rather than one element at a
 /// time (packing was a fifth of a 512^3 GEMM). With K contiguous (A, or B
@@ -337,40 +396,11 @@ Value packPanelsByVectors(OpBuilder &b, Location loc,
   Value panel = tensor::ExtractSliceOp::create(b, loc, panelType,
                                                forall.getRegionIterArgs()[0],
                                                offsets, sizes, strides);
-  // FP8 is padded with its zero and read on as its bytes (i8).
-  Type source = operand.getElementType();
-  Type raw = isa<Float8E4M3FNType, Float8E5M2Type>(source) ? Type(b.getI8Type())
-                                                           : source;
-  Value sourceZero =
-      arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(source)));
   int64_t storedRows = operand.getType().getDimSize(operand.getMatrixDim());
-  // `width` elements of stored row `row` from column `column` (of group
-  // `group`'s matrix), in the kernel's type: zero past the row's end (the
-  // read's padding), for rows past the last and where `valid` (when
-  // given) is false. Reads are 1-D: a masked 2-D read would be lowered
-  // through a stack buffer, which a loop that is not parallel would
-  // allocate again in every iteration.
+  VectorRowReader reader{operand, group, element};
   auto readRow = [&](OpBuilder &b, Location loc, Value row, Value column,
-                     int64_t width, Value valid = nullptr) -> Value {
-    IndexMath im{b, loc};
-    SmallVector<Value, 3> at;
-    if (group)
-      at.push_back(group);
-    at.append({im.min(row, im.c(storedRows - 1)), column});
-    Value vector = vector::TransferReadOp::create(
-        b, loc, VectorType::get({width}, source), operand.stored, at,
-        sourceZero, ArrayRef<bool>{false});
-    if (raw != source)
-      vector = vector::BitCastOp::create(b, loc, VectorType::get({width}, raw),
-                                         vector);
-    auto type = VectorType::get({width}, element);
-    Value zeros = arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, b.getZeroAttr(element)));
-    Value inside = im.lt(row, im.c(storedRows));
-    if (valid)
-      inside = arith::AndIOp::create(b, loc, inside, valid);
-    return arith::SelectOp::create(
-        b, loc, inside, convertVector(b, loc, vector, source, element), zeros);
+                     int64_t width, Value valid = nullptr) {
+    return reader.read(b, loc, row, column, width, valid);
   };
   auto writeRow = [&](OpBuilder &b, Location loc, Value line, Value into,
                       Value t) -> Value {
@@ -465,6 +495,132 @@ Value packPanelsByVectors(OpBuilder &b, Location loc,
           scf::YieldOp::create(b, loc, writeRow(b, loc, line, carried[0], t));
         });
   }
+  b.setInsertionPointToStart(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(b, loc, loop.getResult(0),
+                                        forall.getRegionIterArgs()[0], offsets,
+                                        sizes, strides);
+  return forall.getResult(0);
+}
+
+/// op(A) packed for a tile micro-kernel: bf16 [panels, K / tileK, rows,
+/// tileK] with element (p, kb, j, c) = (row p rows + j, K index kb tileK +
+/// c), zero past A's ends; a grouped GEMM's A takes its rows from `table`.
+/// Each block of a panel is one contiguous run of its tiles' rows (a tile
+/// row 64 bytes: no cache-set conflicts whatever K is). bf16 and FP8
+/// operands are packed by vectors, a panel per thread (K-contiguous ones a
+/// row of a block at a time, K-first ones transposed as words); MXFP8 ones
+/// element by element.
+Value packTileRows(OpBuilder &b, Location loc, const HostGemmKernel &kernel,
+                   const Operand &operand, const GemmShape &s,
+                   const RowPanels &table) {
+  int64_t rows = kernel.rows, tileK = kernel.tileUnit->getK();
+  int64_t blocks = s.kPadded / tileK;
+  Type element = b.getBF16Type();
+  int64_t storedRows = operand.getType().getDimSize(operand.getMatrixDim());
+  // Row j of panel p, and whether it is one of A's (null: when not
+  // grouped, rows past A's end are clamped and zeroed by the reads).
+  auto rowOf = [&](OpBuilder &b, Location loc, Value p,
+                   Value j) -> std::pair<Value, Value> {
+    IndexMath im{b, loc};
+    if (table.isGrouped())
+      return table.emitRow(b, loc, p, j, storedRows);
+    return {im.add(im.mul(p, im.c(rows)), j), Value()};
+  };
+  // (A grouped GEMM's A is K-contiguous.)
+  if (!canPackByVectors(kernel, operand) ||
+      (operand.kDim != 1 && table.isGrouped()))
+    return generateTensor(b, loc, {s.mPanels, blocks, rows, tileK}, element,
+                          [&](OpBuilder &b, Location loc, ArrayRef<Value> i) {
+                            IndexMath im{b, loc};
+                            auto [row, valid] = rowOf(b, loc, i[0], i[2]);
+                            Value k = im.add(im.mul(i[1], im.c(tileK)), i[3]);
+                            return operand.emitPaddedRead(b, loc, row, k,
+                                                          element, valid);
+                          });
+  Value init = tensor::EmptyOp::create(
+      b, loc, ArrayRef<int64_t>{s.mPanels, blocks, rows, tileK}, element);
+  scf::ForallOp forall = createForall(b, loc, {s.mPanels}, init);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(forall.getBody());
+  IndexMath im{b, loc};
+  Value p = forall.getInductionVar(0);
+  SmallVector<OpFoldResult> offsets = {p, b.getIndexAttr(0), b.getIndexAttr(0),
+                                       b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(blocks),
+                                     b.getIndexAttr(rows),
+                                     b.getIndexAttr(tileK)};
+  SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
+  Value panel = tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get({1, blocks, rows, tileK}, element),
+      forall.getRegionIterArgs()[0], offsets, sizes, strides);
+  VectorRowReader reader{operand, Value(), element};
+  // The panel's rows (and whether each is A's) do not change with K.
+  SmallVector<std::pair<Value, Value>> panelRows;
+  for (int64_t j = 0; j < rows; ++j)
+    panelRows.push_back(rowOf(b, loc, p, im.c(j)));
+  auto loop = scf::ForOp::create(
+      b, loc, im.c(0), im.c(blocks), im.c(1), ValueRange{panel},
+      [&](OpBuilder &b, Location loc, Value kb, ValueRange carried) {
+        IndexMath im{b, loc};
+        Value next = carried[0];
+        auto write = [&](Value line, int64_t j) {
+          next =
+              vector::TransferWriteOp::create(
+                  b, loc, line, next, ValueRange{im.c(0), kb, im.c(j), im.c(0)},
+                  ArrayRef<bool>{true})
+                  .getResult();
+        };
+        if (operand.kDim == 1) {
+          // K contiguous: each row's block is one read.
+          for (int64_t j = 0; j < rows; ++j) {
+            auto [row, valid] = panelRows[j];
+            write(
+                reader.read(b, loc, row, im.mul(kb, im.c(tileK)), tileK, valid),
+                j);
+          }
+        } else {
+          // K first: the block's K pairs, each two stored rows of the
+          // panel's columns interleaved into words (a column's pair), then
+          // transposed 16 x 16 as words into the block's rows.
+          int64_t pairs = tileK / 2;
+          SmallVector<int64_t> interleave;
+          for (int64_t j = 0; j < rows; ++j)
+            interleave.append({j, rows + j});
+          Type i32 = b.getI32Type();
+          auto wordsType = VectorType::get({pairs, rows}, i32);
+          Value words = arith::ConstantOp::create(
+              b, loc, DenseElementsAttr::get(wordsType, b.getZeroAttr(i32)));
+          Value first = im.mul(p, im.c(rows));
+          for (int64_t t = 0; t < pairs; ++t) {
+            Value k = im.add(im.mul(kb, im.c(tileK)), im.c(2 * t));
+            Value line = vector::ShuffleOp::create(
+                b, loc, reader.read(b, loc, k, first, rows, Value()),
+                reader.read(b, loc, im.add(k, im.c(1)), first, rows, Value()),
+                interleave);
+            words = vector::InsertOp::create(
+                b, loc,
+                vector::BitCastOp::create(b, loc, VectorType::get({rows}, i32),
+                                          line),
+                words, ArrayRef<int64_t>{t});
+          }
+          auto lineType = VectorType::get({tileK}, element);
+          for (int64_t h = 0; h < rows; h += pairs) {
+            Value square = vector::TransposeOp::create(
+                b, loc,
+                vector::ExtractStridedSliceOp::create(
+                    b, loc, words, ArrayRef<int64_t>{0, h},
+                    ArrayRef<int64_t>{pairs, pairs}, ArrayRef<int64_t>{1, 1}),
+                ArrayRef<int64_t>{1, 0});
+            for (int64_t i = 0; i < pairs; ++i)
+              write(vector::BitCastOp::create(
+                        b, loc, lineType,
+                        vector::ExtractOp::create(b, loc, square,
+                                                  ArrayRef<int64_t>{i})),
+                    h + i);
+          }
+        }
+        scf::YieldOp::create(b, loc, next);
+      });
   b.setInsertionPointToStart(forall.getTerminator().getBody());
   tensor::ParallelInsertSliceOp::create(b, loc, loop.getResult(0),
                                         forall.getRegionIterArgs()[0], offsets,
@@ -576,6 +732,17 @@ public:
                    b.getF32Type());
     int64_t panelsPerTileM = s.tileRows / kernel.rows;
     int64_t panelsPerTileN = s.tileCols / kernel.getColumns();
+    // Tiles load from memory: the packed operands as buffers (read only).
+    if (kernel.kind == HostGemmKernel::Kind::Tile) {
+      auto bufferOf = [&](Value packed) -> Value {
+        auto type = cast<RankedTensorType>(packed.getType());
+        return bufferization::ToBufferOp::create(
+            b, loc, MemRefType::get(type.getShape(), type.getElementType()),
+            packed, /*read_only=*/true);
+      };
+      rowBuffer = bufferOf(rowPanels);
+      columnBuffer = bufferOf(columnPanels);
+    }
     // The row tiles: all, or one group's (a count known at run time).
     IndexMath outer{b, loc};
     Value tilesM = outer.c(s.tilesM);
@@ -698,20 +865,27 @@ private:
     // The indices of B panel `panelN`.
     SmallVector<Value, 1> columnPanel = {panelN};
 
-    Value firstStep = im.mul(chunk, im.c(s.chunk / step));
-    Value lastStep =
-        im.min(im.add(firstStep, im.c(s.chunk / step)), im.c(s.kPadded / step));
-    auto loop = scf::ForOp::create(
-        b, loc, firstStep, lastStep, im.c(1), init,
-        [&](OpBuilder &b, Location loc, Value t, ValueRange acc) {
-          SmallVector<Value> next =
-              kernel.kind == HostGemmKernel::Kind::PairDot
-                  ? emitPairDotStep(b, loc, t, panelM, columnPanel, acc)
-                  : emitFMAStep(b, loc, t, panelM, columnPanel, acc);
-          scf::YieldOp::create(b, loc, next);
-        });
-
-    SmallVector<Value> sums(loop.getResults());
+    SmallVector<Value> sums;
+    if (kernel.kind == HostGemmKernel::Kind::Tile) {
+      sums = emitTileSums(b, loc, chunk, panelM, panelN);
+      if (!blockScales)
+        for (auto [sum, previous] : llvm::zip_equal(sums, init))
+          sum = arith::AddFOp::create(b, loc, sum, previous);
+    } else {
+      Value firstStep = im.mul(chunk, im.c(s.chunk / step));
+      Value lastStep = im.min(im.add(firstStep, im.c(s.chunk / step)),
+                              im.c(s.kPadded / step));
+      auto loop = scf::ForOp::create(
+          b, loc, firstStep, lastStep, im.c(1), init,
+          [&](OpBuilder &b, Location loc, Value t, ValueRange acc) {
+            SmallVector<Value> next =
+                kernel.kind == HostGemmKernel::Kind::PairDot
+                    ? emitPairDotStep(b, loc, t, panelM, columnPanel, acc)
+                    : emitFMAStep(b, loc, t, panelM, columnPanel, acc);
+            scf::YieldOp::create(b, loc, next);
+          });
+      sums.assign(loop.getResults().begin(), loop.getResults().end());
+    }
     if (blockScales) {
       SmallVector<Value> previous = previousSums();
       // tile += block sum * row scale * column scale.
@@ -746,6 +920,64 @@ private:
                    ArrayRef<bool>{true})
                    .getResult();
     return tile;
+  }
+
+  /// The sums of A panel `panelM` times B panel `panelN` over K chunk
+  /// `chunk` on the tile unit, as the kernel's rows x vectors of lanes: the
+  /// chunk's tile steps unrolled (no tile crosses a block boundary, which
+  /// LLVM's tile allocation and its scalar emulation both want), the C
+  /// tiles then stored to a stack buffer and read back as vectors.
+  SmallVector<Value> emitTileSums(OpBuilder &b, Location loc, Value chunk,
+                                  Value panelM, Value panelN) const {
+    IndexMath im{b, loc};
+    const BF16TileUnit &unit = *kernel.tileUnit;
+    int64_t down = kernel.rows / unit.getRows();
+    int64_t across = kernel.getColumns() / unit.getColumns();
+    int64_t tileK = unit.getK(), steps = s.chunk / tileK;
+    SmallVector<Value> acc;
+    for (int64_t t = 0; t < down * across; ++t)
+      acc.push_back(unit.emitZero(b, loc));
+    for (int64_t step = 0; step < steps; ++step) {
+      // K block kb of A's packing; its pairs start at B's row kb tileK / 2.
+      Value kb = im.add(im.mul(chunk, im.c(steps)), im.c(step));
+      SmallVector<Value> aTiles, bTiles;
+      for (int64_t i = 0; i < down; ++i)
+        aTiles.push_back(unit.emitLoadA(
+            b, loc, rowBuffer,
+            ValueRange{panelM, kb, im.c(i * unit.getRows()), im.c(0)}));
+      for (int64_t j = 0; j < across; ++j)
+        bTiles.push_back(
+            unit.emitLoadB(b, loc, columnBuffer,
+                           ValueRange{panelN, im.mul(kb, im.c(tileK / 2)),
+                                      im.c(j * 2 * unit.getColumns())}));
+      for (int64_t i = 0; i < down; ++i)
+        for (int64_t j = 0; j < across; ++j)
+          acc[i * across + j] = unit.emitMultiply(b, loc, acc[i * across + j],
+                                                  aTiles[i], bTiles[j]);
+    }
+    auto laneType = VectorType::get({kernel.lanes}, b.getF32Type());
+    SmallVector<Type> types(kernel.rows * kernel.vectors, laneType);
+    auto scope =
+        memref::AllocaScopeOp::create(b, loc, TypeRange(types), ValueRange{});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&scope.getBodyRegion().emplaceBlock());
+    IndexMath in{b, loc};
+    Value scratch = memref::AllocaOp::create(
+        b, loc,
+        MemRefType::get({kernel.rows, kernel.getColumns()}, b.getF32Type()));
+    for (int64_t i = 0; i < down; ++i)
+      for (int64_t j = 0; j < across; ++j)
+        unit.emitStore(
+            b, loc, acc[i * across + j], scratch,
+            ValueRange{in.c(i * unit.getRows()), in.c(j * unit.getColumns())});
+    SmallVector<Value> sums;
+    for (int64_t r = 0; r < kernel.rows; ++r)
+      for (int64_t v = 0; v < kernel.vectors; ++v)
+        sums.push_back(vector::LoadOp::create(
+            b, loc, laneType, scratch,
+            ValueRange{in.c(r), in.c(v * kernel.lanes)}));
+    memref::AllocaScopeReturnOp::create(b, loc, sums);
+    return SmallVector<Value>(scope.getResults());
   }
 
   /// One pair of K: each row's bf16 pair broadcast against the column
@@ -815,6 +1047,8 @@ private:
   const HostGemmKernel &kernel;
   const GemmShape &s;
   Value rowPanels, columnPanels, rowScales, columnScales;
+  /// The packed operands as buffers, for a tile micro-kernel (build).
+  Value rowBuffer, columnBuffer;
   /// A grouped GEMM's group (setGroup), else null.
   Value scaleGroup, groupFirstPanel, groupEndPanel;
 };
@@ -826,11 +1060,18 @@ private:
 //===----------------------------------------------------------------------===//
 
 Type HostGemmKernel::getOperandType(MLIRContext *context) const {
-  return kind == Kind::PairDot ? Type(BFloat16Type::get(context))
-                               : Type(Float32Type::get(context));
+  return kind == Kind::FMA ? Type(Float32Type::get(context))
+                           : Type(BFloat16Type::get(context));
 }
 
 std::string HostGemmKernel::describe() const {
+  if (kind == Kind::Tile)
+    return llvm::formatv("{0} tiles, {1}x{2} micro-kernel ({3}x{4} tiles of "
+                         "{5}x{6} f32)",
+                         tileUnit->getName(), rows, getColumns(),
+                         rows / tileUnit->getRows(),
+                         getColumns() / tileUnit->getColumns(),
+                         tileUnit->getRows(), tileUnit->getColumns());
   if (kind == Kind::PairDot)
     return llvm::formatv("{0} bf16 pair dots, {1}x{2} micro-kernel",
                          unit->getName(), rows, getColumns());
@@ -840,12 +1081,23 @@ std::string HostGemmKernel::describe() const {
 
 HostGemmKernel mlir::te::chooseHostGemmKernel(Type element,
                                               const BF16PairDotUnit *unit,
+                                              const BF16TileUnit *tileUnit,
                                               int64_t lanes) {
   // Products of bf16 (and of FP8, which bf16 holds exactly) are exact in
-  // f32, so pair dots lose nothing; f16 and f32 need f32 FMAs.
-  bool pairs = unit && (element.isBF16() || isFP8Type(element));
+  // f32, so tiles and pair dots lose nothing; f16 and f32 need f32 FMAs.
+  bool bf16 = element.isBF16() || isFP8Type(element);
   HostGemmKernel kernel;
-  if (pairs) {
+  if (tileUnit && bf16) {
+    // 2x2 C tiles: with the two A and two B tiles of a step, all eight of
+    // AMX's tile registers. The sums leave as 16-lane vectors.
+    kernel.kind = HostGemmKernel::Kind::Tile;
+    kernel.tileUnit = tileUnit;
+    kernel.lanes = 16;
+    kernel.rows = 2 * tileUnit->getRows();
+    kernel.vectors = 2 * tileUnit->getColumns() / kernel.lanes;
+    return kernel;
+  }
+  if (unit && bf16) {
     // 24 accumulators, 2 column vectors and a broadcast: 27 of AVX-512's 32
     // registers.
     kernel.kind = HostGemmKernel::Kind::PairDot;
@@ -874,7 +1126,10 @@ Value mlir::te::buildHostGemmProduct(OpBuilder &b, Location loc,
                    op.getBScalingMode()};
   bool blockScales = a.hasBlockScales() || bOperand.hasBlockScales();
   GemmShape s = getShape(kernel, a, bOperand, blockScales);
-  Value rowPanels = packPanels(b, loc, kernel, a, s.mPanels, kernel.rows, s);
+  Value rowPanels =
+      kernel.kind == HostGemmKernel::Kind::Tile
+          ? packTileRows(b, loc, kernel, a, s, {})
+          : packPanels(b, loc, kernel, a, s.mPanels, kernel.rows, s);
   Value columnPanels =
       packPanels(b, loc, kernel, bOperand, s.nPanels, kernel.getColumns(), s);
   Value rowScales, columnScales;
@@ -1010,7 +1265,10 @@ HostGroupedGemmProduct mlir::te::buildHostGroupedGemmProduct(
   table.count = panelField(true);
 
   GemmShape s = getShape(kernel, a, bOperand, blockScales, maxPanels);
-  Value rowPanels = packPanels(b, loc, kernel, a, s.mPanels, rows, s, table);
+  Value rowPanels =
+      kernel.kind == HostGemmKernel::Kind::Tile
+          ? packTileRows(b, loc, kernel, a, s, table)
+          : packPanels(b, loc, kernel, a, s.mPanels, rows, s, table);
   Value rowScales, columnScales;
   if (blockScales) {
     int64_t blocks = llvm::divideCeil(s.k, kScaleBlockK);
@@ -1069,20 +1327,26 @@ mlir::te::getHostGemmKernelChoices(Operation *op,
     return choices;
   Type element = cast<ShapedType>(op->getOperand(0).getType()).getElementType();
   const BF16PairDotUnit *unit = getBF16PairDotUnit(options.dotUnit);
+  const BF16TileUnit *tileUnit = getBF16TileUnit(options.tileUnit);
   HostGemmKernel chosen =
-      chooseHostGemmKernel(element, unit, options.vectorLanes);
-  if (chosen.kind == HostGemmKernel::Kind::PairDot) {
-    choices.push_back({chosen.describe(), std::nullopt});
-    return choices;
-  }
+      chooseHostGemmKernel(element, unit, tileUnit, options.vectorLanes);
   std::string name;
   llvm::raw_string_ostream os(name);
   os << element;
-  choices.push_back(
-      {"bf16 pair dots",
-       unit ? name + " operands, which bf16 pairs would round"
-            : std::string("the target has no bf16 dot-product unit "
-                          "(AVX512-BF16)")});
+  // Each kernel before the chosen one, in order of preference, with why
+  // not.
+  if (chosen.kind != HostGemmKernel::Kind::Tile)
+    choices.push_back(
+        {"bf16 tiles",
+         tileUnit
+             ? name + " operands, which bf16 tiles would round"
+             : std::string("the target has no bf16 tile unit (AMX-BF16)")});
+  if (chosen.kind == HostGemmKernel::Kind::FMA)
+    choices.push_back(
+        {"bf16 pair dots",
+         unit ? name + " operands, which bf16 pairs would round"
+              : std::string("the target has no bf16 dot-product unit "
+                            "(AVX512-BF16)")});
   choices.push_back({chosen.describe(), std::nullopt});
   return choices;
 }

@@ -17,6 +17,7 @@
 #include "te/Conversion/TECommon/ScalingMath.h"
 #include "te/Dialect/TE/IR/TEOps.h"
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -713,8 +714,9 @@ Value truncTensor(OpBuilder &b, Location loc, Value value,
 /// one pass of the epilogue over [M, N].
 struct ScaledMatmulOpLowering : OpConversionPattern<ScaledMatmulOp> {
   ScaledMatmulOpLowering(MLIRContext *context, const BF16PairDotUnit *dotUnit,
-                         int64_t lanes)
-      : OpConversionPattern(context), dotUnit(dotUnit), lanes(lanes) {}
+                         const BF16TileUnit *tileUnit, int64_t lanes)
+      : OpConversionPattern(context), dotUnit(dotUnit), tileUnit(tileUnit),
+        lanes(lanes) {}
 
   LogicalResult
   matchAndRewrite(ScaledMatmulOp op, OpAdaptor adaptor,
@@ -727,7 +729,7 @@ struct ScaledMatmulOpLowering : OpConversionPattern<ScaledMatmulOp> {
     AffineExpr j = getAffineDimExpr(1, ctx);
 
     HostGemmKernel kernel = chooseHostGemmKernel(
-        op.getA().getType().getElementType(), dotUnit, lanes);
+        op.getA().getType().getElementType(), dotUnit, tileUnit, lanes);
     Value padded = buildHostGemmProduct(rewriter, loc, op, adaptor.getA(),
                                         adaptor.getB(), adaptor.getAScaleInv(),
                                         adaptor.getBScaleInv(), kernel);
@@ -837,6 +839,7 @@ struct ScaledMatmulOpLowering : OpConversionPattern<ScaledMatmulOp> {
 
 private:
   const BF16PairDotUnit *dotUnit;
+  const BF16TileUnit *tileUnit;
   int64_t lanes;
 };
 
@@ -845,8 +848,9 @@ private:
 /// group's scales and bias.
 struct GroupedMatmulOpLowering : OpConversionPattern<GroupedMatmulOp> {
   GroupedMatmulOpLowering(MLIRContext *context, const BF16PairDotUnit *dotUnit,
-                          int64_t lanes)
-      : OpConversionPattern(context), dotUnit(dotUnit), lanes(lanes) {}
+                          const BF16TileUnit *tileUnit, int64_t lanes)
+      : OpConversionPattern(context), dotUnit(dotUnit), tileUnit(tileUnit),
+        lanes(lanes) {}
 
   LogicalResult
   matchAndRewrite(GroupedMatmulOp op, OpAdaptor adaptor,
@@ -854,7 +858,7 @@ struct GroupedMatmulOpLowering : OpConversionPattern<GroupedMatmulOp> {
     Location loc = op.getLoc();
     RankedTensorType dType = op.getD().getType();
     HostGemmKernel kernel = chooseHostGemmKernel(
-        op.getA().getType().getElementType(), dotUnit, lanes);
+        op.getA().getType().getElementType(), dotUnit, tileUnit, lanes);
     HostGroupedGemmProduct grouped = buildHostGroupedGemmProduct(
         rewriter, loc, op, adaptor.getA(), adaptor.getB(), adaptor.getSplits(),
         adaptor.getAScaleInv(), adaptor.getBScaleInv(), kernel);
@@ -897,6 +901,7 @@ struct GroupedMatmulOpLowering : OpConversionPattern<GroupedMatmulOp> {
 
 private:
   const BF16PairDotUnit *dotUnit;
+  const BF16TileUnit *tileUnit;
   int64_t lanes;
 };
 
@@ -1292,6 +1297,7 @@ struct ConvertTEToLinalgPass
 
     ConvertTEToLinalgOptions options;
     options.dotUnit = dotUnit;
+    options.tileUnit = tileUnit;
     options.vectorLanes = vectorLanes;
     if (failed(applyTEToLinalgConversion(module.getOperation(), options)))
       signalPassFailure();
@@ -1325,9 +1331,33 @@ lookUpDotUnit(Operation *anchor, const ConvertTEToLinalgOptions &options) {
          << ", or empty for none";
 }
 
+/// The tile unit `options` names, or failure (reported at `anchor`) for a
+/// name no unit has.
+FailureOr<const BF16TileUnit *>
+lookUpTileUnit(Operation *anchor, const ConvertTEToLinalgOptions &options) {
+  if (options.tileUnit.empty())
+    return static_cast<const BF16TileUnit *>(nullptr);
+  if (const BF16TileUnit *unit = getBF16TileUnit(options.tileUnit))
+    return unit;
+  return emitError(anchor->getLoc(),
+                   "convert-te-to-linalg: unknown tile-unit '")
+         << options.tileUnit << "'; known units: " << getBF16TileUnitNames()
+         << ", or empty for none";
+}
+
 } // namespace
 
 BF16PairDotUnit::~BF16PairDotUnit() = default;
+BF16TileUnit::~BF16TileUnit() = default;
+
+const BF16TileUnit *mlir::te::getBF16TileUnit(StringRef name) {
+  const BF16TileUnit &amx = getAMXBF16TileUnit();
+  return amx.getName() == name ? &amx : nullptr;
+}
+
+std::string mlir::te::getBF16TileUnitNames() {
+  return getAMXBF16TileUnit().getName().str();
+}
 
 /// Every unit the dot-unit option can name.
 static ArrayRef<const BF16PairDotUnit *> getBF16PairDotUnits() {
@@ -1362,7 +1392,7 @@ mlir::te::applyTEToLinalgConversion(ArrayRef<Operation *> ops,
       arith::ArithDialect, bufferization::BufferizationDialect,
       func::FuncDialect, linalg::LinalgDialect, math::MathDialect,
       memref::MemRefDialect, scf::SCFDialect, tensor::TensorDialect,
-      vector::VectorDialect, x86vector::X86VectorDialect>();
+      vector::VectorDialect, x86vector::X86VectorDialect, amx::AMXDialect>();
   RewritePatternSet patterns(context);
   if (failed(
           populateTEToLinalgConversionPatterns(patterns, options, ops.front())))
@@ -1376,6 +1406,9 @@ LogicalResult mlir::te::populateTEToLinalgConversionPatterns(
   FailureOr<const BF16PairDotUnit *> dotUnit = lookUpDotUnit(anchor, options);
   if (failed(dotUnit))
     return failure();
+  FailureOr<const BF16TileUnit *> tileUnit = lookUpTileUnit(anchor, options);
+  if (failed(tileUnit))
+    return failure();
   patterns.add<
       AmaxOpLowering, ComputeScaleOpLowering, UpdateDelayedScalingOpLowering,
       QuantizeOpLowering, DequantizeOpLowering, BlockQuantizeOpLowering,
@@ -1384,7 +1417,7 @@ LogicalResult mlir::te::populateTEToLinalgConversionPatterns(
       CollectiveLowering<AllToAllOp>, CollectiveLowering<PermuteOp>,
       CollectiveLowering<GroupRankOp>>(patterns.getContext());
   patterns.add<ScaledMatmulOpLowering, GroupedMatmulOpLowering>(
-      patterns.getContext(), *dotUnit, options.vectorLanes);
+      patterns.getContext(), *dotUnit, *tileUnit, options.vectorLanes);
   populateAttentionLoweringPatterns(patterns, *dotUnit);
   return success();
 }

@@ -49,28 +49,77 @@ std::string getBF16PairDotUnitNames();
 /// AVX512-BF16's vdpbf16ps (X86DotUnits.cpp).
 const BF16PairDotUnit &getAVX512BF16DotUnit();
 
+/// A unit of the target that multiplies bf16 matrices in tile registers
+/// with f32 accumulation: C += A B for C of getRows() x getColumns() f32,
+/// A of getRows() x getK() bf16 and B of getK() x getColumns() bf16. In
+/// memory, A's rows are getK() contiguous elements; B is stored as getK() / 2
+/// rows of column pairs, element (t, 2 j + e) being B(2 t + e, j), as the
+/// GEMM packs B for pair dots. A tile's rows lie a stride apart: the stride
+/// of the buffer's second innermost dimension. The products of two bf16 are
+/// exact in f32. The host GEMM uses it for bf16 and FP8 operands when the
+/// target names it (convert-te-to-linalg's tile-unit option); the units of
+/// an instruction set live in their own file.
+class BF16TileUnit {
+public:
+  virtual ~BF16TileUnit();
+  /// The name the tile-unit option gives it.
+  virtual StringRef getName() const = 0;
+  virtual int64_t getRows() const = 0;
+  virtual int64_t getColumns() const = 0;
+  virtual int64_t getK() const = 0;
+  /// A C tile of zeros.
+  virtual Value emitZero(OpBuilder &b, Location loc) const = 0;
+  /// The A tile at `indices` of `buffer` (a bf16 memref).
+  virtual Value emitLoadA(OpBuilder &b, Location loc, Value buffer,
+                          ValueRange indices) const = 0;
+  /// The B tile (column pairs) at `indices` of `buffer`.
+  virtual Value emitLoadB(OpBuilder &b, Location loc, Value buffer,
+                          ValueRange indices) const = 0;
+  /// acc + a b.
+  virtual Value emitMultiply(OpBuilder &b, Location loc, Value acc, Value a,
+                             Value bTile) const = 0;
+  /// Stores C tile `acc` at `indices` of `buffer` (an f32 memref).
+  virtual void emitStore(OpBuilder &b, Location loc, Value acc, Value buffer,
+                         ValueRange indices) const = 0;
+};
+
+/// The tile unit called `name`, or null if there is none of that name.
+const BF16TileUnit *getBF16TileUnit(StringRef name);
+
+/// The names getBF16TileUnit knows, comma-separated, for error messages.
+std::string getBF16TileUnitNames();
+
+/// AMX-BF16's tdpbf16ps on 16x32 bf16 tiles (X86DotUnits.cpp).
+const BF16TileUnit &getAMXBF16TileUnit();
+
 /// The register micro-kernel of the host GEMM (GemmLowering.cpp): `rows`
 /// rows of op(A) by `vectors` vectors of `lanes` f32 accumulators, either
 /// bf16 pair dots on a BF16PairDotUnit (bf16 and FP8 operands, two K
-/// elements a step) or f32 FMAs (one a step).
+/// elements a step), f32 FMAs (one a step), or tiles of a BF16TileUnit
+/// (bf16 and FP8 operands, `rows` x `vectors * lanes` of tiles, whose sums
+/// leave the tiles as vectors of `lanes`).
 struct HostGemmKernel {
-  enum class Kind { PairDot, FMA };
+  enum class Kind { PairDot, FMA, Tile };
   Kind kind = Kind::FMA;
   const BF16PairDotUnit *unit = nullptr;
+  const BF16TileUnit *tileUnit = nullptr;
   int64_t rows = 0, vectors = 0, lanes = 0;
 
   int64_t getColumns() const { return vectors * lanes; }
-  int64_t getKStep() const { return kind == Kind::PairDot ? 2 : 1; }
+  /// Elements of K a packed row holds per row or column: pairs, or one.
+  int64_t getKStep() const { return kind == Kind::FMA ? 1 : 2; }
   /// The element type the micro-kernel reads: bf16 or f32.
   Type getOperandType(MLIRContext *context) const;
   /// What --explain says about it.
   std::string describe() const;
 };
 
-/// The micro-kernel for operands of type `element`: pair dots on `unit`
-/// when it is not null and the operands are bf16 or FP8, else f32 FMAs on
-/// vectors of `lanes`.
+/// The micro-kernel for operands of type `element`: tiles of `tileUnit`
+/// when it is not null and the operands are bf16 or FP8, else pair dots on
+/// `unit` when it is not null and they are, else f32 FMAs on vectors of
+/// `lanes`.
 HostGemmKernel chooseHostGemmKernel(Type element, const BF16PairDotUnit *unit,
+                                    const BF16TileUnit *tileUnit,
                                     int64_t lanes);
 
 /// The f32 product op(A) x op(B) of `op` (operands `a`, `b` and their

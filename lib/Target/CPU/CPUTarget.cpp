@@ -38,6 +38,10 @@ ConvertTEToLinalgOptions mlir::te::getHostLoweringOptions() {
   const plugin::TargetInfo &host = plugin::getHostTarget();
   if (host.hasFeature("avx512bf16"))
     options.dotUnit = "avx512-bf16";
+  // bf16 and FP8 GEMMs on AMX's tiles where the target has them (the OS's
+  // permission included: getHostTarget drops the features without it).
+  if (host.hasFeature("amx-tile") && host.hasFeature("amx-bf16"))
+    options.tileUnit = "amx-bf16";
   options.vectorLanes = host.hasFeature("avx512f") ? 16
                         : host.hasFeature("avx2")  ? 8
                                                    : 4;
@@ -81,6 +85,8 @@ void mlir::te::buildCPUTargetPipeline(OpPassManager &pm) {
   // The x86vector ops of the dot units; 16x16 transposes of 32-bit words
   // (the GEMM's packing of B) by AVX-512 shuffles.
   vectorToLLVM.x86Vector = true;
+  // The amx ops of the tile units.
+  vectorToLLVM.amx = true;
   vectorToLLVM.vectorTransposeLowering =
       vector::VectorTransposeLowering::Shuffle16x16;
   pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
@@ -143,8 +149,14 @@ public:
       return {};
     std::vector<plugin::LoweringStrategy> strategies;
     for (auto &[name, unsupported] :
-         getHostGemmKernelChoices(op, getHostLoweringOptions()))
+         getHostGemmKernelChoices(op, getHostLoweringOptions())) {
+      // A processor whose tiles are off says why.
+      if (name == "bf16 tiles" && unsupported &&
+          StringRef(*unsupported).starts_with("the target has no"))
+        if (std::optional<std::string> refusal = plugin::getHostTileRefusal())
+          unsupported = "AMX tiles are not used: " + *refusal;
       strategies.push_back({name, unsupported});
+    }
     return strategies;
   }
 };

@@ -21,9 +21,14 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/GlobalVariable.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -511,6 +516,51 @@ LogicalResult refuseInlineAssembly(ModuleOp module) {
   return result;
 }
 
+/// Prepares `module` for LLVM's scalar lowering of the AMX intrinsics
+/// (TE_CPU_AMX=emulate): that lowering takes tile values only from loads,
+/// products and the vector bitcasts clang writes, so each tile zero
+/// becomes a load of zeros (a row stride of 0 reads one zero row again),
+/// and it runs only in unoptimized code generation (the target machine is
+/// created for that).
+void prepareScalarTileEmulation(llvm::Module &module) {
+  llvm::Function *zero = module.getFunction("llvm.x86.tilezero.internal");
+  if (!zero)
+    return;
+  llvm::LLVMContext &context = module.getContext();
+  llvm::Type *row = llvm::ArrayType::get(llvm::Type::getInt8Ty(context), 64);
+  auto *zeros = new llvm::GlobalVariable(
+      module, row, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
+      llvm::ConstantAggregateZero::get(row), "te.tile_zeros");
+  zeros->setAlignment(llvm::Align(64));
+  llvm::Function *load = llvm::Intrinsic::getOrInsertDeclaration(
+      &module, llvm::Intrinsic::x86_tileloadd64_internal);
+  for (llvm::User *user : llvm::make_early_inc_range(zero->users())) {
+    auto *call = llvm::dyn_cast<llvm::CallInst>(user);
+    if (!call)
+      continue;
+    llvm::IRBuilder<> builder(call);
+    llvm::Value *replacement = builder.CreateCall(
+        load, {call->getArgOperand(0), call->getArgOperand(1), zeros,
+               builder.getInt64(0)});
+    call->replaceAllUsesWith(replacement);
+    call->eraseFromParent();
+  }
+}
+
+/// Turns on LLVM's scalar AMX lowering (a command-line option of the X86
+/// backend), once per process.
+void enableScalarTileLowering() {
+  static const bool enabled = [] {
+    auto &options = llvm::cl::getRegisteredOptions();
+    auto it = options.find("enable-x86-scalar-amx");
+    if (it == options.end())
+      return false;
+    it->second->addOccurrence(0, "enable-x86-scalar-amx", "true");
+    return true;
+  }();
+  (void)enabled;
+}
+
 /// Runs the code generator of `machine` on `module` and returns the object
 /// file or assembly.
 FailureOr<std::string> generateCode(Location loc, llvm::Module &module,
@@ -620,6 +670,11 @@ LogicalResult mlir::te::writeHostArtifact(ModuleOp module,
   });
   if (usesOpenMP)
     linkArgs.push_back(TE_MLIR_OPENMP_LIBRARY);
+  // Unoptimized code generation (emulated tiles) calls compiler-rt's bf16
+  // conversions on hosts without AVX512-BF16.
+  if (plugin::isEmulatingHostTiles() &&
+      !StringRef(TE_MLIR_COMPILER_RT_BUILTINS).empty())
+    linkArgs.push_back(TE_MLIR_COMPILER_RT_BUILTINS);
 
   DialectRegistry registry;
   registerBuiltinDialectTranslation(registry);
@@ -644,9 +699,16 @@ LogicalResult mlir::te::writeHostArtifact(ModuleOp module,
   if (!target)
     return mlir::emitError(loc, "no LLVM target for ")
            << triple.str() << ": " << error;
+  // Emulated tiles need unoptimized code generation (the IR is optimized
+  // all the same).
+  bool emulateTiles = plugin::isEmulatingHostTiles();
+  if (emulateTiles)
+    enableScalarTileLowering();
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       triple, host.cpu, host.features, llvm::TargetOptions(), llvm::Reloc::PIC_,
-      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+      std::nullopt,
+      emulateTiles ? llvm::CodeGenOptLevel::None
+                   : llvm::CodeGenOptLevel::Aggressive));
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(triple);
   // LLVM's tuning for Intel's AVX-512 cores vectorizes loops 256 bits wide
@@ -667,6 +729,8 @@ LogicalResult mlir::te::writeHostArtifact(ModuleOp module,
   if (llvm::Error err = optimize(llvmModule.get()))
     return mlir::emitError(loc, "LLVM optimization failed: ")
            << llvm::toString(std::move(err));
+  if (emulateTiles)
+    prepareScalarTileEmulation(*llvmModule);
   dumpStage("llvm-optimized", "ll",
             [&](raw_ostream &os) { llvmModule->print(os, {}); });
   if (artifact == HostArtifact::LLVMIR) {
