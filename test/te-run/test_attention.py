@@ -526,23 +526,32 @@ def test_selfcheck_reference_matches_naive_fixed(kwargs):
 
 def test_selfcheck_f32_model_within_tolerance():
     """An all-f32 evaluation (the naive code in float32) of the te-run test
-    configurations stays far inside rtol = atol = 1e-5 of the f64 reference."""
-    worst = 0.0
-    cases = [make_case(3, **kw) for kw in SELFCHECK_FIXED] + [
-        make_case(4, mask="causal", s_q=33, s_kv=33, h_q=2, d_qk=32),
-        make_case(5, mask="no_mask", bias_kind="alibi", s_q=33, s_kv=33, h_q=2,
-                  d_qk=32, scale=2.0),
-        make_case(6, mask="no_mask", bias_kind="pre_scale", s_q=20, h_q=2,
-                  d_qk=32, scale=1.0)]
-    for case in cases:
-        want_o, want_lse = case.reference()
-        got_o, got_lse = case.naive(np.float32)
-        for got, want in ((got_o, want_o), (got_lse, want_lse)):
-            finite = np.isfinite(want)
-            assert (got[~finite] == want[~finite]).all()
-            excess = np.abs(got[finite] - want[finite]) / (1 + np.abs(want[finite]))
-            worst = max(worst, excess.max(initial=0.0))
-    assert worst < F32_TOL / 4, worst
+    configurations stays far inside rtol = atol = 1e-5 of the f64 reference,
+    and inside it where the scores are large: ALiBi at scale 2 and the
+    pre-scale bias give scores (and lse) up to about 40, whose f32 rounding
+    alone is 40 * 2^-24 before exp amplifies it into o. How much of that the
+    model shows depends on the host's f32 dot and exp kernels: up to 2.5e-6
+    on hosts with AVX-512, 8.1e-6 on an AMD EPYC with AVX2 only."""
+    def worst(cases):
+        excess_max = 0.0
+        for case in cases:
+            want_o, want_lse = case.reference()
+            got_o, got_lse = case.naive(np.float32)
+            for got, want in ((got_o, want_o), (got_lse, want_lse)):
+                finite = np.isfinite(want)
+                assert (got[~finite] == want[~finite]).all()
+                excess = np.abs(got[finite] - want[finite]) / (1 + np.abs(want[finite]))
+                excess_max = max(excess_max, excess.max(initial=0.0))
+        return excess_max
+
+    plain = [make_case(3, **kw) for kw in SELFCHECK_FIXED] + [
+        make_case(4, mask="causal", s_q=33, s_kv=33, h_q=2, d_qk=32)]
+    large = [make_case(5, mask="no_mask", bias_kind="alibi", s_q=33, s_kv=33, h_q=2,
+                       d_qk=32, scale=2.0),
+             make_case(6, mask="no_mask", bias_kind="pre_scale", s_q=20, h_q=2,
+                       d_qk=32, scale=1.0)]
+    assert worst(plain) < F32_TOL / 4
+    assert worst(large) < F32_TOL
 
 
 # Facts that need no implementation.

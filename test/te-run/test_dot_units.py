@@ -11,21 +11,15 @@ of its own), and each kernel must hold the instructions of its path.
 """
 import platform
 import re
-from pathlib import Path
 
 import pytest
 
 import test_attention as fwd
+from host_cpu import host_flags, skip_unless_runs_here
 import test_attention_backward as bwd
 
 pytestmark = pytest.mark.skipif(platform.machine() != "x86_64",
                                 reason="the dot units and TE_CPU_ARCH names here are x86's")
-
-
-def host_flags():
-    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    match = re.search(r"^flags\s*:(.*)$", text, re.M)
-    return set(match.group(1).split()) if match else set()
 
 
 HOST_BF16_DOT = "avx512_bf16" in host_flags()
@@ -78,6 +72,7 @@ DIRECTIONS = {
                          [(d, n) for d, (_, _, cases) in DIRECTIONS.items() for n in cases])
 def test_bf16_attention(te_run, direction, name, path):
     cases, seed, table = DIRECTIONS[direction]
+    skip_unless_runs_here(PATHS[path])
     if PATHS[path]:
         te_run.env["TE_CPU_ARCH"] = PATHS[path]
     cases.run_case(te_run, cases.make_case(seed, elem="bf16", **table[name]))

@@ -10,7 +10,6 @@ FP8 values are exact in f32, so the error bound is f32 summation error,
 K * 2^-24 relative to the sum of |products| (with f32 operands, one more
 rounding per product), plus the final rounding of the output type.
 """
-import platform
 import re
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import numpy as np
 import pytest
 
 from fp8_reference import FORMATS, cast_fp8
+from host_cpu import X86, host_flags, skip_unless_runs_here
 
 HIGH = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
 # Relative rounding of each output type (half an ulp, and a little).
@@ -361,16 +361,6 @@ def test_nan_and_inf_propagate(te_run, elem):
 
 # --- every micro-kernel on every host ----------------------------------------
 
-def host_flags():
-    try:
-        text = open("/proc/cpuinfo").read()
-    except OSError:
-        return set()
-    match = re.search(r"^flags\s*:(.*)$", text, re.M)
-    return set(match.group(1).split()) if match else set()
-
-
-X86 = platform.machine() == "x86_64"
 # TE_CPU_ARCH values that force the fallbacks on any x86 host: AVX-512
 # without BF16 (f32 FMAs on 16 lanes) and AVX2 (8 lanes).
 FALLBACKS = {"fma16": "x86-64-v4", "fma8": "x86-64-v3"}
@@ -382,6 +372,7 @@ FALLBACKS = {"fma16": "x86-64-v4", "fma8": "x86-64-v3"}
                                         ("f8E4M3FN", ("per_tensor", "per_tensor")),
                                         ("f8E4M3FN", ("block_1x128", "block_128x128"))])
 def test_fallback_micro_kernels(te_run, path, elem, modes):
+    skip_unless_runs_here(FALLBACKS[path])
     gemm_case(te_run, m=37, n=70, k=300 if modes[0] == "block_1x128" else 45,
               a_elem=elem, modes=modes, out="f32", env={"TE_CPU_ARCH": FALLBACKS[path]})
 

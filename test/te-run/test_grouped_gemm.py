@@ -5,11 +5,10 @@ of A times op(B[g]), each group with its own scales, concatenated.
 
 Error bound as test_gemm's: f32 summation error, K * 2^-24 relative to the
 sum of |products|, plus the output's rounding."""
-import platform
-
 import numpy as np
 import pytest
 
+from host_cpu import X86, skip_unless_runs_here
 from test_gemm import HIGH, ROUNDING, Operand, product, tensor_type
 
 
@@ -156,12 +155,13 @@ def test_many_groups(te_run):
 @pytest.mark.parametrize("elem", ["bf16", "f8E4M3FN"])
 def test_fallback_kernels(te_run, arch, elem):
     """The f32 FMA micro-kernels (AVX-512 without the dot unit, AVX2)."""
+    skip_unless_runs_here(arch)
     modes = ("per_tensor", "per_tensor") if elem != "bf16" else (None, None)
     grouped_case(te_run, splits=SPLITS, n=37, k=45, a_elem=elem, modes=modes,
                  env={"TE_CPU_ARCH": arch})
 
 
-@pytest.mark.skipif(platform.machine() != "x86_64", reason="AMX is x86's")
+@pytest.mark.skipif(not X86, reason="AMX is x86's")
 @pytest.mark.parametrize("elem,modes", [("bf16", (None, None)),
                                         ("f8E4M3FN", ("per_tensor", "per_tensor")),
                                         ("f8E4M3FN", ("block_1x128", "block_128x128"))])
