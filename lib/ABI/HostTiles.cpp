@@ -22,7 +22,9 @@ std::optional<std::string> askForTiles() {
   int error = errno;
   std::string reason = "arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA) failed: ";
   reason += std::strerror(error);
-  if (error == EINVAL)
+  // Linux answers EOPNOTSUPP for a processor without AMX's state, EINVAL
+  // where it knows no such state (before 5.16).
+  if (error == EINVAL || error == EOPNOTSUPP)
     reason += " (the processor or the kernel has no AMX tile state; "
               "Linux 5.16 or later is needed)";
   else if (error == ENOSPC)

@@ -11,6 +11,7 @@
 #include "Error.h"
 #include "MPILibrary.h"
 
+#include "te/ABI/HostFeatures.h"
 #include "te/ABI/HostTiles.h"
 #include "te/Runtime/Threads.h"
 #include "te/Support/FileTrust.h"
@@ -27,6 +28,7 @@
 #include <string>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -160,6 +162,41 @@ bool openFile(const char *path, te::support::LoadedLibrary &library,
 
 void *findOwnFunction(void *module, const char *symbol);
 
+/// Whether this process can run the code of `library`: the features its
+/// te_kernel_cpu_features names (te/ABI/HostFeatures.h; libraries without
+/// it state nothing) are this processor's, and AMX tiles the OS granted.
+/// A library compiled for another processor would stop at an illegal
+/// instruction instead.
+bool checkCPUFeatures(const te::support::LoadedLibrary &library, char *error,
+                      size_t errorSize) {
+  auto features = reinterpret_cast<ManifestFunction>(
+      findOwnFunction(library.handle, te::abi::kCPUFeaturesSymbol));
+  const char *list = features ? features() : nullptr;
+  if (!list)
+    return true;
+  std::vector<std::string> missing = te::abi::findUnusableCPUFeatures(list);
+  if (missing.empty())
+    return true;
+  std::string message = "it was compiled for processor features this "
+                        "process cannot use, so its code would stop at an "
+                        "illegal instruction: ";
+  bool tiles = false, unknown = false;
+  for (size_t i = 0; i < missing.size(); ++i) {
+    message += (i ? ", " : "") + missing[i];
+    tiles |= missing[i].rfind("amx-", 0) == 0;
+    unknown |= !te::abi::isCheckableCPUFeature(missing[i]);
+  }
+  if (tiles && te::abi::requestHostTilePermission())
+    message += " (AMX tiles: " + *te::abi::requestHostTilePermission() + ")";
+  if (unknown)
+    message += " (a name this runtime does not know is a feature of a newer "
+               "te-mlir's libraries: use the runtime that compiled it)";
+  message += "; compile it on this machine (unset TE_CPU_ARCH; TE_CPU_AMX=off "
+             "leaves the tiles out)";
+  setError(error, errorSize, message.c_str());
+  return false;
+}
+
 te_status loadModule(void *, const char *path, const void *image,
                      size_t imageSize, void **module, char *error,
                      size_t errorSize) {
@@ -182,6 +219,10 @@ te_status loadModule(void *, const char *path, const void *image,
     }
     if (!loaded)
       return TE_ERROR_LOAD_FAILED;
+    if (!checkCPUFeatures(library, error, errorSize)) {
+      te::support::unloadLibrary(library);
+      return TE_ERROR_LOAD_FAILED;
+    }
   } catch (const std::bad_alloc &) {
     te::support::unloadLibrary(library);
     setError(error, errorSize, "out of host memory");

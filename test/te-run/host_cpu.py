@@ -1,6 +1,7 @@
 """What the host processor runs: its CPU flags, and whether code compiled
 for a TE_CPU_ARCH processor runs here (code for another processor is
-compiled on any host, but run only where the host has its features)."""
+compiled on any host; the runtime refuses to load it where the host lacks
+its features)."""
 import platform
 import re
 from pathlib import Path
@@ -19,6 +20,9 @@ def host_flags():
 ARCH_FLAGS = {
     "x86-64-v3": {"avx2", "fma", "bmi2", "f16c", "movbe"},
     "x86-64-v4": {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"},
+    "sapphirerapids": {"avx512f", "avx512bw", "avx512cd", "avx512dq",
+                       "avx512vl", "avx512_bf16", "avx512_fp16", "amx_tile",
+                       "amx_bf16", "amx_int8"},
 }
 
 

@@ -10,6 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
+import host_cpu
 from conftest import ROOT
 
 EXAMPLES = ROOT / "examples"
@@ -189,6 +190,39 @@ func.func @f(%x: tensor<0x16xbf16>) -> tensor<f32> {
     proc = te_run(program, "--random-inputs", check=False)
     assert_clean_failure(proc)
     assert "with no elements; kernels take and return tensors" in proc.stderr
+
+
+# --- kernels for another processor ------------------------------------------
+
+# TE_CPU_ARCH compiles for a processor other than the host. Where the host
+# lacks its features, the runtime refuses the library and names them
+# (te/ABI/HostFeatures.h): its code would stop at an illegal instruction.
+@pytest.mark.skipif(not host_cpu.X86, reason="TE_CPU_ARCH names here are x86's")
+@pytest.mark.parametrize("arch,first_missing", [
+    ("x86-64-v4", "avx512f"), ("sapphirerapids", "amx_tile")])
+def test_kernels_for_another_processor_are_refused(te_run, arch, first_missing):
+    if host_cpu.runs_here(arch):
+        pytest.skip(f"this host runs {arch} code")
+    if first_missing in host_cpu.host_flags():
+        first_missing = sorted(host_cpu.ARCH_FLAGS[arch] -
+                               host_cpu.host_flags())[0]
+    program = te_run.program("""
+func.func @f(%a: tensor<40x64xbf16>, %b: tensor<24x64xbf16>) -> tensor<40x24xbf16> {
+  %d = te.scaled_matmul %a, %b transpose_b : tensor<40x64xbf16>, tensor<24x64xbf16> -> tensor<40x24xbf16>
+  return %d : tensor<40x24xbf16>
+}
+""")
+    proc = te_run(program, "--random-inputs", env={"TE_CPU_ARCH": arch},
+                  check=False)
+    assert_clean_failure(proc)
+    assert "processor features this process cannot use" in proc.stderr
+    assert "illegal instruction" in proc.stderr
+    # LLVM's names of Linux's flags: amx_tile is amx-tile, avx512_bf16
+    # avx512bf16.
+    llvm_name = first_missing.replace("avx512_", "avx512").replace("_", "-")
+    assert llvm_name in proc.stderr, proc.stderr
+    # On this host the same program runs.
+    te_run(program, "--random-inputs")
 
 
 def test_head_dimension_zero_is_refused_by_the_verifier(te_run):

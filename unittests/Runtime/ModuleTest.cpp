@@ -3,6 +3,8 @@
 #include "FakeDevice.h"
 #include "RuntimeTestUtils.h"
 
+#include "te/ABI/HostFeatures.h"
+
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -280,7 +282,12 @@ protected:
     setManifest = reinterpret_cast<void (*)(const char *)>(
         dlsym(library, "te_test_set_manifest"));
     ASSERT_NE(setManifest, nullptr) << dlerror();
+    setCPUFeatures = reinterpret_cast<void (*)(const char *)>(
+        dlsym(library, "te_test_set_cpu_features"));
+    ASSERT_NE(setCPUFeatures, nullptr) << dlerror();
   }
+
+  void TearDown() override { setCPUFeatures(nullptr); }
 
   te_status load(const char *manifest, ModulePtr &module) {
     setManifest(manifest);
@@ -306,9 +313,11 @@ protected:
   }
 
   static void (*setManifest)(const char *);
+  static void (*setCPUFeatures)(const char *);
 };
 
 void (*ManifestTest::setManifest)(const char *) = nullptr;
+void (*ManifestTest::setCPUFeatures)(const char *) = nullptr;
 
 constexpr const char *kHeader = "te-kernel-abi 1\n";
 
@@ -328,6 +337,60 @@ TEST_F(ManifestTest, AcceptsAMinimalManifest) {
     ASSERT_EQ(te_module_get_kernel(module.get(), "k", &kernel), TE_OK);
     EXPECT_EQ(te_kernel_num_args(kernel), 0);
   }
+}
+
+// A library states the processor features its code needs
+// (te/ABI/HostFeatures.h); one this process cannot run is refused with
+// them named, rather than stopping at an illegal instruction.
+TEST_F(ManifestTest, LibrariesNeedingNoFeatureLoad) {
+  const char *manifest = "te-kernel-abi 1\nentry k te_test_echo_noop\nend\n";
+  ModulePtr module;
+  for (const char *features : {"", ","}) {
+    setCPUFeatures(features);
+    EXPECT_EQ(load(manifest, module), TE_OK) << te_last_error_message();
+  }
+}
+
+TEST_F(ManifestTest, LibrariesNeedingUsableFeaturesLoad) {
+  std::string usable;
+  for (std::string_view feature : te::abi::getCheckableCPUFeatures())
+    if (te::abi::isCPUFeatureUsable(feature))
+      usable += std::string(usable.empty() ? "" : ",") + std::string(feature);
+  setCPUFeatures(usable.c_str());
+  ModulePtr module;
+  EXPECT_EQ(load("te-kernel-abi 1\nentry k te_test_echo_noop\nend\n", module),
+            TE_OK)
+      << usable << ": " << te_last_error_message();
+}
+
+TEST_F(ManifestTest, LibrariesNeedingMissingFeaturesAreRefused) {
+  std::vector<std::string> missing;
+  for (std::string_view feature : te::abi::getCheckableCPUFeatures())
+    if (!te::abi::isCPUFeatureUsable(feature))
+      missing.emplace_back(feature);
+  if (missing.empty())
+    GTEST_SKIP() << "this processor has every feature a library may need";
+  // A usable feature before it changes nothing.
+  std::string list = missing.back();
+  for (std::string_view feature : te::abi::getCheckableCPUFeatures())
+    if (te::abi::isCPUFeatureUsable(feature)) {
+      list = std::string(feature) + "," + list;
+      break;
+    }
+  setCPUFeatures(list.c_str());
+  expectRejected("te-kernel-abi 1\nentry k te_test_echo_noop\nend\n",
+                 {"processor features this process cannot use",
+                  "illegal instruction", missing.back(), "unset TE_CPU_ARCH"});
+  if (missing.back().rfind("amx-", 0) == 0)
+    EXPECT_NE(std::string(te_last_error_message()).find("AMX tiles: "),
+              std::string::npos)
+        << te_last_error_message();
+}
+
+TEST_F(ManifestTest, LibrariesNeedingUnknownFeaturesAreRefused) {
+  setCPUFeatures("te-test-feature-from-the-future");
+  expectRejected("te-kernel-abi 1\nentry k te_test_echo_noop\nend\n",
+                 {"te-test-feature-from-the-future", "newer te-mlir"});
 }
 
 TEST_F(ManifestTest, AcceptsEveryDTypeAndShapeForm) {

@@ -39,7 +39,7 @@ TEST(TargetRegistry, BuiltinTargetsComeFirstAndCannotBeClaimed) {
   ASSERT_TRUE(cpu);
   EXPECT_TRUE(cpu.isBuiltin());
   EXPECT_EQ(cpu.describe(), "cpu (built-in)");
-  EXPECT_EQ(cpu.getPipelineIdentity(), "te-lower-cpu abi=3");
+  EXPECT_EQ(cpu.getPipelineIdentity(), "te-lower-cpu abi=4");
   EXPECT_NE(cpu.getNativeLowering(), nullptr);
   EXPECT_EQ(registry.getTargets().front().target, cpu.target);
 

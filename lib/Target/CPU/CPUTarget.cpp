@@ -190,7 +190,7 @@ public:
   /// The pipeline is part of the te-mlir build (its build id covers it);
   /// the ABI version names the kernel calling convention.
   std::string getPipelineIdentity() const override {
-    return "te-lower-cpu abi=3";
+    return "te-lower-cpu abi=4";
   }
 
   void getDependentDialects(DialectRegistry &registry) const override {

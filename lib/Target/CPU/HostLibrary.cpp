@@ -1,7 +1,8 @@
 //===- HostLibrary.cpp - LLVM dialect modules to host shared libraries ---===//
 //
-// The cpu target's serializer: the kernel ABI (packed entry points and the
-// manifest getter) added to the module, LLVM IR, LLVM's optimizer and code
+// The cpu target's serializer: the kernel ABI (packed entry points, the
+// manifest getter and the processor features the code needs) added to the
+// module, LLVM IR, LLVM's optimizer and code
 // generator for the host, and the system linker.
 //
 //===----------------------------------------------------------------------===//
@@ -9,6 +10,8 @@
 #include "te/Target/CPU/CPUTarget.h"
 #include "te/Target/CompileRecorder.h"
 #include "te/Target/KernelManifest.h"
+
+#include "te/ABI/HostFeatures.h"
 
 #include "te/Conversion/TEToLinalg/TEToLinalg.h"
 #include "te/Dialect/TE/IR/TEDialect.h"
@@ -547,6 +550,37 @@ void prepareScalarTileEmulation(llvm::Module &module) {
   }
 }
 
+/// Adds te_kernel_cpu_features (te/ABI/HostFeatures.h): the checkable
+/// features of `features` (an LLVM feature string) the code may use. An
+/// emulated tile instruction is scalar code: its features are left out.
+void addCPUFeatures(llvm::Module &module, StringRef features,
+                    bool emulatedTiles) {
+  std::string list;
+  SmallVector<StringRef> parts;
+  features.split(parts, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  for (StringRef part : parts) {
+    if (!part.consume_front("+") ||
+        !::te::abi::isCheckableCPUFeature(part.str()) ||
+        (emulatedTiles && part.starts_with("amx-")))
+      continue;
+    if (!list.empty())
+      list += ',';
+    list += part.str();
+  }
+  llvm::LLVMContext &context = module.getContext();
+  llvm::Constant *text = llvm::ConstantDataArray::getString(context, list);
+  auto *global = new llvm::GlobalVariable(
+      module, text->getType(), /*isConstant=*/true,
+      llvm::GlobalValue::PrivateLinkage, text, "te.cpu_features");
+  auto *function = llvm::Function::Create(
+      llvm::FunctionType::get(llvm::PointerType::get(context, 0), false),
+      llvm::GlobalValue::ExternalLinkage, ::te::abi::kCPUFeaturesSymbol,
+      module);
+  llvm::IRBuilder<> builder(
+      llvm::BasicBlock::Create(context, "entry", function));
+  builder.CreateRet(global);
+}
+
 /// Turns on LLVM's scalar AMX lowering (a command-line option of the X86
 /// backend), once per process.
 void enableScalarTileLowering() {
@@ -711,6 +745,7 @@ LogicalResult mlir::te::writeHostArtifact(ModuleOp module,
                    : llvm::CodeGenOptLevel::Aggressive));
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(triple);
+  addCPUFeatures(*llvmModule, host.features, emulateTiles);
   // LLVM's tuning for Intel's AVX-512 cores vectorizes loops 256 bits wide
   // (a frequency precaution dating from Skylake-SP). The loops LLVM
   // vectorizes in te kernels (FP8 casts, amax) are compute bound and run
