@@ -1321,7 +1321,8 @@ HostGroupedGemmProduct mlir::te::buildHostGroupedGemmProduct(
 
 std::vector<std::pair<std::string, std::optional<std::string>>>
 mlir::te::getHostGemmKernelChoices(Operation *op,
-                                   const ConvertTEToLinalgOptions &options) {
+                                   const ConvertTEToLinalgOptions &options,
+                                   std::optional<std::string> noTileUnit) {
   std::vector<std::pair<std::string, std::optional<std::string>>> choices;
   if (!isa<ScaledMatmulOp, GroupedMatmulOp>(op))
     return choices;
@@ -1338,9 +1339,9 @@ mlir::te::getHostGemmKernelChoices(Operation *op,
   if (chosen.kind != HostGemmKernel::Kind::Tile)
     choices.push_back(
         {"bf16 tiles",
-         tileUnit
-             ? name + " operands, which bf16 tiles would round"
-             : std::string("the target has no bf16 tile unit (AMX-BF16)")});
+         tileUnit ? name + " operands, which bf16 tiles would round"
+                  : noTileUnit.value_or("the target has no bf16 tile unit "
+                                        "(AMX-BF16)")});
   if (chosen.kind == HostGemmKernel::Kind::FMA)
     choices.push_back(
         {"bf16 pair dots",

@@ -147,16 +147,14 @@ public:
   getStrategies(Operation *op) const override {
     if (getCPUUnsupportedReason(op))
       return {};
+    // A processor whose tiles are off says why.
+    std::optional<std::string> noTiles;
+    if (std::optional<std::string> refusal = plugin::getHostTileRefusal())
+      noTiles = "AMX tiles are not used: " + *refusal;
     std::vector<plugin::LoweringStrategy> strategies;
     for (auto &[name, unsupported] :
-         getHostGemmKernelChoices(op, getHostLoweringOptions())) {
-      // A processor whose tiles are off says why.
-      if (name == "bf16 tiles" && unsupported &&
-          StringRef(*unsupported).starts_with("the target has no"))
-        if (std::optional<std::string> refusal = plugin::getHostTileRefusal())
-          unsupported = "AMX tiles are not used: " + *refusal;
+         getHostGemmKernelChoices(op, getHostLoweringOptions(), noTiles))
       strategies.push_back({name, unsupported});
-    }
     return strategies;
   }
 };

@@ -46,10 +46,12 @@ std::optional<std::string> getCPUUnsupportedReason(Operation *op);
 /// The micro-kernels the host GEMM considers for `op` (te.scaled_matmul or
 /// te.grouped_matmul) under `options`, in order of preference, each with
 /// why it cannot take the op (nullopt for the one that does): what
-/// `te-run --explain` shows for the GEMMs. Empty for other ops.
+/// `te-run --explain` shows for the GEMMs. Empty for other ops. Without a
+/// tile unit in `options`, the tiles' reason is `noTileUnit` where the
+/// caller knows why the target has none (the OS refused them, say).
 std::vector<std::pair<std::string, std::optional<std::string>>>
-getHostGemmKernelChoices(Operation *op,
-                         const ConvertTEToLinalgOptions &options);
+getHostGemmKernelChoices(Operation *op, const ConvertTEToLinalgOptions &options,
+                         std::optional<std::string> noTileUnit = std::nullopt);
 
 /// Adds the patterns of te-decompose-reference: te.attention and
 /// te.attention_backward as dense linalg math on the materialized
