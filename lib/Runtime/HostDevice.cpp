@@ -47,6 +47,12 @@ using TakeAllocFailureFunction = const char *(*)(uint64_t *bytes);
 constexpr const char *kManifestSymbol = "te_kernel_manifest";
 constexpr const char *kSetThreadsSymbol = "te_kernel_set_num_threads";
 constexpr const char *kTakeAllocFailureSymbol = "te_kernel_take_alloc_failure";
+/// Gives the library the allocator of its temporaries
+/// (te/Runtime/HostTemporaries.h). In te-mlir kernels since the cpu
+/// target's abi=4; optional for other libraries.
+using SetAllocatorFunction = void (*)(void *(*)(size_t, size_t),
+                                      void (*)(void *));
+constexpr const char *kSetAllocatorSymbol = "te_kernel_set_allocator";
 
 /// A loaded library: the dlopen handle and its entry points, each handed
 /// out once (get_function's handle is the HostFunction's address).
@@ -234,6 +240,12 @@ te_status loadModule(void *, const char *path, const void *image,
     setError(error, errorSize, "out of host memory");
     return TE_ERROR_OUT_OF_MEMORY;
   }
+  // Before any launch: every temporary a launch frees is then the
+  // runtime's.
+  if (auto setAllocator = reinterpret_cast<SetAllocatorFunction>(
+          findOwnFunction(library.handle, kSetAllocatorSymbol)))
+    setAllocator(te::runtime::allocateHostTemporary,
+                 te::runtime::releaseHostTemporary);
   loaded->handle = library.handle;
   loaded->library = std::move(library);
   loaded->setThreads = reinterpret_cast<SetThreadsFunction>(

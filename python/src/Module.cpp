@@ -25,6 +25,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -465,6 +466,30 @@ NB_MODULE(_core, m) {
       "use).");
   m.def("get_num_threads", &te_get_num_threads,
         "The threads host kernels use (at least 1).");
+
+  m.def(
+      "set_host_temporaries_limit",
+      [](std::optional<size_t> bytes) {
+        check(te_host_temporaries_set_limit(
+                  bytes.value_or(std::numeric_limits<size_t>::max())),
+              "cannot set the host temporaries' limit");
+      },
+      nb::arg("bytes").none(),
+      "Sets the most idle bytes of host kernels' temporaries kept for later "
+      "calls (0: none; None: the default, TE_HOST_TEMPORARIES_BYTES, else "
+      "1 GiB); idle blocks beyond it are freed now.");
+  m.def(
+      "host_temporaries_info",
+      []() {
+        nb::dict info;
+        info["limit"] = te_host_temporaries_limit();
+        info["idle_bytes"] = te_host_temporaries_idle_bytes();
+        return info;
+      },
+      "The host kernels' temporaries kept for later calls: {'limit': the "
+      "most idle bytes kept, 'idle_bytes': those kept now}.");
+  m.def("release_host_temporaries", &te_host_temporaries_release,
+        "Frees the idle blocks kept for host kernels' temporaries.");
 
   nb::class_<Device>(m, "Device",
                      "An opened device instance: 'cpu', 'cuda', or a runtime "

@@ -26,6 +26,8 @@ import numpy as np
 
 from ._core import Device, __version__, get_num_threads, load_runtime_plugin
 from ._core import set_num_threads
+from ._core import (host_temporaries_info, release_host_temporaries,
+                    set_host_temporaries_limit)
 from ._core import Jit as _Jit
 from .errors import (CompileError, DTypeError, DeviceError, Error,
                      PluginError, ShapeError)
@@ -34,8 +36,10 @@ __all__ = ["__version__", "CompileError", "DTypeError", "Device",
            "DeviceError", "Error", "ExplainRow", "Jit", "Module",
            "PluginError", "ShapeError", "cache", "compile", "default_jit",
            "explain",
-           "format_explain", "get_num_threads", "load_runtime_plugin",
-           "numpy_dtype", "ops", "plugins", "recipe", "set_num_threads"]
+           "format_explain", "get_num_threads", "host_temporaries_info",
+           "load_runtime_plugin", "numpy_dtype", "ops", "plugins", "recipe",
+           "release_host_temporaries", "set_host_temporaries_limit",
+           "set_num_threads"]
 
 _DTYPES = {
     "f32": np.dtype(np.float32),

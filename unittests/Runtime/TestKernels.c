@@ -8,6 +8,8 @@
 
 #include "te/Runtime/Runtime.h"
 
+#include <stddef.h>
+
 #if TE_KERNEL_ABI_VERSION < 4
 #error "this manifest is written for kernel ABI version 4"
 #endif
@@ -61,6 +63,11 @@ EXPORT const char *te_kernel_manifest(void) {
          "step te_test_plus_one 4 32 0 t0 a1\n"
          "step te_test_sum 1 1 0 t0 t1\n"
          "step te_test_copy_scalar 1 1 0 t1 a2\n"
+         "end\n"
+         "entry temporary te_test_temporary\n"
+         "in i64 scalar\n"
+         "in i64 scalar\n"
+         "out i64 scalar\n"
          "end";
 }
 
@@ -156,3 +163,32 @@ static int threadCount = -1;
 EXPORT void te_kernel_set_num_threads(int threads) { threadCount = threads; }
 
 EXPORT void te_test_threads(void **args) { *(int *)args[0] = threadCount; }
+
+/* The allocator the host device gives te-mlir's kernel libraries for their
+   temporaries (te/Runtime/HostTemporaries.h). */
+static void *(*allocateTemporary)(size_t, size_t);
+static void (*releaseTemporary)(void *);
+
+EXPORT void te_kernel_set_allocator(void *(*allocate)(size_t, size_t),
+                                    void (*release)(void *)) {
+  allocateTemporary = allocate;
+  releaseTemporary = release;
+}
+
+/* Allocates a temporary of args[0] bytes aligned to args[1], fills it, frees
+   it, and returns its address (0: none was given). */
+EXPORT void te_test_temporary(void **args) {
+  long long bytes = *(const long long *)args[0];
+  long long alignment = *(const long long *)args[1];
+  unsigned char *block =
+      allocateTemporary
+          ? (unsigned char *)allocateTemporary((size_t)bytes, (size_t)alignment)
+          : 0;
+  if (block) {
+    for (long long i = 0; i < bytes; i += 4096)
+      block[i] = (unsigned char)i;
+    block[bytes - 1] = 1;
+  }
+  *(long long *)args[2] = (long long)block;
+  releaseTemporary(block);
+}

@@ -13,6 +13,7 @@
 #include "te/Runtime/Collective.h"
 #include "te/Runtime/DType.h"
 #include "te/Runtime/Device.h"
+#include "te/Runtime/HostTemporaries.h"
 #include "te/Runtime/Module.h"
 #include "te/Runtime/Plugin.h"
 #include "te/Runtime/Status.h"

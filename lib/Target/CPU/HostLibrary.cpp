@@ -336,6 +336,125 @@ private:
 
 void checkAllocations(ModuleOp module) { AllocationChecks(module).run(); }
 
+/// Routes the kernels' heap allocations (malloc, aligned_alloc and free)
+/// through two function pointers, the C library's until the runtime gives
+/// its own with te_kernel_set_allocator (te/Runtime/HostTemporaries.h:
+/// it keeps large blocks for the next launch, which fresh pages from the
+/// OS would make pay a page fault per 4 KiB).
+void routeAllocations(ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  Location loc = module.getLoc();
+  auto ptrType = LLVM::LLVMPointerType::get(ctx);
+  Type i64 = b.getI64Type();
+  auto allocateType = LLVM::LLVMFunctionType::get(ptrType, {i64, i64});
+  auto releaseType =
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptrType});
+  constexpr StringLiteral kMalloc = "__te_malloc",
+                          kAlignedAlloc = "__te_aligned_alloc",
+                          kFree = "__te_free";
+  module.walk([&](LLVM::CallOp call) {
+    std::optional<StringRef> callee = call.getCallee();
+    if (!callee)
+      return;
+    if (*callee == "malloc")
+      call.setCallee(kMalloc);
+    else if (*callee == "aligned_alloc")
+      call.setCallee(kAlignedAlloc);
+    else if (*callee == "free")
+      call.setCallee(kFree);
+  });
+
+  b.setInsertionPointToEnd(module.getBody());
+  auto declare = [&](StringRef name, LLVM::LLVMFunctionType type) {
+    if (auto function = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+      return function;
+    return LLVM::LLVMFuncOp::create(b, loc, name, type);
+  };
+  auto define = [&](StringRef name, LLVM::LLVMFunctionType type,
+                    LLVM::Linkage linkage) {
+    auto function = LLVM::LLVMFuncOp::create(b, loc, name, type, linkage);
+    b.setInsertionPointToStart(function.addEntryBlock(b));
+    return function;
+  };
+  LLVM::LLVMFuncOp cAlignedAlloc = declare("aligned_alloc", allocateType);
+  LLVM::LLVMFuncOp cFree = declare("free", releaseType);
+  // The C library's, in the runtime's signature (size, alignment).
+  LLVM::LLVMFuncOp cAllocate;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    cAllocate =
+        define("__te_c_allocate", allocateType, LLVM::Linkage::Internal);
+    Value result = LLVM::CallOp::create(b, loc, cAlignedAlloc,
+                                        ValueRange{cAllocate.getArgument(1),
+                                                   cAllocate.getArgument(0)})
+                       .getResult();
+    LLVM::ReturnOp::create(b, loc, result);
+  }
+  auto pointerTo = [&](StringRef name, LLVM::LLVMFuncOp initial) {
+    auto global =
+        LLVM::GlobalOp::create(b, loc, ptrType, /*isConstant=*/false,
+                               LLVM::Linkage::Internal, name, Attribute());
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(b.createBlock(&global.getInitializerRegion()));
+    LLVM::ReturnOp::create(b, loc, LLVM::AddressOfOp::create(b, loc, initial));
+    return global;
+  };
+  LLVM::GlobalOp allocate = pointerTo("__te_allocate", cAllocate);
+  LLVM::GlobalOp release = pointerTo("__te_release", cFree);
+  auto load = [&](LLVM::GlobalOp global) -> Value {
+    return LLVM::LoadOp::create(b, loc, ptrType,
+                                LLVM::AddressOfOp::create(b, loc, global));
+  };
+
+  // malloc(size): alignment 16, as glibc's.
+  {
+    OpBuilder::InsertionGuard guard(b);
+    auto function = define(kMalloc, LLVM::LLVMFunctionType::get(ptrType, {i64}),
+                           LLVM::Linkage::Internal);
+    Value size = function.getArgument(0);
+    Value alignment = LLVM::ConstantOp::create(b, loc, i64, 16);
+    Value result =
+        LLVM::CallOp::create(b, loc, allocateType,
+                             ValueRange{load(allocate), size, alignment})
+            .getResult();
+    LLVM::ReturnOp::create(b, loc, result);
+  }
+  // aligned_alloc(alignment, size).
+  {
+    OpBuilder::InsertionGuard guard(b);
+    auto function =
+        define(kAlignedAlloc, allocateType, LLVM::Linkage::Internal);
+    Value result =
+        LLVM::CallOp::create(b, loc, allocateType,
+                             ValueRange{load(allocate), function.getArgument(1),
+                                        function.getArgument(0)})
+            .getResult();
+    LLVM::ReturnOp::create(b, loc, result);
+  }
+  {
+    OpBuilder::InsertionGuard guard(b);
+    auto function = define(kFree, releaseType, LLVM::Linkage::Internal);
+    LLVM::CallOp::create(b, loc, releaseType,
+                         ValueRange{load(release), function.getArgument(0)});
+    LLVM::ReturnOp::create(b, loc, ValueRange{});
+  }
+  // te_kernel_set_allocator(allocate, release).
+  {
+    OpBuilder::InsertionGuard guard(b);
+    auto function =
+        define("te_kernel_set_allocator",
+               LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                           {ptrType, ptrType}),
+               LLVM::Linkage::External);
+    LLVM::StoreOp::create(b, loc, function.getArgument(0),
+                          LLVM::AddressOfOp::create(b, loc, allocate));
+    LLVM::StoreOp::create(b, loc, function.getArgument(1),
+                          LLVM::AddressOfOp::create(b, loc, release));
+    LLVM::ReturnOp::create(b, loc, ValueRange{});
+  }
+}
+
 } // namespace
 
 LogicalResult mlir::te::emitKernelABI(ModuleOp llvmModule,
@@ -345,6 +464,7 @@ LogicalResult mlir::te::emitKernelABI(ModuleOp llvmModule,
   MLIRContext *ctx = llvmModule.getContext();
   Location loc = llvmModule.getLoc();
   checkAllocations(llvmModule);
+  routeAllocations(llvmModule);
   OpBuilder b(ctx);
   b.setInsertionPointToEnd(llvmModule.getBody());
   auto ptrType = LLVM::LLVMPointerType::get(ctx);
