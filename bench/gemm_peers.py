@@ -25,9 +25,13 @@ and talks to it over stdin/stdout, one JSON object per line each way:
            b[g]^T), as a torch user runs GroupedLinear's forward on the
            CPU: one matmul per group into its rows of one output. FP8
            arrives as for "load", with one scale per group.
-    {"cmd": "time", "kind": "matmul" | "scaled_mm" | "grouped", "runs"}
+    {"cmd": "time", "kind": "matmul" | "matmul_f32" | "scaled_mm" |
+     "grouped", "runs"}
         -> {"times_s": [...]}: `runs` timed calls of a @ b.T (bf16 out),
-           torch._scaled_mm (bf16 out) or the grouped GEMM.
+           the same values' product in f32 (f32 in and out: torch's fastest
+           GEMM where its bf16 matmul has no fast path, on processors
+           without AVX512-BF16 or AMX), torch._scaled_mm (bf16 out) or the
+           grouped GEMM.
     {"cmd": "output", "out": d.npy}
         -> {}: a @ b.T as f32, to compare with te-run's D.
     {"cmd": "quit"}
@@ -81,7 +85,9 @@ class TorchGemm:
                 self.scaled_mm_error = f"unavailable: {error}".splitlines()[0]
         self.a = torch.from_numpy(a32).to(torch.bfloat16)
         self.b = torch.from_numpy(b32).to(torch.bfloat16)
+        self.a32, self.b32 = torch.from_numpy(a32), torch.from_numpy(b32)
         self._matmul()
+        self._matmul_f32()
         return {"scaled_mm": self.scaled_mm_error}
 
     def load_grouped(self, a, b, splits, dtype, scales=None):
@@ -116,14 +122,17 @@ class TorchGemm:
     def _matmul(self):
         return self.a @ self.b.t()
 
+    def _matmul_f32(self):
+        return self.a32 @ self.b32.t()
+
     def _scaled_mm(self):
         fa, fb, sa, sb = self.fp8
         return self.torch._scaled_mm(fa, fb, scale_a=sa, scale_b=sb,
                                      out_dtype=self.torch.bfloat16)
 
     def time(self, kind, runs):
-        call = {"matmul": self._matmul, "scaled_mm": self._scaled_mm,
-                "grouped": self._grouped}[kind]
+        call = {"matmul": self._matmul, "matmul_f32": self._matmul_f32,
+                "scaled_mm": self._scaled_mm, "grouped": self._grouped}[kind]
         if kind == "scaled_mm" and self.fp8 is None:
             raise RuntimeError("torch._scaled_mm is not available here")
         times = []
