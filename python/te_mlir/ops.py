@@ -38,8 +38,10 @@ from .errors import DeviceError, DTypeError, ShapeError
 
 __all__ = ["Float8Tensor", "all_gather", "all_reduce", "all_to_all", "amax",
            "attention", "attention_backward", "compute_scale", "dequantize",
-           "dtype_name", "matmul", "permute", "quantize", "reduce_scatter",
-           "scaled_matmul", "update_delayed_scaling", "world"]
+           "dtype_name", "layer_norm", "layer_norm_backward", "matmul",
+           "permute", "quantize", "reduce_scatter", "rms_norm",
+           "rms_norm_backward", "scaled_matmul", "update_delayed_scaling",
+           "world"]
 
 _FP8_ALIASES = {"e4m3": "f8E4M3FN", "e5m2": "f8E5M2",
                 "float8_e4m3fn": "f8E4M3FN", "float8_e5m2": "f8E5M2"}
@@ -1119,6 +1121,111 @@ def attention_backward(q, k, v, o, d_o, lse, *, layout="bshd", mask="causal",
                            mask_tensor, device)
     return _attention(q, k, v, [(o, "o"), (d_o, "d_o"), (lse, "lse")], kw,
                       backward=True)
+
+
+# --- Normalization -------------------------------------------------------
+
+
+def _norm_operands(x, weight, what):
+    x = _arg(x, "x", ("f32", "f16", "bf16"))
+    if len(x.shape) < 2:
+        raise ShapeError(f"{what}: x must have rank >= 2 ([rows..., hidden]), "
+                         f"got shape {list(x.shape)}")
+    weight = _arg(weight, "weight", ("f32", "f16", "bf16"), rank=1)
+    if weight.shape[0] != x.shape[-1]:
+        raise ShapeError(f"{what}: weight must have shape [{x.shape[-1]}] "
+                         f"(x's hidden size), got {list(weight.shape)}")
+    return x, weight
+
+
+def _norm(kind, x, weight, bias, eps, zero_centered_gamma, out_dtype,
+          device):
+    what = "layer_norm" if kind == "layernorm" else "rms_norm"
+    x, weight = _norm_operands(x, weight, what)
+    bias = _arg(bias, "bias", ("f32", "f16", "bf16"), rank=1)
+    out = dtype_name(out_dtype) if out_dtype is not None else x.dtype
+    eps = _float("eps", eps)
+    rows = _tensor_type("f32", x.shape[:-1])
+    results = [_tensor_type(out, x.shape)] + [rows] * (
+        2 if kind == "layernorm" else 1)
+    centered = " zero_centered_gamma" if zero_centered_gamma else ""
+
+    def src(a):
+        operands = ", ".join(f"%a{i}" for i in range(len(a)))
+        return _function(
+            a, f"{_result_name(len(results))} = te.norm {operands} kind "
+            f"{kind} epsilon {eps}{centered} : "
+            f"{', '.join(v.type for v in a)} -> {', '.join(results)}",
+            results)
+    return _run((kind, eps, bool(zero_centered_gamma), out),
+                [x, weight, bias], src, device)
+
+
+def layer_norm(x, weight, bias=None, *, eps=1e-5, zero_centered_gamma=False,
+               out_dtype=None, device=None):
+    """LayerNorm over the last dimension as TE computes it (te.norm kind
+    layernorm; nvte_layernorm_fwd): returns (z, mu, rsigma), mu and rsigma
+    f32 over the leading dimensions. weight and bias have x's dtype;
+    out_dtype (default x's) may differ only for an f32 x."""
+    return _norm("layernorm", x, weight, bias, eps, zero_centered_gamma,
+                 out_dtype, device)
+
+
+def rms_norm(x, weight, *, eps=1e-5, zero_centered_gamma=False,
+             out_dtype=None, device=None):
+    """RMSNorm over the last dimension as TE computes it (te.norm kind
+    rmsnorm; nvte_rmsnorm_fwd): returns (z, rsigma)."""
+    return _norm("rmsnorm", x, weight, None, eps, zero_centered_gamma,
+                 out_dtype, device)
+
+
+def _norm_backward(kind, dz, x, mu, rsigma, weight, add, zero_centered_gamma,
+                   device):
+    what = ("layer_norm_backward" if kind == "layernorm"
+            else "rms_norm_backward")
+    x, weight = _norm_operands(x, weight, what)
+    dz = _arg(dz, "dz", ("f32", "f16", "bf16"))
+    rsigma = _arg(rsigma, "rsigma", ("f32",))
+    mu = _arg(mu, "mu", ("f32",))
+    add = _arg(add, "add", ("f32", "f16", "bf16"))
+    results = [_tensor_type(x.dtype, x.shape)] + [weight.type] * (
+        2 if kind == "layernorm" else 1)
+    clauses = ""
+    index = 4
+    if mu is not None:
+        clauses += f" mean(%a{index})"
+        index += 1
+    if add is not None:
+        clauses += f" add(%a{index})"
+    centered = " zero_centered_gamma" if zero_centered_gamma else ""
+
+    def src(a):
+        return _function(
+            a, f"{_result_name(len(results))} = te.norm_backward %a0, %a1, "
+            f"%a2, %a3{clauses} kind {kind}{centered} : "
+            f"{', '.join(v.type for v in a)} -> {', '.join(results)}",
+            results)
+    return _run((f"{kind}_backward", bool(zero_centered_gamma),
+                 add is not None), [dz, x, rsigma, weight, mu, add], src,
+                device)
+
+
+def layer_norm_backward(dz, x, mu, rsigma, weight, *,
+                        zero_centered_gamma=False, device=None):
+    """The gradients of layer_norm (te.norm_backward kind layernorm;
+    nvte_layernorm_bwd): returns (dx, dweight, dbias). dz has weight's
+    dtype; x has it too, or is f32."""
+    return _norm_backward("layernorm", dz, x, mu, rsigma, weight, None,
+                          zero_centered_gamma, device)
+
+
+def rms_norm_backward(dz, x, rsigma, weight, *, add=None,
+                      zero_centered_gamma=False, device=None):
+    """The gradients of rms_norm (te.norm_backward kind rmsnorm;
+    nvte_rmsnorm_bwd, and nvte_rmsnorm_bwd_add with `add`, a gradient
+    added to dx): returns (dx, dweight)."""
+    return _norm_backward("rmsnorm", dz, x, None, rsigma, weight, add,
+                          zero_centered_gamma, device)
 
 
 # --- Collectives ---------------------------------------------------------

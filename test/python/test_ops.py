@@ -695,3 +695,72 @@ def test_concurrent_calls_compile_once_and_agree():
         t.join()
     for x, r in zip(xs, results):
         assert r == fp8_ref.amax_of(x)
+
+
+# --- Normalization ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("zero_centered", [False, True])
+def test_norms_against_torch_autograd(zero_centered):
+    """layer_norm and rms_norm in f32 with their backwards, against torch's
+    functional norms and autograd (an independent implementation; TE's
+    zero-centered gamma is torch's weight + 1). f32 sums over 96 elements:
+    agreement to a few f32 ulps of the values' scale."""
+    import torch
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((2, 5, 96)) * 3 + 1).astype(np.float32)
+    weight = (rng.standard_normal(96) * 0.2 +
+              (0 if zero_centered else 1)).astype(np.float32)
+    bias = rng.standard_normal(96).astype(np.float32)
+    dz = rng.standard_normal(x.shape).astype(np.float32)
+    add = rng.standard_normal(x.shape).astype(np.float32)
+    eps = 1e-5
+    g = weight + (1 if zero_centered else 0)
+
+    tx = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    tw = torch.tensor(g, dtype=torch.float64, requires_grad=True)
+    tb = torch.tensor(bias, dtype=torch.float64, requires_grad=True)
+    tz = torch.nn.functional.layer_norm(tx, (96,), tw, tb, eps)
+    tz.backward(torch.tensor(dz, dtype=torch.float64))
+    z, mu, rsigma = ops.layer_norm(x, weight, bias, eps=eps,
+                                   zero_centered_gamma=zero_centered)
+    assert z.shape == x.shape and mu.shape == rsigma.shape == (2, 5)
+    np.testing.assert_allclose(z, tz.detach().numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(mu, x.astype(np.float64).mean(-1), rtol=1e-5,
+                               atol=1e-6)
+    dx, dw, db = ops.layer_norm_backward(dz, x, mu, rsigma, weight,
+                                         zero_centered_gamma=zero_centered)
+    np.testing.assert_allclose(dx, tx.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(dw, tw.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(db, tb.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+    tx.grad = None
+    tw = torch.tensor(g, dtype=torch.float64, requires_grad=True)
+    tz = torch.nn.functional.rms_norm(tx, (96,), tw, eps)
+    tz.backward(torch.tensor(dz, dtype=torch.float64))
+    z, rsigma = ops.rms_norm(x, weight, eps=eps,
+                             zero_centered_gamma=zero_centered)
+    np.testing.assert_allclose(z, tz.detach().numpy(), rtol=1e-5, atol=1e-5)
+    dx, dw = ops.rms_norm_backward(dz, x, rsigma, weight, add=add,
+                                   zero_centered_gamma=zero_centered)
+    np.testing.assert_allclose(dx, tx.grad.numpy() + add, rtol=1e-4,
+                               atol=1e-4)
+    np.testing.assert_allclose(dw, tw.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_norms_take_torch_bf16_and_refuse_bad_shapes():
+    import torch
+    x = torch.randn(4, 64, dtype=torch.bfloat16)
+    w = torch.ones(64, dtype=torch.bfloat16)
+    z, rsigma = ops.rms_norm(x, w)
+    assert z.dtype == torch.bfloat16 and rsigma.dtype == torch.float32
+    want = torch.nn.functional.rms_norm(x.double(), (64,), eps=1e-5)
+    # One rounding to bf16 (2^-8 relative) of values below 8 in magnitude.
+    torch.testing.assert_close(z.double(), want, rtol=2 ** -8, atol=2 ** -8)
+    with pytest.raises(te_mlir.ShapeError, match=r"weight must have shape "
+                                                 r"\[64\]"):
+        ops.rms_norm(x, torch.ones(32, dtype=torch.bfloat16))
+    with pytest.raises(te_mlir.ShapeError, match=r"x must have rank >= 2"):
+        ops.layer_norm(torch.ones(64), torch.ones(64))
+    with pytest.raises(te_mlir.CompileError, match=r"'gamma' must be"):
+        ops.layer_norm(x, torch.ones(64))

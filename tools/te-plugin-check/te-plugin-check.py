@@ -21,8 +21,9 @@ one line per configuration:
 The corpus covers every compute op: te.attention and te.attention_backward
 (layouts, types, masks, windows, GQA, bias and softmax kinds, dropout),
 te.scaled_matmul, te.grouped_matmul, te.amax, te.compute_scale,
-te.update_delayed_scaling, te.quantize in every scaling mode and usage, and
-te.dequantize. --list prints it (no plugin needed).
+te.update_delayed_scaling, te.quantize in every scaling mode and usage,
+te.dequantize, and te.norm and te.norm_backward (LayerNorm and RMSNorm).
+--list prints it (no plugin needed).
 
 --extra FILE adds a vendor's own configurations: MLIR programs separated by
 lines `// -----` (as te-opt --split-input-file splits), each with one line
@@ -533,6 +534,42 @@ def corpus():
                 "%d, %si mode block_128x128",
                 [("d", "tensor<96x200xf8E5M2>"), ("si", "tensor<1x2xf32>")],
                 ["tensor<96x200xf32>"]),
+    ]
+    # Normalization: LayerNorm and RMSNorm, forward (TE's dtype pairs, a
+    # hidden size that is no multiple of a vector) and backward (with the
+    # statistics of a forward, and RMSNorm's added gradient).
+    rows, hidden = "tensor<2x24xf32>", "tensor<2x24x200xbf16>"
+    weight = "tensor<200xbf16>"
+    cases += [
+        op_case("norm layernorm bf16 beta", "norm",
+                "%x, %g, %b kind layernorm epsilon 1.0e-05",
+                [("x", hidden), ("g", weight), ("b", weight)],
+                [hidden, rows, rows]),
+        op_case("norm layernorm f32 -> bf16 zero_centered_gamma", "norm",
+                "%x, %g kind layernorm epsilon 1.0e-05 zero_centered_gamma",
+                [("x", "tensor<48x200xf32>"), ("g", "tensor<200xf32>")],
+                ["tensor<48x200xbf16>", "tensor<48xf32>", "tensor<48xf32>"]),
+        op_case("norm rmsnorm f16", "norm", "%x, %g kind rmsnorm epsilon 1.0e-06",
+                [("x", "tensor<48x200xf16>"), ("g", "tensor<200xf16>")],
+                ["tensor<48x200xf16>", "tensor<48xf32>"]),
+        op_case("norm_backward layernorm bf16", "norm_backward",
+                "%dz, %x, %rs, %g mean(%mu) kind layernorm",
+                [("dz", hidden), ("x", hidden), ("rs", rows), ("g", weight),
+                 ("mu", rows)],
+                [hidden, weight, weight]),
+        op_case("norm_backward layernorm f32 input bf16 gamma", "norm_backward",
+                "%dz, %x, %rs, %g mean(%mu) kind layernorm zero_centered_gamma",
+                [("dz", "tensor<48x200xbf16>"), ("x", "tensor<48x200xf32>"),
+                 ("rs", "tensor<48xf32>"), ("g", weight),
+                 ("mu", "tensor<48xf32>")],
+                ["tensor<48x200xf32>", weight, weight]),
+        op_case("norm_backward rmsnorm f32 add zero_centered_gamma",
+                "norm_backward",
+                "%dz, %x, %rs, %g add(%a) kind rmsnorm zero_centered_gamma",
+                [("dz", "tensor<48x200xf32>"), ("x", "tensor<48x200xf32>"),
+                 ("rs", "tensor<48xf32>"), ("g", "tensor<200xf32>"),
+                 ("a", "tensor<48x200xf32>")],
+                ["tensor<48x200xf32>", "tensor<200xf32>"]),
     ]
     return cases
 

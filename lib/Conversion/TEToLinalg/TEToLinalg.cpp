@@ -93,8 +93,6 @@ Value bitsToF32(OpBuilder &b, Location loc, Value bits) {
       .getResult(0);
 }
 
-Value viewAs2D(OpBuilder &b, Location loc, Value value);
-
 /// Lanes of the vector accumulator of buildAmax's rows: one AVX-512
 /// register of i32.
 constexpr int64_t kAmaxLanes = 16;
@@ -277,8 +275,10 @@ std::optional<std::string> mlir::te::getCPUUnsupportedReason(Operation *op) {
   }
   if (auto attention = dyn_cast<AttentionOpInterface>(op))
     return getAttentionUnsupportedReason(attention);
-  if (isa<ScaledMatmulOp, GroupedMatmulOp>(op)) {
-    // The micro-kernel's panels and tiles are sized at compile time.
+  if (isa<ScaledMatmulOp, GroupedMatmulOp, NormOp, NormBackwardOp>(op)) {
+    // The GEMM micro-kernel's panels and tiles are sized at compile time;
+    // the norms view their operands as [rows, hidden] through static
+    // shapes.
     for (Value value : op->getOperands())
       if (!cast<ShapedType>(value.getType()).hasStaticShape())
         return op->getName().getStringRef().str() +
@@ -420,8 +420,6 @@ struct UpdateDelayedScalingOpLowering
     return success();
   }
 };
-
-Value viewAs(OpBuilder &b, Location loc, Value matrix, RankedTensorType type);
 
 /// Row slices of 2-D tensors, the body of forEachRowInParallel.
 using RowBody = function_ref<SmallVector<Value>(OpBuilder &, Location,
@@ -909,9 +907,11 @@ private:
 // Block scaling (MXFP8 1x32, fp32 1x128 and 128x128 blocks)
 //===----------------------------------------------------------------------===//
 
+} // namespace
+
 /// The reassociation between a rank-n static shape and its 2-D view
 /// [prod(leading), last].
-SmallVector<ReassociationIndices> reassociationTo2D(int64_t rank) {
+static SmallVector<ReassociationIndices> reassociationTo2D(int64_t rank) {
   if (rank == 1)
     return {{0, 1}};
   ReassociationIndices leading;
@@ -920,8 +920,7 @@ SmallVector<ReassociationIndices> reassociationTo2D(int64_t rank) {
   return {leading, {rank - 1}};
 }
 
-/// `value` (static shape) viewed as 2-D [prod(leading dims), last dim].
-Value viewAs2D(OpBuilder &b, Location loc, Value value) {
+Value mlir::te::viewAs2D(OpBuilder &b, Location loc, Value value) {
   auto type = cast<RankedTensorType>(value.getType());
   int64_t rank = type.getRank();
   if (rank == 2)
@@ -937,8 +936,8 @@ Value viewAs2D(OpBuilder &b, Location loc, Value value) {
                                          reassociationTo2D(rank));
 }
 
-/// The inverse of viewAs2D: the 2-D `matrix` as `type`.
-Value viewAs(OpBuilder &b, Location loc, Value matrix, RankedTensorType type) {
+Value mlir::te::viewAs(OpBuilder &b, Location loc, Value matrix,
+                       RankedTensorType type) {
   int64_t rank = type.getRank();
   if (rank == 2)
     return matrix;
@@ -948,6 +947,8 @@ Value viewAs(OpBuilder &b, Location loc, Value matrix, RankedTensorType type) {
   return tensor::ExpandShapeOp::create(b, loc, type, matrix,
                                        reassociationTo2D(rank));
 }
+
+namespace {
 
 /// max |x| of every [block.rows, block.cols] block of the 2-D `matrix`, as
 /// an f32 [ceil(rows / block.rows), ceil(cols / block.cols)] tensor. Edge
@@ -1419,6 +1420,7 @@ LogicalResult mlir::te::populateTEToLinalgConversionPatterns(
   patterns.add<ScaledMatmulOpLowering, GroupedMatmulOpLowering>(
       patterns.getContext(), *dotUnit, *tileUnit, options.vectorLanes);
   populateAttentionLoweringPatterns(patterns, *dotUnit);
+  populateNormLoweringPatterns(patterns);
   return success();
 }
 

@@ -143,6 +143,16 @@ buildHostGroupedGemmProduct(OpBuilder &b, Location loc, GroupedMatmulOp op,
                             Value aScaleInv, Value bScaleInv,
                             const HostGemmKernel &kernel);
 
+/// `value` (static shape) viewed as 2-D [prod(leading dims), last dim].
+Value viewAs2D(OpBuilder &b, Location loc, Value value);
+
+/// The inverse of viewAs2D: the 2-D `matrix` as `type`.
+Value viewAs(OpBuilder &b, Location loc, Value matrix, RankedTensorType type);
+
+/// te.norm and te.norm_backward as row reductions and elementwise passes
+/// in f32 (NormLowering.cpp).
+void populateNormLoweringPatterns(RewritePatternSet &patterns);
+
 /// te.attention as online-softmax loops over rows (AttentionLowering.cpp);
 /// bf16 scores on `dotUnit` when it is not null.
 void populateAttentionLoweringPatterns(RewritePatternSet &patterns,

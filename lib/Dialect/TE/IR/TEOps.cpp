@@ -1270,6 +1270,138 @@ LogicalResult GroupedMatmulOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+/// The rows' shape of a normalized tensor: all but its last dimension.
+static ArrayRef<int64_t> getNormRowsShape(RankedTensorType type) {
+  return type.getShape().drop_back();
+}
+
+/// `input` ([..., H], rank >= 2), `gamma` and the optional `beta` or `add`
+/// ([H]) and a statistic ([...], f32): their ranks and sizes.
+static LogicalResult
+verifyNormShapes(const Diag &diag, Value input, StringRef inputName,
+                 Value gamma,
+                 ArrayRef<std::pair<StringRef, Value>> statistics) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  if (inputType.getRank() < 2)
+    return diag("'", inputName,
+                "' must have rank >= 2 ([rows..., hidden]; TE's [N, H]), "
+                "got ",
+                inputType);
+  int64_t hidden = inputType.getShape().back();
+  if (hidden == 0)
+    return diag("'", inputName,
+                "' must have a hidden dimension of at least 1, got ",
+                inputType);
+  auto gammaType = cast<RankedTensorType>(gamma.getType());
+  if (gammaType.getRank() != 1 || dimsConflict(gammaType.getDimSize(0), hidden))
+    return diag("'gamma' must have shape [", fmtDim(hidden),
+                "] (the hidden dimension of '", inputName, "'), got ",
+                gammaType);
+  for (auto [name, value] : statistics) {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (!type.getElementType().isF32() ||
+        failed(verifyCompatibleShape(type.getShape(),
+                                     getNormRowsShape(inputType))))
+      return diag(
+          "'", name, "' must be f32 of shape [",
+          llvm::join(llvm::map_range(getNormRowsShape(inputType), fmtDim),
+                     ", "),
+          "] ('", inputName, "' without its last dimension), got ", type);
+  }
+  return success();
+}
+
+LogicalResult NormOp::verify() {
+  Diag diag(getOperation());
+  bool layerNorm = isLayerNorm();
+  StringRef kind = stringifyNormKind(getKind());
+  if (failed(verifyEpsilon(diag, getEpsilon())))
+    return failure();
+  if (getBeta() && !layerNorm)
+    return diag("'beta' is for layernorm only (TE's RMSNorm has no bias)");
+  unsigned expected = layerNorm ? 3 : 2;
+  if (getResults().size() != expected)
+    return diag("kind ", kind, " has ", expected, " results (",
+                layerNorm ? "z, mu and rsigma" : "z and rsigma", "), got ",
+                getResults().size());
+  SmallVector<std::pair<StringRef, Value>> statistics = {
+      {"rsigma", getRsigma()}};
+  if (layerNorm)
+    statistics.insert(statistics.begin(), {"mu", getMean()});
+  if (failed(
+          verifyNormShapes(diag, getInput(), "input", getGamma(), statistics)))
+    return failure();
+  Type element = getInput().getType().getElementType();
+  for (auto [name, value] :
+       {std::pair<StringRef, Value>{"gamma", getGamma()}, {"beta", getBeta()}})
+    if (value && cast<ShapedType>(value.getType()) !=
+                     cast<ShapedType>(getGamma().getType()).clone(element))
+      return diag("'", name, "' must be ", getGamma().getType().clone(element),
+                  " (the input's element type, as TE's kernels take it), got ",
+                  value.getType());
+  auto zType = cast<RankedTensorType>(getOutput().getType());
+  if (failed(verifyCompatibleShape(zType, getInput().getType())))
+    return diag("the result z must have the input's shape, got ", zType,
+                " for ", getInput().getType());
+  Type zElement = zType.getElementType();
+  if (zElement != element && !element.isF32())
+    return diag("the result z must be ", element,
+                " like the input (only an f32 input may give bf16 or f16, "
+                "as TE registers its kernels), got ",
+                zElement);
+  return success();
+}
+
+LogicalResult NormBackwardOp::verify() {
+  Diag diag(getOperation());
+  bool layerNorm = isLayerNorm();
+  StringRef kind = stringifyNormKind(getKind());
+  if (layerNorm != static_cast<bool>(getMu()))
+    return diag(layerNorm ? "kind layernorm needs the forward's 'mean(%mu)'"
+                          : "'mean' is for layernorm only (RMSNorm has no "
+                            "mean)");
+  if (getAdd() && layerNorm)
+    return diag("'add' is for rmsnorm only (TE's nvte_rmsnorm_bwd_add)");
+  unsigned expected = layerNorm ? 3 : 2;
+  if (getResults().size() != expected)
+    return diag("kind ", kind, " has ", expected, " results (",
+                layerNorm ? "dx, dgamma and dbeta" : "dx and dgamma", "), got ",
+                getResults().size());
+  SmallVector<std::pair<StringRef, Value>> statistics = {
+      {"rsigma", getRsigma()}};
+  if (layerNorm)
+    statistics.push_back({"mu", getMu()});
+  if (failed(
+          verifyNormShapes(diag, getInput(), "input", getGamma(), statistics)))
+    return failure();
+  auto inputType = cast<RankedTensorType>(getInput().getType());
+  Type weight = getGamma().getType().getElementType();
+  for (auto [name, value] :
+       {std::pair<StringRef, Value>{"dz", getDz()}, {"add", getAdd()}})
+    if (value && cast<ShapedType>(value.getType()) !=
+                     cast<ShapedType>(inputType.clone(weight)))
+      return diag("'", name, "' must be ", inputType.clone(weight),
+                  " (the input's shape, gamma's element type), got ",
+                  value.getType());
+  if (inputType.getElementType() != weight &&
+      !inputType.getElementType().isF32())
+    return diag("'input' must have gamma's element type ", weight,
+                " or be f32 (as TE registers its kernels), got ", inputType);
+  if (getDx().getType() != inputType)
+    return diag("the result dx must be ", inputType,
+                " (the input's type), got ", getDx().getType());
+  for (auto [name, value] : {std::pair<StringRef, Value>{"dgamma", getDgamma()},
+                             {"dbeta", getDbeta()}})
+    if (value && value.getType() != getGamma().getType())
+      return diag("the result ", name, " must be ", getGamma().getType(),
+                  " (gamma's type), got ", value.getType());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Kernel checks
 //===----------------------------------------------------------------------===//
 

@@ -83,6 +83,12 @@ def TE_AmaxComputeAlgo : TE_I32Enum<"AmaxComputeAlgo",
 ]>;
 def TE_AmaxComputeAlgoAttr : TE_EnumAttr<TE_AmaxComputeAlgo, "amax_algo">;
 
+def TE_NormKind : TE_I32Enum<"NormKind", "normalization over the last dimension", [
+  I32EnumAttrCase<"layernorm", 0>,
+  I32EnumAttrCase<"rmsnorm", 1>
+]>;
+def TE_NormKindAttr : TE_EnumAttr<TE_NormKind, "norm">;
+
 def TE_ReduceKind : TE_I32Enum<"ReduceKind", "collective reduction", [
   I32EnumAttrCase<"sum", 0>,
   I32EnumAttrCase<"max", 1>,

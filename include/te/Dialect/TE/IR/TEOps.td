@@ -1,8 +1,8 @@
 //===- TEOps.td - Operations of the te dialect -------------*- tablegen -*-===//
 //
-// Attention, FP8 and collective operations of Transformer Engine. Each op
-// documents its exact semantics; the verifiers in TEOps.cpp enforce every
-// invariant those semantics rely on.
+// Attention, FP8, GEMM, normalization and collective operations of
+// Transformer Engine. Each op documents its exact semantics; the verifiers
+// in TEOps.cpp enforce every invariant those semantics rely on.
 //
 //===----------------------------------------------------------------------===//
 
@@ -692,6 +692,154 @@ def TE_GroupedMatmulOp : TE_Op<"grouped_matmul", [Pure,
 //===----------------------------------------------------------------------===//
 // Kernel checks
 //===----------------------------------------------------------------------===//
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+defvar NormSemantics = [{
+    Both kinds normalize each row of `input`: the last dimension, H, over
+    the rows of all leading dimensions, N of them (TE's C API takes [N, H];
+    its PyTorch modules flatten the leading dimensions the same way). TE
+    computes in f32 (transformer_engine/common/normalization/common.cpp:
+    the compute type is kFloat32), from the elements converted to f32:
+
+    * `layernorm` (nvte_layernorm_fwd, ln_fwd_kernels.cuh):
+      mu = sum(x) / H; var = sum((x - mu)^2) / H (two passes, biased);
+      rsigma = 1 / sqrt(var + epsilon); y = rsigma * (x - mu);
+      z = g * y + beta.
+    * `rmsnorm` (nvte_rmsnorm_fwd, rmsnorm_fwd_kernels.cuh):
+      rsigma = 1 / sqrt(sum(x^2) / H + epsilon); y = rsigma * x; z = g * y.
+
+    g is `gamma` converted to f32, plus 1 with `zero_centered_gamma`
+    (added in f32: TE's kernels do `g += 1` after the conversion). TE's
+    kernels take rsigma from the GPU's approximate rsqrtf and, for rows of
+    registered widths, combine per-warp sums (Chan's update; RMSNorm
+    rebuilds E[x^2] as var + mean^2), so their last bits differ from these
+    formulas by the rounding of f32; te's lowerings compute the formulas
+    as written, in f32.
+}];
+
+def TE_NormOp : TE_Op<"norm", [Pure]> {
+  let summary = "LayerNorm or RMSNorm over the last dimension, forward";
+  let description = !strconcat([{
+    TE's normalization forward (nvte_layernorm_fwd, nvte_rmsnorm_fwd; the
+    PyTorch modules LayerNorm and RMSNorm, and the norms of LayerNormLinear,
+    LayerNormMLP and TransformerLayer).
+
+  }], NormSemantics, [{
+
+    Results: z, the input's shape, rounded once from f32 to its element
+    type (round to nearest even); then, for `layernorm`, mu, and for both,
+    rsigma: f32 with the shape of `input` without its last dimension. These
+    are what `te.norm_backward` takes. `beta` (optional, `layernorm` only;
+    absent it is 0) and `gamma` have shape [H].
+
+    Element types, as TE registers its kernels (ln_fwd_cuda_kernel.cu,
+    rmsnorm_fwd_cuda_kernel.cu): `gamma` and `beta` have the input's; z has
+    it too, or, for an f32 input, bf16 or f16. `epsilon` is finite and
+    >= 0 (TE's modules default to 1e-5).
+
+    ```mlir
+    %z, %mu, %rsigma = te.norm %x, %gamma, %beta kind layernorm epsilon 1.0e-05
+        : tensor<2x128x1024xbf16>, tensor<1024xbf16>, tensor<1024xbf16>
+        -> tensor<2x128x1024xbf16>, tensor<2x128xf32>, tensor<2x128xf32>
+    %z2, %rs2 = te.norm %x, %gamma kind rmsnorm epsilon 1.0e-06 zero_centered_gamma
+        : tensor<2x128x1024xbf16>, tensor<1024xbf16>
+        -> tensor<2x128x1024xbf16>, tensor<2x128xf32>
+    ```
+  }]);
+  let arguments = (ins TE_HighPrecisionTensor:$input,
+                       TE_HighPrecisionTensor:$gamma,
+                       Optional<TE_HighPrecisionTensor>:$beta,
+                       TE_NormKindAttr:$kind,
+                       F32Attr:$epsilon,
+                       UnitAttr:$zero_centered_gamma);
+  let results = (outs Variadic<TE_HighPrecisionTensor>:$results);
+  let assemblyFormat = [{
+    $input `,` $gamma (`,` $beta^)? `kind` `` $kind `epsilon` $epsilon
+    (`zero_centered_gamma` $zero_centered_gamma^)?
+    attr-dict `:` type(operands) `->` type($results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    bool isLayerNorm() { return getKind() == NormKind::layernorm; }
+    /// The normalized result z.
+    ::mlir::Value getOutput() { return getResults()[0]; }
+    /// The row means (layernorm), or null.
+    ::mlir::Value getMean() {
+      return isLayerNorm() ? getResults()[1] : nullptr;
+    }
+    /// The rows' 1 / sqrt(variance + epsilon) (rmsnorm: of the mean square).
+    ::mlir::Value getRsigma() { return getResults().back(); }
+  }];
+}
+
+def TE_NormBackwardOp : TE_Op<"norm_backward", [Pure,
+    AttrSizedOperandSegments]> {
+  let summary = "LayerNorm or RMSNorm over the last dimension, backward";
+  let description = !strconcat([{
+    The gradients of `te.norm` (nvte_layernorm_bwd, nvte_rmsnorm_bwd and
+    nvte_rmsnorm_bwd_add; ln_bwd_kernels.cuh, rmsnorm_bwd_kernels.cuh) from
+    `dz`, the gradient of z, the forward's `input` and its saved statistics
+    (`mean(%mu)` for `layernorm`, `rsigma`), and `gamma`. The forward:
+
+  }], NormSemantics, [{
+
+    In f32, with xhat = rsigma * (x - mu) (`rmsnorm`: rsigma * x) and
+    dy = g * dz, per row:
+
+    * `layernorm`: dx = rsigma * (dy - (mean(dy * xhat) * xhat + mean(dy)));
+    * `rmsnorm`: dx = rsigma * (dy - mean(dy * xhat) * xhat), plus `add`
+      when it is given (nvte_rmsnorm_bwd_add: a residual branch's
+      gradient, added in f32 before the one rounding);
+
+    and over the rows, summed in f32 and rounded once: dgamma = sum(dz *
+    xhat) (dz, not dy: `zero_centered_gamma` changes dx only) and, for
+    `layernorm`, dbeta = sum(dz). Results: dx (the input's shape and
+    element type), dgamma, and for `layernorm` dbeta ([H], gamma's element
+    type).
+
+    Element types, as TE registers its kernels (ln_bwd_semi_cuda_kernel.cu,
+    rmsnorm_bwd_semi_cuda_kernel.cu): `dz`, `gamma` and `add` share one
+    type; `input` has it too, or is f32 (gamma bf16 or f16 with an f32
+    input). `mu` and `rsigma` are f32 with the shape of `input` without its
+    last dimension.
+
+    ```mlir
+    %dx, %dgamma, %dbeta = te.norm_backward %dz, %x, %rsigma, %gamma mean(%mu)
+        kind layernorm
+        : tensor<256x1024xbf16>, tensor<256x1024xbf16>, tensor<256xf32>,
+          tensor<1024xbf16>, tensor<256xf32>
+        -> tensor<256x1024xbf16>, tensor<1024xbf16>, tensor<1024xbf16>
+    ```
+  }]);
+  let arguments = (ins TE_HighPrecisionTensor:$dz,
+                       TE_HighPrecisionTensor:$input,
+                       TE_F32Tensor:$rsigma,
+                       TE_HighPrecisionTensor:$gamma,
+                       Optional<TE_F32Tensor>:$mu,
+                       Optional<TE_HighPrecisionTensor>:$add,
+                       TE_NormKindAttr:$kind,
+                       UnitAttr:$zero_centered_gamma);
+  let results = (outs Variadic<TE_HighPrecisionTensor>:$results);
+  let assemblyFormat = [{
+    $dz `,` $input `,` $rsigma `,` $gamma (`mean` `(` $mu^ `)`)?
+    (`add` `(` $add^ `)`)? `kind` `` $kind
+    (`zero_centered_gamma` $zero_centered_gamma^)?
+    attr-dict `:` type(operands) `->` type($results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    bool isLayerNorm() { return getKind() == NormKind::layernorm; }
+    ::mlir::Value getDx() { return getResults()[0]; }
+    ::mlir::Value getDgamma() { return getResults()[1]; }
+    /// The gradient of beta (layernorm), or null.
+    ::mlir::Value getDbeta() {
+      return isLayerNorm() ? getResults()[2] : nullptr;
+    }
+  }];
+}
 
 def TE_CheckOp : TE_Op<"check"> {
   let summary = "a run-time check that fails the kernel launch with a message";

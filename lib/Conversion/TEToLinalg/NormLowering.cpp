@@ -1,0 +1,359 @@
+//===- NormLowering.cpp - te.norm and te.norm_backward on the host --------===//
+//
+// LayerNorm and RMSNorm as TE states them (te.norm's description): the
+// input viewed as [N, H], row sums over H and the elementwise passes as
+// linalg.generic ops in f32, the rows parallel. The backward adds the
+// column sums of dgamma and dbeta over the rows.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TEToLinalgInternal.h"
+
+#include "te/Conversion/TECommon/FP8Codec.h"
+#include "te/Dialect/TE/IR/TEOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace mlir::te;
+
+namespace {
+
+using utils::IteratorType;
+
+/// The [N, H] view of a normalized tensor and its sizes.
+struct RowsView {
+  Value matrix;
+  int64_t rows, hidden;
+};
+
+RowsView viewRows(OpBuilder &b, Location loc, Value value) {
+  Value matrix = viewAs2D(b, loc, value);
+  auto type = cast<RankedTensorType>(matrix.getType());
+  return {matrix, type.getDimSize(0), type.getDimSize(1)};
+}
+
+/// A [N] statistic as `type` (the leading dimensions), or back.
+Value reshapeRows(OpBuilder &b, Location loc, Value value,
+                  RankedTensorType type) {
+  auto from = cast<RankedTensorType>(value.getType());
+  if (from.getShape() == type.getShape())
+    return value;
+  ReassociationIndices all;
+  for (int64_t i = 0; i < std::max(from.getRank(), type.getRank()); ++i)
+    all.push_back(i);
+  if (from.getRank() < type.getRank())
+    return tensor::ExpandShapeOp::create(b, loc, type, value,
+                                         ArrayRef<ReassociationIndices>{all});
+  return tensor::CollapseShapeOp::create(b, loc, type, value,
+                                         ArrayRef<ReassociationIndices>{all});
+}
+
+Value f32Constant(OpBuilder &b, Location loc, double value) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+}
+
+Value zeros(OpBuilder &b, Location loc, ArrayRef<int64_t> shape) {
+  Value empty = tensor::EmptyOp::create(b, loc, shape, b.getF32Type());
+  return linalg::FillOp::create(b, loc, f32Constant(b, loc, 0.0), empty)
+      .getResult(0);
+}
+
+/// Maps of the [N, H] loops: an [N, H] operand, a [N] one (a row's), a [H]
+/// one (a column's).
+struct NormMaps {
+  AffineMap full, row, column;
+  explicit NormMaps(MLIRContext *ctx)
+      : full(AffineMap::getMultiDimIdentityMap(2, ctx)),
+        row(AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx)),
+        column(AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx)) {}
+};
+
+/// Sums of `body(args)` (f32) over the [N, H] loops, the inputs read
+/// through `maps`: per row (over H; a f32 [N] of `rows`) when `perRow`,
+/// else per column (over the N rows; a f32 [H] of `columns`).
+Value sumOf(OpBuilder &b, Location loc, bool perRow, int64_t size,
+            ValueRange inputs, ArrayRef<AffineMap> maps,
+            function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  NormMaps norm(b.getContext());
+  SmallVector<AffineMap> all(maps);
+  all.push_back(perRow ? norm.row : norm.column);
+  Value init = zeros(b, loc, {size});
+  SmallVector<IteratorType> loops = {IteratorType::parallel,
+                                     IteratorType::reduction};
+  if (!perRow)
+    std::swap(loops[0], loops[1]);
+  return linalg::GenericOp::create(
+             b, loc, init.getType(), inputs, init, all, loops,
+             [&](OpBuilder &b, Location loc, ValueRange args) {
+               Value term = body(b, loc, args.drop_back());
+               linalg::YieldOp::create(
+                   b, loc,
+                   arith::AddFOp::create(b, loc, args.back(), term)
+                       .getResult());
+             })
+      .getResult(0);
+}
+
+Value sumRows(OpBuilder &b, Location loc, int64_t rows, ValueRange inputs,
+              ArrayRef<AffineMap> maps,
+              function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  return sumOf(b, loc, /*perRow=*/true, rows, inputs, maps, body);
+}
+
+Value sumColumns(OpBuilder &b, Location loc, int64_t hidden, ValueRange inputs,
+                 ArrayRef<AffineMap> maps,
+                 function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  return sumOf(b, loc, /*perRow=*/false, hidden, inputs, maps, body);
+}
+
+/// An elementwise function of `inputs` (read through `maps`) over `shape`,
+/// of element type `type`.
+Value mapElements(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                  Type type, ValueRange inputs, ArrayRef<AffineMap> maps,
+                  function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  Value init = tensor::EmptyOp::create(b, loc, shape, type);
+  SmallVector<AffineMap> all(maps);
+  all.push_back(b.getMultiDimIdentityMap(shape.size()));
+  return linalg::GenericOp::create(
+             b, loc, init.getType(), inputs, init, all,
+             SmallVector<IteratorType>(shape.size(), IteratorType::parallel),
+             [&](OpBuilder &b, Location loc, ValueRange args) {
+               linalg::YieldOp::create(b, loc, body(b, loc, args.drop_back()));
+             })
+      .getResult(0);
+}
+
+/// 1 / sqrt(sum / H + epsilon) per row.
+Value rowsRsigma(OpBuilder &b, Location loc, Value sums, int64_t hidden,
+                 float epsilon) {
+  auto type = cast<RankedTensorType>(sums.getType());
+  AffineMap identity = b.getMultiDimIdentityMap(1);
+  return mapElements(
+      b, loc, type.getShape(), b.getF32Type(), sums, {identity},
+      [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+        Value mean = arith::DivFOp::create(
+            b, loc, args[0], f32Constant(b, loc, static_cast<double>(hidden)));
+        Value shifted =
+            arith::AddFOp::create(b, loc, mean, f32Constant(b, loc, epsilon));
+        return arith::DivFOp::create(b, loc, f32Constant(b, loc, 1.0),
+                                     math::SqrtOp::create(b, loc, shifted));
+      });
+}
+
+/// gamma in f32, plus 1 for zero-centered gamma (in f32, as TE adds it).
+Value emitGamma(OpBuilder &b, Location loc, Value gamma, bool zeroCentered) {
+  Value g = emitExtToF32(b, loc, gamma);
+  return zeroCentered
+             ? arith::AddFOp::create(b, loc, g, f32Constant(b, loc, 1.0))
+             : g;
+}
+
+Value sub(OpBuilder &b, Location loc, Value x, Value y) {
+  return arith::SubFOp::create(b, loc, x, y);
+}
+Value mul(OpBuilder &b, Location loc, Value x, Value y) {
+  return arith::MulFOp::create(b, loc, x, y);
+}
+
+struct NormOpLowering : OpConversionPattern<NormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(NormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    RowsView x = viewRows(b, loc, adaptor.getInput());
+    NormMaps maps(op.getContext());
+    bool layerNorm = op.isLayerNorm(), zeroCentered = op.getZeroCenteredGamma();
+    float epsilon = op.getEpsilon().convertToFloat();
+    double hidden = static_cast<double>(x.hidden);
+
+    // The statistics: two passes over each row for LayerNorm.
+    Value mu;
+    if (layerNorm) {
+      Value sums = sumRows(b, loc, x.rows, x.matrix, {maps.full},
+                           [](OpBuilder &b, Location loc, ValueRange args) {
+                             return emitExtToF32(b, loc, args[0]);
+                           });
+      mu = mapElements(b, loc, {x.rows}, b.getF32Type(), sums,
+                       {b.getMultiDimIdentityMap(1)},
+                       [&](OpBuilder &b, Location loc, ValueRange args) {
+                         return arith::DivFOp::create(
+                             b, loc, args[0], f32Constant(b, loc, hidden));
+                       });
+    }
+    SmallVector<Value> statInputs = {x.matrix};
+    SmallVector<AffineMap> statMaps = {maps.full};
+    if (mu) {
+      statInputs.push_back(mu);
+      statMaps.push_back(maps.row);
+    }
+    Value squares = sumRows(b, loc, x.rows, statInputs, statMaps,
+                            [&](OpBuilder &b, Location loc, ValueRange args) {
+                              Value v = emitExtToF32(b, loc, args[0]);
+                              if (args.size() > 1)
+                                v = sub(b, loc, v, args[1]);
+                              return mul(b, loc, v, v);
+                            });
+    Value rsigma = rowsRsigma(b, loc, squares, x.hidden, epsilon);
+
+    // z = g * rsigma * (x - mu) + beta, rounded once.
+    SmallVector<Value> inputs = {x.matrix, rsigma, adaptor.getGamma()};
+    SmallVector<AffineMap> inputMaps = {maps.full, maps.row, maps.column};
+    int muIndex = -1, betaIndex = -1;
+    if (mu) {
+      muIndex = inputs.size();
+      inputs.push_back(mu);
+      inputMaps.push_back(maps.row);
+    }
+    if (Value beta = adaptor.getBeta()) {
+      betaIndex = inputs.size();
+      inputs.push_back(beta);
+      inputMaps.push_back(maps.column);
+    }
+    auto zType = cast<RankedTensorType>(op.getOutput().getType());
+    Value z = mapElements(
+        b, loc, {x.rows, x.hidden}, zType.getElementType(), inputs, inputMaps,
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          Value v = emitExtToF32(b, loc, args[0]);
+          if (muIndex >= 0)
+            v = sub(b, loc, v, args[muIndex]);
+          Value y = mul(b, loc, args[1], v);
+          Value out = mul(b, loc, emitGamma(b, loc, args[2], zeroCentered), y);
+          if (betaIndex >= 0)
+            out = arith::AddFOp::create(b, loc, out,
+                                        emitExtToF32(b, loc, args[betaIndex]));
+          return emitTruncFromF32(b, loc, out, zType.getElementType());
+        });
+
+    SmallVector<Value> results = {viewAs(b, loc, z, zType)};
+    if (mu)
+      results.push_back(reshapeRows(
+          b, loc, mu, cast<RankedTensorType>(op.getMean().getType())));
+    results.push_back(reshapeRows(
+        b, loc, rsigma, cast<RankedTensorType>(op.getRsigma().getType())));
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct NormBackwardOpLowering : OpConversionPattern<NormBackwardOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(NormBackwardOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    RowsView x = viewRows(b, loc, adaptor.getInput());
+    Value dz = viewAs2D(b, loc, adaptor.getDz());
+    auto rowsType = RankedTensorType::get({x.rows}, b.getF32Type());
+    Value rsigma = reshapeRows(b, loc, adaptor.getRsigma(), rowsType);
+    Value mu = adaptor.getMu() ? reshapeRows(b, loc, adaptor.getMu(), rowsType)
+                               : Value();
+    NormMaps maps(op.getContext());
+    bool zeroCentered = op.getZeroCenteredGamma();
+    double hidden = static_cast<double>(x.hidden);
+
+    // Operands of every pass: x, dz, rsigma, gamma[, mu]; xhat and dy are
+    // recomputed where they are needed.
+    SmallVector<Value> inputs = {x.matrix, dz, rsigma, adaptor.getGamma()};
+    SmallVector<AffineMap> inputMaps = {maps.full, maps.full, maps.row,
+                                        maps.column};
+    if (mu) {
+      inputs.push_back(mu);
+      inputMaps.push_back(maps.row);
+    }
+    auto xhatOf = [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+      Value v = emitExtToF32(b, loc, args[0]);
+      if (mu)
+        v = sub(b, loc, v, args[4]);
+      return mul(b, loc, args[2], v);
+    };
+    auto dyOf = [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+      return mul(b, loc, emitGamma(b, loc, args[3], zeroCentered),
+                 emitExtToF32(b, loc, args[1]));
+    };
+
+    // Per row: mean(dy * xhat), and for LayerNorm mean(dy).
+    Value dyXhat =
+        sumRows(b, loc, x.rows, inputs, inputMaps,
+                [&](OpBuilder &b, Location loc, ValueRange args) {
+                  return mul(b, loc, dyOf(b, loc, args), xhatOf(b, loc, args));
+                });
+    Value dySum;
+    if (mu)
+      dySum = sumRows(b, loc, x.rows, inputs, inputMaps, dyOf);
+
+    // dx = rsigma * (dy - (mean(dy xhat) xhat + mean(dy))) [+ add].
+    SmallVector<Value> dxInputs(inputs);
+    SmallVector<AffineMap> dxMaps(inputMaps);
+    int dySumIndex = -1, addIndex = -1;
+    int dyXhatIndex = dxInputs.size();
+    dxInputs.push_back(dyXhat);
+    dxMaps.push_back(maps.row);
+    if (dySum) {
+      dySumIndex = dxInputs.size();
+      dxInputs.push_back(dySum);
+      dxMaps.push_back(maps.row);
+    }
+    if (Value add = adaptor.getAdd()) {
+      addIndex = dxInputs.size();
+      dxInputs.push_back(viewAs2D(b, loc, add));
+      dxMaps.push_back(maps.full);
+    }
+    auto dxType = cast<RankedTensorType>(op.getDx().getType());
+    Value dx = mapElements(
+        b, loc, {x.rows, x.hidden}, dxType.getElementType(), dxInputs, dxMaps,
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          Value xhat = xhatOf(b, loc, args);
+          Value inv = f32Constant(b, loc, 1.0 / hidden);
+          Value correction =
+              mul(b, loc, mul(b, loc, args[dyXhatIndex], inv), xhat);
+          if (dySumIndex >= 0)
+            correction = arith::AddFOp::create(
+                b, loc, correction, mul(b, loc, args[dySumIndex], inv));
+          Value out =
+              mul(b, loc, args[2], sub(b, loc, dyOf(b, loc, args), correction));
+          if (addIndex >= 0)
+            out = arith::AddFOp::create(b, loc, out,
+                                        emitExtToF32(b, loc, args[addIndex]));
+          return emitTruncFromF32(b, loc, out, dxType.getElementType());
+        });
+
+    // Over the rows: dgamma = sum(dz xhat), dbeta = sum(dz).
+    Type weight = op.getGamma().getType().getElementType();
+    auto roundTo = [&](Value sums) {
+      return mapElements(b, loc, {x.hidden}, weight, sums,
+                         {b.getMultiDimIdentityMap(1)},
+                         [&](OpBuilder &b, Location loc, ValueRange args) {
+                           return emitTruncFromF32(b, loc, args[0], weight);
+                         });
+    };
+    SmallVector<Value> results = {viewAs(b, loc, dx, dxType)};
+    results.push_back(
+        roundTo(sumColumns(b, loc, x.hidden, inputs, inputMaps,
+                           [&](OpBuilder &b, Location loc, ValueRange args) {
+                             return mul(b, loc, emitExtToF32(b, loc, args[1]),
+                                        xhatOf(b, loc, args));
+                           })));
+    if (op.isLayerNorm())
+      results.push_back(
+          roundTo(sumColumns(b, loc, x.hidden, inputs, inputMaps,
+                             [](OpBuilder &b, Location loc, ValueRange args) {
+                               return emitExtToF32(b, loc, args[1]);
+                             })));
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::te::populateNormLoweringPatterns(RewritePatternSet &patterns) {
+  patterns.add<NormOpLowering, NormBackwardOpLowering>(patterns.getContext());
+}
