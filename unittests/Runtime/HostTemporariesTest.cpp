@@ -17,6 +17,23 @@
 
 using namespace te::runtime::testing;
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TE_TEST_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define TE_TEST_ASAN 1
+#endif
+#ifdef TE_TEST_ASAN
+// AnImpossibleSizeIsANullBlock asks for more than the address space: the C
+// library answers null, AddressSanitizer's allocator aborts unless told to
+// answer null too (scripts/sanitize.sh runs this binary).
+extern "C" const char *__asan_default_options() {
+  return "allocator_may_return_null=1";
+}
+#endif
+
 namespace {
 
 constexpr size_t kMiB = size_t(1) << 20;
