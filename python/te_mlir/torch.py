@@ -8,8 +8,9 @@ argument names.
 
 The ops are registered with torch.library under the namespace te_mlir:
 te_mlir::attention and te_mlir::attention_backward (forward and backward,
-joined by autograd), te_mlir::quantize, te_mlir::dequantize and
-te_mlir::scaled_matmul. Each has a fake-tensor kernel, so torch.compile
+joined by autograd), te_mlir::norm and te_mlir::norm_backward (the same;
+LayerNorm and RMSNorm run on them), te_mlir::quantize, te_mlir::dequantize
+and te_mlir::scaled_matmul. Each has a fake-tensor kernel, so torch.compile
 traces them, and each runs te_mlir.ops (one compile per configuration).
 Importing this module imports torch; `import te_mlir` alone does not.
 
@@ -27,9 +28,9 @@ from . import ops as _ops
 from . import recipe as _recipe
 from .errors import DeviceError
 
-__all__ = ["DotProductAttention", "Linear", "attention",
-           "default_alibi_slopes", "dequantize", "fp8_autocast", "quantize",
-           "scaled_matmul"]
+__all__ = ["DotProductAttention", "LayerNorm", "Linear", "RMSNorm",
+           "attention", "default_alibi_slopes", "dequantize", "fp8_autocast",
+           "quantize", "scaled_matmul"]
 
 _TORCH_DTYPES = {name: getattr(torch, attr)
                  for name, attr in _ops._TORCH_DTYPES.items()}
@@ -632,6 +633,163 @@ class _LinearFunction(torch.autograd.Function):
                                         out_dtype=_ops.dtype_name(w_dtype))
         db = g.sum(0) if ctx.has_bias else None
         return dx.reshape(in_shape), dw.to(w_dtype), db, None, None
+
+
+# --- Normalization -------------------------------------------------------
+
+@torch.library.custom_op("te_mlir::norm", mutates_args=())
+def _norm_op(x: Tensor, weight: Tensor, bias: Optional[Tensor], kind: str,
+             eps: float, zero_centered_gamma: bool) -> tuple[Tensor, Tensor,
+                                                              Tensor]:
+    """te.norm on x [N, H]: (z, mu, rsigma); mu is empty for rmsnorm."""
+    x, weight, bias = _host(x), _host(weight), _host(bias)
+    if kind == "layernorm":
+        return _ops.layer_norm(x, weight, bias, eps=eps,
+                               zero_centered_gamma=zero_centered_gamma)
+    z, rsigma = _ops.rms_norm(x, weight, eps=eps,
+                              zero_centered_gamma=zero_centered_gamma)
+    return z, _empty(x), rsigma
+
+
+@_norm_op.register_fake
+def _(x, weight, bias, kind, eps, zero_centered_gamma):
+    rows = x.new_empty(x.shape[:-1], dtype=torch.float32)
+    mean = rows if kind == "layernorm" else _empty(x)
+    return torch.empty_like(x), mean, torch.empty_like(rows)
+
+
+@torch.library.custom_op("te_mlir::norm_backward", mutates_args=())
+def _norm_backward_op(dz: Tensor, x: Tensor, mu: Tensor, rsigma: Tensor,
+                      weight: Tensor, kind: str,
+                      zero_centered_gamma: bool) -> tuple[Tensor, Tensor,
+                                                          Tensor]:
+    """te.norm_backward: (dx, dweight, dbias); dbias is empty for
+    rmsnorm."""
+    dz, x, mu, rsigma, weight = map(_host, (dz, x, mu, rsigma, weight))
+    if kind == "layernorm":
+        return _ops.layer_norm_backward(
+            dz, x, mu, rsigma, weight,
+            zero_centered_gamma=zero_centered_gamma)
+    dx, dw = _ops.rms_norm_backward(dz, x, rsigma, weight,
+                                    zero_centered_gamma=zero_centered_gamma)
+    return dx, dw, _empty(x)
+
+
+@_norm_backward_op.register_fake
+def _(dz, x, mu, rsigma, weight, kind, zero_centered_gamma):
+    dbias = torch.empty_like(weight) if kind == "layernorm" else _empty(x)
+    return torch.empty_like(x), torch.empty_like(weight), dbias
+
+
+def _setup_norm(ctx, inputs, output):
+    x, weight, bias, kind, _eps, zero_centered_gamma = inputs
+    _z, mu, rsigma = output
+    ctx.save_for_backward(x, weight, mu, rsigma)
+    ctx.kind, ctx.zero_centered_gamma = kind, zero_centered_gamma
+    ctx.has_bias = bias is not None
+
+
+def _norm_grad(ctx, dz, _dmu, _drsigma):
+    x, weight, mu, rsigma = ctx.saved_tensors
+    dx, dw, db = _norm_backward_op(dz.to(weight.dtype).contiguous(), x, mu,
+                                   rsigma, weight, ctx.kind,
+                                   ctx.zero_centered_gamma)
+    return dx, dw, db if ctx.has_bias else None, None, None, None
+
+
+_norm_op.register_autograd(_norm_grad, setup_context=_setup_norm)
+
+
+class _Norm(torch.nn.Module):
+    """What LayerNorm and RMSNorm share: TE's constructor and forward."""
+
+    _kind = None
+
+    def __init__(self, normalized_shape=None, eps=1e-5,
+                 sequence_parallel=None, params_dtype=None,
+                 zero_centered_gamma=False, hidden_size=None, *,
+                 device=None, dtype=None, sm_margin=0):
+        super().__init__()
+        name = type(self).__name__
+        if normalized_shape is None:
+            normalized_shape = hidden_size
+        elif hidden_size is not None and hidden_size != normalized_shape:
+            raise ValueError(f"{name}: normalized_shape={normalized_shape!r} "
+                             f"and hidden_size={hidden_size!r} disagree "
+                             "(hidden_size is TE's deprecated alias)")
+        if normalized_shape is None:
+            raise TypeError(f"{name}: normalized_shape (or hidden_size) is "
+                            "required")
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(int(n) for n in normalized_shape)
+        if params_dtype is not None and dtype is not None and \
+                params_dtype != dtype:
+            raise ValueError(f"{name}: params_dtype={params_dtype} and "
+                             f"dtype={dtype} disagree (params_dtype is TE's "
+                             "deprecated alias)")
+        dtype = dtype or params_dtype or torch.get_default_dtype()
+        device = torch.device(device) if device is not None else \
+            torch.device("cpu")
+        if device.type != "cpu":
+            raise DeviceError(
+                f"{name}: device={device}; te_mlir.torch runs on the CPU "
+                "(the runtime's cuda device cannot take torch's device "
+                "memory yet)")
+        self.eps = float(eps)
+        self.zero_centered_gamma = bool(zero_centered_gamma)
+        # GPU SMs left to other kernels: no meaning on the CPU.
+        self.sm_margin = sm_margin
+        init = torch.zeros if self.zero_centered_gamma else torch.ones
+        self.weight = torch.nn.Parameter(
+            init(self.normalized_shape, dtype=dtype, device=device))
+        self.bias = (torch.nn.Parameter(
+            torch.zeros(self.normalized_shape, dtype=dtype, device=device))
+            if self._kind == "layernorm" else None)
+        self.sequence_parallel = sequence_parallel
+        for parameter in self.parameters():
+            parameter.sequence_parallel = bool(sequence_parallel)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"zero_centered_gamma={self.zero_centered_gamma}")
+
+    def forward(self, inp):
+        shape = self.normalized_shape
+        if tuple(inp.shape[-len(shape):]) != shape:
+            raise ValueError(f"{type(self).__name__}: the input's last "
+                             f"dimensions {list(inp.shape)} do not end in "
+                             f"normalized_shape {list(shape)}")
+        dtype = (torch.get_autocast_dtype("cpu")
+                 if torch.is_autocast_enabled("cpu") else self.weight.dtype)
+        hidden = math.prod(shape)
+        x = inp.to(dtype).reshape(-1, hidden)
+        weight = self.weight.to(dtype).reshape(hidden)
+        bias = (self.bias.to(dtype).reshape(hidden)
+                if self.bias is not None else None)
+        z, _mu, _rsigma = _norm_op(x, weight, bias, self._kind, self.eps,
+                                   self.zero_centered_gamma)
+        return z.reshape(inp.shape)
+
+
+class LayerNorm(_Norm):
+    """Transformer Engine's LayerNorm: y = (x - mean) / sqrt(var + eps) *
+    gamma + beta over the last dimensions (normalized_shape), with TE's
+    constructor (normalized_shape, eps=1e-5, sequence_parallel=None,
+    params_dtype=None, zero_centered_gamma=False, hidden_size=None, device,
+    dtype, sm_margin) and its forward and backward as te.norm and
+    te.norm_backward. Under torch.autocast the input and parameters are
+    cast to the autocast dtype, as TE does."""
+
+    _kind = "layernorm"
+
+
+class RMSNorm(_Norm):
+    """Transformer Engine's RMSNorm: y = x / sqrt(mean(x^2) + eps) * gamma
+    over the last dimensions, with TE's constructor and forward, as
+    LayerNorm (no bias)."""
+
+    _kind = "rmsnorm"
 
 
 def _matrix(q, columnwise, dtype):
