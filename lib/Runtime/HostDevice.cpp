@@ -192,8 +192,10 @@ bool checkCPUFeatures(const te::support::LoadedLibrary &library, char *error,
     tiles |= missing[i].rfind("amx-", 0) == 0;
     unknown |= !te::abi::isCheckableCPUFeature(missing[i]);
   }
-  if (tiles && te::abi::requestHostTilePermission())
-    message += " (AMX tiles: " + *te::abi::requestHostTilePermission() + ")";
+  const std::optional<std::string> &tileRefusal =
+      te::abi::requestHostTilePermission();
+  if (tiles && tileRefusal)
+    message += " (AMX tiles: " + *tileRefusal + ")";
   if (unknown)
     message += " (a name this runtime does not know is a feature of a newer "
                "te-mlir's libraries: use the runtime that compiled it)";

@@ -53,13 +53,9 @@ Value reshapeRows(OpBuilder &b, Location loc, Value value,
                                          ArrayRef<ReassociationIndices>{all});
 }
 
-Value f32Constant(OpBuilder &b, Location loc, double value) {
-  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
-}
-
 Value zeros(OpBuilder &b, Location loc, ArrayRef<int64_t> shape) {
   Value empty = tensor::EmptyOp::create(b, loc, shape, b.getF32Type());
-  return linalg::FillOp::create(b, loc, f32Constant(b, loc, 0.0), empty)
+  return linalg::FillOp::create(b, loc, emitF32Constant(b, loc, 0.0), empty)
       .getResult(0);
 }
 
@@ -137,10 +133,11 @@ Value rowsRsigma(OpBuilder &b, Location loc, Value sums, int64_t hidden,
       b, loc, type.getShape(), b.getF32Type(), sums, {identity},
       [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
         Value mean = arith::DivFOp::create(
-            b, loc, args[0], f32Constant(b, loc, static_cast<double>(hidden)));
-        Value shifted =
-            arith::AddFOp::create(b, loc, mean, f32Constant(b, loc, epsilon));
-        return arith::DivFOp::create(b, loc, f32Constant(b, loc, 1.0),
+            b, loc, args[0],
+            emitF32Constant(b, loc, static_cast<double>(hidden)));
+        Value shifted = arith::AddFOp::create(b, loc, mean,
+                                              emitF32Constant(b, loc, epsilon));
+        return arith::DivFOp::create(b, loc, emitF32Constant(b, loc, 1.0),
                                      math::SqrtOp::create(b, loc, shifted));
       });
 }
@@ -149,7 +146,7 @@ Value rowsRsigma(OpBuilder &b, Location loc, Value sums, int64_t hidden,
 Value emitGamma(OpBuilder &b, Location loc, Value gamma, bool zeroCentered) {
   Value g = emitExtToF32(b, loc, gamma);
   return zeroCentered
-             ? arith::AddFOp::create(b, loc, g, f32Constant(b, loc, 1.0))
+             ? arith::AddFOp::create(b, loc, g, emitF32Constant(b, loc, 1.0))
              : g;
 }
 
@@ -184,7 +181,7 @@ struct NormOpLowering : OpConversionPattern<NormOp> {
                        {b.getMultiDimIdentityMap(1)},
                        [&](OpBuilder &b, Location loc, ValueRange args) {
                          return arith::DivFOp::create(
-                             b, loc, args[0], f32Constant(b, loc, hidden));
+                             b, loc, args[0], emitF32Constant(b, loc, hidden));
                        });
     }
     SmallVector<Value> statInputs = {x.matrix};
@@ -311,7 +308,7 @@ struct NormBackwardOpLowering : OpConversionPattern<NormBackwardOp> {
         b, loc, {x.rows, x.hidden}, dxType.getElementType(), dxInputs, dxMaps,
         [&](OpBuilder &b, Location loc, ValueRange args) {
           Value xhat = xhatOf(b, loc, args);
-          Value inv = f32Constant(b, loc, 1.0 / hidden);
+          Value inv = emitF32Constant(b, loc, 1.0 / hidden);
           Value correction =
               mul(b, loc, mul(b, loc, args[dyXhatIndex], inv), xhat);
           if (dySumIndex >= 0)
