@@ -1138,45 +1138,172 @@ def _norm_operands(x, weight, what):
     return x, weight
 
 
+def _norm_quantize_clauses(quantize, fp8, scale, pow2_scales, usage,
+                           amax_epsilon, what):
+    """te.norm's quantize clauses, and the te.compute_scale attributes of
+    current scaling (per_tensor without a scale), or None."""
+    _choice("quantize", quantize, SCALING_MODES)
+    usage = _usage(usage, False)
+    clauses = f" quantize {quantize} usage {usage}"
+    current = quantize == "per_tensor" and scale is None
+    block = quantize in ("block_1x128", "block_128x128")
+    if block:
+        if pow2_scales is False:
+            clauses += " pow2_scales false"
+        if amax_epsilon:
+            clauses += f" amax_epsilon {_float('amax_epsilon', amax_epsilon)}"
+        return clauses, usage, None
+    if current:
+        scale_attrs = f"fp8_type {fp8}"
+        if amax_epsilon:
+            scale_attrs += f" epsilon {_float('amax_epsilon', amax_epsilon)}"
+        if pow2_scales:
+            scale_attrs += " pow2_scales"
+        return clauses, usage, scale_attrs
+    if pow2_scales or amax_epsilon:
+        raise ValueError(f"{what}: pow2_scales and amax_epsilon shape the "
+                         f"scales that quantize={quantize!r} computes "
+                         "itself; " + ("a given scale is used as it is"
+                                       if quantize == "per_tensor" else
+                                       "MXFP8's scales are fixed by its "
+                                       "format"))
+    return clauses, usage, None
+
+
 def _norm(kind, x, weight, bias, eps, zero_centered_gamma, out_dtype,
-          device):
+          device, quantize=None, fp8="e4m3", scale=None, usage=None,
+          keep_output=False, pow2_scales=None, amax_epsilon=None,
+          with_amax=False):
     what = "layer_norm" if kind == "layernorm" else "rms_norm"
     x, weight = _norm_operands(x, weight, what)
     bias = _arg(bias, "bias", ("f32", "f16", "bf16"), rank=1)
     out = dtype_name(out_dtype) if out_dtype is not None else x.dtype
     eps = _float("eps", eps)
     rows = _tensor_type("f32", x.shape[:-1])
-    results = [_tensor_type(out, x.shape)] + [rows] * (
-        2 if kind == "layernorm" else 1)
+    stats = [rows] * (2 if kind == "layernorm" else 1)
     centered = " zero_centered_gamma" if zero_centered_gamma else ""
+    scalar = _tensor_type("f32", [])
+    if quantize is None:
+        if (scale is not None or usage is not None or keep_output
+                or pow2_scales is not None or amax_epsilon is not None):
+            raise ValueError(f"{what}: scale, usage, keep_output, "
+                             "pow2_scales and amax_epsilon shape a quantized "
+                             "output; pass quantize=<mode> too")
+        results = ([_tensor_type(out, x.shape)]
+                   + ([scalar] if with_amax else []) + stats)
+        amax = " amax" if with_amax else ""
+
+        def src(a):
+            operands = ", ".join(f"%a{i}" for i in range(len(a)))
+            return _function(
+                a, f"{_result_name(len(results))} = te.norm {operands} kind "
+                f"{kind} epsilon {eps}{centered}{amax} : "
+                f"{', '.join(v.type for v in a)} -> {', '.join(results)}",
+                results)
+        return _run((kind, eps, bool(zero_centered_gamma), out,
+                     bool(with_amax)), [x, weight, bias], src, device)
+
+    if with_amax:
+        raise ValueError(f"{what}: with_amax is for the high-precision "
+                         "output; a quantized output carries its own scales")
+    if out_dtype is not None and not keep_output:
+        raise ValueError(f"{what}: out_dtype is z's dtype, and a quantized "
+                         "output returns z only with keep_output=True (the "
+                         "cast is of z rounded to x's dtype otherwise)")
+    fp8 = _fp8_name(fp8)
+    clauses, usage, current = _norm_quantize_clauses(
+        quantize, fp8, scale, pow2_scales, usage, amax_epsilon, what)
+    scale = _arg(scale, "scale", ("f32",), rank=0)
+    source_dtype = out if keep_output else x.dtype
+    quantized = [_tensor_type(*r) for r in
+                 quantize_results(x.shape, fp8, quantize, usage)]
+    z = [_tensor_type(out, x.shape)] if keep_output or current else []
+    operands = [x, weight, bias]
 
     def src(a):
-        operands = ", ".join(f"%a{i}" for i in range(len(a)))
+        names = [f"%a{i}" for i in range(len(a))]
+        types = [v.type for v in a]
+        head = f"te.norm {names[0]}, {names[1]}"
+        if bias is not None:
+            head += f", {names[2]}"
+        if current:
+            # TE's FUSED_NORM_AMAX_FP8: z and its amax, then the quantizer.
+            norm = [z[0], scalar] + stats
+            body = (f"%n:{len(norm)} = {head} kind {kind} epsilon {eps}"
+                    f"{centered} amax : {', '.join(types)} -> "
+                    f"{', '.join(norm)}\n"
+                    f"  %scale = te.compute_scale %n#1 {current} : "
+                    f"tensor<f32> -> tensor<f32>\n"
+                    f"  %q:{len(quantized)} = te.quantize %n#0 scale(%scale)"
+                    f"{clauses.replace(' quantize ', ' mode ')} : {z[0]}, "
+                    f"tensor<f32> -> {', '.join(quantized)}")
+            values = ([f"%q#{i}" for i in range(len(quantized))]
+                      + [f"%n#{i}" for i in range(2, len(norm))])
+            if keep_output:
+                values.insert(0, "%n#0")
+            results = (z if keep_output else []) + quantized + stats
+            params = ", ".join(f"{n}: {t}" for n, t in zip(names, types))
+            return (f"func.func @op({params}) -> ({', '.join(results)}) {{\n"
+                    f"  {body}\n"
+                    f"  return {', '.join(values)} : {', '.join(results)}\n"
+                    "}\n")
+        if scale is not None:
+            head += f" scale({names[-1]})"
+        results = z + quantized + stats
         return _function(
-            a, f"{_result_name(len(results))} = te.norm {operands} kind "
-            f"{kind} epsilon {eps}{centered} : "
-            f"{', '.join(v.type for v in a)} -> {', '.join(results)}",
-            results)
-    return _run((kind, eps, bool(zero_centered_gamma), out),
-                [x, weight, bias], src, device)
+            a, f"{_result_name(len(results))} = {head} kind {kind} epsilon "
+            f"{eps}{centered}{clauses} : {', '.join(types)} -> "
+            f"{', '.join(results)}", results)
+    key = (f"{kind}_quantized", eps, bool(zero_centered_gamma), out,
+           clauses, fp8, current, bool(keep_output))
+    outputs = list(_run(key, operands + [scale], src, device))
+    high = [outputs.pop(0)] if keep_output else []
+    q = Float8Tensor(*split_quantize_results(outputs[:len(quantized)],
+                                             quantize, usage),
+                     quantize, fp8, source_dtype, x.shape)
+    return tuple(high + [q] + outputs[len(quantized):])
+
+
+_NORM_QUANTIZE_DOC = """
+
+    quantize=<mode> (per_tensor, mxfp8_1x32, block_1x128, block_128x128)
+    returns the output cast to `fp8` as a Float8Tensor in place of z, as
+    TE's normalization does under each recipe: per_tensor with `scale`
+    (delayed scaling) casts z's f32 value in the norm itself; per_tensor
+    without it (current scaling) has the norm give z and its amax, then
+    scales and casts z; the other modes cast z. `usage` as in quantize;
+    `pow2_scales` and `amax_epsilon` as quantize's `pow2_scales` and
+    `epsilon`. keep_output=True returns z too, before the Float8Tensor,
+    and the cast is of z. with_amax=True (no quantize) returns the amax of
+    z's f32 value after z."""
 
 
 def layer_norm(x, weight, bias=None, *, eps=1e-5, zero_centered_gamma=False,
-               out_dtype=None, device=None):
-    """LayerNorm over the last dimension as TE computes it (te.norm kind
-    layernorm; nvte_layernorm_fwd): returns (z, mu, rsigma), mu and rsigma
-    f32 over the leading dimensions. weight and bias have x's dtype;
-    out_dtype (default x's) may differ only for an f32 x."""
+               out_dtype=None, quantize=None, fp8="e4m3", scale=None,
+               usage=None, keep_output=False, pow2_scales=None,
+               amax_epsilon=None, with_amax=False, device=None):
     return _norm("layernorm", x, weight, bias, eps, zero_centered_gamma,
-                 out_dtype, device)
+                 out_dtype, device, quantize, fp8, scale, usage, keep_output,
+                 pow2_scales, amax_epsilon, with_amax)
 
 
 def rms_norm(x, weight, *, eps=1e-5, zero_centered_gamma=False,
-             out_dtype=None, device=None):
-    """RMSNorm over the last dimension as TE computes it (te.norm kind
-    rmsnorm; nvte_rmsnorm_fwd): returns (z, rsigma)."""
+             out_dtype=None, quantize=None, fp8="e4m3", scale=None,
+             usage=None, keep_output=False, pow2_scales=None,
+             amax_epsilon=None, with_amax=False, device=None):
     return _norm("rmsnorm", x, weight, None, eps, zero_centered_gamma,
-                 out_dtype, device)
+                 out_dtype, device, quantize, fp8, scale, usage, keep_output,
+                 pow2_scales, amax_epsilon, with_amax)
+
+
+layer_norm.__doc__ = """LayerNorm over the last dimension as TE computes it
+    (te.norm kind layernorm; nvte_layernorm_fwd): returns (z, mu, rsigma),
+    mu and rsigma f32 over the leading dimensions. weight and bias have x's
+    dtype; out_dtype (default x's) may differ only for an f32 x.""" + \
+    _NORM_QUANTIZE_DOC
+rms_norm.__doc__ = """RMSNorm over the last dimension as TE computes it
+    (te.norm kind rmsnorm; nvte_rmsnorm_fwd): returns (z, rsigma).""" + \
+    _NORM_QUANTIZE_DOC
 
 
 def _norm_backward(kind, dz, x, mu, rsigma, weight, add, zero_centered_gamma,

@@ -22,7 +22,8 @@ The corpus covers every compute op: te.attention and te.attention_backward
 (layouts, types, masks, windows, GQA, bias and softmax kinds, dropout),
 te.scaled_matmul, te.grouped_matmul, te.amax, te.compute_scale,
 te.update_delayed_scaling, te.quantize in every scaling mode and usage,
-te.dequantize, and te.norm and te.norm_backward (LayerNorm and RMSNorm).
+te.dequantize, and te.norm (with its quantized outputs) and te.norm_backward
+(LayerNorm and RMSNorm).
 --list prints it (no plugin needed).
 
 --extra FILE adds a vendor's own configurations: MLIR programs separated by
@@ -552,6 +553,43 @@ def corpus():
         op_case("norm rmsnorm f16", "norm", "%x, %g kind rmsnorm epsilon 1.0e-06",
                 [("x", "tensor<48x200xf16>"), ("g", "tensor<200xf16>")],
                 ["tensor<48x200xf16>", "tensor<48xf32>"]),
+        # The quantized outputs: delayed scaling's fused cast, the
+        # high-precision z with its amax (current scaling), MXFP8 and
+        # block scaling of z.
+        op_case("norm rmsnorm bf16 quantize per_tensor e4m3", "norm",
+                "%x, %g scale(%s) kind rmsnorm epsilon 1.0e-05 "
+                "quantize per_tensor",
+                [("x", "tensor<48x200xbf16>"), ("g", weight),
+                 ("s", "tensor<f32>")],
+                ["tensor<48x200xf8E4M3FN>", "tensor<f32>", "tensor<f32>",
+                 "tensor<48xf32>"]),
+        op_case("norm layernorm bf16 keep z quantize per_tensor e5m2 both",
+                "norm",
+                "%x, %g, %b scale(%s) kind layernorm epsilon 1.0e-05 "
+                "quantize per_tensor usage both",
+                [("x", "tensor<48x200xbf16>"), ("g", weight), ("b", weight),
+                 ("s", "tensor<f32>")],
+                ["tensor<48x200xbf16>", "tensor<48x200xf8E5M2>",
+                 "tensor<200x48xf8E5M2>", "tensor<f32>", "tensor<f32>",
+                 "tensor<48xf32>", "tensor<48xf32>"]),
+        op_case("norm layernorm bf16 amax", "norm",
+                "%x, %g, %b kind layernorm epsilon 1.0e-05 amax",
+                [("x", hidden), ("g", weight), ("b", weight)],
+                [hidden, "tensor<f32>", rows, rows]),
+        op_case("norm rmsnorm f16 quantize mxfp8_1x32 both", "norm",
+                "%x, %g kind rmsnorm epsilon 1.0e-05 quantize mxfp8_1x32 "
+                "usage both",
+                [("x", "tensor<64x96xf16>"), ("g", "tensor<96xf16>")],
+                ["tensor<64x96xf8E4M3FN>", "tensor<64x3xf8E8M0FNU>",
+                 "tensor<64x96xf8E4M3FN>", "tensor<2x96xf8E8M0FNU>",
+                 "tensor<64xf32>"]),
+        op_case("norm layernorm f32 quantize block_1x128 both", "norm",
+                "%x, %g kind layernorm epsilon 1.0e-05 zero_centered_gamma "
+                "quantize block_1x128 usage both",
+                [("x", "tensor<96x200xf32>"), ("g", "tensor<200xf32>")],
+                ["tensor<96x200xf8E4M3FN>", "tensor<96x2xf32>",
+                 "tensor<200x96xf8E4M3FN>", "tensor<200x1xf32>",
+                 "tensor<96xf32>", "tensor<96xf32>"]),
         op_case("norm_backward layernorm bf16", "norm_backward",
                 "%dz, %x, %rs, %g mean(%mu) kind layernorm",
                 [("dz", hidden), ("x", hidden), ("rs", rows), ("g", weight),

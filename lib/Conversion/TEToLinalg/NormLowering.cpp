@@ -199,7 +199,7 @@ struct NormOpLowering : OpConversionPattern<NormOp> {
                             });
     Value rsigma = rowsRsigma(b, loc, squares, x.hidden, epsilon);
 
-    // z = g * rsigma * (x - mu) + beta, rounded once.
+    // z = g * rsigma * (x - mu) + beta in f32, stored as `element`.
     SmallVector<Value> inputs = {x.matrix, rsigma, adaptor.getGamma()};
     SmallVector<AffineMap> inputMaps = {maps.full, maps.row, maps.column};
     int muIndex = -1, betaIndex = -1;
@@ -213,22 +213,55 @@ struct NormOpLowering : OpConversionPattern<NormOp> {
       inputs.push_back(beta);
       inputMaps.push_back(maps.column);
     }
-    auto zType = cast<RankedTensorType>(op.getOutput().getType());
-    Value z = mapElements(
-        b, loc, {x.rows, x.hidden}, zType.getElementType(), inputs, inputMaps,
-        [&](OpBuilder &b, Location loc, ValueRange args) {
-          Value v = emitExtToF32(b, loc, args[0]);
-          if (muIndex >= 0)
-            v = sub(b, loc, v, args[muIndex]);
-          Value y = mul(b, loc, args[1], v);
-          Value out = mul(b, loc, emitGamma(b, loc, args[2], zeroCentered), y);
-          if (betaIndex >= 0)
-            out = arith::AddFOp::create(b, loc, out,
-                                        emitExtToF32(b, loc, args[betaIndex]));
-          return emitTruncFromF32(b, loc, out, zType.getElementType());
-        });
+    auto normalized = [&](Type element) {
+      return mapElements(
+          b, loc, {x.rows, x.hidden}, element, inputs, inputMaps,
+          [&](OpBuilder &b, Location loc, ValueRange args) {
+            Value v = emitExtToF32(b, loc, args[0]);
+            if (muIndex >= 0)
+              v = sub(b, loc, v, args[muIndex]);
+            Value y = mul(b, loc, args[1], v);
+            Value out =
+                mul(b, loc, emitGamma(b, loc, args[2], zeroCentered), y);
+            if (betaIndex >= 0)
+              out = arith::AddFOp::create(
+                  b, loc, out, emitExtToF32(b, loc, args[betaIndex]));
+            return emitTruncFromF32(b, loc, out, element);
+          });
+    };
 
-    SmallVector<Value> results = {viewAs(b, loc, z, zType)};
+    // The high-precision z where it is a result or the quantizer's input;
+    // its f32 value where the amax or per_tensor's fused cast take it.
+    auto inputType = cast<RankedTensorType>(op.getInput().getType());
+    std::optional<ScalingMode> mode = op.getQuantize();
+    Value output = op.getOutput();
+    Type element =
+        output ? cast<RankedTensorType>(output.getType()).getElementType()
+               : inputType.getElementType();
+    bool castFromF32 = mode == ScalingMode::per_tensor && !output;
+    Value z, zF32;
+    if (output || (mode && !castFromF32))
+      z = normalized(element);
+    if (op.getAmaxOutput() || castFromF32)
+      zF32 = z && element.isF32() ? z : normalized(b.getF32Type());
+
+    SmallVector<Value> results;
+    if (output)
+      results.push_back(
+          viewAs(b, loc, z, cast<RankedTensorType>(output.getType())));
+    if (mode) {
+      Value source = castFromF32 ? zF32 : z;
+      source = viewAs(
+          b, loc, source,
+          inputType.clone(cast<ShapedType>(source.getType()).getElementType()));
+      auto quantize = QuantizeOp::create(
+          b, loc, op.getQuantized().getTypes(), source, adaptor.getScale(),
+          op.getQuantizeAttr(), op.getUsageAttr(), op.getPow2ScalesAttr(),
+          op.getAmaxEpsilonAttr());
+      llvm::append_range(results, quantize.getResults());
+    }
+    if (op.getAmaxOutput())
+      results.push_back(AmaxOp::create(b, loc, zF32).getResult());
     if (mu)
       results.push_back(reshapeRows(
           b, loc, mu, cast<RankedTensorType>(op.getMean().getType())));

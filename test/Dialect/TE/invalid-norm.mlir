@@ -190,3 +190,75 @@ func.func @bwd_stat(%dz: tensor<4x64xf32>, %x: tensor<4x64xf32>, %rs: tensor<4xf
   %dx, %dg, %db = te.norm_backward %dz, %x, %rs, %g mean(%mu) kind layernorm : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4xf32>, tensor<64xf32>, tensor<5xf32> -> tensor<4x64xf32>, tensor<64xf32>, tensor<64xf32>
   return
 }
+
+// -----
+
+func.func @quantize_and_amax(%x: tensor<4x64xbf16>, %g: tensor<64xbf16>, %s: tensor<f32>) {
+  // expected-error @+1 {{'amax' is for the high-precision output alone; a quantized output states its own scales}}
+  %r:5 = te.norm %x, %g scale(%s) kind rmsnorm epsilon 1.0e-05 quantize per_tensor amax : tensor<4x64xbf16>, tensor<64xbf16>, tensor<f32> -> tensor<4x64xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @scale_without_quantize(%x: tensor<4x64xbf16>, %g: tensor<64xbf16>, %s: tensor<f32>) {
+  // expected-error @+1 {{scale(...), 'usage', 'pow2_scales' and 'amax_epsilon' shape a quantized output; add 'quantize <mode>'}}
+  %z, %rs = te.norm %x, %g scale(%s) kind rmsnorm epsilon 1.0e-05 : tensor<4x64xbf16>, tensor<64xbf16>, tensor<f32> -> tensor<4x64xbf16>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @per_tensor_needs_scale(%x: tensor<4x64xbf16>, %g: tensor<64xbf16>) {
+  // expected-error @+1 {{mode per_tensor needs scale(%scale), an f32 scalar tensor}}
+  %r:4 = te.norm %x, %g kind rmsnorm epsilon 1.0e-05 quantize per_tensor : tensor<4x64xbf16>, tensor<64xbf16> -> tensor<4x64xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @mxfp8_takes_no_epsilon(%x: tensor<4x64xbf16>, %g: tensor<64xbf16>) {
+  // expected-error @+1 {{'amax_epsilon' is only valid with modes block_1x128 and block_128x128}}
+  %r:3 = te.norm %x, %g kind rmsnorm epsilon 1.0e-05 quantize mxfp8_1x32 amax_epsilon 1.0e-03 : tensor<4x64xbf16>, tensor<64xbf16> -> tensor<4x64xf8E4M3FN>, tensor<4x2xf8E8M0FNU>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @quantized_count(%x: tensor<4x64xbf16>, %g: tensor<64xbf16>, %b: tensor<64xbf16>, %s: tensor<f32>) {
+  // expected-error @+1 {{kind layernorm quantized per_tensor usage both has 6 or 7 results ([z], 4 quantized (te.quantize's), mu and rsigma), got 5}}
+  %r:5 = te.norm %x, %g, %b scale(%s) kind layernorm epsilon 1.0e-05 quantize per_tensor usage both : tensor<4x64xbf16>, tensor<64xbf16>, tensor<64xbf16>, tensor<f32> -> tensor<4x64xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @quantized_data_type(%x: tensor<4x64xbf16>, %g: tensor<64xbf16>, %s: tensor<f32>) {
+  // expected-error @+1 {{result 'data' must be 'tensor<4x64xf8E4M3FN>', got 'tensor<4x32xf8E4M3FN>'}}
+  %r:4 = te.norm %x, %g scale(%s) kind rmsnorm epsilon 1.0e-05 quantize per_tensor : tensor<4x64xbf16>, tensor<64xbf16>, tensor<f32> -> tensor<4x32xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @quantized_transposed_needs_2d(%x: tensor<2x4x64xbf16>, %g: tensor<64xbf16>, %s: tensor<f32>) {
+  // expected-error @+1 {{the column-wise copy of mode per_tensor is stored transposed and needs a 2-D input; got 'tensor<2x4x64xbf16>'}}
+  %r:5 = te.norm %x, %g scale(%s) kind rmsnorm epsilon 1.0e-05 quantize per_tensor usage both : tensor<2x4x64xbf16>, tensor<64xbf16>, tensor<f32> -> tensor<2x4x64xf8E4M3FN>, tensor<64x8xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @kept_z_must_be_high_precision(%x: tensor<4x64xbf16>, %g: tensor<64xbf16>, %s: tensor<f32>) {
+  // expected-error @+1 {{the result z must be 'bf16' like the input}}
+  %r:5 = te.norm %x, %g scale(%s) kind rmsnorm epsilon 1.0e-05 quantize per_tensor : tensor<4x64xbf16>, tensor<64xbf16>, tensor<f32> -> tensor<4x64xf8E4M3FN>, tensor<4x64xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @amax_type(%x: tensor<4x64xbf16>, %g: tensor<64xbf16>) {
+  // expected-error @+1 {{result 'amax' must be 'tensor<f32>', got 'tensor<4xf32>'}}
+  %r:3 = te.norm %x, %g kind rmsnorm epsilon 1.0e-05 amax : tensor<4x64xbf16>, tensor<64xbf16> -> tensor<4x64xbf16>, tensor<4xf32>, tensor<4xf32>
+  return
+}

@@ -48,3 +48,30 @@ func.func @norm_backward(%dz: tensor<256x1024xbf16>, %x: tensor<256x1024xbf16>, 
       -> tensor<2x8x64xf16>, tensor<64xf16>
   return
 }
+
+// -----
+
+// The quantized outputs: delayed scaling's fused cast (no z), z kept beside
+// a both-copies cast, the amax of z, MXFP8 and block scaling.
+// CHECK-LABEL: func @norm_quantized
+// CHECK: te.norm %{{.*}}, %{{.*}} scale(%{{.*}}) kind rmsnorm epsilon 9.99999974E-6 quantize per_tensor : tensor<64x256xbf16>, tensor<256xbf16>, tensor<f32> -> tensor<64x256xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<64xf32>
+// CHECK: te.norm %{{.*}}, %{{.*}}, %{{.*}} scale(%{{.*}}) kind layernorm epsilon 9.99999974E-6 quantize per_tensor usage both : tensor<64x256xbf16>, tensor<256xbf16>, tensor<256xbf16>, tensor<f32> -> tensor<64x256xbf16>, tensor<64x256xf8E5M2>, tensor<256x64xf8E5M2>, tensor<f32>, tensor<f32>, tensor<64xf32>, tensor<64xf32>
+// CHECK: te.norm %{{.*}}, %{{.*}} kind rmsnorm epsilon 9.99999974E-6 zero_centered_gamma amax : tensor<64x256xbf16>, tensor<256xbf16> -> tensor<64x256xbf16>, tensor<f32>, tensor<64xf32>
+// CHECK: te.norm %{{.*}}, %{{.*}} kind rmsnorm epsilon 9.99999974E-6 quantize mxfp8_1x32 usage columnwise : tensor<64x256xbf16>, tensor<256xbf16> -> tensor<64x256xf8E4M3FN>, tensor<2x256xf8E8M0FNU>, tensor<64xf32>
+// CHECK: te.norm %{{.*}}, %{{.*}} kind rmsnorm epsilon 9.99999974E-6 quantize block_128x128 usage both pow2_scales false amax_epsilon 9.99999974E-5 : tensor<64x256xbf16>, tensor<256xbf16> -> tensor<64x256xf8E4M3FN>, tensor<1x2xf32>, tensor<256x64xf8E4M3FN>, tensor<2x1xf32>, tensor<64xf32>
+func.func @norm_quantized(%x: tensor<64x256xbf16>, %g: tensor<256xbf16>, %b: tensor<256xbf16>, %s: tensor<f32>) {
+  %d, %si, %am, %rs = te.norm %x, %g scale(%s) kind rmsnorm epsilon 1.0e-05 quantize per_tensor
+      : tensor<64x256xbf16>, tensor<256xbf16>, tensor<f32>
+      -> tensor<64x256xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<64xf32>
+  %z2:7 = te.norm %x, %g, %b scale(%s) kind layernorm epsilon 1.0e-05 quantize per_tensor usage both
+      : tensor<64x256xbf16>, tensor<256xbf16>, tensor<256xbf16>, tensor<f32>
+      -> tensor<64x256xbf16>, tensor<64x256xf8E5M2>, tensor<256x64xf8E5M2>, tensor<f32>, tensor<f32>, tensor<64xf32>, tensor<64xf32>
+  %z3:3 = te.norm %x, %g kind rmsnorm epsilon 1.0e-05 zero_centered_gamma amax
+      : tensor<64x256xbf16>, tensor<256xbf16> -> tensor<64x256xbf16>, tensor<f32>, tensor<64xf32>
+  %z4:3 = te.norm %x, %g kind rmsnorm epsilon 1.0e-05 quantize mxfp8_1x32 usage columnwise
+      : tensor<64x256xbf16>, tensor<256xbf16> -> tensor<64x256xf8E4M3FN>, tensor<2x256xf8E8M0FNU>, tensor<64xf32>
+  %z5:5 = te.norm %x, %g kind rmsnorm epsilon 1.0e-05 quantize block_128x128 usage both pow2_scales false amax_epsilon 1.0e-04
+      : tensor<64x256xbf16>, tensor<256xbf16>
+      -> tensor<64x256xf8E4M3FN>, tensor<1x2xf32>, tensor<256x64xf8E4M3FN>, tensor<2x1xf32>, tensor<64xf32>
+  return
+}

@@ -776,54 +776,71 @@ Value QuantizeOp::getAmax() {
   return getMode() == ScalingMode::per_tensor ? getResults().back() : Value();
 }
 
-LogicalResult QuantizeOp::verify() {
-  Diag diag(getOperation());
-  ScalingMode mode = getMode();
+/// The attributes that shape the scales of `mode`, and the `scale`
+/// operand: what te.quantize and a quantized te.norm accept.
+static LogicalResult verifyQuantizeConfig(const Diag &diag, ScalingMode mode,
+                                          bool hasScale, bool pow2Scales,
+                                          APFloat epsilon,
+                                          StringRef epsilonName) {
   StringRef modeName = stringifyScalingMode(mode);
-  unsigned expected = getNumExpectedResults(mode, getUsage());
-  if (getNumResults() != expected) {
-    const char *layout =
-        mode == ScalingMode::per_tensor
-            ? "[data], [data_t], scale_inv, amax"
-            : "[data, scale_inv], [columnwise data, columnwise scale_inv]";
-    return diag("mode ", modeName, " with usage ",
-                stringifyQuantizeUsage(getUsage()), " produces ", expected,
-                " results (", layout, "), got ", getNumResults());
-  }
   bool blockMode =
       mode == ScalingMode::block_1x128 || mode == ScalingMode::block_128x128;
-  if (mode == ScalingMode::per_tensor && !getScale())
+  if (mode == ScalingMode::per_tensor && !hasScale)
     return diag("mode per_tensor needs scale(%scale), an f32 scalar tensor");
-  if (mode != ScalingMode::per_tensor && getScale())
+  if (mode != ScalingMode::per_tensor && hasScale)
     return diag("mode ", modeName,
                 " computes its own scales; scale(...) is only valid with "
                 "mode per_tensor");
-  if (!blockMode && !getPow2Scales())
+  if (!blockMode && !pow2Scales)
     return diag("'pow2_scales false' is only valid with modes block_1x128 "
                 "and block_128x128 (the other modes' scales are fixed by "
                 "their format or given)");
-  if (!blockMode && !getEpsilon().isZero())
-    return diag("'epsilon' is only valid with modes block_1x128 and "
-                "block_128x128");
-  if (failed(verifyEpsilon(diag, getEpsilon())))
-    return failure();
+  if (!blockMode && !epsilon.isZero())
+    return diag("'", epsilonName,
+                "' is only valid with modes block_1x128 and block_128x128");
+  return verifyEpsilon(diag, epsilon);
+}
 
-  Value anyData = hasRowwise() ? getData() : getColumnwiseData();
-  Type fp8 = cast<RankedTensorType>(anyData.getType()).getElementType();
+/// The quantized results of `input` in `mode` and `usage`: their number
+/// and types, in te.quantize's order ([data], [data_t], scale_inv, amax for
+/// per_tensor; [data, scale_inv], [columnwise data, columnwise scale_inv]
+/// for the others).
+static LogicalResult verifyQuantizedResults(const Diag &diag, ScalingMode mode,
+                                            QuantizeUsage usage,
+                                            RankedTensorType input,
+                                            ValueRange results) {
+  StringRef modeName = stringifyScalingMode(mode);
+  unsigned expected = QuantizeOp::getNumExpectedResults(mode, usage);
+  bool perTensor = mode == ScalingMode::per_tensor;
+  if (results.size() != expected) {
+    const char *layout =
+        perTensor ? "[data], [data_t], scale_inv, amax"
+                  : "[data, scale_inv], [columnwise data, columnwise "
+                    "scale_inv]";
+    return diag("mode ", modeName, " with usage ",
+                stringifyQuantizeUsage(usage), " produces ", expected,
+                " results (", layout, "), got ", results.size());
+  }
+  bool rowwise = usage != QuantizeUsage::columnwise;
+  bool columnwise = usage != QuantizeUsage::rowwise;
+  Type fp8 = cast<RankedTensorType>(results[0].getType()).getElementType();
   if (!isa<Float8E4M3FNType, Float8E5M2Type>(fp8))
     return diag("quantized data must be f8E4M3FN or f8E5M2, got ", fp8);
 
-  RankedTensorType input = getInput().getType();
-  if (hasRowwise()) {
+  unsigned next = 0;
+  Value scaleInv = perTensor ? results[expected - 2] : Value();
+  if (rowwise) {
     auto dataType = RankedTensorType::get(input.getShape(), fp8);
     FailureOr<RankedTensorType> scaleType =
         getScaleInvType(diag, mode, /*mxfp8Columnwise=*/false, dataType);
+    Value data = results[next++];
+    Value rowScale = perTensor ? scaleInv : results[next++];
     if (failed(scaleType) ||
-        failed(checkResultType(diag, getData(), "data", dataType)) ||
-        failed(checkResultType(diag, getScaleInv(), "scale_inv", *scaleType)))
+        failed(checkResultType(diag, data, "data", dataType)) ||
+        failed(checkResultType(diag, rowScale, "scale_inv", *scaleType)))
       return failure();
   }
-  if (hasColumnwise()) {
+  if (columnwise) {
     RankedTensorType dataType;
     if (mode == ScalingMode::mxfp8_1x32) {
       dataType = RankedTensorType::get(input.getShape(), fp8);
@@ -836,19 +853,30 @@ LogicalResult QuantizeOp::verify() {
     }
     FailureOr<RankedTensorType> scaleType =
         getScaleInvType(diag, mode, mode == ScalingMode::mxfp8_1x32, dataType);
+    Value data = results[next++];
+    Value colScale = perTensor ? scaleInv : results[next++];
     if (failed(scaleType) ||
-        failed(checkResultType(diag, getColumnwiseData(), "columnwise data",
-                               dataType)) ||
-        failed(checkResultType(diag, getColumnwiseScaleInv(),
-                               "columnwise scale_inv", *scaleType)))
+        failed(checkResultType(diag, data, "columnwise data", dataType)) ||
+        failed(checkResultType(diag, colScale, "columnwise scale_inv",
+                               *scaleType)))
       return failure();
   }
-  if (mode == ScalingMode::per_tensor &&
+  if (perTensor &&
       failed(checkResultType(
-          diag, getAmax(), "amax",
-          RankedTensorType::get({}, Float32Type::get(getContext())))))
+          diag, results.back(), "amax",
+          RankedTensorType::get({}, Float32Type::get(input.getContext())))))
     return failure();
   return success();
+}
+
+LogicalResult QuantizeOp::verify() {
+  Diag diag(getOperation());
+  if (failed(verifyQuantizeConfig(diag, getMode(),
+                                  static_cast<bool>(getScale()),
+                                  getPow2Scales(), getEpsilon(), "epsilon")))
+    return failure();
+  return verifyQuantizedResults(diag, getMode(), getUsage(),
+                                getInput().getType(), getResults());
 }
 
 LogicalResult DequantizeOp::verify() {
@@ -1322,11 +1350,42 @@ LogicalResult NormOp::verify() {
     return failure();
   if (getBeta() && !layerNorm)
     return diag("'beta' is for layernorm only (TE's RMSNorm has no bias)");
-  unsigned expected = layerNorm ? 3 : 2;
-  if (getResults().size() != expected)
-    return diag("kind ", kind, " has ", expected, " results (",
-                layerNorm ? "z, mu and rsigma" : "z and rsigma", "), got ",
-                getResults().size());
+  std::optional<ScalingMode> mode = getQuantize();
+  if (mode && getAmaxOutput())
+    return diag("'amax' is for the high-precision output alone; a quantized "
+                "output states its own scales (per_tensor's amax is among "
+                "its results)");
+  if (!mode && (getScale() || getUsage() != QuantizeUsage::rowwise ||
+                !getPow2Scales() || !getAmaxEpsilon().isZero()))
+    return diag("scale(...), 'usage', 'pow2_scales' and 'amax_epsilon' "
+                "shape a quantized output; add 'quantize <mode>'");
+  if (mode && failed(verifyQuantizeConfig(
+                  diag, *mode, static_cast<bool>(getScale()), getPow2Scales(),
+                  getAmaxEpsilon(), "amax_epsilon")))
+    return failure();
+  // [z], [quantized...], [amax], [mu], rsigma.
+  unsigned fixed =
+      getNumQuantized() + getNumStatistics() + (getAmaxOutput() ? 1 : 0);
+  unsigned count = getResults().size();
+  if (count != fixed + 1 && !(mode && count == fixed)) {
+    std::string layout = mode ? "[z], " + std::to_string(getNumQuantized()) +
+                                    " quantized (te.quantize's), "
+                              : std::string("z, ");
+    if (getAmaxOutput())
+      layout += "amax, ";
+    layout += layerNorm ? "mu and rsigma" : "rsigma";
+    if (!mode && !getAmaxOutput())
+      layout = layerNorm ? "z, mu and rsigma" : "z and rsigma";
+    std::string what = mode ? (" quantized " + stringifyScalingMode(*mode) +
+                               " usage " + stringifyQuantizeUsage(getUsage()))
+                                  .str()
+                            : std::string(getAmaxOutput() ? " with amax" : "");
+    return diag("kind ", kind, what, " has ",
+                mode
+                    ? std::to_string(fixed) + " or " + std::to_string(fixed + 1)
+                    : std::to_string(fixed + 1),
+                " results (", layout, "), got ", count);
+  }
   SmallVector<std::pair<StringRef, Value>> statistics = {
       {"rsigma", getRsigma()}};
   if (layerNorm)
@@ -1342,17 +1401,40 @@ LogicalResult NormOp::verify() {
       return diag("'", name, "' must be ", getGamma().getType().clone(element),
                   " (the input's element type, as TE's kernels take it), got ",
                   value.getType());
-  auto zType = cast<RankedTensorType>(getOutput().getType());
-  if (failed(verifyCompatibleShape(zType, getInput().getType())))
-    return diag("the result z must have the input's shape, got ", zType,
-                " for ", getInput().getType());
-  Type zElement = zType.getElementType();
-  if (zElement != element && !element.isF32())
-    return diag("the result z must be ", element,
-                " like the input (only an f32 input may give bf16 or f16, "
-                "as TE registers its kernels), got ",
-                zElement);
+  if (Value z = getOutput()) {
+    auto zType = cast<RankedTensorType>(z.getType());
+    if (failed(verifyCompatibleShape(zType, getInput().getType())))
+      return diag("the result z must have the input's shape, got ", zType,
+                  " for ", getInput().getType());
+    Type zElement = zType.getElementType();
+    if (!isa<Float32Type, Float16Type, BFloat16Type>(zElement) ||
+        (zElement != element && !element.isF32()))
+      return diag("the result z must be ", element,
+                  " like the input (only an f32 input may give bf16 or f16, "
+                  "as TE registers its kernels), got ",
+                  zElement);
+  }
+  if (mode &&
+      failed(verifyQuantizedResults(diag, *mode, getUsage(),
+                                    getInput().getType(), getQuantized())))
+    return failure();
+  if (Value amax = getZAmax())
+    if (failed(checkResultType(
+            diag, amax, "amax",
+            RankedTensorType::get({}, Float32Type::get(getContext())))))
+      return failure();
   return success();
+}
+
+unsigned NormOp::getNumQuantized() {
+  std::optional<ScalingMode> mode = getQuantize();
+  return mode ? QuantizeOp::getNumExpectedResults(*mode, getUsage()) : 0;
+}
+
+bool NormOp::hasOutput() {
+  unsigned others =
+      getNumQuantized() + getNumStatistics() + (getAmaxOutput() ? 1 : 0);
+  return getNumResults() > others;
 }
 
 LogicalResult NormBackwardOp::verify() {

@@ -720,7 +720,7 @@ defvar NormSemantics = [{
     as written, in f32.
 }];
 
-def TE_NormOp : TE_Op<"norm", [Pure]> {
+def TE_NormOp : TE_Op<"norm", [Pure, AttrSizedOperandSegments]> {
   let summary = "LayerNorm or RMSNorm over the last dimension, forward";
   let description = !strconcat([{
     TE's normalization forward (nvte_layernorm_fwd, nvte_rmsnorm_fwd; the
@@ -729,11 +729,37 @@ def TE_NormOp : TE_Op<"norm", [Pure]> {
 
   }], NormSemantics, [{
 
-    Results: z, the input's shape, rounded once from f32 to its element
-    type (round to nearest even); then, for `layernorm`, mu, and for both,
-    rsigma: f32 with the shape of `input` without its last dimension. These
-    are what `te.norm_backward` takes. `beta` (optional, `layernorm` only;
-    absent it is 0) and `gamma` have shape [H].
+    Results, in order (each present or absent as below):
+
+    * z: the input's shape, rounded once from f32 to its element type
+      (round to nearest even). Present unless the output is quantized
+      without it.
+    * With `quantize <mode>` (and `usage`, `pow2_scales`, `amax_epsilon`
+      as `te.quantize` takes its `usage`, `pow2_scales` and `epsilon`):
+      the quantized output, in `te.quantize`'s results and order for that
+      mode and usage, of
+      - `per_tensor` without z (`scale(%s)` given; TE's fully fused
+        kernel for delayed scaling, ln_fwd_kernels.cuh): the f32 value
+        itself, data = cast(z_f32 * scale), amax = max |z_f32|, with no
+        rounding to the input's type in between;
+      - every other case: the rounded z, the input's element type (or
+        z's type when z is a result). This is TE's UNFUSED path
+        (pytorch/csrc/extensions/normalization.cpp): the norm writes the
+        high-precision output, then the quantizer casts it (MXFP8,
+        Float8BlockScaling, and delayed scaling when the high-precision
+        output is also returned, as LayerNormLinear's
+        return_layernorm_output does).
+    * With `amax` (no `quantize`): max |z_f32| as an f32 scalar (NaN
+      skipped, as `te.amax`). This is TE's FUSED_NORM_AMAX_FP8 path for
+      Float8CurrentScaling: the norm writes z and the amax of its f32
+      value, then `te.compute_scale` and `te.quantize` of z finish the
+      cast. The amax of the unrounded value can differ from `te.amax` of z
+      in its last bit.
+    * For `layernorm`, mu; then rsigma: f32 with the shape of `input`
+      without its last dimension. These are what `te.norm_backward` takes.
+
+    `beta` (optional, `layernorm` only; absent it is 0) and `gamma` have
+    shape [H]. `scale(%s)` is taken exactly by `quantize per_tensor`.
 
     Element types, as TE registers its kernels (ln_fwd_cuda_kernel.cu,
     rmsnorm_fwd_cuda_kernel.cu): `gamma` and `beta` have the input's; z has
@@ -747,28 +773,61 @@ def TE_NormOp : TE_Op<"norm", [Pure]> {
     %z2, %rs2 = te.norm %x, %gamma kind rmsnorm epsilon 1.0e-06 zero_centered_gamma
         : tensor<2x128x1024xbf16>, tensor<1024xbf16>
         -> tensor<2x128x1024xbf16>, tensor<2x128xf32>
+    %d, %si, %amax, %rs3 = te.norm %x, %gamma scale(%s) kind rmsnorm
+        epsilon 1.0e-05 quantize per_tensor
+        : tensor<2x128x1024xbf16>, tensor<1024xbf16>, tensor<f32>
+        -> tensor<2x128x1024xf8E4M3FN>, tensor<f32>, tensor<f32>,
+           tensor<2x128xf32>
     ```
   }]);
   let arguments = (ins TE_HighPrecisionTensor:$input,
                        TE_HighPrecisionTensor:$gamma,
                        Optional<TE_HighPrecisionTensor>:$beta,
+                       Optional<0DTensorOf<[F32]>>:$scale,
                        TE_NormKindAttr:$kind,
                        F32Attr:$epsilon,
-                       UnitAttr:$zero_centered_gamma);
-  let results = (outs Variadic<TE_HighPrecisionTensor>:$results);
+                       UnitAttr:$zero_centered_gamma,
+                       OptionalAttr<TE_ScalingModeAttr>:$quantize,
+                       DefaultValuedAttr<TE_QuantizeUsageAttr,
+                           "::mlir::te::QuantizeUsage::rowwise">:$usage,
+                       DefaultValuedOptionalAttr<BoolAttr, "true">:$pow2_scales,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$amax_epsilon,
+                       UnitAttr:$amax_output);
+  let results = (outs Variadic<RankedTensorOf<[F32, F16, BF16, F8E4M3FN,
+                                               F8E5M2, F8E8M0FNU]>>:$results);
   let assemblyFormat = [{
-    $input `,` $gamma (`,` $beta^)? `kind` `` $kind `epsilon` $epsilon
+    $input `,` $gamma (`,` $beta^)? (`scale` `(` $scale^ `)`)?
+    `kind` `` $kind `epsilon` $epsilon
     (`zero_centered_gamma` $zero_centered_gamma^)?
+    (`quantize` `` $quantize^)? (`usage` `` $usage^)?
+    (`pow2_scales` $pow2_scales^)? (`amax_epsilon` $amax_epsilon^)?
+    (`amax` $amax_output^)?
     attr-dict `:` type(operands) `->` type($results)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     bool isLayerNorm() { return getKind() == NormKind::layernorm; }
-    /// The normalized result z.
-    ::mlir::Value getOutput() { return getResults()[0]; }
+    /// The number of statistics results (mu and rsigma, or rsigma).
+    unsigned getNumStatistics() { return isLayerNorm() ? 2 : 1; }
+    /// The number of quantized results (te.quantize's for the mode).
+    unsigned getNumQuantized();
+    /// Whether the high-precision z is a result.
+    bool hasOutput();
+    /// The normalized result z, or null.
+    ::mlir::Value getOutput() { return hasOutput() ? getResults()[0] : nullptr; }
+    /// The quantized output's results, in te.quantize's order.
+    ::mlir::ResultRange getQuantized() {
+      return getResults().slice(hasOutput() ? 1 : 0, getNumQuantized());
+    }
+    /// The amax of z's f32 value (`amax`), or null.
+    ::mlir::Value getZAmax() {
+      return getAmaxOutput()
+                 ? getResults()[getNumResults() - getNumStatistics() - 1]
+                 : nullptr;
+    }
     /// The row means (layernorm), or null.
     ::mlir::Value getMean() {
-      return isLayerNorm() ? getResults()[1] : nullptr;
+      return isLayerNorm() ? getResults()[getNumResults() - 2] : nullptr;
     }
     /// The rows' 1 / sqrt(variance + epsilon) (rmsnorm: of the mean square).
     ::mlir::Value getRsigma() { return getResults().back(); }
