@@ -1170,6 +1170,111 @@ def _norm_quantize_clauses(quantize, fp8, scale, pow2_scales, usage,
     return clauses, usage, None
 
 
+class _Quantized:
+    """What an op whose output may be quantized (te.norm, te.activation,
+    te.activation_backward) is asked for: quantize=<mode> with its fp8,
+    scale, usage, keep_output, pow2_scales and amax_epsilon, or with_amax
+    for the high-precision output."""
+
+    def __init__(self, what, quantize=None, fp8="e4m3", scale=None,
+                 usage=None, keep_output=False, pow2_scales=None,
+                 amax_epsilon=None, with_amax=False):
+        self.what, self.mode, self.with_amax = what, quantize, with_amax
+        self.keep_output = keep_output
+        if quantize is None:
+            if (scale is not None or usage is not None or keep_output
+                    or pow2_scales is not None or amax_epsilon is not None):
+                raise ValueError(f"{what}: scale, usage, keep_output, "
+                                 "pow2_scales and amax_epsilon shape a "
+                                 "quantized output; pass quantize=<mode> too")
+            self.scale, self.clauses, self.current = None, "", None
+            return
+        if with_amax:
+            raise ValueError(f"{what}: with_amax is for the high-precision "
+                             "output; a quantized output carries its own "
+                             "scales")
+        self.fp8 = _fp8_name(fp8)
+        self.clauses, self.usage, self.current = _norm_quantize_clauses(
+            quantize, self.fp8, scale, pow2_scales, usage, amax_epsilon, what)
+        self.scale = _arg(scale, "scale", ("f32",), rank=0)
+
+    def key(self):
+        return (self.mode, self.clauses, getattr(self, "fp8", None),
+                self.current, bool(self.keep_output), bool(self.with_amax))
+
+    def run(self, key, op, operands, attrs, out_shape, out_dtype, in_dtype,
+            trailing, device):
+        """Runs `te.<op> <operands> [scale(..)] <attrs> <clauses>` on the
+        _Arg list `operands` (None entries left out); the output has
+        `out_shape` and, where returned, `out_dtype`; `trailing` are the
+        types of the op's own results after [out], [quantized], [amax].
+        Returns the outputs: [out], [Float8Tensor], [amax], trailing..."""
+        operands = [a for a in operands if a is not None]
+        n = len(operands)
+        scalar = _tensor_type("f32", [])
+        out_type = _tensor_type(out_dtype, out_shape)
+        if self.mode is None:
+            amax = " amax" if self.with_amax else ""
+            results = [out_type] + ([scalar] if self.with_amax else []) + \
+                trailing
+
+            def src(a):
+                names = ", ".join(f"%a{i}" for i in range(n))
+                return _function(
+                    a, f"{_result_name(len(results))} = te.{op} {names} "
+                    f"{attrs}{amax} : {', '.join(v.type for v in a)} -> "
+                    f"{', '.join(results)}", results)
+            return list(_run(key + self.key(), operands, src, device))
+
+        quantized = [_tensor_type(*r) for r in quantize_results(
+            out_shape, self.fp8, self.mode, self.usage)]
+        current = self.current
+        out = [out_type] if self.keep_output or current else []
+
+        def src(a):
+            names = [f"%a{i}" for i in range(len(a))]
+            types = [v.type for v in a]
+            head = f"te.{op} {', '.join(names[:n])}"
+            if current:
+                # The op gives its output and the amax of its f32 values;
+                # then the scale and the cast (TE's current scaling).
+                first = [out_type, scalar] + trailing
+                values = [f"%q#{i}" for i in range(len(quantized))] + \
+                    [f"%n#{i}" for i in range(2, len(first))]
+                if self.keep_output:
+                    values.insert(0, "%n#0")
+                results = (out if self.keep_output else []) + quantized + \
+                    trailing
+                params = ", ".join(f"{v}: {t}" for v, t in zip(names, types))
+                return (
+                    f"func.func @op({params}) -> ({', '.join(results)}) {{\n"
+                    f"  %n:{len(first)} = {head} {attrs} amax : "
+                    f"{', '.join(types)} -> {', '.join(first)}\n"
+                    f"  %scale = te.compute_scale %n#1 {current} : "
+                    "tensor<f32> -> tensor<f32>\n"
+                    f"  %q:{len(quantized)} = te.quantize %n#0 scale(%scale)"
+                    f"{self.clauses.replace(' quantize ', ' mode ')} : "
+                    f"{out_type}, tensor<f32> -> {', '.join(quantized)}\n"
+                    f"  return {', '.join(values)} : {', '.join(results)}\n"
+                    "}\n")
+            if self.scale is not None:
+                head += f" scale({names[n]})"
+            results = out + quantized + trailing
+            return _function(
+                a, f"{_result_name(len(results))} = {head} {attrs}"
+                f"{self.clauses} : {', '.join(types)} -> "
+                f"{', '.join(results)}", results)
+        outputs = list(_run(key + self.key(), operands + [self.scale], src,
+                            device))
+        high = [outputs.pop(0)] if self.keep_output else []
+        q = Float8Tensor(*split_quantize_results(outputs[:len(quantized)],
+                                                 self.mode, self.usage),
+                         self.mode, self.fp8,
+                         out_dtype if self.keep_output else in_dtype,
+                         out_shape)
+        return high + [q] + outputs[len(quantized):]
+
+
 def _norm(kind, x, weight, bias, eps, zero_centered_gamma, out_dtype,
           device, quantize=None, fp8="e4m3", scale=None, usage=None,
           keep_output=False, pow2_scales=None, amax_epsilon=None,
@@ -1177,91 +1282,21 @@ def _norm(kind, x, weight, bias, eps, zero_centered_gamma, out_dtype,
     what = "layer_norm" if kind == "layernorm" else "rms_norm"
     x, weight = _norm_operands(x, weight, what)
     bias = _arg(bias, "bias", ("f32", "f16", "bf16"), rank=1)
+    if quantize is not None and out_dtype is not None and not keep_output:
+        raise ValueError(f"{what}: out_dtype is z's dtype, and a quantized "
+                         "output returns z only with keep_output=True (the "
+                         "cast is of z rounded to x's dtype otherwise)")
+    request = _Quantized(what, quantize, fp8, scale, usage, keep_output,
+                         pow2_scales, amax_epsilon, with_amax)
     out = dtype_name(out_dtype) if out_dtype is not None else x.dtype
     eps = _float("eps", eps)
     rows = _tensor_type("f32", x.shape[:-1])
     stats = [rows] * (2 if kind == "layernorm" else 1)
     centered = " zero_centered_gamma" if zero_centered_gamma else ""
-    scalar = _tensor_type("f32", [])
-    if quantize is None:
-        if (scale is not None or usage is not None or keep_output
-                or pow2_scales is not None or amax_epsilon is not None):
-            raise ValueError(f"{what}: scale, usage, keep_output, "
-                             "pow2_scales and amax_epsilon shape a quantized "
-                             "output; pass quantize=<mode> too")
-        results = ([_tensor_type(out, x.shape)]
-                   + ([scalar] if with_amax else []) + stats)
-        amax = " amax" if with_amax else ""
-
-        def src(a):
-            operands = ", ".join(f"%a{i}" for i in range(len(a)))
-            return _function(
-                a, f"{_result_name(len(results))} = te.norm {operands} kind "
-                f"{kind} epsilon {eps}{centered}{amax} : "
-                f"{', '.join(v.type for v in a)} -> {', '.join(results)}",
-                results)
-        return _run((kind, eps, bool(zero_centered_gamma), out,
-                     bool(with_amax)), [x, weight, bias], src, device)
-
-    if with_amax:
-        raise ValueError(f"{what}: with_amax is for the high-precision "
-                         "output; a quantized output carries its own scales")
-    if out_dtype is not None and not keep_output:
-        raise ValueError(f"{what}: out_dtype is z's dtype, and a quantized "
-                         "output returns z only with keep_output=True (the "
-                         "cast is of z rounded to x's dtype otherwise)")
-    fp8 = _fp8_name(fp8)
-    clauses, usage, current = _norm_quantize_clauses(
-        quantize, fp8, scale, pow2_scales, usage, amax_epsilon, what)
-    scale = _arg(scale, "scale", ("f32",), rank=0)
-    source_dtype = out if keep_output else x.dtype
-    quantized = [_tensor_type(*r) for r in
-                 quantize_results(x.shape, fp8, quantize, usage)]
-    z = [_tensor_type(out, x.shape)] if keep_output or current else []
-    operands = [x, weight, bias]
-
-    def src(a):
-        names = [f"%a{i}" for i in range(len(a))]
-        types = [v.type for v in a]
-        head = f"te.norm {names[0]}, {names[1]}"
-        if bias is not None:
-            head += f", {names[2]}"
-        if current:
-            # TE's FUSED_NORM_AMAX_FP8: z and its amax, then the quantizer.
-            norm = [z[0], scalar] + stats
-            body = (f"%n:{len(norm)} = {head} kind {kind} epsilon {eps}"
-                    f"{centered} amax : {', '.join(types)} -> "
-                    f"{', '.join(norm)}\n"
-                    f"  %scale = te.compute_scale %n#1 {current} : "
-                    f"tensor<f32> -> tensor<f32>\n"
-                    f"  %q:{len(quantized)} = te.quantize %n#0 scale(%scale)"
-                    f"{clauses.replace(' quantize ', ' mode ')} : {z[0]}, "
-                    f"tensor<f32> -> {', '.join(quantized)}")
-            values = ([f"%q#{i}" for i in range(len(quantized))]
-                      + [f"%n#{i}" for i in range(2, len(norm))])
-            if keep_output:
-                values.insert(0, "%n#0")
-            results = (z if keep_output else []) + quantized + stats
-            params = ", ".join(f"{n}: {t}" for n, t in zip(names, types))
-            return (f"func.func @op({params}) -> ({', '.join(results)}) {{\n"
-                    f"  {body}\n"
-                    f"  return {', '.join(values)} : {', '.join(results)}\n"
-                    "}\n")
-        if scale is not None:
-            head += f" scale({names[-1]})"
-        results = z + quantized + stats
-        return _function(
-            a, f"{_result_name(len(results))} = {head} kind {kind} epsilon "
-            f"{eps}{centered}{clauses} : {', '.join(types)} -> "
-            f"{', '.join(results)}", results)
-    key = (f"{kind}_quantized", eps, bool(zero_centered_gamma), out,
-           clauses, fp8, current, bool(keep_output))
-    outputs = list(_run(key, operands + [scale], src, device))
-    high = [outputs.pop(0)] if keep_output else []
-    q = Float8Tensor(*split_quantize_results(outputs[:len(quantized)],
-                                             quantize, usage),
-                     quantize, fp8, source_dtype, x.shape)
-    return tuple(high + [q] + outputs[len(quantized):])
+    return tuple(request.run(
+        (kind, eps, bool(zero_centered_gamma), out), "norm",
+        [x, weight, bias], f"kind {kind} epsilon {eps}{centered}", x.shape,
+        out, x.dtype, stats, device))
 
 
 _NORM_QUANTIZE_DOC = """
@@ -1353,6 +1388,106 @@ def rms_norm_backward(dz, x, rsigma, weight, *, add=None,
     added to dx): returns (dx, dweight)."""
     return _norm_backward("rmsnorm", dz, x, None, rsigma, weight, add,
                           zero_centered_gamma, device)
+
+
+# --- Activations ---------------------------------------------------------
+
+#: te.activation's kinds; the gated ones halve the last dimension.
+ACTIVATIONS = ("gelu", "qgelu", "relu", "srelu", "silu", "geglu", "qgeglu",
+               "reglu", "sreglu", "swiglu", "clamped_swiglu")
+GATED_ACTIVATIONS = ("geglu", "qgeglu", "reglu", "sreglu", "swiglu",
+                     "clamped_swiglu")
+
+
+def _activation_attrs(kind, limit, alpha, linear_offset, what):
+    _choice("kind", kind, ACTIVATIONS)
+    attrs = f"kind {kind}"
+    if kind == "clamped_swiglu":
+        if limit is None:
+            raise ValueError(f"{what}: kind clamped_swiglu needs limit= "
+                             "(TE's limit, > 0)")
+        attrs += f" limit {_float('limit', limit)}"
+        if alpha is not None:
+            attrs += f" alpha {_float('alpha', alpha)}"
+        if linear_offset is not None:
+            attrs += f" linear_offset {_float('linear_offset', linear_offset)}"
+    elif limit is not None or alpha is not None or linear_offset is not None:
+        raise ValueError(f"{what}: limit, alpha and linear_offset are the "
+                         f"parameters of clamped_swiglu, not {kind}")
+    return attrs
+
+
+def _activation_input(x, kind, what):
+    x = _arg(x, "x", ("f32", "f16", "bf16"))
+    if not x.shape:
+        raise ShapeError(f"{what}: x must have rank >= 1")
+    if kind in GATED_ACTIVATIONS and x.shape[-1] % 2:
+        raise ShapeError(f"{what}: {kind} is gated: x's last dimension "
+                         f"holds the activation's and the gate's halves and "
+                         f"must be even, got shape {list(x.shape)}")
+    return x
+
+
+def activation(x, kind, *, limit=None, alpha=None, linear_offset=None,
+               out_dtype=None, quantize=None, fp8="e4m3", scale=None,
+               usage=None, keep_output=False, pow2_scales=None,
+               amax_epsilon=None, with_amax=False, device=None):
+    """TE's activation `kind` of x (te.activation): gelu, qgelu, relu,
+    srelu, silu, or the gated geglu, qgeglu, reglu, sreglu, swiglu and
+    clamped_swiglu (limit, alpha, linear_offset), which take x's last
+    dimension as [act half, gate half] and halve it. Returns y (dtype
+    out_dtype, default x's); quantize=, keep_output= and with_amax= as
+    layer_norm takes them (the Float8Tensor is of y)."""
+    what = "activation"
+    x = _activation_input(x, kind, what)
+    attrs = _activation_attrs(kind, limit, alpha, linear_offset, what)
+    request = _Quantized(what, quantize, fp8, scale, usage, keep_output,
+                         pow2_scales, amax_epsilon, with_amax)
+    out = dtype_name(out_dtype) if out_dtype is not None else x.dtype
+    shape = list(x.shape)
+    if kind in GATED_ACTIVATIONS:
+        shape[-1] //= 2
+    outputs = request.run(("activation", attrs, out), "activation", [x],
+                          attrs, shape, out, x.dtype, [], device)
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def activation_backward(grad, x, kind, *, dbias=False, limit=None,
+                        alpha=None, linear_offset=None, out_dtype=None,
+                        quantize=None, fp8="e4m3", scale=None, usage=None,
+                        keep_output=False, pow2_scales=None,
+                        amax_epsilon=None, with_amax=False, device=None):
+    """The gradient of activation (te.activation_backward): dx from grad
+    (the gradient of y; x's dtype) and x. dbias=True (plain kinds) also
+    returns the column sums of dx over x's leading dimensions, last
+    (TE's quantize_dbias_d*); quantize= as layer_norm takes it (TE's
+    cast_transpose_dbias_d* with usage="both")."""
+    what = "activation_backward"
+    x = _activation_input(x, kind, what)
+    grad = _arg(grad, "grad", (x.dtype,))
+    attrs = _activation_attrs(kind, limit, alpha, linear_offset, what)
+    if dbias:
+        if kind in GATED_ACTIVATIONS:
+            raise ValueError(f"{what}: dbias is for the plain activations "
+                             f"(TE fuses no bias gradient with {kind})")
+        if len(x.shape) < 2:
+            raise ShapeError(f"{what}: dbias sums over x's leading "
+                             "dimensions; x needs rank >= 2")
+        attrs += " dbias"
+    want = list(x.shape)
+    if kind in GATED_ACTIVATIONS:
+        want[-1] //= 2
+    if list(grad.shape) != want:
+        raise ShapeError(f"{what}: grad must have shape {want}, got "
+                         f"{list(grad.shape)}")
+    request = _Quantized(what, quantize, fp8, scale, usage, keep_output,
+                         pow2_scales, amax_epsilon, with_amax)
+    out = dtype_name(out_dtype) if out_dtype is not None else x.dtype
+    trailing = [_tensor_type(x.dtype, [x.shape[-1]])] if dbias else []
+    outputs = request.run(("activation_backward", attrs, out),
+                          "activation_backward", [grad, x], attrs, x.shape,
+                          out, x.dtype, trailing, device)
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 
 # --- Collectives ---------------------------------------------------------

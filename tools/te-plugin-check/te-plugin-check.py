@@ -22,8 +22,9 @@ The corpus covers every compute op: te.attention and te.attention_backward
 (layouts, types, masks, windows, GQA, bias and softmax kinds, dropout),
 te.scaled_matmul, te.grouped_matmul, te.amax, te.compute_scale,
 te.update_delayed_scaling, te.quantize in every scaling mode and usage,
-te.dequantize, and te.norm (with its quantized outputs) and te.norm_backward
-(LayerNorm and RMSNorm).
+te.dequantize, te.norm (with its quantized outputs) and te.norm_backward
+(LayerNorm and RMSNorm), and te.activation and te.activation_backward (every
+kind, dbias, quantized outputs).
 --list prints it (no plugin needed).
 
 --extra FILE adds a vendor's own configurations: MLIR programs separated by
@@ -608,6 +609,52 @@ def corpus():
                  ("rs", "tensor<48xf32>"), ("g", "tensor<200xf32>"),
                  ("a", "tensor<48x200xf32>")],
                 ["tensor<48x200xf32>", "tensor<200xf32>"]),
+    ]
+    # Activations: every kind forward, the backward with dbias and the
+    # gated backward, and the quantized outputs TE fuses (delayed scaling's
+    # cast, MXFP8 of a gated output, cast_transpose_dbias_dgelu).
+    act_in, act_half = "tensor<2x24x200xbf16>", "tensor<2x24x100xbf16>"
+    for kind in ("gelu", "qgelu", "relu", "srelu", "silu"):
+        cases.append(op_case(f"activation {kind} bf16", "activation",
+                             f"%x kind {kind}", [("x", act_in)], [act_in]))
+    for kind in ("geglu", "qgeglu", "reglu", "sreglu", "swiglu"):
+        cases.append(op_case(f"activation {kind} bf16", "activation",
+                             f"%x kind {kind}", [("x", act_in)], [act_half]))
+    cases += [
+        op_case("activation clamped_swiglu f32 limit 7", "activation",
+                "%x kind clamped_swiglu limit 7.0",
+                [("x", "tensor<48x200xf32>")], ["tensor<48x100xf32>"]),
+        op_case("activation swiglu bf16 quantize mxfp8_1x32 both",
+                "activation", "%x kind swiglu quantize mxfp8_1x32 usage both",
+                [("x", "tensor<64x192xbf16>")],
+                ["tensor<64x96xf8E4M3FN>", "tensor<64x3xf8E8M0FNU>",
+                 "tensor<64x96xf8E4M3FN>", "tensor<2x96xf8E8M0FNU>"]),
+        op_case("activation gelu f16 quantize per_tensor e4m3", "activation",
+                "%x scale(%s) kind gelu quantize per_tensor",
+                [("x", "tensor<48x200xf16>"), ("s", "tensor<f32>")],
+                ["tensor<48x200xf8E4M3FN>", "tensor<f32>", "tensor<f32>"]),
+        op_case("activation_backward gelu bf16 dbias", "activation_backward",
+                "%g, %x kind gelu dbias", [("g", act_in), ("x", act_in)],
+                [act_in, "tensor<200xbf16>"]),
+        op_case("activation_backward silu f32", "activation_backward",
+                "%g, %x kind silu",
+                [("g", "tensor<48x200xf32>"), ("x", "tensor<48x200xf32>")],
+                ["tensor<48x200xf32>"]),
+        op_case("activation_backward swiglu bf16", "activation_backward",
+                "%g, %x kind swiglu", [("g", act_half), ("x", act_in)],
+                [act_in]),
+        op_case("activation_backward clamped_swiglu f32 limit 7",
+                "activation_backward", "%g, %x kind clamped_swiglu limit 7.0",
+                [("g", "tensor<48x100xf32>"), ("x", "tensor<48x200xf32>")],
+                ["tensor<48x200xf32>"]),
+        op_case("activation_backward gelu bf16 dbias quantize per_tensor "
+                "e5m2 both", "activation_backward",
+                "%g, %x scale(%s) kind gelu dbias quantize per_tensor "
+                "usage both",
+                [("g", "tensor<48x200xbf16>"), ("x", "tensor<48x200xbf16>"),
+                 ("s", "tensor<f32>")],
+                ["tensor<48x200xf8E5M2>", "tensor<200x48xf8E5M2>",
+                 "tensor<f32>", "tensor<f32>", "tensor<200xbf16>"]),
     ]
     return cases
 

@@ -69,32 +69,6 @@ struct NormMaps {
         column(AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx)) {}
 };
 
-/// Sums of `body(args)` (f32) over the [N, H] loops, the inputs read
-/// through `maps`: per row (over H; a f32 [N] of `rows`) when `perRow`,
-/// else per column (over the N rows; a f32 [H] of `columns`).
-Value sumOf(OpBuilder &b, Location loc, bool perRow, int64_t size,
-            ValueRange inputs, ArrayRef<AffineMap> maps,
-            function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
-  NormMaps norm(b.getContext());
-  SmallVector<AffineMap> all(maps);
-  all.push_back(perRow ? norm.row : norm.column);
-  Value init = zeros(b, loc, {size});
-  SmallVector<IteratorType> loops = {IteratorType::parallel,
-                                     IteratorType::reduction};
-  if (!perRow)
-    std::swap(loops[0], loops[1]);
-  return linalg::GenericOp::create(
-             b, loc, init.getType(), inputs, init, all, loops,
-             [&](OpBuilder &b, Location loc, ValueRange args) {
-               Value term = body(b, loc, args.drop_back());
-               linalg::YieldOp::create(
-                   b, loc,
-                   arith::AddFOp::create(b, loc, args.back(), term)
-                       .getResult());
-             })
-      .getResult(0);
-}
-
 Value sumRows(OpBuilder &b, Location loc, int64_t rows, ValueRange inputs,
               ArrayRef<AffineMap> maps,
               function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
@@ -105,23 +79,6 @@ Value sumColumns(OpBuilder &b, Location loc, int64_t hidden, ValueRange inputs,
                  ArrayRef<AffineMap> maps,
                  function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
   return sumOf(b, loc, /*perRow=*/false, hidden, inputs, maps, body);
-}
-
-/// An elementwise function of `inputs` (read through `maps`) over `shape`,
-/// of element type `type`.
-Value mapElements(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
-                  Type type, ValueRange inputs, ArrayRef<AffineMap> maps,
-                  function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
-  Value init = tensor::EmptyOp::create(b, loc, shape, type);
-  SmallVector<AffineMap> all(maps);
-  all.push_back(b.getMultiDimIdentityMap(shape.size()));
-  return linalg::GenericOp::create(
-             b, loc, init.getType(), inputs, init, all,
-             SmallVector<IteratorType>(shape.size(), IteratorType::parallel),
-             [&](OpBuilder &b, Location loc, ValueRange args) {
-               linalg::YieldOp::create(b, loc, body(b, loc, args.drop_back()));
-             })
-      .getResult(0);
 }
 
 /// 1 / sqrt(sum / H + epsilon) per row.
@@ -230,38 +187,10 @@ struct NormOpLowering : OpConversionPattern<NormOp> {
           });
     };
 
-    // The high-precision z where it is a result or the quantizer's input;
-    // its f32 value where the amax or per_tensor's fused cast take it.
-    auto inputType = cast<RankedTensorType>(op.getInput().getType());
-    std::optional<ScalingMode> mode = op.getQuantize();
-    Value output = op.getOutput();
-    Type element =
-        output ? cast<RankedTensorType>(output.getType()).getElementType()
-               : inputType.getElementType();
-    bool castFromF32 = mode == ScalingMode::per_tensor && !output;
-    Value z, zF32;
-    if (output || (mode && !castFromF32))
-      z = normalized(element);
-    if (op.getAmaxOutput() || castFromF32)
-      zF32 = z && element.isF32() ? z : normalized(b.getF32Type());
-
     SmallVector<Value> results;
-    if (output)
-      results.push_back(
-          viewAs(b, loc, z, cast<RankedTensorType>(output.getType())));
-    if (mode) {
-      Value source = castFromF32 ? zF32 : z;
-      source = viewAs(
-          b, loc, source,
-          inputType.clone(cast<ShapedType>(source.getType()).getElementType()));
-      auto quantize = QuantizeOp::create(
-          b, loc, op.getQuantized().getTypes(), source, adaptor.getScale(),
-          op.getQuantizeAttr(), op.getUsageAttr(), op.getPow2ScalesAttr(),
-          op.getAmaxEpsilonAttr());
-      llvm::append_range(results, quantize.getResults());
-    }
-    if (op.getAmaxOutput())
-      results.push_back(AmaxOp::create(b, loc, zF32).getResult());
+    emitQuantizableOutput(
+        b, loc, QuantizedOutputRequest::of(op, adaptor.getScale()),
+        cast<RankedTensorType>(op.getInput().getType()), normalized, results);
     if (mu)
       results.push_back(reshapeRows(
           b, loc, mu, cast<RankedTensorType>(op.getMean().getType())));
@@ -383,6 +312,84 @@ struct NormBackwardOpLowering : OpConversionPattern<NormBackwardOp> {
 };
 
 } // namespace
+
+Value mlir::te::sumOf(
+    OpBuilder &b, Location loc, bool perRow, int64_t size, ValueRange inputs,
+    ArrayRef<AffineMap> maps,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  NormMaps norm(b.getContext());
+  SmallVector<AffineMap> all(maps);
+  all.push_back(perRow ? norm.row : norm.column);
+  Value init = zeros(b, loc, {size});
+  SmallVector<IteratorType> loops = {IteratorType::parallel,
+                                     IteratorType::reduction};
+  if (!perRow)
+    std::swap(loops[0], loops[1]);
+  return linalg::GenericOp::create(
+             b, loc, init.getType(), inputs, init, all, loops,
+             [&](OpBuilder &b, Location loc, ValueRange args) {
+               Value term = body(b, loc, args.drop_back());
+               linalg::YieldOp::create(
+                   b, loc,
+                   arith::AddFOp::create(b, loc, args.back(), term)
+                       .getResult());
+             })
+      .getResult(0);
+}
+
+Value mlir::te::mapElements(
+    OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type type,
+    ValueRange inputs, ArrayRef<AffineMap> maps,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  Value init = tensor::EmptyOp::create(b, loc, shape, type);
+  SmallVector<AffineMap> all(maps);
+  all.push_back(b.getMultiDimIdentityMap(shape.size()));
+  return linalg::GenericOp::create(
+             b, loc, init.getType(), inputs, init, all,
+             SmallVector<IteratorType>(shape.size(), IteratorType::parallel),
+             [&](OpBuilder &b, Location loc, ValueRange args) {
+               linalg::YieldOp::create(b, loc, body(b, loc, args.drop_back()));
+             })
+      .getResult(0);
+}
+
+void mlir::te::emitQuantizableOutput(OpBuilder &b, Location loc,
+                                     const QuantizedOutputRequest &request,
+                                     RankedTensorType type,
+                                     function_ref<Value(Type)> compute,
+                                     SmallVectorImpl<Value> &results) {
+  const QuantizedOutputLayout &layout = request.layout;
+  Value output = layout.getOutput(request.results);
+  auto outputType =
+      output ? cast<RankedTensorType>(output.getType()) : RankedTensorType();
+  Type element = output ? outputType.getElementType() : type.getElementType();
+  bool castFromF32 = request.mode &&
+                     request.mode.getValue() == ScalingMode::per_tensor &&
+                     !output;
+  // The rounded output where it is a result or the quantizer's input; its
+  // f32 values where the amax or per_tensor's fused cast take them.
+  Value rounded, f32Values;
+  if (output || (request.mode && !castFromF32))
+    rounded = compute(element);
+  if (layout.hasAmax || castFromF32)
+    f32Values = rounded && element.isF32() ? rounded : compute(b.getF32Type());
+
+  if (output)
+    results.push_back(viewAs(b, loc, rounded, outputType));
+  if (request.mode) {
+    Value source = castFromF32 ? f32Values : rounded;
+    source =
+        viewAs(b, loc, source,
+               type.clone(cast<ShapedType>(source.getType()).getElementType()));
+    auto quantize = QuantizeOp::create(
+        b, loc, layout.getQuantized(request.results).getTypes(), source,
+        request.scale, request.mode, request.usage, request.pow2Scales,
+        request.amaxEpsilon);
+    llvm::append_range(results, quantize.getResults());
+  }
+  if (layout.hasAmax)
+    results.push_back(AmaxOp::create(b, loc, f32Values).getResult());
+}
 
 void mlir::te::populateNormLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<NormOpLowering, NormBackwardOpLowering>(patterns.getContext());

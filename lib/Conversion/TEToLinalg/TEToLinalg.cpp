@@ -275,7 +275,8 @@ std::optional<std::string> mlir::te::getCPUUnsupportedReason(Operation *op) {
   }
   if (auto attention = dyn_cast<AttentionOpInterface>(op))
     return getAttentionUnsupportedReason(attention);
-  if (isa<ScaledMatmulOp, GroupedMatmulOp, NormOp, NormBackwardOp>(op)) {
+  if (isa<ScaledMatmulOp, GroupedMatmulOp, NormOp, NormBackwardOp, ActivationOp,
+          ActivationBackwardOp>(op)) {
     // The GEMM micro-kernel's panels and tiles are sized at compile time;
     // the norms view their operands as [rows, hidden] through static
     // shapes.
@@ -1421,6 +1422,7 @@ LogicalResult mlir::te::populateTEToLinalgConversionPatterns(
       patterns.getContext(), *dotUnit, *tileUnit, options.vectorLanes);
   populateAttentionLoweringPatterns(patterns, *dotUnit);
   populateNormLoweringPatterns(patterns);
+  populateActivationLoweringPatterns(patterns);
   return success();
 }
 

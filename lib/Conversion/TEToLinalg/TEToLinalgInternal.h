@@ -153,6 +153,54 @@ Value viewAs(OpBuilder &b, Location loc, Value matrix, RankedTensorType type);
 /// in f32 (NormLowering.cpp).
 void populateNormLoweringPatterns(RewritePatternSet &patterns);
 
+/// Sums of `body(args)` (f32) over [N, H] loops, the inputs read through
+/// `maps`: per row (over H; an f32 [N] of `size` = N) when `perRow`, else
+/// per column (over the N rows; an f32 [H] of `size` = H).
+Value sumOf(OpBuilder &b, Location loc, bool perRow, int64_t size,
+            ValueRange inputs, ArrayRef<AffineMap> maps,
+            function_ref<Value(OpBuilder &, Location, ValueRange)> body);
+
+/// An elementwise function of `inputs` (read through `maps`) over `shape`,
+/// of element type `type`.
+Value mapElements(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                  Type type, ValueRange inputs, ArrayRef<AffineMap> maps,
+                  function_ref<Value(OpBuilder &, Location, ValueRange)> body);
+
+/// te.activation and te.activation_backward as elementwise passes in f32,
+/// dbias as column sums (ActivationLowering.cpp).
+void populateActivationLoweringPatterns(RewritePatternSet &patterns);
+
+/// How an op whose output may be quantized asks for it (te.norm,
+/// te.activation, te.activation_backward; see QuantizedOutputLayout).
+struct QuantizedOutputRequest {
+  QuantizedOutputLayout layout;
+  ScalingModeAttr mode; // null: no quantized output
+  QuantizeUsageAttr usage;
+  BoolAttr pow2Scales;
+  FloatAttr amaxEpsilon;
+  Value scale;
+  ResultRange results;
+
+  template <typename OpT>
+  static QuantizedOutputRequest of(OpT op, Value scale) {
+    return {op.getLayout(),         op.getQuantizeAttr(),    op.getUsageAttr(),
+            op.getPow2ScalesAttr(), op.getAmaxEpsilonAttr(), scale,
+            op->getResults()};
+  }
+};
+
+/// Appends the [out], [quantized...], [amax] results `request` asks for.
+/// `compute(element)` builds the output's 2-D view with that element type
+/// (f32 values rounded once); `type` is the output's shape with the type a
+/// rounded output has when it is not a result (the input's). As the ops
+/// state: per_tensor without the output casts the f32 values, the other
+/// cases the rounded output; the amax is of the f32 values.
+void emitQuantizableOutput(OpBuilder &b, Location loc,
+                           const QuantizedOutputRequest &request,
+                           RankedTensorType type,
+                           function_ref<Value(Type)> compute,
+                           SmallVectorImpl<Value> &results);
+
 /// te.attention as online-softmax loops over rows (AttentionLowering.cpp);
 /// bf16 scores on `dotUnit` when it is not null.
 void populateAttentionLoweringPatterns(RewritePatternSet &patterns,

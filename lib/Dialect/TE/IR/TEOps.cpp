@@ -1298,6 +1298,90 @@ LogicalResult GroupedMatmulOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Outputs that may be quantized (te.norm, te.activation, its backward)
+//===----------------------------------------------------------------------===//
+
+QuantizedOutputLayout QuantizedOutputLayout::of(std::optional<ScalingMode> mode,
+                                                QuantizeUsage usage, bool amax,
+                                                unsigned numResults,
+                                                unsigned trailing) {
+  QuantizedOutputLayout layout;
+  layout.numQuantized =
+      mode ? QuantizeOp::getNumExpectedResults(*mode, usage) : 0;
+  layout.hasAmax = amax;
+  layout.trailing = trailing;
+  layout.hasOutput = !mode || numResults > layout.sizeWithoutOutput();
+  return layout;
+}
+
+/// The quantize attributes of `op` and its number of results: [out],
+/// [quantized...], [amax], then the results `trailingNames` names. `what`
+/// starts the messages ("kind rmsnorm"); `outputName` names the output.
+template <typename OpT>
+static LogicalResult
+verifyQuantizableOutputConfig(const Diag &diag, OpT op, StringRef what,
+                              StringRef outputName,
+                              ArrayRef<StringRef> trailingNames) {
+  std::optional<ScalingMode> mode = op.getQuantize();
+  if (mode && op.getAmaxOutput())
+    return diag("'amax' is for the high-precision output alone; a quantized "
+                "output states its own scales (per_tensor's amax is among "
+                "its results)");
+  if (!mode && (op.getScale() || op.getUsage() != QuantizeUsage::rowwise ||
+                !op.getPow2Scales() || !op.getAmaxEpsilon().isZero()))
+    return diag("scale(...), 'usage', 'pow2_scales' and 'amax_epsilon' "
+                "shape a quantized output; add 'quantize <mode>'");
+  if (mode && failed(verifyQuantizeConfig(
+                  diag, *mode, static_cast<bool>(op.getScale()),
+                  op.getPow2Scales(), op.getAmaxEpsilon(), "amax_epsilon")))
+    return failure();
+  QuantizedOutputLayout layout = op.getLayout();
+  unsigned without = layout.sizeWithoutOutput();
+  unsigned count = op->getNumResults();
+  if (count == without + 1 || (mode && count == without))
+    return success();
+  SmallVector<std::string> names;
+  names.push_back(mode ? ("[" + outputName + "]").str() : outputName.str());
+  if (mode)
+    names.push_back(std::to_string(layout.numQuantized) +
+                    " quantized (te.quantize's)");
+  if (op.getAmaxOutput())
+    names.push_back("amax");
+  for (StringRef name : trailingNames)
+    names.push_back(name.str());
+  std::string list = names.back();
+  if (names.size() > 1)
+    list = llvm::join(ArrayRef(names).drop_back(), ", ") + " and " + list;
+  std::string config =
+      mode ? (" quantized " + stringifyScalingMode(*mode) + " usage " +
+              stringifyQuantizeUsage(op.getUsage()))
+                 .str()
+           : std::string(op.getAmaxOutput() ? " with amax" : "");
+  return diag(what, config, " has ",
+              mode ? std::to_string(without) + " or " +
+                         std::to_string(without + 1)
+                   : std::to_string(without + 1),
+              " results (", list, "), got ", count);
+}
+
+/// The quantized results and the amax of `op`, whose output has the shape
+/// of `output`.
+template <typename OpT>
+static LogicalResult verifyQuantizableOutputTypes(const Diag &diag, OpT op,
+                                                  RankedTensorType output) {
+  QuantizedOutputLayout layout = op.getLayout();
+  if (std::optional<ScalingMode> mode = op.getQuantize())
+    if (failed(verifyQuantizedResults(diag, *mode, op.getUsage(), output,
+                                      layout.getQuantized(op->getResults()))))
+      return failure();
+  if (Value amax = layout.getAmax(op->getResults()))
+    return checkResultType(
+        diag, amax, "amax",
+        RankedTensorType::get({}, Float32Type::get(op.getContext())));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Normalization
 //===----------------------------------------------------------------------===//
 
@@ -1350,42 +1434,12 @@ LogicalResult NormOp::verify() {
     return failure();
   if (getBeta() && !layerNorm)
     return diag("'beta' is for layernorm only (TE's RMSNorm has no bias)");
-  std::optional<ScalingMode> mode = getQuantize();
-  if (mode && getAmaxOutput())
-    return diag("'amax' is for the high-precision output alone; a quantized "
-                "output states its own scales (per_tensor's amax is among "
-                "its results)");
-  if (!mode && (getScale() || getUsage() != QuantizeUsage::rowwise ||
-                !getPow2Scales() || !getAmaxEpsilon().isZero()))
-    return diag("scale(...), 'usage', 'pow2_scales' and 'amax_epsilon' "
-                "shape a quantized output; add 'quantize <mode>'");
-  if (mode && failed(verifyQuantizeConfig(
-                  diag, *mode, static_cast<bool>(getScale()), getPow2Scales(),
-                  getAmaxEpsilon(), "amax_epsilon")))
+  SmallVector<StringRef> statisticsNames = {"rsigma"};
+  if (layerNorm)
+    statisticsNames.insert(statisticsNames.begin(), "mu");
+  if (failed(verifyQuantizableOutputConfig(diag, *this, ("kind " + kind).str(),
+                                           "z", statisticsNames)))
     return failure();
-  // [z], [quantized...], [amax], [mu], rsigma.
-  unsigned fixed =
-      getNumQuantized() + getNumStatistics() + (getAmaxOutput() ? 1 : 0);
-  unsigned count = getResults().size();
-  if (count != fixed + 1 && !(mode && count == fixed)) {
-    std::string layout = mode ? "[z], " + std::to_string(getNumQuantized()) +
-                                    " quantized (te.quantize's), "
-                              : std::string("z, ");
-    if (getAmaxOutput())
-      layout += "amax, ";
-    layout += layerNorm ? "mu and rsigma" : "rsigma";
-    if (!mode && !getAmaxOutput())
-      layout = layerNorm ? "z, mu and rsigma" : "z and rsigma";
-    std::string what = mode ? (" quantized " + stringifyScalingMode(*mode) +
-                               " usage " + stringifyQuantizeUsage(getUsage()))
-                                  .str()
-                            : std::string(getAmaxOutput() ? " with amax" : "");
-    return diag("kind ", kind, what, " has ",
-                mode
-                    ? std::to_string(fixed) + " or " + std::to_string(fixed + 1)
-                    : std::to_string(fixed + 1),
-                " results (", layout, "), got ", count);
-  }
   SmallVector<std::pair<StringRef, Value>> statistics = {
       {"rsigma", getRsigma()}};
   if (layerNorm)
@@ -1414,27 +1468,7 @@ LogicalResult NormOp::verify() {
                   "as TE registers its kernels), got ",
                   zElement);
   }
-  if (mode &&
-      failed(verifyQuantizedResults(diag, *mode, getUsage(),
-                                    getInput().getType(), getQuantized())))
-    return failure();
-  if (Value amax = getZAmax())
-    if (failed(checkResultType(
-            diag, amax, "amax",
-            RankedTensorType::get({}, Float32Type::get(getContext())))))
-      return failure();
-  return success();
-}
-
-unsigned NormOp::getNumQuantized() {
-  std::optional<ScalingMode> mode = getQuantize();
-  return mode ? QuantizeOp::getNumExpectedResults(*mode, getUsage()) : 0;
-}
-
-bool NormOp::hasOutput() {
-  unsigned others =
-      getNumQuantized() + getNumStatistics() + (getAmaxOutput() ? 1 : 0);
-  return getNumResults() > others;
+  return verifyQuantizableOutputTypes(diag, *this, getInput().getType());
 }
 
 LogicalResult NormBackwardOp::verify() {
@@ -1481,6 +1515,153 @@ LogicalResult NormBackwardOp::verify() {
       return diag("the result ", name, " must be ", getGamma().getType(),
                   " (gamma's type), got ", value.getType());
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Activations
+//===----------------------------------------------------------------------===//
+
+static bool isGatedActivation(ActivationKind kind) {
+  switch (kind) {
+  case ActivationKind::gelu:
+  case ActivationKind::qgelu:
+  case ActivationKind::relu:
+  case ActivationKind::srelu:
+  case ActivationKind::silu:
+    return false;
+  case ActivationKind::geglu:
+  case ActivationKind::qgeglu:
+  case ActivationKind::reglu:
+  case ActivationKind::sreglu:
+  case ActivationKind::swiglu:
+  case ActivationKind::clamped_swiglu:
+    return true;
+  }
+  llvm_unreachable("unknown activation kind");
+}
+
+bool ActivationOp::isGated() { return isGatedActivation(getKind()); }
+bool ActivationBackwardOp::isGated() { return isGatedActivation(getKind()); }
+
+/// The parameters of clamped_swiglu: `limit` given (> 0, finite) for it
+/// and only for it; `alpha` and `linear_offset` finite and left at their
+/// defaults by the other kinds.
+template <typename OpT>
+static LogicalResult verifyActivationParameters(const Diag &diag, OpT op) {
+  bool clamped = op.getKind() == ActivationKind::clamped_swiglu;
+  std::optional<APFloat> limit = op.getLimit();
+  if (clamped && !limit)
+    return diag("kind clamped_swiglu needs 'limit' (TE's limit, > 0)");
+  if (clamped && (!limit->isFinite() || limit->convertToFloat() <= 0.0f))
+    return diag("'limit' must be finite and > 0, got ",
+                limit->convertToDouble());
+  if (!clamped && (limit || op.getAlpha() != APFloat(1.702f) ||
+                   op.getLinearOffset() != APFloat(1.0f)))
+    return diag("'limit', 'alpha' and 'linear_offset' are the parameters of "
+                "kind clamped_swiglu only");
+  if (!op.getAlpha().isFinite() || !op.getLinearOffset().isFinite())
+    return diag("'alpha' and 'linear_offset' must be finite");
+  return success();
+}
+
+/// `input`'s rank and, for gated kinds, its even last dimension.
+static LogicalResult verifyActivationInput(const Diag &diag, StringRef name,
+                                           RankedTensorType input, bool gated,
+                                           ActivationKind kind) {
+  if (input.getRank() < 1)
+    return diag("'", name, "' must have rank >= 1, got ", input);
+  int64_t last = input.getShape().back();
+  if (gated && !ShapedType::isDynamic(last) && last % 2 != 0)
+    return diag("kind ", stringifyActivationKind(kind),
+                " is gated: the last dimension of '", name,
+                "' holds the activation's and the gate's halves [2H] and "
+                "must be even, got ",
+                input);
+  return success();
+}
+
+/// A high-precision result of `shape`; any of f32, f16 and bf16.
+static LogicalResult checkHighPrecisionResult(const Diag &diag, Value result,
+                                              StringRef name,
+                                              ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(result.getType());
+  if (!isa<Float32Type, Float16Type, BFloat16Type>(type.getElementType()) ||
+      failed(verifyCompatibleShape(type.getShape(), shape)))
+    return diag("the result ", name, " must be f32, f16 or bf16 of shape [",
+                llvm::join(llvm::map_range(shape, fmtDim), ", "), "], got ",
+                type);
+  return success();
+}
+
+SmallVector<int64_t> ActivationOp::getOutputShape() {
+  SmallVector<int64_t> shape(getInput().getType().getShape());
+  if (isGated() && !shape.empty() && !ShapedType::isDynamic(shape.back()))
+    shape.back() /= 2;
+  return shape;
+}
+
+LogicalResult ActivationOp::verify() {
+  Diag diag(getOperation());
+  StringRef kind = stringifyActivationKind(getKind());
+  RankedTensorType input = getInput().getType();
+  if (failed(verifyActivationParameters(diag, *this)) ||
+      failed(
+          verifyActivationInput(diag, "input", input, isGated(), getKind())) ||
+      failed(verifyQuantizableOutputConfig(diag, *this, ("kind " + kind).str(),
+                                           "y", {})))
+    return failure();
+  SmallVector<int64_t> shape = getOutputShape();
+  if (Value y = getOutput())
+    if (failed(checkHighPrecisionResult(diag, y, "y", shape)))
+      return failure();
+  return verifyQuantizableOutputTypes(
+      diag, *this, RankedTensorType::get(shape, input.getElementType()));
+}
+
+LogicalResult ActivationBackwardOp::verify() {
+  Diag diag(getOperation());
+  StringRef kind = stringifyActivationKind(getKind());
+  RankedTensorType input = getInput().getType();
+  RankedTensorType grad = getGrad().getType();
+  SmallVector<StringRef> trailing;
+  if (getDbias())
+    trailing.push_back("dbias");
+  if (failed(verifyActivationParameters(diag, *this)) ||
+      failed(verifyActivationInput(diag, "input", input, isGated(), getKind())))
+    return failure();
+  if (grad.getElementType() != input.getElementType())
+    return diag("'grad' and 'input' must have one element type (TE's kernels "
+                "read both as the input type), got ",
+                grad.getElementType(), " and ", input.getElementType());
+  if (getDbias() && isGated())
+    return diag("'dbias' is for the plain activations (TE fuses the bias "
+                "gradient with dgelu, dqgelu, drelu, dsrelu and dsilu, not "
+                "with the gated kinds)");
+  if (getDbias() && input.getRank() < 2)
+    return diag("'dbias' sums over the leading dimensions of 'input', which "
+                "needs rank >= 2, got ",
+                input);
+  SmallVector<int64_t> gradShape(input.getShape());
+  if (isGated() && !ShapedType::isDynamic(gradShape.back()))
+    gradShape.back() /= 2;
+  if (failed(verifyCompatibleShape(grad.getShape(), gradShape)))
+    return diag("'grad' must have shape [",
+                llvm::join(llvm::map_range(gradShape, fmtDim), ", "), "] (",
+                isGated() ? "the input's with its last dimension halved"
+                          : "the input's",
+                "), got ", grad);
+  if (failed(verifyQuantizableOutputConfig(diag, *this, ("kind " + kind).str(),
+                                           "dx", trailing)))
+    return failure();
+  if (Value dx = getDx())
+    if (failed(checkHighPrecisionResult(diag, dx, "dx", input.getShape())))
+      return failure();
+  if (Value dbias = getDbiasResult())
+    if (failed(checkResultType(diag, dbias, "dbias",
+                               RankedTensorType::get({input.getShape().back()},
+                                                     grad.getElementType()))))
+      return failure();
+  return verifyQuantizableOutputTypes(diag, *this, input);
 }
 
 //===----------------------------------------------------------------------===//

@@ -89,6 +89,22 @@ def TE_NormKind : TE_I32Enum<"NormKind", "normalization over the last dimension"
 ]>;
 def TE_NormKindAttr : TE_EnumAttr<TE_NormKind, "norm">;
 
+def TE_ActivationKind : TE_I32Enum<"ActivationKind",
+    "activation function (TE's activation.h)", [
+  I32EnumAttrCase<"gelu", 0>,
+  I32EnumAttrCase<"qgelu", 1>,
+  I32EnumAttrCase<"relu", 2>,
+  I32EnumAttrCase<"srelu", 3>,
+  I32EnumAttrCase<"silu", 4>,
+  I32EnumAttrCase<"geglu", 5>,
+  I32EnumAttrCase<"qgeglu", 6>,
+  I32EnumAttrCase<"reglu", 7>,
+  I32EnumAttrCase<"sreglu", 8>,
+  I32EnumAttrCase<"swiglu", 9>,
+  I32EnumAttrCase<"clamped_swiglu", 10>
+]>;
+def TE_ActivationKindAttr : TE_EnumAttr<TE_ActivationKind, "activation">;
+
 def TE_ReduceKind : TE_I32Enum<"ReduceKind", "collective reduction", [
   I32EnumAttrCase<"sum", 0>,
   I32EnumAttrCase<"max", 1>,

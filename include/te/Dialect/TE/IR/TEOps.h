@@ -29,6 +29,36 @@ public:
   }
 };
 
+/// Where the results of an op whose output may be quantized lie (te.norm,
+/// te.activation, te.activation_backward): [out], [quantized...] (in
+/// te.quantize's order for the mode and usage), [amax], then `trailing`
+/// results of the op's own.
+struct QuantizedOutputLayout {
+  bool hasOutput = true;
+  unsigned numQuantized = 0;
+  bool hasAmax = false;
+  unsigned trailing = 0;
+
+  /// The layout of `numResults` results; the high-precision output is
+  /// present unless a quantized output takes its place.
+  static QuantizedOutputLayout of(std::optional<ScalingMode> mode,
+                                  QuantizeUsage usage, bool amax,
+                                  unsigned numResults, unsigned trailing);
+  /// The number of results with and without the high-precision output.
+  unsigned sizeWithoutOutput() const {
+    return numQuantized + (hasAmax ? 1 : 0) + trailing;
+  }
+  Value getOutput(ResultRange results) const {
+    return hasOutput ? results[0] : Value();
+  }
+  ResultRange getQuantized(ResultRange results) const {
+    return results.slice(hasOutput ? 1 : 0, numQuantized);
+  }
+  Value getAmax(ResultRange results) const {
+    return hasAmax ? results[(hasOutput ? 1 : 0) + numQuantized] : Value();
+  }
+};
+
 } // namespace mlir::te
 
 // Interfaces te ops share (TEInterfaces.td), before the ops that have them.

@@ -809,22 +809,20 @@ def TE_NormOp : TE_Op<"norm", [Pure, AttrSizedOperandSegments]> {
     bool isLayerNorm() { return getKind() == NormKind::layernorm; }
     /// The number of statistics results (mu and rsigma, or rsigma).
     unsigned getNumStatistics() { return isLayerNorm() ? 2 : 1; }
-    /// The number of quantized results (te.quantize's for the mode).
-    unsigned getNumQuantized();
-    /// Whether the high-precision z is a result.
-    bool hasOutput();
+    /// The layout of the results: [z], [quantized...], [amax], [mu], rsigma.
+    QuantizedOutputLayout getLayout() {
+      return QuantizedOutputLayout::of(getQuantize(), getUsage(),
+                                       getAmaxOutput(), getNumResults(),
+                                       getNumStatistics());
+    }
     /// The normalized result z, or null.
-    ::mlir::Value getOutput() { return hasOutput() ? getResults()[0] : nullptr; }
+    ::mlir::Value getOutput() { return getLayout().getOutput(getResults()); }
     /// The quantized output's results, in te.quantize's order.
     ::mlir::ResultRange getQuantized() {
-      return getResults().slice(hasOutput() ? 1 : 0, getNumQuantized());
+      return getLayout().getQuantized(getResults());
     }
     /// The amax of z's f32 value (`amax`), or null.
-    ::mlir::Value getZAmax() {
-      return getAmaxOutput()
-                 ? getResults()[getNumResults() - getNumStatistics() - 1]
-                 : nullptr;
-    }
+    ::mlir::Value getZAmax() { return getLayout().getAmax(getResults()); }
     /// The row means (layernorm), or null.
     ::mlir::Value getMean() {
       return isLayerNorm() ? getResults()[getNumResults() - 2] : nullptr;
@@ -896,6 +894,195 @@ def TE_NormBackwardOp : TE_Op<"norm_backward", [Pure,
     /// The gradient of beta (layernorm), or null.
     ::mlir::Value getDbeta() {
       return isLayerNorm() ? getResults()[2] : nullptr;
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Activations
+//===----------------------------------------------------------------------===//
+
+defvar ActivationSemantics = [{
+    The functions, in f32 on the input's values, as TE's util/math.h states
+    them (sigmoid(v) = 1 / (1 + exp(-v))):
+
+    | kind | act(v) | dact(v) |
+    |---|---|---|
+    | `gelu` | v (0.5 + 0.5 tanh(v (0.79788456 + 0.03567741 v^2))) | 0.5 v (1 - t^2)(0.79788456 + 0.1070322243 v^2) + 0.5 (1 + t), t = tanh(0.79788456 v (1 + 0.044715 v^2)) |
+    | `qgelu` | v sigmoid(1.702 v) | 1.702 v s (1 - s) + s, s = sigmoid(1.702 v) |
+    | `relu` | fmaxf(v, 0) | 1 if v > 0, else 0 |
+    | `srelu` | v^2 if v > 0, else 0 | fmaxf(2 v, 0) |
+    | `silu` | v sigmoid(v) | v s (1 - s) + s, s = sigmoid(v) |
+
+    fmaxf returns the number when one operand is NaN: relu(NaN) = 0, as
+    in TE. The gated kinds split the input's last dimension [2H] in two
+    halves, a = [0, H) and g = [H, 2H) (TE's gated_act_fn), and give
+    act(a) * g with act: `geglu` gelu, `qgeglu` qgelu, `reglu` relu,
+    `sreglu` srelu, `swiglu` silu. `clamped_swiglu` (GPT-OSS; TE's
+    nvte_clamped_swiglu_v2) takes `limit` (> 0), `alpha` (default 1.702)
+    and `linear_offset` (default 1): act(a) = c sigmoid(alpha c) with
+    c = min(a, limit), and the gate is clamp(g, -limit, limit) +
+    linear_offset.
+
+    The lowerings may compute tanh through exp (0.5 (1 + tanh(y)) =
+    sigmoid(2 y)); TE's kernels call the GPU's tanhf, expf and __expf, so
+    last bits differ between implementations by the rounding of f32.
+}];
+
+defvar QuantizedOutputSemantics = [{
+    `quantize <mode>` (with `usage`, `pow2_scales`, `amax_epsilon` and
+    `scale(%s)` as `te.quantize` takes its `usage`, `pow2_scales`,
+    `epsilon` and `scale`) adds the output quantized in that mode, in
+    `te.quantize`'s results and order; the high-precision output is then
+    optional. As TE's fused kernels do: `per_tensor` without the
+    high-precision output (delayed scaling) casts the f32 values, data =
+    cast(v * scale), amax = max |v|; every other case casts the output
+    rounded to its type (the input's type when it is not a result; TE's
+    MXFP8 kernels round so, and its PyTorch extensions quantize the
+    high-precision output for block scaling). `amax` (no `quantize`) adds
+    max |v| over the f32 values (NaN skipped, as `te.amax`): TE's path for
+    Float8CurrentScaling, which then computes the scale from it and casts
+    the high-precision output.
+}];
+
+def TE_ActivationOp : TE_Op<"activation", [Pure]> {
+  let summary = "an activation function, forward, with an optional FP8 output";
+  let description = !strconcat([{
+    TE's activations (nvte_gelu, nvte_qgelu, nvte_relu, nvte_srelu,
+    nvte_silu, nvte_geglu, nvte_qgeglu, nvte_reglu, nvte_sreglu,
+    nvte_swiglu, nvte_clamped_swiglu_v2; LayerNormMLP's activation).
+
+  }], ActivationSemantics, [{
+
+    Results, in order: the output y (the input's shape, with the last
+    dimension halved for gated kinds; f32, f16 or bf16, rounded once),
+    then the quantized output and the amax below.
+
+  }], QuantizedOutputSemantics, [{
+
+    ```mlir
+    %y = te.activation %x kind gelu : tensor<256x4096xbf16> -> tensor<256x4096xbf16>
+    %h = te.activation %x kind swiglu : tensor<256x8192xbf16> -> tensor<256x4096xbf16>
+    %d, %si, %amax = te.activation %x scale(%s) kind geglu quantize per_tensor
+        : tensor<256x8192xbf16>, tensor<f32>
+        -> tensor<256x4096xf8E4M3FN>, tensor<f32>, tensor<f32>
+    ```
+  }]);
+  let arguments = (ins TE_HighPrecisionTensor:$input,
+                       Optional<0DTensorOf<[F32]>>:$scale,
+                       TE_ActivationKindAttr:$kind,
+                       OptionalAttr<F32Attr>:$limit,
+                       DefaultValuedAttr<F32Attr, "1.702f">:$alpha,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$linear_offset,
+                       OptionalAttr<TE_ScalingModeAttr>:$quantize,
+                       DefaultValuedAttr<TE_QuantizeUsageAttr,
+                           "::mlir::te::QuantizeUsage::rowwise">:$usage,
+                       DefaultValuedOptionalAttr<BoolAttr, "true">:$pow2_scales,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$amax_epsilon,
+                       UnitAttr:$amax_output);
+  let results = (outs Variadic<RankedTensorOf<[F32, F16, BF16, F8E4M3FN,
+                                               F8E5M2, F8E8M0FNU]>>:$results);
+  let assemblyFormat = [{
+    $input (`scale` `(` $scale^ `)`)? `kind` `` $kind
+    (`limit` $limit^)? (`alpha` $alpha^)? (`linear_offset` $linear_offset^)?
+    (`quantize` `` $quantize^)? (`usage` `` $usage^)?
+    (`pow2_scales` $pow2_scales^)? (`amax_epsilon` $amax_epsilon^)?
+    (`amax` $amax_output^)?
+    attr-dict `:` type(operands) `->` type($results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether the kind is gated (its input's last dimension is 2H).
+    bool isGated();
+    /// The shape of the output: the input's, the last dimension halved for
+    /// gated kinds.
+    ::llvm::SmallVector<int64_t> getOutputShape();
+    /// The layout of the results: [y], [quantized...], [amax].
+    QuantizedOutputLayout getLayout() {
+      return QuantizedOutputLayout::of(getQuantize(), getUsage(),
+                                       getAmaxOutput(), getNumResults(), 0);
+    }
+    /// The high-precision output, or null.
+    ::mlir::Value getOutput() { return getLayout().getOutput(getResults()); }
+  }];
+}
+
+def TE_ActivationBackwardOp : TE_Op<"activation_backward", [Pure]> {
+  let summary = "an activation's gradient, fused with dbias and an FP8 cast";
+  let description = !strconcat([{
+    The gradient of `te.activation` from `grad` (the gradient of its
+    output) and its `input` (TE's nvte_dgelu and the other nvte_d*, the
+    gated nvte_dgeglu, ..., nvte_clamped_dswiglu; with `dbias`, TE's
+    nvte_quantize_dbias_dgelu family and cast_transpose_dbias_dgelu). The
+    forward:
+
+  }], ActivationSemantics, [{
+
+    In f32: for the plain kinds, dx = grad * dact(x). For the gated kinds
+    (grad [..., H], input and dx [..., 2H]), dx's first half is
+    dact(a) * grad * gate and its second half act(a) * grad, where gate
+    is g (`clamped_swiglu`: clamp(g, -limit, limit) + linear_offset, and
+    the second half is 0 where |g| > limit, the clamp's derivative, as is
+    the first where a > limit).
+
+    Results, in order: dx (the input's shape; f32, f16 or bf16, rounded
+    once), the quantized dx and the amax below, and with `dbias` (plain
+    kinds only, as TE offers it) the column sums of dx's f32 values over
+    every leading dimension, [last dim] of grad's element type, rounded
+    once.
+
+  }], QuantizedOutputSemantics, [{
+
+    ```mlir
+    %dx, %db = te.activation_backward %g, %x kind gelu dbias
+        : tensor<256x4096xbf16>, tensor<256x4096xbf16>
+        -> tensor<256x4096xbf16>, tensor<4096xbf16>
+    %d, %dt, %si, %amax, %db2 = te.activation_backward %g, %x scale(%s)
+        kind gelu dbias quantize per_tensor usage both
+        : tensor<256x4096xbf16>, tensor<256x4096xbf16>, tensor<f32>
+        -> tensor<256x4096xf8E5M2>, tensor<4096x256xf8E5M2>, tensor<f32>,
+           tensor<f32>, tensor<4096xbf16>
+    ```
+  }]);
+  let arguments = (ins TE_HighPrecisionTensor:$grad,
+                       TE_HighPrecisionTensor:$input,
+                       Optional<0DTensorOf<[F32]>>:$scale,
+                       TE_ActivationKindAttr:$kind,
+                       OptionalAttr<F32Attr>:$limit,
+                       DefaultValuedAttr<F32Attr, "1.702f">:$alpha,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$linear_offset,
+                       UnitAttr:$dbias,
+                       OptionalAttr<TE_ScalingModeAttr>:$quantize,
+                       DefaultValuedAttr<TE_QuantizeUsageAttr,
+                           "::mlir::te::QuantizeUsage::rowwise">:$usage,
+                       DefaultValuedOptionalAttr<BoolAttr, "true">:$pow2_scales,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$amax_epsilon,
+                       UnitAttr:$amax_output);
+  let results = (outs Variadic<RankedTensorOf<[F32, F16, BF16, F8E4M3FN,
+                                               F8E5M2, F8E8M0FNU]>>:$results);
+  let assemblyFormat = [{
+    $grad `,` $input (`scale` `(` $scale^ `)`)? `kind` `` $kind
+    (`limit` $limit^)? (`alpha` $alpha^)? (`linear_offset` $linear_offset^)?
+    (`dbias` $dbias^)?
+    (`quantize` `` $quantize^)? (`usage` `` $usage^)?
+    (`pow2_scales` $pow2_scales^)? (`amax_epsilon` $amax_epsilon^)?
+    (`amax` $amax_output^)?
+    attr-dict `:` type(operands) `->` type($results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    bool isGated();
+    /// The layout of the results: [dx], [quantized...], [amax], [dbias].
+    QuantizedOutputLayout getLayout() {
+      return QuantizedOutputLayout::of(getQuantize(), getUsage(),
+                                       getAmaxOutput(), getNumResults(),
+                                       getDbias() ? 1 : 0);
+    }
+    /// The high-precision dx, or null.
+    ::mlir::Value getDx() { return getLayout().getOutput(getResults()); }
+    /// The bias gradient, or null.
+    ::mlir::Value getDbiasResult() {
+      return getDbias() ? getResults().back() : nullptr;
     }
   }];
 }
