@@ -171,6 +171,17 @@ Expected<NpyArray> te::support::generateInput(DType dtype,
       store(array, i, static_cast<double>(size - below(u(i), size / 2 + 1)));
     return array;
   }
+  if (name == "positions") {
+    // positions:<max>: start positions in [0, max].
+    int64_t max;
+    if (parts.size() != 2 || !parseCount(parts[1], max) || max < 0)
+      return bad("is malformed; expected positions:<max>");
+    if (dtype != DType::I32)
+      return bad("needs i32");
+    for (int64_t i = 0; i < count; ++i)
+      store(array, i, static_cast<double>(below(u(i), max + 1)));
+    return array;
+  }
   if (name == "splits") {
     // Group sizes that sum to <total>: the gaps between G - 1 cut points
     // drawn in [0, total] and sorted (so some groups may be empty).

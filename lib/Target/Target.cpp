@@ -412,6 +412,24 @@ public:
     }
   }
 
+  /// RoPE's cu_seqlens (without context parallelism, whose chunks no role
+  /// describes) and start positions that keep every position inside freqs.
+  template <typename OpT> void rope(OpT op) {
+    RankedTensorType input = op.getInput().getType();
+    int64_t rows =
+        cast<RankedTensorType>(op.getFreqs().getType()).getDimSize(0);
+    int64_t tokens = input.getDimSize(op.getSequenceDim());
+    if (!input.hasStaticShape() || ShapedType::isDynamic(rows) ||
+        (op.isThd() && op.getCpSize() != 1))
+      return;
+    if (op.isThd())
+      ragged(op.getCuSeqlens(), Value(), tokens);
+    int64_t span = op.isThd() ? tokens : tokens * op.getCpSize();
+    if (rows >= span)
+      assign(op.getStartPositions(),
+             "positions:" + std::to_string(rows - span));
+  }
+
   /// cu_seqlens and seq_offsets of one side, generated together.
   void ragged(Value cuSeqlens, Value offsets, int64_t tokens) {
     std::optional<unsigned> cu = inputOf(cuSeqlens);
@@ -447,6 +465,10 @@ public:
         assign(update.getAmaxHistory(), "nonnegative");
         assign(update.getAmax(), "nonnegative");
         assign(update.getScale(), "positive");
+      } else if (auto rope = dyn_cast<RopeOp>(op)) {
+        this->rope(rope);
+      } else if (auto rope = dyn_cast<RopeBackwardOp>(op)) {
+        this->rope(rope);
       } else if (auto grouped = dyn_cast<GroupedMatmulOp>(op)) {
         int64_t tokens = grouped.getA().getType().getDimSize(0);
         if (!ShapedType::isDynamic(tokens))

@@ -1490,6 +1490,80 @@ def activation_backward(grad, x, kind, *, dbias=False, limit=None,
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 
+# --- Rotary position embedding ----------------------------------------------
+
+ROPE_FORMATS = ("sbhd", "bshd", "thd")
+
+
+def _rope(op, x, freqs, tensor_format, interleaved, cu_seqlens,
+          start_positions, cp_size, cp_rank, device):
+    what = op
+    _choice("tensor_format", tensor_format, ROPE_FORMATS)
+    x = _arg(x, "x", ("f32", "f16", "bf16"))
+    rank = 3 if tensor_format == "thd" else 4
+    if len(x.shape) != rank:
+        raise ShapeError(f"{what}: format {tensor_format} takes a rank-{rank} "
+                         f"x, got shape {list(x.shape)}")
+    freqs = _arg(freqs, "freqs", ("f32",), rank=4)
+    if list(freqs.shape[1:3]) != [1, 1]:
+        raise ShapeError(f"{what}: freqs must be [s2, 1, 1, d2], got shape "
+                         f"{list(freqs.shape)}")
+    d2 = freqs.shape[3]
+    if d2 <= 0 or d2 % 2 or d2 > x.shape[-1]:
+        raise ShapeError(f"{what}: the rotary dimension d2 = {d2} (freqs' "
+                         f"last) must be even, > 0 and <= the head dimension "
+                         f"{x.shape[-1]}")
+    if (tensor_format == "thd") != (cu_seqlens is not None):
+        raise ValueError(f"{what}: cu_seqlens is needed by, and only by, "
+                         "tensor_format='thd'")
+    cu_seqlens = _arg(cu_seqlens, "cu_seqlens", ("i32",), rank=1)
+    start_positions = _arg(start_positions, "start_positions", ("i32",),
+                           rank=1)
+    attrs = f"format {tensor_format}"
+    if interleaved:
+        attrs += " interleaved"
+    if cp_size != 1:
+        attrs += f" cp_size {int(cp_size)} cp_rank {int(cp_rank)}"
+    elif cp_rank:
+        raise ValueError(f"{what}: cp_rank={cp_rank} without cp_size > 1")
+    clauses = ""
+    index = 2
+    if cu_seqlens is not None:
+        clauses += f" cu_seqlens(%a{index})"
+        index += 1
+    if start_positions is not None:
+        clauses += f" start_positions(%a{index})"
+
+    def src(a):
+        return _function(
+            a, f"%r = te.{op} %a0, %a1{clauses} {attrs} : "
+            f"{', '.join(v.type for v in a)} -> {a[0].type}", [a[0].type])
+    return _run((op, attrs, clauses), [x, freqs, cu_seqlens, start_positions],
+                src, device)[0]
+
+
+def rope(x, freqs, tensor_format="sbhd", *, interleaved=False,
+         cu_seqlens=None, start_positions=None, cp_size=1, cp_rank=0,
+         device=None):
+    """TE's fused RoPE (te.rope; apply_rotary_pos_emb with fused=True): x
+    [s, b, h, d] (sbhd), [b, s, h, d] (bshd) or [t, h, d] (thd, with
+    cu_seqlens i32 [sequences + 1]); freqs f32 [s2, 1, 1, d2], its first
+    d2 channels rotate; start_positions i32 [sequences] offsets each
+    sequence's positions; cp_size and cp_rank place the rank's two chunks
+    of every sequence (context parallelism)."""
+    return _rope("rope", x, freqs, tensor_format, interleaved, cu_seqlens,
+                 start_positions, cp_size, cp_rank, device)
+
+
+def rope_backward(grad, freqs, tensor_format="sbhd", *, interleaved=False,
+                  cu_seqlens=None, start_positions=None, cp_size=1,
+                  cp_rank=0, device=None):
+    """The gradient of rope (te.rope_backward): grad has x's shape; the
+    other arguments are rope's."""
+    return _rope("rope_backward", grad, freqs, tensor_format, interleaved,
+                 cu_seqlens, start_positions, cp_size, cp_rank, device)
+
+
 # --- Collectives ---------------------------------------------------------
 
 REDUCTIONS = ("sum", "max", "min", "avg")

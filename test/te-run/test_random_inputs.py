@@ -182,3 +182,22 @@ func.func @f(%x: tensor<50x8xbf16>, %w: tensor<6x4x8xbf16>, %m: tensor<6xi64>) -
         got = np.load(out / "in2.npy")
         assert got.dtype == np.int64 and (got == want).all(), (got, want)
         assert got.sum() == 50 and (got >= 0).all()
+
+
+def test_rope_start_positions_stay_inside_freqs(te_run):
+    """RoPE's start positions (positions:M): floor(u (M + 1)) with M the
+    rows of freqs the sequence leaves free, so the program runs."""
+    program = te_run.program("""
+func.func @f(%x: tensor<6x3x2x8xf32>, %f: tensor<20x1x1x8xf32>, %sp: tensor<3xi32>) -> tensor<6x3x2x8xf32> {
+  %y = te.rope %x, %f start_positions(%sp) format sbhd cp_size 2 cp_rank 1
+      : tensor<6x3x2x8xf32>, tensor<20x1x1x8xf32>, tensor<3xi32> -> tensor<6x3x2x8xf32>
+  return %y : tensor<6x3x2x8xf32>
+}""")
+    for seed in (0, 3):
+        out = te_run.tmp / f"positions{seed}"
+        te_run(program, "--random-inputs", "--seed", seed, "--output-dir", out)
+        want = np.floor(uniform(seed, 2, np.arange(3, dtype=np.uint64))
+                        * 9).astype(np.int32)
+        got = np.load(out / "in2.npy")
+        assert got.dtype == np.int32 and (got == want).all(), (got, want)
+        assert (got >= 0).all() and (got <= 20 - 12).all()

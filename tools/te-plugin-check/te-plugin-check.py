@@ -23,8 +23,8 @@ The corpus covers every compute op: te.attention and te.attention_backward
 te.scaled_matmul, te.grouped_matmul, te.amax, te.compute_scale,
 te.update_delayed_scaling, te.quantize in every scaling mode and usage,
 te.dequantize, te.norm (with its quantized outputs) and te.norm_backward
-(LayerNorm and RMSNorm), and te.activation and te.activation_backward (every
-kind, dbias, quantized outputs).
+(LayerNorm and RMSNorm), te.activation and te.activation_backward (every
+kind, dbias, quantized outputs), and te.rope and te.rope_backward.
 --list prints it (no plugin needed).
 
 --extra FILE adds a vendor's own configurations: MLIR programs separated by
@@ -655,6 +655,31 @@ def corpus():
                  ("s", "tensor<f32>")],
                 ["tensor<48x200xf8E5M2>", "tensor<200x48xf8E5M2>",
                  "tensor<f32>", "tensor<f32>", "tensor<200xbf16>"]),
+    ]
+    # RoPE: every format, interleaved, a rotary fraction, start positions,
+    # context parallelism, and the backward.
+    freqs = "tensor<64x1x1x32xf32>"
+    cases += [
+        op_case("rope sbhd bf16", "rope", "%x, %f format sbhd",
+                [("x", "tensor<24x2x4x32xbf16>"), ("f", freqs)],
+                ["tensor<24x2x4x32xbf16>"]),
+        op_case("rope bshd f32 interleaved fraction", "rope",
+                "%x, %f format bshd interleaved",
+                [("x", "tensor<2x24x4x48xf32>"), ("f", freqs)],
+                ["tensor<2x24x4x48xf32>"]),
+        op_case("rope sbhd f16 start_positions cp_size 2 cp_rank 1", "rope",
+                "%x, %f start_positions(%sp) format sbhd cp_size 2 cp_rank 1",
+                [("x", "tensor<12x2x4x32xf16>"), ("f", freqs),
+                 ("sp", "tensor<2xi32>")],
+                ["tensor<12x2x4x32xf16>"]),
+        op_case("rope thd bf16", "rope", "%x, %f cu_seqlens(%cu) format thd",
+                [("x", "tensor<40x4x32xbf16>"), ("f", freqs),
+                 ("cu", "tensor<4xi32>")],
+                ["tensor<40x4x32xbf16>"]),
+        op_case("rope_backward bshd bf16 interleaved", "rope_backward",
+                "%x, %f format bshd interleaved",
+                [("x", "tensor<2x24x4x32xbf16>"), ("f", freqs)],
+                ["tensor<2x24x4x32xbf16>"]),
     ]
     return cases
 

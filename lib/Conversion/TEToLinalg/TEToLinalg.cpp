@@ -276,9 +276,9 @@ std::optional<std::string> mlir::te::getCPUUnsupportedReason(Operation *op) {
   if (auto attention = dyn_cast<AttentionOpInterface>(op))
     return getAttentionUnsupportedReason(attention);
   if (isa<ScaledMatmulOp, GroupedMatmulOp, NormOp, NormBackwardOp, ActivationOp,
-          ActivationBackwardOp>(op)) {
+          ActivationBackwardOp, RopeOp, RopeBackwardOp>(op)) {
     // The GEMM micro-kernel's panels and tiles are sized at compile time;
-    // the norms view their operands as [rows, hidden] through static
+    // the norms, activations and RoPE view their operands through static
     // shapes.
     for (Value value : op->getOperands())
       if (!cast<ShapedType>(value.getType()).hasStaticShape())
@@ -1423,6 +1423,7 @@ LogicalResult mlir::te::populateTEToLinalgConversionPatterns(
   populateAttentionLoweringPatterns(patterns, *dotUnit);
   populateNormLoweringPatterns(patterns);
   populateActivationLoweringPatterns(patterns);
+  populateRopeLoweringPatterns(patterns);
   return success();
 }
 

@@ -170,6 +170,10 @@ Value mapElements(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
 /// dbias as column sums (ActivationLowering.cpp).
 void populateActivationLoweringPatterns(RewritePatternSet &patterns);
 
+/// te.rope and te.rope_backward: cos/sin tables, token positions, then one
+/// elementwise pass (RopeLowering.cpp).
+void populateRopeLoweringPatterns(RewritePatternSet &patterns);
+
 /// How an op whose output may be quantized asks for it (te.norm,
 /// te.activation, te.activation_backward; see QuantizedOutputLayout).
 struct QuantizedOutputRequest {

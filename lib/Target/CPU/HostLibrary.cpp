@@ -824,10 +824,12 @@ LogicalResult mlir::te::writeHostArtifact(ModuleOp module,
   });
   if (usesOpenMP)
     linkArgs.push_back(TE_MLIR_OPENMP_LIBRARY);
-  // Unoptimized code generation (emulated tiles) calls compiler-rt's bf16
-  // conversions on hosts without AVX512-BF16.
-  if (plugin::isEmulatingHostTiles() &&
-      !StringRef(TE_MLIR_COMPILER_RT_BUILTINS).empty())
+  // On hosts without AVX512-BF16, x86 code generation widens some bf16
+  // values to f32 and narrows them back with compiler-rt's __truncsfbf2:
+  // unoptimized code (emulated tiles) and vectorized selects of bf16
+  // values (the NaN of a rounding, a value passed through a branch). The
+  // archive adds only the routines a kernel calls.
+  if (!StringRef(TE_MLIR_COMPILER_RT_BUILTINS).empty())
     linkArgs.push_back(TE_MLIR_COMPILER_RT_BUILTINS);
 
   DialectRegistry registry;

@@ -1665,6 +1665,87 @@ LogicalResult ActivationBackwardOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Rotary position embedding
+//===----------------------------------------------------------------------===//
+
+template <typename OpT> static int64_t getRopeSequences(OpT op) {
+  if (Value cu = op.getCuSeqlens()) {
+    int64_t entries = cast<RankedTensorType>(cu.getType()).getDimSize(0);
+    return ShapedType::isDynamic(entries) ? entries : entries - 1;
+  }
+  return op.getInput().getType().getDimSize(
+      op.getFormat() == QKVLayout::sbhd ? 1 : 0);
+}
+
+int64_t RopeOp::getNumSequences() { return getRopeSequences(*this); }
+int64_t RopeBackwardOp::getNumSequences() { return getRopeSequences(*this); }
+
+template <typename OpT> static LogicalResult verifyRope(OpT op) {
+  Diag diag(op.getOperation());
+  QKVLayout format = op.getFormat();
+  StringRef formatName = stringifyQKVLayout(format);
+  if (format == QKVLayout::bhsd)
+    return diag("format bhsd is not one of TE's RoPE formats (sbhd, bshd, "
+                "thd)");
+  RankedTensorType input = op.getInput().getType();
+  bool thd = format == QKVLayout::thd;
+  int64_t rank = thd ? 3 : 4;
+  if (input.getRank() != rank)
+    return diag("format ", formatName, " takes a rank-", rank, " input (",
+                thd                    ? "[t, h, d]"
+                : formatName == "sbhd" ? "[s, b, h, d]"
+                                       : "[b, s, h, d]",
+                "), got ", input);
+  if (op.getResult().getType() != input)
+    return diag("the result must have the input's type ", input, ", got ",
+                op.getResult().getType());
+  auto freqs = cast<RankedTensorType>(op.getFreqs().getType());
+  int64_t d = input.getShape().back();
+  if (freqs.getRank() != 4 || freqs.getDimSize(1) != 1 ||
+      freqs.getDimSize(2) != 1)
+    return diag("'freqs' must be f32 [s2, 1, 1, d2] (TE's "
+                "RotaryPositionEmbedding output), got ",
+                freqs);
+  int64_t d2 = freqs.getDimSize(3);
+  if (!ShapedType::isDynamic(d2) &&
+      (d2 <= 0 || d2 % 2 != 0 || (!ShapedType::isDynamic(d) && d2 > d)))
+    return diag("the rotary dimension d2 (the last of 'freqs', ", d2,
+                ") must be even, > 0 and <= the head dimension d (", d, ")");
+  if (thd != static_cast<bool>(op.getCuSeqlens()))
+    return diag(thd ? "format thd needs cu_seqlens(%cu) (i32 [sequences + 1])"
+                    : "cu_seqlens(...) is for format thd only");
+  int64_t cpSize = op.getCpSize(), cpRank = op.getCpRank();
+  if (cpSize < 1 || cpRank < 0 || cpRank >= cpSize)
+    return diag("'cp_size' must be >= 1 and 'cp_rank' in [0, cp_size), got ",
+                cpSize, " and ", cpRank);
+  int64_t sequences = op.getNumSequences();
+  if (Value start = op.getStartPositions()) {
+    int64_t entries = cast<RankedTensorType>(start.getType()).getDimSize(0);
+    if (dimsConflict(entries, sequences))
+      return diag("'start_positions' must have one entry per sequence (",
+                  sequences, "), got ", start.getType());
+  }
+  int64_t s2 = freqs.getDimSize(0);
+  if (!thd) {
+    int64_t s = input.getDimSize(op.getSequenceDim());
+    if (cpSize > 1 && !ShapedType::isDynamic(s) && s % 2 != 0)
+      return diag("with cp_size ", cpSize,
+                  " each rank holds two chunks of every sequence, so the "
+                  "sequence dimension must be even, got ",
+                  s);
+    if (!op.getStartPositions() && !ShapedType::isDynamic(s) &&
+        !ShapedType::isDynamic(s2) && s * cpSize > s2)
+      return diag("'freqs' has ", s2, " positions, fewer than the ", s * cpSize,
+                  " the sequence needs (s", cpSize > 1 ? " * cp_size" : "",
+                  ")");
+  }
+  return success();
+}
+
+LogicalResult RopeOp::verify() { return verifyRope(*this); }
+LogicalResult RopeBackwardOp::verify() { return verifyRope(*this); }
+
+//===----------------------------------------------------------------------===//
 // Kernel checks
 //===----------------------------------------------------------------------===//
 

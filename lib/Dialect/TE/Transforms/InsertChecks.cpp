@@ -1,7 +1,8 @@
 //===- InsertChecks.cpp - Run-time checks of te ops' index operands -------===//
 //
 // te-insert-checks: the index operands of attention (cu_seqlens,
-// seq_offsets, seqlens) and the grouped GEMM's splits come from the user
+// seq_offsets, seqlens), the grouped GEMM's splits and RoPE's start
+// positions and cu_seqlens come from the user
 // at run time, so no verifier can check them. Before the dispatch, each rule
 // they must follow becomes a te.check: a small loop finds the first entry that
 // breaks the rule, and the check reports it with the op, its location and the
@@ -226,11 +227,126 @@ public:
               .str());
   }
 
+  /// te.rope's positions: every sequence's tokens (its local length n,
+  /// TE's dual-chunk order spanning n * cp_size positions) from its start
+  /// position fit in the `rows` rows of freqs; for thd, cu_seqlens
+  /// describe `count` sequences inside `tokens` tokens, each length a
+  /// multiple of 2 * cp_size when context-parallel.
+  void checkRopePositions(Value cuSeqlens, Value startPositions, int64_t count,
+                          int64_t tokens, int64_t seqLength, int64_t cpSize,
+                          int64_t rows) {
+    using P = arith::CmpIPredicate;
+    if (cuSeqlens) {
+      checkRaggedPrefix(cuSeqlens, count);
+      Value last = element(cuSeqlens, count);
+      check({cmp(b, loc, P::sgt, last, i64(tokens * cpSize)), {last}},
+            llvm::formatv(
+                "cu_seqlens[{0}] = {{0} is past the {1} tokens of "
+                "the input{2}; the sequences must fit in the tensor",
+                count, tokens,
+                cpSize > 1 ? llvm::formatv(" times cp_size {0}", cpSize).str()
+                           : std::string())
+                .str());
+    }
+    checkEach(
+        0, count, 3,
+        [&](OpBuilder &b, Location loc, Value i) -> RuleResult {
+          Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), i);
+          Value zero = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0);
+          Value start =
+              startPositions ? element(b, loc, startPositions, at) : zero;
+          // The positions the sequence spans: its global length.
+          Value span = arith::ConstantIntOp::create(b, loc, b.getI64Type(),
+                                                    seqLength * cpSize);
+          if (cuSeqlens) {
+            Value nextAt = arith::AddIOp::create(
+                b, loc, at, arith::ConstantIndexOp::create(b, loc, 1));
+            span = arith::SubIOp::create(b, loc,
+                                         element(b, loc, cuSeqlens, nextAt),
+                                         element(b, loc, cuSeqlens, at));
+          }
+          Value end = arith::AddIOp::create(b, loc, start, span);
+          Value limit =
+              arith::ConstantIntOp::create(b, loc, b.getI64Type(), rows);
+          Value outside =
+              arith::OrIOp::create(b, loc, cmp(b, loc, P::slt, start, zero),
+                                   cmp(b, loc, P::sgt, end, limit));
+          return {outside, {i, start, end}};
+        },
+        llvm::formatv("sequence {{0} spans positions [{{1}, {{2}) (start "
+                      "position and length), outside the {0} rows of freqs",
+                      rows)
+            .str());
+    if (cuSeqlens && cpSize > 1)
+      checkEach(
+          0, count, 2,
+          [&](OpBuilder &b, Location loc, Value i) -> RuleResult {
+            Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), i);
+            Value nextAt = arith::AddIOp::create(
+                b, loc, at, arith::ConstantIndexOp::create(b, loc, 1));
+            Value length = arith::SubIOp::create(
+                b, loc, element(b, loc, cuSeqlens, nextAt),
+                element(b, loc, cuSeqlens, at));
+            Value remainder =
+                arith::RemSIOp::create(b, loc, length,
+                                       arith::ConstantIntOp::create(
+                                           b, loc, b.getI64Type(), 2 * cpSize));
+            Value zero =
+                arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0);
+            return {cmp(b, loc, P::ne, remainder, zero), {i, length}};
+          },
+          llvm::formatv("sequence {{0} has {{1} tokens, not a multiple of 2 "
+                        "* cp_size = {0}; each rank holds two equal chunks "
+                        "of every sequence",
+                        2 * cpSize)
+              .str());
+  }
+
+  /// cu_seqlens start at 0 and never decrease.
+  void checkRaggedPrefix(Value cuSeqlens, int64_t count) {
+    using P = arith::CmpIPredicate;
+    Value first = element(cuSeqlens, 0);
+    check({cmp(b, loc, P::ne, first, i64(0)), {first}},
+          "cu_seqlens[0] = {0}; cu_seqlens start at 0");
+    checkEach(
+        0, count, 3,
+        [&](OpBuilder &b, Location loc, Value i) -> RuleResult {
+          Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), i);
+          Value next = arith::AddIOp::create(
+              b, loc, i,
+              arith::ConstantIntOp::create(b, loc, b.getI64Type(), 1));
+          Value nextAt =
+              arith::IndexCastOp::create(b, loc, b.getIndexType(), next);
+          Value before = element(b, loc, cuSeqlens, at);
+          Value after = element(b, loc, cuSeqlens, nextAt);
+          return {cmp(b, loc, P::slt, after, before), {next, after, before}};
+        },
+        "cu_seqlens[{0}] = {1} is less than the entry before it ({2}); "
+        "cu_seqlens are prefix sums of the sequence lengths and never "
+        "decrease");
+  }
+
 private:
   OpBuilder b;
   Location loc;
   std::string prefix;
 };
+
+/// The checks of te.rope and te.rope_backward's start positions and
+/// cu_seqlens.
+template <typename OpT> void insertRopeChecks(OpT op) {
+  for (Value operand : op->getOperands())
+    if (!cast<ShapedType>(operand.getType()).hasStaticShape())
+      return; // No lowering takes dynamic shapes yet.
+  if (!op.getCuSeqlens() && !op.getStartPositions())
+    return; // The verifier checked the positions.
+  RankedTensorType input = op.getInput().getType();
+  int64_t rows = cast<RankedTensorType>(op.getFreqs().getType()).getDimSize(0);
+  int64_t tokens = input.getDimSize(op.getSequenceDim());
+  CheckEmitter(op).checkRopePositions(op.getCuSeqlens(), op.getStartPositions(),
+                                      op.getNumSequences(), tokens, tokens,
+                                      op.getCpSize(), rows);
+}
 
 /// The checks of te.attention and te.attention_backward, whose index
 /// operands are the same.
@@ -275,6 +391,10 @@ struct TEInsertChecksPass
         insertAttentionChecks(attention);
       else if (auto grouped = dyn_cast<GroupedMatmulOp>(op))
         insertGroupedMatmulChecks(grouped);
+      else if (auto rope = dyn_cast<RopeOp>(op))
+        insertRopeChecks(rope);
+      else if (auto rope = dyn_cast<RopeBackwardOp>(op))
+        insertRopeChecks(rope);
     });
   }
 };

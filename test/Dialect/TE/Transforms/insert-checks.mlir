@@ -1,5 +1,5 @@
 // te-insert-checks: one te.check per rule on each index operand of the
-// attention ops and the grouped GEMM, in front of the op, naming the op,
+// attention ops, the grouped GEMM and RoPE, in front of the op, naming the op,
 // its location ({loc}), the operand and the sizes it must respect.
 // RUN: te-opt %s -split-input-file --te-insert-checks | FileCheck %s
 
@@ -85,4 +85,31 @@ func.func @grouped_matmul(%x: tensor<40x16xbf16>, %w: tensor<3x8x16xbf16>, %m: t
   %y = te.grouped_matmul %x, %w splits(%m) transpose_b
       : tensor<40x16xbf16>, tensor<3x8x16xbf16>, tensor<3xi64> -> tensor<40x8xbf16>
   return %y : tensor<40x8xbf16>
+}
+
+// -----
+
+// RoPE: start positions keep every sequence inside freqs' rows; thd's
+// cu_seqlens start at 0, never decrease, fit the tokens (times cp_size),
+// and split in 2 * cp_size equal chunks; without either, nothing (the
+// verifier checked the sizes).
+// CHECK-LABEL: func @rope
+// CHECK: te.check {{.*}} message "te.rope at {loc}: sequence {0} spans positions [{1}, {2}) (start position and length), outside the 64 rows of freqs"
+// CHECK-NEXT: te.rope
+// CHECK: te.check {{.*}} message "te.rope_backward at {loc}: cu_seqlens[0] = {0}; cu_seqlens start at 0"
+// CHECK: te.check {{.*}} message "te.rope_backward at {loc}: cu_seqlens[{0}] = {1} is less than the entry before it ({2}); cu_seqlens are prefix sums of the sequence lengths and never decrease"
+// CHECK: te.check {{.*}} message "te.rope_backward at {loc}: cu_seqlens[3] = {0} is past the 40 tokens of the input times cp_size 2; the sequences must fit in the tensor"
+// CHECK: te.check {{.*}} message "te.rope_backward at {loc}: sequence {0} spans positions [{1}, {2}) (start position and length), outside the 64 rows of freqs"
+// CHECK: te.check {{.*}} message "te.rope_backward at {loc}: sequence {0} has {1} tokens, not a multiple of 2 * cp_size = 4; each rank holds two equal chunks of every sequence"
+// CHECK-NEXT: te.rope_backward
+// CHECK-NOT: te.check
+// CHECK: te.rope
+func.func @rope(%x: tensor<16x2x4x64xbf16>, %xt: tensor<40x4x64xf32>, %f: tensor<64x1x1x64xf32>,
+                %sp: tensor<2xi32>, %cu: tensor<4xi32>) {
+  %0 = te.rope %x, %f start_positions(%sp) format sbhd
+      : tensor<16x2x4x64xbf16>, tensor<64x1x1x64xf32>, tensor<2xi32> -> tensor<16x2x4x64xbf16>
+  %1 = te.rope_backward %xt, %f cu_seqlens(%cu) format thd cp_size 2 cp_rank 1
+      : tensor<40x4x64xf32>, tensor<64x1x1x64xf32>, tensor<4xi32> -> tensor<40x4x64xf32>
+  %2 = te.rope %x, %f format sbhd : tensor<16x2x4x64xbf16>, tensor<64x1x1x64xf32> -> tensor<16x2x4x64xbf16>
+  return
 }

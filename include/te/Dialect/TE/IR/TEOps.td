@@ -1087,6 +1087,116 @@ def TE_ActivationBackwardOp : TE_Op<"activation_backward", [Pure]> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Rotary position embedding
+//===----------------------------------------------------------------------===//
+
+defvar RopeSemantics = [{
+    TE's fused RoPE (fused_rope.cu; the PyTorch apply_rotary_pos_emb with
+    fused=True). `input` is [s, b, h, d] (`format sbhd`), [b, s, h, d]
+    (`bshd`) or [t, h, d] (`thd`: the sequences packed along t, sequence i
+    holding tokens [cu_seqlens[i] / cp_size, cu_seqlens[i + 1] / cp_size)).
+    `freqs` is f32 [s2, 1, 1, d2] (TE's RotaryPositionEmbedding output):
+    the first d2 <= d channels rotate (the rotary fraction), d2 even; the
+    rest pass through unchanged.
+
+    A token at index i of its sequence (s_id) takes the angles of row p of
+    freqs: p = i + start_positions[seq] (0 without `start_positions`;
+    [b] entries, one per sequence), and with `cp_size` > 1 (context
+    parallelism, TE's dual-chunk order; the sequence's local length n is
+    even) p += cp_rank * n / 2 for the first half of the sequence and
+    p += n * cp_size - (cp_rank + 1) * n / 2 - n / 2 for the second. For
+    channel j < d2, with c = cos(freqs[p][j]), s = sin(freqs[p][j]) in f32:
+
+    ```
+    y[j] = x[j] * c + r[j] * s
+    r[j] = -x[j + d2/2]  (j < d2/2)   | x[j - d2/2]  (j >= d2/2)
+         = -x[j + 1]     (j even)     | x[j - 1]     (j odd)     (interleaved)
+    ```
+
+    rounded once to the input's type. The backward applies the transposed
+    rotation to the gradient: dx[j] = g[j] * c[j] + g[k] * s[k] * sign,
+    where (k, sign) is (j + d2/2, +1) for j < d2/2 and (j - d2/2, -1)
+    otherwise ((j + 1, +1) for even j, (j - 1, -1) for odd, interleaved).
+
+    Every p must lie in [0, s2): for sbhd and bshd without start positions
+    the verifier checks s * cp_size <= s2; start positions and cu_seqlens
+    are checked at run time (te-insert-checks). thd tokens past the last
+    sequence are copied unchanged (TE leaves them unwritten).
+}];
+
+class TE_RopeOpBase<string mnemonic, string summaryText>
+    : TE_Op<mnemonic, [Pure, AttrSizedOperandSegments]> {
+  let summary = summaryText;
+  let arguments = (ins TE_HighPrecisionTensor:$input,
+                       TE_F32Tensor:$freqs,
+                       Optional<TE_I32Vector>:$cu_seqlens,
+                       Optional<TE_I32Vector>:$start_positions,
+                       TE_QKVLayoutAttr:$format,
+                       UnitAttr:$interleaved,
+                       DefaultValuedAttr<I32Attr, "1">:$cp_size,
+                       DefaultValuedAttr<I32Attr, "0">:$cp_rank);
+  let results = (outs TE_HighPrecisionTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $freqs (`cu_seqlens` `(` $cu_seqlens^ `)`)?
+    (`start_positions` `(` $start_positions^ `)`)? `format` `` $format
+    (`interleaved` $interleaved^)? (`cp_size` $cp_size^)?
+    (`cp_rank` $cp_rank^)?
+    attr-dict `:` type(operands) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    bool isThd() { return getFormat() == QKVLayout::thd; }
+    /// The dimension of `input` that holds the sequence's tokens (s or t).
+    unsigned getSequenceDim() {
+      return getFormat() == QKVLayout::bshd ? 1 : 0;
+    }
+    /// The number of sequences: b, or the entries of cu_seqlens minus one.
+    int64_t getNumSequences();
+    /// d2, the number of channels that rotate.
+    int64_t getRotaryDim() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getFreqs().getType())
+          .getShape().back();
+    }
+  }];
+}
+
+def TE_RopeOp : TE_RopeOpBase<"rope",
+    "rotary position embedding, forward (TE's fused RoPE)"> {
+  let description = !strconcat([{
+    Rotates the first d2 channels of every head of `input` by the angles
+    of its token's position.
+
+  }], RopeSemantics, [{
+
+    ```mlir
+    %q2 = te.rope %q, %freqs format sbhd
+        : tensor<1024x2x16x64xbf16>, tensor<4096x1x1x64xf32>
+        -> tensor<1024x2x16x64xbf16>
+    %k2 = te.rope %k, %freqs cu_seqlens(%cu) format thd interleaved
+        : tensor<300x8x128xbf16>, tensor<4096x1x1x64xf32>, tensor<5xi32>
+        -> tensor<300x8x128xbf16>
+    ```
+  }]);
+}
+
+def TE_RopeBackwardOp : TE_RopeOpBase<"rope_backward",
+    "rotary position embedding, backward (TE's fused RoPE)"> {
+  let description = !strconcat([{
+    The gradient of `te.rope`: `input` is the gradient of its result; the
+    result, the gradient of its input. The operands and attributes are the
+    forward's.
+
+  }], RopeSemantics, [{
+
+    ```mlir
+    %dq = te.rope_backward %dq2, %freqs format bshd
+        : tensor<2x1024x16x64xbf16>, tensor<4096x1x1x64xf32>
+        -> tensor<2x1024x16x64xbf16>
+    ```
+  }]);
+}
+
 def TE_CheckOp : TE_Op<"check"> {
   let summary = "a run-time check that fails the kernel launch with a message";
   let description = [{

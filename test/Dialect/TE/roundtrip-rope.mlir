@@ -1,0 +1,20 @@
+// Round-trips te.rope and te.rope_backward through the custom and generic forms with every format, optional operand and attribute.
+// RUN: te-opt %s | te-opt | FileCheck %s
+// RUN: te-opt %s --mlir-print-op-generic | te-opt | FileCheck %s
+
+// CHECK-LABEL: func @rope
+// CHECK: te.rope %{{.*}}, %{{.*}} format sbhd : tensor<16x2x4x64xbf16>, tensor<64x1x1x64xf32> -> tensor<16x2x4x64xbf16>
+// CHECK: te.rope %{{.*}}, %{{.*}} start_positions(%{{.*}}) format bshd interleaved cp_size 2 cp_rank 1 : tensor<2x16x4x64xf16>, tensor<64x1x1x32xf32>, tensor<2xi32> -> tensor<2x16x4x64xf16>
+// CHECK: te.rope %{{.*}}, %{{.*}} cu_seqlens(%{{.*}}) start_positions(%{{.*}}) format thd : tensor<40x4x64xf32>, tensor<64x1x1x64xf32>, tensor<4xi32>, tensor<3xi32> -> tensor<40x4x64xf32>
+// CHECK: te.rope_backward %{{.*}}, %{{.*}} format sbhd interleaved : tensor<16x2x4x64xbf16>, tensor<64x1x1x64xf32> -> tensor<16x2x4x64xbf16>
+func.func @rope(%x: tensor<16x2x4x64xbf16>, %xb: tensor<2x16x4x64xf16>, %xt: tensor<40x4x64xf32>,
+                %f: tensor<64x1x1x64xf32>, %f32: tensor<64x1x1x32xf32>, %sp: tensor<2xi32>,
+                %cu: tensor<4xi32>, %spt: tensor<3xi32>) {
+  %0 = te.rope %x, %f format sbhd : tensor<16x2x4x64xbf16>, tensor<64x1x1x64xf32> -> tensor<16x2x4x64xbf16>
+  %1 = te.rope %xb, %f32 start_positions(%sp) format bshd interleaved cp_size 2 cp_rank 1
+      : tensor<2x16x4x64xf16>, tensor<64x1x1x32xf32>, tensor<2xi32> -> tensor<2x16x4x64xf16>
+  %2 = te.rope %xt, %f cu_seqlens(%cu) start_positions(%spt) format thd
+      : tensor<40x4x64xf32>, tensor<64x1x1x64xf32>, tensor<4xi32>, tensor<3xi32> -> tensor<40x4x64xf32>
+  %3 = te.rope_backward %x, %f format sbhd interleaved : tensor<16x2x4x64xbf16>, tensor<64x1x1x64xf32> -> tensor<16x2x4x64xbf16>
+  return
+}
