@@ -171,6 +171,17 @@ Expected<NpyArray> te::support::generateInput(DType dtype,
       store(array, i, static_cast<double>(size - below(u(i), size / 2 + 1)));
     return array;
   }
+  if (name == "classes") {
+    // classes:<count>: class indices in [0, count).
+    int64_t classes;
+    if (parts.size() != 2 || !parseCount(parts[1], classes) || classes < 1)
+      return bad("is malformed; expected classes:<count>");
+    if (!integer)
+      return bad("needs i32 or i64");
+    for (int64_t i = 0; i < count; ++i)
+      store(array, i, static_cast<double>(below(u(i), classes)));
+    return array;
+  }
   if (name == "positions") {
     // positions:<max>: start positions in [0, max].
     int64_t max;

@@ -465,6 +465,10 @@ public:
         assign(update.getAmaxHistory(), "nonnegative");
         assign(update.getAmax(), "nonnegative");
         assign(update.getScale(), "positive");
+      } else if (auto crossEntropy = dyn_cast<CrossEntropyOp>(op)) {
+        int64_t vocab = crossEntropy.getLogits().getType().getShape().back();
+        if (!ShapedType::isDynamic(vocab))
+          assign(crossEntropy.getTarget(), "classes:" + std::to_string(vocab));
       } else if (auto rope = dyn_cast<RopeOp>(op)) {
         this->rope(rope);
       } else if (auto rope = dyn_cast<RopeBackwardOp>(op)) {

@@ -1564,6 +1564,61 @@ def rope_backward(grad, freqs, tensor_format="sbhd", *, interleaved=False,
                  cu_seqlens, start_positions, cp_size, cp_rank, device)
 
 
+# --- Cross-entropy ------------------------------------------------------------
+
+
+def cross_entropy(logits, target, *, label_smoothing=0.0, reduce_loss=False,
+                  ignore_index=-100, device=None):
+    """TE's fused cross-entropy (te.cross_entropy; parallel_cross_entropy
+    without a process group): logits [..., V] (f32, f16 or bf16), target
+    the class of every row (i32 or i64). Returns (loss, grad): loss f32 per
+    row, or with reduce_loss its sum over the rows divided by their number
+    (ignored rows included, as TE); grad the logits' gradient for a loss
+    gradient of 1, in the logits' dtype (cross_entropy_backward scales
+    it)."""
+    what = "cross_entropy"
+    logits = _arg(logits, "logits", ("f32", "f16", "bf16"))
+    target = _arg(target, "target", ("i32", "i64"))
+    if len(logits.shape) < 2:
+        raise ShapeError(f"{what}: logits must have rank >= 2 ([rows..., "
+                         f"V]), got shape {list(logits.shape)}")
+    if list(target.shape) != list(logits.shape[:-1]):
+        raise ShapeError(f"{what}: target must have shape "
+                         f"{list(logits.shape[:-1])}, got "
+                         f"{list(target.shape)}")
+    if not 0.0 <= float(label_smoothing) < 1.0:
+        raise ValueError(f"{what}: label_smoothing must be in [0, 1), got "
+                         f"{label_smoothing}")
+    attrs = ""
+    if label_smoothing:
+        attrs += f" label_smoothing {_float('label_smoothing', label_smoothing)}"
+    if int(ignore_index) != -100:
+        attrs += f" ignore_index {int(ignore_index)}"
+    if reduce_loss:
+        attrs += " reduce_loss"
+    loss = _tensor_type("f32", [] if reduce_loss else target.shape)
+    results = [loss, logits.type]
+    src = lambda a: _function(
+        a, f"%r:2 = te.cross_entropy %a0, %a1{attrs} : {a[0].type}, "
+        f"{a[1].type} -> {', '.join(results)}", results)
+    return tuple(_run((what, attrs), [logits, target], src, device))
+
+
+def cross_entropy_backward(grad, dloss, *, device=None):
+    """The logits' gradient (te.cross_entropy_backward): cross_entropy's
+    grad times dloss (an f32 scalar, or one per row), rounded once."""
+    grad = _arg(grad, "grad", ("f32", "f16", "bf16"))
+    dloss = _arg(dloss, "dloss", ("f32",))
+    if dloss.shape and list(dloss.shape) != list(grad.shape[:-1]):
+        raise ShapeError(f"cross_entropy_backward: dloss must be a scalar or "
+                         f"have shape {list(grad.shape[:-1])}, got "
+                         f"{list(dloss.shape)}")
+    src = lambda a: _function(
+        a, f"%r = te.cross_entropy_backward %a0, %a1 : {a[0].type}, "
+        f"{a[1].type} -> {a[0].type}", [a[0].type])
+    return _run(("cross_entropy_backward",), [grad, dloss], src, device)[0]
+
+
 # --- Collectives ---------------------------------------------------------
 
 REDUCTIONS = ("sum", "max", "min", "avg")

@@ -201,3 +201,20 @@ func.func @f(%x: tensor<6x3x2x8xf32>, %f: tensor<20x1x1x8xf32>, %sp: tensor<3xi3
         got = np.load(out / "in2.npy")
         assert got.dtype == np.int32 and (got == want).all(), (got, want)
         assert (got >= 0).all() and (got <= 20 - 12).all()
+
+
+def test_cross_entropy_targets_are_classes(te_run):
+    """Cross-entropy's targets (classes:C): floor(u C), so the program
+    runs on random inputs."""
+    program = te_run.program("""
+func.func @f(%x: tensor<4x6x50xf32>, %t: tensor<4x6xi64>) -> (tensor<4x6xf32>, tensor<4x6x50xf32>) {
+  %l, %g = te.cross_entropy %x, %t : tensor<4x6x50xf32>, tensor<4x6xi64> -> tensor<4x6xf32>, tensor<4x6x50xf32>
+  return %l, %g : tensor<4x6xf32>, tensor<4x6x50xf32>
+}""")
+    out = te_run.tmp / "classes"
+    te_run(program, "--random-inputs", "--seed", 4, "--output-dir", out)
+    want = np.floor(uniform(4, 1, np.arange(24, dtype=np.uint64))
+                    * 50).astype(np.int64).reshape(4, 6)
+    got = np.load(out / "in1.npy")
+    assert got.dtype == np.int64 and (got == want).all()
+    assert np.isfinite(np.load(out / "out0.npy")).all()

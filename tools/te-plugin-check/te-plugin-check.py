@@ -24,7 +24,8 @@ te.scaled_matmul, te.grouped_matmul, te.amax, te.compute_scale,
 te.update_delayed_scaling, te.quantize in every scaling mode and usage,
 te.dequantize, te.norm (with its quantized outputs) and te.norm_backward
 (LayerNorm and RMSNorm), te.activation and te.activation_backward (every
-kind, dbias, quantized outputs), and te.rope and te.rope_backward.
+kind, dbias, quantized outputs), te.rope and te.rope_backward, and
+te.cross_entropy and te.cross_entropy_backward.
 --list prints it (no plugin needed).
 
 --extra FILE adds a vendor's own configurations: MLIR programs separated by
@@ -680,6 +681,21 @@ def corpus():
                 "%x, %f format bshd interleaved",
                 [("x", "tensor<2x24x4x32xbf16>"), ("f", freqs)],
                 ["tensor<2x24x4x32xbf16>"]),
+    ]
+    # Cross-entropy: per-row and reduced losses, label smoothing, and the
+    # backward's scaling (random targets are classes of the vocabulary).
+    cases += [
+        op_case("cross_entropy bf16 i64", "cross_entropy", "%x, %t",
+                [("x", "tensor<2x16x1000xbf16>"), ("t", "tensor<2x16xi64>")],
+                ["tensor<2x16xf32>", "tensor<2x16x1000xbf16>"]),
+        op_case("cross_entropy f32 i32 label_smoothing reduce_loss",
+                "cross_entropy", "%x, %t label_smoothing 1.0e-01 reduce_loss",
+                [("x", "tensor<32x500xf32>"), ("t", "tensor<32xi32>")],
+                ["tensor<f32>", "tensor<32x500xf32>"]),
+        op_case("cross_entropy_backward bf16 per row",
+                "cross_entropy_backward", "%g, %d",
+                [("g", "tensor<2x16x1000xbf16>"), ("d", "tensor<2x16xf32>")],
+                ["tensor<2x16x1000xbf16>"]),
     ]
     return cases
 

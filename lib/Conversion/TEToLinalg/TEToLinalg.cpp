@@ -276,10 +276,11 @@ std::optional<std::string> mlir::te::getCPUUnsupportedReason(Operation *op) {
   if (auto attention = dyn_cast<AttentionOpInterface>(op))
     return getAttentionUnsupportedReason(attention);
   if (isa<ScaledMatmulOp, GroupedMatmulOp, NormOp, NormBackwardOp, ActivationOp,
-          ActivationBackwardOp, RopeOp, RopeBackwardOp>(op)) {
+          ActivationBackwardOp, RopeOp, RopeBackwardOp, CrossEntropyOp,
+          CrossEntropyBackwardOp>(op)) {
     // The GEMM micro-kernel's panels and tiles are sized at compile time;
-    // the norms, activations and RoPE view their operands through static
-    // shapes.
+    // the norms, activations, RoPE and cross-entropy view their operands
+    // through static shapes.
     for (Value value : op->getOperands())
       if (!cast<ShapedType>(value.getType()).hasStaticShape())
         return op->getName().getStringRef().str() +
@@ -1424,6 +1425,7 @@ LogicalResult mlir::te::populateTEToLinalgConversionPatterns(
   populateNormLoweringPatterns(patterns);
   populateActivationLoweringPatterns(patterns);
   populateRopeLoweringPatterns(patterns);
+  populateCrossEntropyLoweringPatterns(patterns);
   return success();
 }
 

@@ -174,6 +174,10 @@ void populateActivationLoweringPatterns(RewritePatternSet &patterns);
 /// elementwise pass (RopeLowering.cpp).
 void populateRopeLoweringPatterns(RewritePatternSet &patterns);
 
+/// te.cross_entropy and te.cross_entropy_backward: row reductions and
+/// elementwise passes (CrossEntropyLowering.cpp).
+void populateCrossEntropyLoweringPatterns(RewritePatternSet &patterns);
+
 /// How an op whose output may be quantized asks for it (te.norm,
 /// te.activation, te.activation_backward; see QuantizedOutputLayout).
 struct QuantizedOutputRequest {

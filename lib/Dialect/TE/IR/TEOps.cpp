@@ -1746,6 +1746,49 @@ LogicalResult RopeOp::verify() { return verifyRope(*this); }
 LogicalResult RopeBackwardOp::verify() { return verifyRope(*this); }
 
 //===----------------------------------------------------------------------===//
+// Cross-entropy
+//===----------------------------------------------------------------------===//
+
+LogicalResult CrossEntropyOp::verify() {
+  Diag diag(getOperation());
+  RankedTensorType logits = getLogits().getType();
+  auto target = cast<RankedTensorType>(getTarget().getType());
+  if (logits.getRank() < 2)
+    return diag("'logits' must have rank >= 2 ([rows..., V]), got ", logits);
+  ArrayRef<int64_t> rows = logits.getShape().drop_back();
+  if (failed(verifyCompatibleShape(target.getShape(), rows)))
+    return diag("'target' must have shape [",
+                llvm::join(llvm::map_range(rows, fmtDim), ", "),
+                "] (one class per row of 'logits'), got ", target);
+  float smoothing = getLabelSmoothing().convertToFloat();
+  if (!(smoothing >= 0.0f && smoothing < 1.0f))
+    return diag("'label_smoothing' must be in [0, 1), got ", smoothing);
+  auto f32 = Float32Type::get(getContext());
+  RankedTensorType lossType =
+      getReduceLoss() ? RankedTensorType::get({}, f32)
+                      : RankedTensorType::get(target.getShape(), f32);
+  if (failed(checkResultType(diag, getLoss(), "loss", lossType)) ||
+      failed(checkResultType(diag, getGrad(), "grad", logits)))
+    return failure();
+  return success();
+}
+
+LogicalResult CrossEntropyBackwardOp::verify() {
+  Diag diag(getOperation());
+  RankedTensorType grad = getGrad().getType();
+  auto dloss = cast<RankedTensorType>(getDloss().getType());
+  if (grad.getRank() < 2)
+    return diag("'grad' must have rank >= 2 ([rows..., V]), got ", grad);
+  if (dloss.getRank() != 0 &&
+      failed(
+          verifyCompatibleShape(dloss.getShape(), grad.getShape().drop_back())))
+    return diag("'dloss' must be an f32 scalar (reduce_loss) or one per row "
+                "of 'grad', got ",
+                dloss);
+  return checkResultType(diag, getResult(), "result", grad);
+}
+
+//===----------------------------------------------------------------------===//
 // Kernel checks
 //===----------------------------------------------------------------------===//
 

@@ -1,8 +1,8 @@
 //===- InsertChecks.cpp - Run-time checks of te ops' index operands -------===//
 //
 // te-insert-checks: the index operands of attention (cu_seqlens,
-// seq_offsets, seqlens), the grouped GEMM's splits and RoPE's start
-// positions and cu_seqlens come from the user
+// seq_offsets, seqlens), the grouped GEMM's splits, RoPE's start
+// positions and cu_seqlens and cross-entropy's targets come from the user
 // at run time, so no verifier can check them. Before the dispatch, each rule
 // they must follow becomes a te.check: a small loop finds the first entry that
 // breaks the rule, and the check reports it with the op, its location and the
@@ -302,6 +302,33 @@ public:
               .str());
   }
 
+  /// Every entry of `target` (i32 or i64) is in [0, vocab) or `ignore`.
+  void checkTargets(Value target, int64_t count, int64_t vocab,
+                    int64_t ignore) {
+    using P = arith::CmpIPredicate;
+    checkEach(
+        0, count, 2,
+        [&](OpBuilder &b, Location loc, Value i) -> RuleResult {
+          Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), i);
+          Value value = tensor::ExtractOp::create(b, loc, target, at);
+          if (!value.getType().isInteger(64))
+            value = arith::ExtSIOp::create(b, loc, b.getI64Type(), value);
+          auto c = [&](int64_t v) {
+            return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
+          };
+          Value outside =
+              arith::OrIOp::create(b, loc, cmp(b, loc, P::slt, value, c(0)),
+                                   cmp(b, loc, P::sge, value, c(vocab)));
+          Value broken = arith::AndIOp::create(
+              b, loc, outside, cmp(b, loc, P::ne, value, c(ignore)));
+          return {broken, {i, value}};
+        },
+        llvm::formatv("target[{{0}] = {{1} is outside [0, {0}) (the "
+                      "vocabulary) and is not the ignore index {1}",
+                      vocab, ignore)
+            .str());
+  }
+
   /// cu_seqlens start at 0 and never decrease.
   void checkRaggedPrefix(Value cuSeqlens, int64_t count) {
     using P = arith::CmpIPredicate;
@@ -331,6 +358,29 @@ private:
   Location loc;
   std::string prefix;
 };
+
+/// The checks of te.cross_entropy's targets: a class of the vocabulary or
+/// the ignore index.
+void insertCrossEntropyChecks(CrossEntropyOp op) {
+  RankedTensorType logits = op.getLogits().getType();
+  auto target = cast<RankedTensorType>(op.getTarget().getType());
+  if (!logits.hasStaticShape() || !target.hasStaticShape())
+    return; // No lowering takes dynamic shapes yet.
+  int64_t vocab = logits.getShape().back();
+  int64_t ignore = op.getIgnoreIndex();
+  Value flat = op.getTarget();
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  if (target.getRank() != 1)
+    flat = tensor::CollapseShapeOp::create(
+        b, loc,
+        RankedTensorType::get({target.getNumElements()},
+                              target.getElementType()),
+        flat,
+        ArrayRef<ReassociationIndices>{
+            llvm::to_vector(llvm::seq<int64_t>(0, target.getRank()))});
+  CheckEmitter(op).checkTargets(flat, target.getNumElements(), vocab, ignore);
+}
 
 /// The checks of te.rope and te.rope_backward's start positions and
 /// cu_seqlens.
@@ -393,6 +443,8 @@ struct TEInsertChecksPass
         insertGroupedMatmulChecks(grouped);
       else if (auto rope = dyn_cast<RopeOp>(op))
         insertRopeChecks(rope);
+      else if (auto crossEntropy = dyn_cast<CrossEntropyOp>(op))
+        insertCrossEntropyChecks(crossEntropy);
       else if (auto rope = dyn_cast<RopeBackwardOp>(op))
         insertRopeChecks(rope);
     });

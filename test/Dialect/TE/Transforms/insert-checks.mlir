@@ -1,5 +1,5 @@
 // te-insert-checks: one te.check per rule on each index operand of the
-// attention ops, the grouped GEMM and RoPE, in front of the op, naming the op,
+// attention ops, the grouped GEMM, RoPE and cross-entropy, in front of the op, naming the op,
 // its location ({loc}), the operand and the sizes it must respect.
 // RUN: te-opt %s -split-input-file --te-insert-checks | FileCheck %s
 
@@ -111,5 +111,17 @@ func.func @rope(%x: tensor<16x2x4x64xbf16>, %xt: tensor<40x4x64xf32>, %f: tensor
   %1 = te.rope_backward %xt, %f cu_seqlens(%cu) format thd cp_size 2 cp_rank 1
       : tensor<40x4x64xf32>, tensor<64x1x1x64xf32>, tensor<4xi32> -> tensor<40x4x64xf32>
   %2 = te.rope %x, %f format sbhd : tensor<16x2x4x64xbf16>, tensor<64x1x1x64xf32> -> tensor<16x2x4x64xbf16>
+  return
+}
+
+// -----
+
+// Cross-entropy: every target is a class of the vocabulary or the ignore
+// index.
+// CHECK-LABEL: func @cross_entropy
+// CHECK: te.check {{.*}} message "te.cross_entropy at {loc}: target[{0}] = {1} is outside [0, 1000) (the vocabulary) and is not the ignore index -1"
+// CHECK-NEXT: te.cross_entropy
+func.func @cross_entropy(%x: tensor<2x8x1000xbf16>, %t: tensor<2x8xi32>) {
+  %l, %g = te.cross_entropy %x, %t ignore_index -1 : tensor<2x8x1000xbf16>, tensor<2x8xi32> -> tensor<2x8xf32>, tensor<2x8x1000xbf16>
   return
 }

@@ -1197,6 +1197,82 @@ def TE_RopeBackwardOp : TE_RopeOpBase<"rope_backward",
   }]);
 }
 
+//===----------------------------------------------------------------------===//
+// Cross-entropy
+//===----------------------------------------------------------------------===//
+
+def TE_CrossEntropyOp : TE_Op<"cross_entropy", [Pure]> {
+  let summary = "cross-entropy loss over logits, with its gradient";
+  let description = [{
+    TE's fused cross-entropy (pytorch/triton/cross_entropy.py,
+    parallel_cross_entropy), which computes the loss and the gradient of
+    the logits in one forward pass. `logits` is [..., V] (f32, f16 or bf16;
+    TE's [B, SQ, V]), `target` the class of every row (i32 or i64, the
+    logits' shape without V). Per row, in f32, with m = max_i x_i,
+    d = sum_i exp(x_i - m), eps = label_smoothing / V and N the number of
+    rows (all of them: TE's n_non_ignore is the row count):
+
+    ```
+    loss = -(x_y - m - log d)
+    loss = (1 - label_smoothing) loss + (sum_i (-eps x_i)
+           + label_smoothing (m + log d))          (label_smoothing > 0)
+    g_i  = round((exp(x_i - m) / d - eps) / N)     (`reduce_loss`; else
+                                                    without the / N)
+    g_y  = round(f32(g_y) - (1 - label_smoothing) / N)
+    ```
+
+    rounded to the logits' type (g_y twice, as TE's kernel stores and
+    reloads it). A row whose target is `ignore_index` (default -100) has
+    loss 0 and gradient 0. Results: the loss, f32 with the target's shape,
+    or with `reduce_loss` the f32 scalar sum(loss) / N; and the gradient
+    g, the logits' type, which `te.cross_entropy_backward` scales by the
+    loss's gradient. Targets outside [0, V) other than ignore_index stop
+    the launch (te-insert-checks). `label_smoothing` is in [0, 1).
+
+    ```mlir
+    %loss, %g = te.cross_entropy %logits, %target label_smoothing 1.0e-01
+        reduce_loss
+        : tensor<2x512x32000xbf16>, tensor<2x512xi64>
+        -> tensor<f32>, tensor<2x512x32000xbf16>
+    ```
+  }];
+  let arguments = (ins TE_HighPrecisionTensor:$logits,
+                       RankedTensorOf<[I32, I64]>:$target,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       UnitAttr:$reduce_loss);
+  let results = (outs TE_F32Tensor:$loss, TE_HighPrecisionTensor:$grad);
+  let assemblyFormat = [{
+    $logits `,` $target (`label_smoothing` $label_smoothing^)?
+    (`ignore_index` $ignore_index^)? (`reduce_loss` $reduce_loss^)?
+    attr-dict `:` type($logits) `,` type($target) `->` type($loss) `,`
+    type($grad)
+  }];
+  let hasVerifier = 1;
+}
+
+def TE_CrossEntropyBackwardOp : TE_Op<"cross_entropy_backward", [Pure]> {
+  let summary = "the logits' gradient of te.cross_entropy";
+  let description = [{
+    TE's cross_entropy_backward: the forward's gradient `grad` times
+    `dloss`, the gradient of its loss (f32, the loss's shape: a scalar
+    with `reduce_loss`, else one per row), computed in f32 and rounded
+    once to grad's type (exact when dloss is 1, which TE skips).
+
+    ```mlir
+    %dlogits = te.cross_entropy_backward %g, %dloss
+        : tensor<2x512x32000xbf16>, tensor<f32> -> tensor<2x512x32000xbf16>
+    ```
+  }];
+  let arguments = (ins TE_HighPrecisionTensor:$grad, TE_F32Tensor:$dloss);
+  let results = (outs TE_HighPrecisionTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $dloss attr-dict `:` type($grad) `,` type($dloss) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def TE_CheckOp : TE_Op<"check"> {
   let summary = "a run-time check that fails the kernel launch with a message";
   let description = [{

@@ -1,0 +1,285 @@
+//===- CrossEntropyLowering.cpp - te.cross_entropy on the host
+//-------------===//
+//
+// TE's fused cross-entropy as the op's description states it, over the
+// [N, V] view of the logits: row reductions for m, d and the smoothing
+// sum, the target's logit by an index clamped into the row, the loss per
+// row (and its mean), then the gradient in one elementwise pass.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TEToLinalgInternal.h"
+
+#include "te/Conversion/TECommon/FP8Codec.h"
+#include "te/Dialect/TE/IR/TEOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::te;
+
+namespace {
+
+using utils::IteratorType;
+
+/// A reduction over the columns of [N, V] with `combine(acc, value)` from
+/// `init`, `value(args)` computed from the inputs (read through `maps`).
+Value reduceRows(
+    OpBuilder &b, Location loc, int64_t rows, double init, ValueRange inputs,
+    ArrayRef<AffineMap> maps,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> value,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
+  Value empty = tensor::EmptyOp::create(b, loc, {rows}, b.getF32Type());
+  Value start =
+      linalg::FillOp::create(b, loc, emitF32Constant(b, loc, init), empty)
+          .getResult(0);
+  SmallVector<AffineMap> all(maps);
+  all.push_back(AffineMap::get(2, 0, {b.getAffineDimExpr(0)}, b.getContext()));
+  return linalg::GenericOp::create(
+             b, loc, start.getType(), inputs, start, all,
+             {IteratorType::parallel, IteratorType::reduction},
+             [&](OpBuilder &b, Location loc, ValueRange args) {
+               Value v = value(b, loc, args.drop_back());
+               linalg::YieldOp::create(b, loc, combine(b, loc, args.back(), v));
+             })
+      .getResult(0);
+}
+
+struct CrossEntropyOpLowering : OpConversionPattern<CrossEntropyOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CrossEntropyOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    Value logits = viewAs2D(b, loc, adaptor.getLogits());
+    auto type = cast<RankedTensorType>(logits.getType());
+    int64_t rows = type.getDimSize(0), vocab = type.getDimSize(1);
+    Type element = type.getElementType();
+    auto targetType = cast<RankedTensorType>(op.getTarget().getType());
+    Value target = adaptor.getTarget();
+    if (targetType.getRank() != 1)
+      target = tensor::CollapseShapeOp::create(
+          b, loc, RankedTensorType::get({rows}, targetType.getElementType()),
+          target,
+          ArrayRef<ReassociationIndices>{
+              llvm::to_vector(llvm::seq<int64_t>(0, targetType.getRank()))});
+    double smoothing = op.getLabelSmoothing().convertToDouble();
+    float eps = static_cast<float>(smoothing / static_cast<double>(vocab));
+    bool reduce = op.getReduceLoss();
+    int64_t ignore = op.getIgnoreIndex();
+    MLIRContext *ctx = op.getContext();
+    AffineMap full = AffineMap::getMultiDimIdentityMap(2, ctx);
+    AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+    Type f32 = b.getF32Type();
+
+    auto c = [&](OpBuilder &b, Location loc, double v) {
+      return emitF32Constant(b, loc, v);
+    };
+    auto ext = [&](OpBuilder &b, Location loc, ValueRange args) {
+      return emitExtToF32(b, loc, args[0]);
+    };
+    Value m = reduceRows(
+        b, loc, rows, -std::numeric_limits<double>::infinity(), logits, {full},
+        ext, [](OpBuilder &b, Location loc, Value acc, Value v) {
+          return arith::MaximumFOp::create(b, loc, acc, v).getResult();
+        });
+    auto add = [](OpBuilder &b, Location loc, Value acc, Value v) {
+      return arith::AddFOp::create(b, loc, acc, v).getResult();
+    };
+    Value d = reduceRows(
+        b, loc, rows, 0.0, {logits, m}, {full, row},
+        [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          Value shifted = arith::SubFOp::create(
+              b, loc, emitExtToF32(b, loc, args[0]), args[1]);
+          return math::ExpOp::create(b, loc, shifted);
+        },
+        add);
+    Value scaledSum;
+    if (smoothing > 0)
+      scaledSum = reduceRows(
+          b, loc, rows, 0.0, logits, {full},
+          [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+            return arith::MulFOp::create(b, loc, c(b, loc, -eps),
+                                         emitExtToF32(b, loc, args[0]));
+          },
+          add);
+
+    // Per row: whether it is ignored, and its target's column (clamped).
+    auto rowTarget = [&](OpBuilder &b, Location loc,
+                         Value t) -> std::pair<Value, Value> {
+      Value wide = t.getType().isInteger(64)
+                       ? t
+                       : arith::ExtSIOp::create(b, loc, b.getI64Type(), t);
+      auto i64 = [&](int64_t v) {
+        return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
+      };
+      Value ignored = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                            wide, i64(ignore));
+      Value clamped = arith::MinSIOp::create(
+          b, loc, arith::MaxSIOp::create(b, loc, wide, i64(0)), i64(vocab - 1));
+      return {ignored,
+              arith::IndexCastOp::create(b, loc, b.getIndexType(), clamped)};
+    };
+
+    // The loss per row.
+    SmallVector<Value> lossInputs = {target, m, d};
+    if (scaledSum)
+      lossInputs.push_back(scaledSum);
+    AffineMap identity1 = b.getMultiDimIdentityMap(1);
+    Value loss = mapElements(
+        b, loc, {rows}, f32, lossInputs,
+        SmallVector<AffineMap>(lossInputs.size(), identity1),
+        [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          auto [ignored, column] = rowTarget(b, loc, args[0]);
+          Value i = linalg::IndexOp::create(b, loc, 0);
+          Value xy = emitExtToF32(
+              b, loc,
+              tensor::ExtractOp::create(b, loc, logits, ValueRange{i, column}));
+          Value logD = math::LogOp::create(b, loc, args[2]);
+          // -(x_y - m - log d)
+          Value value = arith::NegFOp::create(
+              b, loc,
+              arith::SubFOp::create(
+                  b, loc, arith::SubFOp::create(b, loc, xy, args[1]), logD));
+          if (scaledSum) {
+            Value lse = arith::AddFOp::create(b, loc, args[1], logD);
+            Value smooth = arith::AddFOp::create(
+                b, loc, args[3],
+                arith::MulFOp::create(b, loc, c(b, loc, smoothing), lse));
+            value = arith::AddFOp::create(
+                b, loc,
+                arith::MulFOp::create(b, loc, value,
+                                      c(b, loc, 1.0 - smoothing)),
+                smooth);
+          }
+          return arith::SelectOp::create(b, loc, ignored, c(b, loc, 0.0),
+                                         value);
+        });
+
+    // The gradient.
+    double n = reduce ? static_cast<double>(rows) : 1.0;
+    Value grad = mapElements(
+        b, loc, {rows, vocab}, element, {logits, m, d, target},
+        {full, row, row, row},
+        [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          auto [ignored, column] = rowTarget(b, loc, args[3]);
+          Value x = emitExtToF32(b, loc, args[0]);
+          Value p = arith::DivFOp::create(
+              b, loc,
+              math::ExpOp::create(b, loc,
+                                  arith::SubFOp::create(b, loc, x, args[1])),
+              args[2]);
+          Value g = arith::SubFOp::create(b, loc, p, c(b, loc, eps));
+          if (reduce)
+            g = arith::DivFOp::create(b, loc, g, c(b, loc, n));
+          Value rounded = emitTruncFromF32(b, loc, g, element);
+          // The target's entry: stored, reloaded and adjusted, as TE does.
+          Value adjusted = emitTruncFromF32(
+              b, loc,
+              arith::AddFOp::create(b, loc, emitExtToF32(b, loc, rounded),
+                                    c(b, loc,
+                                      static_cast<float>(-(1.0 - smoothing)) /
+                                          static_cast<float>(n))),
+              element);
+          Value j = linalg::IndexOp::create(b, loc, 1);
+          Value isTarget = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::eq, j, column);
+          Value out =
+              arith::SelectOp::create(b, loc, isTarget, adjusted, rounded);
+          Value zero = emitTruncFromF32(b, loc, c(b, loc, 0.0), element);
+          return arith::SelectOp::create(b, loc, ignored, zero, out);
+        });
+
+    Value lossResult;
+    auto lossType = cast<RankedTensorType>(op.getLoss().getType());
+    if (reduce) {
+      Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, f32);
+      Value zero =
+          linalg::FillOp::create(b, loc, c(b, loc, 0.0), empty).getResult(0);
+      Value sum = linalg::GenericOp::create(
+                      b, loc, zero.getType(), loss, zero,
+                      {identity1, AffineMap::get(1, 0, {}, ctx)},
+                      IteratorType::reduction,
+                      [&](OpBuilder &b, Location loc, ValueRange args) {
+                        linalg::YieldOp::create(
+                            b, loc,
+                            arith::AddFOp::create(b, loc, args[1], args[0])
+                                .getResult());
+                      })
+                      .getResult(0);
+      lossResult = mapElements(
+          b, loc, {}, f32, sum, {AffineMap::get(0, 0, {}, ctx)},
+          [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+            return arith::DivFOp::create(b, loc, args[0], c(b, loc, n));
+          });
+    } else {
+      lossResult = lossType.getRank() == 1
+                       ? loss
+                       : tensor::ExpandShapeOp::create(
+                             b, loc, lossType, loss,
+                             ArrayRef<ReassociationIndices>{llvm::to_vector(
+                                 llvm::seq<int64_t>(0, lossType.getRank()))});
+    }
+    rewriter.replaceOp(
+        op,
+        {lossResult,
+         viewAs(b, loc, grad, cast<RankedTensorType>(op.getGrad().getType()))});
+    return success();
+  }
+};
+
+struct CrossEntropyBackwardOpLowering
+    : OpConversionPattern<CrossEntropyBackwardOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CrossEntropyBackwardOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    Value grad = viewAs2D(b, loc, adaptor.getGrad());
+    auto type = cast<RankedTensorType>(grad.getType());
+    int64_t rows = type.getDimSize(0), vocab = type.getDimSize(1);
+    Value dloss = adaptor.getDloss();
+    auto dlossType = cast<RankedTensorType>(dloss.getType());
+    MLIRContext *ctx = op.getContext();
+    AffineMap dlossMap = AffineMap::get(2, 0, {}, ctx);
+    if (dlossType.getRank() != 0) {
+      if (dlossType.getRank() != 1)
+        dloss = tensor::CollapseShapeOp::create(
+            b, loc, RankedTensorType::get({rows}, b.getF32Type()), dloss,
+            ArrayRef<ReassociationIndices>{
+                llvm::to_vector(llvm::seq<int64_t>(0, dlossType.getRank()))});
+      dlossMap = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+    }
+    Type element = type.getElementType();
+    Value result =
+        mapElements(b, loc, {rows, vocab}, element, {grad, dloss},
+                    {AffineMap::getMultiDimIdentityMap(2, ctx), dlossMap},
+                    [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                      return emitTruncFromF32(
+                          b, loc,
+                          arith::MulFOp::create(
+                              b, loc, emitExtToF32(b, loc, args[0]), args[1]),
+                          element);
+                    });
+    rewriter.replaceOp(
+        op, viewAs(b, loc, result,
+                   cast<RankedTensorType>(op.getResult().getType())));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::te::populateCrossEntropyLoweringPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<CrossEntropyOpLowering, CrossEntropyBackwardOpLowering>(
+      patterns.getContext());
+}

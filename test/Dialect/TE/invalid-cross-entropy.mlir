@@ -1,0 +1,40 @@
+// te.cross_entropy and te.cross_entropy_backward reject bad shapes and attributes with a message that names the fix.
+// RUN: te-opt %s -split-input-file -verify-diagnostics
+
+func.func @target_shape(%x: tensor<4x10xf32>, %t: tensor<5xi64>) {
+  // expected-error @+1 {{'target' must have shape [4] (one class per row of 'logits'), got 'tensor<5xi64>'}}
+  %l, %g = te.cross_entropy %x, %t : tensor<4x10xf32>, tensor<5xi64> -> tensor<4xf32>, tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @smoothing(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{'label_smoothing' must be in [0, 1), got 1}}
+  %l, %g = te.cross_entropy %x, %t label_smoothing 1.0 : tensor<4x10xf32>, tensor<4xi64> -> tensor<4xf32>, tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @reduced_loss(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{result 'loss' must be 'tensor<f32>', got 'tensor<4xf32>'}}
+  %l, %g = te.cross_entropy %x, %t reduce_loss : tensor<4x10xf32>, tensor<4xi64> -> tensor<4xf32>, tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @grad_type(%x: tensor<4x10xbf16>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{result 'grad' must be 'tensor<4x10xbf16>', got 'tensor<4x10xf32>'}}
+  %l, %g = te.cross_entropy %x, %t : tensor<4x10xbf16>, tensor<4xi64> -> tensor<4xf32>, tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @dloss_shape(%g: tensor<4x10xbf16>, %d: tensor<3xf32>) {
+  // expected-error @+1 {{'dloss' must be an f32 scalar (reduce_loss) or one per row of 'grad', got 'tensor<3xf32>'}}
+  %r = te.cross_entropy_backward %g, %d : tensor<4x10xbf16>, tensor<3xf32> -> tensor<4x10xbf16>
+  return
+}

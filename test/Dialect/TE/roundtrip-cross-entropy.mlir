@@ -1,0 +1,17 @@
+// Round-trips te.cross_entropy and te.cross_entropy_backward through the custom and generic forms with every attribute.
+// RUN: te-opt %s | te-opt | FileCheck %s
+// RUN: te-opt %s --mlir-print-op-generic | te-opt | FileCheck %s
+
+// CHECK-LABEL: func @cross_entropy
+// CHECK: te.cross_entropy %{{.*}}, %{{.*}} : tensor<2x16x1000xbf16>, tensor<2x16xi64> -> tensor<2x16xf32>, tensor<2x16x1000xbf16>
+// CHECK: te.cross_entropy %{{.*}}, %{{.*}} label_smoothing 1.000000e-01 ignore_index -1 reduce_loss : tensor<32x1000xf32>, tensor<32xi32> -> tensor<f32>, tensor<32x1000xf32>
+// CHECK: te.cross_entropy_backward %{{.*}}, %{{.*}} : tensor<2x16x1000xbf16>, tensor<2x16xf32> -> tensor<2x16x1000xbf16>
+// CHECK: te.cross_entropy_backward %{{.*}}, %{{.*}} : tensor<32x1000xf32>, tensor<f32> -> tensor<32x1000xf32>
+func.func @cross_entropy(%x: tensor<2x16x1000xbf16>, %t: tensor<2x16xi64>, %x2: tensor<32x1000xf32>, %t2: tensor<32xi32>) {
+  %l, %g = te.cross_entropy %x, %t : tensor<2x16x1000xbf16>, tensor<2x16xi64> -> tensor<2x16xf32>, tensor<2x16x1000xbf16>
+  %l2, %g2 = te.cross_entropy %x2, %t2 label_smoothing 0.1 ignore_index -1 reduce_loss
+      : tensor<32x1000xf32>, tensor<32xi32> -> tensor<f32>, tensor<32x1000xf32>
+  %d = te.cross_entropy_backward %g, %l : tensor<2x16x1000xbf16>, tensor<2x16xf32> -> tensor<2x16x1000xbf16>
+  %d2 = te.cross_entropy_backward %g2, %l2 : tensor<32x1000xf32>, tensor<f32> -> tensor<32x1000xf32>
+  return
+}

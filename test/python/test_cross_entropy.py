@@ -1,0 +1,156 @@
+"""te.cross_entropy and te.cross_entropy_backward through te_mlir.ops,
+against float64 references written from TE's pytorch/triton/
+cross_entropy.py (the op's description), against torch's cross_entropy
+where the two agree, and with the reference's gradient checked by finite
+differences.
+
+Tolerances: the loss is f32 arithmetic over a row of V logits (the sum d
+of V exponentials, each within a few ulp): |error| <= (V + 8) 2^-24 of
+the magnitudes it combines (|m| + |log d| + |x_y|, and the smoothing sum's
+sum of |eps x_i|). The gradient is exp(x - m) / d, relative error
+(V + 8) 2^-24 through d, then rounded to the logits' type (half an ulp:
+bf16 2^-8, f16 2^-11, f32 2^-24), the target's entry twice."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+import torch
+
+from te_mlir import ops
+from te_mlir.errors import DeviceError, ShapeError
+
+DTYPES = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
+HALF_ULP = {"f32": 2.0 ** -24, "bf16": 2.0 ** -8, "f16": 2.0 ** -11}
+
+
+def reference(x, target, smoothing, reduce, ignore=-100):
+    """(loss, grad, loss bound magnitude, grad magnitude) in float64."""
+    shape = x.shape
+    x = x.reshape(-1, shape[-1]).astype(np.float64)
+    t = target.reshape(-1).astype(np.int64)
+    rows, vocab = x.shape
+    m = x.max(axis=1)
+    d = np.exp(x - m[:, None]).sum(axis=1)
+    lse = m + np.log(d)
+    ignored = t == ignore
+    y = np.clip(t, 0, vocab - 1)
+    xy = x[np.arange(rows), y]
+    eps = smoothing / vocab
+    loss = lse - xy
+    magnitude = np.abs(m) + np.abs(np.log(d)) + np.abs(xy)
+    if smoothing > 0:
+        loss = (1 - smoothing) * loss + (-eps * x.sum(axis=1) + smoothing * lse)
+        magnitude = magnitude + np.abs(eps * x).sum(axis=1)
+    loss = np.where(ignored, 0.0, loss)
+    n = rows if reduce else 1
+    p = np.exp(x - lse[:, None])
+    grad = (p - eps) / n
+    grad[np.arange(rows), y] -= (1 - smoothing) / n
+    grad[ignored] = 0.0
+    gmag = (p + eps) / n
+    gmag[np.arange(rows), y] += (1 - smoothing) / n
+    if reduce:
+        return loss.sum() / rows, grad.reshape(shape), magnitude.sum() / rows, \
+            gmag.reshape(shape)
+    return (loss.reshape(shape[:-1]), grad.reshape(shape),
+            magnitude.reshape(shape[:-1]), gmag.reshape(shape))
+
+
+def test_reference_gradient_matches_finite_differences():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((3, 6))
+    t = np.array([1, -100, 4])
+    for smoothing in (0.0, 0.2):
+        _, grad, _, _ = reference(x, t, smoothing, True)
+        numeric = np.zeros_like(x)
+        for i in np.ndindex(x.shape):
+            step = np.zeros_like(x)
+            step[i] = 1e-6
+            numeric[i] = (reference(x + step, t, smoothing, True)[0]
+                          - reference(x - step, t, smoothing, True)[0]) / 2e-6
+        np.testing.assert_allclose(numeric, grad, rtol=1e-6, atol=1e-8)
+
+
+CASES = {
+    # shape, dtype, label smoothing, reduce_loss, target dtype, ignore index
+    "bf16-3d": ((2, 7, 1000), "bf16", 0.0, False, np.int64, -100),
+    "f32-smoothing-reduce": ((9, 333), "f32", 0.1, True, np.int64, -100),
+    "f16-one-row-i32": ((1, 64), "f16", 0.0, True, np.int32, -100),
+    "bf16-smoothing-ignore-1": ((4, 3, 130), "bf16", 0.25, False, np.int32,
+                                -1),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_forward_and_backward(name):
+    shape, dtype, smoothing, reduce, target_dtype, ignore = CASES[name]
+    rng = np.random.default_rng(len(name))
+    x = (rng.standard_normal(shape) * 4).astype(DTYPES[dtype])
+    t = rng.integers(0, shape[-1], shape[:-1]).astype(target_dtype)
+    t.reshape(-1)[::5] = ignore
+    loss, grad = ops.cross_entropy(x, t, label_smoothing=smoothing,
+                                   reduce_loss=reduce, ignore_index=ignore)
+    want, want_grad, magnitude, gmag = reference(x, t, smoothing, reduce,
+                                                 ignore)
+    vocab = shape[-1]
+    loss = np.asarray(loss)
+    assert loss.dtype == np.float32 and loss.shape == np.shape(want)
+    assert (np.abs(loss - want) <= (vocab + 8) * 2.0 ** -24 * magnitude
+            + 1e-30).all()
+    grad = np.asarray(grad)
+    assert grad.dtype == DTYPES[dtype] and grad.shape == shape
+    bound = (2 * HALF_ULP[dtype] * np.abs(want_grad)
+             + (vocab + 8) * 2.0 ** -24 * gmag
+             + HALF_ULP[dtype] * gmag)
+    assert (np.abs(grad.astype(np.float64) - want_grad) <= bound).all()
+    ignored = (t == ignore).reshape(-1)
+    assert (grad.reshape(-1, vocab)[ignored] == 0).all()
+
+    dloss = (np.float32(0.75) if reduce
+             else rng.standard_normal(shape[:-1]).astype(np.float32))
+    dx = np.asarray(ops.cross_entropy_backward(grad, dloss))
+    scale = dloss if reduce else dloss[..., None]
+    exact = grad.astype(np.float64) * scale
+    assert dx.dtype == DTYPES[dtype]
+    assert (np.abs(dx.astype(np.float64) - exact)
+            <= HALF_ULP[dtype] * np.abs(exact) + 1e-30).all()
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_per_row_loss_is_torchs(smoothing):
+    """Per row, TE's loss is torch's (label smoothing included); reduced,
+    TE divides by every row, torch's mean by the rows not ignored."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((12, 50)).astype(np.float32) * 3
+    t = rng.integers(0, 50, 12)
+    t[[2, 7]] = -100
+    loss, _ = ops.cross_entropy(x, t, label_smoothing=smoothing)
+    want = torch.nn.functional.cross_entropy(
+        torch.from_numpy(x), torch.from_numpy(t), reduction="none",
+        label_smoothing=smoothing).numpy()
+    np.testing.assert_allclose(np.asarray(loss), want, rtol=2e-6, atol=2e-6)
+    mean, _ = ops.cross_entropy(x, t, label_smoothing=smoothing,
+                                reduce_loss=True)
+    np.testing.assert_allclose(float(np.asarray(mean)), want.sum() / 12,
+                               rtol=2e-6)
+
+
+def test_bad_targets_stop_the_launch():
+    x = np.zeros((4, 10), np.float32)
+    with pytest.raises(DeviceError, match=r"target\[2\] = 10 is outside "
+                       r"\[0, 10\) \(the vocabulary\) and is not the ignore "
+                       r"index -100"):
+        ops.cross_entropy(x, np.array([0, 1, 10, 3]))
+    with pytest.raises(DeviceError, match=r"target\[0\] = -100"):
+        ops.cross_entropy(x, np.array([-100, 1, 2, 3]), ignore_index=-1)
+
+
+def test_bad_shapes_say_what_to_change():
+    with pytest.raises(ShapeError, match=r"target must have shape \[4\]"):
+        ops.cross_entropy(np.zeros((4, 10), np.float32), np.zeros(5, np.int64))
+    with pytest.raises(ValueError, match="label_smoothing"):
+        ops.cross_entropy(np.zeros((4, 10), np.float32),
+                          np.zeros(4, np.int64), label_smoothing=1.0)
+    with pytest.raises(ShapeError, match="dloss"):
+        ops.cross_entropy_backward(np.zeros((4, 10), np.float32),
+                                   np.zeros(3, np.float32))
