@@ -420,11 +420,11 @@ public:
         cast<RankedTensorType>(op.getFreqs().getType()).getDimSize(0);
     int64_t tokens = input.getDimSize(op.getSequenceDim());
     if (!input.hasStaticShape() || ShapedType::isDynamic(rows) ||
-        (op.isThd() && op.getCpSize() != 1))
+        (op.isThd() && op.getCpSizeAttr().getInt() != 1))
       return;
     if (op.isThd())
       ragged(op.getCuSeqlens(), Value(), tokens);
-    int64_t span = op.isThd() ? tokens : tokens * op.getCpSize();
+    int64_t span = op.isThd() ? tokens : tokens * op.getCpSizeAttr().getInt();
     if (rows >= span)
       assign(op.getStartPositions(),
              "positions:" + std::to_string(rows - span));

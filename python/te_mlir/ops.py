@@ -1170,6 +1170,16 @@ def _norm_quantize_clauses(quantize, fp8, scale, pow2_scales, usage,
     return clauses, usage, None
 
 
+def _check_out_dtype(what, quantize, out_dtype, keep_output, output):
+    """out_dtype names the high-precision output's dtype, which a quantized
+    output returns only with keep_output=True."""
+    if quantize is not None and out_dtype is not None and not keep_output:
+        raise ValueError(f"{what}: out_dtype is {output}'s dtype, and a "
+                         f"quantized output returns {output} only with "
+                         f"keep_output=True (the cast is of {output} "
+                         "rounded to x's dtype otherwise)")
+
+
 class _Quantized:
     """What an op whose output may be quantized (te.norm, te.activation,
     te.activation_backward) is asked for: quantize=<mode> with its fp8,
@@ -1282,10 +1292,7 @@ def _norm(kind, x, weight, bias, eps, zero_centered_gamma, out_dtype,
     what = "layer_norm" if kind == "layernorm" else "rms_norm"
     x, weight = _norm_operands(x, weight, what)
     bias = _arg(bias, "bias", ("f32", "f16", "bf16"), rank=1)
-    if quantize is not None and out_dtype is not None and not keep_output:
-        raise ValueError(f"{what}: out_dtype is z's dtype, and a quantized "
-                         "output returns z only with keep_output=True (the "
-                         "cast is of z rounded to x's dtype otherwise)")
+    _check_out_dtype(what, quantize, out_dtype, keep_output, "z")
     request = _Quantized(what, quantize, fp8, scale, usage, keep_output,
                          pow2_scales, amax_epsilon, with_amax)
     out = dtype_name(out_dtype) if out_dtype is not None else x.dtype
@@ -1441,6 +1448,7 @@ def activation(x, kind, *, limit=None, alpha=None, linear_offset=None,
     what = "activation"
     x = _activation_input(x, kind, what)
     attrs = _activation_attrs(kind, limit, alpha, linear_offset, what)
+    _check_out_dtype(what, quantize, out_dtype, keep_output, "y")
     request = _Quantized(what, quantize, fp8, scale, usage, keep_output,
                          pow2_scales, amax_epsilon, with_amax)
     out = dtype_name(out_dtype) if out_dtype is not None else x.dtype
@@ -1480,6 +1488,7 @@ def activation_backward(grad, x, kind, *, dbias=False, limit=None,
     if list(grad.shape) != want:
         raise ShapeError(f"{what}: grad must have shape {want}, got "
                          f"{list(grad.shape)}")
+    _check_out_dtype(what, quantize, out_dtype, keep_output, "dx")
     request = _Quantized(what, quantize, fp8, scale, usage, keep_output,
                          pow2_scales, amax_epsilon, with_amax)
     out = dtype_name(out_dtype) if out_dtype is not None else x.dtype

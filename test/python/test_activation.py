@@ -30,6 +30,7 @@ from te_mlir.errors import DTypeError, ShapeError
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir,
                                 "te-run"))
 import fp8_reference as fp8_ref  # noqa: E402
+from quantized_bits import same_bits, same_quantized  # noqa: E402
 
 DTYPES = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
 HALF_ULP = {"f32": 2.0 ** -24, "bf16": 2.0 ** -8, "f16": 2.0 ** -11}
@@ -267,21 +268,6 @@ def test_special_values_as_te(kind):
 # --- quantized outputs ----------------------------------------------------
 
 
-def same_bits(got, want, what):
-    got, want = np.atleast_1d(got), np.atleast_1d(want)
-    assert got.dtype == want.dtype and got.shape == want.shape, what
-    assert (got.view(np.uint8) == want.view(np.uint8)).all(), what
-
-
-def same_quantized(got, want):
-    for field in ("data", "scale_inv", "columnwise_data",
-                  "columnwise_scale_inv", "amax"):
-        a, b = getattr(got, field), getattr(want, field)
-        assert (a is None) == (b is None), field
-        if a is not None:
-            same_bits(a, b, field)
-
-
 @pytest.mark.parametrize("kind,usage", [("gelu", "both"), ("swiglu", "rowwise"),
                                         ("srelu", "columnwise")])
 def test_delayed_scaling_casts_the_f32_values(kind, usage):
@@ -363,6 +349,9 @@ def test_bad_requests_say_what_to_change():
                                 "geglu")
     with pytest.raises(DTypeError, match="grad"):
         ops.activation_backward(inputs((4, 63), "f32"), x, "gelu")
+    with pytest.raises(ValueError, match="keep_output=True"):
+        ops.activation(inputs((4, 64), "bf16"), "gelu", out_dtype="f32",
+                       quantize="mxfp8_1x32")
     with pytest.raises(ValueError, match="dbias is for the plain"):
         ops.activation_backward(inputs((4, 32), "bf16"),
                                 inputs((4, 64), "bf16"), "swiglu", dbias=True)

@@ -27,6 +27,7 @@ from te_mlir.errors import ShapeError
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir,
                                 "te-run"))
 import fp8_reference as fp8_ref  # noqa: E402
+from quantized_bits import same_bits, same_quantized  # noqa: E402
 
 DTYPES = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
 FP8 = {"e4m3": "f8E4M3FN", "e5m2": "f8E5M2"}
@@ -50,24 +51,6 @@ def norm(kind, x, gamma, beta, **kw):
 
 def f32(a):
     return None if a is None else np.asarray(a).astype(np.float32)
-
-
-def same_bits(got, want, what):
-    got, want = np.atleast_1d(got), np.atleast_1d(want)
-    assert got.dtype == want.dtype and got.shape == want.shape, what
-    assert (got.view(np.uint8) == want.view(np.uint8)).all(), (
-        f"{what}: {(got.view(np.uint8) != want.view(np.uint8)).sum()} bytes "
-        "differ")
-
-
-def same_quantized(got, want):
-    for field in ("data", "scale_inv", "columnwise_data",
-                  "columnwise_scale_inv", "amax"):
-        a, b = getattr(got, field), getattr(want, field)
-        assert (a is None) == (b is None), field
-        if a is not None:
-            same_bits(a, b, field)
-    assert (got.mode, got.fp8, got.shape) == (want.mode, want.fp8, want.shape)
 
 
 DELAYED = [

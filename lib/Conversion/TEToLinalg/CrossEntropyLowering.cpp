@@ -51,6 +51,17 @@ Value reduceRows(
       .getResult(0);
 }
 
+/// `value` (one entry per row, any rank) as a vector of `rows` entries.
+Value collapseRows(OpBuilder &b, Location loc, Value value, int64_t rows) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getRank() == 1)
+    return value;
+  return tensor::CollapseShapeOp::create(
+      b, loc, RankedTensorType::get({rows}, type.getElementType()), value,
+      ArrayRef<ReassociationIndices>{
+          llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()))});
+}
+
 struct CrossEntropyOpLowering : OpConversionPattern<CrossEntropyOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -62,14 +73,7 @@ struct CrossEntropyOpLowering : OpConversionPattern<CrossEntropyOp> {
     auto type = cast<RankedTensorType>(logits.getType());
     int64_t rows = type.getDimSize(0), vocab = type.getDimSize(1);
     Type element = type.getElementType();
-    auto targetType = cast<RankedTensorType>(op.getTarget().getType());
-    Value target = adaptor.getTarget();
-    if (targetType.getRank() != 1)
-      target = tensor::CollapseShapeOp::create(
-          b, loc, RankedTensorType::get({rows}, targetType.getElementType()),
-          target,
-          ArrayRef<ReassociationIndices>{
-              llvm::to_vector(llvm::seq<int64_t>(0, targetType.getRank()))});
+    Value target = collapseRows(b, loc, adaptor.getTarget(), rows);
     double smoothing = op.getLabelSmoothing().convertToDouble();
     float eps = static_cast<float>(smoothing / static_cast<double>(vocab));
     bool reduce = op.getReduceLoss();
@@ -251,11 +255,7 @@ struct CrossEntropyBackwardOpLowering
     MLIRContext *ctx = op.getContext();
     AffineMap dlossMap = AffineMap::get(2, 0, {}, ctx);
     if (dlossType.getRank() != 0) {
-      if (dlossType.getRank() != 1)
-        dloss = tensor::CollapseShapeOp::create(
-            b, loc, RankedTensorType::get({rows}, b.getF32Type()), dloss,
-            ArrayRef<ReassociationIndices>{
-                llvm::to_vector(llvm::seq<int64_t>(0, dlossType.getRank()))});
+      dloss = collapseRows(b, loc, dloss, rows);
       dlossMap = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
     }
     Type element = type.getElementType();

@@ -180,7 +180,8 @@ template <typename OpT> struct RopeLowering : OpConversionPattern<OpT> {
     int64_t s2 = freqsType.getDimSize(0), d2 = freqsType.getDimSize(3);
     int64_t rank = type.getRank();
     bool thd = op.isThd(), interleaved = op.getInterleaved();
-    int64_t cpSize = op.getCpSize(), cpRank = op.getCpRank();
+    int64_t cpSize = op.getCpSizeAttr().getInt(),
+            cpRank = op.getCpRankAttr().getInt();
     unsigned seqDim = op.getSequenceDim();
     int64_t sequences = op.getNumSequences();
     Value startPositions = adaptor.getStartPositions();

@@ -280,8 +280,8 @@ std::optional<std::string> mlir::te::getCPUUnsupportedReason(Operation *op) {
           CrossEntropyBackwardOp>(op)) {
     // The GEMM micro-kernel's panels and tiles are sized at compile time;
     // the norms, activations, RoPE and cross-entropy view their operands
-    // through static shapes.
-    for (Value value : op->getOperands())
+    // and results through static shapes.
+    for (Value value : llvm::concat<Value>(op->getOperands(), op->getResults()))
       if (!cast<ShapedType>(value.getType()).hasStaticShape())
         return op->getName().getStringRef().str() +
                " with dynamic shapes has no CPU lowering yet";

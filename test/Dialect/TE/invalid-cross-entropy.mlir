@@ -38,3 +38,11 @@ func.func @dloss_shape(%g: tensor<4x10xbf16>, %d: tensor<3xf32>) {
   %r = te.cross_entropy_backward %g, %d : tensor<4x10xbf16>, tensor<3xf32> -> tensor<4x10xbf16>
   return
 }
+
+// -----
+
+func.func @no_classes(%x: tensor<4x0xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{'logits' must have rank >= 2 and at least one class ([rows..., V], V >= 1), got 'tensor<4x0xf32>'}}
+  %l, %g = te.cross_entropy %x, %t : tensor<4x0xf32>, tensor<4xi64> -> tensor<4xf32>, tensor<4x0xf32>
+  return
+}

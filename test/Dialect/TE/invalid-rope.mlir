@@ -70,3 +70,27 @@ func.func @result_type(%x: tensor<16x2x4x64xbf16>, %f: tensor<64x1x1x64xf32>) {
   %0 = te.rope %x, %f format sbhd : tensor<16x2x4x64xbf16>, tensor<64x1x1x64xf32> -> tensor<16x2x4x64xf32>
   return
 }
+
+// -----
+
+func.func @cu_seqlens_entries(%x: tensor<40x4x64xbf16>, %f: tensor<64x1x1x64xf32>, %cu: tensor<1xi32>) {
+  // expected-error @+1 {{'cu_seqlens' must have sequences + 1 >= 2 entries, got 'tensor<1xi32>'}}
+  %0 = te.rope %x, %f cu_seqlens(%cu) format thd : tensor<40x4x64xbf16>, tensor<64x1x1x64xf32>, tensor<1xi32> -> tensor<40x4x64xbf16>
+  return
+}
+
+// -----
+
+func.func @no_positions(%x: tensor<16x2x4x64xbf16>, %f: tensor<0x1x1x64xf32>, %sp: tensor<2xi32>) {
+  // expected-error @+1 {{'freqs' must have at least one position, got 'tensor<0x1x1x64xf32>'}}
+  %0 = te.rope %x, %f start_positions(%sp) format sbhd : tensor<16x2x4x64xbf16>, tensor<0x1x1x64xf32>, tensor<2xi32> -> tensor<16x2x4x64xbf16>
+  return
+}
+
+// -----
+
+func.func @negative_cp_size(%x: tensor<16x2x4x64xbf16>, %f: tensor<64x1x1x64xf32>) {
+  // expected-error @+1 {{'cp_size' must be >= 1 and 'cp_rank' in [0, cp_size), got -1 and 0}}
+  %0 = te.rope %x, %f format sbhd cp_size -1 : tensor<16x2x4x64xbf16>, tensor<64x1x1x64xf32> -> tensor<16x2x4x64xbf16>
+  return
+}

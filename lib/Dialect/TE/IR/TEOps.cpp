@@ -1714,7 +1714,17 @@ template <typename OpT> static LogicalResult verifyRope(OpT op) {
   if (thd != static_cast<bool>(op.getCuSeqlens()))
     return diag(thd ? "format thd needs cu_seqlens(%cu) (i32 [sequences + 1])"
                     : "cu_seqlens(...) is for format thd only");
-  int64_t cpSize = op.getCpSize(), cpRank = op.getCpRank();
+  if (Value cu = op.getCuSeqlens()) {
+    int64_t entries = cast<RankedTensorType>(cu.getType()).getDimSize(0);
+    if (!ShapedType::isDynamic(entries) && entries < 2)
+      return diag("'cu_seqlens' must have sequences + 1 >= 2 entries, got ",
+                  cu.getType());
+  }
+  if (freqs.getDimSize(0) == 0)
+    return diag("'freqs' must have at least one position, got ", freqs);
+  // Signless attributes: read signed, so that -1 is not 4294967295.
+  int64_t cpSize = op.getCpSizeAttr().getInt();
+  int64_t cpRank = op.getCpRankAttr().getInt();
   if (cpSize < 1 || cpRank < 0 || cpRank >= cpSize)
     return diag("'cp_size' must be >= 1 and 'cp_rank' in [0, cp_size), got ",
                 cpSize, " and ", cpRank);
@@ -1753,8 +1763,10 @@ LogicalResult CrossEntropyOp::verify() {
   Diag diag(getOperation());
   RankedTensorType logits = getLogits().getType();
   auto target = cast<RankedTensorType>(getTarget().getType());
-  if (logits.getRank() < 2)
-    return diag("'logits' must have rank >= 2 ([rows..., V]), got ", logits);
+  if (logits.getRank() < 2 || logits.getShape().back() == 0)
+    return diag("'logits' must have rank >= 2 and at least one class "
+                "([rows..., V], V >= 1), got ",
+                logits);
   ArrayRef<int64_t> rows = logits.getShape().drop_back();
   if (failed(verifyCompatibleShape(target.getShape(), rows)))
     return diag("'target' must have shape [",
@@ -1777,8 +1789,10 @@ LogicalResult CrossEntropyBackwardOp::verify() {
   Diag diag(getOperation());
   RankedTensorType grad = getGrad().getType();
   auto dloss = cast<RankedTensorType>(getDloss().getType());
-  if (grad.getRank() < 2)
-    return diag("'grad' must have rank >= 2 ([rows..., V]), got ", grad);
+  if (grad.getRank() < 2 || grad.getShape().back() == 0)
+    return diag("'grad' must have rank >= 2 and at least one class "
+                "([rows..., V], V >= 1), got ",
+                grad);
   if (dloss.getRank() != 0 &&
       failed(
           verifyCompatibleShape(dloss.getShape(), grad.getShape().drop_back())))

@@ -114,24 +114,7 @@ public:
             .str();
     using P = arith::CmpIPredicate;
 
-    Value first = element(cuSeqlens, 0);
-    check({cmp(b, loc, P::ne, first, i64(0)), {first}},
-          cu + "[0] = {0}; cu_seqlens start at 0");
-    checkEach(
-        0, count, 3,
-        [&](OpBuilder &b, Location loc, Value i) -> RuleResult {
-          Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), i);
-          Value next = arith::AddIOp::create(
-              b, loc, i,
-              arith::ConstantIntOp::create(b, loc, b.getI64Type(), 1));
-          Value nextAt =
-              arith::IndexCastOp::create(b, loc, b.getIndexType(), next);
-          Value before = element(b, loc, cuSeqlens, at);
-          Value after = element(b, loc, cuSeqlens, nextAt);
-          return {cmp(b, loc, P::slt, after, before), {next, after, before}};
-        },
-        cu + "[{0}] = {1} is less than the entry before it ({2}); cu_seqlens "
-             "are prefix sums of the sequence lengths and never decrease");
+    checkRaggedPrefix(cuSeqlens, count, cu);
     if (!seqOffsets) {
       Value last = element(cuSeqlens, count);
       check({cmp(b, loc, P::sgt, last, i64(tokens)), {last}},
@@ -237,7 +220,7 @@ public:
                           int64_t rows) {
     using P = arith::CmpIPredicate;
     if (cuSeqlens) {
-      checkRaggedPrefix(cuSeqlens, count);
+      checkRaggedPrefix(cuSeqlens, count, "cu_seqlens");
       Value last = element(cuSeqlens, count);
       check({cmp(b, loc, P::sgt, last, i64(tokens * cpSize)), {last}},
             llvm::formatv(
@@ -329,12 +312,12 @@ public:
             .str());
   }
 
-  /// cu_seqlens start at 0 and never decrease.
-  void checkRaggedPrefix(Value cuSeqlens, int64_t count) {
+  /// The cu_seqlens input `name` starts at 0 and never decreases.
+  void checkRaggedPrefix(Value cuSeqlens, int64_t count, StringRef name) {
     using P = arith::CmpIPredicate;
     Value first = element(cuSeqlens, 0);
     check({cmp(b, loc, P::ne, first, i64(0)), {first}},
-          "cu_seqlens[0] = {0}; cu_seqlens start at 0");
+          name.str() + "[0] = {0}; cu_seqlens start at 0");
     checkEach(
         0, count, 3,
         [&](OpBuilder &b, Location loc, Value i) -> RuleResult {
@@ -348,9 +331,9 @@ public:
           Value after = element(b, loc, cuSeqlens, nextAt);
           return {cmp(b, loc, P::slt, after, before), {next, after, before}};
         },
-        "cu_seqlens[{0}] = {1} is less than the entry before it ({2}); "
-        "cu_seqlens are prefix sums of the sequence lengths and never "
-        "decrease");
+        name.str() +
+            "[{0}] = {1} is less than the entry before it ({2}); cu_seqlens "
+            "are prefix sums of the sequence lengths and never decrease");
   }
 
 private:
@@ -395,7 +378,7 @@ template <typename OpT> void insertRopeChecks(OpT op) {
   int64_t tokens = input.getDimSize(op.getSequenceDim());
   CheckEmitter(op).checkRopePositions(op.getCuSeqlens(), op.getStartPositions(),
                                       op.getNumSequences(), tokens, tokens,
-                                      op.getCpSize(), rows);
+                                      op.getCpSizeAttr().getInt(), rows);
 }
 
 /// The checks of te.attention and te.attention_backward, whose index
