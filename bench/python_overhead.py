@@ -8,8 +8,8 @@ tiny inputs, and the peak memory of an attention call.
    d=16), whose kernel time is negligible, called N times in a row; rounds
    of every variant alternate and the best round's mean per call is kept:
    te_mlir.ops.attention on numpy arrays and on torch tensors,
-   te_mlir.torch.attention (the torch custom op), a bare te_mlir Module
-   call of the same program, and torch.nn.functional.
+   te_mlir.torch.dot_product_attention (the torch custom op), a bare
+   te_mlir Module call of the same program, and torch.nn.functional.
    scaled_dot_product_attention on the same torch tensors.
 2. peak_memory: causal attention at b=1, s=2048, h=8, d=64, f32, forward
    and forward + backward, each variant in a fresh process: after a warm-up
@@ -62,7 +62,8 @@ def overhead(calls, rounds):
         "te_mlir Module call (numpy)": lambda: module(qn, kn, vn),
         "te_mlir.ops.attention (numpy)": lambda: ops.attention(qn, kn, vn),
         "te_mlir.ops.attention (torch)": lambda: ops.attention(q, k, v),
-        "te_mlir.torch.attention (custom op)": lambda: tet.attention(q, k, v),
+        "te_mlir.torch.dot_product_attention (custom op)":
+            lambda: tet.dot_product_attention(q, k, v),
         "torch SDPA": lambda: F.scaled_dot_product_attention(
             qt, kt, vt, is_causal=True),
     }
@@ -101,7 +102,7 @@ torch.manual_seed(0)
 q, k, v = (torch.randn(b, s, h, d, requires_grad=backward) for _ in range(3))
 if variant == "te_mlir":
     import te_mlir.torch as tet
-    call = lambda: tet.attention(q, k, v, mask="causal")
+    call = lambda: tet.dot_product_attention(q, k, v, mask="causal")
 else:
     qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
     call = lambda: F.scaled_dot_product_attention(qt, kt, vt, is_causal=True)

@@ -306,6 +306,28 @@ class Quantizer:
                             pow2_scales=p.power_2_scale,
                             epsilon=p.amax_epsilon, **kw)
 
+    def fused(self):
+        """The keywords with which an op that quantizes its own output
+        (ops.layer_norm, rms_norm, activation, activation_backward) casts
+        it as this quantizer would: quantize=, fp8=, and scale= under
+        DelayedScaling, pow2_scales= and amax_epsilon= under current and
+        block scaling. record(q) then ends DelayedScaling's step."""
+        r = self.recipe
+        kw = dict(quantize=self.mode(), fp8=self.fp8)
+        if r.delayed():
+            kw["scale"] = self.scale
+        elif not r.mxfp8():
+            p = r.qparams(self.role)
+            kw.update(pow2_scales=p.power_2_scale,
+                      amax_epsilon=p.amax_epsilon or None)
+        return kw
+
+    def record(self, q, device=None):
+        """After an op quantized with fused()'s keywords: DelayedScaling
+        folds the output's amax (q.amax) into its history."""
+        if self.recipe.delayed():
+            self.update(q.amax, device=device)
+
     def update(self, amax, device=None):
         """DelayedScaling's step: folds `amax` (reduced over the group if
         the recipe says so) into the history and computes the next

@@ -20,6 +20,8 @@ import torch.nn.functional as F  # noqa: E402
 
 import te_mlir  # noqa: E402
 import te_mlir.torch as tet  # noqa: E402
+from te_mlir.torch._common import host  # noqa: E402
+from te_mlir.torch.ops import attention as attention_ops  # noqa: E402
 from te_mlir import ops  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir)
@@ -39,14 +41,15 @@ def qkv(b=2, s=16, h=4, g=2, d=16, dtype=torch.float32, grad=True):
 
 def attention_args(q, k, v, **over):
     """The te_mlir::attention op's positional arguments: its optional
-    tensors and attributes by name (tet._OPTIONAL, tet._ATTRIBUTES)."""
-    kw = dict.fromkeys(tet._OPTIONAL)
+    tensors and attributes by name (_OPTIONAL and _ATTRIBUTES of
+    te_mlir.torch.ops.attention)."""
+    kw = dict.fromkeys(attention_ops._OPTIONAL)
     kw.update(layout="bshd", mask="causal", window=None,
               bottom_right_diagonal=None, scale=None, bias_type="no_bias",
               softmax="vanilla", dropout=0.0, seed=0)
     assert set(over) <= set(kw), set(over) - set(kw)
     kw.update(over)
-    return (q, k, v, *(kw[n] for n in tet._OPTIONAL + tet._ATTRIBUTES))
+    return (q, k, v, *(kw[n] for n in attention_ops._OPTIONAL + attention_ops._ATTRIBUTES))
 
 
 # --- opcheck ---------------------------------------------------------------
@@ -54,18 +57,18 @@ def attention_args(q, k, v, **over):
 
 def test_opcheck_attention():
     q, k, v = qkv()
-    torch.library.opcheck(tet._attention_op, attention_args(q, k, v))
+    torch.library.opcheck(torch.ops.te_mlir.attention, attention_args(q, k, v))
     # A post-scale bias and the learnable softmax: their gradients too.
     bias = torch.randn(1, 4, 16, 16, requires_grad=True)
     offset = torch.randn(1, 4, 1, 1, requires_grad=True)
-    torch.library.opcheck(tet._attention_op, attention_args(
+    torch.library.opcheck(torch.ops.te_mlir.attention, attention_args(
         q, k, v, bias=bias, softmax_offset=offset, bias_type="post_scale",
         softmax="learnable", mask="no_mask", window=[3, 2]))
     # thd with cu_seqlens and padded offsets, and dropout with its seed.
     qt, kt, vt = (x.detach()[0].requires_grad_() for x in (q, k, v))
     cu = torch.tensor([0, 5, 12], dtype=torch.int32)
     offsets = torch.tensor([0, 7, 16], dtype=torch.int32)
-    torch.library.opcheck(tet._attention_op, attention_args(
+    torch.library.opcheck(torch.ops.te_mlir.attention, attention_args(
         qt, kt, vt, cu_seqlens_q=cu, cu_seqlens_kv=cu, seq_offsets_q=offsets,
         seq_offsets_kv=offsets, layout="thd", mask="padding_causal",
         dropout=0.2, seed=11))
@@ -73,9 +76,9 @@ def test_opcheck_attention():
 
 def test_opcheck_attention_backward():
     q, k, v = qkv(grad=False)
-    o, lse = tet._attention_op(*attention_args(q, k, v))
+    o, lse = torch.ops.te_mlir.attention(*attention_args(q, k, v))
     args = attention_args(q, k, v)
-    torch.library.opcheck(tet._attention_backward_op,
+    torch.library.opcheck(torch.ops.te_mlir.attention_backward,
                           (q, k, v, o, torch.randn_like(o), lse) + args[3:])
 
 
@@ -86,25 +89,25 @@ def test_opcheck_fp8_ops():
                                 torch.tensor(2.0)),
                                ("mxfp8_1x32", "both", None),
                                ("block_128x128", "rowwise", None)):
-        torch.library.opcheck(tet._quantize_op,
+        torch.library.opcheck(torch.ops.te_mlir.quantize,
                               (x, scale, "f8E4M3FN", mode, usage, None, 0.0))
     bits = lambda t: t.view(torch.uint8)
     q = tet.quantize(x, transpose=True)
-    torch.library.opcheck(tet._dequantize_op, (
+    torch.library.opcheck(torch.ops.te_mlir.dequantize, (
         bits(q.data), q.scale_inv, "f8E4M3FN", "per_tensor", False, "f32"))
     m = tet.quantize(x, mode="mxfp8_1x32", usage="columnwise")
-    torch.library.opcheck(tet._dequantize_op, (
+    torch.library.opcheck(torch.ops.te_mlir.dequantize, (
         bits(m.columnwise_data), bits(m.columnwise_scale_inv), "f8E4M3FN",
         "mxfp8_1x32", True, "bf16"))
     w = tet.quantize(torch.randn(32, 128), "e5m2")
     for out, out_scale in (("bf16", None), ("f8E4M3FN", torch.tensor(4.0))):
-        torch.library.opcheck(tet._scaled_matmul_op, (
+        torch.library.opcheck(torch.ops.te_mlir.scaled_matmul, (
             bits(q.data), bits(w.data), q.scale_inv, w.scale_inv, None,
             out_scale, "f8E4M3FN", "f8E5M2", "per_tensor", "per_tensor",
             False, True, False, out))
     mx = tet.quantize(x, mode="mxfp8_1x32")
     mw = tet.quantize(torch.randn(32, 128), mode="mxfp8_1x32")
-    torch.library.opcheck(tet._scaled_matmul_op, (
+    torch.library.opcheck(torch.ops.te_mlir.scaled_matmul, (
         bits(mx.data), bits(mw.data), bits(mx.scale_inv), bits(mw.scale_inv),
         None, None, "f8E4M3FN", "f8E4M3FN", "mxfp8_1x32", "mxfp8_1x32",
         False, True, False, "f32"))
@@ -325,7 +328,7 @@ def test_negative_and_conjugate_views_are_resolved():
 def test_tensors_off_the_cpu_are_refused_with_a_device_error():
     meta = torch.empty(4, 8, device="meta")  # not on the CPU, like CUDA's
     with pytest.raises(te_mlir.DeviceError, match="CPU tensors"):
-        tet._host(meta)
+        host(meta)
     with pytest.raises(te_mlir.DeviceError, match="meta.*cpu"):
         ops.amax(meta)
 
@@ -386,7 +389,9 @@ def test_torch_compile_traces_the_ops():
     q, k, v = qkv()
 
     def step(q, k, v):
-        return tet.attention(q, k, v).square().sum()
+        # dot_product_attention: dynamo cannot call the package
+        # te_mlir.torch.attention, the old spelling.
+        return tet.dot_product_attention(q, k, v).square().sum()
     compiled = torch.compile(step, backend="aot_eager", fullgraph=True)
     loss = compiled(q, k, v)
     loss.backward()
@@ -414,10 +419,17 @@ def linear_case():
     return layer, x, dy
 
 
-def test_linear_outside_autocast_is_torch_linear():
+def test_linear_outside_autocast_runs_te_gemms():
+    # te's GEMM sums over K in f32 in another order than torch: f32's
+    # tolerance, for values of order sqrt(K) * 0.023.
     layer, x, dy = linear_case()
-    torch.testing.assert_close(layer(x), F.linear(x, layer.weight,
-                                                  layer.bias), rtol=0, atol=0)
+    y = layer(x)
+    torch.testing.assert_close(y, F.linear(x, layer.weight, layer.bias))
+    y.backward(dy)
+    w, b = layer.weight, layer.bias
+    want = [torch.autograd.grad(F.linear(x, w, b), t, dy)[0]
+            for t in (x, w, b)]
+    torch.testing.assert_close([x.grad, w.grad, b.grad], want)
 
 
 def test_linear_delayed_scaling_runs_te_fp8_gemms_step_after_step():

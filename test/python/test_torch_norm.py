@@ -27,9 +27,9 @@ def test_opcheck_norm():
     x = torch.randn(6, 40, dtype=torch.float32)
     w = torch.randn(40, requires_grad=True)
     b = torch.randn(40, requires_grad=True)
-    torch.library.opcheck(tet._norm_op, (x.requires_grad_(), w, b,
+    torch.library.opcheck(torch.ops.te_mlir.norm, (x.requires_grad_(), w, b,
                                          "layernorm", 1e-5, False))
-    torch.library.opcheck(tet._norm_op, (x, w, None, "rmsnorm", 1e-6, True))
+    torch.library.opcheck(torch.ops.te_mlir.norm, (x, w, None, "rmsnorm", 1e-6, True))
 
 
 def test_te_constructor_and_initialization():

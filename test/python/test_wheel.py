@@ -64,4 +64,8 @@ print([p["name"] + ":" + p["state"] for p in te_mlir.plugins.info()])
     assert package.is_relative_to(venv) and package.name == "te_mlir"
     assert compiler == str((package / "lib" / "libTECompiler.so").resolve())
     assert "onednn" in plugins, proc.stdout
+    # te_mlir.torch is a package of packages (TE's import paths).
+    for sub in ("torch/__init__.py", "torch/module/layernorm_mlp.py",
+                "torch/attention/rope.py", "torch/ops/gemm.py"):
+        assert (package / sub).is_file(), sub
     run([str(package / "bin" / "te-run"), "--version"], env=env)

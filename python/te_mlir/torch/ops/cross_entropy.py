@@ -1,0 +1,67 @@
+"""te_mlir::cross_entropy and te_mlir::cross_entropy_backward:
+te.cross_entropy and its backward as torch custom ops joined by autograd,
+and `cross_entropy`, the differentiable function on them."""
+
+import torch
+from torch import Tensor
+
+from ... import ops as _ops
+from .._common import host
+
+
+@torch.library.custom_op("te_mlir::cross_entropy", mutates_args=())
+def _cross_entropy_op(logits: Tensor, target: Tensor, label_smoothing: float,
+                      reduce_loss: bool,
+                      ignore_index: int) -> tuple[Tensor, Tensor]:
+    """te.cross_entropy: (loss, the logits' gradient for a loss gradient
+    of 1)."""
+    return _ops.cross_entropy(host(logits), host(target),
+                              label_smoothing=label_smoothing,
+                              reduce_loss=reduce_loss,
+                              ignore_index=ignore_index)
+
+
+@_cross_entropy_op.register_fake
+def _(logits, target, label_smoothing, reduce_loss, ignore_index):
+    shape = () if reduce_loss else target.shape
+    return (logits.new_empty(shape, dtype=torch.float32),
+            torch.empty_like(logits))
+
+
+@torch.library.custom_op("te_mlir::cross_entropy_backward", mutates_args=())
+def _cross_entropy_backward_op(grad: Tensor, dloss: Tensor) -> Tensor:
+    """te.cross_entropy_backward: grad times dloss."""
+    return _ops.cross_entropy_backward(host(grad), host(dloss))
+
+
+@_cross_entropy_backward_op.register_fake
+def _(grad, dloss):
+    return torch.empty_like(grad)
+
+
+def _setup_cross_entropy(ctx, inputs, output):
+    ctx.save_for_backward(output[1])
+    ctx.mark_non_differentiable(output[1])
+
+
+def _cross_entropy_grad(ctx, dloss, _dgrad):
+    (grad,) = ctx.saved_tensors
+    dlogits = _cross_entropy_backward_op(
+        grad, dloss.to(torch.float32).contiguous())
+    return dlogits, None, None, None, None
+
+
+_cross_entropy_op.register_autograd(_cross_entropy_grad,
+                                    setup_context=_setup_cross_entropy)
+
+
+def cross_entropy(logits, target, *, label_smoothing=0.0, reduce_loss=False,
+                  ignore_index=-100):
+    """TE's fused cross-entropy (te_mlir.ops.cross_entropy) through
+    te_mlir::cross_entropy, differentiable in the logits: the f32 loss of
+    every row, or with reduce_loss their mean over all the rows (ignored
+    rows counted, as TE divides)."""
+    loss, _grad = _cross_entropy_op(logits.contiguous(), target.contiguous(),
+                                    float(label_smoothing), bool(reduce_loss),
+                                    int(ignore_index))
+    return loss
