@@ -21,6 +21,7 @@ import te_mlir  # noqa: E402
 import te_mlir.torch as tet  # noqa: E402
 from te_mlir import ops  # noqa: E402
 from te_mlir import recipe  # noqa: E402
+from torch_refs import torch_activation, torch_norm, torch_rope  # noqa: E402
 
 #: GEMM sums over a few dozen products in f32.
 GEMM_TOL = dict(rtol=1e-5, atol=1e-5)
@@ -33,43 +34,6 @@ def seeded():
 
 def leaf(t):
     return t.detach().clone().requires_grad_()
-
-
-# --- Plain-torch versions of TE's formulas ---------------------------------
-
-def torch_activation(x, kind, limit=7.0, alpha=1.702, offset=1.0):
-    """TE's activations (util/math.h, gated_act_kernel) in torch."""
-    plain = {"gelu": lambda v: F.gelu(v, approximate="tanh"),
-             "qgelu": lambda v: v * torch.sigmoid(1.702 * v),
-             "relu": F.relu, "srelu": lambda v: F.relu(v) ** 2,
-             "silu": F.silu}
-    gated = {"geglu": "gelu", "qgeglu": "qgelu", "reglu": "relu",
-             "sreglu": "srelu", "swiglu": "silu"}
-    if kind in plain:
-        return plain[kind](x)
-    a, b = x.chunk(2, dim=-1)
-    if kind == "clamped_swiglu":
-        a = a.clamp(max=limit)
-        return a * torch.sigmoid(alpha * a) * (b.clamp(-limit, limit) +
-                                                offset)
-    return plain[gated[kind]](a) * b
-
-
-def torch_rope(t, freqs, tensor_format="sbhd", interleaved=False):
-    """TE's unfused apply_rotary_pos_emb (sbhd/bshd), in t's dtype f32."""
-    s = t.shape[1] if tensor_format == "bshd" else t.shape[0]
-    f = freqs[:s]
-    if tensor_format == "bshd":
-        f = f.transpose(0, 1)
-    d2 = f.shape[-1]
-    x, rest = t[..., :d2], t[..., d2:]
-    if interleaved:
-        x1, x2 = x[..., ::2], x[..., 1::2]
-        rot = torch.stack((-x2, x1), dim=-1).reshape(x.shape)
-    else:
-        x1, x2 = x.chunk(2, dim=-1)
-        rot = torch.cat((-x2, x1), dim=-1)
-    return torch.cat((x * torch.cos(f) + rot * torch.sin(f), rest), dim=-1)
 
 
 # --- Custom ops -------------------------------------------------------------
@@ -213,13 +177,6 @@ def test_linear_return_bias_and_autocast():
 
 
 # --- LayerNormLinear and LayerNormMLP ----------------------------------------
-
-def torch_norm(x, kind, w, b, eps, zero_centered):
-    g = w + 1 if zero_centered else w
-    if kind == "LayerNorm":
-        return F.layer_norm(x, (x.shape[-1],), g, b, eps)
-    return F.rms_norm(x, (x.shape[-1],), g, eps)
-
 
 def perturbed(module):
     """Nonzero biases and non-unit norm weights, so that every parameter

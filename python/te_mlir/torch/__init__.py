@@ -9,9 +9,11 @@ import paths, with transformer_engine.pytorch replaced by te_mlir.torch.
 
 Modules (te_mlir.torch.module): Linear, LayerNorm, RMSNorm,
 LayerNormLinear, LayerNormMLP. Attention (te_mlir.torch.attention):
-DotProductAttention, RotaryPositionEmbedding, apply_rotary_pos_emb.
-parallel_cross_entropy (te_mlir.torch.cross_entropy). FP8: fp8_autocast
-and the recipes of te_mlir.recipe.
+DotProductAttention, MultiheadAttention, RotaryPositionEmbedding,
+apply_rotary_pos_emb. TransformerLayer (te_mlir.torch.transformer).
+parallel_cross_entropy (te_mlir.torch.cross_entropy). FP8
+(te_mlir.torch.fp8): fp8_autocast, autocast, fp8_model_init,
+is_fp8_available; the recipes are te_mlir.recipe's.
 
 Each runs te's ops through torch.library custom ops (te_mlir.torch.ops,
 the namespace te_mlir: attention, norm, activation, rope, cross_entropy,
@@ -24,22 +26,25 @@ Tensors are CPU tensors (the runtime's cpu device), read in place; the
 outputs are the buffers the kernels wrote.
 """
 
-from .. import recipe as _recipe
 from . import attention
-from .attention import DotProductAttention, RotaryPositionEmbedding, \
-    apply_rotary_pos_emb
+from .attention import DotProductAttention, MultiheadAttention, \
+    RotaryPositionEmbedding, apply_rotary_pos_emb
 from .cross_entropy import parallel_cross_entropy
+from .fp8 import autocast, fp8_autocast, fp8_model_init, is_fp8_available, \
+    is_fp8_block_scaling_available, is_mxfp8_available
 from .module import LayerNorm, LayerNormLinear, LayerNormMLP, Linear, \
     RMSNorm
 from .ops import activation, cross_entropy, default_alibi_slopes, \
     dequantize, dot_product_attention, linear, norm, quantize, rope, \
     scaled_matmul
-
-fp8_autocast = _recipe.fp8_autocast
+from .transformer import TransformerLayer
 
 __all__ = ["DotProductAttention", "LayerNorm", "LayerNormLinear",
-           "LayerNormMLP", "Linear", "RMSNorm", "RotaryPositionEmbedding",
-           "activation", "apply_rotary_pos_emb", "attention",
+           "LayerNormMLP", "Linear", "MultiheadAttention", "RMSNorm",
+           "RotaryPositionEmbedding", "TransformerLayer",
+           "activation", "apply_rotary_pos_emb", "attention", "autocast",
            "cross_entropy", "default_alibi_slopes", "dequantize",
-           "dot_product_attention", "fp8_autocast", "linear", "norm",
-           "parallel_cross_entropy", "quantize", "rope", "scaled_matmul"]
+           "dot_product_attention", "fp8_autocast", "fp8_model_init",
+           "is_fp8_available", "is_fp8_block_scaling_available",
+           "is_mxfp8_available", "linear", "norm", "parallel_cross_entropy",
+           "quantize", "rope", "scaled_matmul"]

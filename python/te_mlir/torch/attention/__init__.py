@@ -1,6 +1,7 @@
 """Attention, at TE's import paths (transformer_engine.pytorch.attention):
-DotProductAttention (dot_product_attention), RotaryPositionEmbedding and
-apply_rotary_pos_emb (rope).
+DotProductAttention (dot_product_attention), MultiheadAttention
+(multi_head_attention), RotaryPositionEmbedding and apply_rotary_pos_emb
+(rope).
 
 This package can also be called: te_mlir.torch.attention(q, k, v, ...) is
 te_mlir.torch.dot_product_attention, the function this name had before
@@ -11,10 +12,11 @@ import types
 
 from ..ops import attention as _ops
 from .dot_product_attention import DotProductAttention
+from .multi_head_attention import MultiheadAttention
 from .rope import RotaryPositionEmbedding, apply_rotary_pos_emb
 
-__all__ = ["DotProductAttention", "RotaryPositionEmbedding",
-           "apply_rotary_pos_emb"]
+__all__ = ["DotProductAttention", "MultiheadAttention",
+           "RotaryPositionEmbedding", "apply_rotary_pos_emb"]
 
 
 class _CallablePackage(types.ModuleType):

@@ -5,6 +5,7 @@ import math
 import torch
 
 from ... import ops as _ops
+from ... import recipe as _recipe
 from ..ops.attention import default_alibi_slopes, dot_product_attention
 
 __all__ = ["DotProductAttention"]
@@ -99,6 +100,13 @@ class DotProductAttention(torch.nn.Module):
                 bottom_right_diagonal=None, checkpoint_core_attention=False,
                 core_attention_bias_type="no_bias", core_attention_bias=None,
                 alibi_slopes=None):
+        recipe = _recipe.get_fp8_recipe()
+        if _recipe.is_fp8_enabled() and (recipe.fp8_dpa or recipe.fp8_mha):
+            raise NotImplementedError(
+                "DotProductAttention: the recipe asks for FP8 attention "
+                "(fp8_dpa / fp8_mha); te_mlir's attention runs in high "
+                "precision under fp8_autocast, as TE's does with "
+                "fp8_dpa=False")
         fmt = qkv_format or self.qkv_format
         mask = _mask_type(attn_mask_type) if attn_mask_type else \
             self.attn_mask_type

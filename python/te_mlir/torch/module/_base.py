@@ -16,7 +16,7 @@ NORMALIZATIONS = ("LayerNorm", "RMSNorm")
 #: TE's defaults.
 HONOURED = dict(
     sequence_parallel=False, tp_group=None, tp_size=1, parallel_mode=None,
-    set_parallel_mode=False, parameters_split=None,
+    set_parallel_mode=False,
     fuse_wgrad_accumulation=False, delay_wgrad_compute=False,
     symmetric_ar_type=None, save_original_input=False, ub_overlap_ag=False,
     ub_overlap_rs=False, ub_overlap_rs_dgrad=False, ub_bulk_dgrad=False,
@@ -64,6 +64,57 @@ def new_parameter(shape, dtype, device, init_method=None, zeros=False,
         else:
             init(param)
     return param
+
+
+def gemm_parameters(module, out_features, in_features, bias,
+                    parameters_split, dtype, device, init_method=None,
+                    tracker=None, tracker_name=None):
+    """Registers a GEMM's parameters as TE names them: `weight` [out, in]
+    and `bias` [out] (None without bias), or with parameters_split (names
+    splitting out_features equally, or {name: rows}) `<name>_weight` and
+    `<name>_bias` per split, whose rows the GEMM takes concatenated in
+    that order (TE's noop_cat)."""
+    name = type(module).__name__
+    if parameters_split is None:
+        splits = {"": out_features}
+    elif isinstance(parameters_split, dict):
+        splits = {k: int(v) for k, v in parameters_split.items()}
+    else:
+        names = list(parameters_split)
+        if not names or out_features % len(names):
+            raise ValueError(f"{name}: parameters_split {names} must split "
+                             f"out_features={out_features} equally")
+        splits = dict.fromkeys(names, out_features // len(names))
+    if sum(splits.values()) != out_features or min(splits.values()) <= 0:
+        raise ValueError(f"{name}: parameters_split {splits} must give "
+                         f"positive row counts summing to out_features="
+                         f"{out_features}")
+    module._weight_names, module._bias_names = [], []
+    for split, rows in splits.items():
+        prefix = split.rstrip("_") + "_" if split else ""
+        setattr(module, prefix + "weight", new_parameter(
+            (rows, in_features), dtype, device, init_method, tracker=tracker,
+            tracker_name=tracker_name))
+        setattr(module, prefix + "bias", new_parameter(
+            (rows,), dtype, device, zeros=True) if bias else None)
+        module._weight_names.append(prefix + "weight")
+        module._bias_names.append(prefix + "bias")
+    module.use_bias = bool(bias)
+
+
+def gemm_weight(module):
+    """The GEMM's weight [out, in]: the splits concatenated."""
+    weights = [getattr(module, n) for n in module._weight_names]
+    return weights[0] if len(weights) == 1 else torch.cat(weights)
+
+
+def gemm_bias(module, dtype):
+    """The GEMM's bias [out] in `dtype`, or None."""
+    if not module.use_bias:
+        return None
+    biases = [getattr(module, n) for n in module._bias_names]
+    bias = biases[0] if len(biases) == 1 else torch.cat(biases)
+    return bias.to(dtype)
 
 
 def module_dtype_device(name, params_dtype, device):

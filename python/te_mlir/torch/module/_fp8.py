@@ -2,6 +2,10 @@
 LayerNormLinear and LayerNormMLP: the quantizers each GEMM keeps, its
 forward GEMM and its two backward GEMMs as TE runs them."""
 
+import dataclasses
+from enum import Enum
+
+import numpy as np
 import torch
 
 from ... import ops as _ops
@@ -29,6 +33,48 @@ class QuantizerState:
                                for gemm in self.gemms}
         return self.quantizers
 
+    def extra_state(self):
+        """TE's `_extra_state` of the module: under DelayedScaling (the one
+        recipe whose quantizers carry state from step to step) the recipe's
+        fields and each quantizer's amax history and scale, as plain values
+        and tensors (a checkpoint loads with torch.load(weights_only=True));
+        {} before the first FP8 step and under the other recipes."""
+        r = self.recipe
+        if r is None or not r.delayed():
+            return {}
+        fields = {f.name: getattr(r, f.name)
+                  for f in dataclasses.fields(r)}
+        fields = {k: v.name if isinstance(v, Enum) else v
+                  for k, v in fields.items()}
+        state = {f"{gemm}.{role}": {
+            "amax_history": torch.from_numpy(np.array(q.amax_history,
+                                                      np.float32)),
+            "scale": torch.tensor(float(q.scale))}
+            for gemm, roles in self.quantizers.items()
+            for role, q in roles.items()}
+        return {"recipe": type(r).__name__, "fields": fields,
+                "quantizers": state}
+
+    def load_extra_state(self, state):
+        """Restores what extra_state() gave, so that training resumes
+        bit-exactly under an equal recipe."""
+        if not state:
+            self.recipe = self.quantizers = None
+            return
+        if state.get("recipe") != "DelayedScaling":
+            raise ValueError(f"_extra_state: unknown recipe "
+                             f"{state.get('recipe')!r}; te_mlir saves "
+                             "DelayedScaling's state only")
+        fields = dict(state["fields"])
+        fields["fp8_format"] = _recipe.Format[fields["fp8_format"]]
+        quantizers = self.get(_recipe.DelayedScaling(**fields))
+        for gemm, roles in quantizers.items():
+            for role, q in roles.items():
+                saved = state["quantizers"][f"{gemm}.{role}"]
+                q.amax_history = saved["amax_history"].numpy().astype(
+                    np.float32)
+                q.scale = np.array(float(saved["scale"]), np.float32)
+
     def calibrate(self, recipe, gemm, inp, weight):
         """fp8_autocast(enabled=False, calibrating=True) under
         DelayedScaling: records the amaxes of one GEMM's input and weight
@@ -39,6 +85,26 @@ class QuantizerState:
         q = self.get(recipe)[gemm]
         q["input"].update(_ops.amax(inp.detach()))
         q["weight"].update(_ops.amax(weight.detach()))
+
+
+class FP8Module(torch.nn.Module):
+    """A module whose GEMMs keep FP8 state in `self._fp8` (a
+    QuantizerState): it travels in state_dict as `_extra_state`."""
+
+    def get_extra_state(self):
+        return self._fp8.extra_state()
+
+    def set_extra_state(self, state):
+        self._fp8.load_extra_state(state)
+
+
+@torch.compiler.disable
+def apply(function, *args):
+    """function.apply(*args) for an FP8 autograd.Function: its quantizers
+    keep Python state and it calls te_mlir.ops on real tensors, so under
+    torch.compile it runs eagerly (a graph break) while the rest of the
+    model compiles."""
+    return function.apply(*args)
 
 
 def dtype_name(t):

@@ -58,7 +58,7 @@ def results(module, y, inp, width, bias, ln_out):
     return out[0] if len(out) == 1 else tuple(out)
 
 
-class LayerNormLinear(torch.nn.Module):
+class LayerNormLinear(_fp8.FP8Module):
     """Transformer Engine's LayerNormLinear: y = norm(x) W^T + b, with
     TE's constructor (arguments in TE's order and with its defaults),
     parameters (layer_norm_weight, layer_norm_bias, weight, bias) and
@@ -101,7 +101,7 @@ class LayerNormLinear(torch.nn.Module):
             ub_overlap_rs_dgrad=ub_overlap_rs_dgrad,
             ub_bulk_wgrad=ub_bulk_wgrad, ub_bulk_dgrad=ub_bulk_dgrad,
             ub_name=ub_name, fuse_wgrad_accumulation=fuse_wgrad_accumulation,
-            parallel_mode=parallel_mode, parameters_split=parameters_split,
+            parallel_mode=parallel_mode,
             delay_wgrad_compute=delay_wgrad_compute,
             symmetric_ar_type=symmetric_ar_type)
         self.kind = norm_kind(cls, normalization)
@@ -118,11 +118,9 @@ class LayerNormLinear(torch.nn.Module):
         self.name = name
         norm_parameters(self, in_features, self.kind,
                         self.zero_centered_gamma, dtype, device)
-        self.weight = _base.new_parameter((out_features, in_features), dtype,
-                                          device, init_method,
-                                          tracker=get_rng_state_tracker)
-        self.bias = (_base.new_parameter((out_features,), dtype, device,
-                                         zeros=True) if bias else None)
+        _base.gemm_parameters(self, out_features, in_features, bias,
+                              parameters_split, dtype, device, init_method,
+                              get_rng_state_tracker, None)
         self._fp8 = _fp8.QuantizerState(["fc"])
 
     @property
@@ -134,26 +132,27 @@ class LayerNormLinear(torch.nn.Module):
         return (f"in_features={self.in_features}, "
                 f"out_features={self.out_features}, "
                 f"normalization={self.normalization}, "
-                f"bias={self.bias is not None}")
+                f"bias={self.use_bias}")
 
     def forward(self, inp, is_first_microbatch=None, fp8_output=False,
                 fp8_grad=False):
         check_forward_flags(type(self).__name__, fp8_output, fp8_grad)
         dtype, x, ln_w, ln_b = norm_front(self, inp, self.in_features,
                                           "in_features")
-        bias = self.bias.to(dtype) if self.bias is not None else None
+        bias = _base.gemm_bias(self, dtype)
+        weight = _base.gemm_weight(self)
         gemm_bias = None if self.return_bias else bias
         recipe = _recipe.get_fp8_recipe()
         if _recipe.is_fp8_enabled():
-            y, ln_out = _LayerNormLinearFunction.apply(
-                x, ln_w, ln_b, self.weight, gemm_bias, recipe,
-                self._fp8.get(recipe)["fc"], self.kind, self.eps,
+            y, ln_out = _fp8.apply(
+                _LayerNormLinearFunction, x, ln_w, ln_b, weight, gemm_bias,
+                recipe, self._fp8.get(recipe)["fc"], self.kind, self.eps,
                 self.zero_centered_gamma, self.return_layernorm_output)
         else:
             ln_out = _te_norm(x, ln_w, ln_b, self.kind, self.eps,
                               self.zero_centered_gamma)
-            self._fp8.calibrate(recipe, "fc", ln_out, self.weight)
-            y = _te_linear(ln_out, self.weight.to(dtype), gemm_bias)
+            self._fp8.calibrate(recipe, "fc", ln_out, weight)
+            y = _te_linear(ln_out, weight.to(dtype), gemm_bias)
         return results(self, y, inp, self.out_features, bias, ln_out)
 
 

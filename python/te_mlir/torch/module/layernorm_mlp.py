@@ -39,7 +39,7 @@ def _activation_keywords(name, activation, params):
                 linear_offset=float(params.get("glu_linear_offset", 1.0)))
 
 
-class LayerNormMLP(torch.nn.Module):
+class LayerNormMLP(_fp8.FP8Module):
     """Transformer Engine's LayerNormMLP: fc2(act(fc1(norm(x)))), with
     TE's constructor (arguments in TE's order and with its defaults),
     parameters (layer_norm_weight, layer_norm_bias, fc1_weight, fc1_bias,
@@ -155,11 +155,11 @@ class LayerNormMLP(torch.nn.Module):
         gemm2_bias = None if self.return_bias else fc2_b
         recipe = _recipe.get_fp8_recipe()
         if _recipe.is_fp8_enabled():
-            y, ln_out = _LayerNormMLPFunction.apply(
-                x, ln_w, ln_b, self.fc1_weight, fc1_b, self.fc2_weight,
-                gemm2_bias, recipe, self._fp8.get(recipe), self.kind,
-                self.eps, self.zero_centered_gamma, self.activation,
-                self._act, self.return_layernorm_output)
+            y, ln_out = _fp8.apply(
+                _LayerNormMLPFunction, x, ln_w, ln_b, self.fc1_weight, fc1_b,
+                self.fc2_weight, gemm2_bias, recipe, self._fp8.get(recipe),
+                self.kind, self.eps, self.zero_centered_gamma,
+                self.activation, self._act, self.return_layernorm_output)
         else:
             ln_out = _te_norm(x, ln_w, ln_b, self.kind, self.eps,
                               self.zero_centered_gamma)

@@ -20,7 +20,7 @@ def check_forward_flags(name, fp8_output, fp8_grad):
                 "inside each module")
 
 
-class Linear(torch.nn.Module):
+class Linear(_fp8.FP8Module):
     """Transformer Engine's Linear: y = x W^T + b, with TE's constructor
     (arguments in TE's order and with its defaults) and forward.
 
@@ -40,14 +40,15 @@ class Linear(torch.nn.Module):
     and still records amaxes into DelayedScaling's histories.
 
     Initialization as TE's: weight normal(0, 0.023) or init_method(weight),
-    bias zeros, in params_dtype (default torch's). The activation dtype is
-    torch.autocast's, else the input's (the parameters must then have it).
-    Arguments for tensor parallelism and userbuffers are accepted at TE's
-    defaults (tp_group of one rank too) and refused otherwise; parameters_
-    split, delay_wgrad_compute, fuse_wgrad_accumulation and
-    save_original_input likewise. forward's is_first_microbatch changes
-    nothing: the weight is quantized on every call, which gives the same
-    values while it is unchanged."""
+    bias zeros, in params_dtype (default torch's). parameters_split (names,
+    or {name: rows}) keeps `<name>_weight` and `<name>_bias` per split of
+    out_features, as TE does. The activation dtype is torch.autocast's,
+    else the input's (the parameters must then have it). Arguments for
+    tensor parallelism and userbuffers are accepted at TE's defaults
+    (tp_group of one rank too) and refused otherwise; delay_wgrad_compute,
+    fuse_wgrad_accumulation and save_original_input likewise. forward's
+    is_first_microbatch changes nothing: the weight is quantized on every
+    call, which gives the same values while it is unchanged."""
 
     def __init__(self, in_features, out_features, sequence_parallel=False,
                  fuse_wgrad_accumulation=False, tp_group=None, tp_size=1,
@@ -69,7 +70,7 @@ class Linear(torch.nn.Module):
             ub_overlap_rs_dgrad=ub_overlap_rs_dgrad,
             ub_bulk_dgrad=ub_bulk_dgrad, ub_bulk_wgrad=ub_bulk_wgrad,
             ub_name=ub_name, fuse_wgrad_accumulation=fuse_wgrad_accumulation,
-            parallel_mode=parallel_mode, parameters_split=parameters_split,
+            parallel_mode=parallel_mode,
             delay_wgrad_compute=delay_wgrad_compute,
             symmetric_ar_type=symmetric_ar_type,
             save_original_input=save_original_input)
@@ -78,12 +79,9 @@ class Linear(torch.nn.Module):
         self.return_bias = return_bias
         self.name = name
         tracker = get_rng_state_tracker
-        self.weight = _base.new_parameter((out_features, in_features), dtype,
-                                          device, init_method,
-                                          tracker=tracker,
-                                          tracker_name=rng_tracker_name)
-        self.bias = (_base.new_parameter((out_features,), dtype, device,
-                                         zeros=True) if bias else None)
+        _base.gemm_parameters(self, out_features, in_features, bias,
+                              parameters_split, dtype, device, init_method,
+                              get_rng_state_tracker, rng_tracker_name)
         self._fp8 = _fp8.QuantizerState(["fc"])
 
     @property
@@ -96,22 +94,23 @@ class Linear(torch.nn.Module):
     def extra_repr(self):
         return (f"in_features={self.in_features}, "
                 f"out_features={self.out_features}, "
-                f"bias={self.bias is not None}")
+                f"bias={self.use_bias}")
 
     def forward(self, inp, is_first_microbatch=None, fp8_output=False,
                 fp8_grad=False):
         check_forward_flags(type(self).__name__, fp8_output, fp8_grad)
         dtype = _base.activation_dtype(self, inp)
         x = inp.to(dtype)
-        bias = self.bias.to(dtype) if self.bias is not None else None
+        bias = _base.gemm_bias(self, dtype)
+        weight = _base.gemm_weight(self)
         gemm_bias = None if self.return_bias else bias
         recipe = _recipe.get_fp8_recipe()
         if _recipe.is_fp8_enabled():
-            y = _LinearFunction.apply(x, self.weight, gemm_bias, recipe,
-                                      self._fp8.get(recipe)["fc"])
+            y = _fp8.apply(_LinearFunction, x, weight, gemm_bias, recipe,
+                           self._fp8.get(recipe)["fc"])
         else:
-            self._fp8.calibrate(recipe, "fc", x, self.weight)
-            y = _te_linear(x, self.weight.to(dtype), gemm_bias)
+            self._fp8.calibrate(recipe, "fc", x, weight)
+            y = _te_linear(x, weight.to(dtype), gemm_bias)
         return (y, bias) if self.return_bias else y
 
 
