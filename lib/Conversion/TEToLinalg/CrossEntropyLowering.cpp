@@ -30,27 +30,6 @@ using utils::IteratorType;
 
 /// A reduction over the columns of [N, V] with `combine(acc, value)` from
 /// `init`, `value(args)` computed from the inputs (read through `maps`).
-Value reduceRows(
-    OpBuilder &b, Location loc, int64_t rows, double init, ValueRange inputs,
-    ArrayRef<AffineMap> maps,
-    function_ref<Value(OpBuilder &, Location, ValueRange)> value,
-    function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
-  Value empty = tensor::EmptyOp::create(b, loc, {rows}, b.getF32Type());
-  Value start =
-      linalg::FillOp::create(b, loc, emitF32Constant(b, loc, init), empty)
-          .getResult(0);
-  SmallVector<AffineMap> all(maps);
-  all.push_back(AffineMap::get(2, 0, {b.getAffineDimExpr(0)}, b.getContext()));
-  return linalg::GenericOp::create(
-             b, loc, start.getType(), inputs, start, all,
-             {IteratorType::parallel, IteratorType::reduction},
-             [&](OpBuilder &b, Location loc, ValueRange args) {
-               Value v = value(b, loc, args.drop_back());
-               linalg::YieldOp::create(b, loc, combine(b, loc, args.back(), v));
-             })
-      .getResult(0);
-}
-
 /// `value` (one entry per row, any rank) as a vector of `rows` entries.
 Value collapseRows(OpBuilder &b, Location loc, Value value, int64_t rows) {
   auto type = cast<RankedTensorType>(value.getType());
@@ -89,31 +68,29 @@ struct CrossEntropyOpLowering : OpConversionPattern<CrossEntropyOp> {
     auto ext = [&](OpBuilder &b, Location loc, ValueRange args) {
       return emitExtToF32(b, loc, args[0]);
     };
-    Value m = reduceRows(
-        b, loc, rows, -std::numeric_limits<double>::infinity(), logits, {full},
-        ext, [](OpBuilder &b, Location loc, Value acc, Value v) {
-          return arith::MaximumFOp::create(b, loc, acc, v).getResult();
-        });
-    auto add = [](OpBuilder &b, Location loc, Value acc, Value v) {
-      return arith::AddFOp::create(b, loc, acc, v).getResult();
-    };
-    Value d = reduceRows(
-        b, loc, rows, 0.0, {logits, m}, {full, row},
+    Value m =
+        reduceOf(b, loc, /*perRow=*/true, rows,
+                 -std::numeric_limits<double>::infinity(), logits, {full}, ext,
+                 [](OpBuilder &b, Location loc, Value acc, Value v) {
+                   return arith::MaximumFOp::create(b, loc, acc, v).getResult();
+                 });
+    Value d = reduceOf(
+        b, loc, /*perRow=*/true, rows, 0.0, {logits, m}, {full, row},
         [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
           Value shifted = arith::SubFOp::create(
               b, loc, emitExtToF32(b, loc, args[0]), args[1]);
           return math::ExpOp::create(b, loc, shifted);
         },
-        add);
+        addReassociable);
     Value scaledSum;
     if (smoothing > 0)
-      scaledSum = reduceRows(
-          b, loc, rows, 0.0, logits, {full},
+      scaledSum = reduceOf(
+          b, loc, /*perRow=*/true, rows, 0.0, logits, {full},
           [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
             return arith::MulFOp::create(b, loc, c(b, loc, -eps),
                                          emitExtToF32(b, loc, args[0]));
           },
-          add);
+          addReassociable);
 
     // Per row: whether it is ignored, and its target's column (clamped).
     auto rowTarget = [&](OpBuilder &b, Location loc,

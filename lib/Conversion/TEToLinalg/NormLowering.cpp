@@ -53,12 +53,6 @@ Value reshapeRows(OpBuilder &b, Location loc, Value value,
                                          ArrayRef<ReassociationIndices>{all});
 }
 
-Value zeros(OpBuilder &b, Location loc, ArrayRef<int64_t> shape) {
-  Value empty = tensor::EmptyOp::create(b, loc, shape, b.getF32Type());
-  return linalg::FillOp::create(b, loc, emitF32Constant(b, loc, 0.0), empty)
-      .getResult(0);
-}
-
 /// Maps of the [N, H] loops: an [N, H] operand, a [N] one (a row's), a [H]
 /// one (a column's).
 struct NormMaps {
@@ -313,28 +307,45 @@ struct NormBackwardOpLowering : OpConversionPattern<NormBackwardOp> {
 
 } // namespace
 
-Value mlir::te::sumOf(
-    OpBuilder &b, Location loc, bool perRow, int64_t size, ValueRange inputs,
-    ArrayRef<AffineMap> maps,
-    function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+Value mlir::te::reduceOf(
+    OpBuilder &b, Location loc, bool perRow, int64_t size, double init,
+    ValueRange inputs, ArrayRef<AffineMap> maps,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> body,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
   NormMaps norm(b.getContext());
   SmallVector<AffineMap> all(maps);
   all.push_back(perRow ? norm.row : norm.column);
-  Value init = zeros(b, loc, {size});
+  Value empty = tensor::EmptyOp::create(b, loc, {size}, b.getF32Type());
+  Value start =
+      linalg::FillOp::create(b, loc, emitF32Constant(b, loc, init), empty)
+          .getResult(0);
   SmallVector<IteratorType> loops = {IteratorType::parallel,
                                      IteratorType::reduction};
   if (!perRow)
     std::swap(loops[0], loops[1]);
   return linalg::GenericOp::create(
-             b, loc, init.getType(), inputs, init, all, loops,
+             b, loc, start.getType(), inputs, start, all, loops,
              [&](OpBuilder &b, Location loc, ValueRange args) {
                Value term = body(b, loc, args.drop_back());
-               linalg::YieldOp::create(
-                   b, loc,
-                   arith::AddFOp::create(b, loc, args.back(), term)
-                       .getResult());
+               linalg::YieldOp::create(b, loc,
+                                       combine(b, loc, args.back(), term));
              })
       .getResult(0);
+}
+
+Value mlir::te::addReassociable(OpBuilder &b, Location loc, Value acc,
+                                Value value) {
+  return arith::AddFOp::create(b, loc, acc, value,
+                               arith::FastMathFlags::reassoc)
+      .getResult();
+}
+
+Value mlir::te::sumOf(
+    OpBuilder &b, Location loc, bool perRow, int64_t size, ValueRange inputs,
+    ArrayRef<AffineMap> maps,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  return reduceOf(b, loc, perRow, size, 0.0, inputs, maps, body,
+                  addReassociable);
 }
 
 Value mlir::te::mapElements(

@@ -153,12 +153,26 @@ Value viewAs(OpBuilder &b, Location loc, Value matrix, RankedTensorType type);
 /// in f32 (NormLowering.cpp).
 void populateNormLoweringPatterns(RewritePatternSet &patterns);
 
-/// Sums of `body(args)` (f32) over [N, H] loops, the inputs read through
-/// `maps`: per row (over H; an f32 [N] of `size` = N) when `perRow`, else
-/// per column (over the N rows; an f32 [H] of `size` = H).
+/// `body(args)` (f32) over [N, H] loops, the inputs read through `maps`,
+/// folded by `combine(accumulator, value)` from `init`: per row (over H;
+/// an f32 [N] of `size` = N) when `perRow`, else per column (over the N
+/// rows; an f32 [H] of `size` = H).
+Value reduceOf(
+    OpBuilder &b, Location loc, bool perRow, int64_t size, double init,
+    ValueRange inputs, ArrayRef<AffineMap> maps,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> body,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> combine);
+
+/// reduceOf's sums. The additions may be reassociated (`reassoc`), so that
+/// the compiler splits a row's sum over vector lanes, as TE's kernels
+/// split it over a warp's threads; each row is still summed by one thread
+/// in one order, whatever the thread count.
 Value sumOf(OpBuilder &b, Location loc, bool perRow, int64_t size,
             ValueRange inputs, ArrayRef<AffineMap> maps,
             function_ref<Value(OpBuilder &, Location, ValueRange)> body);
+
+/// The sum sumOf uses: `acc + value` with `reassoc`.
+Value addReassociable(OpBuilder &b, Location loc, Value acc, Value value);
 
 /// An elementwise function of `inputs` (read through `maps`) over `shape`,
 /// of element type `type`.
