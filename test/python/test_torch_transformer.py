@@ -316,6 +316,14 @@ def test_extra_state_resumes_delayed_scaling_bit_exactly():
             qa, qb = a.quantizers[gemm][role], b.quantizers[gemm][role]
             assert (qa.amax_history == qb.amax_history).all()
             assert qa.scale == qb.scale
+    # A damaged entry, or TE's own serialized metadata, is a clear error.
+    bad = dict(state)
+    bad["_extra_state"] = {"recipe": "DelayedScaling", "fields": {}}
+    with pytest.raises(ValueError, match="not te_mlir's FP8 state"):
+        b.load_state_dict(bad)
+    bad["_extra_state"] = torch.tensor([1, 2, 3], dtype=torch.uint8)
+    with pytest.raises(ValueError, match="strict=False"):
+        b.load_state_dict(bad)
     # Without FP8 steps, and under stateless recipes, nothing is saved.
     assert te.Linear(4, 4).state_dict()["_extra_state"] == {}
     fresh = te.Linear(4, 4)

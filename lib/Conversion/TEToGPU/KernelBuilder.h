@@ -183,6 +183,13 @@ LogicalResult lowerBlockQuantize(RewriterBase &rewriter, QuantizeOp op,
 LogicalResult lowerBlockDequantize(RewriterBase &rewriter, DequantizeOp op,
                                    const GPUTargetInfo &target);
 
+/// te.activation and te.activation_backward as elementwise kernels.
+bool isActivationOp(Operation *op);
+std::optional<std::string>
+getActivationUnsupportedReason(Operation *op, const GPUTargetInfo &target);
+LogicalResult lowerActivationOp(RewriterBase &rewriter, Operation *op,
+                                const GPUTargetInfo &target);
+
 /// Why the flash-attention kernels cannot take `op` (forward or backward)
 /// on `target`, or nullopt.
 std::optional<std::string>

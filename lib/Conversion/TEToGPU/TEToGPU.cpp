@@ -511,6 +511,8 @@ mlir::te::getGPUUnsupportedReason(Operation *op, const GPUTargetInfo &target) {
     return gpu_lowering::getGroupedMatmulUnsupportedReason(grouped, target);
   if (auto attention = dyn_cast<AttentionOpInterface>(op))
     return gpu_lowering::getAttentionUnsupportedReason(attention, target);
+  if (gpu_lowering::isActivationOp(op))
+    return gpu_lowering::getActivationUnsupportedReason(op, target);
   return op->getName().getStringRef().str() +
          " has no GPU code generation yet (" + target.getDescription() + ")";
 }
@@ -535,6 +537,8 @@ LogicalResult lowerSupportedTEOpToGPU(RewriterBase &rewriter, Operation *op,
     return gpu_lowering::lowerAttention(rewriter, attention, target);
   if (auto backward = dyn_cast<AttentionBackwardOp>(op))
     return gpu_lowering::lowerAttentionBackward(rewriter, backward, target);
+  if (gpu_lowering::isActivationOp(op))
+    return gpu_lowering::lowerActivationOp(rewriter, op, target);
   return gpu_lowering::lowerFP8Op(rewriter, op, target);
 }
 
@@ -577,13 +581,15 @@ template <typename OpT> struct TEOpToGPU : OpRewritePattern<OpT> {
 void mlir::te::populateTEToGPUPatterns(
     RewritePatternSet &patterns, std::shared_ptr<const GPUTargetInfo> target) {
   // By family: FP8 scaling and quantization, attention, the GEMM, the
-  // collectives (library calls the device runs).
+  // activations, the collectives (library calls the device runs).
   patterns.add<TEOpToGPU<AmaxOp>, TEOpToGPU<ComputeScaleOp>,
                TEOpToGPU<UpdateDelayedScalingOp>, TEOpToGPU<QuantizeOp>,
                TEOpToGPU<DequantizeOp>>(patterns.getContext(), target);
   patterns.add<TEOpToGPU<AttentionOp>, TEOpToGPU<AttentionBackwardOp>>(
       patterns.getContext(), target);
   patterns.add<TEOpToGPU<ScaledMatmulOp>, TEOpToGPU<GroupedMatmulOp>>(
+      patterns.getContext(), target);
+  patterns.add<TEOpToGPU<ActivationOp>, TEOpToGPU<ActivationBackwardOp>>(
       patterns.getContext(), target);
   patterns.add<TEOpToGPU<AllReduceOp>, TEOpToGPU<AllGatherOp>,
                TEOpToGPU<ReduceScatterOp>, TEOpToGPU<AllToAllOp>,

@@ -58,22 +58,36 @@ class QuantizerState:
     def load_extra_state(self, state):
         """Restores what extra_state() gave, so that training resumes
         bit-exactly under an equal recipe."""
+        if isinstance(state, torch.Tensor):
+            if state.numel():
+                raise ValueError(
+                    "_extra_state holds Transformer Engine's serialized FP8 "
+                    "metadata (a byte tensor), which te_mlir cannot read; "
+                    "load the checkpoint with strict=False, or drop its "
+                    "_extra_state entries, and the FP8 state starts afresh")
+            state = None
         if not state:
             self.recipe = self.quantizers = None
             return
-        if state.get("recipe") != "DelayedScaling":
-            raise ValueError(f"_extra_state: unknown recipe "
-                             f"{state.get('recipe')!r}; te_mlir saves "
-                             "DelayedScaling's state only")
-        fields = dict(state["fields"])
-        fields["fp8_format"] = _recipe.Format[fields["fp8_format"]]
-        quantizers = self.get(_recipe.DelayedScaling(**fields))
-        for gemm, roles in quantizers.items():
-            for role, q in roles.items():
-                saved = state["quantizers"][f"{gemm}.{role}"]
-                q.amax_history = saved["amax_history"].numpy().astype(
-                    np.float32)
-                q.scale = np.array(float(saved["scale"]), np.float32)
+        try:
+            if state.get("recipe") != "DelayedScaling":
+                raise ValueError(f"unknown recipe {state.get('recipe')!r}")
+            fields = dict(state["fields"])
+            fields["fp8_format"] = _recipe.Format[fields["fp8_format"]]
+            recipe = _recipe.DelayedScaling(**fields)
+            saved = {key: (np.asarray(v["amax_history"], np.float32),
+                           np.array(float(v["scale"]), np.float32))
+                     for key, v in state["quantizers"].items()}
+            self.recipe = None
+            for gemm, roles in self.get(recipe).items():
+                for role, q in roles.items():
+                    q.amax_history, q.scale = saved[f"{gemm}.{role}"]
+        except (AttributeError, KeyError, TypeError, ValueError) as e:
+            self.recipe = self.quantizers = None
+            raise ValueError(
+                f"_extra_state is not te_mlir's FP8 state of this module "
+                f"({type(e).__name__}: {e}); te_mlir saves DelayedScaling's "
+                "histories and scales per GEMM") from None
 
     def calibrate(self, recipe, gemm, inp, weight):
         """fp8_autocast(enabled=False, calibrating=True) under
