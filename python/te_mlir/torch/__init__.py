@@ -15,6 +15,9 @@ parallel_cross_entropy (te_mlir.torch.cross_entropy). FP8
 (te_mlir.torch.fp8): fp8_autocast, autocast, fp8_model_init,
 is_fp8_available; the recipes are te_mlir.recipe's.
 
+te_mlir.torch.cross_entropy is TE's module of that name; the
+differentiable te.cross_entropy function is te_mlir.torch.ops.cross_entropy.
+
 Each runs te's ops through torch.library custom ops (te_mlir.torch.ops,
 the namespace te_mlir: attention, norm, activation, rope, cross_entropy,
 matmul and linear, each with its backward; quantize, dequantize,
@@ -34,9 +37,8 @@ from .fp8 import autocast, fp8_autocast, fp8_model_init, is_fp8_available, \
     is_fp8_block_scaling_available, is_mxfp8_available
 from .module import LayerNorm, LayerNormLinear, LayerNormMLP, Linear, \
     RMSNorm
-from .ops import activation, cross_entropy, default_alibi_slopes, \
-    dequantize, dot_product_attention, linear, norm, quantize, rope, \
-    scaled_matmul
+from .ops import activation, default_alibi_slopes, dequantize, \
+    dot_product_attention, linear, norm, quantize, rope, scaled_matmul
 from .transformer import TransformerLayer
 
 __all__ = ["DotProductAttention", "LayerNorm", "LayerNormLinear",

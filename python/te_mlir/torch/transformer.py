@@ -199,6 +199,9 @@ class TransformerLayer(torch.nn.Module):
         dtype = compute_dtype(None)
         if dtype is not None:
             x = x.to(dtype)
+        # As TE: self attention's residual is its norm's output only when
+        # the norm is at its input; cross attention and the MLP always
+        # take theirs under apply_residual_connection_post_layernorm.
         post_ln = self.apply_residual_connection_post_layernorm and \
             not self.output_layernorm
         out = self.self_attention(
@@ -241,12 +244,15 @@ class TransformerLayer(torch.nn.Module):
                 is_first_microbatch=is_first_microbatch,
                 checkpoint_core_attention=checkpoint_core_attention,
                 rotary_pos_emb=rotary_pos_emb,
+                core_attention_bias_type=core_attention_bias_type,
+                core_attention_bias=core_attention_bias,
+                alibi_slopes=alibi_slopes,
                 cu_seqlens_q=cu_seqlens_q, cu_seqlens_kv=cu_seqlens_kv,
                 cu_seqlens_q_padded=cu_seqlens_q_padded,
                 cu_seqlens_kv_padded=cu_seqlens_kv_padded,
                 max_seqlen_q=max_seqlen_q, max_seqlen_kv=max_seqlen_kv,
                 pad_between_seqs=pad_between_seqs)
-            if post_ln:
+            if self.apply_residual_connection_post_layernorm:
                 cross_out, cross_bias, residual = cross
             else:
                 (cross_out, cross_bias), residual = cross[:2], x_attn
@@ -259,7 +265,7 @@ class TransformerLayer(torch.nn.Module):
         else:
             mlp = self.layernorm_mlp(x_attn,
                                      is_first_microbatch=is_first_microbatch)
-            if post_ln:
+            if self.apply_residual_connection_post_layernorm:
                 mlp_out, mlp_bias, residual = mlp
             else:
                 (mlp_out, mlp_bias), residual = mlp[:2], x_attn

@@ -10,6 +10,9 @@ from ..ops.attention import default_alibi_slopes, dot_product_attention
 
 __all__ = ["DotProductAttention"]
 
+_BIAS_TYPES = {"pre_scale_bias": "pre_scale",
+               "post_scale_bias": "post_scale"}
+
 
 class DotProductAttention(torch.nn.Module):
     """Transformer Engine's DotProductAttention, on te_mlir's attention.
@@ -129,7 +132,9 @@ class DotProductAttention(torch.nn.Module):
                 -1).to(torch.int32)
         elif mask == "arbitrary":
             mask_tensor = attention_mask
-        bias_type = core_attention_bias_type
+        # TE's spellings (pre_scale_bias, post_scale_bias) and te's.
+        bias_type = _BIAS_TYPES.get(core_attention_bias_type,
+                                    core_attention_bias_type)
         if alibi_slopes is not None:
             bias_type = "alibi"
         if bias_type == "alibi" and alibi_slopes is None:

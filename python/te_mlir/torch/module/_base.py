@@ -89,16 +89,17 @@ def gemm_parameters(module, out_features, in_features, bias,
         raise ValueError(f"{name}: parameters_split {splits} must give "
                          f"positive row counts summing to out_features="
                          f"{out_features}")
-    module._weight_names, module._bias_names = [], []
-    for split, rows in splits.items():
-        prefix = split.rstrip("_") + "_" if split else ""
-        setattr(module, prefix + "weight", new_parameter(
+    prefixes = [split.rstrip("_") + "_" if split else "" for split in splits]
+    module._weight_names = [p + "weight" for p in prefixes]
+    module._bias_names = [p + "bias" for p in prefixes]
+    # TE's order: every weight, then every bias.
+    for name, rows in zip(module._weight_names, splits.values()):
+        setattr(module, name, new_parameter(
             (rows, in_features), dtype, device, init_method, tracker=tracker,
             tracker_name=tracker_name))
-        setattr(module, prefix + "bias", new_parameter(
-            (rows,), dtype, device, zeros=True) if bias else None)
-        module._weight_names.append(prefix + "weight")
-        module._bias_names.append(prefix + "bias")
+    for name, rows in zip(module._bias_names, splits.values()):
+        setattr(module, name, new_parameter((rows,), dtype, device,
+                                            zeros=True) if bias else None)
     module.use_bias = bool(bias)
 
 
@@ -126,7 +127,7 @@ def module_dtype_device(name, params_dtype, device):
 def activation_dtype(module, inp):
     """The dtype a GEMM module computes in, as TE's prepare_forward picks
     it: torch.autocast's dtype, else the input's, whose parameters must
-    then have it too (TE raises TypeError otherwise)."""
+    then have it too (a TypeError here; TE asserts it)."""
     dtype = compute_dtype(None)
     if dtype is not None:
         return dtype

@@ -78,7 +78,6 @@ class Linear(_fp8.FP8Module):
         self.in_features, self.out_features = in_features, out_features
         self.return_bias = return_bias
         self.name = name
-        tracker = get_rng_state_tracker
         _base.gemm_parameters(self, out_features, in_features, bias,
                               parameters_split, dtype, device, init_method,
                               get_rng_state_tracker, rng_tracker_name)
