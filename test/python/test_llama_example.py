@@ -5,10 +5,15 @@ recipe against bf16.
 
 Bounds: the losses are about 3.5 to 5.6. In f32 the two models differ by
 te's and torch's orders of summation (relative 1e-7 per op) carried
-through 30 AdamW steps: 8e-5 measured, bounded by 1e-3. In bf16 every op
-rounds to 8 bits (2^-8 = 0.4%), 1.3e-3 measured, bounded by 0.02 (0.5%
-of the loss). FP8 (E4M3, 3 mantissa bits) changes the curve itself: the
-mean of the last 10 losses stays within 3% of bf16's (0.4% measured)."""
+through 30 AdamW steps at lr 1e-3: 4e-6 measured, bounded by 1e-4. In
+bf16 every op rounds to 8 bits (2^-8 = 0.4%): 3e-4 measured, bounded by
+0.02 (0.5% of the loss). FP8 (E4M3, 3 mantissa bits) changes the curve
+itself: the mean of the last 10 losses stays within 3% of bf16's.
+
+The learning rate is the example's default (3e-3) divided by 3: at 3e-3
+AdamW's trajectory turns chaotic after about 25 steps (differences of
+1e-6 grew to 5e-2 within 6 steps after a change of summation order),
+and a comparison there measures that, not the two implementations."""
 
 import importlib.util
 import os
@@ -22,6 +27,7 @@ torch = pytest.importorskip(
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 STEPS = 30
+LR = 1e-3
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +41,7 @@ def llama():
 
 @pytest.fixture(scope="module")
 def bf16(llama):
-    return llama.train(STEPS, "bf16", "none", compare_torch=True)
+    return llama.train(STEPS, "bf16", "none", compare_torch=True, lr=LR)
 
 
 def tail(losses):
@@ -43,9 +49,9 @@ def tail(losses):
 
 
 def test_f32_curve_matches_plain_torch(llama):
-    out = llama.train(STEPS, "f32", "none", compare_torch=True)
+    out = llama.train(STEPS, "f32", "none", compare_torch=True, lr=LR)
     diff = max(abs(a - b) for a, b in zip(out["te"], out["torch"]))
-    assert diff < 1e-3, diff
+    assert diff < 1e-4, diff
     assert tail(out["te"]) < 0.7 * out["te"][0]
 
 
@@ -57,7 +63,7 @@ def test_bf16_curve_matches_plain_torch(bf16):
 
 @pytest.mark.parametrize("recipe", ["delayed", "current", "mxfp8", "block"])
 def test_fp8_recipes_stay_near_bf16(llama, bf16, recipe):
-    out = llama.train(STEPS, "bf16", recipe)
+    out = llama.train(STEPS, "bf16", recipe, lr=LR)
     assert all(map(lambda v: v == v, out["te"]))  # no NaN
     rel = abs(tail(out["te"]) - tail(bf16["te"])) / tail(bf16["te"])
     assert rel < 0.03, (recipe, rel)
