@@ -463,3 +463,32 @@ def test_te_getting_started_walkthrough_runs():
                outputs[False].norm()).item()
         # FP8 on (the outputs differ), and close to bf16.
         assert 1e-4 < rel < 0.05, (type(layer).__name__, rel)
+
+
+def test_process_groups_of_one_rank_pass_and_larger_ones_are_refused(
+        monkeypatch):
+    """A torch ProcessGroup is accepted where it has one rank (the whole
+    computation is in this process) and refused, naming the argument,
+    where it has more; the group's size is what decides."""
+    import torch.distributed as dist
+
+    class Group:
+        def __init__(self, size):
+            self.size = size
+    monkeypatch.setattr(dist, "get_world_size", lambda group: group.size)
+    one, two = Group(1), Group(2)
+    layer = te.Linear(8, 8, tp_group=one)
+    with te.fp8_autocast(fp8_recipe=recipe.Float8CurrentScaling(),
+                         fp8_group=one):
+        layer(torch.randn(32, 8))
+    logits, target = torch.randn(4, 10), torch.randint(0, 10, (4,))
+    from te_mlir.torch.cross_entropy import parallel_cross_entropy
+    torch.testing.assert_close(
+        parallel_cross_entropy(logits, target, dist_process_group=one),
+        parallel_cross_entropy(logits, target))
+    with pytest.raises(NotImplementedError, match="tp_group"):
+        te.Linear(8, 8, tp_group=two)
+    with pytest.raises(NotImplementedError, match="ProcessGroup of 2 ranks"):
+        te.fp8_autocast(fp8_group=two)
+    with pytest.raises(NotImplementedError, match="more than one rank"):
+        parallel_cross_entropy(logits, target, dist_process_group=two)

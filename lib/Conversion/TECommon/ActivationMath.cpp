@@ -63,31 +63,25 @@ Value ActivationMath::dgelu(Value v) {
   return add(mul(mul(v, slope), k), s);
 }
 
-Activation Activation::ofKind(ActivationKind kind) {
-  // Each kind: its base function, and whether it is gated.
+BaseFunction Activation::baseOf(ActivationKind kind) {
   switch (kind) {
   case ActivationKind::gelu:
-    return {BaseFunction::gelu, false};
   case ActivationKind::geglu:
-    return {BaseFunction::gelu, true};
+    return BaseFunction::gelu;
   case ActivationKind::qgelu:
-    return {BaseFunction::qgelu, false};
   case ActivationKind::qgeglu:
-    return {BaseFunction::qgelu, true};
+    return BaseFunction::qgelu;
   case ActivationKind::relu:
-    return {BaseFunction::relu, false};
   case ActivationKind::reglu:
-    return {BaseFunction::relu, true};
+    return BaseFunction::relu;
   case ActivationKind::srelu:
-    return {BaseFunction::srelu, false};
   case ActivationKind::sreglu:
-    return {BaseFunction::srelu, true};
+    return BaseFunction::srelu;
   case ActivationKind::silu:
-    return {BaseFunction::silu, false};
   case ActivationKind::swiglu:
-    return {BaseFunction::silu, true};
+    return BaseFunction::silu;
   case ActivationKind::clamped_swiglu:
-    return {BaseFunction::clampedSilu, true};
+    return BaseFunction::clampedSilu;
   }
   llvm_unreachable("unknown activation kind");
 }

@@ -68,11 +68,26 @@ struct VectorPosition {
   }
 };
 
-SmallVector<Value> toF32(OpBuilder &b, Location loc, ArrayRef<Value> values) {
+/// `width` elements of the 1-D `buffer` from `index`, in f32.
+SmallVector<Value> loadF32(OpBuilder &b, Location loc, Value buffer,
+                           Value index, int64_t width) {
   SmallVector<Value> wide;
-  for (Value v : values)
+  for (Value v : loadElements(b, loc, buffer, index, width))
     wide.push_back(emitExtToF32(b, loc, v));
   return wide;
+}
+
+/// A vector's inputs in f32: the activated half's elements and, for a
+/// gated kind, the gate half's (else empty), from `input` [rows, rowWidth].
+std::pair<SmallVector<Value>, SmallVector<Value>>
+loadActivationInputs(OpBuilder &b, Location loc, Value input,
+                     const VectorPosition &at, bool gated, int64_t rowWidth,
+                     int64_t width) {
+  if (!gated)
+    return {loadF32(b, loc, input, at.first, width), {}};
+  return {
+      loadF32(b, loc, input, at.inRow(b, loc, rowWidth, 0), width),
+      loadF32(b, loc, input, at.inRow(b, loc, rowWidth, rowWidth / 2), width)};
 }
 
 LogicalResult lowerActivation(RewriterBase &rewriter, ActivationOp op,
@@ -100,18 +115,9 @@ LogicalResult lowerActivation(RewriterBase &rewriter, ActivationOp op,
       [&](OpBuilder &b, Location loc, Value i, Value) -> Value {
         auto at = VectorPosition::of(b, loc, i, width, outWidth);
         ActivationMath m{b, loc};
-        SmallVector<Value> a, g, y;
-        if (activation.gated) {
-          a = toF32(b, loc,
-                    loadElements(b, loc, input,
-                                 at.inRow(b, loc, shape.width, 0), width));
-          g = toF32(b, loc,
-                    loadElements(b, loc, input,
-                                 at.inRow(b, loc, shape.width, outWidth),
-                                 width));
-        } else {
-          a = toF32(b, loc, loadElements(b, loc, input, at.first, width));
-        }
+        auto [a, g] = loadActivationInputs(b, loc, input, at, activation.gated,
+                                           shape.width, width);
+        SmallVector<Value> y;
         for (int64_t k = 0; k < width; ++k)
           y.push_back(emitTruncFromF32(
               b, loc,
@@ -159,11 +165,10 @@ LogicalResult lowerActivationBackward(RewriterBase &rewriter,
       [&](OpBuilder &b, Location loc, Value i, Value) -> Value {
         auto at = VectorPosition::of(b, loc, i, width, gradWidth);
         ActivationMath m{b, loc};
-        SmallVector<Value> dy =
-            toF32(b, loc, loadElements(b, loc, grad, at.first, width));
+        SmallVector<Value> dy = loadF32(b, loc, grad, at.first, width);
+        auto [a, g] = loadActivationInputs(b, loc, input, at, activation.gated,
+                                           shape.width, width);
         if (!activation.gated) {
-          SmallVector<Value> a =
-              toF32(b, loc, loadElements(b, loc, input, at.first, width));
           SmallVector<Value> out;
           for (int64_t k = 0; k < width; ++k)
             out.push_back(emitTruncFromF32(
@@ -172,20 +177,15 @@ LogicalResult lowerActivationBackward(RewriterBase &rewriter,
           storeElements(b, loc, dx, at.first, out);
           return Value();
         }
-        Value actAt = at.inRow(b, loc, shape.width, 0);
-        Value gateAt = at.inRow(b, loc, shape.width, gradWidth);
-        SmallVector<Value> a =
-            toF32(b, loc, loadElements(b, loc, input, actAt, width));
-        SmallVector<Value> g =
-            toF32(b, loc, loadElements(b, loc, input, gateAt, width));
         SmallVector<Value> dAct, dGate;
         for (int64_t k = 0; k < width; ++k) {
           auto [da, dg] = activation.backward(m, dy[k], a[k], g[k]);
           dAct.push_back(emitTruncFromF32(b, loc, da, dxElement));
           dGate.push_back(emitTruncFromF32(b, loc, dg, dxElement));
         }
-        storeElements(b, loc, dx, actAt, dAct);
-        storeElements(b, loc, dx, gateAt, dGate);
+        storeElements(b, loc, dx, at.inRow(b, loc, shape.width, 0), dAct);
+        storeElements(b, loc, dx, at.inRow(b, loc, shape.width, gradWidth),
+                      dGate);
         return Value();
       });
   set.finish();

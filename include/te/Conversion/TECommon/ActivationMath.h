@@ -55,17 +55,18 @@ struct Activation {
   bool gated;
   double limit = 0.0, alpha = 1.702, linearOffset = 1.0;
 
-  /// The activation of te.activation or te.activation_backward.
+  /// The activation of te.activation or te.activation_backward (whether
+  /// it is gated, as the op says).
   template <typename OpT> static Activation of(OpT op) {
-    Activation a = ofKind(op.getKind());
+    Activation a{baseOf(op.getKind()), op.isGated()};
     if (std::optional<APFloat> limit = op.getLimit())
       a.limit = limit->convertToDouble();
     a.alpha = op.getAlpha().convertToDouble();
     a.linearOffset = op.getLinearOffset().convertToDouble();
     return a;
   }
-  /// `kind`'s base function and gating, with default parameters.
-  static Activation ofKind(ActivationKind kind);
+  /// The base function of `kind` (a gated kind's activated half's).
+  static BaseFunction baseOf(ActivationKind kind);
 
   /// The base function of v.
   Value act(ActivationMath &m, Value v) const;
