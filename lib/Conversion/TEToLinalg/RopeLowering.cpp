@@ -1,12 +1,11 @@
 //===- RopeLowering.cpp - te.rope and te.rope_backward on the host --------===//
 //
 // TE's fused RoPE as the op's description states it, in three passes:
-// cos and sin of every angle of freqs ([s2, d2], evaluated in f64 and
-// rounded to f32, as accurate as the GPU's sincosf), the position of every
-// token (sbhd/bshd: per batch and index; thd: per token, from cu_seqlens),
-// then one elementwise pass over the output that reads each channel and
-// its rotation partner. Every index is clamped into its tensor, so bad
-// start positions or cu_seqlens (reported by te-insert-checks) never read
+// cos and sin of every angle of freqs ([s2, d2], RopeMath.h), the position
+// of every token (sbhd/bshd: per batch and index; thd: per token, from
+// cu_seqlens), then one elementwise pass over the output that reads each
+// channel and its rotation partner. Every index is clamped into its tensor, so
+// bad start positions or cu_seqlens (reported by te-insert-checks) never read
 // out of bounds.
 //
 //===----------------------------------------------------------------------===//
@@ -14,6 +13,7 @@
 #include "TEToLinalgInternal.h"
 
 #include "te/Conversion/TECommon/FP8Codec.h"
+#include "te/Conversion/TECommon/RopeMath.h"
 #include "te/Dialect/TE/IR/TEOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -22,8 +22,6 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/DialectConversion.h"
-
-#include <cmath>
 
 using namespace mlir;
 using namespace mlir::te;
@@ -43,7 +41,6 @@ struct Ints {
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
   Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
   Value div(Value x, Value y) { return arith::DivSIOp::create(b, loc, x, y); }
   Value lt(Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
@@ -68,65 +65,6 @@ struct Ints {
   }
 };
 
-/// sin(x) and cos(x) of an f32 angle, in f64: Cody-Waite reduction by
-/// pi/2 and Taylor polynomials on [-pi/4, pi/4], then rounded to f32.
-std::pair<Value, Value> emitSinCos(OpBuilder &b, Location loc, Value angle) {
-  Type f64 = b.getF64Type();
-  auto c = [&](double v) -> Value {
-    return arith::ConstantOp::create(b, loc, b.getFloatAttr(f64, v));
-  };
-  auto mul = [&](Value x, Value y) -> Value {
-    return arith::MulFOp::create(b, loc, x, y);
-  };
-  auto add = [&](Value x, Value y) -> Value {
-    return arith::AddFOp::create(b, loc, x, y);
-  };
-  auto sub = [&](Value x, Value y) -> Value {
-    return arith::SubFOp::create(b, loc, x, y);
-  };
-  Value x = arith::ExtFOp::create(b, loc, f64, angle);
-  Value k = math::RoundEvenOp::create(b, loc, mul(x, c(2.0 / M_PI)));
-  // pi/2 = hi + lo with hi's low bits zero, so k * hi is exact for the
-  // angles an f32 holds below 2^27.
-  Value r = sub(sub(x, mul(k, c(1.5707963267341256))),
-                mul(k, c(6.077100506506192e-11)));
-  Value r2 = mul(r, r);
-  auto horner = [&](ArrayRef<double> coefficients) {
-    Value sum = c(coefficients.back());
-    for (double coefficient : llvm::reverse(coefficients.drop_back()))
-      sum = add(mul(sum, r2), c(coefficient));
-    return sum;
-  };
-  // sin r = r (1 - r^2/3! + ...), cos r = 1 - r^2/2! + ...
-  SmallVector<double> sinTerms, cosTerms;
-  double factorial = 1.0;
-  for (int n = 1; n <= 17; ++n) {
-    factorial *= n;
-    double term = ((n / 2) % 2 ? -1.0 : 1.0) / factorial;
-    (n % 2 ? sinTerms : cosTerms).push_back(term);
-  }
-  cosTerms.insert(cosTerms.begin(), 1.0);
-  Value sinR = mul(r, horner(sinTerms));
-  Value cosR = horner(cosTerms);
-  // The quadrant q = k mod 4, compared as a float (NaN angles give NaN r).
-  Value q = sub(k, mul(c(4.0), math::FloorOp::create(b, loc, mul(k, c(0.25)))));
-  auto is = [&](double v) {
-    return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, q, c(v));
-  };
-  auto pick = [&](Value q1, Value q2, Value q3, Value q0) -> Value {
-    Value v = arith::SelectOp::create(b, loc, is(3.0), q3, q0);
-    v = arith::SelectOp::create(b, loc, is(2.0), q2, v);
-    return arith::SelectOp::create(b, loc, is(1.0), q1, v);
-  };
-  Value negSin = arith::NegFOp::create(b, loc, sinR);
-  Value negCos = arith::NegFOp::create(b, loc, cosR);
-  Value sinX = pick(cosR, negSin, negCos, sinR);
-  Value cosX = pick(negSin, negCos, sinR, cosR);
-  Type f32 = b.getF32Type();
-  return {arith::TruncFOp::create(b, loc, f32, sinX),
-          arith::TruncFOp::create(b, loc, f32, cosX)};
-}
-
 /// The cos and sin tables [s2, d2] of freqs [s2, 1, 1, d2].
 std::pair<Value, Value> emitTables(OpBuilder &b, Location loc, Value freqs) {
   auto type = cast<RankedTensorType>(freqs.getType());
@@ -141,27 +79,11 @@ std::pair<Value, Value> emitTables(OpBuilder &b, Location loc, Value freqs) {
       SmallVector<AffineMap>(3, identity),
       SmallVector<IteratorType>(2, IteratorType::parallel),
       [&](OpBuilder &b, Location loc, ValueRange args) {
-        std::pair<Value, Value> sinCos = emitSinCos(b, loc, args[0]);
+        std::pair<Value, Value> sinCos = emitRopeSinCos(b, loc, args[0]);
         linalg::YieldOp::create(b, loc,
                                 ValueRange{sinCos.second, sinCos.first});
       });
   return {tables.getResult(0), tables.getResult(1)};
-}
-
-/// The freqs row of the token at index `sId` of a sequence of local length
-/// `length`, with the sequence's start position and the context-parallel
-/// offset (TE's dual-chunk order).
-Value emitPosition(Ints &i, Value sId, Value length, Value start,
-                   int64_t cpSize, int64_t cpRank) {
-  Value p = i.add(sId, start);
-  if (cpSize == 1)
-    return p;
-  Value half = i.div(length, i.i32(2));
-  Value first = i.mul(i.i32(cpRank), half);
-  Value second =
-      i.sub(i.sub(i.mul(length, i.i32(cpSize)), i.mul(i.i32(cpRank + 1), half)),
-            half);
-  return i.add(p, i.select(i.lt(sId, half), first, second));
 }
 
 template <typename OpT> struct RopeLowering : OpConversionPattern<OpT> {
@@ -231,8 +153,8 @@ template <typename OpT> struct RopeLowering : OpConversionPattern<OpT> {
                 if (startPositions)
                   start = i.at(startPositions, i.toIndex(arith::MaxSIOp::create(
                                                    b, loc, seq, i.i32(0))));
-                Value p = emitPosition(i, sId, search.getResult(2), start,
-                                       cpSize, cpRank);
+                Value p = emitRopePosition(b, loc, sId, search.getResult(2),
+                                           start, cpSize, cpRank);
                 Value outside = i.lt(seq, i.i32(0));
                 linalg::YieldOp::create(
                     b, loc, i.select(outside, i.i32(-1), i.clamp(p, s2)));
@@ -242,21 +164,22 @@ template <typename OpT> struct RopeLowering : OpConversionPattern<OpT> {
       int64_t batch = type.getDimSize(seqDim == 0 ? 1 : 0);
       int64_t s = type.getDimSize(seqDim);
       Value empty = tensor::EmptyOp::create(b, loc, {batch, s}, b.getI32Type());
-      positions =
-          linalg::GenericOp::create(
-              b, loc, empty.getType(), ValueRange{}, empty,
-              b.getMultiDimIdentityMap(2),
-              SmallVector<IteratorType>(2, IteratorType::parallel),
-              [&](OpBuilder &b, Location loc, ValueRange) {
-                Ints i{b, loc};
-                Value batchIndex = linalg::IndexOp::create(b, loc, 0);
-                Value sId = i.toI32(linalg::IndexOp::create(b, loc, 1));
-                Value start = startPositions ? i.at(startPositions, batchIndex)
-                                             : i.i32(0);
-                Value p = emitPosition(i, sId, i.i32(s), start, cpSize, cpRank);
-                linalg::YieldOp::create(b, loc, i.clamp(p, s2));
-              })
-              .getResult(0);
+      positions = linalg::GenericOp::create(
+                      b, loc, empty.getType(), ValueRange{}, empty,
+                      b.getMultiDimIdentityMap(2),
+                      SmallVector<IteratorType>(2, IteratorType::parallel),
+                      [&](OpBuilder &b, Location loc, ValueRange) {
+                        Ints i{b, loc};
+                        Value batchIndex = linalg::IndexOp::create(b, loc, 0);
+                        Value sId = i.toI32(linalg::IndexOp::create(b, loc, 1));
+                        Value start = startPositions
+                                          ? i.at(startPositions, batchIndex)
+                                          : i.i32(0);
+                        Value p = emitRopePosition(b, loc, sId, i.i32(s), start,
+                                                   cpSize, cpRank);
+                        linalg::YieldOp::create(b, loc, i.clamp(p, s2));
+                      })
+                      .getResult(0);
     }
 
     // The rotation, channel by channel.
@@ -330,21 +253,9 @@ template <typename OpT> struct RopeLowering : OpConversionPattern<OpT> {
     Value partner = emitExtToF32(
         b, loc, tensor::ExtractOp::create(b, loc, input, partnerIndices));
     Value c = tensor::ExtractOp::create(b, loc, cosTable, ValueRange{row, j});
-    Value rotated;
-    if (!backward) {
-      // r = -x[k] in the first half (even channels), x[k] otherwise.
-      Value r = arith::SelectOp::create(
-          b, loc, first, arith::NegFOp::create(b, loc, partner), partner);
-      Value s = tensor::ExtractOp::create(b, loc, sinTable, ValueRange{row, j});
-      rotated = arith::MulFOp::create(b, loc, r, s);
-    } else {
-      Value s = tensor::ExtractOp::create(b, loc, sinTable, ValueRange{row, k});
-      s = arith::SelectOp::create(b, loc, first, s,
-                                  arith::NegFOp::create(b, loc, s));
-      rotated = arith::MulFOp::create(b, loc, partner, s);
-    }
-    return arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, v, c),
-                                 rotated);
+    Value s = tensor::ExtractOp::create(b, loc, sinTable,
+                                        ValueRange{row, backward ? k : j});
+    return emitRopeRotation(b, loc, backward, v, partner, first, c, s);
   }
 };
 
