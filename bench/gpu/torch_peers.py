@@ -144,6 +144,66 @@ def main():
         ("bhsd_f16_d128_backward (torch SDPA)", sdpa_step(False),
          (q2, k2, v2, d_o2), 2 * nbytes(q2, k2, v2, d_o2)),
     ]
+    # The transformer layer's row ops (bench/gpu/norms.mlir,
+    # activations.mlir, cross_entropy.mlir, rope.mlir): torch's own
+    # functions, forward and, for the *_backward-named te entries (d...),
+    # the gradients of the same inputs for a given output gradient.
+    F = torch.nn.functional
+    h = normal((8192, 4096), torch.bfloat16)
+    gamma = normal((4096,), torch.bfloat16)
+    beta = normal((4096,), torch.bfloat16)
+    dz = normal((8192, 4096), torch.bfloat16)
+    wide = normal((8192, 8192), torch.bfloat16)
+
+    def grads(fn, inputs, grad):
+        inputs = [t.detach().requires_grad_() for t in inputs]
+        return torch.autograd.grad(fn(*inputs), inputs, grad)
+
+    def swiglu(x):
+        a, g = x.chunk(2, dim=-1)
+        return F.silu(a) * g
+
+    logits = normal((4096, 32000), torch.bfloat16)
+    labels = torch.randint(0, 32000, (4096,), generator=gen, device=dev)
+    rope_x = normal((2048, 2, 32, 128), torch.bfloat16)
+    angles = torch.rand((2048, 1, 1, 128), generator=gen, device=dev) * 100
+
+    def rope(x, freqs):
+        # TE's unfused apply_rotary_pos_emb: x * cos + rotate_half(x) * sin.
+        x1, x2 = x.float().chunk(2, dim=-1)
+        rotated = torch.cat((-x2, x1), dim=-1)
+        return (x.float() * freqs.cos() + rotated * freqs.sin()).to(x.dtype)
+
+    hb = nbytes(h)
+    cases += [
+        ("layernorm", lambda x, g, b: F.layer_norm(x, (4096,), g, b, 1e-5),
+         (h, gamma, beta), 2 * hb + 2 * 8192 * 4),
+        ("rmsnorm", lambda x, g: F.rms_norm(x, (4096,), g + 1, 1e-5),
+         (h, gamma), 2 * hb + 8192 * 4),
+        ("dlayernorm",
+         lambda x, g, b, d: grads(
+             lambda x, g, b: F.layer_norm(x, (4096,), g, b, 1e-5),
+             (x, g, b), d),
+         (h, gamma, beta, dz), 3 * hb + 4 * 8192 * 4),
+        ("drmsnorm",
+         lambda x, g, d: grads(
+             lambda x, g: F.rms_norm(x, (4096,), g + 1, 1e-5), (x, g), d),
+         (h, gamma, dz), 3 * hb + 8192 * 4),
+        ("gelu", lambda x: F.gelu(x, approximate="tanh"), (h,), 2 * hb),
+        ("swiglu", swiglu, (wide,), nbytes(wide) + hb),
+        ("dgelu",
+         lambda x, d: grads(lambda x: F.gelu(x, approximate="tanh"), (x,), d),
+         (h, dz), 3 * hb),
+        ("dswiglu", lambda x, d: grads(swiglu, (x,), d), (wide, dz),
+         2 * nbytes(wide) + hb),
+        ("cross_entropy",
+         lambda x, y: grads(
+             lambda x: F.cross_entropy(x.float(), y, label_smoothing=0.1),
+             (x,), torch.ones((), device=dev)),
+         (logits, labels), 2 * nbytes(logits) + nbytes(labels) + 4),
+        ("rope_sbhd", rope, (rope_x, angles),
+         2 * nbytes(rope_x) + nbytes(angles)),
+    ]
     # The backward's five products against the forward's two: 3.5 times
     # the forward's operations for the whole step.
     flops = {"gqa_causal_bf16": 4 * 2 * 16 * 1024 * 1024 * 64 / 2,

@@ -456,6 +456,14 @@ public:
         this->attention(attention);
       else if (auto quantize = dyn_cast<QuantizeOp>(op))
         assign(quantize.getScale(), "positive");
+      else if (auto norm = dyn_cast<NormOp>(op))
+        assign(norm.getScale(), "positive");
+      else if (auto norm = dyn_cast<NormBackwardOp>(op))
+        assign(norm.getRsigma(), "positive");
+      else if (auto activation = dyn_cast<ActivationOp>(op))
+        assign(activation.getScale(), "positive");
+      else if (auto activation = dyn_cast<ActivationBackwardOp>(op))
+        assign(activation.getScale(), "positive");
       else if (auto dequantize = dyn_cast<DequantizeOp>(op)) {
         if (dequantize.getScaleInv().getType().getElementType().isF32())
           assign(dequantize.getScaleInv(), "positive");

@@ -4,11 +4,14 @@
 // a grid-stride loop whose threads each take a 16-byte vector of outputs
 // (never across a row), read the inputs they need (a gated kind's two
 // halves of the row), compute TE's formulas in f32 (ActivationMath.h, the
-// same as the host's) and round once. The backward of a gated kind writes
-// both halves of dx from one read of the gradient and the input.
+// same as the host's) and round once into every element type the results
+// need (QuantizableOutput: the output, and the f32 values the amax, a
+// per_tensor cast or dbias take). The backward of a gated kind writes both
+// halves of dx from one read of the gradient and the input.
 //
-// Not generated yet (refused with the reason): the quantized outputs, the
-// amax and dbias, which the host lowering fuses.
+// The quantized outputs and the amax are finished by the FP8 kernels from
+// those buffers, and dbias is a column sum of dx's f32 values: passes that
+// TE fuses into the activation's own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -90,6 +93,29 @@ loadActivationInputs(OpBuilder &b, Location loc, Value input,
       loadF32(b, loc, input, at.inRow(b, loc, rowWidth, rowWidth / 2), width)};
 }
 
+/// The shape of an activation's output for `input`: gated kinds halve the
+/// last dimension.
+SmallVector<int64_t> outputShape(Value input, bool gated) {
+  SmallVector<int64_t> shape(
+      cast<RankedTensorType>(input.getType()).getShape());
+  if (gated)
+    shape.back() /= 2;
+  return shape;
+}
+
+/// `values` (f32) rounded to each of `elements` and stored at `index` of
+/// the matching buffer of `buffers`.
+void storeRounded(OpBuilder &b, Location loc, ArrayRef<Value> values,
+                  ArrayRef<Value> buffers, ArrayRef<Type> elements,
+                  Value index) {
+  for (auto [buffer, element] : llvm::zip_equal(buffers, elements)) {
+    SmallVector<Value> rounded;
+    for (Value value : values)
+      rounded.push_back(emitTruncFromF32(b, loc, value, element));
+    storeElements(b, loc, buffer, index, rounded);
+  }
+}
+
 LogicalResult lowerActivation(RewriterBase &rewriter, ActivationOp op,
                               const GPUTargetInfo &target) {
   Location loc = op.getLoc();
@@ -100,16 +126,21 @@ LogicalResult lowerActivation(RewriterBase &rewriter, ActivationOp op,
   Type element = op.getInput().getType().getElementType();
   int64_t width = vectorWidth(element, outWidth);
   int64_t vectors = shape.rows * outWidth / width;
+  SmallVector<int64_t> outShape = outputShape(op.getInput(), activation.gated);
+  auto output = QuantizableOutput::of(op, op.getScale(), outShape, element);
 
-  // activation(input, output): output = act(input), or act(a) gate(g).
+  // activation(input, outputs...): output = act(input), or act(a) gate(g),
+  // in each element type the results need.
   KernelSet set(op, "activation", target);
   OpBuilder b(context);
-  MemRefType inputType = argType(op.getInput());
-  auto outputType = cast<RankedTensorType>(op.getOutput().getType());
-  auto kernel =
-      set.addKernel(b, "activation", {inputType, bufferType(outputType)});
+  SmallVector<Type> arguments = {argType(op.getInput())};
+  for (Type type : output.getElementTypes())
+    arguments.push_back(bufferType(RankedTensorType::get(outShape, type)));
+  auto kernel = set.addKernel(b, "activation", arguments);
   Value input = flatten(b, loc, kernel.getArgument(0));
-  Value output = flatten(b, loc, kernel.getArgument(1));
+  SmallVector<Value> outputs;
+  for (unsigned i = 1; i < kernel.getNumArguments(); ++i)
+    outputs.push_back(flatten(b, loc, kernel.getArgument(i)));
   gridStrideLoop(
       b, loc, vectors, Value(),
       [&](OpBuilder &b, Location loc, Value i, Value) -> Value {
@@ -119,21 +150,18 @@ LogicalResult lowerActivation(RewriterBase &rewriter, ActivationOp op,
                                            shape.width, width);
         SmallVector<Value> y;
         for (int64_t k = 0; k < width; ++k)
-          y.push_back(emitTruncFromF32(
-              b, loc,
-              activation.forward(m, a[k], activation.gated ? g[k] : Value()),
-              outputType.getElementType()));
-        storeElements(b, loc, output, at.first, y);
+          y.push_back(
+              activation.forward(m, a[k], activation.gated ? g[k] : Value()));
+        storeRounded(b, loc, y, outputs, output.getElementTypes(), at.first);
         return Value();
       });
   set.finish();
 
   OpBuilder &host = rewriter;
-  Value in = readBuffer(host, loc, op.getInput());
-  Value out = allocateOutput(host, loc, outputType);
-  set.launch(host, kernel, blocksFor(vectors), kBlockSize, {in, out});
-  replaceWithOutputs(rewriter, op, {out});
-  return success();
+  SmallVector<Value> operands = {readBuffer(host, loc, op.getInput())};
+  llvm::append_range(operands, output.allocate(host, loc));
+  set.launch(host, kernel, blocksFor(vectors), kBlockSize, operands);
+  return output.replaceOp(rewriter, op, {}, target);
 }
 
 LogicalResult lowerActivationBackward(RewriterBase &rewriter,
@@ -147,19 +175,27 @@ LogicalResult lowerActivationBackward(RewriterBase &rewriter,
   Type element = op.getInput().getType().getElementType();
   int64_t width = vectorWidth(element, gradWidth);
   int64_t vectors = shape.rows * gradWidth / width;
+  ArrayRef<int64_t> dxShape = op.getInput().getType().getShape();
+  // dbias sums dx's f32 values.
+  bool dbias = static_cast<bool>(op.getDbiasResult());
+  auto output = QuantizableOutput::of(op, op.getScale(), dxShape, element,
+                                      /*wantF32=*/dbias);
 
-  // activation_backward(grad, input, dx): dx = grad act'(input); a gated
-  // kind writes both halves of its row of dx.
+  // activation_backward(grad, input, dx...): dx = grad act'(input), in each
+  // element type the results need; a gated kind writes both halves of its
+  // row of dx.
   KernelSet set(op, "activation_backward", target);
   OpBuilder b(context);
-  auto dxType = cast<RankedTensorType>(op.getDx().getType());
-  Type dxElement = dxType.getElementType();
-  auto kernel = set.addKernel(
-      b, "activation_backward",
-      {argType(op.getGrad()), argType(op.getInput()), bufferType(dxType)});
+  SmallVector<Type> arguments = {argType(op.getGrad()), argType(op.getInput())};
+  for (Type type : output.getElementTypes())
+    arguments.push_back(bufferType(RankedTensorType::get(dxShape, type)));
+  auto kernel = set.addKernel(b, "activation_backward", arguments);
   Value grad = flatten(b, loc, kernel.getArgument(0));
   Value input = flatten(b, loc, kernel.getArgument(1));
-  Value dx = flatten(b, loc, kernel.getArgument(2));
+  SmallVector<Value> dx;
+  for (unsigned i = 2; i < kernel.getNumArguments(); ++i)
+    dx.push_back(flatten(b, loc, kernel.getArgument(i)));
+  ArrayRef<Type> dxElements = output.getElementTypes();
   gridStrideLoop(
       b, loc, vectors, Value(),
       [&](OpBuilder &b, Location loc, Value i, Value) -> Value {
@@ -171,64 +207,50 @@ LogicalResult lowerActivationBackward(RewriterBase &rewriter,
         if (!activation.gated) {
           SmallVector<Value> out;
           for (int64_t k = 0; k < width; ++k)
-            out.push_back(emitTruncFromF32(
-                b, loc, activation.backward(m, dy[k], a[k], Value()).first,
-                dxElement));
-          storeElements(b, loc, dx, at.first, out);
+            out.push_back(activation.backward(m, dy[k], a[k], Value()).first);
+          storeRounded(b, loc, out, dx, dxElements, at.first);
           return Value();
         }
         SmallVector<Value> dAct, dGate;
         for (int64_t k = 0; k < width; ++k) {
           auto [da, dg] = activation.backward(m, dy[k], a[k], g[k]);
-          dAct.push_back(emitTruncFromF32(b, loc, da, dxElement));
-          dGate.push_back(emitTruncFromF32(b, loc, dg, dxElement));
+          dAct.push_back(da);
+          dGate.push_back(dg);
         }
-        storeElements(b, loc, dx, at.inRow(b, loc, shape.width, 0), dAct);
-        storeElements(b, loc, dx, at.inRow(b, loc, shape.width, gradWidth),
-                      dGate);
+        storeRounded(b, loc, dAct, dx, dxElements,
+                     at.inRow(b, loc, shape.width, 0));
+        storeRounded(b, loc, dGate, dx, dxElements,
+                     at.inRow(b, loc, shape.width, gradWidth));
         return Value();
       });
+  std::optional<ColumnSums> sums;
+  RankedTensorType dbiasType;
+  if (dbias) {
+    dbiasType = cast<RankedTensorType>(op.getDbiasResult().getType());
+    sums = ColumnSums::add(
+        set, b, loc, "dbias",
+        bufferType(RankedTensorType::get(dxShape, Float32Type::get(context))),
+        bufferType(dbiasType));
+  }
   set.finish();
 
   OpBuilder &host = rewriter;
-  Value gradBuffer = readBuffer(host, loc, op.getGrad());
-  Value in = readBuffer(host, loc, op.getInput());
-  Value out = allocateOutput(host, loc, dxType);
-  set.launch(host, kernel, blocksFor(vectors), kBlockSize,
-             {gradBuffer, in, out});
-  replaceWithOutputs(rewriter, op, {out});
-  return success();
+  SmallVector<Value> operands = {readBuffer(host, loc, op.getGrad()),
+                                 readBuffer(host, loc, op.getInput())};
+  llvm::append_range(operands, output.allocate(host, loc));
+  set.launch(host, kernel, blocksFor(vectors), kBlockSize, operands);
+  SmallVector<Value> trailing;
+  if (sums) {
+    trailing.push_back(allocateOutput(host, loc, dbiasType));
+    sums->launch(host, loc, output.getF32Buffer(), trailing.back());
+  }
+  return output.replaceOp(rewriter, op, trailing, target);
 }
 
 } // namespace
 
 bool gpu_lowering::isActivationOp(Operation *op) {
   return isa<ActivationOp, ActivationBackwardOp>(op);
-}
-
-std::optional<std::string>
-gpu_lowering::getActivationUnsupportedReason(Operation *op,
-                                             const GPUTargetInfo &target) {
-  std::string name = op->getName().getStringRef().str();
-  auto refuse = [&](StringRef what) {
-    return name + " " + what.str() + " has no GPU code generation yet (" +
-           target.getDescription() + "): only its high-precision output has";
-  };
-  if (auto forward = dyn_cast<ActivationOp>(op)) {
-    if (forward.getQuantize())
-      return refuse("with a quantized output");
-    if (forward.getAmaxOutput())
-      return refuse("with amax");
-    return std::nullopt;
-  }
-  auto backward = cast<ActivationBackwardOp>(op);
-  if (backward.getQuantize())
-    return refuse("with a quantized output");
-  if (backward.getAmaxOutput())
-    return refuse("with amax");
-  if (backward.getDbias())
-    return refuse("with dbias");
-  return std::nullopt;
 }
 
 LogicalResult gpu_lowering::lowerActivationOp(RewriterBase &rewriter,

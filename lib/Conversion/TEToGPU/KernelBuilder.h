@@ -164,6 +164,116 @@ std::shared_ptr<const GPUTargetInfo>
 lookUpPassTarget(Operation *op, StringRef passName, StringRef spec);
 
 //===----------------------------------------------------------------------===//
+// Row kernels (RowKernels.cpp): one warp per row of a [rows, width] view
+//===----------------------------------------------------------------------===//
+
+/// for (row = the warp's index in the grid; row < rows; row += the grid's
+/// warps) body(row, lane). Every lane of a warp takes the same rows, so the
+/// body may reduce over the warp (warpSum, warpMax). Launch it on
+/// blocksFor(rows * warpSize) blocks of kBlockSize threads.
+void forEachRowOfWarp(
+    OpBuilder &b, Location loc, int64_t rows, unsigned warpSize,
+    function_ref<void(OpBuilder &, Location, Value row, Value lane)> body);
+
+/// for (v = lane; v < count; v += warpSize), carrying `inits` through the
+/// iterations: `body(v, carried)` returns the next carried values. Returns
+/// the last ones (each lane its own).
+SmallVector<Value> forEachLaneItem(
+    OpBuilder &b, Location loc, Value lane, int64_t count, unsigned warpSize,
+    ValueRange inits,
+    function_ref<SmallVector<Value>(OpBuilder &, Location, Value, ValueRange)>
+        body);
+
+/// The f32 sum and maximum (NaN-propagating, arith.maximumf) over a warp's
+/// lanes; every lane gets the result.
+Value warpSum(OpBuilder &b, Location loc, Value value, unsigned warpSize);
+Value warpMax(OpBuilder &b, Location loc, Value value, unsigned warpSize);
+
+/// Runs `body` in lane 0 of the warp only.
+void ifFirstLane(OpBuilder &b, Location loc, Value lane,
+                 function_ref<void(OpBuilder &, Location)> body);
+
+/// The column sums of a [rows, columns] buffer of any float type, in f32
+/// and in a fixed order (each chunk of rows, then the chunks), rounded once
+/// into a [columns] output: the weight gradients of te.norm_backward and
+/// te.activation_backward's dbias. add() before the set's finish(),
+/// launch() after it.
+class ColumnSums {
+public:
+  /// Kernels `<name>_partial` and `<name>_finalize` summing `sourceType`
+  /// (any shape whose last dimension is the columns) into `outType`.
+  static ColumnSums add(KernelSet &set, OpBuilder &b, Location loc,
+                        StringRef name, MemRefType sourceType,
+                        MemRefType outType);
+  /// Launches them: `source` summed into `out` (through an f32 temporary
+  /// of one row of sums per chunk).
+  void launch(OpBuilder &host, Location loc, Value source, Value out) const;
+
+private:
+  KernelSet *set = nullptr;
+  gpu::GPUFuncOp partial, finalize;
+  int64_t rows = 0, columns = 0, chunks = 0;
+};
+
+/// An op's quantizable output (te.norm, te.activation,
+/// te.activation_backward) on a GPU, as QuantizedOutputLayout and the ops'
+/// descriptions define it: the op's kernels write the output in the
+/// element types getElementTypes() lists, each into its own buffer of the
+/// output's shape; replaceOp() then finishes the quantized results and the
+/// amax with te.quantize and te.amax of those buffers, lowered by the FP8
+/// kernels (per_tensor without the high-precision output casts the f32
+/// values, every other mode the rounded ones; the amax is of the f32
+/// values).
+class QuantizableOutput {
+public:
+  /// `shape` is the output's shape and `rounded` the type a rounded output
+  /// has when it is not a result (the input's); `wantF32` asks for the f32
+  /// values even where no result needs them (dbias sums them).
+  QuantizableOutput(const QuantizedOutputLayout &layout, ResultRange results,
+                    ScalingModeAttr mode, QuantizeUsageAttr usage,
+                    BoolAttr pow2Scales, FloatAttr amaxEpsilon, Value scale,
+                    ArrayRef<int64_t> shape, Type rounded, bool wantF32);
+  template <typename OpT>
+  static QuantizableOutput of(OpT op, Value scale, ArrayRef<int64_t> shape,
+                              Type rounded, bool wantF32 = false) {
+    return QuantizableOutput(op.getLayout(), op->getResults(),
+                             op.getQuantizeAttr(), op.getUsageAttr(),
+                             op.getPow2ScalesAttr(), op.getAmaxEpsilonAttr(),
+                             scale, shape, rounded, wantF32);
+  }
+
+  /// The element types the kernels write, in order.
+  ArrayRef<Type> getElementTypes() const { return elements; }
+  /// Fresh buffers for them, in that order (kept for replaceOp).
+  SmallVector<Value> allocate(OpBuilder &host, Location loc);
+  /// The buffer of the f32 values (after allocate), or null.
+  Value getF32Buffer() const { return f32 >= 0 ? buffers[f32] : Value(); }
+
+  /// Replaces `op` by [output], [quantized...], [amax] and then the tensors
+  /// of `trailing` (buffers of its remaining results, in order), lowering
+  /// the te.quantize and te.amax that finish them.
+  LogicalResult replaceOp(RewriterBase &rewriter, Operation *op,
+                          ArrayRef<Value> trailing,
+                          const GPUTargetInfo &target);
+
+private:
+  RankedTensorType typeOf(Type element) const;
+
+  QuantizedOutputLayout layout;
+  ResultRange results;
+  ScalingModeAttr mode;
+  QuantizeUsageAttr usage;
+  BoolAttr pow2Scales;
+  FloatAttr amaxEpsilon;
+  Value scale;
+  SmallVector<int64_t> shape;
+  SmallVector<Type> elements;
+  int roundedIndex = -1, f32 = -1;
+  bool castFromF32 = false;
+  SmallVector<Value> buffers;
+};
+
+//===----------------------------------------------------------------------===//
 // Op families
 //===----------------------------------------------------------------------===//
 //
@@ -185,10 +295,23 @@ LogicalResult lowerBlockDequantize(RewriterBase &rewriter, DequantizeOp op,
 
 /// te.activation and te.activation_backward as elementwise kernels.
 bool isActivationOp(Operation *op);
-std::optional<std::string>
-getActivationUnsupportedReason(Operation *op, const GPUTargetInfo &target);
 LogicalResult lowerActivationOp(RewriterBase &rewriter, Operation *op,
                                 const GPUTargetInfo &target);
+
+/// te.norm and te.norm_backward as row kernels (NormKernels.cpp).
+bool isNormOp(Operation *op);
+LogicalResult lowerNormOp(RewriterBase &rewriter, Operation *op,
+                          const GPUTargetInfo &target);
+
+/// te.cross_entropy and its backward (CrossEntropyKernels.cpp).
+bool isCrossEntropyOp(Operation *op);
+LogicalResult lowerCrossEntropyOp(RewriterBase &rewriter, Operation *op,
+                                  const GPUTargetInfo &target);
+
+/// te.rope and te.rope_backward (RopeKernels.cpp).
+bool isRopeOp(Operation *op);
+LogicalResult lowerRopeOp(RewriterBase &rewriter, Operation *op,
+                          const GPUTargetInfo &target);
 
 /// Why the flash-attention kernels cannot take `op` (forward or backward)
 /// on `target`, or nullopt.

@@ -511,8 +511,9 @@ mlir::te::getGPUUnsupportedReason(Operation *op, const GPUTargetInfo &target) {
     return gpu_lowering::getGroupedMatmulUnsupportedReason(grouped, target);
   if (auto attention = dyn_cast<AttentionOpInterface>(op))
     return gpu_lowering::getAttentionUnsupportedReason(attention, target);
-  if (gpu_lowering::isActivationOp(op))
-    return gpu_lowering::getActivationUnsupportedReason(op, target);
+  if (gpu_lowering::isActivationOp(op) || gpu_lowering::isNormOp(op) ||
+      gpu_lowering::isCrossEntropyOp(op) || gpu_lowering::isRopeOp(op))
+    return std::nullopt;
   return op->getName().getStringRef().str() +
          " has no GPU code generation yet (" + target.getDescription() + ")";
 }
@@ -539,6 +540,12 @@ LogicalResult lowerSupportedTEOpToGPU(RewriterBase &rewriter, Operation *op,
     return gpu_lowering::lowerAttentionBackward(rewriter, backward, target);
   if (gpu_lowering::isActivationOp(op))
     return gpu_lowering::lowerActivationOp(rewriter, op, target);
+  if (gpu_lowering::isNormOp(op))
+    return gpu_lowering::lowerNormOp(rewriter, op, target);
+  if (gpu_lowering::isCrossEntropyOp(op))
+    return gpu_lowering::lowerCrossEntropyOp(rewriter, op, target);
+  if (gpu_lowering::isRopeOp(op))
+    return gpu_lowering::lowerRopeOp(rewriter, op, target);
   return gpu_lowering::lowerFP8Op(rewriter, op, target);
 }
 
@@ -581,7 +588,8 @@ template <typename OpT> struct TEOpToGPU : OpRewritePattern<OpT> {
 void mlir::te::populateTEToGPUPatterns(
     RewritePatternSet &patterns, std::shared_ptr<const GPUTargetInfo> target) {
   // By family: FP8 scaling and quantization, attention, the GEMM, the
-  // activations, the collectives (library calls the device runs).
+  // activations, the norms, cross-entropy and RoPE, the collectives (library
+  // calls the device runs).
   patterns.add<TEOpToGPU<AmaxOp>, TEOpToGPU<ComputeScaleOp>,
                TEOpToGPU<UpdateDelayedScalingOp>, TEOpToGPU<QuantizeOp>,
                TEOpToGPU<DequantizeOp>>(patterns.getContext(), target);
@@ -590,6 +598,10 @@ void mlir::te::populateTEToGPUPatterns(
   patterns.add<TEOpToGPU<ScaledMatmulOp>, TEOpToGPU<GroupedMatmulOp>>(
       patterns.getContext(), target);
   patterns.add<TEOpToGPU<ActivationOp>, TEOpToGPU<ActivationBackwardOp>>(
+      patterns.getContext(), target);
+  patterns.add<TEOpToGPU<NormOp>, TEOpToGPU<NormBackwardOp>,
+               TEOpToGPU<CrossEntropyOp>, TEOpToGPU<CrossEntropyBackwardOp>,
+               TEOpToGPU<RopeOp>, TEOpToGPU<RopeBackwardOp>>(
       patterns.getContext(), target);
   patterns.add<TEOpToGPU<AllReduceOp>, TEOpToGPU<AllGatherOp>,
                TEOpToGPU<ReduceScatterOp>, TEOpToGPU<AllToAllOp>,
