@@ -1,10 +1,10 @@
-//===- OneDNNPlugin.cpp - te.attention and te.scaled_matmul on oneDNN -----===//
+//===- OneDNNPlugin.cpp - te ops on oneDNN's CPU primitives ---------------===//
 //
-// The oneDNN plugin lowers the configurations of te.attention and
-// te.scaled_matmul that oneDNN's CPU primitives compute, and declines the
-// rest with the reason, so they lower natively. Each lowering converts the
-// op's operands to f32 in the fixed layout the runtime functions take
-// (OneDNNRuntime.h), calls the function on the buffers, and converts the
+// The oneDNN plugin lowers the configurations of te.attention,
+// te.scaled_matmul and te.norm that oneDNN's CPU primitives compute, and
+// declines the rest with the reason, so they lower natively. Each lowering
+// converts the op's operands to f32 in the fixed layout the runtime functions
+// take (OneDNNRuntime.h), calls the function on the buffers, and converts the
 // f32 result back to the op's type and layout; the kernel links the
 // plugin's runtime library, libte-onednn-runtime.so, which sits next to
 // this plugin.
@@ -408,6 +408,136 @@ public:
 };
 
 //===----------------------------------------------------------------------===//
+// te.norm
+//===----------------------------------------------------------------------===//
+
+/// LayerNorm's forward on oneDNN's layer normalization primitive; the
+/// backward and RMSNorm are declined (see check).
+class NormProvider : public LoweringProvider {
+public:
+  NormProvider() : LoweringProvider("norm", {"te.norm", "te.norm_backward"}) {}
+
+  Decision check(Operation *operation,
+                 const TargetInfo &target) const override {
+    if (std::optional<Decision> declined = checkCommon(operation, target))
+      return *declined;
+    if (isa<NormBackwardOp>(operation))
+      return Decision::decline(
+          "the backward (oneDNN's reads the variance, te.norm_backward "
+          "rsigma = 1 / sqrt(variance + epsilon), from which the variance "
+          "does not come back exactly)");
+    auto op = cast<NormOp>(operation);
+    if (!op.isLayerNorm())
+      return Decision::decline(
+          "rmsnorm (oneDNN 2.x's layer normalization has no RMS variant)");
+    if (op.getQuantize() || op.getAmaxOutput())
+      return Decision::decline("a quantized output or its amax (oneDNN 2.x "
+                               "has no FP8 types)");
+    return Decision::accept();
+  }
+
+  LogicalResult lower(Operation *operation, const NativeLowering &,
+                      const TargetInfo &) const override {
+    auto op = cast<NormOp>(operation);
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    MLIRContext *ctx = b.getContext();
+    auto inputType = cast<RankedTensorType>(op.getInput().getType());
+    int64_t hidden = inputType.getShape().back();
+    int64_t rows = hidden ? inputType.getNumElements() / hidden : 0;
+    // x as row-major [rows, hidden] f32: element (r, c) is x at the
+    // leading dimensions of r, then c.
+    SmallVector<AffineExpr> split;
+    AffineExpr r = getAffineDimExpr(0, ctx), c = getAffineDimExpr(1, ctx);
+    ArrayRef<int64_t> lead = inputType.getShape().drop_back();
+    int64_t stride = rows;
+    for (int64_t size : lead) {
+      stride = size ? stride / size : 0;
+      split.push_back(size == 1
+                          ? getAffineConstantExpr(0, ctx)
+                          : (r.floorDiv(std::max<int64_t>(stride, 1)) % size));
+    }
+    split.push_back(c);
+    AffineMap fromRows = AffineMap::get(2, 0, split, ctx);
+    Value xf = convertToF32(b, loc, op.getInput(), {rows, hidden}, fromRows);
+    // g in f32, plus 1 when zero-centered (TE adds it after the
+    // conversion).
+    Value gf = convertToF32(b, loc, op.getGamma(), {hidden},
+                            b.getMultiDimIdentityMap(1));
+    if (op.getZeroCenteredGamma()) {
+      Value init = tensor::EmptyOp::create(b, loc, {hidden}, b.getF32Type());
+      gf = linalg::GenericOp::create(
+               b, loc, gf.getType(), gf, init,
+               ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1),
+                                   b.getMultiDimIdentityMap(1)},
+               utils::IteratorType::parallel,
+               [](OpBuilder &b, Location loc, ValueRange args) {
+                 linalg::YieldOp::create(
+                     b, loc,
+                     arith::AddFOp::create(b, loc, args[0],
+                                           emitF32Constant(b, loc, 1.0))
+                         .getResult());
+               })
+               .getResult(0);
+    }
+    auto ptr = LLVM::LLVMPointerType::get(ctx);
+    Value beta = LLVM::ZeroOp::create(b, loc, ptr);
+    if (Value betaTensor = op.getBeta())
+      beta = pointerOf(b, loc,
+                       bufferOf(b, loc,
+                                convertToF32(b, loc, betaTensor, {hidden},
+                                             b.getMultiDimIdentityMap(1))));
+    Type f32 = b.getF32Type();
+    Value zBuffer =
+        memref::AllocOp::create(b, loc, MemRefType::get({rows, hidden}, f32));
+    auto statType = MemRefType::get({rows}, f32);
+    Value meanBuffer = memref::AllocOp::create(b, loc, statType);
+    Value rsigmaBuffer = memref::AllocOp::create(b, loc, statType);
+    SmallVector<Value> args = {
+        pointerOf(b, loc, bufferOf(b, loc, xf)),
+        pointerOf(b, loc, bufferOf(b, loc, gf)),
+        beta,
+        pointerOf(b, loc, zBuffer),
+        pointerOf(b, loc, meanBuffer),
+        pointerOf(b, loc, rsigmaBuffer),
+        i64Const(b, loc, rows),
+        i64Const(b, loc, hidden),
+        arith::ConstantOp::create(b, loc, op.getEpsilonAttr())};
+    Value zf =
+        callRuntime(b, loc, op, "te_onednn_layer_norm_f32", args, zBuffer);
+    auto statTensor = [&](Value buffer, Value result) -> Value {
+      Value rowsTensor = bufferization::ToTensorOp::create(
+          b, loc, RankedTensorType::get({rows}, f32), buffer,
+          /*restrict=*/true, /*writable=*/true);
+      return tensor::ReshapeOp::create(
+          b, loc, result.getType(), rowsTensor,
+          arith::ConstantOp::create(
+              b, loc,
+              DenseIntElementsAttr::get(
+                  RankedTensorType::get({static_cast<int64_t>(lead.size())},
+                                        b.getI64Type()),
+                  lead)));
+    };
+    // z back in the input's shape and z's type.
+    auto zType = cast<RankedTensorType>(op.getOutput().getType());
+    SmallVector<AffineExpr> rowOf;
+    AffineExpr rowIndex = getAffineConstantExpr(0, ctx);
+    int64_t rank = zType.getRank();
+    for (int64_t dim = 0; dim + 1 < rank; ++dim)
+      rowIndex = rowIndex * zType.getDimSize(dim) + getAffineDimExpr(dim, ctx);
+    AffineMap toRows = AffineMap::get(
+        rank, 0, {rowIndex, getAffineDimExpr(rank - 1, ctx)}, ctx);
+    SmallVector<Value> results = {convertFromF32(b, loc, zf, zType, toRows),
+                                  statTensor(meanBuffer, op.getMean()),
+                                  statTensor(rsigmaBuffer, op.getRsigma())};
+    for (auto [result, value] : llvm::zip_equal(op->getResults(), results))
+      result.replaceAllUsesWith(value);
+    op.erase();
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
 
@@ -422,7 +552,8 @@ te_plugin_status registerOneDNN(te_plugin_registrar *handle, char *error,
   std::string problem;
   if (!registrar.addProvider(std::make_unique<AttentionProvider>(), &problem) ||
       !registrar.addProvider(std::make_unique<ScaledMatmulProvider>(),
-                             &problem)) {
+                             &problem) ||
+      !registrar.addProvider(std::make_unique<NormProvider>(), &problem)) {
     std::snprintf(error, errorSize, "%s", problem.c_str());
     return TE_PLUGIN_ERROR;
   }

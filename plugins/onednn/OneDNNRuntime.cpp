@@ -5,6 +5,8 @@
 // keys, and a matmul with V. The primitives are created once per call (the
 // shapes are the same for every head) and run on each head's slices. The
 // [seq_q, seq_kv] score matrix is one scratch buffer reused across heads.
+// LayerNorm is oneDNN's layer normalization primitive in training mode,
+// for the statistics, with rsigma computed from its variance.
 //
 //===----------------------------------------------------------------------===//
 
@@ -160,5 +162,47 @@ int32_t te_onednn_matmul_f32(const float *a, const float *b, const float *bias,
     return 0;
   } catch (const std::exception &e) {
     return report(e, d, m * n);
+  }
+}
+
+int32_t te_onednn_layer_norm_f32(const float *x, const float *gamma,
+                                 const float *beta, float *z, float *mean,
+                                 float *rsigma, int64_t rows, int64_t hidden,
+                                 float epsilon) {
+  std::vector<float> variance(rows);
+  try {
+    dnnl::engine &engine = cpuEngine();
+    dnnl::stream stream(engine);
+    dnnl::memory::desc dataDesc({rows, hidden}, dt::f32, tag::ab);
+    dnnl::memory::desc statDesc({rows}, dt::f32, tag::a);
+    dnnl::memory::desc weightDesc({hidden}, dt::f32, tag::a);
+    auto flags = dnnl::normalization_flags::use_scale;
+    if (beta)
+      flags |= dnnl::normalization_flags::use_shift;
+    dnnl::layer_normalization_forward norm(
+        dnnl::layer_normalization_forward::primitive_desc(
+            dnnl::layer_normalization_forward::desc(
+                dnnl::prop_kind::forward_training, dataDesc, statDesc, epsilon,
+                flags),
+            engine));
+    std::unordered_map<int, dnnl::memory> args = {
+        {DNNL_ARG_SRC, dnnl::memory(dataDesc, engine, const_cast<float *>(x))},
+        {DNNL_ARG_DST, dnnl::memory(dataDesc, engine, z)},
+        {DNNL_ARG_MEAN, dnnl::memory(statDesc, engine, mean)},
+        {DNNL_ARG_VARIANCE, dnnl::memory(statDesc, engine, variance.data())},
+        {DNNL_ARG_SCALE,
+         dnnl::memory(weightDesc, engine, const_cast<float *>(gamma))}};
+    if (beta)
+      args[DNNL_ARG_SHIFT] =
+          dnnl::memory(weightDesc, engine, const_cast<float *>(beta));
+    norm.execute(stream, args);
+    stream.wait();
+    for (int64_t row = 0; row < rows; ++row)
+      rsigma[row] = 1.0f / std::sqrt(variance[row] + epsilon);
+    return 0;
+  } catch (const std::exception &e) {
+    fillNaN(mean, rows);
+    fillNaN(rsigma, rows);
+    return report(e, z, rows * hidden);
   }
 }

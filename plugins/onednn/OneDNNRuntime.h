@@ -54,6 +54,14 @@ TE_ONEDNN_EXPORT int32_t te_onednn_matmul_f32(const float *a, const float *b,
                                               int64_t m, int64_t n, int64_t k,
                                               float alpha, int64_t gelu);
 
+/// LayerNorm over the last dimension of x [rows, hidden] (row-major f32):
+/// z = gamma * (x - mean) / sqrt(variance + epsilon) + beta, with beta
+/// NULL for none, and each row's mean and rsigma = 1 / sqrt(variance +
+/// epsilon) (f32) for the backward.
+TE_ONEDNN_EXPORT int32_t te_onednn_layer_norm_f32(
+    const float *x, const float *gamma, const float *beta, float *z,
+    float *mean, float *rsigma, int64_t rows, int64_t hidden, float epsilon);
+
 #ifdef __cplusplus
 }
 #endif
