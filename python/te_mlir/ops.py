@@ -1577,14 +1577,15 @@ def rope_backward(grad, freqs, tensor_format="sbhd", *, interleaved=False,
 
 
 def cross_entropy(logits, target, *, label_smoothing=0.0, reduce_loss=False,
-                  ignore_index=-100, device=None):
+                  ignore_index=-100, grad_dtype=None, device=None):
     """TE's fused cross-entropy (te.cross_entropy; parallel_cross_entropy
     without a process group): logits [..., V] (f32, f16 or bf16), target
     the class of every row (i32 or i64). Returns (loss, grad): loss f32 per
-    row, or with reduce_loss its sum over the rows divided by their number
-    (ignored rows included, as TE); grad the logits' gradient for a loss
-    gradient of 1, in the logits' dtype (cross_entropy_backward scales
-    it)."""
+    row, or with reduce_loss its sum over the rows divided by the number of
+    rows not ignored (at least 1), as TE; grad the logits' gradient for a
+    loss gradient of 1, computed in f32 and returned in grad_dtype: "f32"
+    (TE's) or, by default, the logits' dtype, rounded once
+    (cross_entropy_backward scales it)."""
     what = "cross_entropy"
     logits = _arg(logits, "logits", ("f32", "f16", "bf16"))
     target = _arg(target, "target", ("i32", "i64"))
@@ -1605,27 +1606,41 @@ def cross_entropy(logits, target, *, label_smoothing=0.0, reduce_loss=False,
         attrs += f" ignore_index {int(ignore_index)}"
     if reduce_loss:
         attrs += " reduce_loss"
+    grad = dtype_name(grad_dtype or logits.dtype)
+    if grad not in ("f32", logits.dtype):
+        raise DTypeError(f"{what}: grad_dtype must be f32 or the logits' "
+                         f"dtype ({logits.dtype}), got {grad}")
     loss = _tensor_type("f32", [] if reduce_loss else target.shape)
-    results = [loss, logits.type]
+    results = [loss, _tensor_type(grad, logits.shape)]
     src = lambda a: _function(
         a, f"%r:2 = te.cross_entropy %a0, %a1{attrs} : {a[0].type}, "
         f"{a[1].type} -> {', '.join(results)}", results)
-    return tuple(_run((what, attrs), [logits, target], src, device))
+    return tuple(_run((what, attrs, grad), [logits, target], src, device))
 
 
-def cross_entropy_backward(grad, dloss, *, device=None):
+def cross_entropy_backward(grad, dloss, *, dtype=None, device=None):
     """The logits' gradient (te.cross_entropy_backward): cross_entropy's
-    grad times dloss (an f32 scalar, or one per row), rounded once."""
+    grad times dloss (an f32 scalar, or one per row), computed in f32 and
+    rounded once to dtype: grad's by default; an f32 grad may give f16 or
+    bf16 (the logits' dtype, as TE's autograd returns it)."""
     grad = _arg(grad, "grad", ("f32", "f16", "bf16"))
     dloss = _arg(dloss, "dloss", ("f32",))
     if dloss.shape and list(dloss.shape) != list(grad.shape[:-1]):
         raise ShapeError(f"cross_entropy_backward: dloss must be a scalar or "
                          f"have shape {list(grad.shape[:-1])}, got "
                          f"{list(dloss.shape)}")
+    out = dtype_name(dtype or grad.dtype)
+    if out != grad.dtype and (grad.dtype != "f32" or
+                              out not in HIGH_PRECISION):
+        wider = ", f16 or bf16" if grad.dtype == "f32" else ""
+        raise DTypeError(f"cross_entropy_backward: dtype must be grad's "
+                         f"({grad.dtype}){wider}, got {out}")
+    result = _tensor_type(out, grad.shape)
     src = lambda a: _function(
         a, f"%r = te.cross_entropy_backward %a0, %a1 : {a[0].type}, "
-        f"{a[1].type} -> {a[0].type}", [a[0].type])
-    return _run(("cross_entropy_backward",), [grad, dloss], src, device)[0]
+        f"{a[1].type} -> {result}", [result])
+    return _run(("cross_entropy_backward", out), [grad, dloss], src,
+                device)[0]
 
 
 # --- Collectives ---------------------------------------------------------

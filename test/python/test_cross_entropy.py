@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from te_mlir import ops
-from te_mlir.errors import DeviceError, ShapeError
+from te_mlir.errors import DeviceError, DTypeError, ShapeError
 
 DTYPES = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
 HALF_ULP = {"f32": 2.0 ** -24, "bf16": 2.0 ** -8, "f16": 2.0 ** -11}
@@ -42,7 +42,8 @@ def reference(x, target, smoothing, reduce, ignore=-100):
         loss = (1 - smoothing) * loss + (-eps * x.sum(axis=1) + smoothing * lse)
         magnitude = magnitude + np.abs(eps * x).sum(axis=1)
     loss = np.where(ignored, 0.0, loss)
-    n = rows if reduce else 1
+    # TE's n_non_ignore: the rows not ignored, at least 1.
+    n = max(int((~ignored).sum()), 1) if reduce else 1
     p = np.exp(x - lse[:, None])
     grad = (p - eps) / n
     grad[np.arange(rows), y] -= (1 - smoothing) / n
@@ -50,7 +51,7 @@ def reference(x, target, smoothing, reduce, ignore=-100):
     gmag = (p + eps) / n
     gmag[np.arange(rows), y] += (1 - smoothing) / n
     if reduce:
-        return loss.sum() / rows, grad.reshape(shape), magnitude.sum() / rows, \
+        return loss.sum() / n, grad.reshape(shape), magnitude.sum() / n, \
             gmag.reshape(shape)
     return (loss.reshape(shape[:-1]), grad.reshape(shape),
             magnitude.reshape(shape[:-1]), gmag.reshape(shape))
@@ -81,15 +82,21 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("grad_dtype", [None, "f32"])
 @pytest.mark.parametrize("name", CASES)
-def test_forward_and_backward(name):
+def test_forward_and_backward(name, grad_dtype):
+    """The gradient is computed in f32 and rounded once: to the logits'
+    dtype (half an ulp of it beyond f32's error), or kept in f32 as TE
+    keeps it; the backward scales it and rounds once to the logits'
+    dtype."""
     shape, dtype, smoothing, reduce, target_dtype, ignore = CASES[name]
     rng = np.random.default_rng(len(name))
     x = (rng.standard_normal(shape) * 4).astype(DTYPES[dtype])
     t = rng.integers(0, shape[-1], shape[:-1]).astype(target_dtype)
     t.reshape(-1)[::5] = ignore
     loss, grad = ops.cross_entropy(x, t, label_smoothing=smoothing,
-                                   reduce_loss=reduce, ignore_index=ignore)
+                                   reduce_loss=reduce, ignore_index=ignore,
+                                   grad_dtype=grad_dtype)
     want, want_grad, magnitude, gmag = reference(x, t, smoothing, reduce,
                                                  ignore)
     vocab = shape[-1]
@@ -98,28 +105,47 @@ def test_forward_and_backward(name):
     assert (np.abs(loss - want) <= (vocab + 8) * 2.0 ** -24 * magnitude
             + 1e-30).all()
     grad = np.asarray(grad)
-    assert grad.dtype == DTYPES[dtype] and grad.shape == shape
-    bound = (2 * HALF_ULP[dtype] * np.abs(want_grad)
-             + (vocab + 8) * 2.0 ** -24 * gmag
-             + HALF_ULP[dtype] * gmag)
+    gtype = grad_dtype or dtype
+    assert grad.dtype == DTYPES[gtype] and grad.shape == shape
+    bound = (HALF_ULP[gtype] * np.abs(want_grad)
+             + (vocab + 8) * 2.0 ** -24 * gmag)
     assert (np.abs(grad.astype(np.float64) - want_grad) <= bound).all()
     ignored = (t == ignore).reshape(-1)
     assert (grad.reshape(-1, vocab)[ignored] == 0).all()
 
     dloss = (np.float32(0.75) if reduce
              else rng.standard_normal(shape[:-1]).astype(np.float32))
-    dx = np.asarray(ops.cross_entropy_backward(grad, dloss))
+    dx = np.asarray(ops.cross_entropy_backward(grad, dloss, dtype=dtype))
     scale = dloss if reduce else dloss[..., None]
     exact = grad.astype(np.float64) * scale
     assert dx.dtype == DTYPES[dtype]
     assert (np.abs(dx.astype(np.float64) - exact)
-            <= HALF_ULP[dtype] * np.abs(exact) + 1e-30).all()
+            <= HALF_ULP[dtype] * np.abs(exact) + 2.0 ** -24 * np.abs(exact)
+            + 1e-30).all()
+
+
+def test_reduced_over_ignored_rows_only():
+    """Every row ignored: N is clamped to 1, the loss and gradient are 0."""
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    loss, grad = ops.cross_entropy(x, np.full(3, -100), reduce_loss=True)
+    assert float(np.asarray(loss)) == 0.0
+    assert not np.asarray(grad).any()
+
+
+def test_gradient_dtypes_are_checked():
+    x = np.zeros((2, 8), np.float32).astype(ml_dtypes.bfloat16)
+    with pytest.raises(DTypeError, match="grad_dtype must be f32 or the "
+                       r"logits' dtype \(bf16\), got f16"):
+        ops.cross_entropy(x, np.zeros(2, np.int64), grad_dtype="f16")
+    with pytest.raises(DTypeError, match=r"dtype must be grad's \(bf16\), "
+                       "got f16"):
+        ops.cross_entropy_backward(x, np.float32(1.0), dtype="f16")
 
 
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
 def test_per_row_loss_is_torchs(smoothing):
     """Per row, TE's loss is torch's (label smoothing included); reduced,
-    TE divides by every row, torch's mean by the rows not ignored."""
+    both divide by the rows not ignored."""
     rng = np.random.default_rng(7)
     x = rng.standard_normal((12, 50)).astype(np.float32) * 3
     t = rng.integers(0, 50, 12)
@@ -131,7 +157,10 @@ def test_per_row_loss_is_torchs(smoothing):
     np.testing.assert_allclose(np.asarray(loss), want, rtol=2e-6, atol=2e-6)
     mean, _ = ops.cross_entropy(x, t, label_smoothing=smoothing,
                                 reduce_loss=True)
-    np.testing.assert_allclose(float(np.asarray(mean)), want.sum() / 12,
+    torch_mean = torch.nn.functional.cross_entropy(
+        torch.from_numpy(x), torch.from_numpy(t),
+        label_smoothing=smoothing).item()
+    np.testing.assert_allclose(float(np.asarray(mean)), torch_mean,
                                rtol=2e-6)
 
 

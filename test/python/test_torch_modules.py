@@ -132,9 +132,35 @@ def test_parallel_cross_entropy_matches_torch_per_token():
     loss.backward(dloss)
     want.backward(dloss)
     torch.testing.assert_close(logits.grad, lr.grad)
-    # reduce_loss: the mean over every token, the ignored one counted.
+    # reduce_loss: the mean over the tokens not ignored (TE's
+    # n_non_ignore), torch's mean; its gradient too.
+    logits.grad = None
     mean = parallel_cross_entropy(logits, target, 0.1, True)
-    torch.testing.assert_close(mean, want.sum() / 10)
+    lr2 = leaf(logits)
+    want_mean = F.cross_entropy(lr2.reshape(10, 40), target.reshape(10),
+                                label_smoothing=0.1)
+    torch.testing.assert_close(mean, want_mean)
+    mean.backward()
+    want_mean.backward()
+    torch.testing.assert_close(logits.grad, lr2.grad)
+
+
+def test_parallel_cross_entropy_gradient_rounds_once():
+    """bf16 logits: the gradient stays f32 through the backward and is
+    rounded once to bf16, as TE's autograd returns it."""
+    from te_mlir.torch.cross_entropy import parallel_cross_entropy
+    logits = leaf((torch.randn(3, 4, 64) * 3).to(torch.bfloat16))
+    target = torch.randint(0, 64, (3, 4))
+    dloss = torch.randn(3, 4)
+    parallel_cross_entropy(logits, target).backward(dloss)
+    assert logits.grad.dtype == torch.bfloat16
+    x = logits.detach().float().reshape(12, 64)
+    p = torch.softmax(x.double(), dim=-1)
+    p[torch.arange(12), target.reshape(12)] -= 1
+    want = (p * dloss.reshape(12, 1).double()).reshape(3, 4, 64)
+    # f32's error in the softmax, then one bf16 rounding.
+    err = (logits.grad.double() - want).abs()
+    assert (err <= want.abs() * 2.0 ** -8 + 1e-5).all()
 
 
 # --- Linear ------------------------------------------------------------------

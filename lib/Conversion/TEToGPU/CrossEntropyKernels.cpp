@@ -3,10 +3,10 @@
 // The forward is one warp per row of the [N, V] logits in the passes of the
 // op's description: the row's maximum (and the label-smoothing sum), then
 // d = sum exp(x - m), then the loss (lane 0) and the gradient written in
-// 16-byte vectors, the target's entry stored, reloaded and adjusted as
-// TE's kernel does. With `reduce_loss`, one warp sums the rows' losses. The
-// backward scales the gradient elementwise. Targets outside the row are
-// clamped into it for the reads (te-insert-checks reports them).
+// 16-byte vectors, in f32 until its one rounding. With `reduce_loss`, one
+// warp first counts the rows not ignored (N), and one sums the rows'
+// losses after. The backward scales the gradient elementwise. Targets outside
+// the row are clamped into it for the reads (te-insert-checks reports them).
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,6 +57,100 @@ struct RowVector {
   }
 };
 
+/// A row's loss from its target's logit, m, d and the smoothing sum:
+/// -(x_y - m - log d), smoothed when `smoothing` > 0.
+Value emitRowLoss(OpBuilder &b, Location loc, Value xy, Value m, Value d,
+                  Value scaledSum, double smoothing) {
+  Value logD = math::LogOp::create(b, loc, d);
+  Value value = arith::NegFOp::create(
+      b, loc,
+      arith::SubFOp::create(b, loc, arith::SubFOp::create(b, loc, xy, m),
+                            logD));
+  if (smoothing <= 0)
+    return value;
+  Value lse = arith::AddFOp::create(b, loc, m, logD);
+  Value smooth = arith::AddFOp::create(
+      b, loc, scaledSum,
+      arith::MulFOp::create(b, loc, f32(b, loc, smoothing), lse));
+  return arith::AddFOp::create(
+      b, loc,
+      arith::MulFOp::create(b, loc, value, f32(b, loc, 1.0 - smoothing)),
+      smooth);
+}
+
+/// Whether the class `t` (i32 or i64) is `ignore`.
+Value isIgnored(OpBuilder &b, Location loc, Value t, int64_t ignore) {
+  if (!t.getType().isInteger(64))
+    t = arith::ExtSIOp::create(b, loc, b.getI64Type(), t);
+  return arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq, t,
+      arith::ConstantIntOp::create(b, loc, b.getI64Type(), ignore));
+}
+
+/// count_rows(target, count): N, the rows whose class is not `ignore` (at
+/// least 1), as an f32, by one warp.
+gpu::GPUFuncOp addCountRows(KernelSet &set, OpBuilder &b, Location loc,
+                            MemRefType targetType, int64_t ignore) {
+  auto scalarType = MemRefType::get({}, b.getF32Type());
+  auto kernel = set.addKernel(b, "count_rows", {targetType, scalarType});
+  int64_t rows = targetType.getNumElements();
+  unsigned warpSize = set.getTarget().getWarpSize();
+  Value targets = flatten(b, loc, kernel.getArgument(0));
+  Value lane = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Type i32 = b.getI32Type();
+  SmallVector<Value> counted = forEachLaneItem(
+      b, loc, lane, rows, warpSize,
+      ValueRange{arith::ConstantIntOp::create(b, loc, i32, 0)},
+      [&](OpBuilder &b, Location loc, Value i,
+          ValueRange acc) -> SmallVector<Value> {
+        Value ignored = isIgnored(
+            b, loc, memref::LoadOp::create(b, loc, targets, i), ignore);
+        Value kept = arith::SelectOp::create(
+            b, loc, ignored, arith::ConstantIntOp::create(b, loc, i32, 0),
+            arith::ConstantIntOp::create(b, loc, i32, 1));
+        return {arith::AddIOp::create(b, loc, acc[0], kept)};
+      });
+  Value total = reduceOverLanes(b, loc, counted[0], warpSize, warpSize,
+                                [&](Value x, Value y) -> Value {
+                                  return arith::AddIOp::create(b, loc, x, y);
+                                });
+  ifFirstLane(b, loc, lane, [&](OpBuilder &b, Location loc) {
+    Value atLeastOne = arith::MaxSIOp::create(
+        b, loc, total, arith::ConstantIntOp::create(b, loc, i32, 1));
+    memref::StoreOp::create(
+        b, loc, arith::SIToFPOp::create(b, loc, b.getF32Type(), atLeastOne),
+        kernel.getArgument(1), ValueRange{});
+  });
+  return kernel;
+}
+
+/// loss_mean(losses, count, loss): one warp sums the `rows` losses, then
+/// divides by N.
+gpu::GPUFuncOp addLossMean(KernelSet &set, OpBuilder &b, Location loc,
+                           int64_t rows) {
+  auto scalarType = MemRefType::get({}, b.getF32Type());
+  auto kernel = set.addKernel(
+      b, "loss_mean",
+      {MemRefType::get({rows}, b.getF32Type()), scalarType, scalarType});
+  unsigned warpSize = set.getTarget().getWarpSize();
+  Value lane = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  SmallVector<Value> sum = forEachLaneItem(
+      b, loc, lane, rows, warpSize, ValueRange{f32(b, loc, 0.0)},
+      [&](OpBuilder &b, Location loc, Value i,
+          ValueRange acc) -> SmallVector<Value> {
+        Value loss = memref::LoadOp::create(b, loc, kernel.getArgument(0), i);
+        return {arith::AddFOp::create(b, loc, acc[0], loss)};
+      });
+  Value total = warpSum(b, loc, sum[0], warpSize);
+  ifFirstLane(b, loc, lane, [&](OpBuilder &b, Location loc) {
+    Value n =
+        memref::LoadOp::create(b, loc, kernel.getArgument(1), ValueRange{});
+    memref::StoreOp::create(b, loc, arith::DivFOp::create(b, loc, total, n),
+                            kernel.getArgument(2), ValueRange{});
+  });
+  return kernel;
+}
+
 LogicalResult lowerCrossEntropy(RewriterBase &rewriter, CrossEntropyOp op,
                                 const GPUTargetInfo &target) {
   Location loc = op.getLoc();
@@ -71,37 +165,52 @@ LogicalResult lowerCrossEntropy(RewriterBase &rewriter, CrossEntropyOp op,
   float eps = static_cast<float>(smoothing / static_cast<double>(vocab));
   bool reduce = op.getReduceLoss();
   int64_t ignore = op.getIgnoreIndex();
-  double n = reduce ? static_cast<double>(rows) : 1.0;
+
   unsigned warpSize = target.getWarpSize();
   auto rowsType = RankedTensorType::get({rows}, Float32Type::get(context));
   auto gradType = cast<RankedTensorType>(op.getGrad().getType());
+  Type gradElement = gradType.getElementType();
   auto lossType = cast<RankedTensorType>(op.getLoss().getType());
+  auto scalarType = RankedTensorType::get({}, Float32Type::get(context));
   // The rows' losses: the loss itself, or what loss_mean sums.
   RankedTensorType lossesType = reduce ? rowsType : lossType;
 
-  // cross_entropy(logits, target, losses, grad): losses[row] per row.
   KernelSet set(op, "cross_entropy", target);
   OpBuilder b(context);
-  auto kernel = set.addKernel(b, "cross_entropy",
-                              {argType(op.getLogits()), argType(op.getTarget()),
-                               bufferType(lossesType), bufferType(gradType)});
+  gpu::GPUFuncOp countKernel;
+  if (reduce)
+    countKernel = addCountRows(set, b, loc, argType(op.getTarget()), ignore);
+
+  // cross_entropy(logits, target, [count], losses, grad): losses[row] per
+  // row.
+  SmallVector<Type> arguments = {argType(op.getLogits()),
+                                 argType(op.getTarget())};
+  if (reduce)
+    arguments.push_back(bufferType(scalarType));
+  arguments.push_back(bufferType(lossesType));
+  arguments.push_back(bufferType(gradType));
+  auto kernel = set.addKernel(b, "cross_entropy", arguments);
   {
-    Value logits = flatten(b, loc, kernel.getArgument(0));
-    Value targets = flatten(b, loc, kernel.getArgument(1));
-    Value losses = flatten(b, loc, kernel.getArgument(2));
-    Value grad = flatten(b, loc, kernel.getArgument(3));
+    unsigned next = 0;
+    Value logits = flatten(b, loc, kernel.getArgument(next++));
+    Value targets = flatten(b, loc, kernel.getArgument(next++));
+    Value n = reduce ? memref::LoadOp::create(
+                           b, loc, kernel.getArgument(next++), ValueRange{})
+                           .getResult()
+                     : Value();
+    Value losses = flatten(b, loc, kernel.getArgument(next++));
+    Value grad = flatten(b, loc, kernel.getArgument(next++));
     forEachRowOfWarp(
         b, loc, rows, warpSize,
         [&](OpBuilder &b, Location loc, Value row, Value lane) {
           // The row's target: ignored, or its column clamped into the row.
           Value t = memref::LoadOp::create(b, loc, targets, row);
+          Value ignored = isIgnored(b, loc, t, ignore);
           if (!t.getType().isInteger(64))
             t = arith::ExtSIOp::create(b, loc, b.getI64Type(), t);
           auto i64 = [&](int64_t v) {
             return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
           };
-          Value ignored = arith::CmpIOp::create(
-              b, loc, arith::CmpIPredicate::eq, t, i64(ignore));
           Value column = arith::IndexCastOp::create(
               b, loc, b.getIndexType(),
               arith::MinSIOp::create(b, loc,
@@ -155,22 +264,7 @@ LogicalResult lowerCrossEntropy(RewriterBase &rewriter, CrossEntropyOp op,
                 column);
             Value xy = emitExtToF32(b, loc,
                                     memref::LoadOp::create(b, loc, logits, at));
-            Value logD = math::LogOp::create(b, loc, d);
-            Value value = arith::NegFOp::create(
-                b, loc,
-                arith::SubFOp::create(
-                    b, loc, arith::SubFOp::create(b, loc, xy, m), logD));
-            if (smoothing > 0) {
-              Value lse = arith::AddFOp::create(b, loc, m, logD);
-              Value smooth = arith::AddFOp::create(
-                  b, loc, scaledSum,
-                  arith::MulFOp::create(b, loc, f32(b, loc, smoothing), lse));
-              value = arith::AddFOp::create(
-                  b, loc,
-                  arith::MulFOp::create(b, loc, value,
-                                        f32(b, loc, 1.0 - smoothing)),
-                  smooth);
-            }
+            Value value = emitRowLoss(b, loc, xy, m, d, scaledSum, smoothing);
             memref::StoreOp::create(b, loc,
                                     arith::SelectOp::create(b, loc, ignored,
                                                             f32(b, loc, 0.0),
@@ -178,10 +272,12 @@ LogicalResult lowerCrossEntropy(RewriterBase &rewriter, CrossEntropyOp op,
                                     losses, row);
           });
 
-          // The gradient.
-          Value targetShift = f32(b, loc,
-                                  static_cast<float>(-(1.0 - smoothing)) /
-                                      static_cast<float>(n));
+          // The gradient, in f32 until its one rounding; the target's entry
+          // gets -(1 - label_smoothing) / N.
+          Value targetShift =
+              f32(b, loc, static_cast<float>(-(1.0 - smoothing)));
+          if (n)
+            targetShift = arith::DivFOp::create(b, loc, targetShift, n);
           forEachLaneItem(
               b, loc, lane, vectors, warpSize, ValueRange{},
               [&](OpBuilder &b, Location loc, Value v,
@@ -189,8 +285,6 @@ LogicalResult lowerCrossEntropy(RewriterBase &rewriter, CrossEntropyOp op,
                 RowVector x =
                     RowVector::load(b, loc, logits, row, v, vocab, width);
                 SmallVector<Value> out;
-                Value zero =
-                    emitTruncFromF32(b, loc, f32(b, loc, 0.0), element);
                 for (auto [k, value] : llvm::enumerate(x.values)) {
                   Value p = arith::DivFOp::create(
                       b, loc,
@@ -198,62 +292,48 @@ LogicalResult lowerCrossEntropy(RewriterBase &rewriter, CrossEntropyOp op,
                           b, loc, arith::SubFOp::create(b, loc, value, m)),
                       d);
                   Value g = arith::SubFOp::create(b, loc, p, f32(b, loc, eps));
-                  if (reduce)
-                    g = arith::DivFOp::create(b, loc, g, f32(b, loc, n));
-                  Value rounded = emitTruncFromF32(b, loc, g, element);
-                  Value adjusted = emitTruncFromF32(
-                      b, loc,
-                      arith::AddFOp::create(
-                          b, loc, emitExtToF32(b, loc, rounded), targetShift),
-                      element);
+                  if (n)
+                    g = arith::DivFOp::create(b, loc, g, n);
                   Value j = arith::AddIOp::create(b, loc, x.column,
                                                   indexConstant(b, loc, k));
                   Value isTarget = arith::CmpIOp::create(
                       b, loc, arith::CmpIPredicate::eq, j, column);
-                  Value chosen = arith::SelectOp::create(b, loc, isTarget,
-                                                         adjusted, rounded);
-                  out.push_back(
-                      arith::SelectOp::create(b, loc, ignored, zero, chosen));
+                  g = arith::SelectOp::create(
+                      b, loc, isTarget,
+                      arith::AddFOp::create(b, loc, g, targetShift), g);
+                  g = arith::SelectOp::create(b, loc, ignored, f32(b, loc, 0.0),
+                                              g);
+                  out.push_back(emitTruncFromF32(b, loc, g, gradElement));
                 }
                 storeElements(b, loc, grad, x.index, out);
                 return {};
               });
         });
   }
-  // loss_mean(losses, loss): one warp sums the rows' losses; / N.
   gpu::GPUFuncOp mean;
-  if (reduce) {
-    mean = set.addKernel(
-        b, "loss_mean",
-        {bufferType(rowsType),
-         bufferType(RankedTensorType::get({}, Float32Type::get(context)))});
-    Value lane = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-    SmallVector<Value> sum = forEachLaneItem(
-        b, loc, lane, rows, warpSize, ValueRange{f32(b, loc, 0.0)},
-        [&](OpBuilder &b, Location loc, Value i,
-            ValueRange acc) -> SmallVector<Value> {
-          Value loss = memref::LoadOp::create(b, loc, mean.getArgument(0), i);
-          return {arith::AddFOp::create(b, loc, acc[0], loss)};
-        });
-    Value total = warpSum(b, loc, sum[0], warpSize);
-    ifFirstLane(b, loc, lane, [&](OpBuilder &b, Location loc) {
-      memref::StoreOp::create(
-          b, loc, arith::DivFOp::create(b, loc, total, f32(b, loc, n)),
-          mean.getArgument(1), ValueRange{});
-    });
-  }
+  if (reduce)
+    mean = addLossMean(set, b, loc, rows);
   set.finish();
 
   OpBuilder &host = rewriter;
   Value losses = allocateOutput(host, loc, lossesType);
   Value grad = allocateOutput(host, loc, gradType);
-  set.launch(host, kernel, blocksFor(rows * warpSize), kBlockSize,
-             {readBuffer(host, loc, op.getLogits()),
-              readBuffer(host, loc, op.getTarget()), losses, grad});
+  Value targets = readBuffer(host, loc, op.getTarget());
+  SmallVector<Value> operands = {readBuffer(host, loc, op.getLogits()),
+                                 targets};
+  Value count;
+  if (reduce) {
+    count = allocateOutput(host, loc, scalarType);
+    set.launch(host, countKernel, 1, warpSize, {targets, count});
+    operands.push_back(count);
+  }
+  operands.push_back(losses);
+  operands.push_back(grad);
+  set.launch(host, kernel, blocksFor(rows * warpSize), kBlockSize, operands);
   Value loss = losses;
   if (reduce) {
     loss = allocateOutput(host, loc, lossType);
-    set.launch(host, mean, 1, warpSize, {losses, loss});
+    set.launch(host, mean, 1, warpSize, {losses, count, loss});
   }
   replaceWithOutputs(rewriter, op, {loss, grad});
   return success();
@@ -264,9 +344,12 @@ LogicalResult lowerCrossEntropyBackward(RewriterBase &rewriter,
                                         const GPUTargetInfo &target) {
   Location loc = op.getLoc();
   auto gradType = cast<RankedTensorType>(op.getGrad().getType());
+  auto resultType = cast<RankedTensorType>(op.getResult().getType());
   int64_t vocab = gradType.getShape().back();
-  Type element = gradType.getElementType();
-  int64_t width = vectorWidth(element, vocab);
+  Type element = resultType.getElementType();
+  // Vectors as wide as both types allow (an f32 grad: 4).
+  int64_t width = std::min(vectorWidth(gradType.getElementType(), vocab),
+                           vectorWidth(element, vocab));
   int64_t vectors = gradType.getNumElements() / width;
   bool perRow = op.getDloss().getType().getRank() != 0;
 
@@ -275,7 +358,7 @@ LogicalResult lowerCrossEntropyBackward(RewriterBase &rewriter,
   OpBuilder b(op.getContext());
   auto kernel = set.addKernel(
       b, "cross_entropy_backward",
-      {argType(op.getGrad()), argType(op.getDloss()), bufferType(gradType)});
+      {argType(op.getGrad()), argType(op.getDloss()), bufferType(resultType)});
   Value grad = flatten(b, loc, kernel.getArgument(0));
   Value dlossBuffer = kernel.getArgument(1);
   if (perRow)
@@ -306,7 +389,7 @@ LogicalResult lowerCrossEntropyBackward(RewriterBase &rewriter,
   set.finish();
 
   OpBuilder &host = rewriter;
-  Value out = allocateOutput(host, loc, gradType);
+  Value out = allocateOutput(host, loc, resultType);
   set.launch(host, kernel, blocksFor(vectors), kBlockSize,
              {readBuffer(host, loc, op.getGrad()),
               readBuffer(host, loc, op.getDloss()), out});

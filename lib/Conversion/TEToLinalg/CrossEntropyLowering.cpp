@@ -4,7 +4,8 @@
 // TE's fused cross-entropy as the op's description states it, over the
 // [N, V] view of the logits: row reductions for m, d and the smoothing
 // sum, the target's logit by an index clamped into the row, the loss per
-// row (and its mean), then the gradient in one elementwise pass.
+// row (and, with the count of rows not ignored, its mean), then the
+// gradient in one elementwise pass, in f32 until its one rounding.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,6 +42,45 @@ Value collapseRows(OpBuilder &b, Location loc, Value value, int64_t rows) {
           llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()))});
 }
 
+/// TE's n_non_ignore: the rows of `target` (a vector of i32 or i64) whose
+/// class is not `ignore`, at least 1, as an f32 scalar tensor (TE divides
+/// by it as a float).
+Value countKeptRows(OpBuilder &b, Location loc, Value target, int64_t ignore) {
+  MLIRContext *ctx = b.getContext();
+  Type i64 = b.getI64Type();
+  Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, i64);
+  Value zero =
+      linalg::FillOp::create(
+          b, loc, Value(arith::ConstantIntOp::create(b, loc, i64, 0)), empty)
+          .getResult(0);
+  Value counted =
+      linalg::GenericOp::create(
+          b, loc, zero.getType(), target, zero,
+          {b.getMultiDimIdentityMap(1), AffineMap::get(1, 0, {}, ctx)},
+          utils::IteratorType::reduction,
+          [&](OpBuilder &b, Location loc, ValueRange args) {
+            Value t = args[0];
+            if (!t.getType().isInteger(64))
+              t = arith::ExtSIOp::create(b, loc, b.getI64Type(), t);
+            Value kept = arith::CmpIOp::create(
+                b, loc, arith::CmpIPredicate::ne, t,
+                arith::ConstantIntOp::create(b, loc, b.getI64Type(), ignore));
+            Value one = arith::ExtUIOp::create(b, loc, b.getI64Type(), kept);
+            linalg::YieldOp::create(
+                b, loc,
+                arith::AddIOp::create(b, loc, args[1], one).getResult());
+          })
+          .getResult(0);
+  return mapElements(
+      b, loc, {}, b.getF32Type(), counted, {AffineMap::get(0, 0, {}, ctx)},
+      [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+        Value atLeastOne = arith::MaxSIOp::create(
+            b, loc, args[0],
+            arith::ConstantIntOp::create(b, loc, b.getI64Type(), 1));
+        return arith::SIToFPOp::create(b, loc, b.getF32Type(), atLeastOne);
+      });
+}
+
 struct CrossEntropyOpLowering : OpConversionPattern<CrossEntropyOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -51,7 +91,6 @@ struct CrossEntropyOpLowering : OpConversionPattern<CrossEntropyOp> {
     Value logits = viewAs2D(b, loc, adaptor.getLogits());
     auto type = cast<RankedTensorType>(logits.getType());
     int64_t rows = type.getDimSize(0), vocab = type.getDimSize(1);
-    Type element = type.getElementType();
     Value target = collapseRows(b, loc, adaptor.getTarget(), rows);
     double smoothing = op.getLabelSmoothing().convertToDouble();
     float eps = static_cast<float>(smoothing / static_cast<double>(vocab));
@@ -144,11 +183,21 @@ struct CrossEntropyOpLowering : OpConversionPattern<CrossEntropyOp> {
                                          value);
         });
 
-    // The gradient.
-    double n = reduce ? static_cast<double>(rows) : 1.0;
+    // N for reduce_loss: the rows not ignored, at least 1.
+    Value count = reduce ? countKeptRows(b, loc, target, ignore) : Value();
+    AffineMap scalar2 = AffineMap::get(2, 0, {}, ctx);
+
+    // The gradient, in f32 until its one rounding.
+    Type gradElement =
+        cast<RankedTensorType>(op.getGrad().getType()).getElementType();
+    SmallVector<Value> gradInputs = {logits, m, d, target};
+    SmallVector<AffineMap> gradMaps = {full, row, row, row};
+    if (count) {
+      gradInputs.push_back(count);
+      gradMaps.push_back(scalar2);
+    }
     Value grad = mapElements(
-        b, loc, {rows, vocab}, element, {logits, m, d, target},
-        {full, row, row, row},
+        b, loc, {rows, vocab}, gradElement, gradInputs, gradMaps,
         [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
           auto [ignored, column] = rowTarget(b, loc, args[3]);
           Value x = emitExtToF32(b, loc, args[0]);
@@ -158,24 +207,19 @@ struct CrossEntropyOpLowering : OpConversionPattern<CrossEntropyOp> {
                                   arith::SubFOp::create(b, loc, x, args[1])),
               args[2]);
           Value g = arith::SubFOp::create(b, loc, p, c(b, loc, eps));
-          if (reduce)
-            g = arith::DivFOp::create(b, loc, g, c(b, loc, n));
-          Value rounded = emitTruncFromF32(b, loc, g, element);
-          // The target's entry: stored, reloaded and adjusted, as TE does.
-          Value adjusted = emitTruncFromF32(
-              b, loc,
-              arith::AddFOp::create(b, loc, emitExtToF32(b, loc, rounded),
-                                    c(b, loc,
-                                      static_cast<float>(-(1.0 - smoothing)) /
-                                          static_cast<float>(n))),
-              element);
+          // The target's entry: g + (-(1 - label_smoothing) / N).
+          Value shift = c(b, loc, static_cast<float>(-(1.0 - smoothing)));
+          if (count) {
+            g = arith::DivFOp::create(b, loc, g, args[4]);
+            shift = arith::DivFOp::create(b, loc, shift, args[4]);
+          }
           Value j = linalg::IndexOp::create(b, loc, 1);
           Value isTarget = arith::CmpIOp::create(
               b, loc, arith::CmpIPredicate::eq, j, column);
-          Value out =
-              arith::SelectOp::create(b, loc, isTarget, adjusted, rounded);
-          Value zero = emitTruncFromF32(b, loc, c(b, loc, 0.0), element);
-          return arith::SelectOp::create(b, loc, ignored, zero, out);
+          Value out = arith::SelectOp::create(
+              b, loc, isTarget, arith::AddFOp::create(b, loc, g, shift), g);
+          out = arith::SelectOp::create(b, loc, ignored, c(b, loc, 0.0), out);
+          return emitTruncFromF32(b, loc, out, gradElement);
         });
 
     Value lossResult;
@@ -195,10 +239,11 @@ struct CrossEntropyOpLowering : OpConversionPattern<CrossEntropyOp> {
                                 .getResult());
                       })
                       .getResult(0);
+      AffineMap scalar0 = AffineMap::get(0, 0, {}, ctx);
       lossResult = mapElements(
-          b, loc, {}, f32, sum, {AffineMap::get(0, 0, {}, ctx)},
+          b, loc, {}, f32, {sum, count}, {scalar0, scalar0},
           [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
-            return arith::DivFOp::create(b, loc, args[0], c(b, loc, n));
+            return arith::DivFOp::create(b, loc, args[0], args[1]);
           });
     } else {
       lossResult = lossType.getRank() == 1
@@ -235,16 +280,17 @@ struct CrossEntropyBackwardOpLowering
       dloss = collapseRows(b, loc, dloss, rows);
       dlossMap = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
     }
-    Type element = type.getElementType();
+    Type resultElement =
+        cast<RankedTensorType>(op.getResult().getType()).getElementType();
     Value result =
-        mapElements(b, loc, {rows, vocab}, element, {grad, dloss},
+        mapElements(b, loc, {rows, vocab}, resultElement, {grad, dloss},
                     {AffineMap::getMultiDimIdentityMap(2, ctx), dlossMap},
                     [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
                       return emitTruncFromF32(
                           b, loc,
                           arith::MulFOp::create(
                               b, loc, emitExtToF32(b, loc, args[0]), args[1]),
-                          element);
+                          resultElement);
                     });
     rewriter.replaceOp(
         op, viewAs(b, loc, result,

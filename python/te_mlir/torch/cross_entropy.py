@@ -15,8 +15,9 @@ def parallel_cross_entropy(inp, target, label_smoothing=0.0,
                            _input=None):
     """Transformer Engine's parallel_cross_entropy: the f32 loss of every
     token of inp [B, SQ, V] (or [SQ, B, V]) against target [B, SQ], with
-    label smoothing and ignore_idx, or with reduce_loss their mean over all
-    B*SQ tokens, as TE divides; differentiable in inp. is_cg_capturable
+    label smoothing and ignore_idx, or with reduce_loss their mean over the
+    tokens not ignored, as TE divides; differentiable in inp (the gradient
+    kept in f32 and rounded once to inp's dtype, as TE). is_cg_capturable
     (CUDA graphs) changes nothing on the CPU.
 
     dist_process_group: a vocabulary split over ranks is not supported

@@ -26,8 +26,16 @@ func.func @reduced_loss(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
 // -----
 
 func.func @grad_type(%x: tensor<4x10xbf16>, %t: tensor<4xi64>) {
-  // expected-error @+1 {{result 'grad' must be 'tensor<4x10xbf16>', got 'tensor<4x10xf32>'}}
-  %l, %g = te.cross_entropy %x, %t : tensor<4x10xbf16>, tensor<4xi64> -> tensor<4xf32>, tensor<4x10xf32>
+  // expected-error @+1 {{result 'grad' must be 'tensor<4x10xf32>' or 'tensor<4x10xbf16>' (f32, or the logits' type), got 'tensor<4x10xf16>'}}
+  %l, %g = te.cross_entropy %x, %t : tensor<4x10xbf16>, tensor<4xi64> -> tensor<4xf32>, tensor<4x10xf16>
+  return
+}
+
+// -----
+
+func.func @backward_type(%g: tensor<4x10xbf16>, %d: tensor<4xf32>) {
+  // expected-error @+1 {{result must be 'tensor<4x10xbf16>' (grad's type), got 'tensor<4x10xf16>'}}
+  %r = te.cross_entropy_backward %g, %d : tensor<4x10xbf16>, tensor<4xf32> -> tensor<4x10xf16>
   return
 }
 

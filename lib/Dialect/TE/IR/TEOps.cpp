@@ -1779,9 +1779,15 @@ LogicalResult CrossEntropyOp::verify() {
   RankedTensorType lossType =
       getReduceLoss() ? RankedTensorType::get({}, f32)
                       : RankedTensorType::get(target.getShape(), f32);
-  if (failed(checkResultType(diag, getLoss(), "loss", lossType)) ||
-      failed(checkResultType(diag, getGrad(), "grad", logits)))
+  if (failed(checkResultType(diag, getLoss(), "loss", lossType)))
     return failure();
+  // The gradient in f32 (TE's) or rounded to the logits' type.
+  RankedTensorType grad = getGrad().getType();
+  if (grad.getShape() != logits.getShape() ||
+      (!grad.getElementType().isF32() &&
+       grad.getElementType() != logits.getElementType()))
+    return diag("result 'grad' must be ", logits.clone(f32), " or ", logits,
+                " (f32, or the logits' type), got ", grad);
   return success();
 }
 
@@ -1799,7 +1805,17 @@ LogicalResult CrossEntropyBackwardOp::verify() {
     return diag("'dloss' must be an f32 scalar (reduce_loss) or one per row "
                 "of 'grad', got ",
                 dloss);
-  return checkResultType(diag, getResult(), "result", grad);
+  // grad's type, or any high-precision type for an f32 grad.
+  RankedTensorType result = getResult().getType();
+  if (result.getShape() != grad.getShape() ||
+      (result.getElementType() != grad.getElementType() &&
+       !grad.getElementType().isF32()))
+    return diag("result must be ", grad,
+                grad.getElementType().isF32()
+                    ? " in f32, f16 or bf16 (the logits' type)"
+                    : " (grad's type)",
+                ", got ", result);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

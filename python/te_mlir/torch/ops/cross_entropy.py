@@ -13,41 +13,44 @@ from .._common import host
 def _cross_entropy_op(logits: Tensor, target: Tensor, label_smoothing: float,
                       reduce_loss: bool,
                       ignore_index: int) -> tuple[Tensor, Tensor]:
-    """te.cross_entropy: (loss, the logits' gradient for a loss gradient
-    of 1)."""
+    """te.cross_entropy: (loss, the logits' f32 gradient for a loss
+    gradient of 1, as TE keeps it)."""
     return _ops.cross_entropy(host(logits), host(target),
                               label_smoothing=label_smoothing,
                               reduce_loss=reduce_loss,
-                              ignore_index=ignore_index)
+                              ignore_index=ignore_index, grad_dtype="f32")
 
 
 @_cross_entropy_op.register_fake
 def _(logits, target, label_smoothing, reduce_loss, ignore_index):
     shape = () if reduce_loss else target.shape
     return (logits.new_empty(shape, dtype=torch.float32),
-            torch.empty_like(logits))
+            torch.empty_like(logits, dtype=torch.float32))
 
 
 @torch.library.custom_op("te_mlir::cross_entropy_backward", mutates_args=())
-def _cross_entropy_backward_op(grad: Tensor, dloss: Tensor) -> Tensor:
-    """te.cross_entropy_backward: grad times dloss."""
-    return _ops.cross_entropy_backward(host(grad), host(dloss))
+def _cross_entropy_backward_op(grad: Tensor, dloss: Tensor,
+                               dtype: torch.dtype) -> Tensor:
+    """te.cross_entropy_backward: the f32 grad times dloss, rounded once to
+    the logits' dtype."""
+    return _ops.cross_entropy_backward(host(grad), host(dloss), dtype=dtype)
 
 
 @_cross_entropy_backward_op.register_fake
-def _(grad, dloss):
-    return torch.empty_like(grad)
+def _(grad, dloss, dtype):
+    return torch.empty_like(grad, dtype=dtype)
 
 
 def _setup_cross_entropy(ctx, inputs, output):
     ctx.save_for_backward(output[1])
     ctx.mark_non_differentiable(output[1])
+    ctx.logits_dtype = inputs[0].dtype
 
 
 def _cross_entropy_grad(ctx, dloss, _dgrad):
     (grad,) = ctx.saved_tensors
     dlogits = _cross_entropy_backward_op(
-        grad, dloss.to(torch.float32).contiguous())
+        grad, dloss.to(torch.float32).contiguous(), ctx.logits_dtype)
     return dlogits, None, None, None, None
 
 
@@ -59,8 +62,8 @@ def cross_entropy(logits, target, *, label_smoothing=0.0, reduce_loss=False,
                   ignore_index=-100):
     """TE's fused cross-entropy (te_mlir.ops.cross_entropy) through
     te_mlir::cross_entropy, differentiable in the logits: the f32 loss of
-    every row, or with reduce_loss their mean over all the rows (ignored
-    rows counted, as TE divides)."""
+    every row, or with reduce_loss their mean over the rows not ignored,
+    as TE divides."""
     loss, _grad = _cross_entropy_op(logits.contiguous(), target.contiguous(),
                                     float(label_smoothing), bool(reduce_loss),
                                     int(ignore_index))

@@ -1204,36 +1204,41 @@ def TE_RopeBackwardOp : TE_RopeOpBase<"rope_backward",
 def TE_CrossEntropyOp : TE_Op<"cross_entropy", [Pure]> {
   let summary = "cross-entropy loss over logits, with its gradient";
   let description = [{
-    TE's fused cross-entropy (pytorch/triton/cross_entropy.py,
-    parallel_cross_entropy), which computes the loss and the gradient of
-    the logits in one forward pass. `logits` is [..., V] (f32, f16 or bf16;
-    TE's [B, SQ, V]), `target` the class of every row (i32 or i64, the
-    logits' shape without V). Per row, in f32, with m = max_i x_i,
-    d = sum_i exp(x_i - m), eps = label_smoothing / V and N the number of
-    rows (all of them: TE's n_non_ignore is the row count):
+    TE's fused cross-entropy (pytorch/triton/cross_entropy.py and
+    common/triton/cross_entropy.py, parallel_cross_entropy), which computes
+    the loss and the gradient of the logits in one forward pass. `logits`
+    is [..., V] (f32, f16 or bf16; TE's [B, SQ, V]), `target` the class of
+    every row (i32 or i64, the logits' shape without V). Per row, in f32,
+    with m = max_i x_i, d = sum_i exp(x_i - m), eps = label_smoothing / V
+    and N the number of rows whose target is not `ignore_index` (at least
+    1; online_softmax_kernel counts TE's n_non_ignore so; earlier releases
+    divided by every row):
 
     ```
     loss = -(x_y - m - log d)
     loss = (1 - label_smoothing) loss + (sum_i (-eps x_i)
            + label_smoothing (m + log d))          (label_smoothing > 0)
-    g_i  = round((exp(x_i - m) / d - eps) / N)     (`reduce_loss`; else
+    g_i  = (exp(x_i - m) / d - eps) / N            (`reduce_loss`; else
                                                     without the / N)
-    g_y  = round(f32(g_y) - (1 - label_smoothing) / N)
+    g_y  = g_y + (-(1 - label_smoothing) / N)      (N as an f32)
     ```
 
-    rounded to the logits' type (g_y twice, as TE's kernel stores and
-    reloads it). A row whose target is `ignore_index` (default -100) has
-    loss 0 and gradient 0. Results: the loss, f32 with the target's shape,
-    or with `reduce_loss` the f32 scalar sum(loss) / N; and the gradient
-    g, the logits' type, which `te.cross_entropy_backward` scales by the
-    loss's gradient. Targets outside [0, V) other than ignore_index stop
-    the launch (te-insert-checks). `label_smoothing` is in [0, 1).
+    all in f32, as cross_entropy_kernel keeps its gradient (grad_input is
+    f32; earlier releases rounded g to the logits' type before adjusting
+    g_y): `grad` is f32, or the
+    logits' type rounded once (what TE's autograd hands back for a loss
+    gradient of 1). A row whose target is `ignore_index` (default -100)
+    has loss 0 and gradient 0. Results: the loss, f32 with the target's
+    shape, or with `reduce_loss` the f32 scalar sum(loss) / N; and the
+    gradient g, which `te.cross_entropy_backward` scales by the loss's
+    gradient. Targets outside [0, V) other than ignore_index stop the
+    launch (te-insert-checks). `label_smoothing` is in [0, 1).
 
     ```mlir
     %loss, %g = te.cross_entropy %logits, %target label_smoothing 1.0e-01
         reduce_loss
         : tensor<2x512x32000xbf16>, tensor<2x512xi64>
-        -> tensor<f32>, tensor<2x512x32000xbf16>
+        -> tensor<f32>, tensor<2x512x32000xf32>
     ```
   }];
   let arguments = (ins TE_HighPrecisionTensor:$logits,
@@ -1257,11 +1262,13 @@ def TE_CrossEntropyBackwardOp : TE_Op<"cross_entropy_backward", [Pure]> {
     TE's cross_entropy_backward: the forward's gradient `grad` times
     `dloss`, the gradient of its loss (f32, the loss's shape: a scalar
     with `reduce_loss`, else one per row), computed in f32 and rounded
-    once to grad's type (exact when dloss is 1, which TE skips).
+    once to the result's type: grad's, or, for an f32 grad, the logits'
+    f16 or bf16 (TE multiplies its f32 gradient in place, and autograd
+    casts it to the logits' type).
 
     ```mlir
     %dlogits = te.cross_entropy_backward %g, %dloss
-        : tensor<2x512x32000xbf16>, tensor<f32> -> tensor<2x512x32000xbf16>
+        : tensor<2x512x32000xf32>, tensor<f32> -> tensor<2x512x32000xbf16>
     ```
   }];
   let arguments = (ins TE_HighPrecisionTensor:$grad, TE_F32Tensor:$dloss);
