@@ -105,6 +105,84 @@ def test_rope_embedding_and_apply_match_te_formulas(fmt, interleaved):
         apply_rotary_pos_emb(t, freqs, "thd")
 
 
+def fused_qkv_rope_reference(qkv, q_freqs, k_freqs, splits, fmt,
+                             interleaved):
+    """TE's fused_qkv_rope_forward_kernel element by element (in f64): for
+    each token and group h, the q, k and v parts of the row, each in
+    chunks of d = v channels; channels below d2 of q and k rotate by their
+    freqs at the token's position, the rest (and v) are copied."""
+    x = qkv.double()
+    if fmt == "bshd":
+        x = x.transpose(0, 1)
+    s, b, h, total = x.shape
+    q_size, k_size, d = splits
+    d2 = q_freqs.shape[-1]
+    outs = []
+    for offset, size, freqs in ((0, q_size, q_freqs),
+                                (q_size, k_size, k_freqs),
+                                (q_size + k_size, d, None)):
+        out = torch.empty(s, b, h, size, dtype=torch.float64)
+        for si in range(s):
+            for bi in range(b):
+                for hi in range(h):
+                    row = x[si, bi, hi]
+                    for i in range(0, size, d):
+                        for j in range(d):
+                            src = row[offset + i + j]
+                            if freqs is None or j >= d2:
+                                out[si, bi, hi, i + j] = src
+                                continue
+                            angle = freqs[si, 0, 0, j].double()
+                            if not interleaved:
+                                other = (-row[offset + i + j + d2 // 2]
+                                         if j < d2 // 2 else
+                                         row[offset + i + j - d2 // 2])
+                            else:
+                                other = (-row[offset + i + j + 1]
+                                         if j % 2 == 0 else
+                                         row[offset + i + j - 1])
+                            out[si, bi, hi, i + j] = (src * torch.cos(angle)
+                                                      + other
+                                                      * torch.sin(angle))
+        heads = h * size // k_size if size != d or freqs is not None else h
+        out = out.reshape(s, b, heads, size * h // heads)
+        outs.append(out.transpose(0, 1) if fmt == "bshd" else out)
+    return outs
+
+
+@pytest.mark.parametrize("fmt,interleaved", [("sbhd", False),
+                                              ("bshd", True)])
+def test_fused_qkv_rope_matches_te_kernel(fmt, interleaved):
+    """apply_fused_qkv_rotary_pos_emb: TE's grouped QKV layout (2 query
+    heads per group), a rotary fraction (d2 6 of d 8), q and k with their
+    own freqs, v copied; the gradient is the reference's."""
+    from te_mlir.torch.attention.rope import apply_fused_qkv_rotary_pos_emb
+    splits = [16, 8, 8]
+    shape = (5, 2, 3, 32) if fmt == "sbhd" else (2, 5, 3, 32)
+    qkv = leaf(torch.randn(shape))
+    q_freqs = torch.rand(7, 1, 1, 6) * 4
+    k_freqs = torch.rand(7, 1, 1, 6) * 4
+    q, k, v = apply_fused_qkv_rotary_pos_emb(qkv, q_freqs, k_freqs, splits,
+                                             fmt, interleaved=interleaved)
+    lead = list(shape[:2])
+    assert list(q.shape) == lead + [6, 8] and list(k.shape) == lead + [3, 8]
+    assert list(v.shape) == lead + [3, 8]
+    ref = leaf(qkv.double())
+    want = fused_qkv_rope_reference(ref, q_freqs, k_freqs, splits, fmt,
+                                    interleaved)
+    for got, exp in zip((q, k, v), want):
+        torch.testing.assert_close(got.double(), exp, rtol=1e-6, atol=1e-6)
+    grads = [torch.randn_like(t) for t in (q, k, v)]
+    torch.autograd.backward((q, k, v), grads)
+    torch.autograd.backward(want, [g.double() for g in grads])
+    torch.testing.assert_close(qkv.grad.double(), ref.grad, rtol=1e-6,
+                               atol=1e-6)
+    with pytest.raises(ValueError, match="sum to qkv's last dimension"):
+        apply_fused_qkv_rotary_pos_emb(qkv, q_freqs, k_freqs, [16, 8, 4])
+    with pytest.raises(ValueError, match="'sbhd' or 'bshd'"):
+        apply_fused_qkv_rotary_pos_emb(qkv, q_freqs, k_freqs, splits, "thd")
+
+
 def test_rope_position_interpolation():
     emb = tet.RotaryPositionEmbedding(8, seq_len_interpolation_factor=2,
                                       pretrained_max_position_embeddings=4)

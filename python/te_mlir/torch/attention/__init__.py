@@ -13,10 +13,12 @@ import types
 from ..ops import attention as _ops
 from .dot_product_attention import DotProductAttention
 from .multi_head_attention import MultiheadAttention
-from .rope import RotaryPositionEmbedding, apply_rotary_pos_emb
+from .rope import (RotaryPositionEmbedding, apply_fused_qkv_rotary_pos_emb,
+                   apply_rotary_pos_emb)
 
 __all__ = ["DotProductAttention", "MultiheadAttention",
-           "RotaryPositionEmbedding", "apply_rotary_pos_emb"]
+           "RotaryPositionEmbedding", "apply_fused_qkv_rotary_pos_emb",
+           "apply_rotary_pos_emb"]
 
 
 class _CallablePackage(types.ModuleType):

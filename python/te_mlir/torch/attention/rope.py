@@ -7,7 +7,8 @@ import torch
 
 from ..ops.rope import rope
 
-__all__ = ["RotaryPositionEmbedding", "apply_rotary_pos_emb"]
+__all__ = ["RotaryPositionEmbedding", "apply_rotary_pos_emb",
+           "apply_fused_qkv_rotary_pos_emb"]
 
 
 class RotaryPositionEmbedding(torch.nn.Module):
@@ -84,3 +85,53 @@ def apply_rotary_pos_emb(t, freqs, tensor_format="sbhd", start_positions=None,
     return rope(t, freqs, tensor_format, interleaved=interleaved,
                 cu_seqlens=cu_seqlens, start_positions=start_positions,
                 cp_size=cp_size, cp_rank=cp_rank)
+
+
+def apply_fused_qkv_rotary_pos_emb(qkv, q_freqs, k_freqs, qkv_split_arg_list,
+                                   tensor_format="sbhd", start_positions=None,
+                                   interleaved=False, cu_seqlens=None,
+                                   cp_size=1, cp_rank=0):
+    """Transformer Engine's apply_fused_qkv_rotary_pos_emb: qkv [s, b, h,
+    q + k + v] (sbhd) or [b, s, h, q + k + v] (bshd), the three split
+    along the last dimension by qkv_split_arg_list = [q, k, v] (TE's
+    grouped layout: per group of h, q / k query heads and one key and one
+    value head of k channels; v is the head dim d). Returns (q, k, v):
+    q [.., h * q / k, k] rotated by q_freqs, k [.., h, k] by k_freqs (each
+    in heads of d channels), v [.., h, v] unchanged, as TE's
+    fused_qkv_rope_forward lays them out; differentiable in qkv. Each
+    rotation is te.rope, whose per-channel formula is TE's fused kernel's.
+    cu_seqlens is unused, as in TE (thd is not supported)."""
+    if tensor_format not in ("sbhd", "bshd"):
+        raise ValueError(f"apply_fused_qkv_rotary_pos_emb: tensor_format "
+                         f"must be 'sbhd' or 'bshd' (TE supports no other), "
+                         f"got {tensor_format!r}")
+    if cp_size > 1 and start_positions is not None:
+        raise ValueError("apply_fused_qkv_rotary_pos_emb: start_positions "
+                         "are for inference and cannot be used with "
+                         "cp_size > 1 (as in TE)")
+    splits = [int(n) for n in qkv_split_arg_list]
+    if len(splits) != 3 or sum(splits) != qkv.shape[-1]:
+        raise ValueError(f"apply_fused_qkv_rotary_pos_emb: "
+                         f"qkv_split_arg_list must be three sizes that sum "
+                         f"to qkv's last dimension ({qkv.shape[-1]}), got "
+                         f"{list(qkv_split_arg_list)}")
+    q_size, k_size, d = splits
+    if d <= 0 or q_size % k_size or k_size % d:
+        raise ValueError(f"apply_fused_qkv_rotary_pos_emb: the q size "
+                         f"({q_size}) must be a multiple of the k size "
+                         f"({k_size}), and that of the v size ({d}), the "
+                         f"head dim")
+    q, k, v = torch.split(qkv, splits, dim=-1)
+    lead = list(qkv.shape[:2])
+    heads = qkv.shape[2]
+
+    def rotated(part, freqs, size):
+        # Heads of d channels, rotated, then TE's output layout.
+        per_head = part.reshape(lead + [heads * size // d, d])
+        out = rope(per_head.contiguous(), freqs, tensor_format,
+                   interleaved=interleaved, start_positions=start_positions,
+                   cp_size=cp_size, cp_rank=cp_rank)
+        return out.reshape(lead + [heads * size // k_size, k_size])
+
+    return (rotated(q, q_freqs, q_size), rotated(k, k_freqs, k_size),
+            v.contiguous())
