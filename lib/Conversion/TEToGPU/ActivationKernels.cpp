@@ -40,10 +40,6 @@ struct RowsShape {
   }
 };
 
-MemRefType argType(Value value) {
-  return bufferType(cast<RankedTensorType>(value.getType()));
-}
-
 /// The positions of the output vector `i` (of `width` elements, a row
 /// `outWidth` wide): its first output element, and that element's column
 /// and row.
@@ -70,15 +66,6 @@ struct VectorPosition {
                   : at;
   }
 };
-
-/// `width` elements of the 1-D `buffer` from `index`, in f32.
-SmallVector<Value> loadF32(OpBuilder &b, Location loc, Value buffer,
-                           Value index, int64_t width) {
-  SmallVector<Value> wide;
-  for (Value v : loadElements(b, loc, buffer, index, width))
-    wide.push_back(emitExtToF32(b, loc, v));
-  return wide;
-}
 
 /// A vector's inputs in f32: the activated half's elements and, for a
 /// gated kind, the gate half's (else empty), from `input` [rows, rowWidth].
@@ -133,7 +120,7 @@ LogicalResult lowerActivation(RewriterBase &rewriter, ActivationOp op,
   // in each element type the results need.
   KernelSet set(op, "activation", target);
   OpBuilder b(context);
-  SmallVector<Type> arguments = {argType(op.getInput())};
+  SmallVector<Type> arguments = {bufferTypeOf(op.getInput())};
   for (Type type : output.getElementTypes())
     arguments.push_back(bufferType(RankedTensorType::get(outShape, type)));
   auto kernel = set.addKernel(b, "activation", arguments);
@@ -186,7 +173,8 @@ LogicalResult lowerActivationBackward(RewriterBase &rewriter,
   // row of dx.
   KernelSet set(op, "activation_backward", target);
   OpBuilder b(context);
-  SmallVector<Type> arguments = {argType(op.getGrad()), argType(op.getInput())};
+  SmallVector<Type> arguments = {bufferTypeOf(op.getGrad()),
+                                 bufferTypeOf(op.getInput())};
   for (Type type : output.getElementTypes())
     arguments.push_back(bufferType(RankedTensorType::get(dxShape, type)));
   auto kernel = set.addKernel(b, "activation_backward", arguments);

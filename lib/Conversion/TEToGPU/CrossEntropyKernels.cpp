@@ -28,10 +28,6 @@ using namespace mlir::te::gpu_lowering;
 
 namespace {
 
-MemRefType argType(Value value) {
-  return bufferType(cast<RankedTensorType>(value.getType()));
-}
-
 Value f32(OpBuilder &b, Location loc, double value) {
   return emitF32Constant(b, loc, value);
 }
@@ -179,12 +175,13 @@ LogicalResult lowerCrossEntropy(RewriterBase &rewriter, CrossEntropyOp op,
   OpBuilder b(context);
   gpu::GPUFuncOp countKernel;
   if (reduce)
-    countKernel = addCountRows(set, b, loc, argType(op.getTarget()), ignore);
+    countKernel =
+        addCountRows(set, b, loc, bufferTypeOf(op.getTarget()), ignore);
 
   // cross_entropy(logits, target, [count], losses, grad): losses[row] per
   // row.
-  SmallVector<Type> arguments = {argType(op.getLogits()),
-                                 argType(op.getTarget())};
+  SmallVector<Type> arguments = {bufferTypeOf(op.getLogits()),
+                                 bufferTypeOf(op.getTarget())};
   if (reduce)
     arguments.push_back(bufferType(scalarType));
   arguments.push_back(bufferType(lossesType));
@@ -356,9 +353,10 @@ LogicalResult lowerCrossEntropyBackward(RewriterBase &rewriter,
   // cross_entropy_backward(grad, dloss, result) = grad * dloss, elementwise.
   KernelSet set(op, "cross_entropy_backward", target);
   OpBuilder b(op.getContext());
-  auto kernel = set.addKernel(
-      b, "cross_entropy_backward",
-      {argType(op.getGrad()), argType(op.getDloss()), bufferType(resultType)});
+  auto kernel =
+      set.addKernel(b, "cross_entropy_backward",
+                    {bufferTypeOf(op.getGrad()), bufferTypeOf(op.getDloss()),
+                     bufferType(resultType)});
   Value grad = flatten(b, loc, kernel.getArgument(0));
   Value dlossBuffer = kernel.getArgument(1);
   if (perRow)

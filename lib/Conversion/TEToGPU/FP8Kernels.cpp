@@ -31,11 +31,6 @@ using namespace mlir::te::gpu_lowering;
 
 namespace {
 
-/// A kernel argument's memref type for a tensor value.
-MemRefType argType(Value value) {
-  return bufferType(cast<RankedTensorType>(value.getType()));
-}
-
 MemRefType scalarF32(MLIRContext *context) {
   return MemRefType::get({}, Float32Type::get(context));
 }
@@ -97,7 +92,7 @@ LogicalResult lowerAmax(RewriterBase &rewriter, AmaxOp op,
   gpu::GPUFuncOp init = addAmaxInit(set, b, loc);
   int64_t blocks = 1;
   gpu::GPUFuncOp reduce =
-      addAmaxKernel(set, b, loc, argType(op.getInput()), blocks);
+      addAmaxKernel(set, b, loc, bufferTypeOf(op.getInput()), blocks);
   set.finish();
 
   OpBuilder &host = rewriter;
@@ -118,7 +113,7 @@ LogicalResult lowerComputeScale(RewriterBase &rewriter, ComputeScaleOp op,
   Location loc = op.getLoc();
   KernelSet set(op, "compute_scale", target);
   OpBuilder b(op.getContext());
-  MemRefType type = argType(op.getAmax());
+  MemRefType type = bufferTypeOf(op.getAmax());
   auto kernel = set.addKernel(b, "compute_scale", {type, type});
   double fp8Max = *getFP8Max(op.getFp8Type());
   float epsilon = op.getEpsilon().convertToFloat();
@@ -162,8 +157,8 @@ LogicalResult lowerUpdateDelayedScaling(RewriterBase &rewriter,
   Location loc = op.getLoc();
   KernelSet set(op, "delayed_scaling", target);
   OpBuilder b(op.getContext());
-  MemRefType historyType = argType(op.getAmaxHistory());
-  MemRefType scaleType = argType(op.getAmax());
+  MemRefType historyType = bufferTypeOf(op.getAmaxHistory());
+  MemRefType scaleType = bufferTypeOf(op.getAmax());
   auto kernel = set.addKernel(
       b, "update", {historyType, scaleType, scaleType, historyType, scaleType});
   int64_t length = historyType.getDimSize(0);
@@ -368,7 +363,7 @@ LogicalResult lowerQuantize(RewriterBase &rewriter, QuantizeOp op,
   MLIRContext *context = op.getContext();
   KernelSet set(op, "quantize", target);
   OpBuilder b(context);
-  MemRefType inputType = argType(op.getInput());
+  MemRefType inputType = bufferTypeOf(op.getInput());
 
   // init(scale, scale_inv, amax): scale_inv = 1 / scale (f32, as TE), and
   // the amax zeroed for the atomics.
@@ -386,11 +381,12 @@ LogicalResult lowerQuantize(RewriterBase &rewriter, QuantizeOp op,
   gpu::GPUFuncOp castKernel, amaxKernel, transposeKernel;
   if (Value data = op.getData())
     castKernel =
-        addScaledCast(set, b, loc, inputType, argType(data), castBlocks);
+        addScaledCast(set, b, loc, inputType, bufferTypeOf(data), castBlocks);
   else
     amaxKernel = addAmaxKernel(set, b, loc, inputType, amaxBlocks);
   if (Value dataT = op.getColumnwiseData())
-    transposeKernel = addTransposedCast(set, b, loc, inputType, argType(dataT));
+    transposeKernel =
+        addTransposedCast(set, b, loc, inputType, bufferTypeOf(dataT));
   set.finish();
 
   OpBuilder &host = rewriter;
@@ -432,8 +428,8 @@ LogicalResult lowerDequantize(RewriterBase &rewriter, DequantizeOp op,
   Location loc = op.getLoc();
   KernelSet set(op, "dequantize", target);
   OpBuilder b(op.getContext());
-  MemRefType dataType = argType(op.getData());
-  MemRefType resultType = argType(op.getResult());
+  MemRefType dataType = bufferTypeOf(op.getData());
+  MemRefType resultType = bufferTypeOf(op.getResult());
   auto kernel = set.addKernel(
       b, "dequantize", {dataType, scalarF32(op.getContext()), resultType});
   Value data = flatten(b, loc, kernel.getArgument(0));

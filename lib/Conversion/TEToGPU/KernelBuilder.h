@@ -80,6 +80,8 @@ void replaceWithOutputs(RewriterBase &rewriter, Operation *op,
                         ArrayRef<Value> buffers);
 /// The memref type a kernel argument of tensor `type` has.
 MemRefType bufferType(RankedTensorType type);
+/// The memref type a kernel argument for the ranked tensor `value` has.
+MemRefType bufferTypeOf(Value value);
 
 Value indexConstant(OpBuilder &b, Location loc, int64_t value);
 Value i32Constant(OpBuilder &b, Location loc, int64_t value);
@@ -145,6 +147,9 @@ int64_t vectorWidth(Type elementType, int64_t count);
 /// as scalars.
 SmallVector<Value> loadElements(OpBuilder &b, Location loc, Value buffer,
                                 Value index, int64_t width);
+/// loadElements, each element extended to f32.
+SmallVector<Value> loadF32(OpBuilder &b, Location loc, Value buffer,
+                           Value index, int64_t width);
 /// Stores `values` at element `index` of the 1-D `buffer`.
 void storeElements(OpBuilder &b, Location loc, Value buffer, Value index,
                    ArrayRef<Value> values);

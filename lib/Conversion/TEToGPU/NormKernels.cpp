@@ -29,10 +29,6 @@ using namespace mlir::te::gpu_lowering;
 
 namespace {
 
-MemRefType argType(Value value) {
-  return bufferType(cast<RankedTensorType>(value.getType()));
-}
-
 /// f32 arithmetic in a kernel body.
 struct F32Math {
   OpBuilder &b;
@@ -70,14 +66,6 @@ struct RowVectors {
     return {arith::AddIOp::create(b, loc, start, column), column};
   }
 };
-
-SmallVector<Value> loadF32(OpBuilder &b, Location loc, Value buffer,
-                           Value index, int64_t width) {
-  SmallVector<Value> wide;
-  for (Value v : loadElements(b, loc, buffer, index, width))
-    wide.push_back(emitExtToF32(b, loc, v));
-  return wide;
-}
 
 /// The f32 sum over a warp's row of `term(values)` for every element, the
 /// values being the row's elements of `buffers` at each vector.
@@ -125,15 +113,15 @@ LogicalResult lowerNorm(RewriterBase &rewriter, NormOp op,
   // norm(input, gamma, [beta], outputs..., [mu], rsigma).
   KernelSet set(op, "norm", target);
   OpBuilder b(context);
-  SmallVector<Type> arguments = {argType(op.getInput()),
-                                 argType(op.getGamma())};
+  SmallVector<Type> arguments = {bufferTypeOf(op.getInput()),
+                                 bufferTypeOf(op.getGamma())};
   if (hasBeta)
-    arguments.push_back(argType(op.getBeta()));
+    arguments.push_back(bufferTypeOf(op.getBeta()));
   for (Type element : output.getElementTypes())
     arguments.push_back(bufferType(inputType.clone(element)));
   if (layerNorm)
-    arguments.push_back(argType(op.getMean()));
-  arguments.push_back(argType(op.getRsigma()));
+    arguments.push_back(bufferTypeOf(op.getMean()));
+  arguments.push_back(bufferTypeOf(op.getRsigma()));
   auto kernel = set.addKernel(b, "norm_forward", arguments);
   unsigned next = 0;
   Value input = flatten(b, loc, kernel.getArgument(next++));
@@ -245,13 +233,13 @@ LogicalResult lowerNormBackward(RewriterBase &rewriter, NormBackwardOp op,
   // dz_xhat = dz * xhat in f32, which dgamma sums.
   KernelSet set(op, "norm_backward", target);
   OpBuilder b(context);
-  SmallVector<Type> arguments = {argType(op.getDz()), argType(op.getInput()),
-                                 argType(op.getRsigma()),
-                                 argType(op.getGamma())};
+  SmallVector<Type> arguments = {
+      bufferTypeOf(op.getDz()), bufferTypeOf(op.getInput()),
+      bufferTypeOf(op.getRsigma()), bufferTypeOf(op.getGamma())};
   if (layerNorm)
-    arguments.push_back(argType(op.getMu()));
+    arguments.push_back(bufferTypeOf(op.getMu()));
   if (hasAdd)
-    arguments.push_back(argType(op.getAdd()));
+    arguments.push_back(bufferTypeOf(op.getAdd()));
   arguments.push_back(bufferType(dxType));
   arguments.push_back(bufferType(productsType));
   auto kernel = set.addKernel(b, "norm_backward", arguments);
@@ -351,7 +339,7 @@ LogicalResult lowerNormBackward(RewriterBase &rewriter, NormBackwardOp op,
       set, b, loc, "dgamma", bufferType(productsType), bufferType(weightType));
   std::optional<ColumnSums> dbetaSums;
   if (layerNorm)
-    dbetaSums = ColumnSums::add(set, b, loc, "dbeta", argType(op.getDz()),
+    dbetaSums = ColumnSums::add(set, b, loc, "dbeta", bufferTypeOf(op.getDz()),
                                 bufferType(weightType));
   set.finish();
 

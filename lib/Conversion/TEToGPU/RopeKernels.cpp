@@ -32,10 +32,6 @@ using namespace mlir::te::gpu_lowering;
 
 namespace {
 
-MemRefType argType(Value value) {
-  return bufferType(cast<RankedTensorType>(value.getType()));
-}
-
 /// i32 and index arithmetic in a kernel body.
 struct Ints {
   OpBuilder &b;
@@ -324,10 +320,10 @@ LogicalResult lowerRope(RewriterBase &rewriter, OpT op,
   RopeLowering r = RopeLowering::of(op);
   KernelSet set(op, r.backward ? "rope_backward" : "rope", target);
   OpBuilder b(op.getContext());
-  auto tables = r.addTables(set, b, loc, argType(op.getFreqs()));
+  auto tables = r.addTables(set, b, loc, bufferTypeOf(op.getFreqs()));
   auto positionsKernel = r.addPositions(
-      set, b, loc, r.hasCu ? argType(op.getCuSeqlens()) : MemRefType(),
-      r.hasStart ? argType(op.getStartPositions()) : MemRefType());
+      set, b, loc, r.hasCu ? bufferTypeOf(op.getCuSeqlens()) : MemRefType(),
+      r.hasStart ? bufferTypeOf(op.getStartPositions()) : MemRefType());
   auto rotate = r.addRotation(set, b, loc);
   set.finish();
 

@@ -224,6 +224,10 @@ Value gpu_lowering::readBuffer(OpBuilder &host, Location loc, Value value) {
   return op;
 }
 
+MemRefType gpu_lowering::bufferTypeOf(Value value) {
+  return bufferType(cast<RankedTensorType>(value.getType()));
+}
+
 Value gpu_lowering::allocateOutput(OpBuilder &host, Location loc,
                                    RankedTensorType type) {
   // 256-byte alignment: what the vector accesses need, and what the
@@ -470,6 +474,15 @@ SmallVector<Value> gpu_lowering::loadElements(OpBuilder &b, Location loc,
   for (int64_t i = 0; i < width; ++i)
     elements.push_back(vector::ExtractOp::create(b, loc, vector, i));
   return elements;
+}
+
+SmallVector<Value> gpu_lowering::loadF32(OpBuilder &b, Location loc,
+                                         Value buffer, Value index,
+                                         int64_t width) {
+  SmallVector<Value> wide;
+  for (Value v : loadElements(b, loc, buffer, index, width))
+    wide.push_back(emitExtToF32(b, loc, v));
+  return wide;
 }
 
 void gpu_lowering::storeElements(OpBuilder &b, Location loc, Value buffer,

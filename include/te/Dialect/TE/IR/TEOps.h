@@ -44,7 +44,7 @@ struct QuantizedOutputLayout {
   static QuantizedOutputLayout of(std::optional<ScalingMode> mode,
                                   QuantizeUsage usage, bool amax,
                                   unsigned numResults, unsigned trailing);
-  /// The number of results with and without the high-precision output.
+  /// The number of results other than the high-precision output.
   unsigned sizeWithoutOutput() const {
     return numQuantized + (hasAmax ? 1 : 0) + trailing;
   }
