@@ -292,6 +292,17 @@ def test_self_scaled_modes_cast_the_rounded_output(mode):
     same_quantized(q2, q)
 
 
+@pytest.mark.parametrize("usage", ["rowwise", "both"])
+def test_plain_kind_mxfp8_on_3d_input(usage):
+    """A plain kind's MXFP8 output of a [b, s, h] input: the blocks run
+    over the flattened rows, as ops.quantize casts the 3-D output."""
+    x = inputs((2, 32, 64), "bf16", seed=11)
+    y, q = ops.activation(x, "srelu", quantize="mxfp8_1x32", usage=usage,
+                          keep_output=True)
+    same_bits(y, ops.activation(x, "srelu"), "y")
+    same_quantized(q, ops.quantize(y, "e4m3", "mxfp8_1x32", usage=usage))
+
+
 def test_current_scaling_takes_the_f32_amax():
     x = inputs((32, 96), "bf16", seed=5)
     y, amax = ops.activation(x, "qgelu", with_amax=True)

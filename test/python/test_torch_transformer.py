@@ -492,3 +492,51 @@ def test_process_groups_of_one_rank_pass_and_larger_ones_are_refused(
         te.fp8_autocast(fp8_group=two)
     with pytest.raises(NotImplementedError, match="more than one rank"):
         parallel_cross_entropy(logits, target, dist_process_group=two)
+    te.DotProductAttention(2, 8, tp_group=one)
+    with pytest.raises(NotImplementedError, match="tp_group"):
+        te.DotProductAttention(2, 8, tp_group=two)
+
+
+class ForkingTracker:
+    """An rng state tracker as TE's (CudaRNGStatesTracker.fork), on torch's
+    CPU generator: fork() runs its body on the tracker's own state."""
+
+    def __init__(self, seed):
+        gen = torch.Generator().manual_seed(seed)
+        self.state = gen.get_state()
+
+    def fork(self, name="model-parallel-rng"):
+        import contextlib
+
+        @contextlib.contextmanager
+        def forked():
+            outside = torch.get_rng_state()
+            torch.set_rng_state(self.state)
+            try:
+                yield
+            finally:
+                self.state = torch.get_rng_state()
+                torch.set_rng_state(outside)
+        return forked()
+
+
+def test_attention_dropout_draws_inside_the_rng_tracker_fork():
+    """As TE, DotProductAttention's dropout draws from the tracker's
+    fork: the same tracker state gives the same dropout, and torch's own
+    generator is not advanced."""
+    q, k, v = (torch.randn(6, 2, 2, 8) for _ in range(3))
+    outputs = []
+    for _ in range(2):
+        tracker = ForkingTracker(11)
+        dpa = te.DotProductAttention(2, 8, attention_dropout=0.5,
+                                     get_rng_state_tracker=lambda: tracker)
+        torch.manual_seed(3)
+        outputs.append(dpa(q, k, v))
+        after = torch.get_rng_state()
+        torch.manual_seed(3)
+        assert torch.equal(after, torch.get_rng_state())
+    torch.testing.assert_close(outputs[0], outputs[1], rtol=0, atol=0)
+    other = te.DotProductAttention(
+        2, 8, attention_dropout=0.5,
+        get_rng_state_tracker=lambda: ForkingTracker(12))
+    assert not torch.equal(other(q, k, v), outputs[0])

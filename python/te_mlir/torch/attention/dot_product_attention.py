@@ -51,18 +51,25 @@ class DotProductAttention(torch.nn.Module):
                  softmax_scale=None, softmax_type="vanilla"):
         super().__init__()
         _ops._choice("qkv_format", qkv_format, ("sbhd", "bshd", "thd"))
+        if tp_group is not None:
+            import torch.distributed as dist
+            if dist.get_world_size(tp_group) == 1:
+                tp_group = None  # one rank: the whole attention
         for name, value, default in (
                 ("sequence_parallel", sequence_parallel, False),
                 ("tp_size", tp_size, 1), ("tp_group", tp_group, None),
-                ("get_rng_state_tracker", get_rng_state_tracker, None),
                 ("cp_group", cp_group, None),
                 ("cp_global_ranks", cp_global_ranks, None),
                 ("cp_stream", cp_stream, None)):
             if value != default:
                 raise NotImplementedError(
-                    f"DotProductAttention({name}=...): tensor and context "
-                    "parallelism are not supported by te_mlir.torch (the "
-                    "collectives are in te_mlir.ops)")
+                    f"DotProductAttention({name}={value!r}): tensor and "
+                    f"context parallelism over several ranks are not "
+                    f"supported by te_mlir.torch (the collectives are in "
+                    f"te_mlir.ops); {name} must be {default!r} (TE's "
+                    f"default), or tp_group a group of one rank")
+        # TE draws the attention dropout inside the tracker's fork.
+        self.get_rng_state_tracker = get_rng_state_tracker
         self.num_attention_heads = num_attention_heads
         self.kv_channels = kv_channels
         self.num_gqa_groups = num_gqa_groups or num_attention_heads
@@ -142,14 +149,18 @@ class DotProductAttention(torch.nn.Module):
         offset = None
         if self.softmax_offset is not None:
             offset = self.softmax_offset.reshape(1, -1, 1, 1)
+        dropout = self.attention_dropout if self.training else 0.0
+        seed = None
+        if dropout and self.get_rng_state_tracker is not None:
+            with self.get_rng_state_tracker().fork():
+                seed = int(torch.randint(0, 2**62, (1,)).item())
         out = dot_product_attention(
             query_layer, key_layer, value_layer, layout=fmt, mask=mask,
             window=window, bottom_right_diagonal=brd,
             scale=self.softmax_scale, bias=core_attention_bias,
             bias_type=bias_type, alibi_slopes=alibi_slopes,
             softmax=self.softmax_type, softmax_offset=offset,
-            dropout=self.attention_dropout if self.training else 0.0,
-            cu_seqlens_q=cu_seqlens_q, cu_seqlens_kv=cu_seqlens_kv,
+            dropout=dropout, seed=seed, cu_seqlens_q=cu_seqlens_q, cu_seqlens_kv=cu_seqlens_kv,
             seq_offsets_q=cu_seqlens_q_padded,
             seq_offsets_kv=cu_seqlens_kv_padded, seqlens_q=seqlens_q,
             seqlens_kv=seqlens_kv, mask_tensor=mask_tensor)

@@ -173,7 +173,8 @@ class MultiheadAttention(torch.nn.Module):
             attn_mask_type=attn_mask_type, window_size=window_size,
             bottom_right_diagonal=bottom_right_diagonal,
             layer_number=layer_number, attention_type=attention_type,
-            softmax_type=softmax_type)
+            softmax_type=softmax_type,
+            get_rng_state_tracker=get_rng_state_tracker)
         self.proj = _module.Linear(
             q_size, hidden_size, init_method=output_layer_init_method,
             bias=bias, return_bias=return_bias, params_dtype=params_dtype,
