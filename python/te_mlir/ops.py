@@ -1401,9 +1401,9 @@ def rms_norm_backward(dz, x, rsigma, weight, *, add=None,
 
 #: te.activation's kinds; the gated ones halve the last dimension.
 ACTIVATIONS = ("gelu", "qgelu", "relu", "srelu", "silu", "geglu", "qgeglu",
-               "reglu", "sreglu", "swiglu", "clamped_swiglu")
+               "reglu", "sreglu", "swiglu", "clamped_swiglu", "glu")
 GATED_ACTIVATIONS = ("geglu", "qgeglu", "reglu", "sreglu", "swiglu",
-                     "clamped_swiglu")
+                     "clamped_swiglu", "glu")
 
 
 def _activation_attrs(kind, limit, alpha, linear_offset, what):

@@ -44,7 +44,8 @@ F32_FLOOR = 2.0 ** -120
 F32_MATH = 2.0 ** -19
 PLAIN = ("gelu", "qgelu", "relu", "srelu", "silu")
 GATED = {"geglu": "gelu", "qgeglu": "qgelu", "reglu": "relu",
-         "sreglu": "srelu", "swiglu": "silu", "clamped_swiglu": "clamped"}
+         "sreglu": "srelu", "swiglu": "silu", "clamped_swiglu": "clamped",
+         "glu": "sigmoid"}
 LIMIT, ALPHA, OFFSET = 1.5, 1.2, 0.75
 
 
@@ -77,6 +78,9 @@ def act(base, v, limit=LIMIT, alpha=ALPHA):
         elif base == "silu":
             y = v * sigmoid(v)
             return y, np.abs(y) * (1 + np.abs(v))
+        elif base == "sigmoid":  # glu's gate function (nvte_glu)
+            y = sigmoid(v)
+            return y, np.abs(y) * (1 + np.abs(v))
         else:  # clamped: c sigmoid(alpha c), c = fminf(limit, v)
             c = np.fmin(limit, v)
             y = c * sigmoid(alpha * c)
@@ -106,6 +110,11 @@ def dact(base, v, limit=LIMIT, alpha=ALPHA):
                                  np.where(inside, second, 0.0))
         elif base == "relu":
             return np.where(v > 0, 1.0, 0.0), np.ones_like(v)
+        elif base == "sigmoid":  # TE's dsigmoid: s (1 - s)
+            # 1 - s cancels where s nears 1 (in TE's formula too): its
+            # terms, 1 and s, are the magnitude.
+            s = sigmoid(v)
+            return s * (1 - s), s * (1 + s) * (1 + np.abs(v))
         else:
             d = np.fmax(2 * v, 0.0)
             return d, np.abs(d)

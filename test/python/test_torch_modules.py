@@ -362,8 +362,8 @@ def test_layernorm_mlp_arguments():
     y, bias, ln_out = mlp(torch.randn(2, 16))
     assert bias is mlp.fc2_bias or torch.equal(bias, mlp.fc2_bias)
     assert ln_out.shape == (2, 16)
-    with pytest.raises(NotImplementedError, match="glu"):
-        tet.LayerNormMLP(16, 32, activation="glu")
+    glu = tet.LayerNormMLP(16, 32, activation="glu")
+    assert glu.fc1_weight.shape == (64, 16)
     with pytest.raises(ValueError, match="unknown activation"):
         tet.LayerNormMLP(16, 32, activation="tanh")
     with pytest.raises(ValueError, match="normalization"):

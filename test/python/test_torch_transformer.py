@@ -241,7 +241,6 @@ def test_transformer_layer_dropout_and_arguments():
     w = layer.layernorm_mlp.fc1_weight
     assert abs(w.std().item() - 0.023) < 0.003
     for kw, match in ((dict(ub_tp_comm_overlap=True), "userbuffers"),
-                      (dict(activation="glu"), "glu"),
                       (dict(tp_size=2), "tp_size")):
         with pytest.raises(NotImplementedError, match=match):
             te.TransformerLayer(32, 64, 4, **kw)

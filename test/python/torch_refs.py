@@ -13,7 +13,8 @@ def torch_activation(x, kind, limit=7.0, alpha=1.702, offset=1.0):
              "relu": F.relu, "srelu": lambda v: F.relu(v) ** 2,
              "silu": F.silu}
     gated = {"geglu": "gelu", "qgeglu": "qgelu", "reglu": "relu",
-             "sreglu": "srelu", "swiglu": "silu"}
+             "sreglu": "srelu", "swiglu": "silu", "glu": "sigmoid"}
+    plain_or_gate = dict(plain, sigmoid=torch.sigmoid)
     if kind in plain:
         return plain[kind](x)
     a, b = x.chunk(2, dim=-1)
@@ -21,7 +22,7 @@ def torch_activation(x, kind, limit=7.0, alpha=1.702, offset=1.0):
         a = a.clamp(max=limit)
         return a * torch.sigmoid(alpha * a) * (b.clamp(-limit, limit) +
                                                 offset)
-    return plain[gated[kind]](a) * b
+    return plain_or_gate[gated[kind]](a) * b
 
 
 def torch_rope(t, freqs, tensor_format="sbhd", interleaved=False):

@@ -82,6 +82,8 @@ BaseFunction Activation::baseOf(ActivationKind kind) {
     return BaseFunction::silu;
   case ActivationKind::clamped_swiglu:
     return BaseFunction::clampedSilu;
+  case ActivationKind::glu:
+    return BaseFunction::sigmoid;
   }
   llvm_unreachable("unknown activation kind");
 }
@@ -102,6 +104,8 @@ Value Activation::act(ActivationMath &m, Value v) const {
     Value c = m.min(m.constant(limit), v);
     return m.mul(c, m.sigmoid(m.mul(m.constant(alpha), c)));
   }
+  case BaseFunction::sigmoid:
+    return m.sigmoid(v);
   }
   llvm_unreachable("unknown activation");
 }
@@ -125,6 +129,11 @@ Value Activation::dact(ActivationMath &m, Value v) const {
     Value c = m.min(m.constant(limit), v);
     return m.select(inside, m.dScaledSilu(m.mul(m.constant(alpha), c)),
                     m.constant(0.0));
+  }
+  case BaseFunction::sigmoid: {
+    // TE's dsigmoid: s (1 - s).
+    Value s = m.sigmoid(v);
+    return m.mul(s, m.sub(m.constant(1.0), s));
   }
   }
   llvm_unreachable("unknown activation");

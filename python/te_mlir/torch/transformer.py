@@ -52,8 +52,7 @@ class TransformerLayer(torch.nn.Module):
 
     Refused: inference_params (no KV cache yet), ub_tp_comm_overlap and the
     tensor-parallel arguments at other values than TE's defaults, and what
-    MultiheadAttention and LayerNormMLP refuse (activation "glu",
-    qk_norm_type "L2Normalization")."""
+    MultiheadAttention refuses (qk_norm_type "L2Normalization")."""
 
     def __init__(self, hidden_size, ffn_hidden_size, num_attention_heads,
                  num_gqa_groups=None, layernorm_epsilon=1e-5,

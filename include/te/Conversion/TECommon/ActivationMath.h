@@ -46,7 +46,15 @@ struct ActivationMath {
 };
 
 /// The activation of a gated kind's first half, or of a plain kind.
-enum class BaseFunction { gelu, qgelu, relu, srelu, silu, clampedSilu };
+enum class BaseFunction {
+  gelu,
+  qgelu,
+  relu,
+  srelu,
+  silu,
+  clampedSilu,
+  sigmoid
+};
 
 /// An activation: its base function, whether it is gated, and
 /// clamped_swiglu's limit, alpha and linear offset.

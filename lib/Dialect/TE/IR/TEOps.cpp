@@ -1535,6 +1535,7 @@ static bool isGatedActivation(ActivationKind kind) {
   case ActivationKind::sreglu:
   case ActivationKind::swiglu:
   case ActivationKind::clamped_swiglu:
+  case ActivationKind::glu:
     return true;
   }
   llvm_unreachable("unknown activation kind");

@@ -15,8 +15,7 @@ from .layernorm_linear import norm_front, norm_kind, norm_parameters, \
 
 __all__ = ["LayerNormMLP"]
 
-#: TE's activation names that te.activation has; TE's "glu" (a sigmoid
-#: gate) is not among te's kinds yet.
+#: TE's activation names, te.activation's kinds.
 ACTIVATIONS = _ops.ACTIVATIONS
 
 
@@ -46,11 +45,10 @@ class LayerNormMLP(_fp8.FP8Module):
     fc2_weight, fc2_bias) and forward.
 
     activation: gelu, qgelu, relu, srelu, silu, or the gated geglu,
-    qgeglu, reglu, sreglu, swiglu and clamped_swiglu (activation_params
-    limit, alpha, glu_linear_offset), whose fc1 is [2 * ffn_hidden_size,
-    hidden_size]: rows [0, ffn) the activated half, [ffn, 2 ffn) the
-    linear half, as in TE. TE's "glu" is refused: te.activation has no
-    sigmoid-gated kind yet. forward returns out, then fc2's bias when
+    qgeglu, reglu, sreglu, swiglu, glu (a sigmoid gate) and
+    clamped_swiglu (activation_params limit, alpha, glu_linear_offset),
+    whose fc1 is [2 * ffn_hidden_size, hidden_size]: rows [0, ffn) the
+    activated half, [ffn, 2 ffn) the linear half, as in TE. forward returns out, then fc2's bias when
     return_bias (not added), then the norm's output when
     return_layernorm_output. Initialization as TE's: fc1 by init_method,
     fc2 by output_layer_init_method, each normal(0, 0.023) by default,
@@ -95,10 +93,6 @@ class LayerNormMLP(_fp8.FP8Module):
             set_parallel_mode=set_parallel_mode,
             delay_wgrad_compute=delay_wgrad_compute,
             symmetric_ar_type=symmetric_ar_type)
-        if activation == "glu":
-            raise NotImplementedError(
-                f"{cls}(activation='glu'): te.activation has no sigmoid-"
-                f"gated kind yet; te_mlir supports {', '.join(ACTIVATIONS)}")
         if activation not in ACTIVATIONS:
             raise ValueError(f"{cls}: unknown activation {activation!r}; "
                              f"one of {', '.join(ACTIVATIONS)}")

@@ -17,3 +17,8 @@ func.func @dgelu(%g: tensor<16x8xf16>, %x: tensor<16x8xf16>) -> tensor<16x8xf16>
   %dx = te.activation_backward %g, %x kind gelu : tensor<16x8xf16>, tensor<16x8xf16> -> tensor<16x8xf16>
   return %dx : tensor<16x8xf16>
 }
+
+func.func @dglu(%g: tensor<16x32xbf16>, %x: tensor<16x64xbf16>) -> tensor<16x64xbf16> {
+  %dx = te.activation_backward %g, %x kind glu : tensor<16x32xbf16>, tensor<16x64xbf16> -> tensor<16x64xbf16>
+  return %dx : tensor<16x64xbf16>
+}

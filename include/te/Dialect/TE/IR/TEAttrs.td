@@ -101,7 +101,8 @@ def TE_ActivationKind : TE_I32Enum<"ActivationKind",
   I32EnumAttrCase<"reglu", 7>,
   I32EnumAttrCase<"sreglu", 8>,
   I32EnumAttrCase<"swiglu", 9>,
-  I32EnumAttrCase<"clamped_swiglu", 10>
+  I32EnumAttrCase<"clamped_swiglu", 10>,
+  I32EnumAttrCase<"glu", 11>
 ]>;
 def TE_ActivationKindAttr : TE_EnumAttr<TE_ActivationKind, "activation">;
 

@@ -918,7 +918,8 @@ defvar ActivationSemantics = [{
     in TE. The gated kinds split the input's last dimension [2H] in two
     halves, a = [0, H) and g = [H, 2H) (TE's gated_act_fn), and give
     act(a) * g with act: `geglu` gelu, `qgeglu` qgelu, `reglu` relu,
-    `sreglu` srelu, `swiglu` silu. `clamped_swiglu` (GPT-OSS; TE's
+    `sreglu` srelu, `swiglu` silu, `glu` sigmoid (nvte_glu: sigmoid(a) * g,
+    its derivative s (1 - s), TE's dsigmoid). `clamped_swiglu` (GPT-OSS; TE's
     nvte_clamped_swiglu_v2) takes `limit` (> 0), `alpha` (default 1.702)
     and `linear_offset` (default 1): act(a) = c sigmoid(alpha c) with
     c = min(a, limit), and the gate is clamp(g, -limit, limit) +
