@@ -123,7 +123,8 @@ def op_cases(tokens, hidden, vocab_tokens, dtype):
     logits = r(vocab_tokens, 32000)
     target = torch.randint(0, 32000, (vocab_tokens,), generator=g)
     cases.append(("cross_entropy",
-                  lambda z: te.cross_entropy(z, target, reduce_loss=True),
+                  lambda z: te.parallel_cross_entropy(z, target,
+                                                      reduce_loss=True),
                   lambda z: F.cross_entropy(z.float(), target), (logits,)))
     return cases
 

@@ -1440,8 +1440,8 @@ def activation(x, kind, *, limit=None, alpha=None, linear_offset=None,
                usage=None, keep_output=False, pow2_scales=None,
                amax_epsilon=None, with_amax=False, device=None):
     """TE's activation `kind` of x (te.activation): gelu, qgelu, relu,
-    srelu, silu, or the gated geglu, qgeglu, reglu, sreglu, swiglu and
-    clamped_swiglu (limit, alpha, linear_offset), which take x's last
+    srelu, silu, or the gated geglu, qgeglu, reglu, sreglu, swiglu, glu
+    and clamped_swiglu (limit, alpha, linear_offset), which take x's last
     dimension as [act half, gate half] and halve it. Returns y (dtype
     out_dtype, default x's); quantize=, keep_output= and with_amax= as
     layer_norm takes them (the Float8Tensor is of y)."""

@@ -16,7 +16,8 @@ def parallel_cross_entropy(inp, target, label_smoothing=0.0,
     """Transformer Engine's parallel_cross_entropy: the f32 loss of every
     token of inp [B, SQ, V] (or [SQ, B, V]) against target [B, SQ], with
     label smoothing and ignore_idx, or with reduce_loss their mean over the
-    tokens not ignored, as TE divides; differentiable in inp (the gradient
+    tokens not ignored, as TE divides, of shape (1,) as TE's (a sum
+    divided by its one-element count); differentiable in inp (the gradient
     kept in f32 and rounded once to inp's dtype, as TE). is_cg_capturable
     (CUDA graphs) changes nothing on the CPU.
 
@@ -34,5 +35,6 @@ def parallel_cross_entropy(inp, target, label_smoothing=0.0,
                 "one rank (a vocabulary split over ranks) is not supported "
                 "by te_mlir.torch yet; pass the whole vocabulary's logits "
                 "with dist_process_group=None")
-    return cross_entropy(inp, target, label_smoothing=label_smoothing,
+    loss = cross_entropy(inp, target, label_smoothing=label_smoothing,
                          reduce_loss=reduce_loss, ignore_index=ignore_idx)
+    return loss.reshape(1) if reduce_loss else loss

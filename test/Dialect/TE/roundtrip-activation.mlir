@@ -16,6 +16,8 @@
 // CHECK: te.activation %{{.*}} kind swiglu : tensor<?x64xbf16> -> tensor<?x32xbf16>
 // CHECK: te.activation %{{.*}} kind clamped_swiglu limit 7.000000e+00 : tensor<8x64xbf16> -> tensor<8x32xbf16>
 // CHECK: te.activation %{{.*}} kind clamped_swiglu limit 7.000000e+00 alpha 1.000000e+00 linear_offset 0.000000e+00 : tensor<8x64xbf16> -> tensor<8x32xbf16>
+// CHECK: te.activation %{{.*}} kind glu : tensor<8x64xbf16> -> tensor<8x32xbf16>
+// CHECK: te.activation_backward %{{.*}}, %{{.*}} kind glu : tensor<8x32xbf16>, tensor<8x64xbf16> -> tensor<8x64xbf16>
 func.func @kinds(%x: tensor<8x64xbf16>, %xd: tensor<?x64xbf16>) {
   %0 = te.activation %x kind gelu : tensor<8x64xbf16> -> tensor<8x64xbf16>
   %1 = te.activation %x kind qgelu : tensor<8x64xbf16> -> tensor<8x64xf32>
@@ -29,6 +31,8 @@ func.func @kinds(%x: tensor<8x64xbf16>, %xd: tensor<?x64xbf16>) {
   %9 = te.activation %xd kind swiglu : tensor<?x64xbf16> -> tensor<?x32xbf16>
   %10 = te.activation %x kind clamped_swiglu limit 7.0 : tensor<8x64xbf16> -> tensor<8x32xbf16>
   %11 = te.activation %x kind clamped_swiglu limit 7.0 alpha 1.0 linear_offset 0.0 : tensor<8x64xbf16> -> tensor<8x32xbf16>
+  %12 = te.activation %x kind glu : tensor<8x64xbf16> -> tensor<8x32xbf16>
+  %13 = te.activation_backward %11, %x kind glu : tensor<8x32xbf16>, tensor<8x64xbf16> -> tensor<8x64xbf16>
   return
 }
 

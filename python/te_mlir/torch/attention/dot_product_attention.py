@@ -68,8 +68,13 @@ class DotProductAttention(torch.nn.Module):
                     f"supported by te_mlir.torch (the collectives are in "
                     f"te_mlir.ops); {name} must be {default!r} (TE's "
                     f"default), or tp_group a group of one rank")
-        # TE draws the attention dropout inside the tracker's fork.
-        self.get_rng_state_tracker = get_rng_state_tracker
+        # TE draws the attention dropout inside the tracker's fork, which
+        # it takes once, here. te's attention runs on the CPU: its seed
+        # comes from torch's default (CPU) generator, which a tracker
+        # controls where its fork swaps that generator's state (TE's
+        # CudaRNGStatesTracker forks CUDA's only).
+        self.attention_dropout_ctx = (get_rng_state_tracker().fork
+                                      if get_rng_state_tracker else None)
         self.num_attention_heads = num_attention_heads
         self.kv_channels = kv_channels
         self.num_gqa_groups = num_gqa_groups or num_attention_heads
@@ -151,8 +156,8 @@ class DotProductAttention(torch.nn.Module):
             offset = self.softmax_offset.reshape(1, -1, 1, 1)
         dropout = self.attention_dropout if self.training else 0.0
         seed = None
-        if dropout and self.get_rng_state_tracker is not None:
-            with self.get_rng_state_tracker().fork():
+        if dropout and self.attention_dropout_ctx is not None:
+            with self.attention_dropout_ctx():
                 seed = int(torch.randint(0, 2**62, (1,)).item())
         out = dot_product_attention(
             query_layer, key_layer, value_layer, layout=fmt, mask=mask,

@@ -100,7 +100,10 @@ def apply_fused_qkv_rotary_pos_emb(qkv, q_freqs, k_freqs, qkv_split_arg_list,
     in heads of d channels), v [.., h, v] unchanged, as TE's
     fused_qkv_rope_forward lays them out; differentiable in qkv. Each
     rotation is te.rope, whose per-channel formula is TE's fused kernel's.
-    cu_seqlens is unused, as in TE (thd is not supported)."""
+    cu_seqlens is unused, as in TE (thd is not supported). With
+    start_positions, the gradient rotates back from the shifted positions
+    (the forward's); TE's fused backward ignores start_positions, which
+    it supports for inference only."""
     if tensor_format not in ("sbhd", "bshd"):
         raise ValueError(f"apply_fused_qkv_rotary_pos_emb: tensor_format "
                          f"must be 'sbhd' or 'bshd' (TE supports no other), "
@@ -121,6 +124,11 @@ def apply_fused_qkv_rotary_pos_emb(qkv, q_freqs, k_freqs, qkv_split_arg_list,
                          f"({q_size}) must be a multiple of the k size "
                          f"({k_size}), and that of the v size ({d}), the "
                          f"head dim")
+    if q_freqs.shape[-1] != k_freqs.shape[-1]:
+        raise ValueError(f"apply_fused_qkv_rotary_pos_emb: q_freqs and "
+                         f"k_freqs must rotate as many channels (TE takes "
+                         f"d2 from q_freqs for both), got "
+                         f"{q_freqs.shape[-1]} and {k_freqs.shape[-1]}")
     q, k, v = torch.split(qkv, splits, dim=-1)
     lead = list(qkv.shape[:2])
     heads = qkv.shape[2]

@@ -951,7 +951,8 @@ def TE_ActivationOp : TE_Op<"activation", [Pure]> {
   let description = !strconcat([{
     TE's activations (nvte_gelu, nvte_qgelu, nvte_relu, nvte_srelu,
     nvte_silu, nvte_geglu, nvte_qgeglu, nvte_reglu, nvte_sreglu,
-    nvte_swiglu, nvte_clamped_swiglu_v2; LayerNormMLP's activation).
+    nvte_swiglu, nvte_glu, nvte_clamped_swiglu_v2; LayerNormMLP's
+    activation).
 
   }], ActivationSemantics, [{
 
