@@ -1577,15 +1577,23 @@ def rope_backward(grad, freqs, tensor_format="sbhd", *, interleaved=False,
 
 
 def cross_entropy(logits, target, *, label_smoothing=0.0, reduce_loss=False,
-                  ignore_index=-100, grad_dtype=None, device=None):
-    """TE's fused cross-entropy (te.cross_entropy; parallel_cross_entropy
-    without a process group): logits [..., V] (f32, f16 or bf16), target
+                  ignore_index=-100, grad_dtype=None, group_size=None,
+                  ranks=None, device=None):
+    """TE's fused cross-entropy (te.cross_entropy, TE's
+    parallel_cross_entropy): logits [..., V] (f32, f16 or bf16), target
     the class of every row (i32 or i64). Returns (loss, grad): loss f32 per
     row, or with reduce_loss its sum over the rows divided by the number of
     rows not ignored (at least 1), as TE; grad the logits' gradient for a
     loss gradient of 1, computed in f32 and returned in grad_dtype: "f32"
     (TE's) or, by default, the logits' dtype, rounded once
-    (cross_entropy_backward scales it)."""
+    (cross_entropy_backward scales it).
+
+    group_size / ranks (as the collectives take them; under mpirun) split
+    the vocabulary over a group: each rank passes its V columns (rank r:
+    classes [r V, (r + 1) V)) and the targets of the whole vocabulary, and
+    gets its columns' gradient; the loss is the whole vocabulary's, except
+    that with label_smoothing each rank's holds its own columns' share of
+    the smoothing term, as TE's. Without them, no group."""
     what = "cross_entropy"
     logits = _arg(logits, "logits", ("f32", "f16", "bf16"))
     target = _arg(target, "target", ("i32", "i64"))
@@ -1610,12 +1618,18 @@ def cross_entropy(logits, target, *, label_smoothing=0.0, reduce_loss=False,
     if grad not in ("f32", logits.dtype):
         raise DTypeError(f"{what}: grad_dtype must be f32 or the logits' "
                          f"dtype ({logits.dtype}), got {grad}")
+    group = ""
+    if group_size is not None or ranks is not None:
+        _, group = _group(group_size, ranks, device)
+        attrs += " group @g"
+        group += "\n"
     loss = _tensor_type("f32", [] if reduce_loss else target.shape)
     results = [loss, _tensor_type(grad, logits.shape)]
-    src = lambda a: _function(
+    src = lambda a: group + _function(
         a, f"%r:2 = te.cross_entropy %a0, %a1{attrs} : {a[0].type}, "
         f"{a[1].type} -> {', '.join(results)}", results)
-    return tuple(_run((what, attrs, grad), [logits, target], src, device))
+    return tuple(_run((what, attrs, grad, group), [logits, target], src,
+                      device))
 
 
 def cross_entropy_backward(grad, dloss, *, dtype=None, device=None):

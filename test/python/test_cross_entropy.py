@@ -183,3 +183,159 @@ def test_bad_shapes_say_what_to_change():
     with pytest.raises(ShapeError, match="dloss"):
         ops.cross_entropy_backward(np.zeros((4, 10), np.float32),
                                    np.zeros(3, np.float32))
+
+
+def parallel_reference(x, target, smoothing, reduce, ignore, rank, world):
+    """TE's parallel_cross_entropy on rank `rank` of `world`, x the whole
+    vocabulary's logits: the whole vocabulary's loss except that the
+    smoothing sum covers the rank's own columns only (TE sums -eps x_i per
+    rank), and the rank's columns of the gradient. (loss, grad, loss
+    magnitude, grad magnitude) as reference() gives them."""
+    loss, grad, magnitude, gmag = reference(x, target, smoothing, reduce,
+                                            ignore)
+    vocab = x.shape[-1] // world
+    own = slice(rank * vocab, (rank + 1) * vocab)
+    x64 = x.astype(np.float64)
+    eps = smoothing / x.shape[-1]
+    # Remove the other ranks' share of the smoothing sum.
+    others = -eps * (x64.sum(axis=-1) - x64[..., own].sum(axis=-1))
+    others = np.where(target == ignore, 0.0, others)
+    if reduce:
+        n = max(int((target != ignore).sum()), 1)
+        loss = loss - others.sum() / n
+    else:
+        loss = loss - others
+    return loss, grad[..., own], magnitude, gmag[..., own]
+
+
+RANK_SCRIPT = """
+import sys, numpy as np, ml_dtypes
+sys.path.insert(0, {testdir!r})
+from te_mlir import ops
+from te_mlir.errors import DeviceError
+from test_cross_entropy import DTYPES, HALF_ULP, parallel_reference
+rank, world = ops.world()
+assert world == 2, world
+rng = np.random.default_rng(5)
+for shape, dtype, smoothing, reduce in [((6, 2 * 37), "bf16", 0.0, False),
+                                        ((3, 4, 2 * 50), "f32", 0.2, True),
+                                        ((5, 2 * 16), "f16", 0.1, False)]:
+    x = (rng.standard_normal(shape) * 4).astype(DTYPES[dtype])
+    t = rng.integers(0, shape[-1], shape[:-1])
+    t.reshape(-1)[::4] = -100
+    vocab = shape[-1] // 2
+    shard = np.ascontiguousarray(x[..., rank * vocab:(rank + 1) * vocab])
+    loss, grad = ops.cross_entropy(shard, t, label_smoothing=smoothing,
+                                   reduce_loss=reduce, grad_dtype="f32",
+                                   group_size=2)
+    want, want_grad, magnitude, gmag = parallel_reference(
+        x, t, smoothing, reduce, -100, rank, 2)
+    loss = np.asarray(loss)
+    assert loss.shape == np.shape(want), (loss.shape, np.shape(want))
+    err = np.abs(loss - want)
+    assert (err <= (shape[-1] + 8) * 2.0 ** -24 * magnitude + 1e-30).all(), \\
+        (shape, err.max())
+    grad = np.asarray(grad).astype(np.float64)
+    bound = HALF_ULP["f32"] * np.abs(want_grad) + \\
+        (shape[-1] + 8) * 2.0 ** -24 * gmag
+    assert (np.abs(grad - want_grad) <= bound).all(), (shape, rank)
+# A class of neither rank stops the launch on both.
+try:
+    ops.cross_entropy(np.zeros((2, 8), np.float32), np.array([3, 16]),
+                      group_size=2)
+    raise AssertionError("target 16 of 16 classes was accepted")
+except DeviceError as e:
+    assert "target[1] = 16 is outside [0, 16)" in str(e), e
+open(__file__ + f".{{rank}}.ok", "w").close()
+"""
+
+
+def test_vocab_parallel_under_mpirun(tmp_path):
+    """`mpirun -np 2`: each rank holds half the vocabulary (TE's
+    parallel_cross_entropy with a two-rank dist_process_group); the loss
+    and each rank's columns of the gradient match the whole vocabulary's
+    reference, with TE's per-rank smoothing sum."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    mpirun = shutil.which("mpirun")
+    assert mpirun, "mpirun is missing: scripts/bootstrap.sh installs OpenMPI"
+    script = tmp_path / "rank.py"
+    script.write_text(RANK_SCRIPT.format(
+        testdir=os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    proc = subprocess.run([mpirun, "-np", "2", "--bind-to", "none",
+                           sys.executable, str(script)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "rank.py.0.ok").exists()
+    assert (tmp_path / "rank.py.1.ok").exists()
+
+
+def test_group_of_one_rank_is_no_group():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((5, 40)).astype(np.float32)
+    t = rng.integers(0, 40, 5)
+    plain = ops.cross_entropy(x, t, label_smoothing=0.1)
+    grouped = ops.cross_entropy(x, t, label_smoothing=0.1, group_size=1)
+    for a, b in zip(plain, grouped):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+TORCH_RANK_SCRIPT = """
+import os, torch, torch.distributed as dist
+from te_mlir import ops
+from te_mlir.torch.cross_entropy import parallel_cross_entropy
+rank, world = ops.world()
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="{port}")
+dist.init_process_group("gloo", rank=rank, world_size=world)
+torch.manual_seed(0)
+vocab = 24
+x = torch.randn(2, 5, world * vocab) * 3
+t = torch.randint(0, world * vocab, (2, 5))
+t[0, 1] = -100
+shard = x[..., rank * vocab:(rank + 1) * vocab].clone().requires_grad_()
+full = x.clone().requires_grad_()
+for reduce in (False, True):
+    loss = parallel_cross_entropy(shard, t, 0.0, reduce, dist.group.WORLD)
+    want = parallel_cross_entropy(full, t, 0.0, reduce)
+    torch.testing.assert_close(loss, want, rtol=1e-5, atol=1e-6)
+    w = torch.randn(want.shape)
+    (loss * w).sum().backward()
+    (want * w).sum().backward()
+    torch.testing.assert_close(
+        shard.grad, full.grad[..., rank * vocab:(rank + 1) * vocab],
+        rtol=1e-5, atol=1e-7)
+    shard.grad = full.grad = None
+dist.destroy_process_group()
+open(__file__ + f".{{rank}}.ok", "w").close()
+"""
+
+
+def test_torch_vocab_parallel_under_mpirun(tmp_path):
+    """te_mlir.torch's parallel_cross_entropy with a two-rank
+    dist_process_group (torch.distributed's world, te's world under
+    mpirun): each rank's loss and its columns' gradient are those of the
+    whole vocabulary on one rank."""
+    import os
+    import shutil
+    import socket
+    import subprocess
+    import sys
+    mpirun = shutil.which("mpirun")
+    assert mpirun, "mpirun is missing: scripts/bootstrap.sh installs OpenMPI"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = tmp_path / "rank.py"
+    script.write_text(TORCH_RANK_SCRIPT.format(port=port))
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    proc = subprocess.run([mpirun, "-np", "2", "--bind-to", "none",
+                           sys.executable, str(script)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "rank.py.0.ok").exists()
+    assert (tmp_path / "rank.py.1.ok").exists()

@@ -52,7 +52,7 @@ def test_opcheck_new_ops():
     logits = torch.randn(7, 11, requires_grad=True)
     target = torch.randint(0, 11, (7,))
     torch.library.opcheck(torch.ops.te_mlir.cross_entropy,
-                          (logits, target, 0.1, False, -100))
+                          (logits, target, 0.1, False, -100, 0))
     w = torch.randn(12, 32, requires_grad=True)
     b = torch.randn(12, requires_grad=True)
     torch.library.opcheck(torch.ops.te_mlir.linear, (x, w, b))

@@ -1,11 +1,13 @@
-//===- CrossEntropyLowering.cpp - te.cross_entropy on the host
-//-------------===//
+//===- CrossEntropyLowering.cpp - te.cross_entropy on the host ------------===//
 //
 // TE's fused cross-entropy as the op's description states it, over the
 // [N, V] view of the logits: row reductions for m, d and the smoothing
 // sum, the target's logit by an index clamped into the row, the loss per
 // row (and, with the count of rows not ignored, its mean), then the
-// gradient in one elementwise pass, in f32 until its one rounding.
+// gradient in one elementwise pass, in f32 until its one rounding. With a
+// group (the vocabulary split over ranks), each rank's m, d and x_y are
+// gathered with te.all_gather and combined in rank order before the loss
+// and the gradient, as TE's parallel_cross_entropy does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +19,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -29,8 +32,6 @@ namespace {
 
 using utils::IteratorType;
 
-/// A reduction over the columns of [N, V] with `combine(acc, value)` from
-/// `init`, `value(args)` computed from the inputs (read through `maps`).
 /// `value` (one entry per row, any rank) as a vector of `rows` entries.
 Value collapseRows(OpBuilder &b, Location loc, Value value, int64_t rows) {
   auto type = cast<RankedTensorType>(value.getType());
@@ -81,29 +82,100 @@ Value countKeptRows(OpBuilder &b, Location loc, Value target, int64_t ignore) {
       });
 }
 
-struct CrossEntropyOpLowering : OpConversionPattern<CrossEntropyOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(CrossEntropyOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    OpBuilder &b = rewriter;
-    Value logits = viewAs2D(b, loc, adaptor.getLogits());
-    auto type = cast<RankedTensorType>(logits.getType());
-    int64_t rows = type.getDimSize(0), vocab = type.getDimSize(1);
-    Value target = collapseRows(b, loc, adaptor.getTarget(), rows);
-    double smoothing = op.getLabelSmoothing().convertToDouble();
-    float eps = static_cast<float>(smoothing / static_cast<double>(vocab));
-    bool reduce = op.getReduceLoss();
-    int64_t ignore = op.getIgnoreIndex();
-    MLIRContext *ctx = op.getContext();
-    AffineMap full = AffineMap::getMultiDimIdentityMap(2, ctx);
-    AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
-    Type f32 = b.getF32Type();
+/// The statistics of each row's softmax over the whole vocabulary (every
+/// rank's columns with a group), f32 [N] each: the max m, the sum d of
+/// exp(x - m) and the target's logit x_y (-inf when another rank holds y).
+struct RowStats {
+  Value m, d, xy;
+};
 
-    auto c = [&](OpBuilder &b, Location loc, double v) {
-      return emitF32Constant(b, loc, v);
-    };
+/// Builds te.cross_entropy over the [N, V] view of this rank's logits.
+class CrossEntropyBuilder {
+public:
+  CrossEntropyBuilder(OpBuilder &b, Location loc, CrossEntropyOp op,
+                      Value logits, Value target)
+      : b(b), loc(loc), op(op), ctx(op.getContext()), logits(logits),
+        target(target) {
+    auto type = cast<RankedTensorType>(logits.getType());
+    rows = type.getDimSize(0);
+    vocab = type.getDimSize(1);
+    shards = op.getVocabShards();
+    ignore = op.getIgnoreIndex();
+    smoothing = op.getLabelSmoothing().convertToDouble();
+    // TE's eps = label_smoothing / (n_cols * world_size).
+    eps = static_cast<float>(smoothing / static_cast<double>(vocab * shards));
+    full = AffineMap::getMultiDimIdentityMap(2, ctx);
+    row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+    if (shards > 1)
+      rank = GroupRankOp::create(
+          b, loc, RankedTensorType::get({}, b.getI32Type()), op.getGroupAttr());
+  }
+
+  /// Replaces the op by its loss and gradient.
+  void build(ConversionPatternRewriter &rewriter) {
+    RowStats local = localStats();
+    RowStats stats = shards > 1 ? combine(gather(local)) : local;
+    Value scaledSum;
+    if (smoothing > 0)
+      scaledSum = reduceOf(
+          b, loc, /*perRow=*/true, rows, 0.0, logits, {full},
+          [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+            return arith::MulFOp::create(b, loc, c(b, loc, -eps),
+                                         emitExtToF32(b, loc, args[0]));
+          },
+          addReassociable);
+    Value loss = rowLosses(stats, scaledSum);
+    // N for reduce_loss: the rows not ignored, at least 1.
+    Value count =
+        op.getReduceLoss() ? countKeptRows(b, loc, target, ignore) : Value();
+    Value grad = gradient(stats, count);
+    rewriter.replaceOp(
+        op,
+        {lossResult(loss, count),
+         viewAs(b, loc, grad, cast<RankedTensorType>(op.getGrad().getType()))});
+  }
+
+private:
+  static Value c(OpBuilder &b, Location loc, double v) {
+    return emitF32Constant(b, loc, v);
+  }
+
+  /// The row's target as i64, whether it is ignored, and this rank's first
+  /// class (0 without a group), from the body's `args` at `targetAt` (and
+  /// the rank right after it with a group).
+  struct RowTarget {
+    Value target, ignored, shardStart;
+  };
+  RowTarget rowTarget(OpBuilder &b, Location loc, ValueRange args,
+                      unsigned targetAt) const {
+    Type i64 = b.getI64Type();
+    Value t = args[targetAt];
+    if (!t.getType().isInteger(64))
+      t = arith::ExtSIOp::create(b, loc, i64, t);
+    Value ignored = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq, t,
+        arith::ConstantIntOp::create(b, loc, i64, ignore));
+    Value start = arith::ConstantIntOp::create(b, loc, i64, 0);
+    if (rank)
+      start = arith::MulIOp::create(
+          b, loc, arith::ExtSIOp::create(b, loc, i64, args[targetAt + 1]),
+          arith::ConstantIntOp::create(b, loc, i64, vocab));
+    return {t, ignored, start};
+  }
+
+  /// The target (and the rank) as inputs of a body over [N] or [N, V].
+  void addTargetInputs(SmallVector<Value> &inputs, SmallVector<AffineMap> &maps,
+                       unsigned dims) const {
+    inputs.push_back(target);
+    maps.push_back(dims == 1 ? b.getMultiDimIdentityMap(1) : row);
+    if (rank) {
+      inputs.push_back(rank);
+      maps.push_back(AffineMap::get(dims, 0, {}, ctx));
+    }
+  }
+
+  /// m, d and x_y over this rank's columns (TE's online_softmax_kernel).
+  RowStats localStats() {
     auto ext = [&](OpBuilder &b, Location loc, ValueRange args) {
       return emitExtToF32(b, loc, args[0]);
     };
@@ -121,55 +193,135 @@ struct CrossEntropyOpLowering : OpConversionPattern<CrossEntropyOp> {
           return math::ExpOp::create(b, loc, shifted);
         },
         addReassociable);
-    Value scaledSum;
-    if (smoothing > 0)
-      scaledSum = reduceOf(
-          b, loc, /*perRow=*/true, rows, 0.0, logits, {full},
-          [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
-            return arith::MulFOp::create(b, loc, c(b, loc, -eps),
-                                         emitExtToF32(b, loc, args[0]));
-          },
-          addReassociable);
-
-    // Per row: whether it is ignored, and its target's column (clamped).
-    auto rowTarget = [&](OpBuilder &b, Location loc,
-                         Value t) -> std::pair<Value, Value> {
-      Value wide = t.getType().isInteger(64)
-                       ? t
-                       : arith::ExtSIOp::create(b, loc, b.getI64Type(), t);
-      auto i64 = [&](int64_t v) {
-        return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
-      };
-      Value ignored = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                            wide, i64(ignore));
-      Value clamped = arith::MinSIOp::create(
-          b, loc, arith::MaxSIOp::create(b, loc, wide, i64(0)), i64(vocab - 1));
-      return {ignored,
-              arith::IndexCastOp::create(b, loc, b.getIndexType(), clamped)};
-    };
-
-    // The loss per row.
-    SmallVector<Value> lossInputs = {target, m, d};
-    if (scaledSum)
-      lossInputs.push_back(scaledSum);
-    AffineMap identity1 = b.getMultiDimIdentityMap(1);
-    Value loss = mapElements(
-        b, loc, {rows}, f32, lossInputs,
-        SmallVector<AffineMap>(lossInputs.size(), identity1),
+    SmallVector<Value> inputs;
+    SmallVector<AffineMap> maps;
+    addTargetInputs(inputs, maps, 1);
+    Value xy = mapElements(
+        b, loc, {rows}, b.getF32Type(), inputs, maps,
         [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
-          auto [ignored, column] = rowTarget(b, loc, args[0]);
-          Value i = linalg::IndexOp::create(b, loc, 0);
-          Value xy = emitExtToF32(
+          RowTarget t = rowTarget(b, loc, args, 0);
+          Type i64 = b.getI64Type();
+          Value local = arith::SubIOp::create(b, loc, t.target, t.shardStart);
+          Value mine = arith::AndIOp::create(
               b, loc,
-              tensor::ExtractOp::create(b, loc, logits, ValueRange{i, column}));
-          Value logD = math::LogOp::create(b, loc, args[2]);
+              arith::CmpIOp::create(
+                  b, loc, arith::CmpIPredicate::sge, local,
+                  arith::ConstantIntOp::create(b, loc, i64, 0)),
+              arith::CmpIOp::create(
+                  b, loc, arith::CmpIPredicate::slt, local,
+                  arith::ConstantIntOp::create(b, loc, i64, vocab)));
+          // The load stays in the row; its value counts only when y is ours.
+          Value column = arith::MinSIOp::create(
+              b, loc,
+              arith::MaxSIOp::create(
+                  b, loc, local, arith::ConstantIntOp::create(b, loc, i64, 0)),
+              arith::ConstantIntOp::create(b, loc, i64, vocab - 1));
+          Value i = linalg::IndexOp::create(b, loc, 0);
+          Value x = emitExtToF32(
+              b, loc,
+              tensor::ExtractOp::create(
+                  b, loc, logits,
+                  ValueRange{i, arith::IndexCastOp::create(
+                                    b, loc, b.getIndexType(), column)}));
+          return arith::SelectOp::create(
+              b, loc, mine, x,
+              c(b, loc, -std::numeric_limits<double>::infinity()));
+        });
+    return {m, d, xy};
+  }
+
+  /// Every rank's m, d and x_y: [shards N, 3], rank after rank (TE's
+  /// all_gather_into_tensor of m_d_X_y).
+  Value gather(const RowStats &local) {
+    Value packed = mapElements(
+        b, loc, {rows, 3}, b.getF32Type(), {local.m, local.d, local.xy},
+        {row, row, row},
+        [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          Value which = linalg::IndexOp::create(b, loc, 1);
+          auto is = [&](int64_t k) {
+            return arith::CmpIOp::create(
+                b, loc, arith::CmpIPredicate::eq, which,
+                arith::ConstantIndexOp::create(b, loc, k));
+          };
+          return arith::SelectOp::create(
+              b, loc, is(0), args[0],
+              arith::SelectOp::create(b, loc, is(1), args[1], args[2]));
+        });
+    return AllGatherOp::create(
+        b, loc, RankedTensorType::get({shards * rows, 3}, b.getF32Type()),
+        packed, op.getGroupAttr(), b.getI64IntegerAttr(0));
+  }
+
+  /// The ranks' statistics combined in rank order from rank 0, as
+  /// cross_entropy_kernel does: d rescaled to the larger max, x_y by max.
+  RowStats combine(Value gathered) {
+    auto combined = [&](int64_t which) {
+      return mapElements(
+          b, loc, {rows}, b.getF32Type(), {}, {},
+          [&](OpBuilder &b, Location loc, ValueRange) -> Value {
+            Value i = linalg::IndexOp::create(b, loc, 0);
+            auto at = [&](OpBuilder &b, Location loc, Value shard,
+                          int64_t k) -> Value {
+              Value r = arith::AddIOp::create(
+                  b, loc,
+                  arith::MulIOp::create(
+                      b, loc, shard,
+                      arith::ConstantIndexOp::create(b, loc, rows)),
+                  i);
+              return tensor::ExtractOp::create(
+                  b, loc, gathered,
+                  ValueRange{r, arith::ConstantIndexOp::create(b, loc, k)});
+            };
+            Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+            SmallVector<Value> init = {at(b, loc, zero, 0), at(b, loc, zero, 1),
+                                       at(b, loc, zero, 2)};
+            auto loop = scf::ForOp::create(
+                b, loc, arith::ConstantIndexOp::create(b, loc, 1),
+                arith::ConstantIndexOp::create(b, loc, shards),
+                arith::ConstantIndexOp::create(b, loc, 1), init,
+                [&](OpBuilder &b, Location loc, Value k, ValueRange acc) {
+                  Value m2 = at(b, loc, k, 0), d2 = at(b, loc, k, 1);
+                  Value top = arith::MaximumFOp::create(b, loc, acc[0], m2);
+                  auto scaled = [&](Value d, Value m) -> Value {
+                    return arith::MulFOp::create(
+                        b, loc, d,
+                        math::ExpOp::create(
+                            b, loc, arith::SubFOp::create(b, loc, m, top)));
+                  };
+                  Value d = arith::AddFOp::create(
+                      b, loc, scaled(acc[1], acc[0]), scaled(d2, m2));
+                  Value xy = arith::MaximumFOp::create(b, loc, acc[2],
+                                                       at(b, loc, k, 2));
+                  scf::YieldOp::create(b, loc, ValueRange{top, d, xy});
+                });
+            return loop.getResult(which);
+          });
+    };
+    return {combined(0), combined(1), combined(2)};
+  }
+
+  /// The loss of each row, 0 where ignored (cross_entropy_kernel's step 5).
+  Value rowLosses(const RowStats &stats, Value scaledSum) {
+    SmallVector<Value> inputs = {stats.m, stats.d, stats.xy};
+    if (scaledSum)
+      inputs.push_back(scaledSum);
+    AffineMap identity1 = b.getMultiDimIdentityMap(1);
+    SmallVector<AffineMap> maps(inputs.size(), identity1);
+    unsigned targetAt = inputs.size();
+    addTargetInputs(inputs, maps, 1);
+    return mapElements(
+        b, loc, {rows}, b.getF32Type(), inputs, maps,
+        [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          RowTarget t = rowTarget(b, loc, args, targetAt);
+          Value logD = math::LogOp::create(b, loc, args[1]);
           // -(x_y - m - log d)
           Value value = arith::NegFOp::create(
               b, loc,
               arith::SubFOp::create(
-                  b, loc, arith::SubFOp::create(b, loc, xy, args[1]), logD));
+                  b, loc, arith::SubFOp::create(b, loc, args[2], args[0]),
+                  logD));
           if (scaledSum) {
-            Value lse = arith::AddFOp::create(b, loc, args[1], logD);
+            Value lse = arith::AddFOp::create(b, loc, args[0], logD);
             Value smooth = arith::AddFOp::create(
                 b, loc, args[3],
                 arith::MulFOp::create(b, loc, c(b, loc, smoothing), lse));
@@ -179,27 +331,28 @@ struct CrossEntropyOpLowering : OpConversionPattern<CrossEntropyOp> {
                                       c(b, loc, 1.0 - smoothing)),
                 smooth);
           }
-          return arith::SelectOp::create(b, loc, ignored, c(b, loc, 0.0),
+          return arith::SelectOp::create(b, loc, t.ignored, c(b, loc, 0.0),
                                          value);
         });
+  }
 
-    // N for reduce_loss: the rows not ignored, at least 1.
-    Value count = reduce ? countKeptRows(b, loc, target, ignore) : Value();
-    AffineMap scalar2 = AffineMap::get(2, 0, {}, ctx);
-
-    // The gradient, in f32 until its one rounding.
+  /// The gradient of this rank's columns, in f32 until its one rounding;
+  /// divided by `count` with reduce_loss.
+  Value gradient(const RowStats &stats, Value count) {
     Type gradElement =
         cast<RankedTensorType>(op.getGrad().getType()).getElementType();
-    SmallVector<Value> gradInputs = {logits, m, d, target};
-    SmallVector<AffineMap> gradMaps = {full, row, row, row};
+    SmallVector<Value> inputs = {logits, stats.m, stats.d};
+    SmallVector<AffineMap> maps = {full, row, row};
     if (count) {
-      gradInputs.push_back(count);
-      gradMaps.push_back(scalar2);
+      inputs.push_back(count);
+      maps.push_back(AffineMap::get(2, 0, {}, ctx));
     }
-    Value grad = mapElements(
-        b, loc, {rows, vocab}, gradElement, gradInputs, gradMaps,
+    unsigned targetAt = inputs.size();
+    addTargetInputs(inputs, maps, 2);
+    return mapElements(
+        b, loc, {rows, vocab}, gradElement, inputs, maps,
         [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
-          auto [ignored, column] = rowTarget(b, loc, args[3]);
+          RowTarget t = rowTarget(b, loc, args, targetAt);
           Value x = emitExtToF32(b, loc, args[0]);
           Value p = arith::DivFOp::create(
               b, loc,
@@ -210,53 +363,78 @@ struct CrossEntropyOpLowering : OpConversionPattern<CrossEntropyOp> {
           // The target's entry: g + (-(1 - label_smoothing) / N).
           Value shift = c(b, loc, static_cast<float>(-(1.0 - smoothing)));
           if (count) {
-            g = arith::DivFOp::create(b, loc, g, args[4]);
-            shift = arith::DivFOp::create(b, loc, shift, args[4]);
+            g = arith::DivFOp::create(b, loc, g, args[3]);
+            shift = arith::DivFOp::create(b, loc, shift, args[3]);
           }
-          Value j = linalg::IndexOp::create(b, loc, 1);
+          // Column j is class shardStart + j of the whole vocabulary.
+          Value j = arith::AddIOp::create(
+              b, loc, t.shardStart,
+              arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                         linalg::IndexOp::create(b, loc, 1)));
           Value isTarget = arith::CmpIOp::create(
-              b, loc, arith::CmpIPredicate::eq, j, column);
+              b, loc, arith::CmpIPredicate::eq, j, t.target);
           Value out = arith::SelectOp::create(
               b, loc, isTarget, arith::AddFOp::create(b, loc, g, shift), g);
-          out = arith::SelectOp::create(b, loc, ignored, c(b, loc, 0.0), out);
+          out = arith::SelectOp::create(b, loc, t.ignored, c(b, loc, 0.0), out);
           return emitTruncFromF32(b, loc, out, gradElement);
         });
+  }
 
-    Value lossResult;
+  /// The loss result: per row in the target's shape, or with reduce_loss
+  /// sum(loss) / count.
+  Value lossResult(Value loss, Value count) {
+    Type f32 = b.getF32Type();
     auto lossType = cast<RankedTensorType>(op.getLoss().getType());
-    if (reduce) {
-      Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, f32);
-      Value zero =
-          linalg::FillOp::create(b, loc, c(b, loc, 0.0), empty).getResult(0);
-      Value sum = linalg::GenericOp::create(
-                      b, loc, zero.getType(), loss, zero,
-                      {identity1, AffineMap::get(1, 0, {}, ctx)},
-                      IteratorType::reduction,
-                      [&](OpBuilder &b, Location loc, ValueRange args) {
-                        linalg::YieldOp::create(
-                            b, loc,
-                            arith::AddFOp::create(b, loc, args[1], args[0])
-                                .getResult());
-                      })
-                      .getResult(0);
-      AffineMap scalar0 = AffineMap::get(0, 0, {}, ctx);
-      lossResult = mapElements(
-          b, loc, {}, f32, {sum, count}, {scalar0, scalar0},
-          [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
-            return arith::DivFOp::create(b, loc, args[0], args[1]);
-          });
-    } else {
-      lossResult = lossType.getRank() == 1
-                       ? loss
-                       : tensor::ExpandShapeOp::create(
-                             b, loc, lossType, loss,
-                             ArrayRef<ReassociationIndices>{llvm::to_vector(
-                                 llvm::seq<int64_t>(0, lossType.getRank()))});
-    }
-    rewriter.replaceOp(
-        op,
-        {lossResult,
-         viewAs(b, loc, grad, cast<RankedTensorType>(op.getGrad().getType()))});
+    if (!count)
+      return lossType.getRank() == 1
+                 ? loss
+                 : tensor::ExpandShapeOp::create(
+                       b, loc, lossType, loss,
+                       ArrayRef<ReassociationIndices>{llvm::to_vector(
+                           llvm::seq<int64_t>(0, lossType.getRank()))});
+    Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, f32);
+    Value zero =
+        linalg::FillOp::create(b, loc, c(b, loc, 0.0), empty).getResult(0);
+    Value sum =
+        linalg::GenericOp::create(
+            b, loc, zero.getType(), loss, zero,
+            {b.getMultiDimIdentityMap(1), AffineMap::get(1, 0, {}, ctx)},
+            IteratorType::reduction,
+            [&](OpBuilder &b, Location loc, ValueRange args) {
+              linalg::YieldOp::create(
+                  b, loc,
+                  arith::AddFOp::create(b, loc, args[1], args[0]).getResult());
+            })
+            .getResult(0);
+    AffineMap scalar0 = AffineMap::get(0, 0, {}, ctx);
+    return mapElements(
+        b, loc, {}, f32, {sum, count}, {scalar0, scalar0},
+        [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          return arith::DivFOp::create(b, loc, args[0], args[1]);
+        });
+  }
+
+  OpBuilder &b;
+  Location loc;
+  CrossEntropyOp op;
+  MLIRContext *ctx;
+  Value logits, target, rank;
+  int64_t rows, vocab, shards, ignore;
+  double smoothing;
+  float eps;
+  AffineMap full, row;
+};
+
+struct CrossEntropyOpLowering : OpConversionPattern<CrossEntropyOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CrossEntropyOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value logits = viewAs2D(rewriter, loc, adaptor.getLogits());
+    int64_t rows = cast<RankedTensorType>(logits.getType()).getDimSize(0);
+    Value target = collapseRows(rewriter, loc, adaptor.getTarget(), rows);
+    CrossEntropyBuilder(rewriter, loc, op, logits, target).build(rewriter);
     return success();
   }
 };

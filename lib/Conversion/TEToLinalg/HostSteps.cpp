@@ -125,6 +125,50 @@ void copyRegionResultsAcrossCalls(Block &body) {
   }
 }
 
+/// Whether a library call lies between `op` and `top`, both in `body`.
+bool callBetween(Operation *op, Operation *top) {
+  for (Operation *it = op->getNextNode(); it && it != top;
+       it = it->getNextNode())
+    if (getLibraryCall(it))
+      return true;
+  return false;
+}
+
+/// A scalar that a later step uses (a run-time check's status, computed
+/// before a collective and returned after it) goes through a one-element
+/// buffer the runtime keeps between steps: stored right after it is
+/// computed, loaded where a later step needs it. Constants and loads are
+/// not spilled: a later step repeats them.
+void spillScalarsAcrossCalls(Block &body) {
+  for (Operation &op : llvm::make_early_inc_range(body)) {
+    if (op.hasTrait<OpTrait::ConstantLike>() || isa<memref::LoadOp>(op) ||
+        getLibraryCall(&op))
+      continue;
+    for (Value result : op.getResults()) {
+      Type type = result.getType();
+      if (!type.isIntOrFloat())
+        continue;
+      SmallVector<OpOperand *> later;
+      for (OpOperand &use : result.getUses()) {
+        Operation *top = body.findAncestorOpInBlock(*use.getOwner());
+        if (top && callBetween(&op, top))
+          later.push_back(&use);
+      }
+      if (later.empty())
+        continue;
+      OpBuilder b(op.getContext());
+      b.setInsertionPointAfter(&op);
+      Value slot = memref::AllocOp::create(
+          b, op.getLoc(), MemRefType::get({}, type), b.getI64IntegerAttr(256));
+      memref::StoreOp::create(b, op.getLoc(), result, slot);
+      for (OpOperand *use : later) {
+        b.setInsertionPoint(body.findAncestorOpInBlock(*use->getOwner()));
+        use->set(memref::LoadOp::create(b, op.getLoc(), slot));
+      }
+    }
+  }
+}
+
 /// The plan of one entry point and the step functions made for it.
 class StepCutter {
 public:
@@ -289,6 +333,7 @@ FailureOr<ArrayAttr> StepCutter::run() {
     return failure();
 
   copyRegionResultsAcrossCalls(body);
+  spillScalarsAcrossCalls(body);
   // Calls take whole buffers: a view that is not one is copied first.
   for (func::CallOp call : calls) {
     writeOutputsInPlace(call);

@@ -4,9 +4,45 @@ through te.cross_entropy."""
 
 import warnings
 
+from .. import ops as _ops
 from .ops.cross_entropy import cross_entropy
 
 __all__ = ["parallel_cross_entropy"]
+
+
+def _vocab_group(group):
+    """The size of the te group that stands for torch ProcessGroup `group`
+    (None for none or one rank). te's collectives run over te's own world
+    (MPI's under mpirun), so torch's must be the same processes in the same
+    order, and the group a block of consecutive ranks, as te.process_group
+    lays its groups out (TE's tensor-parallel groups are)."""
+    if group is None:
+        return None
+    import torch.distributed as dist
+    size = dist.get_world_size(group)
+    if size == 1:
+        return None
+    te_rank, te_size = _ops.world()
+    torch_world = ((dist.get_rank(), dist.get_world_size())
+                   if dist.is_initialized() else None)
+    if torch_world != (te_rank, te_size):
+        raise NotImplementedError(
+            f"parallel_cross_entropy: dist_process_group has {size} ranks, "
+            "and te_mlir splits the vocabulary over te's own world (MPI's, "
+            f"here rank {te_rank} of {te_size}), which must be "
+            "torch.distributed's: "
+            + ("torch.distributed is not initialized" if torch_world is None
+               else f"torch's is rank {torch_world[0]} of {torch_world[1]}")
+            + "; run one process per rank under mpirun and initialize "
+            "torch.distributed with te_mlir.ops.world()'s rank and size")
+    ranks = list(dist.get_process_group_ranks(group))
+    start = te_rank - te_rank % size
+    if ranks != list(range(start, start + size)):
+        raise NotImplementedError(
+            f"parallel_cross_entropy: dist_process_group holds ranks "
+            f"{ranks}; te_mlir splits the vocabulary over groups of "
+            f"consecutive ranks only (here {start} .. {start + size - 1})")
+    return size
 
 
 def parallel_cross_entropy(inp, target, label_smoothing=0.0,
@@ -21,20 +57,17 @@ def parallel_cross_entropy(inp, target, label_smoothing=0.0,
     kept in f32 and rounded once to inp's dtype, as TE). is_cg_capturable
     (CUDA graphs) changes nothing on the CPU.
 
-    dist_process_group: a vocabulary split over ranks is not supported
-    yet; a group of one rank is the whole vocabulary and is accepted."""
+    dist_process_group: the vocabulary split over its ranks (inp holds
+    this rank's V columns, classes [r V, (r + 1) V); target the whole
+    vocabulary's classes), through te's collectives: the group must be
+    consecutive ranks of a torch.distributed world that is te's (one
+    process per rank under mpirun). As TE's, with label smoothing each
+    rank's loss holds its own columns' share of the smoothing term."""
     if _input is not None:
         warnings.warn("The '_input' parameter is deprecated. Please use "
                       "'inp' instead.", FutureWarning, stacklevel=2)
         inp = _input
-    if dist_process_group is not None:
-        import torch.distributed as dist
-        if dist.get_world_size(dist_process_group) != 1:
-            raise NotImplementedError(
-                "parallel_cross_entropy: dist_process_group with more than "
-                "one rank (a vocabulary split over ranks) is not supported "
-                "by te_mlir.torch yet; pass the whole vocabulary's logits "
-                "with dist_process_group=None")
     loss = cross_entropy(inp, target, label_smoothing=label_smoothing,
-                         reduce_loss=reduce_loss, ignore_index=ignore_idx)
+                         reduce_loss=reduce_loss, ignore_index=ignore_idx,
+                         group_size=_vocab_group(dist_process_group))
     return loss.reshape(1) if reduce_loss else loss

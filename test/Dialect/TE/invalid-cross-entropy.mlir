@@ -54,3 +54,20 @@ func.func @no_classes(%x: tensor<4x0xf32>, %t: tensor<4xi64>) {
   %l, %g = te.cross_entropy %x, %t : tensor<4x0xf32>, tensor<4xi64> -> tensor<4xf32>, tensor<4x0xf32>
   return
 }
+
+// -----
+
+func.func @group_unknown(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{group @tp does not name a te.process_group}}
+  %l, %g = te.cross_entropy %x, %t group @tp : tensor<4x10xf32>, tensor<4xi64> -> tensor<4xf32>, tensor<4x10xf32>
+  return
+}
+
+// -----
+
+te.process_group @tp size 4
+func.func @group_classes_overflow_i32(%x: tensor<2x1000000000xbf16>, %t: tensor<2xi32>) {
+  // expected-error @+1 {{the vocabulary of 1000000000 classes per rank times the group size 4 does not fit the target's i32}}
+  %l, %g = te.cross_entropy %x, %t group @tp : tensor<2x1000000000xbf16>, tensor<2xi32> -> tensor<2xf32>, tensor<2x1000000000xf32>
+  return
+}

@@ -19,6 +19,7 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::te;
@@ -2119,6 +2120,32 @@ OpFoldResult PermuteOp::fold(FoldAdaptor) {
 LogicalResult
 GroupRankOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return lookupProcessGroup(*this, getGroupAttr(), symbolTable);
+}
+
+LogicalResult
+CrossEntropyOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  if (!getGroupAttr())
+    return success();
+  FailureOr<ProcessGroupOp> pg =
+      lookupProcessGroup(*this, getGroupAttr(), symbolTable);
+  if (failed(pg))
+    return failure();
+  // The classes of the whole vocabulary must fit the target's integers.
+  int64_t vocab = getLogits().getType().getShape().back(), classes = 0;
+  int64_t groupSize = pg->getSize();
+  if (ShapedType::isDynamic(vocab))
+    return success();
+  unsigned bits = getTarget().getType().getElementTypeBitWidth();
+  if (llvm::MulOverflow(vocab, groupSize, classes) ||
+      (bits == 32 && classes > std::numeric_limits<int32_t>::max()))
+    return emitOpError("the vocabulary of ")
+           << vocab << " classes per rank times the group size "
+           << pg->getSize() << " does not fit the target's i" << bits;
+  return success();
+}
+
+int64_t CrossEntropyOp::getVocabShards() {
+  return getGroupAttr() ? getGroupSizeOrZero(*this, getGroupAttr()) : 1;
 }
 
 #define GET_OP_CLASSES

@@ -342,14 +342,14 @@ private:
   std::string prefix;
 };
 
-/// The checks of te.cross_entropy's targets: a class of the vocabulary or
-/// the ignore index.
+/// The checks of te.cross_entropy's targets: a class of the vocabulary (all
+/// ranks' classes with a group) or the ignore index.
 void insertCrossEntropyChecks(CrossEntropyOp op) {
   RankedTensorType logits = op.getLogits().getType();
   auto target = cast<RankedTensorType>(op.getTarget().getType());
   if (!logits.hasStaticShape() || !target.hasStaticShape())
     return; // No lowering takes dynamic shapes yet.
-  int64_t vocab = logits.getShape().back();
+  int64_t vocab = logits.getShape().back() * op.getVocabShards();
   int64_t ignore = op.getIgnoreIndex();
   Value flat = op.getTarget();
   OpBuilder b(op);

@@ -125,3 +125,15 @@ func.func @cross_entropy(%x: tensor<2x8x1000xbf16>, %t: tensor<2x8xi32>) {
   %l, %g = te.cross_entropy %x, %t ignore_index -1 : tensor<2x8x1000xbf16>, tensor<2x8xi32> -> tensor<2x8xf32>, tensor<2x8x1000xbf16>
   return
 }
+
+// -----
+
+// Split over a group, the targets are classes of every rank's columns.
+// CHECK-LABEL: func @vocab_parallel
+// CHECK: te.check {{.*}} message "te.cross_entropy at {loc}: target[{0}] = {1} is outside [0, 4000) (the vocabulary) and is not the ignore index -100"
+// CHECK-NEXT: te.cross_entropy
+te.process_group @tp size 4
+func.func @vocab_parallel(%x: tensor<8x1000xbf16>, %t: tensor<8xi64>) {
+  %l, %g = te.cross_entropy %x, %t group @tp : tensor<8x1000xbf16>, tensor<8xi64> -> tensor<8xf32>, tensor<8x1000xf32>
+  return
+}

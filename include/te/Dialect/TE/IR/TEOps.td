@@ -1203,7 +1203,8 @@ def TE_RopeBackwardOp : TE_RopeOpBase<"rope_backward",
 // Cross-entropy
 //===----------------------------------------------------------------------===//
 
-def TE_CrossEntropyOp : TE_Op<"cross_entropy", [Pure]> {
+def TE_CrossEntropyOp : TE_Op<"cross_entropy", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "cross-entropy loss over logits, with its gradient";
   let description = [{
     TE's fused cross-entropy (pytorch/triton/cross_entropy.py and
@@ -1236,24 +1237,55 @@ def TE_CrossEntropyOp : TE_Op<"cross_entropy", [Pure]> {
     gradient. Targets outside [0, V) other than ignore_index stop the
     launch (te-insert-checks). `label_smoothing` is in [0, 1).
 
+    With `group`, the vocabulary is split over the ranks of a
+    `te.process_group` (TE's parallel_cross_entropy with a
+    dist_process_group of that many ranks, Megatron's vocab-parallel
+    embedding): `logits` holds rank r's V columns, classes [r V, (r + 1) V)
+    of the group's V * size, and `target` holds classes of the whole
+    vocabulary (the same on every rank). As TE's online_softmax_kernel and
+    cross_entropy_kernel compute it, each rank finds its m and d over its
+    columns and x_y (-inf when y is another rank's class); the ranks gather
+    them (te.all_gather) and combine them in rank order, from rank 0:
+    `d = d exp(m - max(m, m')) + d' exp(m' - max(m, m'))`, `m = max(m, m')`,
+    `x_y = max(x_y, x_y')`. With these m, d and x_y the formulas above hold
+    with eps = label_smoothing / (V size); g is each rank's own columns,
+    and only the rank holding y adjusts g_y. N counts the rank's own rows
+    (the same on every rank). TE sums -eps x_i over the rank's own columns
+    only, so with label_smoothing > 0 each rank's loss holds its own share
+    of the smoothing term (the ranks' losses differ; the gradient is the
+    whole vocabulary's). Targets outside [0, V size) stop the launch. A
+    group of one rank is the op without a group.
+
     ```mlir
     %loss, %g = te.cross_entropy %logits, %target label_smoothing 1.0e-01
         reduce_loss
         : tensor<2x512x32000xbf16>, tensor<2x512xi64>
         -> tensor<f32>, tensor<2x512x32000xf32>
+
+    te.process_group @tp size 4
+    // Each rank: 8000 of the 32000 classes.
+    %l, %gr = te.cross_entropy %shard, %target group @tp
+        : tensor<1024x8000xbf16>, tensor<1024xi64>
+        -> tensor<1024xf32>, tensor<1024x8000xf32>
     ```
   }];
   let arguments = (ins TE_HighPrecisionTensor:$logits,
                        RankedTensorOf<[I32, I64]>:$target,
                        DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing,
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
-                       UnitAttr:$reduce_loss);
+                       UnitAttr:$reduce_loss,
+                       OptionalAttr<FlatSymbolRefAttr>:$group);
   let results = (outs TE_F32Tensor:$loss, TE_HighPrecisionTensor:$grad);
   let assemblyFormat = [{
     $logits `,` $target (`label_smoothing` $label_smoothing^)?
     (`ignore_index` $ignore_index^)? (`reduce_loss` $reduce_loss^)?
-    attr-dict `:` type($logits) `,` type($target) `->` type($loss) `,`
+    (`group` $group^)? attr-dict `:` type($logits) `,` type($target) `->` type($loss) `,`
     type($grad)
+  }];
+  let extraClassDeclaration = [{
+    /// The number of ranks the vocabulary is split over: the group's size,
+    /// or 1 without a group (valid after verification).
+    int64_t getVocabShards();
   }];
   let hasVerifier = 1;
 }
