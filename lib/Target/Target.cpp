@@ -474,9 +474,12 @@ public:
         assign(update.getAmax(), "nonnegative");
         assign(update.getScale(), "positive");
       } else if (auto crossEntropy = dyn_cast<CrossEntropyOp>(op)) {
+        // Split over a group, targets are classes of every rank's columns.
         int64_t vocab = crossEntropy.getLogits().getType().getShape().back();
         if (!ShapedType::isDynamic(vocab))
-          assign(crossEntropy.getTarget(), "classes:" + std::to_string(vocab));
+          assign(crossEntropy.getTarget(),
+                 "classes:" +
+                     std::to_string(vocab * crossEntropy.getVocabShards()));
       } else if (auto rope = dyn_cast<RopeOp>(op)) {
         this->rope(rope);
       } else if (auto rope = dyn_cast<RopeBackwardOp>(op)) {

@@ -1676,6 +1676,8 @@ def _group(group_size, ranks, device):
     if group_size is None:
         group_size = len(ranks) if ranks is not None else world(device)[1]
     group_size = _integer("group_size", group_size)
+    if group_size < 1:
+        raise ValueError(f"group_size must be >= 1, got {group_size}")
     line = f"te.process_group @g size {group_size}"
     if ranks is not None:
         line += (" ranks ["

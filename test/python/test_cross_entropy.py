@@ -215,21 +215,27 @@ from te_mlir import ops
 from te_mlir.errors import DeviceError
 from test_cross_entropy import DTYPES, HALF_ULP, parallel_reference
 rank, world = ops.world()
-assert world == 2, world
+assert world == 3, world
+# The group lists the world's ranks out of order: world rank 2 holds the
+# first classes, so a group rank is not the world rank, and the combine
+# runs over three ranks' statistics.
+order = [2, 0, 1]
+me = order.index(rank)
 rng = np.random.default_rng(5)
-for shape, dtype, smoothing, reduce in [((6, 2 * 37), "bf16", 0.0, False),
-                                        ((3, 4, 2 * 50), "f32", 0.2, True),
-                                        ((5, 2 * 16), "f16", 0.1, False)]:
+for shape, dtype, smoothing, reduce, tdtype in [
+        ((6, 3 * 37), "bf16", 0.0, False, np.int64),
+        ((3, 4, 3 * 50), "f32", 0.2, True, np.int32),
+        ((5, 3 * 16), "f16", 0.1, False, np.int64)]:
     x = (rng.standard_normal(shape) * 4).astype(DTYPES[dtype])
-    t = rng.integers(0, shape[-1], shape[:-1])
+    t = rng.integers(0, shape[-1], shape[:-1]).astype(tdtype)
     t.reshape(-1)[::4] = -100
-    vocab = shape[-1] // 2
-    shard = np.ascontiguousarray(x[..., rank * vocab:(rank + 1) * vocab])
+    vocab = shape[-1] // 3
+    shard = np.ascontiguousarray(x[..., me * vocab:(me + 1) * vocab])
     loss, grad = ops.cross_entropy(shard, t, label_smoothing=smoothing,
                                    reduce_loss=reduce, grad_dtype="f32",
-                                   group_size=2)
+                                   ranks=order)
     want, want_grad, magnitude, gmag = parallel_reference(
-        x, t, smoothing, reduce, -100, rank, 2)
+        x, t, smoothing, reduce, -100, me, 3)
     loss = np.asarray(loss)
     assert loss.shape == np.shape(want), (loss.shape, np.shape(want))
     err = np.abs(loss - want)
@@ -239,22 +245,23 @@ for shape, dtype, smoothing, reduce in [((6, 2 * 37), "bf16", 0.0, False),
     bound = HALF_ULP["f32"] * np.abs(want_grad) + \\
         (shape[-1] + 8) * 2.0 ** -24 * gmag
     assert (np.abs(grad - want_grad) <= bound).all(), (shape, rank)
-# A class of neither rank stops the launch on both.
+# A class of no rank stops the launch on every rank.
 try:
-    ops.cross_entropy(np.zeros((2, 8), np.float32), np.array([3, 16]),
-                      group_size=2)
-    raise AssertionError("target 16 of 16 classes was accepted")
+    ops.cross_entropy(np.zeros((2, 8), np.float32), np.array([3, 24]),
+                      group_size=3)
+    raise AssertionError("target 24 of 24 classes was accepted")
 except DeviceError as e:
-    assert "target[1] = 16 is outside [0, 16)" in str(e), e
+    assert "target[1] = 24 is outside [0, 24)" in str(e), e
 open(__file__ + f".{{rank}}.ok", "w").close()
 """
 
 
 def test_vocab_parallel_under_mpirun(tmp_path):
-    """`mpirun -np 2`: each rank holds half the vocabulary (TE's
-    parallel_cross_entropy with a two-rank dist_process_group); the loss
-    and each rank's columns of the gradient match the whole vocabulary's
-    reference, with TE's per-rank smoothing sum."""
+    """`mpirun -np 3`: each rank holds a third of the vocabulary (TE's
+    parallel_cross_entropy with a three-rank dist_process_group, its
+    ranks out of order); the loss and each rank's columns of the gradient
+    match the whole vocabulary's reference, with TE's per-rank smoothing
+    sum."""
     import os
     import shutil
     import subprocess
@@ -266,12 +273,12 @@ def test_vocab_parallel_under_mpirun(tmp_path):
         testdir=os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    proc = subprocess.run([mpirun, "-np", "2", "--bind-to", "none",
-                           sys.executable, str(script)],
+    proc = subprocess.run([mpirun, "-np", "3", "--oversubscribe",
+                           "--bind-to", "none", sys.executable, str(script)],
                           env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert (tmp_path / "rank.py.0.ok").exists()
-    assert (tmp_path / "rank.py.1.ok").exists()
+    for rank in range(3):
+        assert (tmp_path / f"rank.py.{rank}.ok").exists()
 
 
 def test_group_of_one_rank_is_no_group():
@@ -298,10 +305,16 @@ t = torch.randint(0, world * vocab, (2, 5))
 t[0, 1] = -100
 shard = x[..., rank * vocab:(rank + 1) * vocab].clone().requires_grad_()
 full = x.clone().requires_grad_()
-for reduce in (False, True):
-    loss = parallel_cross_entropy(shard, t, 0.0, reduce, dist.group.WORLD)
-    want = parallel_cross_entropy(full, t, 0.0, reduce)
-    torch.testing.assert_close(loss, want, rtol=1e-5, atol=1e-6)
+for reduce, smoothing in ((False, 0.0), (True, 0.0), (False, 0.1)):
+    loss = parallel_cross_entropy(shard, t, smoothing, reduce,
+                                  dist.group.WORLD)
+    want = parallel_cross_entropy(full, t, smoothing, reduce)
+    if smoothing:
+        # TE's per-rank smoothing sum: the other rank's columns' share.
+        eps = smoothing / (world * vocab)
+        other = x.sum(-1) - x[..., rank * vocab:(rank + 1) * vocab].sum(-1)
+        want = want - torch.where(t == -100, 0.0, -eps * other)
+    torch.testing.assert_close(loss, want, rtol=1e-5, atol=1e-5)
     w = torch.randn(want.shape)
     (loss * w).sum().backward()
     (want * w).sum().backward()

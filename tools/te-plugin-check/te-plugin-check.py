@@ -618,7 +618,7 @@ def corpus():
     for kind in ("gelu", "qgelu", "relu", "srelu", "silu"):
         cases.append(op_case(f"activation {kind} bf16", "activation",
                              f"%x kind {kind}", [("x", act_in)], [act_in]))
-    for kind in ("geglu", "qgeglu", "reglu", "sreglu", "swiglu"):
+    for kind in ("geglu", "qgeglu", "reglu", "sreglu", "swiglu", "glu"):
         cases.append(op_case(f"activation {kind} bf16", "activation",
                              f"%x kind {kind}", [("x", act_in)], [act_half]))
     cases += [

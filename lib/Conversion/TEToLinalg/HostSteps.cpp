@@ -134,19 +134,32 @@ bool callBetween(Operation *op, Operation *top) {
   return false;
 }
 
+/// Whether a later step may repeat `load` instead of receiving its value:
+/// it reads an argument or a library call's buffer (te.group_rank's), which
+/// StepCutter::isRereadable then checks.
+bool mayRepeatLoad(memref::LoadOp load) {
+  Value root = getRoot(load.getMemRef());
+  if (isa<BlockArgument>(root))
+    return true;
+  return llvm::any_of(root.getUsers(), [](Operation *user) {
+    return getLibraryCall(user).has_value();
+  });
+}
+
 /// A scalar that a later step uses (a run-time check's status, computed
 /// before a collective and returned after it) goes through a one-element
 /// buffer the runtime keeps between steps: stored right after it is
-/// computed, loaded where a later step needs it. Constants and loads are
-/// not spilled: a later step repeats them.
+/// computed, loaded where a later step needs it (an index as i64).
+/// Constants and the loads a later step repeats are not spilled.
 void spillScalarsAcrossCalls(Block &body) {
   for (Operation &op : llvm::make_early_inc_range(body)) {
-    if (op.hasTrait<OpTrait::ConstantLike>() || isa<memref::LoadOp>(op) ||
-        getLibraryCall(&op))
+    auto load = dyn_cast<memref::LoadOp>(op);
+    if (op.hasTrait<OpTrait::ConstantLike>() || getLibraryCall(&op) ||
+        (load && mayRepeatLoad(load)))
       continue;
     for (Value result : op.getResults()) {
       Type type = result.getType();
-      if (!type.isIntOrFloat())
+      if (!type.isIntOrIndexOrFloat())
         continue;
       SmallVector<OpOperand *> later;
       for (OpOperand &use : result.getUses()) {
@@ -158,12 +171,20 @@ void spillScalarsAcrossCalls(Block &body) {
         continue;
       OpBuilder b(op.getContext());
       b.setInsertionPointAfter(&op);
-      Value slot = memref::AllocOp::create(
-          b, op.getLoc(), MemRefType::get({}, type), b.getI64IntegerAttr(256));
-      memref::StoreOp::create(b, op.getLoc(), result, slot);
+      Location loc = op.getLoc();
+      Type stored = type.isIndex() ? b.getI64Type() : type;
+      Value slot = memref::AllocOp::create(b, loc, MemRefType::get({}, stored),
+                                           b.getI64IntegerAttr(256));
+      Value value = result;
+      if (type.isIndex())
+        value = arith::IndexCastOp::create(b, loc, stored, result);
+      memref::StoreOp::create(b, loc, value, slot);
       for (OpOperand *use : later) {
         b.setInsertionPoint(body.findAncestorOpInBlock(*use->getOwner()));
-        use->set(memref::LoadOp::create(b, op.getLoc(), slot));
+        Value loaded = memref::LoadOp::create(b, loc, slot);
+        if (type.isIndex())
+          loaded = arith::IndexCastOp::create(b, loc, type, loaded);
+        use->set(loaded);
       }
     }
   }

@@ -275,6 +275,13 @@ std::optional<std::string> mlir::te::getCPUUnsupportedReason(Operation *op) {
   }
   if (auto attention = dyn_cast<AttentionOpInterface>(op))
     return getAttentionUnsupportedReason(attention);
+  if (auto crossEntropy = dyn_cast<CrossEntropyOp>(op);
+      crossEntropy && crossEntropy.getVocabShards() > 1 &&
+      !isa<func::FuncOp>(op->getParentOp()))
+    return "te.cross_entropy over group " +
+           crossEntropy.getGroupAttr().getValue().str() +
+           " gathers across ranks, which the cpu target runs at the top "
+           "level of an entry point only; move it out of the loop or region";
   if (isa<ScaledMatmulOp, GroupedMatmulOp, NormOp, NormBackwardOp, ActivationOp,
           ActivationBackwardOp, RopeOp, RopeBackwardOp, CrossEntropyOp,
           CrossEntropyBackwardOp>(op)) {

@@ -20,6 +20,9 @@ def _vocab_group(group):
         return None
     import torch.distributed as dist
     size = dist.get_world_size(group)
+    if size < 0:
+        raise ValueError("parallel_cross_entropy: this process is not a "
+                         "rank of dist_process_group")
     if size == 1:
         return None
     te_rank, te_size = _ops.world()
@@ -40,8 +43,10 @@ def _vocab_group(group):
     if ranks != list(range(start, start + size)):
         raise NotImplementedError(
             f"parallel_cross_entropy: dist_process_group holds ranks "
-            f"{ranks}; te_mlir splits the vocabulary over groups of "
-            f"consecutive ranks only (here {start} .. {start + size - 1})")
+            f"{ranks}; te_mlir splits the vocabulary over blocks of "
+            f"{size} consecutive ranks starting at a multiple of {size} "
+            f"(te.process_group's layout), which for rank {te_rank} is "
+            f"{list(range(start, start + size))}")
     return size
 
 

@@ -1,6 +1,6 @@
 // te-cpu-host-steps in the cpu pipeline (te-insert-checks first): scalars
 // that cross a collective go through one-element temporaries.
-// RUN: te-opt %s --te-lower-cpu | FileCheck %s
+// RUN: te-opt %s -split-input-file --te-lower-cpu | FileCheck %s
 
 // A run-time check's status, computed before a collective and reported
 // after it, crosses the call in a one-element temporary (stored in step 0,
@@ -21,4 +21,26 @@ func.func @xent(%x: tensor<4x6xf32>, %t: tensor<4xi64>) -> (tensor<4xf32>, tenso
   %l, %g = te.cross_entropy %x, %t group @tp
       : tensor<4x6xf32>, tensor<4xi64> -> tensor<4xf32>, tensor<4x6xf32>
   return %l, %g : tensor<4xf32>, tensor<4x6xf32>
+}
+
+// -----
+
+// An index chosen before a collective and used after it crosses as an i64.
+// CHECK-LABEL: module attributes {te.host_steps = {idx = [
+// CHECK-SAME: "temp 8", "step idx__step0__te_packed 1x1x1 1x1x1 0 a1 t0",
+// CHECK-SAME: "call collective.all_reduce group=tp,size=2,ranks=blocks,dtype=f32,shape=4,reduce=sum a0 a2",
+// CHECK-SAME: "step idx__step1__te_packed 1x1x1 1x1x1 0 t0 a2"]}
+te.process_group @tp size 2
+func.func @idx(%x: tensor<4xf32>, %c: i1) -> tensor<4xf32> {
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %i = scf.if %c -> index {
+    scf.yield %c1 : index
+  } else {
+    scf.yield %c3 : index
+  }
+  %r = te.all_reduce %x group @tp : tensor<4xf32>
+  %e = tensor.extract %r[%i] : tensor<4xf32>
+  %y = tensor.insert %e into %r[%c1] : tensor<4xf32>
+  return %y : tensor<4xf32>
 }

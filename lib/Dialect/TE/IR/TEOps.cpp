@@ -2144,6 +2144,22 @@ CrossEntropyOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return success();
 }
 
+void CrossEntropyOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  if (!getGroupAttr())
+    return;
+  // Its lowering talks to the group's other ranks (te.all_gather), which
+  // must all run it: never erased, merged or moved, as a collective.
+  effects.emplace_back(MemoryEffects::Read::get());
+  effects.emplace_back(MemoryEffects::Write::get());
+}
+
+Speculation::Speculatability CrossEntropyOp::getSpeculatability() {
+  return getGroupAttr() ? Speculation::NotSpeculatable
+                        : Speculation::Speculatable;
+}
+
 int64_t CrossEntropyOp::getVocabShards() {
   return getGroupAttr() ? getGroupSizeOrZero(*this, getGroupAttr()) : 1;
 }

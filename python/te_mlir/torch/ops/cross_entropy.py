@@ -12,7 +12,7 @@ from .._common import host
 @torch.library.custom_op("te_mlir::cross_entropy", mutates_args=())
 def _cross_entropy_op(logits: Tensor, target: Tensor, label_smoothing: float,
                       reduce_loss: bool, ignore_index: int,
-                      group_size: int) -> tuple[Tensor, Tensor]:
+                      group_size: int = 0) -> tuple[Tensor, Tensor]:
     """te.cross_entropy: (loss, the logits' f32 gradient for a loss
     gradient of 1, as TE keeps it); the vocabulary split over te groups of
     group_size ranks unless it is 0."""
@@ -24,7 +24,8 @@ def _cross_entropy_op(logits: Tensor, target: Tensor, label_smoothing: float,
 
 
 @_cross_entropy_op.register_fake
-def _(logits, target, label_smoothing, reduce_loss, ignore_index, group_size):
+def _(logits, target, label_smoothing, reduce_loss, ignore_index,
+      group_size=0):
     shape = () if reduce_loss else target.shape
     return (logits.new_empty(shape, dtype=torch.float32),
             torch.empty_like(logits, dtype=torch.float32))

@@ -1203,7 +1203,9 @@ def TE_RopeBackwardOp : TE_RopeOpBase<"rope_backward",
 // Cross-entropy
 //===----------------------------------------------------------------------===//
 
-def TE_CrossEntropyOp : TE_Op<"cross_entropy", [Pure,
+def TE_CrossEntropyOp : TE_Op<"cross_entropy", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    DeclareOpInterfaceMethods<ConditionallySpeculatable>,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "cross-entropy loss over logits, with its gradient";
   let description = [{
@@ -1254,7 +1256,9 @@ def TE_CrossEntropyOp : TE_Op<"cross_entropy", [Pure,
     only, so with label_smoothing > 0 each rank's loss holds its own share
     of the smoothing term (the ranks' losses differ; the gradient is the
     whole vocabulary's). Targets outside [0, V size) stop the launch. A
-    group of one rank is the op without a group.
+    group of one rank is the op without a group. Without a group the op is
+    pure; with one it communicates, like the collectives, so it is never
+    erased, merged or moved.
 
     ```mlir
     %loss, %g = te.cross_entropy %logits, %target label_smoothing 1.0e-01
