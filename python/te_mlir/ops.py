@@ -39,7 +39,8 @@ from .errors import DeviceError, DTypeError, ShapeError
 __all__ = ["Float8Tensor", "all_gather", "all_reduce", "all_to_all", "amax",
            "attention", "attention_backward", "compute_scale", "dequantize",
            "dtype_name", "layer_norm", "layer_norm_backward", "matmul",
-           "permute", "quantize", "reduce_scatter", "rms_norm",
+           "permute", "qkv_rope", "qkv_rope_backward", "quantize",
+           "reduce_scatter", "rms_norm",
            "rms_norm_backward", "scaled_matmul", "update_delayed_scaling",
            "world"]
 
@@ -1571,6 +1572,96 @@ def rope_backward(grad, freqs, tensor_format="sbhd", *, interleaved=False,
     other arguments are rope's."""
     return _rope("rope_backward", grad, freqs, tensor_format, interleaved,
                  cu_seqlens, start_positions, cp_size, cp_rank, device)
+
+
+def _qkv_rope_attrs(what, qkv_shape, split, tensor_format, interleaved,
+                    cp_size, cp_rank):
+    """te.qkv_rope's attributes, after the checks that name the fix;
+    returns (attrs, (q, k, v) sizes, (q, k, v) result shapes)."""
+    if tensor_format not in ("sbhd", "bshd"):
+        raise ValueError(f"{what}: tensor_format must be 'sbhd' or 'bshd' "
+                         f"(TE's fused QKV RoPE takes no other), got "
+                         f"{tensor_format!r}")
+    if len(qkv_shape) != 4:
+        raise ShapeError(f"{what}: qkv must be [s, b, h, q + k + v] (sbhd) "
+                         f"or [b, s, h, q + k + v] (bshd), got shape "
+                         f"{list(qkv_shape)}")
+    sizes = [_integer("split", n) for n in split]
+    if (len(sizes) != 3 or min(sizes) <= 0 or sum(sizes) != qkv_shape[-1]
+            or sizes[0] % sizes[1] or sizes[1] % sizes[2]):
+        raise ShapeError(f"{what}: split must be three sizes [q, k, v] > 0 "
+                         f"summing to qkv's last dimension ({qkv_shape[-1]}), "
+                         f"q a multiple of k and k of v (the head dim), got "
+                         f"{list(split)}")
+    attrs = (f"format {tensor_format} split "
+             f"[{', '.join(str(n) for n in sizes)}]")
+    if interleaved:
+        attrs += " interleaved"
+    if cp_size != 1:
+        attrs += f" cp_size {int(cp_size)} cp_rank {int(cp_rank)}"
+    elif cp_rank:
+        raise ValueError(f"{what}: cp_rank={cp_rank} without cp_size > 1")
+    lead, h = list(qkv_shape[:2]), qkv_shape[2]
+    q, k, v = sizes
+    shapes = (lead + [h * q // k, k], lead + [h, k], lead + [h, v])
+    return attrs, sizes, shapes
+
+
+def qkv_rope(qkv, q_freqs, k_freqs, split, tensor_format="sbhd", *,
+             start_positions=None, interleaved=False, cp_size=1, cp_rank=0,
+             device=None):
+    """TE's fused QKV RoPE (te.qkv_rope; apply_fused_qkv_rotary_pos_emb):
+    qkv [s, b, h, q + k + v] (sbhd) or [b, s, h, q + k + v] (bshd), split
+    [q, k, v] (TE's qkv_split_arg_list; v is the head dim d). Returns TE's
+    (q [.., h q / k, k], k [.., h, k], v [.., h, v]): every d channels of
+    the query part rotated by q_freqs, of the key part by k_freqs (f32
+    [s2, 1, 1, d2], the same d2), as te.rope rotates a head; v copied."""
+    what = "qkv_rope"
+    qkv = _arg(qkv, "qkv", ("f32", "f16", "bf16"))
+    attrs, _, shapes = _qkv_rope_attrs(what, qkv.shape, split, tensor_format,
+                                       interleaved, cp_size, cp_rank)
+    q_freqs = _arg(q_freqs, "q_freqs", ("f32",), rank=4)
+    k_freqs = _arg(k_freqs, "k_freqs", ("f32",), rank=4)
+    start_positions = _arg(start_positions, "start_positions", ("i32",),
+                           rank=1)
+    clause = "" if start_positions is None else " start_positions(%a3)"
+    results = [_tensor_type(qkv.dtype, shape) for shape in shapes]
+
+    def src(a):
+        return _function(
+            a, f"%r:3 = te.qkv_rope %a0, %a1, %a2{clause} {attrs} : "
+            f"{', '.join(v.type for v in a)} -> {', '.join(results)}",
+            results)
+    return tuple(_run((what, attrs, clause),
+                      [qkv, q_freqs, k_freqs, start_positions], src, device))
+
+
+def qkv_rope_backward(dq, dk, dv, q_freqs, k_freqs, split,
+                      tensor_format="sbhd", *, interleaved=False, cp_size=1,
+                      cp_rank=0, device=None):
+    """The gradient of qkv_rope (te.qkv_rope_backward): dq, dk, dv in
+    qkv_rope's result shapes; returns qkv's gradient. As TE's fused
+    backward, it takes no start positions."""
+    what = "qkv_rope_backward"
+    dq = _arg(dq, "dq", ("f32", "f16", "bf16"))
+    dk = _arg(dk, "dk", ("f32", "f16", "bf16"))
+    dv = _arg(dv, "dv", ("f32", "f16", "bf16"))
+    if len(dv.shape) != 4:
+        raise ShapeError(f"{what}: dv must be [s, b, h, v] or [b, s, h, v], "
+                         f"got shape {list(dv.shape)}")
+    qkv_shape = list(dv.shape[:3]) + [sum(int(n) for n in split)]
+    attrs, _, _ = _qkv_rope_attrs(what, qkv_shape, split, tensor_format,
+                                  interleaved, cp_size, cp_rank)
+    q_freqs = _arg(q_freqs, "q_freqs", ("f32",), rank=4)
+    k_freqs = _arg(k_freqs, "k_freqs", ("f32",), rank=4)
+    result = _tensor_type(dv.dtype, qkv_shape)
+
+    def src(a):
+        return _function(
+            a, f"%r = te.qkv_rope_backward %a0, %a1, %a2, %a3, %a4 {attrs} : "
+            f"{', '.join(v.type for v in a)} -> {result}", [result])
+    return _run((what, attrs), [dq, dk, dv, q_freqs, k_freqs], src,
+                device)[0]
 
 
 # --- Cross-entropy ------------------------------------------------------------

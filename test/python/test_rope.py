@@ -212,3 +212,111 @@ def test_channels_past_d2_are_copied_bit_for_bit():
     bits[..., 7] = 0x80000000  # -0
     y = np.asarray(ops.rope(x, freqs)).view(np.uint32)
     assert (y[..., 4:] == bits[..., 4:]).all()
+
+
+QKV_CASES = {
+    # format, leading [s, b] or [b, s], h, split [q, k, v], dtype, d2,
+    # interleaved, start positions, (cp_size, cp_rank)
+    "sbhd-bf16-gqa": ("sbhd", (6, 2), 3, [32, 16, 16], "bf16", 12, False,
+                      None, (1, 0)),
+    "bshd-f32-interleaved-start": ("bshd", (2, 5), 2, [16, 8, 8], "f32", 8,
+                                   True, [3, 0], (1, 0)),
+    "sbhd-f16-cp2-rank1": ("sbhd", (8, 1), 2, [8, 8, 8], "f16", 8, False,
+                           None, (2, 1)),
+}
+
+
+def qkv_rope_reference(x, q_freqs, k_freqs, split, format, interleaved,
+                       start, cp):
+    """TE's fused_qkv_rope_forward_kernel through rope_reference: every d
+    (= v) channels of the q and k parts rotate as a head; v is copied.
+    Returns [(output, magnitude)] for q [.., h q / k, k], k, v."""
+    q, k, d = split
+    lead, h = list(x.shape[:2]), x.shape[2]
+    out = []
+    for offset, size, freqs in ((0, q, q_freqs), (q, k, k_freqs),
+                                (q + k, d, None)):
+        part = x[..., offset:offset + size].astype(np.float64)
+        heads = part.reshape(lead + [h * size // d, d])
+        if freqs is None:
+            y, magnitude = heads, np.abs(heads)
+        else:
+            positions = token_positions(format, heads.shape, None, start,
+                                        *cp)
+            y, magnitude = rope_reference(heads, freqs, format, interleaved,
+                                          positions)
+        shape = lead + ([h * q // k, k] if offset == 0 else [h, size])
+        out.append((y.reshape(shape), magnitude.reshape(shape)))
+    return out
+
+
+@pytest.mark.parametrize("name", QKV_CASES)
+def test_qkv_rope(name):
+    """te.qkv_rope against TE's kernel (each part's heads of d rotated,
+    v copied) and te.qkv_rope_backward against the transposed rotation
+    at the unshifted positions (TE's fused backward takes no start
+    positions)."""
+    format, lead, h, split, dtype, d2, interleaved, start, cp = \
+        QKV_CASES[name]
+    rng = np.random.default_rng(len(name))
+    x = (rng.standard_normal(list(lead) + [h, sum(split)]) * 2).astype(
+        DTYPES[dtype])
+    q_freqs = rope_freqs(32, d2)
+    k_freqs = rope_freqs(32, d2, base=500.0)
+    start_arr = np.array(start, np.int32) if start is not None else None
+    got = ops.qkv_rope(x, q_freqs, k_freqs, split, format,
+                       start_positions=start_arr, interleaved=interleaved,
+                       cp_size=cp[0], cp_rank=cp[1])
+    want = qkv_rope_reference(x, q_freqs, k_freqs, split, format,
+                              interleaved, start, cp)
+    for what, g, (w, magnitude) in zip("qkv", got, want):
+        assert np.asarray(g).dtype == DTYPES[dtype]
+        assert_close(g, w, magnitude, dtype, f"{name} {what}")
+    # v is copied bit for bit.
+    np.testing.assert_array_equal(
+        np.asarray(got[2]).view(np.uint8),
+        np.ascontiguousarray(x[..., split[0] + split[1]:]).view(np.uint8))
+
+    grads = [(rng.standard_normal(np.shape(g)) * 2).astype(DTYPES[dtype])
+             for g in got]
+    dx = np.asarray(ops.qkv_rope_backward(
+        *grads, q_freqs, k_freqs, split, format, interleaved=interleaved,
+        cp_size=cp[0], cp_rank=cp[1]))
+    q, k, d = split
+    parts = []
+    for grad, freqs, size in ((grads[0], q_freqs, q), (grads[1], k_freqs, k),
+                              (grads[2], None, d)):
+        heads = grad.astype(np.float64).reshape(
+            list(lead) + [h * size // d, d])
+        if freqs is None:
+            y, magnitude = heads, np.abs(heads)
+        else:
+            positions = token_positions(format, heads.shape, None, None, *cp)
+            y, magnitude = rope_reference(heads, freqs, format, interleaved,
+                                          positions, backward=True)
+        parts.append((y.reshape(list(lead) + [h, size]),
+                      magnitude.reshape(list(lead) + [h, size])))
+    want_dx = np.concatenate([p[0] for p in parts], -1)
+    assert_close(dx, want_dx, np.concatenate([p[1] for p in parts], -1),
+                 dtype, f"{name} backward")
+
+
+def test_qkv_rope_bad_input_says_what_to_change():
+    x = np.zeros((4, 2, 2, 32), np.float32)
+    freqs = rope_freqs(8, 8)
+    with pytest.raises(ShapeError, match="split must be three sizes"):
+        ops.qkv_rope(x, freqs, freqs, [16, 8, 4])
+    with pytest.raises(ValueError, match="'sbhd' or 'bshd'"):
+        ops.qkv_rope(x, freqs, freqs, [16, 8, 8], "thd")
+    with pytest.raises(CompileError, match="'q_freqs' and 'k_freqs' must "
+                       "rotate as many channels"):
+        ops.qkv_rope(x, freqs, rope_freqs(8, 4), [16, 8, 8])
+    with pytest.raises(CompileError, match="'q_freqs' has 2 positions, "
+                       "fewer than the 4"):
+        ops.qkv_rope(x, rope_freqs(2, 8), freqs, [16, 8, 8])
+    # A start position past freqs stops the launch.
+    with pytest.raises(DeviceError, match=r"te.qkv_rope at .*: sequence 1 "
+                       r"spans positions \[6, 10\) \(start position and "
+                       r"length\), outside the 8 rows of freqs"):
+        ops.qkv_rope(x, freqs, freqs, [16, 8, 8],
+                     start_positions=np.array([0, 6], np.int32))

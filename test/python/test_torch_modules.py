@@ -49,6 +49,11 @@ def test_opcheck_new_ops():
     freqs = tet.RotaryPositionEmbedding(16)(8)
     torch.library.opcheck(torch.ops.te_mlir.rope,
                           (t, freqs, None, None, "sbhd", False, 1, 0))
+    qkv = torch.randn(5, 2, 3, 32, requires_grad=True)
+    f6 = torch.rand(8, 1, 1, 6)
+    torch.library.opcheck(torch.ops.te_mlir.qkv_rope,
+                          (qkv, f6, f6, None, [16, 8, 8], "sbhd", False, 1,
+                           0))
     logits = torch.randn(7, 11, requires_grad=True)
     target = torch.randint(0, 11, (7,))
     torch.library.opcheck(torch.ops.te_mlir.cross_entropy,

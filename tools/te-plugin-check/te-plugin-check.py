@@ -24,8 +24,9 @@ te.scaled_matmul, te.grouped_matmul, te.amax, te.compute_scale,
 te.update_delayed_scaling, te.quantize in every scaling mode and usage,
 te.dequantize, te.norm (with its quantized outputs) and te.norm_backward
 (LayerNorm and RMSNorm), te.activation and te.activation_backward (every
-kind, dbias, quantized outputs), te.rope and te.rope_backward, and
-te.cross_entropy and te.cross_entropy_backward.
+kind, dbias, quantized outputs), te.rope and te.rope_backward,
+te.qkv_rope and te.qkv_rope_backward, and te.cross_entropy and
+te.cross_entropy_backward.
 --list prints it (no plugin needed).
 
 --extra FILE adds a vendor's own configurations: MLIR programs separated by
@@ -681,6 +682,21 @@ def corpus():
                 "%x, %f format bshd interleaved",
                 [("x", "tensor<2x24x4x32xbf16>"), ("f", freqs)],
                 ["tensor<2x24x4x32xbf16>"]),
+        # TE's fused QKV RoPE: 4 groups of 2 query heads, one key and one
+        # value head of 32 channels.
+        op_case("qkv_rope sbhd bf16 gqa", "qkv_rope",
+                "%x, %qf, %kf format sbhd split [64, 32, 32]",
+                [("x", "tensor<24x2x4x128xbf16>"), ("qf", freqs),
+                 ("kf", freqs)],
+                ["tensor<24x2x8x32xbf16>", "tensor<24x2x4x32xbf16>",
+                 "tensor<24x2x4x32xbf16>"]),
+        op_case("qkv_rope_backward bshd f32 interleaved", "qkv_rope_backward",
+                "%q, %k, %v, %qf, %kf format bshd split [64, 32, 32] "
+                "interleaved",
+                [("q", "tensor<2x24x8x32xf32>"), ("k", "tensor<2x24x4x32xf32>"),
+                 ("v", "tensor<2x24x4x32xf32>"), ("qf", freqs),
+                 ("kf", freqs)],
+                ["tensor<2x24x4x128xf32>"]),
     ]
     # Cross-entropy: per-row and reduced losses, label smoothing, and the
     # backward's scaling (random targets are classes of the vocabulary).

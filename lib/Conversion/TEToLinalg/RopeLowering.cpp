@@ -261,7 +261,122 @@ template <typename OpT> struct RopeLowering : OpConversionPattern<OpT> {
 
 } // namespace
 
+namespace {
+
+/// A rank-4 tensor [A, B, x, y] as `type` [A, B, x', y'] (the same
+/// elements in the same order).
+Value regroup(OpBuilder &b, Location loc, Value value, RankedTensorType type) {
+  auto from = cast<RankedTensorType>(value.getType());
+  if (from == type)
+    return value;
+  SmallVector<ReassociationIndices> groups = {{0}, {1}, {2, 3}};
+  auto flat = RankedTensorType::get({from.getDimSize(0), from.getDimSize(1),
+                                     from.getDimSize(2) * from.getDimSize(3)},
+                                    from.getElementType());
+  Value collapsed =
+      tensor::CollapseShapeOp::create(b, loc, flat, value, groups);
+  return tensor::ExpandShapeOp::create(b, loc, type, collapsed, groups);
+}
+
+/// [A, B, h, n] as heads of d channels: [A, B, h n / d, d].
+RankedTensorType headsOf(RankedTensorType type, int64_t d) {
+  return RankedTensorType::get({type.getDimSize(0), type.getDimSize(1),
+                                type.getDimSize(2) * type.getDimSize(3) / d, d},
+                               type.getElementType());
+}
+
+/// te.qkv_rope as te.rope over each part's heads of d channels (TE's
+/// kernel rotates them so), the value part copied.
+struct QkvRopeLowering : OpConversionPattern<QkvRopeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(QkvRopeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    Value qkv = adaptor.getQkv();
+    auto type = cast<RankedTensorType>(qkv.getType());
+    ArrayRef<int64_t> split = op.getSplit();
+    int64_t d = split[2];
+    auto part = [&](int64_t offset, int64_t size) -> Value {
+      SmallVector<int64_t> shape(type.getShape());
+      shape.back() = size;
+      return tensor::ExtractSliceOp::create(
+          b, loc, RankedTensorType::get(shape, type.getElementType()), qkv,
+          ValueRange{}, ValueRange{}, ValueRange{},
+          b.getDenseI64ArrayAttr({0, 0, 0, offset}),
+          b.getDenseI64ArrayAttr(shape), b.getDenseI64ArrayAttr({1, 1, 1, 1}));
+    };
+    auto rotated = [&](Value slice, Value freqs, Type resultType) -> Value {
+      RankedTensorType heads =
+          headsOf(cast<RankedTensorType>(slice.getType()), d);
+      Value rope =
+          RopeOp::create(b, loc, heads, regroup(b, loc, slice, heads), freqs,
+                         /*cu_seqlens=*/Value(), adaptor.getStartPositions(),
+                         op.getFormatAttr(), op.getInterleavedAttr(),
+                         op.getCpSizeAttr(), op.getCpRankAttr());
+      return regroup(b, loc, rope, cast<RankedTensorType>(resultType));
+    };
+    Value q =
+        rotated(part(0, split[0]), adaptor.getQFreqs(), op.getQ().getType());
+    Value k = rotated(part(split[0], split[1]), adaptor.getKFreqs(),
+                      op.getK().getType());
+    Value v = part(split[0] + split[1], d);
+    rewriter.replaceOp(op, {q, k, v});
+    return success();
+  }
+};
+
+/// te.qkv_rope_backward: te.rope_backward of each part's heads, written
+/// with the value part's gradient into the fused tensor's gradient.
+struct QkvRopeBackwardLowering : OpConversionPattern<QkvRopeBackwardOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(QkvRopeBackwardOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    auto type = cast<RankedTensorType>(op.getResult().getType());
+    ArrayRef<int64_t> split = op.getSplit();
+    int64_t d = split[2];
+    auto partType = [&](int64_t size) {
+      SmallVector<int64_t> shape(type.getShape());
+      shape.back() = size;
+      return RankedTensorType::get(shape, type.getElementType());
+    };
+    auto rotatedBack = [&](Value grad, Value freqs, int64_t size) -> Value {
+      RankedTensorType heads = headsOf(partType(size), d);
+      Value rope = RopeBackwardOp::create(
+          b, loc, heads, regroup(b, loc, grad, heads), freqs,
+          /*cu_seqlens=*/Value(), /*start_positions=*/Value(),
+          op.getFormatAttr(), op.getInterleavedAttr(), op.getCpSizeAttr(),
+          op.getCpRankAttr());
+      return regroup(b, loc, rope, partType(size));
+    };
+    Value parts[] = {
+        rotatedBack(adaptor.getDq(), adaptor.getQFreqs(), split[0]),
+        rotatedBack(adaptor.getDk(), adaptor.getKFreqs(), split[1]),
+        adaptor.getDv()};
+    Value result =
+        tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+    int64_t offset = 0;
+    for (auto [value, size] : llvm::zip(parts, split)) {
+      SmallVector<int64_t> sizes(type.getShape());
+      sizes.back() = size;
+      result = tensor::InsertSliceOp::create(
+          b, loc, value, result, ValueRange{}, ValueRange{}, ValueRange{},
+          b.getDenseI64ArrayAttr({0, 0, 0, offset}),
+          b.getDenseI64ArrayAttr(sizes), b.getDenseI64ArrayAttr({1, 1, 1, 1}));
+      offset += size;
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
 void mlir::te::populateRopeLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<RopeLowering<RopeOp>, RopeLowering<RopeBackwardOp>>(
-      patterns.getContext());
+  patterns.add<RopeLowering<RopeOp>, RopeLowering<RopeBackwardOp>,
+               QkvRopeLowering, QkvRopeBackwardLowering>(patterns.getContext());
 }

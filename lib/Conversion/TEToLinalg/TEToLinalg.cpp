@@ -283,8 +283,8 @@ std::optional<std::string> mlir::te::getCPUUnsupportedReason(Operation *op) {
            " gathers across ranks, which the cpu target runs at the top "
            "level of an entry point only; move it out of the loop or region";
   if (isa<ScaledMatmulOp, GroupedMatmulOp, NormOp, NormBackwardOp, ActivationOp,
-          ActivationBackwardOp, RopeOp, RopeBackwardOp, CrossEntropyOp,
-          CrossEntropyBackwardOp>(op)) {
+          ActivationBackwardOp, RopeOp, RopeBackwardOp, QkvRopeOp,
+          QkvRopeBackwardOp, CrossEntropyOp, CrossEntropyBackwardOp>(op)) {
     // The GEMM micro-kernel's panels and tiles are sized at compile time;
     // the norms, activations, RoPE and cross-entropy view their operands
     // and results through static shapes.

@@ -94,3 +94,67 @@ func.func @negative_cp_size(%x: tensor<16x2x4x64xbf16>, %f: tensor<64x1x1x64xf32
   %0 = te.rope %x, %f format sbhd cp_size -1 : tensor<16x2x4x64xbf16>, tensor<64x1x1x64xf32> -> tensor<16x2x4x64xbf16>
   return
 }
+
+// -----
+
+func.func @qkv_thd(%x: tensor<40x4x128xbf16>, %f: tensor<64x1x1x32xf32>) {
+  // expected-error @+1 {{format thd is not one of TE's fused QKV RoPE formats (sbhd, bshd)}}
+  %q, %k, %v = te.qkv_rope %x, %f, %f format thd split [64, 32, 32] : tensor<40x4x128xbf16>, tensor<64x1x1x32xf32>, tensor<64x1x1x32xf32> -> tensor<40x8x32xbf16>, tensor<40x4x32xbf16>, tensor<40x4x32xbf16>
+  return
+}
+
+// -----
+
+func.func @qkv_split_sum(%x: tensor<16x2x4x128xbf16>, %f: tensor<64x1x1x32xf32>) {
+  // expected-error @+1 {{'split' [64, 32, 16] must sum to the last dimension of 'qkv' (128)}}
+  %q, %k, %v = te.qkv_rope %x, %f, %f format sbhd split [64, 32, 16] : tensor<16x2x4x128xbf16>, tensor<64x1x1x32xf32>, tensor<64x1x1x32xf32> -> tensor<16x2x8x32xbf16>, tensor<16x2x4x32xbf16>, tensor<16x2x4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @qkv_split_multiple(%x: tensor<16x2x4x128xbf16>, %f: tensor<64x1x1x16xf32>) {
+  // expected-error @+1 {{the query size 48 must be a multiple of the key size 40, and that of the value size 40 (the head dimension)}}
+  %q, %k, %v = te.qkv_rope %x, %f, %f format sbhd split [48, 40, 40] : tensor<16x2x4x128xbf16>, tensor<64x1x1x16xf32>, tensor<64x1x1x16xf32> -> tensor<16x2x4x48xbf16>, tensor<16x2x4x40xbf16>, tensor<16x2x4x40xbf16>
+  return
+}
+
+// -----
+
+func.func @qkv_result(%x: tensor<16x2x4x128xbf16>, %f: tensor<64x1x1x32xf32>) {
+  // expected-error @+1 {{'q' must be 'tensor<16x2x8x32xbf16>' (TE's layout of the queries), got 'tensor<16x2x4x64xbf16>'}}
+  %q, %k, %v = te.qkv_rope %x, %f, %f format sbhd split [64, 32, 32] : tensor<16x2x4x128xbf16>, tensor<64x1x1x32xf32>, tensor<64x1x1x32xf32> -> tensor<16x2x4x64xbf16>, tensor<16x2x4x32xbf16>, tensor<16x2x4x32xbf16>
+  return
+}
+
+// -----
+
+func.func @qkv_freqs_d2(%x: tensor<16x2x4x128xbf16>, %f: tensor<64x1x1x32xf32>, %g: tensor<64x1x1x16xf32>) {
+  // expected-error @+1 {{'q_freqs' and 'k_freqs' must rotate as many channels (TE takes d2 from q_freqs for both), got 32 and 16}}
+  %q, %k, %v = te.qkv_rope %x, %f, %g format sbhd split [64, 32, 32] : tensor<16x2x4x128xbf16>, tensor<64x1x1x32xf32>, tensor<64x1x1x16xf32> -> tensor<16x2x8x32xbf16>, tensor<16x2x4x32xbf16>, tensor<16x2x4x32xbf16>
+  return
+}
+
+// -----
+
+func.func @qkv_start_and_cp(%x: tensor<16x2x4x128xbf16>, %f: tensor<64x1x1x32xf32>, %sp: tensor<2xi32>) {
+  // expected-error @+1 {{start_positions are for inference and exclude cp_size > 1 (as TE asserts)}}
+  %q, %k, %v = te.qkv_rope %x, %f, %f start_positions(%sp) format sbhd split [64, 32, 32] cp_size 2 cp_rank 0 : tensor<16x2x4x128xbf16>, tensor<64x1x1x32xf32>, tensor<64x1x1x32xf32>, tensor<2xi32> -> tensor<16x2x8x32xbf16>, tensor<16x2x4x32xbf16>, tensor<16x2x4x32xbf16>
+  return
+}
+
+// -----
+
+func.func @qkv_backward_dv(%q: tensor<16x2x8x32xbf16>, %k: tensor<16x2x4x32xbf16>, %v: tensor<16x2x4x16xbf16>, %f: tensor<64x1x1x32xf32>) {
+  // expected-error @+1 {{'dv' must be 'tensor<16x2x4x32xbf16>' (TE's layout of the values), got 'tensor<16x2x4x16xbf16>'}}
+  %d = te.qkv_rope_backward %q, %k, %v, %f, %f format sbhd split [64, 32, 32] : tensor<16x2x8x32xbf16>, tensor<16x2x4x32xbf16>, tensor<16x2x4x16xbf16>, tensor<64x1x1x32xf32>, tensor<64x1x1x32xf32> -> tensor<16x2x4x128xbf16>
+  return
+}
+
+// -----
+
+func.func @qkv_short_freqs(%x: tensor<16x2x4x128xbf16>, %f: tensor<64x1x1x32xf32>, %g: tensor<8x1x1x32xf32>) {
+  // expected-error @+1 {{'k_freqs' has 8 positions, fewer than the 16 the sequence needs (s)}}
+  %q, %k, %v = te.qkv_rope %x, %f, %g format sbhd split [64, 32, 32] : tensor<16x2x4x128xbf16>, tensor<64x1x1x32xf32>, tensor<8x1x1x32xf32> -> tensor<16x2x8x32xbf16>, tensor<16x2x4x32xbf16>, tensor<16x2x4x32xbf16>
+  return
+}

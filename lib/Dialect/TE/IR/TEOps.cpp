@@ -1757,6 +1757,144 @@ template <typename OpT> static LogicalResult verifyRope(OpT op) {
 LogicalResult RopeOp::verify() { return verifyRope(*this); }
 LogicalResult RopeBackwardOp::verify() { return verifyRope(*this); }
 
+namespace {
+/// What te.qkv_rope and te.qkv_rope_backward share: the fused tensor, the
+/// split parts (the forward's results, the backward's operands) and the
+/// attributes.
+struct QkvRopeParts {
+  QKVLayout format;
+  ArrayRef<int64_t> split;
+  RankedTensorType qkv, q, k, v, qFreqs, kFreqs;
+  Value startPositions;
+  int64_t cpSize, cpRank;
+  StringRef qName, kName, vName, qkvName;
+};
+} // namespace
+
+/// One freqs operand of te.qkv_rope: f32 [s2, 1, 1, d2]; returns d2, or
+/// failure.
+static FailureOr<int64_t> verifyQkvFreqs(const Diag &diag, StringRef name,
+                                         RankedTensorType freqs, int64_t d) {
+  if (freqs.getRank() != 4 || freqs.getDimSize(1) != 1 ||
+      freqs.getDimSize(2) != 1 || freqs.getDimSize(0) == 0)
+    return diag("'", name,
+                "' must be f32 [s2, 1, 1, d2] with s2 >= 1 (TE's "
+                "RotaryPositionEmbedding output), got ",
+                freqs);
+  int64_t d2 = freqs.getDimSize(3);
+  if (!ShapedType::isDynamic(d2) && (d2 <= 0 || d2 % 2 != 0 || d2 > d))
+    return diag("the rotary dimension d2 (the last of '", name, "', ", d2,
+                ") must be even, > 0 and <= the head dimension d (the value "
+                "size, ",
+                d, ")");
+  return d2;
+}
+
+static LogicalResult verifyQkvRope(Operation *op, const QkvRopeParts &p) {
+  Diag diag(op);
+  if (p.format != QKVLayout::sbhd && p.format != QKVLayout::bshd)
+    return diag("format ", stringifyQKVLayout(p.format),
+                " is not one of TE's fused QKV RoPE formats (sbhd, bshd)");
+  if (p.qkv.getRank() != 4)
+    return diag("'", p.qkvName, "' must be ",
+                p.format == QKVLayout::sbhd ? "[s, b, h, q + k + v]"
+                                            : "[b, s, h, q + k + v]",
+                ", got ", p.qkv);
+  if (p.split.size() != 3 ||
+      llvm::any_of(p.split, [](int64_t n) { return n <= 0; }))
+    return diag("'split' must be three sizes [q, k, v] > 0 (TE's "
+                "qkv_split_arg_list), got [",
+                llvm::join(llvm::map_range(p.split, fmtDim), ", "), "]");
+  int64_t qSize = p.split[0], kSize = p.split[1], d = p.split[2];
+  int64_t total = p.qkv.getShape().back();
+  if (!ShapedType::isDynamic(total) && qSize + kSize + d != total)
+    return diag("'split' [", qSize, ", ", kSize, ", ", d,
+                "] must sum to the last dimension of '", p.qkvName, "' (",
+                total, ")");
+  if (qSize % kSize != 0 || kSize % d != 0)
+    return diag("the query size ", qSize,
+                " must be a multiple of the key size ", kSize,
+                ", and that of the value size ", d, " (the head dimension)");
+  FailureOr<int64_t> qd2 = verifyQkvFreqs(diag, "q_freqs", p.qFreqs, d);
+  if (failed(qd2))
+    return failure();
+  FailureOr<int64_t> kd2 = verifyQkvFreqs(diag, "k_freqs", p.kFreqs, d);
+  if (failed(kd2))
+    return failure();
+  if (dimsConflict(*qd2, *kd2))
+    return diag("'q_freqs' and 'k_freqs' must rotate as many channels (TE "
+                "takes d2 from q_freqs for both), got ",
+                *qd2, " and ", *kd2);
+  if (p.cpSize < 1 || p.cpRank < 0 || p.cpRank >= p.cpSize)
+    return diag("'cp_size' must be >= 1 and 'cp_rank' in [0, cp_size), got ",
+                p.cpSize, " and ", p.cpRank);
+  unsigned sDim = p.format == QKVLayout::sbhd ? 0 : 1;
+  int64_t s = p.qkv.getDimSize(sDim), b = p.qkv.getDimSize(1 - sDim);
+  if (p.startPositions) {
+    if (p.cpSize > 1)
+      return diag("start_positions are for inference and exclude cp_size > 1 "
+                  "(as TE asserts)");
+    int64_t entries =
+        cast<RankedTensorType>(p.startPositions.getType()).getDimSize(0);
+    if (dimsConflict(entries, b))
+      return diag("'start_positions' must have one entry per sequence (", b,
+                  "), got ", p.startPositions.getType());
+  }
+  if (p.cpSize > 1 && !ShapedType::isDynamic(s) && s % 2 != 0)
+    return diag("with cp_size ", p.cpSize,
+                " each rank holds two chunks of every sequence, so the "
+                "sequence dimension must be even, got ",
+                s);
+  for (auto [name, freqs] : {std::pair(StringRef("q_freqs"), p.qFreqs),
+                             std::pair(StringRef("k_freqs"), p.kFreqs)}) {
+    int64_t s2 = freqs.getDimSize(0);
+    if (!p.startPositions && !ShapedType::isDynamic(s) &&
+        !ShapedType::isDynamic(s2) && s * p.cpSize > s2)
+      return diag("'", name, "' has ", s2, " positions, fewer than the ",
+                  s * p.cpSize, " the sequence needs (s",
+                  p.cpSize > 1 ? " * cp_size" : "", ")");
+  }
+  // TE's q_out [.., h q / k, k], k_out [.., h, k] and v_out [.., h, v].
+  int64_t h = p.qkv.getDimSize(2);
+  int64_t qHeads = ShapedType::isDynamic(h) ? h : h * (qSize / kSize);
+  ArrayRef<int64_t> lead = p.qkv.getShape().take_front(2);
+  Type element = p.qkv.getElementType();
+  auto part = [&](int64_t heads, int64_t size) {
+    SmallVector<int64_t> shape(lead);
+    shape.append({heads, size});
+    return RankedTensorType::get(shape, element);
+  };
+  for (auto [name, actual, expected] :
+       {std::tuple(p.qName, p.q, part(qHeads, kSize)),
+        std::tuple(p.kName, p.k, part(h, kSize)),
+        std::tuple(p.vName, p.v, part(h, d))})
+    if (failed(verifyCompatibleShape(actual, expected)) ||
+        actual.getElementType() != element)
+      return diag("'", name, "' must be ", expected, " (TE's layout of the ",
+                  name == p.qName   ? "queries"
+                  : name == p.kName ? "keys"
+                                    : "values",
+                  "), got ", actual);
+  return success();
+}
+
+LogicalResult QkvRopeOp::verify() {
+  return verifyQkvRope(*this,
+                       {getFormat(), getSplit(), getQkv().getType(),
+                        getQ().getType(), getK().getType(), getV().getType(),
+                        getQFreqs().getType(), getKFreqs().getType(),
+                        getStartPositions(), getCpSizeAttr().getInt(),
+                        getCpRankAttr().getInt(), "q", "k", "v", "qkv"});
+}
+
+LogicalResult QkvRopeBackwardOp::verify() {
+  return verifyQkvRope(
+      *this, {getFormat(), getSplit(), getResult().getType(), getDq().getType(),
+              getDk().getType(), getDv().getType(), getQFreqs().getType(),
+              getKFreqs().getType(), Value(), getCpSizeAttr().getInt(),
+              getCpRankAttr().getInt(), "dq", "dk", "dv", "result"});
+}
+
 //===----------------------------------------------------------------------===//
 // Cross-entropy
 //===----------------------------------------------------------------------===//

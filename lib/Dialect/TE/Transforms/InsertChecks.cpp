@@ -381,6 +381,24 @@ template <typename OpT> void insertRopeChecks(OpT op) {
                                       op.getCpSizeAttr().getInt(), rows);
 }
 
+/// The checks of te.qkv_rope's start positions: every token's position in
+/// both freqs (the backward takes none).
+void insertQkvRopeChecks(QkvRopeOp op) {
+  for (Value operand : op->getOperands())
+    if (!cast<ShapedType>(operand.getType()).hasStaticShape())
+      return; // No lowering takes dynamic shapes yet.
+  if (!op.getStartPositions())
+    return; // The verifier checked the positions.
+  RankedTensorType qkv = op.getQkv().getType();
+  unsigned sequenceDim = op.getFormat() == QKVLayout::sbhd ? 0 : 1;
+  int64_t tokens = qkv.getDimSize(sequenceDim);
+  int64_t rows = std::min(op.getQFreqs().getType().getDimSize(0),
+                          op.getKFreqs().getType().getDimSize(0));
+  CheckEmitter(op).checkRopePositions(
+      Value(), op.getStartPositions(), qkv.getDimSize(1 - sequenceDim), tokens,
+      tokens, op.getCpSizeAttr().getInt(), rows);
+}
+
 /// The checks of te.attention and te.attention_backward, whose index
 /// operands are the same.
 void insertAttentionChecks(AttentionOpInterface op) {
@@ -430,6 +448,8 @@ struct TEInsertChecksPass
         insertCrossEntropyChecks(crossEntropy);
       else if (auto rope = dyn_cast<RopeBackwardOp>(op))
         insertRopeChecks(rope);
+      else if (auto qkvRope = dyn_cast<QkvRopeOp>(op))
+        insertQkvRopeChecks(qkvRope);
     });
   }
 };

@@ -5,7 +5,7 @@ through te.rope."""
 
 import torch
 
-from ..ops.rope import rope
+from ..ops.rope import qkv_rope, rope
 
 __all__ = ["RotaryPositionEmbedding", "apply_rotary_pos_emb",
            "apply_fused_qkv_rotary_pos_emb"]
@@ -98,12 +98,10 @@ def apply_fused_qkv_rotary_pos_emb(qkv, q_freqs, k_freqs, qkv_split_arg_list,
     value head of k channels; v is the head dim d). Returns (q, k, v):
     q [.., h * q / k, k] rotated by q_freqs, k [.., h, k] by k_freqs (each
     in heads of d channels), v [.., h, v] unchanged, as TE's
-    fused_qkv_rope_forward lays them out; differentiable in qkv. Each
-    rotation is te.rope, whose per-channel formula is TE's fused kernel's.
-    cu_seqlens is unused, as in TE (thd is not supported). With
-    start_positions, the gradient rotates back from the shifted positions
-    (the forward's); TE's fused backward ignores start_positions, which
-    it supports for inference only."""
+    fused_qkv_rope_forward lays them out; differentiable in qkv, through
+    te.qkv_rope and te.qkv_rope_backward. cu_seqlens is unused, as in TE
+    (thd is not supported). As TE's fused backward, the gradient ignores
+    start_positions (TE supports them for inference only)."""
     if tensor_format not in ("sbhd", "bshd"):
         raise ValueError(f"apply_fused_qkv_rotary_pos_emb: tensor_format "
                          f"must be 'sbhd' or 'bshd' (TE supports no other), "
@@ -129,17 +127,6 @@ def apply_fused_qkv_rotary_pos_emb(qkv, q_freqs, k_freqs, qkv_split_arg_list,
                          f"k_freqs must rotate as many channels (TE takes "
                          f"d2 from q_freqs for both), got "
                          f"{q_freqs.shape[-1]} and {k_freqs.shape[-1]}")
-    q, k, v = torch.split(qkv, splits, dim=-1)
-    lead = list(qkv.shape[:2])
-    heads = qkv.shape[2]
-
-    def rotated(part, freqs, size):
-        # Heads of d channels, rotated, then TE's output layout.
-        per_head = part.reshape(lead + [heads * size // d, d])
-        out = rope(per_head.contiguous(), freqs, tensor_format,
-                   interleaved=interleaved, start_positions=start_positions,
-                   cp_size=cp_size, cp_rank=cp_rank)
-        return out.reshape(lead + [heads * size // k_size, k_size])
-
-    return (rotated(q, q_freqs, q_size), rotated(k, k_freqs, k_size),
-            v.contiguous())
+    return qkv_rope(qkv, q_freqs, k_freqs, splits, tensor_format,
+                    start_positions=start_positions, interleaved=interleaved,
+                    cp_size=cp_size, cp_rank=cp_rank)

@@ -137,3 +137,16 @@ func.func @vocab_parallel(%x: tensor<8x1000xbf16>, %t: tensor<8xi64>) {
   %l, %g = te.cross_entropy %x, %t group @tp : tensor<8x1000xbf16>, tensor<8xi64> -> tensor<8xf32>, tensor<8x1000xf32>
   return
 }
+
+// -----
+
+// Fused QKV RoPE: start positions keep every token within both freqs.
+// CHECK-LABEL: func @qkv_rope
+// CHECK: te.check {{.*}} message "te.qkv_rope at {loc}: sequence {0} spans positions [{1}, {2}) (start position and length), outside the 32 rows of freqs"
+// CHECK: te.qkv_rope
+func.func @qkv_rope(%x: tensor<16x2x4x128xbf16>, %f: tensor<64x1x1x32xf32>, %g: tensor<32x1x1x32xf32>, %sp: tensor<2xi32>) {
+  %q, %k, %v = te.qkv_rope %x, %f, %g start_positions(%sp) format sbhd split [64, 32, 32]
+      : tensor<16x2x4x128xbf16>, tensor<64x1x1x32xf32>, tensor<32x1x1x32xf32>, tensor<2xi32>
+      -> tensor<16x2x8x32xbf16>, tensor<16x2x4x32xbf16>, tensor<16x2x4x32xbf16>
+  return
+}

@@ -1199,6 +1199,96 @@ def TE_RopeBackwardOp : TE_RopeOpBase<"rope_backward",
   }]);
 }
 
+defvar QkvRopeSemantics = [{
+    TE's fused QKV RoPE (fused_qkv_rope_forward_kernel and
+    fused_qkv_rope_backward_kernel in fused_rope.cu; the PyTorch
+    apply_fused_qkv_rotary_pos_emb). `qkv` is [s, b, h, q + k + v]
+    (`format sbhd`) or [b, s, h, q + k + v] (`bshd`), each row split by
+    `split` = [q, k, v] (TE's qkv_split_arg_list): the first q channels
+    are queries, the next k keys, the last v values. The head dimension
+    d is v; q and k are multiples of d, and q of k (GQA: q / k query
+    heads per key head). Every d channels of the query part rotate as a
+    head of `te.rope` with `q_freqs`, every d of the key part with
+    `k_freqs` (both f32 [s2, 1, 1, d2], the same d2, which TE takes from
+    q_freqs); the value part is copied. Positions, start positions and
+    context parallelism are te.rope's for sbhd and bshd (start positions
+    and cp_size > 1 exclude each other, as TE asserts); thd is not TE's.
+    The results are TE's q_out [.., h q / k, k], k_out [.., h, k] and
+    v_out [.., h, v].
+}];
+
+defvar QkvRopeAttrs = (ins TE_QKVLayoutAttr:$format,
+                          DenseI64ArrayAttr:$split,
+                          UnitAttr:$interleaved,
+                          DefaultValuedAttr<I32Attr, "1">:$cp_size,
+                          DefaultValuedAttr<I32Attr, "0">:$cp_rank);
+
+def TE_QkvRopeOp : TE_Op<"qkv_rope", [Pure]> {
+  let summary = "RoPE of a fused QKV tensor, split into q, k and v "
+                "(TE's fused QKV RoPE)";
+  let description = !strconcat(QkvRopeSemantics, [{
+
+    ```mlir
+    %q, %k, %v = te.qkv_rope %qkv, %qf, %kf format sbhd split [256, 64, 64]
+        : tensor<1024x2x4x384xbf16>, tensor<4096x1x1x64xf32>,
+          tensor<4096x1x1x64xf32>
+        -> tensor<1024x2x16x64xbf16>, tensor<1024x2x4x64xbf16>,
+           tensor<1024x2x4x64xbf16>
+    ```
+  }]);
+  let arguments = !con((ins TE_HighPrecisionTensor:$qkv,
+                            TE_F32Tensor:$q_freqs,
+                            TE_F32Tensor:$k_freqs,
+                            Optional<TE_I32Vector>:$start_positions),
+                       QkvRopeAttrs);
+  let results = (outs TE_HighPrecisionTensor:$q, TE_HighPrecisionTensor:$k,
+                      TE_HighPrecisionTensor:$v);
+  let assemblyFormat = [{
+    $qkv `,` $q_freqs `,` $k_freqs
+    (`start_positions` `(` $start_positions^ `)`)? `format` `` $format
+    `split` $split (`interleaved` $interleaved^)? (`cp_size` $cp_size^)?
+    (`cp_rank` $cp_rank^)?
+    attr-dict `:` type(operands) `->` type(results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TE_QkvRopeBackwardOp : TE_Op<"qkv_rope_backward", [Pure]> {
+  let summary = "the fused QKV tensor's gradient of te.qkv_rope";
+  let description = !strconcat([{
+    The gradient of `te.qkv_rope`: `dq`, `dk` and `dv` are the gradients
+    of its results, the result the gradient of `qkv` (the query and key
+    parts rotated back by te.rope_backward, the value part copied). As
+    TE's fused_qkv_rope_backward_kernel, it takes no start positions: a
+    token's angles are those of its index (with context parallelism, its
+    place in the whole sequence).
+
+  }], QkvRopeSemantics, [{
+
+    ```mlir
+    %dqkv = te.qkv_rope_backward %dq, %dk, %dv, %qf, %kf format sbhd
+        split [256, 64, 64]
+        : tensor<1024x2x16x64xbf16>, tensor<1024x2x4x64xbf16>,
+          tensor<1024x2x4x64xbf16>, tensor<4096x1x1x64xf32>,
+          tensor<4096x1x1x64xf32> -> tensor<1024x2x4x384xbf16>
+    ```
+  }]);
+  let arguments = !con((ins TE_HighPrecisionTensor:$dq,
+                            TE_HighPrecisionTensor:$dk,
+                            TE_HighPrecisionTensor:$dv,
+                            TE_F32Tensor:$q_freqs,
+                            TE_F32Tensor:$k_freqs),
+                       QkvRopeAttrs);
+  let results = (outs TE_HighPrecisionTensor:$result);
+  let assemblyFormat = [{
+    $dq `,` $dk `,` $dv `,` $q_freqs `,` $k_freqs `format` `` $format
+    `split` $split (`interleaved` $interleaved^)? (`cp_size` $cp_size^)?
+    (`cp_rank` $cp_rank^)?
+    attr-dict `:` type(operands) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Cross-entropy
 //===----------------------------------------------------------------------===//
