@@ -430,6 +430,19 @@ public:
              "positions:" + std::to_string(rows - span));
   }
 
+  /// te.qkv_rope's start positions: every token within both freqs.
+  void qkvRope(QkvRopeOp op) {
+    RankedTensorType qkv = op.getQkv().getType();
+    int64_t rows = std::min(op.getQFreqs().getType().getDimSize(0),
+                            op.getKFreqs().getType().getDimSize(0));
+    if (!qkv.hasStaticShape() || ShapedType::isDynamic(rows))
+      return;
+    int64_t tokens = qkv.getDimSize(op.getFormat() == QKVLayout::sbhd ? 0 : 1);
+    if (rows >= tokens)
+      assign(op.getStartPositions(),
+             "positions:" + std::to_string(rows - tokens));
+  }
+
   /// cu_seqlens and seq_offsets of one side, generated together.
   void ragged(Value cuSeqlens, Value offsets, int64_t tokens) {
     std::optional<unsigned> cu = inputOf(cuSeqlens);
@@ -484,6 +497,8 @@ public:
         this->rope(rope);
       } else if (auto rope = dyn_cast<RopeBackwardOp>(op)) {
         this->rope(rope);
+      } else if (auto qkvRope = dyn_cast<QkvRopeOp>(op)) {
+        this->qkvRope(qkvRope);
       } else if (auto grouped = dyn_cast<GroupedMatmulOp>(op)) {
         int64_t tokens = grouped.getA().getType().getDimSize(0);
         if (!ShapedType::isDynamic(tokens))

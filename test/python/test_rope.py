@@ -223,6 +223,9 @@ QKV_CASES = {
                                    True, [3, 0], (1, 0)),
     "sbhd-f16-cp2-rank1": ("sbhd", (8, 1), 2, [8, 8, 8], "f16", 8, False,
                            None, (2, 1)),
+    # Key heads of two d-chunks each (k = 2 v), a rotary fraction.
+    "bshd-f32-k-wider-than-v": ("bshd", (2, 3), 2, [64, 32, 16], "f32", 10,
+                                False, [1, 4], (1, 0)),
 }
 
 
@@ -314,6 +317,14 @@ def test_qkv_rope_bad_input_says_what_to_change():
     with pytest.raises(CompileError, match="'q_freqs' has 2 positions, "
                        "fewer than the 4"):
         ops.qkv_rope(x, rope_freqs(2, 8), freqs, [16, 8, 8])
+    with pytest.raises(CompileError, match=r"the rotary dimension d2 \(the "
+                       r"last of 'q_freqs', 16\) must be even, > 0 and <= "
+                       r"the head dimension d \(the value size, 8\)"):
+        ops.qkv_rope(x, rope_freqs(8, 16), rope_freqs(8, 16), [16, 8, 8])
+    with pytest.raises(CompileError, match="'start_positions' must have one "
+                       r"entry per sequence \(2\)"):
+        ops.qkv_rope(x, freqs, freqs, [16, 8, 8],
+                     start_positions=np.zeros(3, np.int32))
     # A start position past freqs stops the launch.
     with pytest.raises(DeviceError, match=r"te.qkv_rope at .*: sequence 1 "
                        r"spans positions \[6, 10\) \(start position and "

@@ -54,6 +54,10 @@ def test_opcheck_new_ops():
     torch.library.opcheck(torch.ops.te_mlir.qkv_rope,
                           (qkv, f6, f6, None, [16, 8, 8], "sbhd", False, 1,
                            0))
+    torch.library.opcheck(torch.ops.te_mlir.qkv_rope_backward,
+                          (torch.randn(5, 2, 6, 8), torch.randn(5, 2, 3, 8),
+                           torch.randn(5, 2, 3, 8), f6, f6, [16, 8, 8],
+                           "sbhd", False, 1, 0))
     logits = torch.randn(7, 11, requires_grad=True)
     target = torch.randint(0, 11, (7,))
     torch.library.opcheck(torch.ops.te_mlir.cross_entropy,
@@ -155,23 +159,27 @@ def fused_qkv_rope_reference(qkv, q_freqs, k_freqs, splits, fmt,
     return outs
 
 
-@pytest.mark.parametrize("fmt,interleaved", [("sbhd", False),
-                                              ("bshd", True)])
-def test_fused_qkv_rope_matches_te_kernel(fmt, interleaved):
+@pytest.mark.parametrize("fmt,interleaved,splits", [
+    ("sbhd", False, [16, 8, 8]), ("bshd", True, [16, 8, 8]),
+    ("sbhd", False, [32, 16, 8])])
+def test_fused_qkv_rope_matches_te_kernel(fmt, interleaved, splits):
     """apply_fused_qkv_rotary_pos_emb: TE's grouped QKV layout (2 query
     heads per group), a rotary fraction (d2 6 of d 8), q and k with their
-    own freqs, v copied; the gradient is the reference's."""
+    own freqs, v copied; key heads of two d-chunks where k = 2 v; the
+    gradient is the reference's."""
     from te_mlir.torch.attention.rope import apply_fused_qkv_rotary_pos_emb
-    splits = [16, 8, 8]
-    shape = (5, 2, 3, 32) if fmt == "sbhd" else (2, 5, 3, 32)
+    total = sum(splits)
+    shape = (5, 2, 3, total) if fmt == "sbhd" else (2, 5, 3, total)
     qkv = leaf(torch.randn(shape))
     q_freqs = torch.rand(7, 1, 1, 6) * 4
     k_freqs = torch.rand(7, 1, 1, 6) * 4
     q, k, v = apply_fused_qkv_rotary_pos_emb(qkv, q_freqs, k_freqs, splits,
                                              fmt, interleaved=interleaved)
     lead = list(shape[:2])
-    assert list(q.shape) == lead + [6, 8] and list(k.shape) == lead + [3, 8]
-    assert list(v.shape) == lead + [3, 8]
+    q_size, k_size, v_size = splits
+    assert list(q.shape) == lead + [3 * q_size // k_size, k_size]
+    assert list(k.shape) == lead + [3, k_size]
+    assert list(v.shape) == lead + [3, v_size]
     ref = leaf(qkv.double())
     want = fused_qkv_rope_reference(ref, q_freqs, k_freqs, splits, fmt,
                                     interleaved)

@@ -203,6 +203,25 @@ func.func @f(%x: tensor<6x3x2x8xf32>, %f: tensor<20x1x1x8xf32>, %sp: tensor<3xi3
         assert (got >= 0).all() and (got <= 20 - 12).all()
 
 
+def test_qkv_rope_start_positions_stay_inside_both_freqs(te_run):
+    """te.qkv_rope's start positions: positions:M with M the rows the
+    sequence leaves free in the shorter of its two freqs."""
+    program = te_run.program("""
+func.func @f(%x: tensor<2x4x2x64xf32>, %qf: tensor<30x1x1x8xf32>, %kf: tensor<9x1x1x8xf32>, %sp: tensor<2xi32>) -> (tensor<2x4x4x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>) {
+  %q, %k, %v = te.qkv_rope %x, %qf, %kf start_positions(%sp) format bshd split [32, 16, 16]
+      : tensor<2x4x2x64xf32>, tensor<30x1x1x8xf32>, tensor<9x1x1x8xf32>, tensor<2xi32>
+      -> tensor<2x4x4x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>
+  return %q, %k, %v : tensor<2x4x4x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>
+}""")
+    for seed in (0, 1, 3):
+        out = te_run.tmp / f"qkv{seed}"
+        te_run(program, "--random-inputs", "--seed", seed, "--output-dir", out)
+        want = np.floor(uniform(seed, 3, np.arange(2, dtype=np.uint64))
+                        * 6).astype(np.int32)
+        got = np.load(out / "in3.npy")
+        assert got.dtype == np.int32 and (got == want).all(), (got, want)
+
+
 def test_cross_entropy_targets_are_classes(te_run):
     """Cross-entropy's targets (classes:C): floor(u C), so the program
     runs on random inputs."""

@@ -158,3 +158,11 @@ func.func @qkv_short_freqs(%x: tensor<16x2x4x128xbf16>, %f: tensor<64x1x1x32xf32
   %q, %k, %v = te.qkv_rope %x, %f, %g format sbhd split [64, 32, 32] : tensor<16x2x4x128xbf16>, tensor<64x1x1x32xf32>, tensor<8x1x1x32xf32> -> tensor<16x2x8x32xbf16>, tensor<16x2x4x32xbf16>, tensor<16x2x4x32xbf16>
   return
 }
+
+// -----
+
+func.func @qkv_empty(%x: tensor<0x2x4x128xbf16>, %f: tensor<64x1x1x32xf32>) {
+  // expected-error @+1 {{'qkv' must have no empty dimension, got 'tensor<0x2x4x128xbf16>'}}
+  %q, %k, %v = te.qkv_rope %x, %f, %f format sbhd split [64, 32, 32] : tensor<0x2x4x128xbf16>, tensor<64x1x1x32xf32>, tensor<64x1x1x32xf32> -> tensor<0x2x8x32xbf16>, tensor<0x2x4x32xbf16>, tensor<0x2x4x32xbf16>
+  return
+}

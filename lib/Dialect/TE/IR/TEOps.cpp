@@ -1800,6 +1800,8 @@ static LogicalResult verifyQkvRope(Operation *op, const QkvRopeParts &p) {
                 p.format == QKVLayout::sbhd ? "[s, b, h, q + k + v]"
                                             : "[b, s, h, q + k + v]",
                 ", got ", p.qkv);
+  if (llvm::is_contained(p.qkv.getShape(), 0))
+    return diag("'", p.qkvName, "' must have no empty dimension, got ", p.qkv);
   if (p.split.size() != 3 ||
       llvm::any_of(p.split, [](int64_t n) { return n <= 0; }))
     return diag("'split' must be three sizes [q, k, v] > 0 (TE's "

@@ -117,7 +117,7 @@ def apply_fused_qkv_rotary_pos_emb(qkv, q_freqs, k_freqs, qkv_split_arg_list,
                          f"to qkv's last dimension ({qkv.shape[-1]}), got "
                          f"{list(qkv_split_arg_list)}")
     q_size, k_size, d = splits
-    if d <= 0 or q_size % k_size or k_size % d:
+    if min(splits) <= 0 or q_size % k_size or k_size % d:
         raise ValueError(f"apply_fused_qkv_rotary_pos_emb: the q size "
                          f"({q_size}) must be a multiple of the k size "
                          f"({k_size}), and that of the v size ({d}), the "

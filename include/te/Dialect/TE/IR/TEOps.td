@@ -1214,7 +1214,9 @@ defvar QkvRopeSemantics = [{
     context parallelism are te.rope's for sbhd and bshd (start positions
     and cp_size > 1 exclude each other, as TE asserts); thd is not TE's.
     The results are TE's q_out [.., h q / k, k], k_out [.., h, k] and
-    v_out [.., h, v].
+    v_out [.., h, v]. (TE's PyTorch fused_qkv_rope_backward sizes the
+    gradient's heads as (h q / k + 2 h) k / (q + k + v), which is h only
+    when k = v; te.qkv_rope_backward is the gradient for every split.)
 }];
 
 defvar QkvRopeAttrs = (ins TE_QKVLayoutAttr:$format,
