@@ -1505,6 +1505,17 @@ def activation_backward(grad, x, kind, *, dbias=False, limit=None,
 ROPE_FORMATS = ("sbhd", "bshd", "thd")
 
 
+def _rope_options(what, interleaved, cp_size, cp_rank):
+    """The interleaved and context-parallel clauses of te.rope and
+    te.qkv_rope."""
+    attrs = " interleaved" if interleaved else ""
+    if cp_size != 1:
+        attrs += f" cp_size {int(cp_size)} cp_rank {int(cp_rank)}"
+    elif cp_rank:
+        raise ValueError(f"{what}: cp_rank={cp_rank} without cp_size > 1")
+    return attrs
+
+
 def _rope(op, x, freqs, tensor_format, interleaved, cu_seqlens,
           start_positions, cp_size, cp_rank, device):
     what = op
@@ -1529,13 +1540,8 @@ def _rope(op, x, freqs, tensor_format, interleaved, cu_seqlens,
     cu_seqlens = _arg(cu_seqlens, "cu_seqlens", ("i32",), rank=1)
     start_positions = _arg(start_positions, "start_positions", ("i32",),
                            rank=1)
-    attrs = f"format {tensor_format}"
-    if interleaved:
-        attrs += " interleaved"
-    if cp_size != 1:
-        attrs += f" cp_size {int(cp_size)} cp_rank {int(cp_rank)}"
-    elif cp_rank:
-        raise ValueError(f"{what}: cp_rank={cp_rank} without cp_size > 1")
+    attrs = f"format {tensor_format}" + _rope_options(what, interleaved,
+                                                      cp_size, cp_rank)
     clauses = ""
     index = 2
     if cu_seqlens is not None:
@@ -1594,13 +1600,8 @@ def _qkv_rope_attrs(what, qkv_shape, split, tensor_format, interleaved,
                          f"q a multiple of k and k of v (the head dim), got "
                          f"{list(split)}")
     attrs = (f"format {tensor_format} split "
-             f"[{', '.join(str(n) for n in sizes)}]")
-    if interleaved:
-        attrs += " interleaved"
-    if cp_size != 1:
-        attrs += f" cp_size {int(cp_size)} cp_rank {int(cp_rank)}"
-    elif cp_rank:
-        raise ValueError(f"{what}: cp_rank={cp_rank} without cp_size > 1")
+             f"[{', '.join(str(n) for n in sizes)}]"
+             + _rope_options(what, interleaved, cp_size, cp_rank))
     lead, h = list(qkv_shape[:2]), qkv_shape[2]
     q, k, v = sizes
     shapes = (lead + [h * q // k, k], lead + [h, k], lead + [h, v])

@@ -11,6 +11,12 @@ sum of |eps x_i|). The gradient is exp(x - m) / d, relative error
 (V + 8) 2^-24 through d, then rounded to the logits' type (half an ulp:
 bf16 2^-8, f16 2^-11, f32 2^-24), the target's entry twice."""
 
+import os
+import shutil
+import socket
+import subprocess
+import sys
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -208,6 +214,23 @@ def parallel_reference(x, target, smoothing, reduce, ignore, rank, world):
     return loss, grad[..., own], magnitude, gmag[..., own]
 
 
+def run_ranks(tmp_path, ranks, script):
+    """Runs `script` as `ranks` ranks of an mpirun job; each rank writes
+    rank.py.<rank>.ok when it got through its checks."""
+    mpirun = shutil.which("mpirun")
+    assert mpirun, "mpirun is missing: scripts/bootstrap.sh installs OpenMPI"
+    path = tmp_path / "rank.py"
+    path.write_text(script)
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    proc = subprocess.run([mpirun, "-np", str(ranks), "--oversubscribe",
+                           "--bind-to", "none", sys.executable, str(path)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for rank in range(ranks):
+        assert (tmp_path / f"rank.py.{rank}.ok").exists(), rank
+
+
 RANK_SCRIPT = """
 import sys, numpy as np, ml_dtypes
 sys.path.insert(0, {testdir!r})
@@ -262,23 +285,8 @@ def test_vocab_parallel_under_mpirun(tmp_path):
     ranks out of order); the loss and each rank's columns of the gradient
     match the whole vocabulary's reference, with TE's per-rank smoothing
     sum."""
-    import os
-    import shutil
-    import subprocess
-    import sys
-    mpirun = shutil.which("mpirun")
-    assert mpirun, "mpirun is missing: scripts/bootstrap.sh installs OpenMPI"
-    script = tmp_path / "rank.py"
-    script.write_text(RANK_SCRIPT.format(
+    run_ranks(tmp_path, 3, RANK_SCRIPT.format(
         testdir=os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    proc = subprocess.run([mpirun, "-np", "3", "--oversubscribe",
-                           "--bind-to", "none", sys.executable, str(script)],
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    for rank in range(3):
-        assert (tmp_path / f"rank.py.{rank}.ok").exists()
 
 
 def test_group_of_one_rank_is_no_group():
@@ -332,23 +340,7 @@ def test_torch_vocab_parallel_under_mpirun(tmp_path):
     dist_process_group (torch.distributed's world, te's world under
     mpirun): each rank's loss and its columns' gradient are those of the
     whole vocabulary on one rank."""
-    import os
-    import shutil
-    import socket
-    import subprocess
-    import sys
-    mpirun = shutil.which("mpirun")
-    assert mpirun, "mpirun is missing: scripts/bootstrap.sh installs OpenMPI"
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    script = tmp_path / "rank.py"
-    script.write_text(TORCH_RANK_SCRIPT.format(port=port))
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    proc = subprocess.run([mpirun, "-np", "2", "--bind-to", "none",
-                           sys.executable, str(script)],
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert (tmp_path / "rank.py.0.ok").exists()
-    assert (tmp_path / "rank.py.1.ok").exists()
+    run_ranks(tmp_path, 2, TORCH_RANK_SCRIPT.format(port=port))
