@@ -433,11 +433,10 @@ public:
   /// te.qkv_rope's start positions: every token within both freqs.
   void qkvRope(QkvRopeOp op) {
     RankedTensorType qkv = op.getQkv().getType();
-    int64_t rows = std::min(op.getQFreqs().getType().getDimSize(0),
-                            op.getKFreqs().getType().getDimSize(0));
+    int64_t rows = op.getPositionRows();
     if (!qkv.hasStaticShape() || ShapedType::isDynamic(rows))
       return;
-    int64_t tokens = qkv.getDimSize(op.getFormat() == QKVLayout::sbhd ? 0 : 1);
+    int64_t tokens = qkv.getDimSize(op.getSequenceDim());
     if (rows >= tokens)
       assign(op.getStartPositions(),
              "positions:" + std::to_string(rows - tokens));

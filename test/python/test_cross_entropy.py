@@ -299,6 +299,70 @@ def test_group_of_one_rank_is_no_group():
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+def test_a_group_needs_a_rank():
+    x = np.zeros((2, 8), np.float32)
+    with pytest.raises(ValueError, match="group_size must be >= 1, got 0"):
+        ops.cross_entropy(x, np.zeros(2, np.int64), group_size=0)
+
+
+class FakeDist:
+    """torch.distributed as _vocab_group sees it: a world and a group."""
+
+    def __init__(self, rank, world, group_ranks, initialized=True):
+        self.rank, self.world, self.ranks = rank, world, group_ranks
+        self.initialized = initialized
+
+    def get_world_size(self, group=None):
+        if group is None:
+            return self.world
+        return len(self.ranks) if self.rank in self.ranks else -1
+
+    def get_rank(self):
+        return self.rank
+
+    def is_initialized(self):
+        return self.initialized
+
+    def get_process_group_ranks(self, group):
+        return self.ranks
+
+
+@pytest.mark.parametrize("te_world,dist,message", [
+    ((1, 4), FakeDist(1, 4, [0, 1], initialized=False),
+     "torch.distributed is not initialized"),
+    ((1, 4), FakeDist(0, 4, [0, 1]), "torch's is rank 0 of 4"),
+    ((1, 4), FakeDist(1, 4, [1, 2]),
+     r"holds ranks \[1, 2\].*for rank 1 is \[0, 1\]"),
+    ((2, 4), FakeDist(2, 4, [3, 2]), r"holds ranks \[3, 2\]"),
+    ((0, 4), FakeDist(0, 4, [1, 2]), "not a rank of dist_process_group"),
+])
+def test_torch_groups_te_cannot_honour_are_refused(monkeypatch, te_world,
+                                                   dist, message):
+    import torch.distributed
+    from te_mlir.torch import cross_entropy as module
+    for name in ("get_world_size", "get_rank", "is_initialized",
+                 "get_process_group_ranks"):
+        monkeypatch.setattr(torch.distributed, name, getattr(dist, name))
+    monkeypatch.setattr(module._ops, "world", lambda: te_world)
+    error = ValueError if "not a rank" in message else NotImplementedError
+    with pytest.raises(error, match=message):
+        module._vocab_group(object())
+
+
+def test_torch_groups_te_honours_are_taken(monkeypatch):
+    import torch.distributed
+    from te_mlir.torch import cross_entropy as module
+    dist = FakeDist(3, 4, [2, 3])
+    for name in ("get_world_size", "get_rank", "is_initialized",
+                 "get_process_group_ranks"):
+        monkeypatch.setattr(torch.distributed, name, getattr(dist, name))
+    monkeypatch.setattr(module._ops, "world", lambda: (3, 4))
+    assert module._vocab_group(object()) == 2
+    assert module._vocab_group(None) is None
+    dist.ranks = [3]
+    assert module._vocab_group(object()) is None
+
+
 TORCH_RANK_SCRIPT = """
 import os, torch, torch.distributed as dist
 from te_mlir import ops

@@ -125,53 +125,87 @@ void copyRegionResultsAcrossCalls(Block &body) {
   }
 }
 
-/// Whether a library call lies between `op` and `top`, both in `body`.
-bool callBetween(Operation *op, Operation *top) {
-  for (Operation *it = op->getNextNode(); it && it != top;
-       it = it->getNextNode())
-    if (getLibraryCall(it))
-      return true;
-  return false;
-}
-
-/// Whether a later step may repeat `load` instead of receiving its value:
-/// it reads an argument or a library call's buffer (te.group_rank's), which
-/// StepCutter::isRereadable then checks.
-bool mayRepeatLoad(memref::LoadOp load) {
-  Value root = getRoot(load.getMemRef());
-  if (isa<BlockArgument>(root))
-    return true;
-  return llvm::any_of(root.getUsers(), [](Operation *user) {
-    return getLibraryCall(user).has_value();
-  });
+/// Whether `load`, at the top level of `body`, reads a buffer that no op
+/// writes after it (calls write theirs): a later step may then repeat the
+/// load instead of receiving its value.
+bool isUnwrittenAfter(memref::LoadOp load, Block &body) {
+  if (load->getBlock() != &body)
+    return false;
+  SmallVector<Value> views = {getRoot(load.getMemRef())};
+  while (!views.empty()) {
+    Value value = views.pop_back_val();
+    for (Operation *user : value.getUsers()) {
+      if (isa<ViewLikeOpInterface>(user) && user->getNumResults() == 1) {
+        views.push_back(user->getResult(0));
+        continue;
+      }
+      if (isa<memref::LoadOp>(user))
+        continue;
+      // An op that passes the buffer on (an scf.if yielding it) makes an
+      // alias whose writes this walk would not see.
+      if (user->hasTrait<OpTrait::IsTerminator>() ||
+          llvm::any_of(user->getResultTypes(),
+                       [](Type type) { return isa<MemRefType>(type); }))
+        return false;
+      Operation *top = body.findAncestorOpInBlock(*user);
+      if (!top || !top->isBeforeInBlock(load))
+        return false;
+    }
+  }
+  return true;
 }
 
 /// A scalar that a later step uses (a run-time check's status, computed
 /// before a collective and returned after it) goes through a one-element
 /// buffer the runtime keeps between steps: stored right after it is
 /// computed, loaded where a later step needs it (an index as i64).
-/// Constants and the loads a later step repeats are not spilled.
+/// Constants are not spilled, nor the loads a later step repeats: of an
+/// argument or a library call's buffer (te.group_rank's, a temporary of
+/// the steps) that nothing writes after them, as StepCutter::isRereadable
+/// decides once the temporaries are known.
 void spillScalarsAcrossCalls(Block &body) {
-  for (Operation &op : llvm::make_early_inc_range(body)) {
+  // How many library calls precede each op, so that "a call lies between"
+  // is one comparison. The ops this function inserts sit right after the
+  // op they spill or right before its user, with no call between, and are
+  // not themselves visited.
+  DenseMap<Operation *, unsigned> callsBefore;
+  SmallVector<Operation *> original;
+  unsigned calls = 0;
+  for (Operation &op : body) {
+    callsBefore[&op] = calls;
+    original.push_back(&op);
+    if (getLibraryCall(&op))
+      ++calls;
+  }
+  for (Operation *op : original) {
     auto load = dyn_cast<memref::LoadOp>(op);
-    if (op.hasTrait<OpTrait::ConstantLike>() || getLibraryCall(&op) ||
-        (load && mayRepeatLoad(load)))
+    if (op->hasTrait<OpTrait::ConstantLike>() || getLibraryCall(op))
       continue;
-    for (Value result : op.getResults()) {
+    if (load) {
+      Value root = getRoot(load.getMemRef());
+      bool callBuffer = llvm::any_of(root.getUsers(), [](Operation *user) {
+        return getLibraryCall(user).has_value();
+      });
+      if ((isa<BlockArgument>(root) || callBuffer) &&
+          isUnwrittenAfter(load, body))
+        continue;
+    }
+    for (Value result : op->getResults()) {
       Type type = result.getType();
       if (!type.isIntOrIndexOrFloat())
         continue;
       SmallVector<OpOperand *> later;
       for (OpOperand &use : result.getUses()) {
         Operation *top = body.findAncestorOpInBlock(*use.getOwner());
-        if (top && callBetween(&op, top))
+        auto it = top ? callsBefore.find(top) : callsBefore.end();
+        if (it != callsBefore.end() && it->second > callsBefore[op])
           later.push_back(&use);
       }
       if (later.empty())
         continue;
-      OpBuilder b(op.getContext());
-      b.setInsertionPointAfter(&op);
-      Location loc = op.getLoc();
+      OpBuilder b(op->getContext());
+      b.setInsertionPointAfter(op);
+      Location loc = op->getLoc();
       Type stored = type.isIndex() ? b.getI64Type() : type;
       Value slot = memref::AllocOp::create(b, loc, MemRefType::get({}, stored),
                                            b.getI64IntegerAttr(256));
@@ -219,31 +253,8 @@ bool StepCutter::isRereadable(Operation *op) {
   if (!load)
     return false;
   Value root = getRoot(load.getMemRef());
-  if (!isa<BlockArgument>(root) && !temporaries.contains(root))
-    return false;
-  // Every op that may write the buffer (calls write theirs) comes first.
-  SmallVector<Value> views = {root};
-  while (!views.empty()) {
-    Value value = views.pop_back_val();
-    for (Operation *user : value.getUsers()) {
-      if (isa<ViewLikeOpInterface>(user) && user->getNumResults() == 1) {
-        views.push_back(user->getResult(0));
-        continue;
-      }
-      if (isa<memref::LoadOp>(user))
-        continue;
-      // An op that passes the buffer on (an scf.if yielding it) makes an
-      // alias whose writes this walk would not see.
-      if (user->hasTrait<OpTrait::IsTerminator>() ||
-          llvm::any_of(user->getResultTypes(),
-                       [](Type type) { return isa<MemRefType>(type); }))
-        return false;
-      Operation *top = entry.front().findAncestorOpInBlock(*user);
-      if (!top || !top->isBeforeInBlock(load))
-        return false;
-    }
-  }
-  return load->getBlock() == &entry.front();
+  return (isa<BlockArgument>(root) || temporaries.contains(root)) &&
+         isUnwrittenAfter(load, entry.front());
 }
 
 FailureOr<std::string> StepCutter::outline(ArrayRef<Operation *> segment,

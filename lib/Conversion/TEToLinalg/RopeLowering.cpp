@@ -285,6 +285,23 @@ RankedTensorType headsOf(RankedTensorType type, int64_t d) {
                                type.getElementType());
 }
 
+/// The channels [offset, offset + size) of a rank-4 tensor of type
+/// `whole`: the part's type and the slice's offsets, sizes and strides.
+struct LastDimSlice {
+  RankedTensorType type;
+  DenseI64ArrayAttr offsets, sizes, strides;
+
+  LastDimSlice(OpBuilder &b, RankedTensorType whole, int64_t offset,
+               int64_t size) {
+    SmallVector<int64_t> shape(whole.getShape());
+    shape.back() = size;
+    type = RankedTensorType::get(shape, whole.getElementType());
+    offsets = b.getDenseI64ArrayAttr({0, 0, 0, offset});
+    sizes = b.getDenseI64ArrayAttr(shape);
+    strides = b.getDenseI64ArrayAttr({1, 1, 1, 1});
+  }
+};
+
 /// te.qkv_rope as te.rope over each part's heads of d channels (TE's
 /// kernel rotates them so), the value part copied.
 struct QkvRopeLowering : OpConversionPattern<QkvRopeOp> {
@@ -299,13 +316,10 @@ struct QkvRopeLowering : OpConversionPattern<QkvRopeOp> {
     ArrayRef<int64_t> split = op.getSplit();
     int64_t d = split[2];
     auto part = [&](int64_t offset, int64_t size) -> Value {
-      SmallVector<int64_t> shape(type.getShape());
-      shape.back() = size;
+      LastDimSlice slice(b, type, offset, size);
       return tensor::ExtractSliceOp::create(
-          b, loc, RankedTensorType::get(shape, type.getElementType()), qkv,
-          ValueRange{}, ValueRange{}, ValueRange{},
-          b.getDenseI64ArrayAttr({0, 0, 0, offset}),
-          b.getDenseI64ArrayAttr(shape), b.getDenseI64ArrayAttr({1, 1, 1, 1}));
+          b, loc, slice.type, qkv, ValueRange{}, ValueRange{}, ValueRange{},
+          slice.offsets, slice.sizes, slice.strides);
     };
     auto rotated = [&](Value slice, Value freqs, Type resultType) -> Value {
       RankedTensorType heads =
@@ -340,9 +354,7 @@ struct QkvRopeBackwardLowering : OpConversionPattern<QkvRopeBackwardOp> {
     ArrayRef<int64_t> split = op.getSplit();
     int64_t d = split[2];
     auto partType = [&](int64_t size) {
-      SmallVector<int64_t> shape(type.getShape());
-      shape.back() = size;
-      return RankedTensorType::get(shape, type.getElementType());
+      return LastDimSlice(b, type, 0, size).type;
     };
     auto rotatedBack = [&](Value grad, Value freqs, int64_t size) -> Value {
       RankedTensorType heads = headsOf(partType(size), d);
@@ -361,12 +373,10 @@ struct QkvRopeBackwardLowering : OpConversionPattern<QkvRopeBackwardOp> {
         tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
     int64_t offset = 0;
     for (auto [value, size] : llvm::zip(parts, split)) {
-      SmallVector<int64_t> sizes(type.getShape());
-      sizes.back() = size;
+      LastDimSlice slice(b, type, offset, size);
       result = tensor::InsertSliceOp::create(
           b, loc, value, result, ValueRange{}, ValueRange{}, ValueRange{},
-          b.getDenseI64ArrayAttr({0, 0, 0, offset}),
-          b.getDenseI64ArrayAttr(sizes), b.getDenseI64ArrayAttr({1, 1, 1, 1}));
+          slice.offsets, slice.sizes, slice.strides);
       offset += size;
     }
     rewriter.replaceOp(op, result);

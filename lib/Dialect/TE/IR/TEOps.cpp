@@ -1763,6 +1763,7 @@ namespace {
 /// attributes.
 struct QkvRopeParts {
   QKVLayout format;
+  unsigned sequenceDim;
   ArrayRef<int64_t> split;
   RankedTensorType qkv, q, k, v, qFreqs, kFreqs;
   Value startPositions;
@@ -1830,8 +1831,8 @@ static LogicalResult verifyQkvRope(Operation *op, const QkvRopeParts &p) {
   if (p.cpSize < 1 || p.cpRank < 0 || p.cpRank >= p.cpSize)
     return diag("'cp_size' must be >= 1 and 'cp_rank' in [0, cp_size), got ",
                 p.cpSize, " and ", p.cpRank);
-  unsigned sDim = p.format == QKVLayout::sbhd ? 0 : 1;
-  int64_t s = p.qkv.getDimSize(sDim), b = p.qkv.getDimSize(1 - sDim);
+  int64_t s = p.qkv.getDimSize(p.sequenceDim),
+          b = p.qkv.getDimSize(1 - p.sequenceDim);
   if (p.startPositions) {
     if (p.cpSize > 1)
       return diag("start_positions are for inference and exclude cp_size > 1 "
@@ -1881,20 +1882,29 @@ static LogicalResult verifyQkvRope(Operation *op, const QkvRopeParts &p) {
 }
 
 LogicalResult QkvRopeOp::verify() {
-  return verifyQkvRope(*this,
-                       {getFormat(), getSplit(), getQkv().getType(),
-                        getQ().getType(), getK().getType(), getV().getType(),
-                        getQFreqs().getType(), getKFreqs().getType(),
-                        getStartPositions(), getCpSizeAttr().getInt(),
-                        getCpRankAttr().getInt(), "q", "k", "v", "qkv"});
+  return verifyQkvRope(*this, {getFormat(), getSequenceDim(), getSplit(),
+                               getQkv().getType(), getQ().getType(),
+                               getK().getType(), getV().getType(),
+                               getQFreqs().getType(), getKFreqs().getType(),
+                               getStartPositions(), getCpSizeAttr().getInt(),
+                               getCpRankAttr().getInt(), "q", "k", "v", "qkv"});
+}
+
+int64_t QkvRopeOp::getPositionRows() {
+  int64_t q = getQFreqs().getType().getDimSize(0);
+  int64_t k = getKFreqs().getType().getDimSize(0);
+  return ShapedType::isDynamic(q) || ShapedType::isDynamic(k)
+             ? ShapedType::kDynamic
+             : std::min(q, k);
 }
 
 LogicalResult QkvRopeBackwardOp::verify() {
   return verifyQkvRope(
-      *this, {getFormat(), getSplit(), getResult().getType(), getDq().getType(),
-              getDk().getType(), getDv().getType(), getQFreqs().getType(),
-              getKFreqs().getType(), Value(), getCpSizeAttr().getInt(),
-              getCpRankAttr().getInt(), "dq", "dk", "dv", "result"});
+      *this, {getFormat(), getSequenceDim(), getSplit(), getResult().getType(),
+              getDq().getType(), getDk().getType(), getDv().getType(),
+              getQFreqs().getType(), getKFreqs().getType(), Value(),
+              getCpSizeAttr().getInt(), getCpRankAttr().getInt(), "dq", "dk",
+              "dv", "result"});
 }
 
 //===----------------------------------------------------------------------===//

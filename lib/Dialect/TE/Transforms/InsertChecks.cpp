@@ -390,13 +390,11 @@ void insertQkvRopeChecks(QkvRopeOp op) {
   if (!op.getStartPositions())
     return; // The verifier checked the positions.
   RankedTensorType qkv = op.getQkv().getType();
-  unsigned sequenceDim = op.getFormat() == QKVLayout::sbhd ? 0 : 1;
+  unsigned sequenceDim = op.getSequenceDim();
   int64_t tokens = qkv.getDimSize(sequenceDim);
-  int64_t rows = std::min(op.getQFreqs().getType().getDimSize(0),
-                          op.getKFreqs().getType().getDimSize(0));
   CheckEmitter(op).checkRopePositions(
       Value(), op.getStartPositions(), qkv.getDimSize(1 - sequenceDim), tokens,
-      tokens, op.getCpSizeAttr().getInt(), rows);
+      tokens, op.getCpSizeAttr().getInt(), op.getPositionRows());
 }
 
 /// The checks of te.attention and te.attention_backward, whose index

@@ -1219,6 +1219,14 @@ defvar QkvRopeSemantics = [{
     when k = v; te.qkv_rope_backward is the gradient for every split.)
 }];
 
+defvar QkvRopeClassDeclaration = [{
+    /// The dimension of the fused tensor that holds the sequence's tokens
+    /// (s).
+    unsigned getSequenceDim() {
+      return getFormat() == QKVLayout::sbhd ? 0 : 1;
+    }
+}];
+
 defvar QkvRopeAttrs = (ins TE_QKVLayoutAttr:$format,
                           DenseI64ArrayAttr:$split,
                           UnitAttr:$interleaved,
@@ -1253,6 +1261,11 @@ def TE_QkvRopeOp : TE_Op<"qkv_rope", [Pure]> {
     attr-dict `:` type(operands) `->` type(results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = !strconcat(QkvRopeClassDeclaration, [{
+    /// The positions both freqs hold: the lesser s2 (dynamic if either
+    /// is).
+    int64_t getPositionRows();
+  }]);
 }
 
 def TE_QkvRopeBackwardOp : TE_Op<"qkv_rope_backward", [Pure]> {
@@ -1289,6 +1302,7 @@ def TE_QkvRopeBackwardOp : TE_Op<"qkv_rope_backward", [Pure]> {
     attr-dict `:` type(operands) `->` type($result)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = QkvRopeClassDeclaration;
 }
 
 //===----------------------------------------------------------------------===//
