@@ -134,6 +134,11 @@ FORWARD_CASES = {
     "rmsnorm-bf16-zc": ("rmsnorm", (3, 1000), "bf16", "bf16", False, 1e-6, True),
     "rmsnorm-f32-to-f16": ("rmsnorm", (4, 2, 77), "f32", "f16", False, 1e-5, False),
     "rmsnorm-f16-odd": ("rmsnorm", (9, 17), "f16", "f16", False, 0.0, False),
+    # Rows of whole vectors of 16 (the row kernel; the cases above with 96
+    # and 64 too).
+    "layernorm-bf16-3d-vectors": ("layernorm", (3, 11, 256), "bf16", "bf16", True, 1e-5, False),
+    "rmsnorm-bf16-wide": ("rmsnorm", (37, 992), "bf16", "bf16", False, 1e-5, True),
+    "layernorm-f32-to-f16-zc": ("layernorm", (2, 48), "f32", "f16", True, 1e-2, True),
 }
 
 
@@ -200,15 +205,16 @@ def test_forward_nan_stays_in_its_row(te_run):
     assert_close(z[clean], want, "f32", what="z of the other rows")
 
 
-def test_constant_rows_give_beta(te_run):
+@pytest.mark.parametrize("hidden", [40, 48])
+def test_constant_rows_give_beta(te_run, hidden):
     """A row with no variance: rsigma = 1/sqrt(epsilon), z = beta."""
-    x = np.full((3, 40), 2.5, np.float32)
-    gamma = np.linspace(0.5, 1.5, 40).astype(np.float32)
-    b = np.linspace(-1, 1, 40).astype(np.float32)
-    program = forward_program(te_run, "layernorm", (3, 40), "f32", "f32", True,
-                              1e-5, False)
+    x = np.full((3, hidden), 2.5, np.float32)
+    gamma = np.linspace(0.5, 1.5, hidden).astype(np.float32)
+    b = np.linspace(-1, 1, hidden).astype(np.float32)
+    program = forward_program(te_run, "layernorm", (3, hidden), "f32", "f32",
+                              True, 1e-5, False)
     z, mu, rsigma = te_run.run_kernel(program, [x, gamma, b])
-    np.testing.assert_array_equal(z, np.broadcast_to(b, (3, 40)))
+    np.testing.assert_array_equal(z, np.broadcast_to(b, (3, hidden)))
     np.testing.assert_array_equal(mu, np.full(3, 2.5, np.float32))
     np.testing.assert_allclose(rsigma, 1 / np.sqrt(1e-5), rtol=1e-6)
 

@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include <cmath>
 
@@ -186,13 +187,22 @@ Value mlir::te::emitFP8ToF32(OpBuilder &b, Location loc, Value value) {
   return arith::BitcastOp::create(b, loc, f32, bits);
 }
 
+/// `element` in the shape of `like`: itself for a scalar, a vector of it
+/// for a vector.
+static Type likeShape(Type like, Type element) {
+  if (auto vector = dyn_cast<VectorType>(like))
+    return vector.clone(element);
+  return element;
+}
+
 Value mlir::te::emitExtToF32(OpBuilder &b, Location loc, Value value) {
-  Type type = value.getType();
+  Type type = getElementTypeOrSelf(value.getType());
   if (type.isF32())
     return value;
   if (isFP8Type(type))
     return emitFP8ToF32(b, loc, value);
-  return arith::ExtFOp::create(b, loc, b.getF32Type(), value);
+  return arith::ExtFOp::create(
+      b, loc, likeShape(value.getType(), b.getF32Type()), value);
 }
 
 Value mlir::te::emitTruncFromF32(OpBuilder &b, Location loc, Value value,
@@ -201,7 +211,8 @@ Value mlir::te::emitTruncFromF32(OpBuilder &b, Location loc, Value value,
     return value;
   if (isFP8Type(type))
     return emitF32ToFP8(b, loc, value, cast<FloatType>(type));
-  Value narrow = arith::TruncFOp::create(b, loc, type, value);
+  Value narrow =
+      arith::TruncFOp::create(b, loc, likeShape(value.getType(), type), value);
   // Conversion instructions disagree on the NaN they produce (PTX's cvt
   // gives 0x7FFF, MLIR's bf16 expansion 0x7FC0, x86 keeps the sign), so
   // NaN is chosen here, the same on every target.
@@ -209,10 +220,12 @@ Value mlir::te::emitTruncFromF32(OpBuilder &b, Location loc, Value value,
   unsigned width = floatType.getWidth();
   APInt quietNaN =
       APInt::getBitsSet(width, floatType.getFPMantissaWidth() - 2, width - 1);
-  Value nan = arith::ConstantOp::create(
-      b, loc,
-      b.getFloatAttr(floatType,
-                     APFloat(floatType.getFloatSemantics(), quietNaN)));
+  FloatAttr nanAttr = b.getFloatAttr(
+      floatType, APFloat(floatType.getFloatSemantics(), quietNaN));
+  TypedAttr nanValue = nanAttr;
+  if (auto vector = dyn_cast<VectorType>(narrow.getType()))
+    nanValue = DenseElementsAttr::get(vector, Attribute(nanAttr));
+  Value nan = arith::ConstantOp::create(b, loc, nanValue);
   Value isNaN =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, value, value);
   return arith::SelectOp::create(b, loc, isNaN, nan, narrow);

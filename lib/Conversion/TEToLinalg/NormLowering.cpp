@@ -15,7 +15,10 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -108,6 +111,258 @@ Value mul(OpBuilder &b, Location loc, Value x, Value y) {
   return arith::MulFOp::create(b, loc, x, y);
 }
 
+/// What te.norm's row kernel reads: x's [N, H] view, gamma, beta (or
+/// null) and the attributes.
+struct NormRows {
+  RowsView x;
+  Value gamma, beta;
+  bool layerNorm, zeroCentered;
+  float epsilon;
+};
+
+/// What it writes besides the statistics: z rounded to `z` (null: none);
+/// TE's fused cast of z's f32 values, cast(z_f32 * scale) to `fp8` (null:
+/// none); the amax of z's f32 values.
+struct NormRowOutputs {
+  Type z;
+  FloatType fp8;
+  Value scale;
+  bool amax = false;
+};
+
+/// z and data as [N, H], amax as an f32 scalar tensor, mu (LayerNorm) and
+/// rsigma as [N]; null where not asked for.
+struct NormRowResults {
+  Value z, data, amax, mu, rsigma;
+};
+
+/// te.norm's forward as one kernel over the rows of x, H a multiple of
+/// kAmaxLanes: per row (in parallel), the statistics from vectors of
+/// kAmaxLanes (a pass over the row for LayerNorm's mean, one for the
+/// squares; the row stays in the cache) and then one pass that computes
+/// z's f32 values and feeds each output from them: TE's fused norm + cast
+/// + amax in one sweep. The sums have one fixed order (sumRow), whatever
+/// the thread count.
+/// Every path of te.norm for such rows takes z from here, so the fused
+/// and unfused outputs round the same f32 values.
+class NormRowKernel {
+public:
+  NormRowKernel(OpBuilder &b, Location loc, const NormRows &norm)
+      : b(b), loc(loc), norm(norm),
+        lanes(VectorType::get({kAmaxLanes}, b.getF32Type())) {}
+
+  NormRowResults build(const NormRowOutputs &outputs);
+
+private:
+  Value splat(OpBuilder &b, Location loc, Value scalar) const {
+    return vector::BroadcastOp::create(b, loc, lanes, scalar);
+  }
+  /// The kAmaxLanes f32 of a [H] operand at `col`.
+  Value readColumns(OpBuilder &b, Location loc, Value vector, Value col) const {
+    Value zero = arith::ConstantOp::create(
+        b, loc, b.getZeroAttr(getElementTypeOrSelf(vector.getType())));
+    Value read = vector::TransferReadOp::create(
+        b, loc,
+        VectorType::get({kAmaxLanes}, getElementTypeOrSelf(vector.getType())),
+        vector, ValueRange{col}, zero, ArrayRef<bool>{true});
+    return emitExtToF32(b, loc, read);
+  }
+  /// A loop over the row, `vectors` vectors a step, from `init`; `step`
+  /// returns the carried values updated.
+  scf::ForOp
+  overRow(OpBuilder &b, Location loc, ValueRange init, int64_t vectors,
+          function_ref<SmallVector<Value>(OpBuilder &, Location, Value col,
+                                          ValueRange carried)>
+              step) const {
+    auto index = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(b, loc, v);
+    };
+    return scf::ForOp::create(
+        b, loc, index(0), index(norm.x.hidden), index(vectors * kAmaxLanes),
+        init, [&](OpBuilder &b, Location loc, Value col, ValueRange carried) {
+          scf::YieldOp::create(b, loc, step(b, loc, col, carried));
+        });
+  }
+  /// The f32 sum of term(x) over row `row`.
+  Value sumRow(OpBuilder &b, Location loc, Value row,
+               function_ref<Value(OpBuilder &, Location, Value)> term) const;
+  /// The row's values written: [z], [data], [amax bits], [mu], rsigma.
+  SmallVector<Value> row(OpBuilder &b, Location loc, Value row,
+                         ValueRange slices, const NormRowOutputs &outputs,
+                         Value scale) const;
+
+  OpBuilder &b;
+  Location loc;
+  const NormRows &norm;
+  VectorType lanes;
+};
+
+Value NormRowKernel::sumRow(
+    OpBuilder &b, Location loc, Value row,
+    function_ref<Value(OpBuilder &, Location, Value)> term) const {
+  // Up to four accumulators, so that the additions of one do not wait on
+  // the last: accumulator a sums the vectors a, a + k, a + 2k, ... of the
+  // row (k accumulators), then they are added pairwise and the lanes in
+  // order.
+  int64_t k = norm.x.hidden % (4 * kAmaxLanes) == 0   ? 4
+              : norm.x.hidden % (2 * kAmaxLanes) == 0 ? 2
+                                                      : 1;
+  Value zero = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(lanes, b.getF32FloatAttr(0.0f)));
+  SmallVector<Value> init(k, zero);
+  scf::ForOp loop =
+      overRow(b, loc, init, k,
+              [&](OpBuilder &b, Location loc, Value col, ValueRange acc) {
+                SmallVector<Value> sums;
+                for (int64_t a = 0; a < k; ++a) {
+                  Value at = arith::AddIOp::create(
+                      b, loc, col,
+                      arith::ConstantIndexOp::create(b, loc, a * kAmaxLanes));
+                  Value x = readLanesF32(b, loc, norm.x.matrix, row, at);
+                  sums.push_back(
+                      arith::AddFOp::create(b, loc, acc[a], term(b, loc, x)));
+                }
+                return sums;
+              });
+  SmallVector<Value> partial(loop.getResults());
+  while (partial.size() > 1) {
+    SmallVector<Value> halved;
+    for (size_t i = 0; i < partial.size(); i += 2)
+      halved.push_back(
+          arith::AddFOp::create(b, loc, partial[i], partial[i + 1]));
+    partial = halved;
+  }
+  return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
+                                     partial[0]);
+}
+
+SmallVector<Value> NormRowKernel::row(OpBuilder &b, Location loc, Value row,
+                                      ValueRange slices,
+                                      const NormRowOutputs &outputs,
+                                      Value scale) const {
+  Value hidden = emitF32Constant(b, loc, static_cast<double>(norm.x.hidden));
+  Value mu;
+  if (norm.layerNorm)
+    mu = arith::DivFOp::create(
+        b, loc,
+        sumRow(b, loc, row, [](OpBuilder &, Location, Value x) { return x; }),
+        hidden);
+  Value squares = sumRow(b, loc, row, [&](OpBuilder &b, Location loc, Value x) {
+    Value v = mu ? sub(b, loc, x, splat(b, loc, mu)) : x;
+    return mul(b, loc, v, v);
+  });
+  // rsigma = 1 / sqrt(sum / H + epsilon), as rowsRsigma.
+  Value shifted = arith::AddFOp::create(
+      b, loc, arith::DivFOp::create(b, loc, squares, hidden),
+      emitF32Constant(b, loc, norm.epsilon));
+  Value rsigma = arith::DivFOp::create(b, loc, emitF32Constant(b, loc, 1.0),
+                                       math::SqrtOp::create(b, loc, shifted));
+
+  // z's f32 values, vector by vector, into the outputs.
+  SmallVector<Value> init;
+  if (outputs.amax)
+    init.push_back(emitZeroAmaxBitsVector(b, loc));
+  size_t written = init.size();
+  unsigned next = 0;
+  if (outputs.z)
+    init.push_back(slices[next++]);
+  if (outputs.fp8)
+    init.push_back(slices[next++]);
+  Value rsigmaLanes = splat(b, loc, rsigma);
+  Value muLanes = mu ? splat(b, loc, mu) : Value();
+  Value scaleLanes = scale ? splat(b, loc, scale) : Value();
+  Value one =
+      norm.zeroCentered ? splat(b, loc, emitF32Constant(b, loc, 1.0)) : Value();
+  scf::ForOp loop = overRow(
+      b, loc, init, /*vectors=*/1,
+      [&](OpBuilder &b, Location loc, Value col, ValueRange carried) {
+        Value x = readLanesF32(b, loc, norm.x.matrix, row, col);
+        Value v = muLanes ? sub(b, loc, x, muLanes) : x;
+        Value g = readColumns(b, loc, norm.gamma, col);
+        if (one)
+          g = arith::AddFOp::create(b, loc, g, one);
+        Value out = mul(b, loc, g, mul(b, loc, rsigmaLanes, v));
+        if (norm.beta)
+          out = arith::AddFOp::create(b, loc, out,
+                                      readColumns(b, loc, norm.beta, col));
+        SmallVector<Value> updated;
+        if (outputs.amax)
+          updated.push_back(arith::MaxUIOp::create(
+              b, loc, carried[0], emitAmaxBitsOfLanes(b, loc, out)));
+        auto write = [&](Value lanesOut, Value slice) {
+          updated.push_back(vector::TransferWriteOp::create(
+                                b, loc, lanesOut, slice, ValueRange{col},
+                                ArrayRef<bool>{true})
+                                .getResult());
+        };
+        unsigned k = written;
+        if (outputs.z)
+          write(emitTruncFromF32(b, loc, out, outputs.z), carried[k++]);
+        if (outputs.fp8)
+          write(emitF32ToFP8(b, loc, mul(b, loc, out, scaleLanes), outputs.fp8),
+                carried[k++]);
+        return updated;
+      });
+
+  SmallVector<Value> results(loop.getResults().drop_front(written));
+  auto store = [&](Value scalar) {
+    results.push_back(writeRowScalar(b, loc, scalar, slices[next++]));
+  };
+  if (outputs.amax)
+    store(vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXUI,
+                                      loop.getResult(0)));
+  if (mu)
+    store(mu);
+  store(rsigma);
+  return results;
+}
+
+NormRowResults NormRowKernel::build(const NormRowOutputs &outputs) {
+  int64_t n = norm.x.rows, h = norm.x.hidden;
+  Type f32 = b.getF32Type();
+  SmallVector<Value> inits;
+  auto empty = [&](int64_t width, Type element) {
+    inits.push_back(
+        tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{n, width}, element));
+  };
+  if (outputs.z)
+    empty(h, outputs.z);
+  if (outputs.fp8)
+    empty(h, outputs.fp8);
+  if (outputs.amax)
+    empty(1, b.getI32Type());
+  if (norm.layerNorm)
+    empty(1, f32);
+  empty(1, f32);
+  Value scale;
+  if (outputs.fp8)
+    scale = tensor::ExtractOp::create(b, loc, outputs.scale, ValueRange{});
+  SmallVector<Value> rows = forEachRowInParallel(
+      b, loc, n, inits,
+      [&](OpBuilder &b, Location loc, Value index, ValueRange slices) {
+        return row(b, loc, index, slices, outputs, scale);
+      });
+
+  auto column = [&](Value matrix) -> Value {
+    auto type = cast<RankedTensorType>(matrix.getType());
+    return tensor::CollapseShapeOp::create(
+        b, loc, RankedTensorType::get({n}, type.getElementType()), matrix,
+        ArrayRef<ReassociationIndices>{{0, 1}});
+  };
+  NormRowResults results;
+  unsigned next = 0;
+  if (outputs.z)
+    results.z = rows[next++];
+  if (outputs.fp8)
+    results.data = rows[next++];
+  if (outputs.amax)
+    results.amax = reduceRowMaxima(b, loc, column(rows[next++]));
+  if (norm.layerNorm)
+    results.mu = column(rows[next++]);
+  results.rsigma = column(rows[next]);
+  return results;
+}
+
 struct NormOpLowering : OpConversionPattern<NormOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -116,6 +371,8 @@ struct NormOpLowering : OpConversionPattern<NormOp> {
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
     RowsView x = viewRows(b, loc, adaptor.getInput());
+    if (x.hidden % kAmaxLanes == 0)
+      return lowerByRows(op, adaptor, rewriter, x);
     NormMaps maps(op.getContext());
     bool layerNorm = op.isLayerNorm(), zeroCentered = op.getZeroCenteredGamma();
     float epsilon = op.getEpsilon().convertToFloat();
@@ -190,6 +447,65 @@ struct NormOpLowering : OpConversionPattern<NormOp> {
           b, loc, mu, cast<RankedTensorType>(op.getMean().getType())));
     results.push_back(reshapeRows(
         b, loc, rsigma, cast<RankedTensorType>(op.getRsigma().getType())));
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+
+  /// Rows that split into whole vectors: NormRowKernel, with TE's fused
+  /// per-tensor cast (and the plain output with its amax) in its sweep;
+  /// the other quantized outputs quantize the z it writes.
+  LogicalResult lowerByRows(NormOp op, OpAdaptor adaptor,
+                            ConversionPatternRewriter &rewriter,
+                            const RowsView &x) const {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    NormRows norm{x,
+                  adaptor.getGamma(),
+                  adaptor.getBeta(),
+                  op.isLayerNorm(),
+                  op.getZeroCenteredGamma(),
+                  op.getEpsilon().convertToFloat()};
+    NormRowKernel kernel(b, loc, norm);
+    QuantizedOutputRequest request =
+        QuantizedOutputRequest::of(op, adaptor.getScale());
+    ResultRange quantized = op.getQuantized();
+    SmallVector<Value> results;
+    NormRowResults rows;
+    if (!request.mode) {
+      auto zType = cast<RankedTensorType>(op.getOutput().getType());
+      rows = kernel.build({zType.getElementType(), FloatType(), Value(),
+                           request.layout.hasAmax});
+      results.push_back(viewAs(b, loc, rows.z, zType));
+      if (rows.amax)
+        results.push_back(rows.amax);
+    } else if (request.mode.getValue() == ScalingMode::per_tensor &&
+               !request.layout.hasOutput &&
+               op.getUsage() == QuantizeUsage::rowwise &&
+               quantized.size() == 3) {
+      // [data, scale_inv, amax], as te.quantize gives them.
+      auto dataType = cast<RankedTensorType>(quantized[0].getType());
+      rows = kernel.build({Type(), cast<FloatType>(dataType.getElementType()),
+                           adaptor.getScale(), /*amax=*/true});
+      results.push_back(viewAs(b, loc, rows.data, dataType));
+      results.push_back(buildScaleInv(b, loc, adaptor.getScale()));
+      results.push_back(rows.amax);
+    } else {
+      emitQuantizableOutput(
+          b, loc, request, cast<RankedTensorType>(op.getInput().getType()),
+          [&](Type element) {
+            NormRowResults made =
+                kernel.build({element, FloatType(), Value(), false});
+            if (!rows.rsigma)
+              rows = made;
+            return made.z;
+          },
+          results);
+    }
+    if (rows.mu)
+      results.push_back(reshapeRows(
+          b, loc, rows.mu, cast<RankedTensorType>(op.getMean().getType())));
+    results.push_back(reshapeRows(
+        b, loc, rows.rsigma, cast<RankedTensorType>(op.getRsigma().getType())));
     rewriter.replaceOp(op, results);
     return success();
   }

@@ -93,13 +93,10 @@ Value bitsToF32(OpBuilder &b, Location loc, Value bits) {
       .getResult(0);
 }
 
-/// Lanes of the vector accumulator of buildAmax's rows: one AVX-512
-/// register of i32.
-constexpr int64_t kAmaxLanes = 16;
+} // namespace
 
-/// The vector<kAmaxLanes x f32> of the 2-D `matrix` at (row, col).
-Value readLanesF32(OpBuilder &b, Location loc, Value matrix, Value row,
-                   Value col) {
+Value mlir::te::readLanesF32(OpBuilder &b, Location loc, Value matrix,
+                             Value row, Value col) {
   Type element = cast<RankedTensorType>(matrix.getType()).getElementType();
   auto f32Type = VectorType::get({kAmaxLanes}, b.getF32Type());
   Value x = vector::TransferReadOp::create(
@@ -112,8 +109,7 @@ Value readLanesF32(OpBuilder &b, Location loc, Value matrix, Value row,
   return x;
 }
 
-/// emitAmaxBits on the kAmaxLanes f32 of `x`: the bits of |x|, NaN as 0.
-Value emitAmaxBitsOfLanes(OpBuilder &b, Location loc, Value x) {
+Value mlir::te::emitAmaxBitsOfLanes(OpBuilder &b, Location loc, Value x) {
   auto laneType = VectorType::get({kAmaxLanes}, b.getI32Type());
   auto splatI32 = [&](int64_t v) -> Value {
     return arith::ConstantOp::create(
@@ -126,6 +122,8 @@ Value emitAmaxBitsOfLanes(OpBuilder &b, Location loc, Value x) {
   return arith::SelectOp::create(b, loc, isNaN, splatI32(0), magnitude);
 }
 
+namespace {
+
 /// emitAmaxBits on kAmaxLanes elements: those of the 2-D `matrix` at (row,
 /// col), as bits of |x| with NaN as 0.
 Value emitAmaxBitsVector(OpBuilder &b, Location loc, Value matrix, Value row,
@@ -133,15 +131,16 @@ Value emitAmaxBitsVector(OpBuilder &b, Location loc, Value matrix, Value row,
   return emitAmaxBitsOfLanes(b, loc, readLanesF32(b, loc, matrix, row, col));
 }
 
-Value reduceRowMaxima(OpBuilder &b, Location loc, Value rowMax);
+} // namespace
 
-/// A zero vector<kAmaxLanes x i32>, the start of a vector amax.
-Value emitZeroAmaxBitsVector(OpBuilder &b, Location loc) {
+Value mlir::te::emitZeroAmaxBitsVector(OpBuilder &b, Location loc) {
   return arith::ConstantOp::create(
       b, loc,
       DenseElementsAttr::get(VectorType::get({kAmaxLanes}, b.getI32Type()),
                              b.getI32IntegerAttr(0)));
 }
+
+namespace {
 
 /// max |x| over the non-NaN elements of `input` (f32 scalar tensor), as TE
 /// computes it; empty or all-NaN inputs give 0. See emitAmaxBits.
@@ -225,9 +224,9 @@ Value buildAmax(OpBuilder &b, Location loc, Value input) {
   return reduceRowMaxima(b, loc, rowMax);
 }
 
-/// The max of the i32 `rowMax` [rows] (bits of |x|), as an f32 scalar
-/// tensor: the second step of a two-step amax.
-Value reduceRowMaxima(OpBuilder &b, Location loc, Value rowMax) {
+} // namespace
+
+Value mlir::te::reduceRowMaxima(OpBuilder &b, Location loc, Value rowMax) {
   Value empty =
       tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, b.getI32Type());
   Value zero = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0);
@@ -246,6 +245,8 @@ Value reduceRowMaxima(OpBuilder &b, Location loc, Value rowMax) {
           .getResult(0);
   return bitsToF32(b, loc, max);
 }
+
+namespace {
 
 //===----------------------------------------------------------------------===//
 // What the host lowering covers
@@ -430,16 +431,12 @@ struct UpdateDelayedScalingOpLowering
   }
 };
 
-/// Row slices of 2-D tensors, the body of forEachRowInParallel.
-using RowBody = function_ref<SmallVector<Value>(OpBuilder &, Location,
-                                                Value row, ValueRange slices)>;
+} // namespace
 
-/// An scf.forall over the rows [0, rows) of the 2-D `outputs` ([rows, w]
-/// each): `body` gets a row's index and its slices (tensor<w x T>) and
-/// returns them written. Returns the outputs.
-SmallVector<Value> forEachRowInParallel(OpBuilder &b, Location loc,
-                                        int64_t rows, ValueRange outputs,
-                                        RowBody body) {
+SmallVector<Value> mlir::te::forEachRowInParallel(OpBuilder &b, Location loc,
+                                                  int64_t rows,
+                                                  ValueRange outputs,
+                                                  RowBody body) {
   scf::ForallOp forall = createForall(b, loc, {rows}, outputs);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(forall.getBody());
@@ -464,6 +461,31 @@ SmallVector<Value> forEachRowInParallel(OpBuilder &b, Location loc,
                                           offsets[i], sizes[i], strides);
   return forall.getResults();
 }
+
+Value mlir::te::writeRowScalar(OpBuilder &b, Location loc, Value scalar,
+                               Value slice) {
+  return tensor::InsertOp::create(b, loc, scalar, slice,
+                                  ValueRange{arith::ConstantIndexOp::create(
+                                      b, loc, 0)});
+}
+
+Value mlir::te::buildScaleInv(OpBuilder &b, Location loc, Value scale) {
+  Value init =
+      tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, b.getF32Type());
+  SmallVector<AffineMap> maps(2, scalarMap(b.getContext(), 0));
+  auto scaleInv = linalg::GenericOp::create(
+      b, loc, init.getType(), scale, init, maps,
+      ArrayRef<utils::IteratorType>{},
+      [](OpBuilder &b, Location loc, ValueRange args) {
+        linalg::YieldOp::create(
+            b, loc,
+            arith::DivFOp::create(b, loc, emitF32Constant(b, loc, 1.0), args[0])
+                .getResult());
+      });
+  return scaleInv.getResult(0);
+}
+
+namespace {
 
 /// data = cast(x * scale) and amax = max |x| in one pass over x, for the
 /// per-tensor quantize: the rows of x's 2-D view in parallel, each row in
@@ -512,12 +534,11 @@ buildFusedQuantize(OpBuilder &b, Location loc, Value input, Value scale,
                                   .getResult();
               scf::YieldOp::create(b, loc, ValueRange{max, written});
             });
-        Value rowMax = tensor::FromElementsOp::create(
-            b, loc, RankedTensorType::get({1}, i32),
-            ValueRange{vector::ReductionOp::create(b, loc,
-                                                   vector::CombiningKind::MAXUI,
-                                                   loop.getResult(0))
-                           .getResult()});
+        Value rowMax = writeRowScalar(
+            b, loc,
+            vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXUI,
+                                        loop.getResult(0)),
+            slices[1]);
         return SmallVector<Value>{loop.getResult(1), rowMax};
       });
   Value rowMax = tensor::CollapseShapeOp::create(
@@ -586,21 +607,7 @@ struct QuantizeOpLowering : OpConversionPattern<QuantizeOp> {
       results.push_back(buildScaledCast(rewriter, loc, input, scale, type,
                                         transposed, {1, 0}));
     }
-    // scale_inv = 1 / scale, in f32 as TE computes it.
-    Value init = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{},
-                                         rewriter.getF32Type());
-    SmallVector<AffineMap> maps(2, scalarMap(ctx, 0));
-    auto scaleInv = linalg::GenericOp::create(
-        rewriter, loc, init.getType(), scale, init, maps,
-        ArrayRef<utils::IteratorType>{},
-        [](OpBuilder &b, Location loc, ValueRange args) {
-          linalg::YieldOp::create(
-              b, loc,
-              arith::DivFOp::create(b, loc, emitF32Constant(b, loc, 1.0),
-                                    args[0])
-                  .getResult());
-        });
-    results.push_back(scaleInv.getResult(0));
+    results.push_back(buildScaleInv(rewriter, loc, scale));
     results.push_back(amax ? amax : buildAmax(rewriter, loc, input));
     rewriter.replaceOp(op, results);
     return success();

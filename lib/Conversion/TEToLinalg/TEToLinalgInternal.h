@@ -223,6 +223,43 @@ void emitQuantizableOutput(OpBuilder &b, Location loc,
                            function_ref<Value(Type)> compute,
                            SmallVectorImpl<Value> &results);
 
+/// Lanes of the row kernels' vectors (buildAmax's rows, the fused
+/// quantize, the norm's rows): one AVX-512 register of f32 or i32.
+constexpr int64_t kAmaxLanes = 16;
+
+/// The vector<kAmaxLanes x f32> of the 2-D `matrix` at (row, col).
+Value readLanesF32(OpBuilder &b, Location loc, Value matrix, Value row,
+                   Value col);
+
+/// emitAmaxBits on the kAmaxLanes f32 of `x`: the bits of |x|, NaN as 0.
+Value emitAmaxBitsOfLanes(OpBuilder &b, Location loc, Value x);
+
+/// A zero vector<kAmaxLanes x i32>, the start of a vector amax.
+Value emitZeroAmaxBitsVector(OpBuilder &b, Location loc);
+
+/// The max of the i32 `rowMax` [rows] (bits of |x|), as an f32 scalar
+/// tensor: the second step of a two-step amax.
+Value reduceRowMaxima(OpBuilder &b, Location loc, Value rowMax);
+
+/// Row slices of 2-D tensors, the body of forEachRowInParallel.
+using RowBody = function_ref<SmallVector<Value>(OpBuilder &, Location,
+                                                Value row, ValueRange slices)>;
+
+/// An scf.forall over the rows [0, rows) of the 2-D `outputs` ([rows, w]
+/// each): `body` gets a row's index and its slices (tensor<w x T>) and
+/// returns them written. Returns the outputs.
+SmallVector<Value> forEachRowInParallel(OpBuilder &b, Location loc,
+                                        int64_t rows, ValueRange outputs,
+                                        RowBody body);
+
+/// `scalar` written into a row's slice of a [rows, 1] output of
+/// forEachRowInParallel (in place: no allocation per row).
+Value writeRowScalar(OpBuilder &b, Location loc, Value scalar, Value slice);
+
+/// te.quantize's scale_inv of a per-tensor `scale` (f32 scalar tensor):
+/// 1 / scale, in f32 as TE computes it.
+Value buildScaleInv(OpBuilder &b, Location loc, Value scale);
+
 /// te.attention as online-softmax loops over rows (AttentionLowering.cpp);
 /// bf16 scores on `dotUnit` when it is not null.
 void populateAttentionLoweringPatterns(RewritePatternSet &patterns,

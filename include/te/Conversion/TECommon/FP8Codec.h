@@ -34,12 +34,15 @@ Value emitF32ToFP8(OpBuilder &b, Location loc, Value f32Value,
 /// FP8 -> f32, exact.
 Value emitFP8ToF32(OpBuilder &b, Location loc, Value fp8Value);
 
-/// Any supported float (f32, f16, bf16, FP8) -> f32, exact.
+/// Any supported float (f32, f16, bf16, FP8) -> f32, exact; f32, f16 and
+/// bf16 also as vectors.
 Value emitExtToF32(OpBuilder &b, Location loc, Value value);
 
 /// f32 -> `type` (f32, f16, bf16 or FP8), round-to-nearest-even. NaN
 /// becomes the positive quiet NaN with no payload (f16 0x7E00, bf16 0x7FC0,
 /// what numpy's and ml_dtypes' default NaN converts to) on every target.
+/// `f32Value` may be a vector (of which the result is then a vector of
+/// `type`).
 Value emitTruncFromF32(OpBuilder &b, Location loc, Value f32Value, Type type);
 
 /// The i32 bit pattern of |x| (x an f32) for an amax reduction, 0 for NaN.
