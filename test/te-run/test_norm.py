@@ -229,6 +229,11 @@ BACKWARD_CASES = {
     "rmsnorm-f16-add": ("rmsnorm", (9, 130), "f16", "f16", False, True),
     "rmsnorm-f32-zc-add": ("rmsnorm", (4, 1000), "f32", "f32", True, True),
     "rmsnorm-bf16-one-token": ("rmsnorm", (1, 48), "bf16", "bf16", False, False),
+    # Rows of whole vectors of 16 (the row kernel; 96, 64 and 48 above
+    # too): blocks of one row (37 rows) and of five (400 rows).
+    "rmsnorm-bf16-add-vectors": ("rmsnorm", (37, 128), "bf16", "bf16", True, True),
+    "layernorm-bf16-blocks": ("layernorm", (2, 200, 64), "bf16", "bf16", False, False),
+    "layernorm-f16-zc-blocks": ("layernorm", (400, 32), "f16", "f16", True, False),
 }
 
 

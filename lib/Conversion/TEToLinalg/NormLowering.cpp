@@ -21,6 +21,8 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include <array>
+
 using namespace mlir;
 using namespace mlir::te;
 
@@ -145,26 +147,25 @@ struct NormRowResults {
 /// the thread count.
 /// Every path of te.norm for such rows takes z from here, so the fused
 /// and unfused outputs round the same f32 values.
-class NormRowKernel {
-public:
-  NormRowKernel(OpBuilder &b, Location loc, const NormRows &norm)
-      : b(b), loc(loc), norm(norm),
-        lanes(VectorType::get({kAmaxLanes}, b.getF32Type())) {}
+/// Vector helpers over rows of H elements, H a multiple of kAmaxLanes: the
+/// row kernels' common part.
+class RowVectors {
+protected:
+  RowVectors(MLIRContext *ctx, int64_t hidden)
+      : hidden(hidden),
+        lanes(VectorType::get({kAmaxLanes}, Float32Type::get(ctx))) {}
 
-  NormRowResults build(const NormRowOutputs &outputs);
-
-private:
   Value splat(OpBuilder &b, Location loc, Value scalar) const {
     return vector::BroadcastOp::create(b, loc, lanes, scalar);
   }
   /// The kAmaxLanes f32 of a [H] operand at `col`.
-  Value readColumns(OpBuilder &b, Location loc, Value vector, Value col) const {
-    Value zero = arith::ConstantOp::create(
-        b, loc, b.getZeroAttr(getElementTypeOrSelf(vector.getType())));
+  Value readColumns(OpBuilder &b, Location loc, Value operand,
+                    Value col) const {
+    Type element = getElementTypeOrSelf(operand.getType());
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(element));
     Value read = vector::TransferReadOp::create(
-        b, loc,
-        VectorType::get({kAmaxLanes}, getElementTypeOrSelf(vector.getType())),
-        vector, ValueRange{col}, zero, ArrayRef<bool>{true});
+        b, loc, VectorType::get({kAmaxLanes}, element), operand,
+        ValueRange{col}, zero, ArrayRef<bool>{true});
     return emitExtToF32(b, loc, read);
   }
   /// A loop over the row, `vectors` vectors a step, from `init`; `step`
@@ -178,11 +179,34 @@ private:
       return arith::ConstantIndexOp::create(b, loc, v);
     };
     return scf::ForOp::create(
-        b, loc, index(0), index(norm.x.hidden), index(vectors * kAmaxLanes),
-        init, [&](OpBuilder &b, Location loc, Value col, ValueRange carried) {
+        b, loc, index(0), index(hidden), index(vectors * kAmaxLanes), init,
+        [&](OpBuilder &b, Location loc, Value col, ValueRange carried) {
           scf::YieldOp::create(b, loc, step(b, loc, col, carried));
         });
   }
+  /// A zero vector of kAmaxLanes f32.
+  Value zeroLanes(OpBuilder &b, Location loc) const {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(lanes, b.getF32FloatAttr(0.0f)));
+  }
+  /// The sum of the lanes of `v`, in order.
+  static Value sumLanes(OpBuilder &b, Location loc, Value v) {
+    return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, v);
+  }
+
+  int64_t hidden;
+  VectorType lanes;
+};
+
+class NormRowKernel : RowVectors {
+public:
+  explicit NormRowKernel(const NormRows &norm)
+      : RowVectors(norm.gamma.getContext(), norm.x.hidden), norm(norm) {}
+
+  NormRowResults build(OpBuilder &b, Location loc,
+                       const NormRowOutputs &outputs) const;
+
+private:
   /// The f32 sum of term(x) over row `row`.
   Value sumRow(OpBuilder &b, Location loc, Value row,
                function_ref<Value(OpBuilder &, Location, Value)> term) const;
@@ -191,10 +215,7 @@ private:
                          ValueRange slices, const NormRowOutputs &outputs,
                          Value scale) const;
 
-  OpBuilder &b;
-  Location loc;
   const NormRows &norm;
-  VectorType lanes;
 };
 
 Value NormRowKernel::sumRow(
@@ -204,12 +225,10 @@ Value NormRowKernel::sumRow(
   // the last: accumulator a sums the vectors a, a + k, a + 2k, ... of the
   // row (k accumulators), then they are added pairwise and the lanes in
   // order.
-  int64_t k = norm.x.hidden % (4 * kAmaxLanes) == 0   ? 4
-              : norm.x.hidden % (2 * kAmaxLanes) == 0 ? 2
-                                                      : 1;
-  Value zero = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(lanes, b.getF32FloatAttr(0.0f)));
-  SmallVector<Value> init(k, zero);
+  int64_t k = hidden % (4 * kAmaxLanes) == 0   ? 4
+              : hidden % (2 * kAmaxLanes) == 0 ? 2
+                                               : 1;
+  SmallVector<Value> init(k, zeroLanes(b, loc));
   scf::ForOp loop =
       overRow(b, loc, init, k,
               [&](OpBuilder &b, Location loc, Value col, ValueRange acc) {
@@ -232,28 +251,27 @@ Value NormRowKernel::sumRow(
           arith::AddFOp::create(b, loc, partial[i], partial[i + 1]));
     partial = halved;
   }
-  return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
-                                     partial[0]);
+  return sumLanes(b, loc, partial[0]);
 }
 
 SmallVector<Value> NormRowKernel::row(OpBuilder &b, Location loc, Value row,
                                       ValueRange slices,
                                       const NormRowOutputs &outputs,
                                       Value scale) const {
-  Value hidden = emitF32Constant(b, loc, static_cast<double>(norm.x.hidden));
+  Value count = emitF32Constant(b, loc, static_cast<double>(hidden));
   Value mu;
   if (norm.layerNorm)
     mu = arith::DivFOp::create(
         b, loc,
         sumRow(b, loc, row, [](OpBuilder &, Location, Value x) { return x; }),
-        hidden);
+        count);
   Value squares = sumRow(b, loc, row, [&](OpBuilder &b, Location loc, Value x) {
     Value v = mu ? sub(b, loc, x, splat(b, loc, mu)) : x;
     return mul(b, loc, v, v);
   });
   // rsigma = 1 / sqrt(sum / H + epsilon), as rowsRsigma.
   Value shifted = arith::AddFOp::create(
-      b, loc, arith::DivFOp::create(b, loc, squares, hidden),
+      b, loc, arith::DivFOp::create(b, loc, squares, count),
       emitF32Constant(b, loc, norm.epsilon));
   Value rsigma = arith::DivFOp::create(b, loc, emitF32Constant(b, loc, 1.0),
                                        math::SqrtOp::create(b, loc, shifted));
@@ -317,7 +335,8 @@ SmallVector<Value> NormRowKernel::row(OpBuilder &b, Location loc, Value row,
   return results;
 }
 
-NormRowResults NormRowKernel::build(const NormRowOutputs &outputs) {
+NormRowResults NormRowKernel::build(OpBuilder &b, Location loc,
+                                    const NormRowOutputs &outputs) const {
   int64_t n = norm.x.rows, h = norm.x.hidden;
   Type f32 = b.getF32Type();
   SmallVector<Value> inits;
@@ -465,7 +484,7 @@ struct NormOpLowering : OpConversionPattern<NormOp> {
                   op.isLayerNorm(),
                   op.getZeroCenteredGamma(),
                   op.getEpsilon().convertToFloat()};
-    NormRowKernel kernel(b, loc, norm);
+    NormRowKernel kernel(norm);
     QuantizedOutputRequest request =
         QuantizedOutputRequest::of(op, adaptor.getScale());
     ResultRange quantized = op.getQuantized();
@@ -473,7 +492,8 @@ struct NormOpLowering : OpConversionPattern<NormOp> {
     NormRowResults rows;
     if (!request.mode) {
       auto zType = cast<RankedTensorType>(op.getOutput().getType());
-      rows = kernel.build({zType.getElementType(), FloatType(), Value(),
+      rows = kernel.build(b, loc,
+                          {zType.getElementType(), FloatType(), Value(),
                            request.layout.hasAmax});
       results.push_back(viewAs(b, loc, rows.z, zType));
       if (rows.amax)
@@ -484,7 +504,8 @@ struct NormOpLowering : OpConversionPattern<NormOp> {
                quantized.size() == 3) {
       // [data, scale_inv, amax], as te.quantize gives them.
       auto dataType = cast<RankedTensorType>(quantized[0].getType());
-      rows = kernel.build({Type(), cast<FloatType>(dataType.getElementType()),
+      rows = kernel.build(b, loc,
+                          {Type(), cast<FloatType>(dataType.getElementType()),
                            adaptor.getScale(), /*amax=*/true});
       results.push_back(viewAs(b, loc, rows.data, dataType));
       results.push_back(buildScaleInv(b, loc, adaptor.getScale()));
@@ -494,7 +515,7 @@ struct NormOpLowering : OpConversionPattern<NormOp> {
           b, loc, request, cast<RankedTensorType>(op.getInput().getType()),
           [&](Type element) {
             NormRowResults made =
-                kernel.build({element, FloatType(), Value(), false});
+                kernel.build(b, loc, {element, FloatType(), Value(), false});
             if (!rows.rsigma)
               rows = made;
             return made.z;
@@ -510,6 +531,190 @@ struct NormOpLowering : OpConversionPattern<NormOp> {
     return success();
   }
 };
+
+/// What te.norm_backward's row kernel reads: x's [N, H] view, dz and add
+/// (or null) as [N, H], rsigma and mu (or null) as [N], gamma.
+struct NormBackwardRows {
+  RowsView x;
+  Value dz, add, rsigma, mu, gamma;
+  bool zeroCentered;
+  Type dxElement;
+};
+
+/// te.norm_backward as one kernel over blocks of rows, H a multiple of
+/// kAmaxLanes. Blocks of R rows run in parallel (R divides N and depends on
+/// N alone, so the sums have one order whatever the thread count); per row,
+/// in vectors of kAmaxLanes, one pass sums dy * xhat (and dy for
+/// LayerNorm) and one writes dx and adds dz * xhat (and dz) into the
+/// block's partial column sums, a row of [N / R, H] f32 that stays in the
+/// cache. dgamma and dbeta are then the column sums of the partials: the
+/// [N, H] operands are read twice per row from memory instead of five
+/// times, and never down their columns.
+class NormBackwardRowKernel : RowVectors {
+public:
+  NormBackwardRowKernel(const NormBackwardRows &norm, int64_t blockRows)
+      : RowVectors(norm.gamma.getContext(), norm.x.hidden), norm(norm),
+        blockRows(blockRows) {}
+
+  /// The rows of a block for N rows, or 0 where the blocks would be too
+  /// many (N with no divisor near N / 64), which the general form takes.
+  static int64_t chooseBlockRows(int64_t rows) {
+    if (rows == 0)
+      return 0;
+    for (int64_t r = (rows + kBlocks - 1) / kBlocks; r >= 1; --r)
+      if (rows % r == 0)
+        return rows / r <= 16 * kBlocks ? r : 0;
+    return 0;
+  }
+
+  /// dx [N, H] and the partial sums of dz * xhat and (LayerNorm) dz, each
+  /// [N / R, H] f32.
+  SmallVector<Value> build(OpBuilder &b, Location loc) const;
+
+private:
+  /// About this many blocks: enough for every thread, few partial rows.
+  static constexpr int64_t kBlocks = 64;
+
+  /// xhat, dy and dz (f32) at (row, col).
+  std::array<Value, 3> terms(OpBuilder &b, Location loc, Value row, Value col,
+                             Value rsigma, Value mu) const;
+  /// Row `row` of the block: dx written into `dx` (the block's [R, H]) at
+  /// `local`, the partial sums updated. Returns them.
+  SmallVector<Value> row(OpBuilder &b, Location loc, Value row, Value local,
+                         ValueRange carried) const;
+
+  const NormBackwardRows &norm;
+  int64_t blockRows;
+};
+
+std::array<Value, 3> NormBackwardRowKernel::terms(OpBuilder &b, Location loc,
+                                                  Value row, Value col,
+                                                  Value rsigma,
+                                                  Value mu) const {
+  Value x = readLanesF32(b, loc, norm.x.matrix, row, col);
+  Value dz = readLanesF32(b, loc, norm.dz, row, col);
+  Value g = readColumns(b, loc, norm.gamma, col);
+  if (norm.zeroCentered)
+    g = arith::AddFOp::create(b, loc, g,
+                              splat(b, loc, emitF32Constant(b, loc, 1.0)));
+  // As the general form: xhat = rsigma * (x - mu), dy = g * dz.
+  Value xhat = mul(b, loc, rsigma, mu ? sub(b, loc, x, mu) : x);
+  return {xhat, mul(b, loc, g, dz), dz};
+}
+
+SmallVector<Value> NormBackwardRowKernel::row(OpBuilder &b, Location loc,
+                                              Value row, Value local,
+                                              ValueRange carried) const {
+  Value rsigma = splat(
+      b, loc, tensor::ExtractOp::create(b, loc, norm.rsigma, ValueRange{row}));
+  Value mu =
+      norm.mu
+          ? splat(b, loc,
+                  tensor::ExtractOp::create(b, loc, norm.mu, ValueRange{row}))
+          : Value();
+  // Per row: sum(dy * xhat), and for LayerNorm sum(dy).
+  SmallVector<Value> init(norm.mu ? 2 : 1, zeroLanes(b, loc));
+  scf::ForOp sums =
+      overRow(b, loc, init, 1,
+              [&](OpBuilder &b, Location loc, Value col, ValueRange acc) {
+                auto [xhat, dy, dz] = terms(b, loc, row, col, rsigma, mu);
+                SmallVector<Value> next = {arith::AddFOp::create(
+                    b, loc, acc[0], mul(b, loc, dy, xhat))};
+                if (norm.mu)
+                  next.push_back(arith::AddFOp::create(b, loc, acc[1], dy));
+                return next;
+              });
+  // dx = rsigma * (dy - (sum(dy xhat) / H xhat + sum(dy) / H)) [+ add].
+  Value inv = emitF32Constant(b, loc, 1.0 / static_cast<double>(hidden));
+  Value slope =
+      splat(b, loc, mul(b, loc, sumLanes(b, loc, sums.getResult(0)), inv));
+  Value offset =
+      norm.mu
+          ? splat(b, loc, mul(b, loc, sumLanes(b, loc, sums.getResult(1)), inv))
+          : Value();
+  scf::ForOp pass = overRow(
+      b, loc, carried, 1,
+      [&](OpBuilder &b, Location loc, Value col, ValueRange blockValues) {
+        auto [xhat, dy, dz] = terms(b, loc, row, col, rsigma, mu);
+        Value correction = mul(b, loc, slope, xhat);
+        if (offset)
+          correction = arith::AddFOp::create(b, loc, correction, offset);
+        Value out = mul(b, loc, rsigma, sub(b, loc, dy, correction));
+        if (norm.add)
+          out = arith::AddFOp::create(b, loc, out,
+                                      readLanesF32(b, loc, norm.add, row, col));
+        SmallVector<Value> next = {
+            vector::TransferWriteOp::create(
+                b, loc, emitTruncFromF32(b, loc, out, norm.dxElement),
+                blockValues[0], ValueRange{local, col}, ArrayRef<bool>{true})
+                .getResult()};
+        // The block's partial column sums, read and written in place.
+        auto accumulate = [&](Value partial, Value term) {
+          Value sum = arith::AddFOp::create(
+              b, loc, readColumns(b, loc, partial, col), term);
+          next.push_back(vector::TransferWriteOp::create(b, loc, sum, partial,
+                                                         ValueRange{col},
+                                                         ArrayRef<bool>{true})
+                             .getResult());
+        };
+        accumulate(blockValues[1], mul(b, loc, dz, xhat));
+        if (norm.mu)
+          accumulate(blockValues[2], dz);
+        return next;
+      });
+  return SmallVector<Value>(pass.getResults());
+}
+
+SmallVector<Value> NormBackwardRowKernel::build(OpBuilder &b,
+                                                Location loc) const {
+  int64_t n = norm.x.rows, blocks = n / blockRows;
+  Type f32 = b.getF32Type();
+  SmallVector<Value> outputs = {tensor::EmptyOp::create(
+      b, loc, ArrayRef<int64_t>{n, hidden}, norm.dxElement)};
+  for (int i = 0; i < (norm.mu ? 2 : 1); ++i)
+    outputs.push_back(tensor::EmptyOp::create(
+        b, loc, ArrayRef<int64_t>{blocks, hidden}, f32));
+  scf::ForallOp forall = createForall(b, loc, {blocks}, outputs);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(forall.getBody());
+  Value block = forall.getInductionVar(0);
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value first = arith::MulIOp::create(b, loc, block, index(blockRows));
+  SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
+  SmallVector<SmallVector<OpFoldResult>> offsets, sizes;
+  SmallVector<Value> slices;
+  for (auto [i, shared] : llvm::enumerate(forall.getRegionIterArgs())) {
+    // dx: the block's rows; a partial sum: the block's row, zeroed.
+    bool dx = i == 0;
+    offsets.push_back({dx ? first : block, b.getIndexAttr(0)});
+    sizes.push_back(
+        {b.getIndexAttr(dx ? blockRows : 1), b.getIndexAttr(hidden)});
+    Type element = cast<RankedTensorType>(shared.getType()).getElementType();
+    auto type = dx ? RankedTensorType::get({blockRows, hidden}, element)
+                   : RankedTensorType::get({hidden}, element);
+    Value slice = tensor::ExtractSliceOp::create(
+        b, loc, type, shared, offsets.back(), sizes.back(), strides);
+    if (!dx)
+      slice =
+          linalg::FillOp::create(b, loc, emitF32Constant(b, loc, 0.0), slice)
+              .getResult(0);
+    slices.push_back(slice);
+  }
+  auto rowsLoop = scf::ForOp::create(
+      b, loc, index(0), index(blockRows), index(1), slices,
+      [&](OpBuilder &b, Location loc, Value local, ValueRange carried) {
+        Value row = arith::AddIOp::create(b, loc, first, local);
+        scf::YieldOp::create(b, loc, this->row(b, loc, row, local, carried));
+      });
+  b.setInsertionPointToEnd(forall.getTerminator().getBody());
+  for (auto [i, written] : llvm::enumerate(rowsLoop.getResults()))
+    tensor::ParallelInsertSliceOp::create(b, loc, written,
+                                          forall.getRegionIterArgs()[i],
+                                          offsets[i], sizes[i], strides);
+  return SmallVector<Value>(forall.getResults());
+}
 
 struct NormBackwardOpLowering : OpConversionPattern<NormBackwardOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -527,6 +732,40 @@ struct NormBackwardOpLowering : OpConversionPattern<NormBackwardOp> {
     NormMaps maps(op.getContext());
     bool zeroCentered = op.getZeroCenteredGamma();
     double hidden = static_cast<double>(x.hidden);
+    auto dxType = cast<RankedTensorType>(op.getDx().getType());
+    Type weight = op.getGamma().getType().getElementType();
+    auto roundTo = [&](Value sums) {
+      return mapElements(b, loc, {x.hidden}, weight, sums,
+                         {b.getMultiDimIdentityMap(1)},
+                         [&](OpBuilder &b, Location loc, ValueRange args) {
+                           return emitTruncFromF32(b, loc, args[0], weight);
+                         });
+    };
+
+    int64_t blockRows = NormBackwardRowKernel::chooseBlockRows(x.rows);
+    if (x.hidden % kAmaxLanes == 0 && blockRows > 0) {
+      Value add =
+          adaptor.getAdd() ? viewAs2D(b, loc, adaptor.getAdd()) : Value();
+      NormBackwardRows rows{x,
+                            dz,
+                            add,
+                            rsigma,
+                            mu,
+                            adaptor.getGamma(),
+                            zeroCentered,
+                            dxType.getElementType()};
+      SmallVector<Value> made =
+          NormBackwardRowKernel(rows, blockRows).build(b, loc);
+      SmallVector<Value> results = {viewAs(b, loc, made[0], dxType)};
+      for (Value partial : ArrayRef<Value>(made).drop_front())
+        results.push_back(
+            roundTo(sumColumns(b, loc, x.hidden, partial, {maps.full},
+                               [](OpBuilder &b, Location loc, ValueRange args) {
+                                 return args[0];
+                               })));
+      rewriter.replaceOp(op, results);
+      return success();
+    }
 
     // Operands of every pass: x, dz, rsigma, gamma[, mu]; xhat and dy are
     // recomputed where they are needed.
@@ -575,7 +814,6 @@ struct NormBackwardOpLowering : OpConversionPattern<NormBackwardOp> {
       dxInputs.push_back(viewAs2D(b, loc, add));
       dxMaps.push_back(maps.full);
     }
-    auto dxType = cast<RankedTensorType>(op.getDx().getType());
     Value dx = mapElements(
         b, loc, {x.rows, x.hidden}, dxType.getElementType(), dxInputs, dxMaps,
         [&](OpBuilder &b, Location loc, ValueRange args) {
@@ -595,14 +833,6 @@ struct NormBackwardOpLowering : OpConversionPattern<NormBackwardOp> {
         });
 
     // Over the rows: dgamma = sum(dz xhat), dbeta = sum(dz).
-    Type weight = op.getGamma().getType().getElementType();
-    auto roundTo = [&](Value sums) {
-      return mapElements(b, loc, {x.hidden}, weight, sums,
-                         {b.getMultiDimIdentityMap(1)},
-                         [&](OpBuilder &b, Location loc, ValueRange args) {
-                           return emitTruncFromF32(b, loc, args[0], weight);
-                         });
-    };
     SmallVector<Value> results = {viewAs(b, loc, dx, dxType)};
     results.push_back(
         roundTo(sumColumns(b, loc, x.hidden, inputs, inputMaps,

@@ -88,3 +88,32 @@ func.func @layernorm_odd_width(%x: tensor<3x40xf32>, %g: tensor<40xf32>)
       -> tensor<3x40xf32>, tensor<3xf32>, tensor<3xf32>
   return %z, %mu, %rs : tensor<3x40xf32>, tensor<3xf32>, tensor<3xf32>
 }
+
+// -----
+
+// The backward over blocks of rows: 400 rows in blocks of 5 (80 blocks),
+// per row one loop for the two sums and one that writes dx and adds into
+// the block's partial column sums; dgamma and dbeta are the column sums
+// of the [80, 32] partials.
+// CHECK-LABEL: func @layernorm_backward_blocks
+// CHECK: scf.forall (%[[BLOCK:.*]]) in (80) shared_outs({{.*}}) -> (tensor<400x32xbf16>, tensor<80x32xf32>, tensor<80x32xf32>)
+// CHECK: tensor.extract_slice %{{.*}}[%{{.*}}, 0] [5, 32] [1, 1] : tensor<400x32xbf16> to tensor<5x32xbf16>
+// CHECK: linalg.fill {{.*}} -> tensor<32xf32>
+// CHECK: linalg.fill {{.*}} -> tensor<32xf32>
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (tensor<5x32xbf16>, tensor<32xf32>, tensor<32xf32>)
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>)
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (tensor<5x32xbf16>, tensor<32xf32>, tensor<32xf32>)
+// CHECK: vector.transfer_write {{.*}} : vector<16xbf16>, tensor<5x32xbf16>
+// CHECK-COUNT-2: vector.transfer_write {{.*}} : vector<16xf32>, tensor<32xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "parallel"]{{.*}} ins(%{{.*}} : tensor<80x32xf32>)
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "parallel"]{{.*}} ins(%{{.*}} : tensor<80x32xf32>)
+func.func @layernorm_backward_blocks(%dz: tensor<400x32xbf16>,
+    %x: tensor<400x32xbf16>, %rs: tensor<400xf32>, %g: tensor<32xbf16>,
+    %mu: tensor<400xf32>)
+    -> (tensor<400x32xbf16>, tensor<32xbf16>, tensor<32xbf16>) {
+  %dx, %dg, %db = te.norm_backward %dz, %x, %rs, %g mean(%mu) kind layernorm
+      : tensor<400x32xbf16>, tensor<400x32xbf16>, tensor<400xf32>,
+        tensor<32xbf16>, tensor<400xf32>
+      -> tensor<400x32xbf16>, tensor<32xbf16>, tensor<32xbf16>
+  return %dx, %dg, %db : tensor<400x32xbf16>, tensor<32xbf16>, tensor<32xbf16>
+}
