@@ -125,7 +125,9 @@ def op_cases(tokens, hidden, vocab_tokens, dtype):
     cases.append(("cross_entropy",
                   lambda z: te.parallel_cross_entropy(z, target,
                                                       reduce_loss=True),
-                  lambda z: F.cross_entropy(z.float(), target), (logits,)))
+                  # TE's reduced loss has shape (1,).
+                  lambda z: F.cross_entropy(z.float(), target).reshape(1),
+                  (logits,)))
     return cases
 
 
