@@ -9,7 +9,8 @@ of V exponentials, each within a few ulp): |error| <= (V + 8) 2^-24 of
 the magnitudes it combines (|m| + |log d| + |x_y|, and the smoothing sum's
 sum of |eps x_i|). The gradient is exp(x - m) / d, relative error
 (V + 8) 2^-24 through d, then rounded to the logits' type (half an ulp:
-bf16 2^-8, f16 2^-11, f32 2^-24), the target's entry twice."""
+bf16 2^-8, f16 2^-11, f32 2^-24; below the normal range half the
+subnormals' spacing, f16 2^-25), the target's entry twice."""
 
 import os
 import shutil
@@ -27,6 +28,9 @@ from te_mlir.errors import DeviceError, DTypeError, ShapeError
 
 DTYPES = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
 HALF_ULP = {"f32": 2.0 ** -24, "bf16": 2.0 ** -8, "f16": 2.0 ** -11}
+# Half the spacing of the subnormals: the absolute error of rounding a
+# value below the normal range (gradients of unlikely classes in f16).
+HALF_SUBNORMAL = {"f32": 2.0 ** -150, "bf16": 2.0 ** -134, "f16": 2.0 ** -25}
 
 
 def reference(x, target, smoothing, reduce, ignore=-100):
@@ -85,7 +89,46 @@ CASES = {
     "f16-one-row-i32": ((1, 64), "f16", 0.0, True, np.int32, -100),
     "bf16-smoothing-ignore-1": ((4, 3, 130), "bf16", 0.25, False, np.int32,
                                 -1),
+    # Vocabularies of whole vectors of 16 (the rows' maxima in vectors,
+    # four, two and one accumulators; 64 above too).
+    "bf16-vectors-smoothing-reduce": ((5, 1024), "bf16", 0.1, True, np.int64,
+                                      -100),
+    "f32-vectors-two": ((3, 2, 96), "f32", 0.0, False, np.int32, -100),
+    "f16-vectors-one": ((6, 48), "f16", 0.0, False, np.int64, -100),
 }
+
+
+@pytest.mark.parametrize("vocab", [64, 96, 48])
+def test_the_max_is_found_in_every_column(vocab):
+    """Row r's largest logit, 500, at column r: a max that missed it would
+    overflow exp(x - m) to inf. Every column, so every accumulator and
+    lane of the vector maxima."""
+    x = np.zeros((vocab, vocab), np.float32)
+    x[np.arange(vocab), np.arange(vocab)] = 500.0
+    t = (np.arange(vocab) * 7 + 3) % vocab
+    loss, grad = ops.cross_entropy(x, t)
+    want, want_grad, magnitude, _ = reference(x, t, 0.0, False)
+    assert np.isfinite(np.asarray(loss)).all()
+    assert (np.abs(np.asarray(loss) - want)
+            <= (vocab + 8) * 2.0 ** -24 * magnitude).all()
+    np.testing.assert_allclose(np.asarray(grad), want_grad, rtol=1e-5,
+                               atol=1e-30)
+
+
+@pytest.mark.parametrize("vocab", [64, 70])
+def test_a_nan_logit_stays_in_its_row(vocab):
+    rng = np.random.default_rng(vocab)
+    x = (rng.standard_normal((4, vocab)) * 4).astype(np.float32)
+    x[1, 9] = np.nan
+    t = rng.integers(0, vocab, 4)
+    loss, grad = ops.cross_entropy(x, t)
+    loss, grad = np.asarray(loss), np.asarray(grad)
+    assert np.isnan(loss[1]) and np.isnan(grad[1]).all()
+    rows = [0, 2, 3]
+    want, want_grad, magnitude, _ = reference(x[rows], t[rows], 0.0, False)
+    assert (np.abs(loss[rows] - want)
+            <= (vocab + 8) * 2.0 ** -24 * magnitude).all()
+    np.testing.assert_allclose(grad[rows], want_grad, rtol=1e-5, atol=1e-7)
 
 
 @pytest.mark.parametrize("grad_dtype", [None, "f32"])
@@ -113,7 +156,7 @@ def test_forward_and_backward(name, grad_dtype):
     grad = np.asarray(grad)
     gtype = grad_dtype or dtype
     assert grad.dtype == DTYPES[gtype] and grad.shape == shape
-    bound = (HALF_ULP[gtype] * np.abs(want_grad)
+    bound = (HALF_ULP[gtype] * np.abs(want_grad) + HALF_SUBNORMAL[gtype]
              + (vocab + 8) * 2.0 ** -24 * gmag)
     assert (np.abs(grad.astype(np.float64) - want_grad) <= bound).all()
     ignored = (t == ignore).reshape(-1)
@@ -127,7 +170,7 @@ def test_forward_and_backward(name, grad_dtype):
     assert dx.dtype == DTYPES[dtype]
     assert (np.abs(dx.astype(np.float64) - exact)
             <= HALF_ULP[dtype] * np.abs(exact) + 2.0 ** -24 * np.abs(exact)
-            + 1e-30).all()
+            + HALF_SUBNORMAL[dtype] + 1e-30).all()
 
 
 def test_reduced_over_ignored_rows_only():

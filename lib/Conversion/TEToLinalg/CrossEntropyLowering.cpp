@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <limits>
@@ -180,11 +181,14 @@ private:
       return emitExtToF32(b, loc, args[0]);
     };
     Value m =
-        reduceOf(b, loc, /*perRow=*/true, rows,
-                 -std::numeric_limits<double>::infinity(), logits, {full}, ext,
-                 [](OpBuilder &b, Location loc, Value acc, Value v) {
-                   return arith::MaximumFOp::create(b, loc, acc, v).getResult();
-                 });
+        vocab % kAmaxLanes == 0
+            ? rowMaxima()
+            : reduceOf(b, loc, /*perRow=*/true, rows,
+                       -std::numeric_limits<double>::infinity(), logits, {full},
+                       ext, [](OpBuilder &b, Location loc, Value acc, Value v) {
+                         return arith::MaximumFOp::create(b, loc, acc, v)
+                             .getResult();
+                       });
     Value d = reduceOf(
         b, loc, /*perRow=*/true, rows, 0.0, {logits, m}, {full, row},
         [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
@@ -228,6 +232,57 @@ private:
               c(b, loc, -std::numeric_limits<double>::infinity()));
         });
     return {m, d, xy};
+  }
+
+  /// Each row's max, V a multiple of kAmaxLanes: in vectors, with up to
+  /// four accumulators. As a scalar reduction LLVM keeps arith.maximumf
+  /// scalar, a compare and a masked move per element in one dependent
+  /// chain; the maximum is exact (NaN propagates), so the order of the
+  /// vector form changes nothing.
+  Value rowMaxima() {
+    int64_t k = vocab % (4 * kAmaxLanes) == 0   ? 4
+                : vocab % (2 * kAmaxLanes) == 0 ? 2
+                                                : 1;
+    auto lanes = VectorType::get({kAmaxLanes}, b.getF32Type());
+    Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{rows},
+                                          b.getF32Type());
+    auto body = [&](OpBuilder &b, Location loc, ValueRange) {
+      Value i = linalg::IndexOp::create(b, loc, 0);
+      auto index = [&](int64_t v) -> Value {
+        return arith::ConstantIndexOp::create(b, loc, v);
+      };
+      Value lowest = arith::ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(
+              lanes,
+              b.getF32FloatAttr(-std::numeric_limits<float>::infinity())));
+      auto loop = scf::ForOp::create(
+          b, loc, index(0), index(vocab), index(k * kAmaxLanes),
+          SmallVector<Value>(k, lowest),
+          [&](OpBuilder &b, Location loc, Value col, ValueRange acc) {
+            SmallVector<Value> next;
+            for (int64_t a = 0; a < k; ++a) {
+              Value at =
+                  arith::AddIOp::create(b, loc, col, index(a * kAmaxLanes));
+              next.push_back(arith::MaximumFOp::create(
+                  b, loc, acc[a], readLanesF32(b, loc, logits, i, at)));
+            }
+            scf::YieldOp::create(b, loc, next);
+          });
+      Value max = loop.getResult(0);
+      for (int64_t a = 1; a < k; ++a)
+        max = arith::MaximumFOp::create(b, loc, max, loop.getResult(a));
+      linalg::YieldOp::create(b, loc,
+                              vector::ReductionOp::create(
+                                  b, loc, vector::CombiningKind::MAXIMUMF, max)
+                                  .getResult());
+    };
+    return linalg::GenericOp::create(
+               b, loc, empty.getType(), ValueRange{}, empty,
+               b.getMultiDimIdentityMap(1),
+               SmallVector<utils::IteratorType>{utils::IteratorType::parallel},
+               body)
+        .getResult(0);
   }
 
   /// Every rank's m, d and x_y: [shards N, 3], rank after rank (TE's
