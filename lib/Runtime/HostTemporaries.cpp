@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "HostDevice.h"
+#include "HugePages.h"
 
 #include "te/Runtime/HostTemporaries.h"
 
@@ -25,12 +26,14 @@
 #include <sys/mman.h>
 #include <vector>
 
+using te::runtime::adviseHugePages;
+using te::runtime::kHugePage;
+
 namespace {
 
 constexpr size_t kLargeBlock = size_t(256) << 10;
 constexpr size_t kGranule = size_t(64) << 10;
 constexpr size_t kPage = 4096;
-constexpr size_t kHugePage = size_t(2) << 20;
 constexpr size_t kDefaultLimit = size_t(1) << 30;
 /// The header's tag: "te-temp" and a version.
 constexpr uint64_t kTag = 0x74652d74656d7001;
@@ -172,19 +175,6 @@ void *allocateAligned(size_t alignment, size_t bytes) {
 /// huge-page-aligned.
 size_t getLargeAlignment(size_t capacity) {
   return capacity >= kHugePage ? kHugePage : kPage;
-}
-
-/// Asks Linux for transparent huge pages under a block (where it gives
-/// them only when asked, THP's "madvise" mode): a GEMM's packed panels and
-/// product then take one TLB entry per 2 MiB, a few percent of its time. A
-/// refusal changes nothing but that.
-void adviseHugePages(void *base, size_t capacity) {
-#ifdef MADV_HUGEPAGE
-  madvise(base, capacity / kHugePage * kHugePage, MADV_HUGEPAGE);
-#else
-  (void)base;
-  (void)capacity;
-#endif
 }
 
 Header *getHeader(void *block) {

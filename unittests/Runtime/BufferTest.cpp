@@ -30,6 +30,30 @@ TEST_F(BufferTest, CreateDescribesTheTensor) {
   EXPECT_EQ(te_buffer_device(buffer.get()), cpu.get());
 }
 
+// Buffers of 8 MiB and more start on a 2 MiB boundary (the host device
+// asks for huge pages there); small ones keep the ordinary alignment.
+// Either way every byte is usable.
+TEST_F(BufferTest, LargeHostBuffersStartOnHugePages) {
+  BufferPtr large = createBuffer(cpu.get(), TE_DTYPE_F32, {3, 1 << 20});
+  ASSERT_NE(large, nullptr);
+  auto address =
+      reinterpret_cast<uintptr_t>(te_buffer_host_pointer(large.get()));
+  EXPECT_EQ(address % (uintptr_t(2) << 20), 0u);
+  std::vector<float> values(3u << 20, 1.5f);
+  values.back() = -2.0f;
+  ASSERT_EQ(te_buffer_write(large.get(), values.data(),
+                            values.size() * sizeof(float)),
+            TE_OK);
+  std::vector<float> back(values.size());
+  ASSERT_EQ(
+      te_buffer_read(large.get(), back.data(), back.size() * sizeof(float)),
+      TE_OK);
+  EXPECT_EQ(back, values);
+  BufferPtr small = createBuffer(cpu.get(), TE_DTYPE_F32, {4, 4});
+  ASSERT_NE(small, nullptr);
+  EXPECT_NE(te_buffer_host_pointer(small.get()), nullptr);
+}
+
 // te_buffer_wrap borrows memory: reads and writes go to it, and the last
 // release calls the owner's release function once instead of freeing.
 TEST_F(BufferTest, WrappedMemoryIsBorrowedAndGivenBack) {
