@@ -84,8 +84,8 @@ te_status allocate(void *, size_t size, size_t alignment, void **ptr) {
   // pages: a kernel's first write into a fresh output otherwise takes a
   // page fault per 4 KiB (a 128 MiB gradient: 32768 of them, longer than
   // the kernel that writes it).
-  bool huge = size >= 4 * kHugePage && alignment < kHugePage;
-  if (huge)
+  bool huge = size >= 4 * kHugePage;
+  if (huge && alignment < kHugePage)
     alignment = kHugePage;
   if (posix_memalign(ptr, alignment, size) != 0) {
     *ptr = nullptr;

@@ -59,7 +59,8 @@ DELAYED = [
     ("layernorm", (2, 24, 77), "f16", "e5m2", "rowwise", True),
     # Rows of whole vectors of 16: the norm's row kernel, its fused cast.
     ("layernorm", (48, 256), "bf16", "e4m3", "rowwise", False),
-    ("rmsnorm", (3, 5, 64), "f16", "e5m2", "rowwise", True),
+    # (Large enough that casting the f16-rounded z differs somewhere.)
+    ("rmsnorm", (3, 48, 64), "f16", "e5m2", "rowwise", True),
     ("layernorm", (7, 32), "f32", "e4m3", "rowwise", True),
     ("rmsnorm", (64, 96), "bf16", "e4m3", "both", True),
     ("rmsnorm", (1, 33), "f32", "e5m2", "columnwise", False),

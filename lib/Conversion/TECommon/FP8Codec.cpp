@@ -7,6 +7,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/TypeUtilities.h"
 
+#include <cassert>
 #include <cmath>
 
 using namespace mlir;
@@ -199,8 +200,10 @@ Value mlir::te::emitExtToF32(OpBuilder &b, Location loc, Value value) {
   Type type = getElementTypeOrSelf(value.getType());
   if (type.isF32())
     return value;
-  if (isFP8Type(type))
+  if (isFP8Type(type)) {
+    assert(!isa<VectorType>(value.getType()) && "FP8 vectors are not decoded");
     return emitFP8ToF32(b, loc, value);
+  }
   return arith::ExtFOp::create(
       b, loc, likeShape(value.getType(), b.getF32Type()), value);
 }

@@ -198,7 +198,7 @@ void spillScalarsAcrossCalls(Block &body) {
       for (OpOperand &use : result.getUses()) {
         Operation *top = body.findAncestorOpInBlock(*use.getOwner());
         auto it = top ? callsBefore.find(top) : callsBefore.end();
-        if (it != callsBefore.end() && it->second > callsBefore[op])
+        if (it != callsBefore.end() && it->second > callsBefore.lookup(op))
           later.push_back(&use);
       }
       if (later.empty())

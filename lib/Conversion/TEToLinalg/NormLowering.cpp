@@ -1,9 +1,12 @@
 //===- NormLowering.cpp - te.norm and te.norm_backward on the host --------===//
 //
-// LayerNorm and RMSNorm as TE states them (te.norm's description): the
-// input viewed as [N, H], row sums over H and the elementwise passes as
-// linalg.generic ops in f32, the rows parallel. The backward adds the
-// column sums of dgamma and dbeta over the rows.
+// LayerNorm and RMSNorm as TE states them (te.norm's description), in f32,
+// the input viewed as [N, H]. For H a multiple of 16, row kernels in
+// vectors: the forward per row (statistics, then one pass that writes z,
+// the fused FP8 cast and the amax), the backward per block of rows (dx and
+// partial column sums of dgamma and dbeta). Otherwise row sums over H and
+// elementwise passes as linalg.generic ops, the rows parallel, and the
+// backward's column sums over the rows.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +25,7 @@
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <array>
+#include <cassert>
 
 using namespace mlir;
 using namespace mlir::te;
@@ -138,15 +142,6 @@ struct NormRowResults {
   Value z, data, amax, mu, rsigma;
 };
 
-/// te.norm's forward as one kernel over the rows of x, H a multiple of
-/// kAmaxLanes: per row (in parallel), the statistics from vectors of
-/// kAmaxLanes (a pass over the row for LayerNorm's mean, one for the
-/// squares; the row stays in the cache) and then one pass that computes
-/// z's f32 values and feeds each output from them: TE's fused norm + cast
-/// + amax in one sweep. The sums have one fixed order (sumRow), whatever
-/// the thread count.
-/// Every path of te.norm for such rows takes z from here, so the fused
-/// and unfused outputs round the same f32 values.
 /// Vector helpers over rows of H elements, H a multiple of kAmaxLanes: the
 /// row kernels' common part.
 class RowVectors {
@@ -198,6 +193,15 @@ protected:
   VectorType lanes;
 };
 
+/// te.norm's forward as one kernel over the rows of x, H a multiple of
+/// kAmaxLanes: per row (in parallel), the statistics from vectors of
+/// kAmaxLanes (a pass over the row for LayerNorm's mean, one for the
+/// squares; the row stays in the cache) and then one pass that computes
+/// z's f32 values and feeds each output from them: TE's fused norm + cast
+/// + amax in one sweep. The sums have one fixed order (sumRow), whatever
+/// the thread count.
+/// Every path of te.norm for such rows takes z from here, so the fused
+/// and unfused outputs round the same f32 values.
 class NormRowKernel : RowVectors {
 public:
   explicit NormRowKernel(const NormRows &norm)
@@ -211,9 +215,9 @@ private:
   Value sumRow(OpBuilder &b, Location loc, Value row,
                function_ref<Value(OpBuilder &, Location, Value)> term) const;
   /// The row's values written: [z], [data], [amax bits], [mu], rsigma.
-  SmallVector<Value> row(OpBuilder &b, Location loc, Value row,
-                         ValueRange slices, const NormRowOutputs &outputs,
-                         Value scale) const;
+  SmallVector<Value> emitRow(OpBuilder &b, Location loc, Value row,
+                             ValueRange slices, const NormRowOutputs &outputs,
+                             Value scale) const;
 
   const NormRows &norm;
 };
@@ -254,10 +258,10 @@ Value NormRowKernel::sumRow(
   return sumLanes(b, loc, partial[0]);
 }
 
-SmallVector<Value> NormRowKernel::row(OpBuilder &b, Location loc, Value row,
-                                      ValueRange slices,
-                                      const NormRowOutputs &outputs,
-                                      Value scale) const {
+SmallVector<Value> NormRowKernel::emitRow(OpBuilder &b, Location loc, Value row,
+                                          ValueRange slices,
+                                          const NormRowOutputs &outputs,
+                                          Value scale) const {
   Value count = emitF32Constant(b, loc, static_cast<double>(hidden));
   Value mu;
   if (norm.layerNorm)
@@ -265,8 +269,9 @@ SmallVector<Value> NormRowKernel::row(OpBuilder &b, Location loc, Value row,
         b, loc,
         sumRow(b, loc, row, [](OpBuilder &, Location, Value x) { return x; }),
         count);
+  Value muLanes = mu ? splat(b, loc, mu) : Value();
   Value squares = sumRow(b, loc, row, [&](OpBuilder &b, Location loc, Value x) {
-    Value v = mu ? sub(b, loc, x, splat(b, loc, mu)) : x;
+    Value v = muLanes ? sub(b, loc, x, muLanes) : x;
     return mul(b, loc, v, v);
   });
   // rsigma = 1 / sqrt(sum / H + epsilon), as rowsRsigma.
@@ -280,14 +285,13 @@ SmallVector<Value> NormRowKernel::row(OpBuilder &b, Location loc, Value row,
   SmallVector<Value> init;
   if (outputs.amax)
     init.push_back(emitZeroAmaxBitsVector(b, loc));
-  size_t written = init.size();
+  size_t firstSlice = init.size();
   unsigned next = 0;
   if (outputs.z)
     init.push_back(slices[next++]);
   if (outputs.fp8)
     init.push_back(slices[next++]);
   Value rsigmaLanes = splat(b, loc, rsigma);
-  Value muLanes = mu ? splat(b, loc, mu) : Value();
   Value scaleLanes = scale ? splat(b, loc, scale) : Value();
   Value one =
       norm.zeroCentered ? splat(b, loc, emitF32Constant(b, loc, 1.0)) : Value();
@@ -313,7 +317,7 @@ SmallVector<Value> NormRowKernel::row(OpBuilder &b, Location loc, Value row,
                                 ArrayRef<bool>{true})
                                 .getResult());
         };
-        unsigned k = written;
+        unsigned k = firstSlice;
         if (outputs.z)
           write(emitTruncFromF32(b, loc, out, outputs.z), carried[k++]);
         if (outputs.fp8)
@@ -322,7 +326,7 @@ SmallVector<Value> NormRowKernel::row(OpBuilder &b, Location loc, Value row,
         return updated;
       });
 
-  SmallVector<Value> results(loop.getResults().drop_front(written));
+  SmallVector<Value> results(loop.getResults().drop_front(firstSlice));
   auto store = [&](Value scalar) {
     results.push_back(writeRowScalar(b, loc, scalar, slices[next++]));
   };
@@ -359,7 +363,7 @@ NormRowResults NormRowKernel::build(OpBuilder &b, Location loc,
   SmallVector<Value> rows = forEachRowInParallel(
       b, loc, n, inits,
       [&](OpBuilder &b, Location loc, Value index, ValueRange slices) {
-        return row(b, loc, index, slices, outputs, scale);
+        return emitRow(b, loc, index, slices, outputs, scale);
       });
 
   auto column = [&](Value matrix) -> Value {
@@ -514,11 +518,11 @@ struct NormOpLowering : OpConversionPattern<NormOp> {
       emitQuantizableOutput(
           b, loc, request, cast<RankedTensorType>(op.getInput().getType()),
           [&](Type element) {
-            NormRowResults made =
-                kernel.build(b, loc, {element, FloatType(), Value(), false});
-            if (!rows.rsigma)
-              rows = made;
-            return made.z;
+            // Once: with a quantize mode there is no amax output, so
+            // emitQuantizableOutput wants either z or its f32 values.
+            assert(!rows.rsigma && "z built twice");
+            rows = kernel.build(b, loc, {element, FloatType(), Value(), false});
+            return rows.z;
           },
           results);
     }
@@ -575,13 +579,18 @@ private:
   /// About this many blocks: enough for every thread, few partial rows.
   static constexpr int64_t kBlocks = 64;
 
+  /// A row's rsigma and mu (null for RMSNorm) in every lane, and 1 for
+  /// zero-centered gamma (else null).
+  struct RowLanes {
+    Value rsigma, mu, one;
+  };
   /// xhat, dy and dz (f32) at (row, col).
   std::array<Value, 3> terms(OpBuilder &b, Location loc, Value row, Value col,
-                             Value rsigma, Value mu) const;
+                             const RowLanes &lanes) const;
   /// Row `row` of the block: dx written into `dx` (the block's [R, H]) at
   /// `local`, the partial sums updated. Returns them.
-  SmallVector<Value> row(OpBuilder &b, Location loc, Value row, Value local,
-                         ValueRange carried) const;
+  SmallVector<Value> emitRow(OpBuilder &b, Location loc, Value row, Value local,
+                             ValueRange carried) const;
 
   const NormBackwardRows &norm;
   int64_t blockRows;
@@ -589,35 +598,35 @@ private:
 
 std::array<Value, 3> NormBackwardRowKernel::terms(OpBuilder &b, Location loc,
                                                   Value row, Value col,
-                                                  Value rsigma,
-                                                  Value mu) const {
+                                                  const RowLanes &lanes) const {
   Value x = readLanesF32(b, loc, norm.x.matrix, row, col);
   Value dz = readLanesF32(b, loc, norm.dz, row, col);
   Value g = readColumns(b, loc, norm.gamma, col);
-  if (norm.zeroCentered)
-    g = arith::AddFOp::create(b, loc, g,
-                              splat(b, loc, emitF32Constant(b, loc, 1.0)));
+  if (lanes.one)
+    g = arith::AddFOp::create(b, loc, g, lanes.one);
   // As the general form: xhat = rsigma * (x - mu), dy = g * dz.
-  Value xhat = mul(b, loc, rsigma, mu ? sub(b, loc, x, mu) : x);
+  Value xhat =
+      mul(b, loc, lanes.rsigma, lanes.mu ? sub(b, loc, x, lanes.mu) : x);
   return {xhat, mul(b, loc, g, dz), dz};
 }
 
-SmallVector<Value> NormBackwardRowKernel::row(OpBuilder &b, Location loc,
-                                              Value row, Value local,
-                                              ValueRange carried) const {
-  Value rsigma = splat(
+SmallVector<Value> NormBackwardRowKernel::emitRow(OpBuilder &b, Location loc,
+                                                  Value row, Value local,
+                                                  ValueRange carried) const {
+  RowLanes lanes;
+  lanes.rsigma = splat(
       b, loc, tensor::ExtractOp::create(b, loc, norm.rsigma, ValueRange{row}));
-  Value mu =
-      norm.mu
-          ? splat(b, loc,
-                  tensor::ExtractOp::create(b, loc, norm.mu, ValueRange{row}))
-          : Value();
+  if (norm.mu)
+    lanes.mu = splat(
+        b, loc, tensor::ExtractOp::create(b, loc, norm.mu, ValueRange{row}));
+  if (norm.zeroCentered)
+    lanes.one = splat(b, loc, emitF32Constant(b, loc, 1.0));
   // Per row: sum(dy * xhat), and for LayerNorm sum(dy).
   SmallVector<Value> init(norm.mu ? 2 : 1, zeroLanes(b, loc));
   scf::ForOp sums =
       overRow(b, loc, init, 1,
               [&](OpBuilder &b, Location loc, Value col, ValueRange acc) {
-                auto [xhat, dy, dz] = terms(b, loc, row, col, rsigma, mu);
+                auto [xhat, dy, dz] = terms(b, loc, row, col, lanes);
                 SmallVector<Value> next = {arith::AddFOp::create(
                     b, loc, acc[0], mul(b, loc, dy, xhat))};
                 if (norm.mu)
@@ -635,11 +644,11 @@ SmallVector<Value> NormBackwardRowKernel::row(OpBuilder &b, Location loc,
   scf::ForOp pass = overRow(
       b, loc, carried, 1,
       [&](OpBuilder &b, Location loc, Value col, ValueRange blockValues) {
-        auto [xhat, dy, dz] = terms(b, loc, row, col, rsigma, mu);
+        auto [xhat, dy, dz] = terms(b, loc, row, col, lanes);
         Value correction = mul(b, loc, slope, xhat);
         if (offset)
           correction = arith::AddFOp::create(b, loc, correction, offset);
-        Value out = mul(b, loc, rsigma, sub(b, loc, dy, correction));
+        Value out = mul(b, loc, lanes.rsigma, sub(b, loc, dy, correction));
         if (norm.add)
           out = arith::AddFOp::create(b, loc, out,
                                       readLanesF32(b, loc, norm.add, row, col));
@@ -706,7 +715,7 @@ SmallVector<Value> NormBackwardRowKernel::build(OpBuilder &b,
       b, loc, index(0), index(blockRows), index(1), slices,
       [&](OpBuilder &b, Location loc, Value local, ValueRange carried) {
         Value row = arith::AddIOp::create(b, loc, first, local);
-        scf::YieldOp::create(b, loc, this->row(b, loc, row, local, carried));
+        scf::YieldOp::create(b, loc, emitRow(b, loc, row, local, carried));
       });
   b.setInsertionPointToEnd(forall.getTerminator().getBody());
   for (auto [i, written] : llvm::enumerate(rowsLoop.getResults()))
