@@ -464,9 +464,9 @@ SmallVector<Value> mlir::te::forEachRowInParallel(OpBuilder &b, Location loc,
 
 Value mlir::te::writeRowScalar(OpBuilder &b, Location loc, Value scalar,
                                Value slice) {
-  return tensor::InsertOp::create(b, loc, scalar, slice,
-                                  ValueRange{arith::ConstantIndexOp::create(
-                                      b, loc, 0)});
+  return tensor::InsertOp::create(
+      b, loc, scalar, slice,
+      ValueRange{arith::ConstantIndexOp::create(b, loc, 0)});
 }
 
 Value mlir::te::buildScaleInv(OpBuilder &b, Location loc, Value scale) {
