@@ -1583,7 +1583,7 @@ def rope_backward(grad, freqs, tensor_format="sbhd", *, interleaved=False,
 def _qkv_rope_attrs(what, qkv_shape, split, tensor_format, interleaved,
                     cp_size, cp_rank):
     """te.qkv_rope's attributes, after the checks that name the fix;
-    returns (attrs, (q, k, v) sizes, (q, k, v) result shapes)."""
+    returns (attrs, (q, k, v) result shapes)."""
     if tensor_format not in ("sbhd", "bshd"):
         raise ValueError(f"{what}: tensor_format must be 'sbhd' or 'bshd' "
                          f"(TE's fused QKV RoPE takes no other), got "
@@ -1602,10 +1602,16 @@ def _qkv_rope_attrs(what, qkv_shape, split, tensor_format, interleaved,
     attrs = (f"format {tensor_format} split "
              f"[{', '.join(str(n) for n in sizes)}]"
              + _rope_options(what, interleaved, cp_size, cp_rank))
+    return attrs, qkv_part_shapes(qkv_shape, sizes)
+
+
+def qkv_part_shapes(qkv_shape, split):
+    """The shapes of te.qkv_rope's q, k and v for a fused tensor of
+    `qkv_shape` ([s, b, h, q + k + v] or [b, s, ...]) and split [q, k, v]:
+    [.., h q / k, k], [.., h, k], [.., h, v]."""
     lead, h = list(qkv_shape[:2]), qkv_shape[2]
-    q, k, v = sizes
-    shapes = (lead + [h * q // k, k], lead + [h, k], lead + [h, v])
-    return attrs, sizes, shapes
+    q, k, v = split
+    return (lead + [h * q // k, k], lead + [h, k], lead + [h, v])
 
 
 def qkv_rope(qkv, q_freqs, k_freqs, split, tensor_format="sbhd", *,
@@ -1619,8 +1625,8 @@ def qkv_rope(qkv, q_freqs, k_freqs, split, tensor_format="sbhd", *,
     [s2, 1, 1, d2], the same d2), as te.rope rotates a head; v copied."""
     what = "qkv_rope"
     qkv = _arg(qkv, "qkv", ("f32", "f16", "bf16"))
-    attrs, _, shapes = _qkv_rope_attrs(what, qkv.shape, split, tensor_format,
-                                       interleaved, cp_size, cp_rank)
+    attrs, shapes = _qkv_rope_attrs(what, qkv.shape, split, tensor_format,
+                                    interleaved, cp_size, cp_rank)
     q_freqs = _arg(q_freqs, "q_freqs", ("f32",), rank=4)
     k_freqs = _arg(k_freqs, "k_freqs", ("f32",), rank=4)
     start_positions = _arg(start_positions, "start_positions", ("i32",),
@@ -1651,8 +1657,8 @@ def qkv_rope_backward(dq, dk, dv, q_freqs, k_freqs, split,
         raise ShapeError(f"{what}: dv must be [s, b, h, v] or [b, s, h, v], "
                          f"got shape {list(dv.shape)}")
     qkv_shape = list(dv.shape[:3]) + [sum(int(n) for n in split)]
-    attrs, _, _ = _qkv_rope_attrs(what, qkv_shape, split, tensor_format,
-                                  interleaved, cp_size, cp_rank)
+    attrs, _ = _qkv_rope_attrs(what, qkv_shape, split, tensor_format,
+                               interleaved, cp_size, cp_rank)
     q_freqs = _arg(q_freqs, "q_freqs", ("f32",), rank=4)
     k_freqs = _arg(k_freqs, "k_freqs", ("f32",), rank=4)
     result = _tensor_type(dv.dtype, qkv_shape)

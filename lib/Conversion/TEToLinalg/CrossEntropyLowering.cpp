@@ -240,9 +240,7 @@ private:
   /// chain; the maximum is exact (NaN propagates), so the order of the
   /// vector form changes nothing.
   Value rowMaxima() {
-    int64_t k = vocab % (4 * kAmaxLanes) == 0   ? 4
-                : vocab % (2 * kAmaxLanes) == 0 ? 2
-                                                : 1;
+    int64_t k = getRowAccumulators(vocab);
     auto lanes = VectorType::get({kAmaxLanes}, b.getF32Type());
     Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{rows},
                                           b.getF32Type());

@@ -84,22 +84,59 @@ Value sumColumns(OpBuilder &b, Location loc, int64_t hidden, ValueRange inputs,
   return sumOf(b, loc, /*perRow=*/false, hidden, inputs, maps, body);
 }
 
-/// 1 / sqrt(sum / H + epsilon) per row.
+Value sub(OpBuilder &b, Location loc, Value x, Value y) {
+  return arith::SubFOp::create(b, loc, x, y);
+}
+Value mul(OpBuilder &b, Location loc, Value x, Value y) {
+  return arith::MulFOp::create(b, loc, x, y);
+}
+
+// TE's formulas (te.norm's description), on f32 scalars or vectors: the
+// general form and the row kernels both build them here, so that their
+// values agree bit for bit.
+
+/// rsigma = 1 / sqrt(sum / H + epsilon) of a row's f32 sum (a scalar).
+Value rsigmaOf(OpBuilder &b, Location loc, Value sum, int64_t hidden,
+               float epsilon) {
+  Value mean = arith::DivFOp::create(
+      b, loc, sum, emitF32Constant(b, loc, static_cast<double>(hidden)));
+  Value shifted =
+      arith::AddFOp::create(b, loc, mean, emitF32Constant(b, loc, epsilon));
+  return arith::DivFOp::create(b, loc, emitF32Constant(b, loc, 1.0),
+                               math::SqrtOp::create(b, loc, shifted));
+}
+
+/// xhat = rsigma (x - mu); rsigma x for RMSNorm (`mu` null).
+Value xhatOf(OpBuilder &b, Location loc, Value x, Value mu, Value rsigma) {
+  return mul(b, loc, rsigma, mu ? sub(b, loc, x, mu) : x);
+}
+
+/// z = g xhat [+ beta] (g: gamma, plus 1 if zero-centered).
+Value zOf(OpBuilder &b, Location loc, Value g, Value xhat, Value beta) {
+  Value z = mul(b, loc, g, xhat);
+  return beta ? arith::AddFOp::create(b, loc, z, beta) : z;
+}
+
+/// dx = rsigma (dy - (slope xhat + offset)) [+ add], slope = sum(dy xhat)
+/// / H and offset = sum(dy) / H (null for RMSNorm).
+Value dxOf(OpBuilder &b, Location loc, Value rsigma, Value dy, Value xhat,
+           Value slope, Value offset, Value add) {
+  Value correction = mul(b, loc, slope, xhat);
+  if (offset)
+    correction = arith::AddFOp::create(b, loc, correction, offset);
+  Value dx = mul(b, loc, rsigma, sub(b, loc, dy, correction));
+  return add ? arith::AddFOp::create(b, loc, dx, add) : dx;
+}
+
+/// rsigmaOf per row.
 Value rowsRsigma(OpBuilder &b, Location loc, Value sums, int64_t hidden,
                  float epsilon) {
   auto type = cast<RankedTensorType>(sums.getType());
   AffineMap identity = b.getMultiDimIdentityMap(1);
-  return mapElements(
-      b, loc, type.getShape(), b.getF32Type(), sums, {identity},
-      [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
-        Value mean = arith::DivFOp::create(
-            b, loc, args[0],
-            emitF32Constant(b, loc, static_cast<double>(hidden)));
-        Value shifted = arith::AddFOp::create(b, loc, mean,
-                                              emitF32Constant(b, loc, epsilon));
-        return arith::DivFOp::create(b, loc, emitF32Constant(b, loc, 1.0),
-                                     math::SqrtOp::create(b, loc, shifted));
-      });
+  return mapElements(b, loc, type.getShape(), b.getF32Type(), sums, {identity},
+                     [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                       return rsigmaOf(b, loc, args[0], hidden, epsilon);
+                     });
 }
 
 /// gamma in f32, plus 1 for zero-centered gamma (in f32, as TE adds it).
@@ -108,13 +145,6 @@ Value emitGamma(OpBuilder &b, Location loc, Value gamma, bool zeroCentered) {
   return zeroCentered
              ? arith::AddFOp::create(b, loc, g, emitF32Constant(b, loc, 1.0))
              : g;
-}
-
-Value sub(OpBuilder &b, Location loc, Value x, Value y) {
-  return arith::SubFOp::create(b, loc, x, y);
-}
-Value mul(OpBuilder &b, Location loc, Value x, Value y) {
-  return arith::MulFOp::create(b, loc, x, y);
 }
 
 /// What te.norm's row kernel reads: x's [N, H] view, gamma, beta (or
@@ -225,13 +255,9 @@ private:
 Value NormRowKernel::sumRow(
     OpBuilder &b, Location loc, Value row,
     function_ref<Value(OpBuilder &, Location, Value)> term) const {
-  // Up to four accumulators, so that the additions of one do not wait on
-  // the last: accumulator a sums the vectors a, a + k, a + 2k, ... of the
-  // row (k accumulators), then they are added pairwise and the lanes in
-  // order.
-  int64_t k = hidden % (4 * kAmaxLanes) == 0   ? 4
-              : hidden % (2 * kAmaxLanes) == 0 ? 2
-                                               : 1;
+  // k accumulators (getRowAccumulators), added pairwise, then the lanes
+  // in order.
+  int64_t k = getRowAccumulators(hidden);
   SmallVector<Value> init(k, zeroLanes(b, loc));
   scf::ForOp loop =
       overRow(b, loc, init, k,
@@ -274,12 +300,7 @@ SmallVector<Value> NormRowKernel::emitRow(OpBuilder &b, Location loc, Value row,
     Value v = muLanes ? sub(b, loc, x, muLanes) : x;
     return mul(b, loc, v, v);
   });
-  // rsigma = 1 / sqrt(sum / H + epsilon), as rowsRsigma.
-  Value shifted = arith::AddFOp::create(
-      b, loc, arith::DivFOp::create(b, loc, squares, count),
-      emitF32Constant(b, loc, norm.epsilon));
-  Value rsigma = arith::DivFOp::create(b, loc, emitF32Constant(b, loc, 1.0),
-                                       math::SqrtOp::create(b, loc, shifted));
+  Value rsigma = rsigmaOf(b, loc, squares, hidden, norm.epsilon);
 
   // z's f32 values, vector by vector, into the outputs.
   SmallVector<Value> init;
@@ -299,14 +320,12 @@ SmallVector<Value> NormRowKernel::emitRow(OpBuilder &b, Location loc, Value row,
       b, loc, init, /*vectors=*/1,
       [&](OpBuilder &b, Location loc, Value col, ValueRange carried) {
         Value x = readLanesF32(b, loc, norm.x.matrix, row, col);
-        Value v = muLanes ? sub(b, loc, x, muLanes) : x;
         Value g = readColumns(b, loc, norm.gamma, col);
         if (one)
           g = arith::AddFOp::create(b, loc, g, one);
-        Value out = mul(b, loc, g, mul(b, loc, rsigmaLanes, v));
-        if (norm.beta)
-          out = arith::AddFOp::create(b, loc, out,
-                                      readColumns(b, loc, norm.beta, col));
+        Value out =
+            zOf(b, loc, g, xhatOf(b, loc, x, muLanes, rsigmaLanes),
+                norm.beta ? readColumns(b, loc, norm.beta, col) : Value());
         SmallVector<Value> updated;
         if (outputs.amax)
           updated.push_back(arith::MaxUIOp::create(
@@ -448,15 +467,13 @@ struct NormOpLowering : OpConversionPattern<NormOp> {
       return mapElements(
           b, loc, {x.rows, x.hidden}, element, inputs, inputMaps,
           [&](OpBuilder &b, Location loc, ValueRange args) {
-            Value v = emitExtToF32(b, loc, args[0]);
-            if (muIndex >= 0)
-              v = sub(b, loc, v, args[muIndex]);
-            Value y = mul(b, loc, args[1], v);
+            Value xhat =
+                xhatOf(b, loc, emitExtToF32(b, loc, args[0]),
+                       muIndex >= 0 ? args[muIndex] : Value(), args[1]);
             Value out =
-                mul(b, loc, emitGamma(b, loc, args[2], zeroCentered), y);
-            if (betaIndex >= 0)
-              out = arith::AddFOp::create(
-                  b, loc, out, emitExtToF32(b, loc, args[betaIndex]));
+                zOf(b, loc, emitGamma(b, loc, args[2], zeroCentered), xhat,
+                    betaIndex >= 0 ? emitExtToF32(b, loc, args[betaIndex])
+                                   : Value());
             return emitTruncFromF32(b, loc, out, element);
           });
     };
@@ -604,10 +621,8 @@ std::array<Value, 3> NormBackwardRowKernel::terms(OpBuilder &b, Location loc,
   Value g = readColumns(b, loc, norm.gamma, col);
   if (lanes.one)
     g = arith::AddFOp::create(b, loc, g, lanes.one);
-  // As the general form: xhat = rsigma * (x - mu), dy = g * dz.
-  Value xhat =
-      mul(b, loc, lanes.rsigma, lanes.mu ? sub(b, loc, x, lanes.mu) : x);
-  return {xhat, mul(b, loc, g, dz), dz};
+  // dy = g dz, as the general form.
+  return {xhatOf(b, loc, x, lanes.mu, lanes.rsigma), mul(b, loc, g, dz), dz};
 }
 
 SmallVector<Value> NormBackwardRowKernel::emitRow(OpBuilder &b, Location loc,
@@ -645,13 +660,9 @@ SmallVector<Value> NormBackwardRowKernel::emitRow(OpBuilder &b, Location loc,
       b, loc, carried, 1,
       [&](OpBuilder &b, Location loc, Value col, ValueRange blockValues) {
         auto [xhat, dy, dz] = terms(b, loc, row, col, lanes);
-        Value correction = mul(b, loc, slope, xhat);
-        if (offset)
-          correction = arith::AddFOp::create(b, loc, correction, offset);
-        Value out = mul(b, loc, lanes.rsigma, sub(b, loc, dy, correction));
-        if (norm.add)
-          out = arith::AddFOp::create(b, loc, out,
-                                      readLanesF32(b, loc, norm.add, row, col));
+        Value out =
+            dxOf(b, loc, lanes.rsigma, dy, xhat, slope, offset,
+                 norm.add ? readLanesF32(b, loc, norm.add, row, col) : Value());
         SmallVector<Value> next = {
             vector::TransferWriteOp::create(
                 b, loc, emitTruncFromF32(b, loc, out, norm.dxElement),
@@ -785,11 +796,9 @@ struct NormBackwardOpLowering : OpConversionPattern<NormBackwardOp> {
       inputs.push_back(mu);
       inputMaps.push_back(maps.row);
     }
-    auto xhatOf = [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
-      Value v = emitExtToF32(b, loc, args[0]);
-      if (mu)
-        v = sub(b, loc, v, args[4]);
-      return mul(b, loc, args[2], v);
+    auto xhatAt = [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+      return xhatOf(b, loc, emitExtToF32(b, loc, args[0]),
+                    mu ? args[4] : Value(), args[2]);
     };
     auto dyOf = [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
       return mul(b, loc, emitGamma(b, loc, args[3], zeroCentered),
@@ -800,7 +809,7 @@ struct NormBackwardOpLowering : OpConversionPattern<NormBackwardOp> {
     Value dyXhat =
         sumRows(b, loc, x.rows, inputs, inputMaps,
                 [&](OpBuilder &b, Location loc, ValueRange args) {
-                  return mul(b, loc, dyOf(b, loc, args), xhatOf(b, loc, args));
+                  return mul(b, loc, dyOf(b, loc, args), xhatAt(b, loc, args));
                 });
     Value dySum;
     if (mu)
@@ -826,18 +835,12 @@ struct NormBackwardOpLowering : OpConversionPattern<NormBackwardOp> {
     Value dx = mapElements(
         b, loc, {x.rows, x.hidden}, dxType.getElementType(), dxInputs, dxMaps,
         [&](OpBuilder &b, Location loc, ValueRange args) {
-          Value xhat = xhatOf(b, loc, args);
           Value inv = emitF32Constant(b, loc, 1.0 / hidden);
-          Value correction =
-              mul(b, loc, mul(b, loc, args[dyXhatIndex], inv), xhat);
-          if (dySumIndex >= 0)
-            correction = arith::AddFOp::create(
-                b, loc, correction, mul(b, loc, args[dySumIndex], inv));
-          Value out =
-              mul(b, loc, args[2], sub(b, loc, dyOf(b, loc, args), correction));
-          if (addIndex >= 0)
-            out = arith::AddFOp::create(b, loc, out,
-                                        emitExtToF32(b, loc, args[addIndex]));
+          Value out = dxOf(
+              b, loc, args[2], dyOf(b, loc, args), xhatAt(b, loc, args),
+              mul(b, loc, args[dyXhatIndex], inv),
+              dySumIndex >= 0 ? mul(b, loc, args[dySumIndex], inv) : Value(),
+              addIndex >= 0 ? emitExtToF32(b, loc, args[addIndex]) : Value());
           return emitTruncFromF32(b, loc, out, dxType.getElementType());
         });
 
@@ -847,7 +850,7 @@ struct NormBackwardOpLowering : OpConversionPattern<NormBackwardOp> {
         roundTo(sumColumns(b, loc, x.hidden, inputs, inputMaps,
                            [&](OpBuilder &b, Location loc, ValueRange args) {
                              return mul(b, loc, emitExtToF32(b, loc, args[1]),
-                                        xhatOf(b, loc, args));
+                                        xhatAt(b, loc, args));
                            })));
     if (op.isLayerNorm())
       results.push_back(

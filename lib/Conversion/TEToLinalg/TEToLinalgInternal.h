@@ -227,6 +227,16 @@ void emitQuantizableOutput(OpBuilder &b, Location loc,
 /// quantize, the norm's rows): one AVX-512 register of f32 or i32.
 constexpr int64_t kAmaxLanes = 16;
 
+/// How many vector accumulators a row reduction over `width` elements
+/// (a multiple of kAmaxLanes) takes: 4, 2 or 1, as many as divide the row,
+/// so that the additions of one do not wait on the last. Accumulator a of
+/// k takes the vectors a, a + k, ...
+inline int64_t getRowAccumulators(int64_t width) {
+  return width % (4 * kAmaxLanes) == 0   ? 4
+         : width % (2 * kAmaxLanes) == 0 ? 2
+                                         : 1;
+}
+
 /// The vector<kAmaxLanes x f32> of the 2-D `matrix` at (row, col).
 Value readLanesF32(OpBuilder &b, Location loc, Value matrix, Value row,
                    Value col);

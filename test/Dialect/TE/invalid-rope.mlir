@@ -166,3 +166,43 @@ func.func @qkv_empty(%x: tensor<0x2x4x128xbf16>, %f: tensor<64x1x1x32xf32>) {
   %q, %k, %v = te.qkv_rope %x, %f, %f format sbhd split [64, 32, 32] : tensor<0x2x4x128xbf16>, tensor<64x1x1x32xf32>, tensor<64x1x1x32xf32> -> tensor<0x2x8x32xbf16>, tensor<0x2x4x32xbf16>, tensor<0x2x4x32xbf16>
   return
 }
+
+// -----
+
+func.func @qkv_rank(%x: tensor<16x8x128xbf16>, %f: tensor<64x1x1x32xf32>) {
+  // expected-error @+1 {{'qkv' must be [s, b, h, q + k + v], got 'tensor<16x8x128xbf16>'}}
+  %q, %k, %v = te.qkv_rope %x, %f, %f format sbhd split [64, 32, 32] : tensor<16x8x128xbf16>, tensor<64x1x1x32xf32>, tensor<64x1x1x32xf32> -> tensor<16x2x8x32xbf16>, tensor<16x2x4x32xbf16>, tensor<16x2x4x32xbf16>
+  return
+}
+
+// -----
+
+func.func @qkv_split_zero(%x: tensor<16x2x4x128xbf16>, %f: tensor<64x1x1x32xf32>) {
+  // expected-error @+1 {{'split' must be three sizes [q, k, v] > 0 (TE's qkv_split_arg_list), got [96, 32, 0]}}
+  %q, %k, %v = te.qkv_rope %x, %f, %f format sbhd split [96, 32, 0] : tensor<16x2x4x128xbf16>, tensor<64x1x1x32xf32>, tensor<64x1x1x32xf32> -> tensor<16x2x8x32xbf16>, tensor<16x2x4x32xbf16>, tensor<16x2x4x32xbf16>
+  return
+}
+
+// -----
+
+func.func @qkv_no_positions(%x: tensor<16x2x4x128xbf16>, %f: tensor<0x1x1x32xf32>) {
+  // expected-error @+1 {{'q_freqs' must be f32 [s2, 1, 1, d2] with s2 >= 1}}
+  %q, %k, %v = te.qkv_rope %x, %f, %f format sbhd split [64, 32, 32] : tensor<16x2x4x128xbf16>, tensor<0x1x1x32xf32>, tensor<0x1x1x32xf32> -> tensor<16x2x8x32xbf16>, tensor<16x2x4x32xbf16>, tensor<16x2x4x32xbf16>
+  return
+}
+
+// -----
+
+func.func @qkv_cp_odd(%x: tensor<15x2x4x128xbf16>, %f: tensor<64x1x1x32xf32>) {
+  // expected-error @+1 {{with cp_size 2 each rank holds two chunks of every sequence, so the sequence dimension must be even, got 15}}
+  %q, %k, %v = te.qkv_rope %x, %f, %f format sbhd split [64, 32, 32] cp_size 2 cp_rank 1 : tensor<15x2x4x128xbf16>, tensor<64x1x1x32xf32>, tensor<64x1x1x32xf32> -> tensor<15x2x8x32xbf16>, tensor<15x2x4x32xbf16>, tensor<15x2x4x32xbf16>
+  return
+}
+
+// -----
+
+func.func @qkv_k_layout(%x: tensor<16x2x4x128xbf16>, %f: tensor<64x1x1x32xf32>) {
+  // expected-error @+1 {{'k' must be 'tensor<16x2x4x32xbf16>' (TE's layout of the keys), got 'tensor<16x2x8x32xbf16>'}}
+  %q, %k, %v = te.qkv_rope %x, %f, %f format sbhd split [64, 32, 32] : tensor<16x2x4x128xbf16>, tensor<64x1x1x32xf32>, tensor<64x1x1x32xf32> -> tensor<16x2x8x32xbf16>, tensor<16x2x8x32xbf16>, tensor<16x2x4x32xbf16>
+  return
+}

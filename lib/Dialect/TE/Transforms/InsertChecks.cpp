@@ -384,11 +384,11 @@ template <typename OpT> void insertRopeChecks(OpT op) {
 /// The checks of te.qkv_rope's start positions: every token's position in
 /// both freqs (the backward takes none).
 void insertQkvRopeChecks(QkvRopeOp op) {
+  if (!op.getStartPositions())
+    return; // The verifier checked the positions.
   for (Value operand : op->getOperands())
     if (!cast<ShapedType>(operand.getType()).hasStaticShape())
       return; // No lowering takes dynamic shapes yet.
-  if (!op.getStartPositions())
-    return; // The verifier checked the positions.
   RankedTensorType qkv = op.getQkv().getType();
   unsigned sequenceDim = op.getSequenceDim();
   int64_t tokens = qkv.getDimSize(sequenceDim);

@@ -91,16 +91,11 @@ def _qkv_rope_op(qkv: Tensor, q_freqs: Tensor, k_freqs: Tensor,
                          cp_rank=cp_rank)
 
 
-def _qkv_shapes(qkv, split):
-    lead, h = list(qkv.shape[:2]), qkv.shape[2]
-    q, k, v = split
-    return (lead + [h * q // k, k], lead + [h, k], lead + [h, v])
-
-
 @_qkv_rope_op.register_fake
 def _(qkv, q_freqs, k_freqs, start_positions, split, tensor_format,
       interleaved, cp_size, cp_rank):
-    return tuple(qkv.new_empty(shape) for shape in _qkv_shapes(qkv, split))
+    return tuple(qkv.new_empty(shape) for shape in
+                 _ops.qkv_part_shapes(list(qkv.shape), split))
 
 
 @torch.library.custom_op("te_mlir::qkv_rope_backward", mutates_args=())
