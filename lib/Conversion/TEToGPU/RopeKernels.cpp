@@ -12,6 +12,11 @@
 // positions or cu_seqlens (reported by te-insert-checks) never read out of
 // bounds.
 //
+// te.qkv_rope and its backward run the same three kernels for the query
+// and the key part, each reading (forward) or writing (backward) its part
+// of the fused [.., h, q + k + v] tensor in place, and one copy kernel for
+// the value part: no slice of the fused tensor is ever materialized.
+//
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
@@ -74,11 +79,58 @@ struct Ints {
   }
 };
 
-/// One te.rope or te.rope_backward: its shapes and attributes, and a
-/// builder for each of its three kernels.
+/// Where a part of te.qkv_rope's fused tensor lies in it: element e of the
+/// part, whose rows of `rowElements` are groups of `channels` (one group
+/// per head of the fused tensor), is element
+/// outer * fusedRow + group * fusedChannels + offset + c of the fused one.
+/// Without a fused tensor (te.rope) an element is where it is.
+struct FusedPart {
+  int64_t rowElements = 0, channels = 0, fusedRow = 0, fusedChannels = 0,
+          offset = 0;
+
+  explicit operator bool() const { return channels != 0; }
+
+  Value at(OpBuilder &b, Location loc, Value e) const {
+    if (!*this)
+      return e;
+    Ints i{b, loc};
+    Value outer = i.div(e, rowElements);
+    Value within = i.rem(e, rowElements);
+    Value group = i.div(within, channels);
+    return i.add(i.add(i.mul(outer, i.index(fusedRow)),
+                       i.mul(group, i.index(fusedChannels))),
+                 i.add(i.index(offset), i.rem(within, channels)));
+  }
+
+  /// Part `part` ([q, k, v] of `split`) of the fused [A, B, h, q + k + v].
+  static FusedPart of(RankedTensorType fused, ArrayRef<int64_t> split,
+                      unsigned part) {
+    FusedPart f;
+    int64_t heads = fused.getDimSize(2);
+    f.channels = split[part];
+    f.rowElements = heads * f.channels;
+    f.fusedChannels = fused.getDimSize(3);
+    f.fusedRow = heads * f.fusedChannels;
+    for (unsigned p = 0; p < part; ++p)
+      f.offset += split[p];
+    return f;
+  }
+};
+
+/// One te.rope or te.rope_backward, or the query or key part of a
+/// te.qkv_rope or its backward: its shapes and attributes, and a builder
+/// for each of its three kernels.
 struct RopeLowering {
   bool backward, thd, interleaved, hasStart, hasCu;
+  /// The rotated tensor as heads: [.., h', d].
   RankedTensorType type;
+  /// The buffers the rotation reads and writes: `type`'s, or for a part of
+  /// te.qkv_rope the fused tensor on its side (`fused` says where the part
+  /// lies in it) and the part's own result or gradient on the other.
+  RankedTensorType inputType, outputType;
+  FusedPart fused;
+  /// Prefixes the kernels' names (a part's: "q_" or "k_").
+  std::string prefix;
   int64_t s2, d2, d, headsTimesD, cpSize, cpRank, sequences, s, batch, tokens;
   unsigned seqDim;
   /// Channels per thread: a divisor of d, d2 and (not interleaved) d2 / 2,
@@ -91,41 +143,83 @@ struct RopeLowering {
   template <typename OpT> static RopeLowering of(OpT op) {
     RopeLowering r;
     r.backward = std::is_same_v<OpT, RopeBackwardOp>;
-    r.type = cast<RankedTensorType>(op.getInput().getType());
-    auto freqsType = cast<RankedTensorType>(op.getFreqs().getType());
-    r.s2 = freqsType.getDimSize(0);
-    r.d2 = freqsType.getDimSize(3);
-    r.d = r.type.getShape().back();
-    r.headsTimesD = r.type.getShape().drop_back().back() * r.d;
     r.thd = op.isThd();
     r.interleaved = op.getInterleaved();
-    r.cpSize = op.getCpSizeAttr().getInt();
-    r.cpRank = op.getCpRankAttr().getInt();
-    r.seqDim = op.getSequenceDim();
-    r.sequences = op.getNumSequences();
-    r.s = r.type.getDimSize(r.seqDim);
-    r.batch = r.thd ? 1 : r.type.getDimSize(r.seqDim == 0 ? 1 : 0);
-    r.tokens = r.thd ? r.type.getDimSize(0) : r.batch * r.s;
     r.hasStart = static_cast<bool>(op.getStartPositions());
     r.hasCu = static_cast<bool>(op.getCuSeqlens());
-    r.width = vectorWidth(
-        r.type.getElementType(),
-        std::gcd(r.d, r.interleaved ? r.d2 : std::max<int64_t>(r.d2 / 2, 1)));
-    r.pairsInVector = r.interleaved && r.width >= 2;
-    r.vectors = r.type.getNumElements() / r.width;
-    MLIRContext *context = op.getContext();
-    r.tableType =
-        RankedTensorType::get({r.s2 * r.d2}, Float32Type::get(context));
-    r.positionsType =
-        RankedTensorType::get({r.tokens}, IntegerType::get(context, 32));
+    r.sequences = op.getNumSequences();
+    auto type = cast<RankedTensorType>(op.getInput().getType());
+    r.inputType = r.outputType = type;
+    r.init(type, cast<RankedTensorType>(op.getFreqs().getType()),
+           op.getSequenceDim(), op.getCpSizeAttr().getInt(),
+           op.getCpRankAttr().getInt());
     return r;
+  }
+
+  /// Part `part` (0: queries, 1: keys) of a te.qkv_rope or its backward,
+  /// whose fused tensor is `fusedType`, rotated by `freqs`; its own result
+  /// or gradient is `partType`.
+  template <typename OpT>
+  static RopeLowering ofQkvPart(OpT op, unsigned part,
+                                RankedTensorType fusedType,
+                                RankedTensorType partType, Value freqs) {
+    RopeLowering r;
+    r.backward = std::is_same_v<OpT, QkvRopeBackwardOp>;
+    r.thd = false;
+    r.interleaved = op.getInterleaved();
+    r.hasCu = false;
+    r.sequences = 0;
+    if constexpr (std::is_same_v<OpT, QkvRopeOp>)
+      r.hasStart = static_cast<bool>(op.getStartPositions());
+    else
+      r.hasStart = false;
+    ArrayRef<int64_t> split = op.getSplit();
+    r.fused = FusedPart::of(fusedType, split, part);
+    r.inputType = r.backward ? partType : fusedType;
+    r.outputType = r.backward ? fusedType : partType;
+    r.prefix = part == 0 ? "q_" : "k_";
+    // The part's heads of d (= v) channels, as te.rope rotates them.
+    int64_t d = split[2];
+    auto heads =
+        RankedTensorType::get({fusedType.getDimSize(0), fusedType.getDimSize(1),
+                               fusedType.getDimSize(2) * split[part] / d, d},
+                              fusedType.getElementType());
+    r.init(heads, cast<RankedTensorType>(freqs.getType()), op.getSequenceDim(),
+           op.getCpSizeAttr().getInt(), op.getCpRankAttr().getInt());
+    return r;
+  }
+
+  /// The shapes of rotating `heads` ([.., h', d]) by `freqsType` with the
+  /// sequence in dimension `sequenceDim`.
+  void init(RankedTensorType heads, RankedTensorType freqsType,
+            unsigned sequenceDim, int64_t cpSizeValue, int64_t cpRankValue) {
+    type = heads;
+    s2 = freqsType.getDimSize(0);
+    d2 = freqsType.getDimSize(3);
+    d = type.getShape().back();
+    headsTimesD = type.getShape().drop_back().back() * d;
+    cpSize = cpSizeValue;
+    cpRank = cpRankValue;
+    seqDim = sequenceDim;
+    s = type.getDimSize(seqDim);
+    batch = thd ? 1 : type.getDimSize(seqDim == 0 ? 1 : 0);
+    tokens = thd ? type.getDimSize(0) : batch * s;
+    width = vectorWidth(
+        type.getElementType(),
+        std::gcd(d, interleaved ? d2 : std::max<int64_t>(d2 / 2, 1)));
+    pairsInVector = interleaved && width >= 2;
+    vectors = type.getNumElements() / width;
+    MLIRContext *context = type.getContext();
+    tableType = RankedTensorType::get({s2 * d2}, Float32Type::get(context));
+    positionsType =
+        RankedTensorType::get({tokens}, IntegerType::get(context, 32));
   }
 
   /// rope_tables(freqs, cos, sin).
   gpu::GPUFuncOp addTables(KernelSet &set, OpBuilder &b, Location loc,
                            MemRefType freqsType) const {
     auto kernel = set.addKernel(
-        b, "rope_tables",
+        b, prefix + "rope_tables",
         {freqsType, bufferType(tableType), bufferType(tableType)});
     Value freqs = flatten(b, loc, kernel.getArgument(0));
     gridStrideLoop(
@@ -150,7 +244,7 @@ struct RopeLowering {
     if (hasStart)
       arguments.push_back(startType);
     arguments.push_back(bufferType(positionsType));
-    auto kernel = set.addKernel(b, "rope_positions", arguments);
+    auto kernel = set.addKernel(b, prefix + "rope_positions", arguments);
     unsigned next = 0;
     Value cu = hasCu ? kernel.getArgument(next++) : Value();
     Value starts = hasStart ? kernel.getArgument(next++) : Value();
@@ -218,10 +312,10 @@ struct RopeLowering {
 
   /// rope / rope_backward(input, cos, sin, positions, output).
   gpu::GPUFuncOp addRotation(KernelSet &set, OpBuilder &b, Location loc) const {
-    auto kernel = set.addKernel(b, backward ? "rope_backward" : "rope",
-                                {bufferType(type), bufferType(tableType),
-                                 bufferType(tableType),
-                                 bufferType(positionsType), bufferType(type)});
+    auto kernel = set.addKernel(
+        b, prefix + (backward ? "rope_backward" : "rope"),
+        {bufferType(inputType), bufferType(tableType), bufferType(tableType),
+         bufferType(positionsType), bufferType(outputType)});
     Value input = flatten(b, loc, kernel.getArgument(0));
     Value output = flatten(b, loc, kernel.getArgument(4));
     gridStrideLoop(
@@ -231,7 +325,8 @@ struct RopeLowering {
           Value first = i.mul(v, i.index(width));
           Value p = memref::LoadOp::create(b, loc, kernel.getArgument(3),
                                            tokenOf(b, loc, first));
-          storeElements(b, loc, output, first,
+          Value at = backward ? fused.at(b, loc, first) : first;
+          storeElements(b, loc, output, at,
                         rotateVector(b, loc, input, kernel.getArgument(1),
                                      kernel.getArgument(2), first, p));
           return Value();
@@ -281,11 +376,14 @@ struct RopeLowering {
       k = i.select(firstHalf, i.add(j, i.index(d2 / 2)),
                    i.sub(j, i.index(d2 / 2)));
     }
-    SmallVector<Value> raw = loadElements(b, loc, input, first, width);
+    // The element `e` of the rotated part, in the buffer it is read from.
+    auto inputAt = [&](Value e) { return backward ? e : fused.at(b, loc, e); };
+    SmallVector<Value> raw = loadElements(b, loc, input, inputAt(first), width);
     SmallVector<Value> partnerRaw =
         pairsInVector
             ? raw
-            : loadElements(b, loc, input, i.add(i.sub(first, j0), k), width);
+            : loadElements(b, loc, input, inputAt(i.add(i.sub(first, j0), k)),
+                           width);
     Value tableRow = i.mul(row, i.index(d2));
     SmallVector<Value> cosValues =
         loadElements(b, loc, cosTable, i.add(tableRow, j), width);
@@ -313,6 +411,48 @@ struct RopeLowering {
   }
 };
 
+/// A RopeLowering's three kernels, added to a set, and their launches.
+struct RopeKernelsOf {
+  const RopeLowering &r;
+  gpu::GPUFuncOp tables, positions, rotation;
+
+  /// Adds the kernels for the operands `freqs` and the optional
+  /// `cuSeqlens` and `startPositions`.
+  RopeKernelsOf(const RopeLowering &r, KernelSet &set, OpBuilder &b,
+                Location loc, Value freqs, Value cuSeqlens,
+                Value startPositions)
+      : r(r) {
+    tables = r.addTables(set, b, loc, bufferTypeOf(freqs));
+    positions = r.addPositions(
+        set, b, loc, r.hasCu ? bufferTypeOf(cuSeqlens) : MemRefType(),
+        r.hasStart ? bufferTypeOf(startPositions) : MemRefType());
+    rotation = r.addRotation(set, b, loc);
+  }
+
+  /// Launches them (after the set's finish()): the rotation reads the
+  /// buffer `input` and writes `output`. `freqs`, `cuSeqlens` and
+  /// `startPositions` are the op's tensors.
+  void launch(OpBuilder &host, Location loc, KernelSet &set, Value freqs,
+              Value cuSeqlens, Value startPositions, Value input,
+              Value output) const {
+    Value cosBuffer = allocateOutput(host, loc, r.tableType);
+    Value sinBuffer = allocateOutput(host, loc, r.tableType);
+    Value rows = allocateOutput(host, loc, r.positionsType);
+    set.launch(host, tables, blocksFor(r.s2 * r.d2), kBlockSize,
+               {readBuffer(host, loc, freqs), cosBuffer, sinBuffer});
+    SmallVector<Value> positionOperands;
+    if (r.hasCu)
+      positionOperands.push_back(readBuffer(host, loc, cuSeqlens));
+    if (r.hasStart)
+      positionOperands.push_back(readBuffer(host, loc, startPositions));
+    positionOperands.push_back(rows);
+    set.launch(host, positions, blocksFor(r.tokens), kBlockSize,
+               positionOperands);
+    set.launch(host, rotation, blocksFor(r.vectors), kBlockSize,
+               {input, cosBuffer, sinBuffer, rows, output});
+  }
+};
+
 template <typename OpT>
 LogicalResult lowerRope(RewriterBase &rewriter, OpT op,
                         const GPUTargetInfo &target) {
@@ -320,31 +460,125 @@ LogicalResult lowerRope(RewriterBase &rewriter, OpT op,
   RopeLowering r = RopeLowering::of(op);
   KernelSet set(op, r.backward ? "rope_backward" : "rope", target);
   OpBuilder b(op.getContext());
-  auto tables = r.addTables(set, b, loc, bufferTypeOf(op.getFreqs()));
-  auto positionsKernel = r.addPositions(
-      set, b, loc, r.hasCu ? bufferTypeOf(op.getCuSeqlens()) : MemRefType(),
-      r.hasStart ? bufferTypeOf(op.getStartPositions()) : MemRefType());
-  auto rotate = r.addRotation(set, b, loc);
+  RopeKernelsOf kernels(r, set, b, loc, op.getFreqs(), op.getCuSeqlens(),
+                        op.getStartPositions());
   set.finish();
 
   OpBuilder &host = rewriter;
-  Value cosBuffer = allocateOutput(host, loc, r.tableType);
-  Value sinBuffer = allocateOutput(host, loc, r.tableType);
-  Value positions = allocateOutput(host, loc, r.positionsType);
-  Value out = allocateOutput(host, loc, r.type);
-  set.launch(host, tables, blocksFor(r.s2 * r.d2), kBlockSize,
-             {readBuffer(host, loc, op.getFreqs()), cosBuffer, sinBuffer});
-  SmallVector<Value> positionOperands;
-  if (r.hasCu)
-    positionOperands.push_back(readBuffer(host, loc, op.getCuSeqlens()));
-  if (r.hasStart)
-    positionOperands.push_back(readBuffer(host, loc, op.getStartPositions()));
-  positionOperands.push_back(positions);
-  set.launch(host, positionsKernel, blocksFor(r.tokens), kBlockSize,
-             positionOperands);
-  set.launch(host, rotate, blocksFor(r.vectors), kBlockSize,
-             {readBuffer(host, loc, op.getInput()), cosBuffer, sinBuffer,
-              positions, out});
+  Value out = allocateOutput(host, loc, r.outputType);
+  kernels.launch(host, loc, set, op.getFreqs(), op.getCuSeqlens(),
+                 op.getStartPositions(), readBuffer(host, loc, op.getInput()),
+                 out);
+  replaceWithOutputs(rewriter, op, {out});
+  return success();
+}
+
+/// The vectors of te.qkv_rope's value part `valueType` that
+/// qkv_value_copy moves: `width` elements each, up to 16 bytes.
+struct ValueVectors {
+  int64_t width, count;
+  ValueVectors(const FusedPart &part, RankedTensorType valueType)
+      : width(vectorWidth(valueType.getElementType(), part.channels)),
+        count(valueType.getNumElements() / width) {}
+};
+
+/// qkv_value_copy(from, to): te.qkv_rope's value part, copied bit for bit
+/// out of the fused tensor (`toFused` false) or into it.
+gpu::GPUFuncOp addValueCopy(KernelSet &set, OpBuilder &b, Location loc,
+                            const FusedPart &part, RankedTensorType fusedType,
+                            RankedTensorType valueType, bool toFused) {
+  auto kernel = set.addKernel(b, "qkv_value_copy",
+                              {bufferType(toFused ? valueType : fusedType),
+                               bufferType(toFused ? fusedType : valueType)});
+  ValueVectors vectors(part, valueType);
+  int64_t width = vectors.width;
+  Value from = flatten(b, loc, kernel.getArgument(0));
+  Value to = flatten(b, loc, kernel.getArgument(1));
+  gridStrideLoop(b, loc, valueType.getNumElements() / width, Value(),
+                 [&](OpBuilder &b, Location loc, Value v, Value) -> Value {
+                   Ints i{b, loc};
+                   Value first = i.mul(v, i.index(width));
+                   Value inFused = part.at(b, loc, first);
+                   storeElements(b, loc, to, toFused ? inFused : first,
+                                 loadElements(b, loc, from,
+                                              toFused ? first : inFused,
+                                              width));
+                   return Value();
+                 });
+  return kernel;
+}
+
+/// te.qkv_rope: the query and key parts rotated straight out of the fused
+/// tensor into their results, the value part copied.
+LogicalResult lowerQkvRope(RewriterBase &rewriter, QkvRopeOp op,
+                           const GPUTargetInfo &target) {
+  Location loc = op.getLoc();
+  auto fusedType = cast<RankedTensorType>(op.getQkv().getType());
+  auto partType = [&](Value result) {
+    return cast<RankedTensorType>(result.getType());
+  };
+  RopeLowering q = RopeLowering::ofQkvPart(op, 0, fusedType,
+                                           partType(op.getQ()), op.getQFreqs());
+  RopeLowering k = RopeLowering::ofQkvPart(op, 1, fusedType,
+                                           partType(op.getK()), op.getKFreqs());
+  FusedPart value = FusedPart::of(fusedType, op.getSplit(), 2);
+  KernelSet set(op, "qkv_rope", target);
+  OpBuilder b(op.getContext());
+  RopeKernelsOf qKernels(q, set, b, loc, op.getQFreqs(), Value(),
+                         op.getStartPositions());
+  RopeKernelsOf kKernels(k, set, b, loc, op.getKFreqs(), Value(),
+                         op.getStartPositions());
+  auto copy = addValueCopy(set, b, loc, value, fusedType, partType(op.getV()),
+                           /*toFused=*/false);
+  set.finish();
+
+  OpBuilder &host = rewriter;
+  Value qkv = readBuffer(host, loc, op.getQkv());
+  SmallVector<Value> outs;
+  for (Value result : op.getResults())
+    outs.push_back(allocateOutput(host, loc, partType(result)));
+  qKernels.launch(host, loc, set, op.getQFreqs(), Value(),
+                  op.getStartPositions(), qkv, outs[0]);
+  kKernels.launch(host, loc, set, op.getKFreqs(), Value(),
+                  op.getStartPositions(), qkv, outs[1]);
+  set.launch(host, copy,
+             blocksFor(ValueVectors(value, partType(op.getV())).count),
+             kBlockSize, {qkv, outs[2]});
+  replaceWithOutputs(rewriter, op, outs);
+  return success();
+}
+
+/// te.qkv_rope_backward: each part's gradient rotated back (or copied)
+/// straight into its place in the fused gradient.
+LogicalResult lowerQkvRopeBackward(RewriterBase &rewriter, QkvRopeBackwardOp op,
+                                   const GPUTargetInfo &target) {
+  Location loc = op.getLoc();
+  auto fusedType = cast<RankedTensorType>(op.getResult().getType());
+  auto partType = [&](Value operand) {
+    return cast<RankedTensorType>(operand.getType());
+  };
+  RopeLowering q = RopeLowering::ofQkvPart(
+      op, 0, fusedType, partType(op.getDq()), op.getQFreqs());
+  RopeLowering k = RopeLowering::ofQkvPart(
+      op, 1, fusedType, partType(op.getDk()), op.getKFreqs());
+  FusedPart value = FusedPart::of(fusedType, op.getSplit(), 2);
+  KernelSet set(op, "qkv_rope_backward", target);
+  OpBuilder b(op.getContext());
+  RopeKernelsOf qKernels(q, set, b, loc, op.getQFreqs(), Value(), Value());
+  RopeKernelsOf kKernels(k, set, b, loc, op.getKFreqs(), Value(), Value());
+  auto copy = addValueCopy(set, b, loc, value, fusedType, partType(op.getDv()),
+                           /*toFused=*/true);
+  set.finish();
+
+  OpBuilder &host = rewriter;
+  Value out = allocateOutput(host, loc, fusedType);
+  qKernels.launch(host, loc, set, op.getQFreqs(), Value(), Value(),
+                  readBuffer(host, loc, op.getDq()), out);
+  kKernels.launch(host, loc, set, op.getKFreqs(), Value(), Value(),
+                  readBuffer(host, loc, op.getDk()), out);
+  set.launch(host, copy,
+             blocksFor(ValueVectors(value, partType(op.getDv())).count),
+             kBlockSize, {readBuffer(host, loc, op.getDv()), out});
   replaceWithOutputs(rewriter, op, {out});
   return success();
 }
@@ -352,12 +586,16 @@ LogicalResult lowerRope(RewriterBase &rewriter, OpT op,
 } // namespace
 
 bool gpu_lowering::isRopeOp(Operation *op) {
-  return isa<RopeOp, RopeBackwardOp>(op);
+  return isa<RopeOp, RopeBackwardOp, QkvRopeOp, QkvRopeBackwardOp>(op);
 }
 
 LogicalResult gpu_lowering::lowerRopeOp(RewriterBase &rewriter, Operation *op,
                                         const GPUTargetInfo &target) {
   if (auto forward = dyn_cast<RopeOp>(op))
     return lowerRope(rewriter, forward, target);
-  return lowerRope(rewriter, cast<RopeBackwardOp>(op), target);
+  if (auto backward = dyn_cast<RopeBackwardOp>(op))
+    return lowerRope(rewriter, backward, target);
+  if (auto qkv = dyn_cast<QkvRopeOp>(op))
+    return lowerQkvRope(rewriter, qkv, target);
+  return lowerQkvRopeBackward(rewriter, cast<QkvRopeBackwardOp>(op), target);
 }

@@ -620,7 +620,8 @@ void mlir::te::populateTEToGPUPatterns(
       patterns.getContext(), target);
   patterns.add<TEOpToGPU<NormOp>, TEOpToGPU<NormBackwardOp>,
                TEOpToGPU<CrossEntropyOp>, TEOpToGPU<CrossEntropyBackwardOp>,
-               TEOpToGPU<RopeOp>, TEOpToGPU<RopeBackwardOp>>(
+               TEOpToGPU<RopeOp>, TEOpToGPU<RopeBackwardOp>,
+               TEOpToGPU<QkvRopeOp>, TEOpToGPU<QkvRopeBackwardOp>>(
       patterns.getContext(), target);
   patterns.add<TEOpToGPU<AllReduceOp>, TEOpToGPU<AllGatherOp>,
                TEOpToGPU<ReduceScatterOp>, TEOpToGPU<AllToAllOp>,
