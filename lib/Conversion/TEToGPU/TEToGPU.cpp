@@ -524,12 +524,6 @@ mlir::te::getGPUUnsupportedReason(Operation *op, const GPUTargetInfo &target) {
     return gpu_lowering::getGroupedMatmulUnsupportedReason(grouped, target);
   if (auto attention = dyn_cast<AttentionOpInterface>(op))
     return gpu_lowering::getAttentionUnsupportedReason(attention, target);
-  if (auto crossEntropy = dyn_cast<CrossEntropyOp>(op);
-      crossEntropy && crossEntropy.getVocabShards() > 1)
-    return "te.cross_entropy with its vocabulary split over group " +
-           crossEntropy.getGroupAttr().getValue().str() +
-           " has no GPU kernels yet (" + target.getDescription() +
-           "); the cpu target runs it";
   if (gpu_lowering::isActivationOp(op) || gpu_lowering::isNormOp(op) ||
       gpu_lowering::isCrossEntropyOp(op) || gpu_lowering::isRopeOp(op))
     return std::nullopt;

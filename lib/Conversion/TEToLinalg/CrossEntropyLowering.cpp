@@ -13,6 +13,7 @@
 
 #include "TEToLinalgInternal.h"
 
+#include "te/Conversion/TECommon/CrossEntropyMath.h"
 #include "te/Conversion/TECommon/FP8Codec.h"
 #include "te/Dialect/TE/IR/TEOps.h"
 
@@ -333,19 +334,11 @@ private:
                 arith::ConstantIndexOp::create(b, loc, shards),
                 arith::ConstantIndexOp::create(b, loc, 1), init,
                 [&](OpBuilder &b, Location loc, Value k, ValueRange acc) {
-                  Value m2 = at(b, loc, k, 0), d2 = at(b, loc, k, 1);
-                  Value top = arith::MaximumFOp::create(b, loc, acc[0], m2);
-                  auto scaled = [&](Value d, Value m) -> Value {
-                    return arith::MulFOp::create(
-                        b, loc, d,
-                        math::ExpOp::create(
-                            b, loc, arith::SubFOp::create(b, loc, m, top)));
-                  };
-                  Value d = arith::AddFOp::create(
-                      b, loc, scaled(acc[1], acc[0]), scaled(d2, m2));
-                  Value xy = arith::MaximumFOp::create(b, loc, acc[2],
-                                                       at(b, loc, k, 2));
-                  scf::YieldOp::create(b, loc, ValueRange{top, d, xy});
+                  SoftmaxStats next = emitCombinedSoftmaxStats(
+                      b, loc, {acc[0], acc[1], acc[2]},
+                      {at(b, loc, k, 0), at(b, loc, k, 1), at(b, loc, k, 2)});
+                  scf::YieldOp::create(b, loc,
+                                       ValueRange{next.m, next.d, next.xy});
                 });
             return loop.getResult(which);
           });
@@ -366,24 +359,9 @@ private:
         b, loc, {rows}, b.getF32Type(), inputs, maps,
         [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
           RowTarget t = rowTarget(b, loc, args, targetAt);
-          Value logD = math::LogOp::create(b, loc, args[1]);
-          // -(x_y - m - log d)
-          Value value = arith::NegFOp::create(
-              b, loc,
-              arith::SubFOp::create(
-                  b, loc, arith::SubFOp::create(b, loc, args[2], args[0]),
-                  logD));
-          if (scaledSum) {
-            Value lse = arith::AddFOp::create(b, loc, args[0], logD);
-            Value smooth = arith::AddFOp::create(
-                b, loc, args[3],
-                arith::MulFOp::create(b, loc, c(b, loc, smoothing), lse));
-            value = arith::AddFOp::create(
-                b, loc,
-                arith::MulFOp::create(b, loc, value,
-                                      c(b, loc, 1.0 - smoothing)),
-                smooth);
-          }
+          Value value =
+              emitCrossEntropyRowLoss(b, loc, {args[0], args[1], args[2]},
+                                      scaledSum ? args[3] : Value(), smoothing);
           return arith::SelectOp::create(b, loc, t.ignored, c(b, loc, 0.0),
                                          value);
         });
