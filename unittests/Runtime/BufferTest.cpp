@@ -3,6 +3,8 @@
 #include "FakeDevice.h"
 #include "RuntimeTestUtils.h"
 
+#include "te/Runtime/HostTemporaries.h"
+
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -30,25 +32,31 @@ TEST_F(BufferTest, CreateDescribesTheTensor) {
   EXPECT_EQ(te_buffer_device(buffer.get()), cpu.get());
 }
 
-// Buffers of 8 MiB and more start on a 2 MiB boundary (the host device
-// asks for huge pages there); small ones keep the ordinary alignment.
-// Either way every byte is usable.
-TEST_F(BufferTest, LargeHostBuffersStartOnHugePages) {
+// Host buffers come from the allocator of the host kernels' temporaries:
+// a large buffer, once released, is kept and serves the next buffer of its
+// size (no fresh mapping whose every page the first write faults in), and
+// the release API returns it. Every byte is usable, small buffers too.
+TEST_F(BufferTest, LargeHostBuffersAreKeptForReuse) {
+  te_host_temporaries_release();
+  size_t bytes = (size_t(3) << 20) * sizeof(float);
   BufferPtr large = createBuffer(cpu.get(), TE_DTYPE_F32, {3, 1 << 20});
   ASSERT_NE(large, nullptr);
-  auto address =
-      reinterpret_cast<uintptr_t>(te_buffer_host_pointer(large.get()));
-  EXPECT_EQ(address % (uintptr_t(2) << 20), 0u);
+  void *first = te_buffer_host_pointer(large.get());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
   std::vector<float> values(3u << 20, 1.5f);
   values.back() = -2.0f;
-  ASSERT_EQ(te_buffer_write(large.get(), values.data(),
-                            values.size() * sizeof(float)),
-            TE_OK);
+  ASSERT_EQ(te_buffer_write(large.get(), values.data(), bytes), TE_OK);
   std::vector<float> back(values.size());
-  ASSERT_EQ(
-      te_buffer_read(large.get(), back.data(), back.size() * sizeof(float)),
-      TE_OK);
+  ASSERT_EQ(te_buffer_read(large.get(), back.data(), bytes), TE_OK);
   EXPECT_EQ(back, values);
+  large.reset();
+  EXPECT_GE(te_host_temporaries_idle_bytes(), bytes);
+  BufferPtr again = createBuffer(cpu.get(), TE_DTYPE_F32, {1 << 20, 3});
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(te_buffer_host_pointer(again.get()), first);
+  again.reset();
+  te_host_temporaries_release();
+  EXPECT_EQ(te_host_temporaries_idle_bytes(), 0u);
   BufferPtr small = createBuffer(cpu.get(), TE_DTYPE_F32, {4, 4});
   ASSERT_NE(small, nullptr);
   EXPECT_NE(te_buffer_host_pointer(small.get()), nullptr);
