@@ -69,6 +69,10 @@ def test_quantize_random_f32_with_scale(te_run, fmt, layout):
     # Exact ties between neighbouring FP8 values, once the scale is applied.
     codes = np.arange(0, 0x7E, dtype=np.uint8).view(FORMATS[fmt][0]).astype(np.float32)
     ties = ((codes[:-1].astype(np.float64) + codes[1:]) / 2).astype(np.float32)
+    # And one f32 step to either side of each tie, which must round away
+    # from it (the subnormal codes round by an f32 addition).
+    ties = np.concatenate([ties, np.nextafter(ties, np.float32(0)),
+                           np.nextafter(ties, np.float32(np.inf))])
     scale = np.float32(4.0)
     x = np.concatenate([x, ties / scale, -ties / scale]).astype(np.float32)
     program, x = quantize_case(te_run, layout, x, "f32", fmt)

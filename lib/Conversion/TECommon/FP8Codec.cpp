@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/bit.h"
 
 #include <cassert>
 #include <cmath>
@@ -21,14 +22,13 @@ struct FP8Format {
   int bias;
   uint32_t maxCode; // largest finite value, positive
   bool hasInfinity; // E5M2 has inf (exponent all ones, mantissa 0)
-  double maxValue;
 };
 
 FP8Format getFormat(Type type) {
   if (isa<Float8E4M3FNType>(type))
-    return {3, 7, 0x7E, false, 448.0};
+    return {3, 7, 0x7E, false};
   assert(isa<Float8E5M2Type>(type) && "unsupported FP8 type");
-  return {2, 15, 0x7B, true, 57344.0};
+  return {2, 15, 0x7B, true};
 }
 
 constexpr uint32_t kCanonicalNaN = 0x7F;
@@ -82,39 +82,40 @@ Value mlir::te::emitF32ToFP8(OpBuilder &b, Location loc, Value x,
   Value absBits = arith::BitcastOp::create(b, loc, i32, abs);
 
   // Normal range: round the f32 mantissa to the format's width (ties to
-  // even), then rebias the exponent. A carry into the exponent is correct.
+  // even), then rebias the exponent, as one signed i32 expression: the
+  // rebiasing is folded into the rounding bias (a multiple of 2^shift, so
+  // it commutes with the shift), and magnitudes below the normal range
+  // come out negative. A carry into the exponent is correct.
   Value lsb = arith::AndIOp::create(
       b, loc, arith::ShRUIOp::create(b, loc, absBits, intConst(shift)),
       intConst(1));
-  Value roundingBias = arith::AddIOp::create(
-      b, loc, lsb, intConst((int64_t(1) << (shift - 1)) - 1));
-  Value rounded = arith::ShRUIOp::create(
-      b, loc, arith::AddIOp::create(b, loc, absBits, roundingBias),
+  int64_t roundingBias =
+      ((int64_t(1) << (shift - 1)) - 1) - (int64_t(127 - fmt.bias) << 23);
+  Value normalCode = arith::ShRSIOp::create(
+      b, loc,
+      arith::AddIOp::create(b, loc, arith::AddIOp::create(b, loc, absBits, lsb),
+                            intConst(roundingBias)),
       intConst(shift));
-  Value normalCode = arith::SubIOp::create(
-      b, loc, rounded, intConst(int64_t(127 - fmt.bias) << fmt.mantissaBits));
 
-  // Subnormal range: the value in units of the smallest subnormal, rounded
-  // to an integer (ties to even); the scaling by a power of two is exact.
-  // Rounding up to 2^mantissaBits yields the smallest normal's code.
-  double subnormalUnit = std::ldexp(1.0, fmt.bias + fmt.mantissaBits - 1);
-  Value units = arith::MulFOp::create(b, loc, abs, floatConst(subnormalUnit));
-  // Only subnormal inputs use this code; clamping keeps the integer
-  // conversion in range (and defined) for every other input, NaN included.
-  units = arith::MinNumFOp::create(b, loc, units,
-                                   floatConst(2 << fmt.mantissaBits));
-  Value subnormalCode = arith::FPToUIOp::create(
-      b, loc, i32, math::RoundEvenOp::create(b, loc, units));
-
-  Value isSubnormal =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, abs,
-                            floatConst(std::ldexp(1.0, 1 - fmt.bias)));
-  Value code =
-      arith::SelectOp::create(b, loc, isSubnormal, subnormalCode, normalCode);
-  Value saturates = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE,
-                                          abs, floatConst(fmt.maxValue));
-  code =
-      arith::SelectOp::create(b, loc, saturates, intConst(fmt.maxCode), code);
+  // Subnormal range: the magnitude in units of the smallest subnormal,
+  // rounded to an integer (ties to even) by the f32 addition itself: the
+  // sum with 2^23 units has exactly a unit as its last place. Capped at the
+  // smallest normal (code 2^mantissaBits), this code is the normal one's
+  // lower bound there and at least it below (a normal code of a smaller
+  // magnitude is at most 2^mantissaBits, or negative), so the larger of
+  // the two is the code. Checked against the direct form for every f32.
+  double smallestNormal = std::ldexp(1.0, 1 - fmt.bias);
+  double magic = std::ldexp(1.0, 1 - fmt.bias - int(fmt.mantissaBits) + 23);
+  Value capped =
+      arith::MinNumFOp::create(b, loc, abs, floatConst(smallestNormal));
+  Value sum = arith::AddFOp::create(b, loc, capped, floatConst(magic));
+  Value subnormalCode = arith::SubIOp::create(
+      b, loc, arith::BitcastOp::create(b, loc, i32, sum),
+      intConst(llvm::bit_cast<uint32_t>(static_cast<float>(magic))));
+  Value code = arith::MaxSIOp::create(b, loc, normalCode, subnormalCode);
+  // Saturation to the largest finite value (infinity included), as TE's
+  // casts do.
+  code = arith::MinSIOp::create(b, loc, code, intConst(fmt.maxCode));
   code = arith::OrIOp::create(b, loc, code, sign);
   Value isNaN = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
   code = arith::SelectOp::create(b, loc, isNaN, intConst(kCanonicalNaN), code);

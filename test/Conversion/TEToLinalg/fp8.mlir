@@ -153,7 +153,7 @@ func.func @delayed_scaling_most_recent(%h: tensor<4xf32>, %amax: tensor<f32>, %s
 // CHECK: %[[F:.*]] = arith.extf %[[V]] : vector<16xbf16> to vector<16xf32>
 // CHECK: arith.maxui %{{.*}} : vector<16xi32>
 // CHECK: arith.mulf %[[F]], %{{.*}} : vector<16xf32>
-// CHECK: math.roundeven %{{.*}} : vector<16xf32>
+// CHECK: arith.maxsi %{{.*}} : vector<16xi32>
 // CHECK: arith.bitcast %{{.*}} : vector<16xi8> to vector<16xf8E4M3FN>
 // CHECK: vector.transfer_write %{{.*}}, %{{.*}}[%[[C]]] {{.*}} : vector<16xf8E4M3FN>, tensor<32xf8E4M3FN>
 // CHECK: vector.reduction <maxui>, %{{.*}} : vector<16xi32> into i32
@@ -182,7 +182,7 @@ func.func @quantize_one_pass(%x: tensor<3x4x32xbf16>, %s: tensor<f32>)
 // CHECK-SAME: (%[[X:.*]]: tensor<4x8xbf16>, %[[S:.*]]: tensor<f32>)
 // CHECK: %[[D:.*]] = linalg.generic {indexing_maps = [#[[ID]], {{.*}}, #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%[[X]], %[[S]] : tensor<4x8xbf16>, tensor<f32>) outs(%{{.*}} : tensor<4x8xf8E4M3FN>)
 // CHECK: arith.mulf
-// CHECK: math.roundeven
+// CHECK: arith.maxsi
 // CHECK: arith.bitcast %{{.*}} : i8 to f8E4M3FN
 // CHECK: %[[DT:.*]] = linalg.generic {indexing_maps = [#[[T]], {{.*}}, #[[ID]]]{{.*}} outs(%{{.*}} : tensor<8x4xf8E4M3FN>)
 // CHECK: %[[SI:.*]] = linalg.generic {{.*}} ins(%[[S]] : tensor<f32>)
