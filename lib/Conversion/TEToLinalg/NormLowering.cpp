@@ -218,6 +218,20 @@ protected:
   static Value sumLanes(OpBuilder &b, Location loc, Value v) {
     return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, v);
   }
+  /// The sum of a row's accumulators (getRowAccumulators: a power of two
+  /// of them), added pairwise, then its lanes in order: one fixed order.
+  static Value sumAccumulators(OpBuilder &b, Location loc,
+                               ValueRange accumulators) {
+    SmallVector<Value> partial(accumulators);
+    while (partial.size() > 1) {
+      SmallVector<Value> halved;
+      for (size_t i = 0; i < partial.size(); i += 2)
+        halved.push_back(
+            arith::AddFOp::create(b, loc, partial[i], partial[i + 1]));
+      partial = halved;
+    }
+    return sumLanes(b, loc, partial[0]);
+  }
 
   int64_t hidden;
   VectorType lanes;
@@ -273,15 +287,7 @@ Value NormRowKernel::sumRow(
                 }
                 return sums;
               });
-  SmallVector<Value> partial(loop.getResults());
-  while (partial.size() > 1) {
-    SmallVector<Value> halved;
-    for (size_t i = 0; i < partial.size(); i += 2)
-      halved.push_back(
-          arith::AddFOp::create(b, loc, partial[i], partial[i + 1]));
-    partial = halved;
-  }
-  return sumLanes(b, loc, partial[0]);
+  return sumAccumulators(b, loc, loop.getResults());
 }
 
 SmallVector<Value> NormRowKernel::emitRow(OpBuilder &b, Location loc, Value row,
@@ -636,26 +642,37 @@ SmallVector<Value> NormBackwardRowKernel::emitRow(OpBuilder &b, Location loc,
         b, loc, tensor::ExtractOp::create(b, loc, norm.mu, ValueRange{row}));
   if (norm.zeroCentered)
     lanes.one = splat(b, loc, emitF32Constant(b, loc, 1.0));
-  // Per row: sum(dy * xhat), and for LayerNorm sum(dy).
-  SmallVector<Value> init(norm.mu ? 2 : 1, zeroLanes(b, loc));
+  // Per row: sum(dy * xhat), and for LayerNorm sum(dy), each in k
+  // accumulators: one chain of dependent additions would bound the pass.
+  int64_t k = getRowAccumulators(hidden);
+  int64_t count = norm.mu ? 2 : 1;
+  SmallVector<Value> init(count * k, zeroLanes(b, loc));
   scf::ForOp sums =
-      overRow(b, loc, init, 1,
+      overRow(b, loc, init, k,
               [&](OpBuilder &b, Location loc, Value col, ValueRange acc) {
-                auto [xhat, dy, dz] = terms(b, loc, row, col, lanes);
-                SmallVector<Value> next = {arith::AddFOp::create(
-                    b, loc, acc[0], mul(b, loc, dy, xhat))};
-                if (norm.mu)
-                  next.push_back(arith::AddFOp::create(b, loc, acc[1], dy));
+                SmallVector<Value> next(acc);
+                for (int64_t a = 0; a < k; ++a) {
+                  Value at = arith::AddIOp::create(
+                      b, loc, col,
+                      arith::ConstantIndexOp::create(b, loc, a * kAmaxLanes));
+                  auto [xhat, dy, dz] = terms(b, loc, row, at, lanes);
+                  next[a] = arith::AddFOp::create(b, loc, acc[a],
+                                                  mul(b, loc, dy, xhat));
+                  if (norm.mu)
+                    next[k + a] = arith::AddFOp::create(b, loc, acc[k + a], dy);
+                }
                 return next;
               });
   // dx = rsigma * (dy - (sum(dy xhat) / H xhat + sum(dy) / H)) [+ add].
   Value inv = emitF32Constant(b, loc, 1.0 / static_cast<double>(hidden));
-  Value slope =
-      splat(b, loc, mul(b, loc, sumLanes(b, loc, sums.getResult(0)), inv));
+  ValueRange results = sums.getResults();
+  Value slope = splat(
+      b, loc, mul(b, loc, sumAccumulators(b, loc, results.take_front(k)), inv));
   Value offset =
-      norm.mu
-          ? splat(b, loc, mul(b, loc, sumLanes(b, loc, sums.getResult(1)), inv))
-          : Value();
+      norm.mu ? splat(b, loc,
+                      mul(b, loc,
+                          sumAccumulators(b, loc, results.drop_front(k)), inv))
+              : Value();
   scf::ForOp pass = overRow(
       b, loc, carried, 1,
       [&](OpBuilder &b, Location loc, Value col, ValueRange blockValues) {

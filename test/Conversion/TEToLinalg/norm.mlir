@@ -92,16 +92,16 @@ func.func @layernorm_odd_width(%x: tensor<3x40xf32>, %g: tensor<40xf32>)
 // -----
 
 // The backward over blocks of rows: 400 rows in blocks of 5 (80 blocks),
-// per row one loop for the two sums and one that writes dx and adds into
-// the block's partial column sums; dgamma and dbeta are the column sums
-// of the [80, 32] partials.
+// per row one loop for the two sums (two accumulators each, H being 32)
+// and one that writes dx and adds into the block's partial column sums;
+// dgamma and dbeta are the column sums of the [80, 32] partials.
 // CHECK-LABEL: func @layernorm_backward_blocks
 // CHECK: scf.forall (%[[BLOCK:.*]]) in (80) shared_outs({{.*}}) -> (tensor<400x32xbf16>, tensor<80x32xf32>, tensor<80x32xf32>)
 // CHECK: tensor.extract_slice %{{.*}}[%{{.*}}, 0] [5, 32] [1, 1] : tensor<400x32xbf16> to tensor<5x32xbf16>
 // CHECK: linalg.fill {{.*}} -> tensor<32xf32>
 // CHECK: linalg.fill {{.*}} -> tensor<32xf32>
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (tensor<5x32xbf16>, tensor<32xf32>, tensor<32xf32>)
-// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>)
+// CHECK: scf.for {{.*}} step %c32{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (tensor<5x32xbf16>, tensor<32xf32>, tensor<32xf32>)
 // CHECK: vector.transfer_write {{.*}} : vector<16xbf16>, tensor<5x32xbf16>
 // CHECK-COUNT-2: vector.transfer_write {{.*}} : vector<16xf32>, tensor<32xf32>
