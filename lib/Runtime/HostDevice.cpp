@@ -1,8 +1,9 @@
 //===- HostDevice.cpp - The host CPU as a runtime device ------------------===//
 //
 // The host implements te_device_ops exactly as an out-of-tree plugin would:
-// memory comes from posix_memalign, kernel modules are shared libraries opened
-// with dlopen, and a launch is a direct call. Nothing here is known to the
+// memory comes from the allocator of the host kernels' temporaries, kernel
+// modules are shared libraries opened with dlopen, and a launch is a direct
+// call. Nothing here is known to the
 // generic runtime beyond the table returned by getHostDeviceOps.
 //
 //===----------------------------------------------------------------------===//
@@ -81,6 +82,9 @@ struct HostModule {
 /// anew: a 1024 x 32000 f32 cross-entropy gradient's 128 MiB take longer
 /// to clear than the kernel takes to write them.
 te_status allocate(void *, size_t size, size_t alignment, void **ptr) {
+  *ptr = nullptr;
+  if (alignment & (alignment - 1))
+    return TE_ERROR_INVALID_ARGUMENT;
   *ptr = te::runtime::allocateHostTemporary(
       size, std::max(alignment, sizeof(void *)));
   return *ptr ? TE_OK : TE_ERROR_OUT_OF_MEMORY;

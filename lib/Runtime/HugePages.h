@@ -1,10 +1,11 @@
 //===- HugePages.h - Transparent huge pages under host memory ---*- C++ -*-===//
 //
-// The host device's buffers and the host kernels' temporaries of several
-// MiB start on a huge page and ask Linux for transparent huge pages (where
-// it gives them only when asked, THP's default "madvise" mode): a fresh
-// buffer then costs one page fault per 2 MiB instead of one per 4 KiB, and
-// a GEMM's packed panels one TLB entry per 2 MiB.
+// The blocks of several MiB under the host kernels' temporaries and the
+// host device's buffers (HostTemporaries.cpp) start on a huge page and ask
+// Linux for transparent huge pages (where it gives them only when asked,
+// THP's default "madvise" mode): a fresh block then costs one page fault per
+// 2 MiB instead of one per 4 KiB, and a GEMM's packed panels one TLB entry
+// per 2 MiB.
 //
 //===----------------------------------------------------------------------===//
 

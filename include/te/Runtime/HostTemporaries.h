@@ -13,7 +13,8 @@
 // library's allocator, which keeps them itself. Blocks are shared by every
 // module and thread of the process; the oldest idle ones go first when the
 // limit is reached, and all of them when an allocation finds the system short
-// of memory.
+// of memory. The host device's buffers (te_buffer memory on the cpu
+// device) come from the same blocks and count against the same limit.
 //
 //===----------------------------------------------------------------------===//
 

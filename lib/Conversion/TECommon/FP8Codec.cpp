@@ -85,7 +85,8 @@ Value mlir::te::emitF32ToFP8(OpBuilder &b, Location loc, Value x,
   // even), then rebias the exponent, as one signed i32 expression: the
   // rebiasing is folded into the rounding bias (a multiple of 2^shift, so
   // it commutes with the shift), and magnitudes below the normal range
-  // come out negative. A carry into the exponent is correct.
+  // come out negative (every partial sum stays within i32, NaN's too). A
+  // carry into the exponent is correct.
   Value lsb = arith::AndIOp::create(
       b, loc, arith::ShRUIOp::create(b, loc, absBits, intConst(shift)),
       intConst(1));
@@ -93,8 +94,9 @@ Value mlir::te::emitF32ToFP8(OpBuilder &b, Location loc, Value x,
       ((int64_t(1) << (shift - 1)) - 1) - (int64_t(127 - fmt.bias) << 23);
   Value normalCode = arith::ShRSIOp::create(
       b, loc,
-      arith::AddIOp::create(b, loc, arith::AddIOp::create(b, loc, absBits, lsb),
-                            intConst(roundingBias)),
+      arith::AddIOp::create(
+          b, loc,
+          arith::AddIOp::create(b, loc, absBits, intConst(roundingBias)), lsb),
       intConst(shift));
 
   // Subnormal range: the magnitude in units of the smallest subnormal,
@@ -106,8 +108,13 @@ Value mlir::te::emitF32ToFP8(OpBuilder &b, Location loc, Value x,
   // the two is the code. Checked against the direct form for every f32.
   double smallestNormal = std::ldexp(1.0, 1 - fmt.bias);
   double magic = std::ldexp(1.0, 1 - fmt.bias - int(fmt.mantissaBits) + 23);
-  Value capped =
-      arith::MinNumFOp::create(b, loc, abs, floatConst(smallestNormal));
+  // (A compare and select: x86's one vminps, where minnumf needs a NaN
+  // fix-up; NaN's code is chosen below.)
+  Value limit = floatConst(smallestNormal);
+  Value capped = arith::SelectOp::create(
+      b, loc,
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, abs, limit), abs,
+      limit);
   Value sum = arith::AddFOp::create(b, loc, capped, floatConst(magic));
   Value subnormalCode = arith::SubIOp::create(
       b, loc, arith::BitcastOp::create(b, loc, i32, sum),

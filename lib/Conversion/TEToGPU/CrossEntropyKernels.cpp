@@ -5,8 +5,12 @@
 // d = sum exp(x - m), then the loss (lane 0) and the gradient written in
 // 16-byte vectors, in f32 until its one rounding. With `reduce_loss`, one
 // warp first counts the rows not ignored (N), and one sums the rows'
-// losses after. The backward scales the gradient elementwise. Targets outside
-// the row are clamped into it for the reads (te-insert-checks reports them).
+// losses after. With the vocabulary split over a group, the statistics of
+// this rank's columns are a kernel of their own, gathered from every rank
+// (te.all_gather) and combined in rank order by the loss and gradient
+// kernel (CrossEntropyMath.h, the host lowering's formula). The backward
+// scales the gradient elementwise. Targets outside the row are clamped into
+// it for the reads (te-insert-checks reports them).
 //
 //===----------------------------------------------------------------------===//
 
@@ -465,6 +469,11 @@ LogicalResult lowerCrossEntropy(RewriterBase &rewriter, CrossEntropyOp op,
   auto statsType = RankedTensorType::get({ce.rows, 3}, f32Type);
   auto gatheredType = RankedTensorType::get({ce.shards * ce.rows, 3}, f32Type);
 
+  // A group that names no te.process_group (the verifier reports it):
+  // nothing is built.
+  if (ce.split && ce.shards < 1)
+    return op.emitError("group ")
+           << op.getGroupAttr() << " does not name a te.process_group";
   KernelSet set(op, "cross_entropy", target);
   OpBuilder b(context);
   gpu::GPUFuncOp countKernel, statsKernel, mean;

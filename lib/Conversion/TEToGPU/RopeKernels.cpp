@@ -411,7 +411,15 @@ struct RopeLowering {
   }
 };
 
+/// The buffers of a rotation's tables: cos and sin of freqs, and each
+/// token's freqs row.
+struct RopeTables {
+  Value cos, sin, rows;
+};
+
 /// A RopeLowering's three kernels, added to a set, and their launches.
+/// With `shared`, the tables and rows are another RopeKernelsOf's (the
+/// same freqs, start positions and tokens): only the rotation is added.
 struct RopeKernelsOf {
   const RopeLowering &r;
   gpu::GPUFuncOp tables, positions, rotation;
@@ -420,36 +428,45 @@ struct RopeKernelsOf {
   /// `cuSeqlens` and `startPositions`.
   RopeKernelsOf(const RopeLowering &r, KernelSet &set, OpBuilder &b,
                 Location loc, Value freqs, Value cuSeqlens,
-                Value startPositions)
+                Value startPositions, bool shared = false)
       : r(r) {
-    tables = r.addTables(set, b, loc, bufferTypeOf(freqs));
-    positions = r.addPositions(
-        set, b, loc, r.hasCu ? bufferTypeOf(cuSeqlens) : MemRefType(),
-        r.hasStart ? bufferTypeOf(startPositions) : MemRefType());
+    if (!shared) {
+      tables = r.addTables(set, b, loc, bufferTypeOf(freqs));
+      positions = r.addPositions(
+          set, b, loc, r.hasCu ? bufferTypeOf(cuSeqlens) : MemRefType(),
+          r.hasStart ? bufferTypeOf(startPositions) : MemRefType());
+    }
     rotation = r.addRotation(set, b, loc);
   }
 
   /// Launches them (after the set's finish()): the rotation reads the
-  /// buffer `input` and writes `output`. `freqs`, `cuSeqlens` and
-  /// `startPositions` are the op's tensors.
-  void launch(OpBuilder &host, Location loc, KernelSet &set, Value freqs,
-              Value cuSeqlens, Value startPositions, Value input,
-              Value output) const {
-    Value cosBuffer = allocateOutput(host, loc, r.tableType);
-    Value sinBuffer = allocateOutput(host, loc, r.tableType);
-    Value rows = allocateOutput(host, loc, r.positionsType);
-    set.launch(host, tables, blocksFor(r.s2 * r.d2), kBlockSize,
-               {readBuffer(host, loc, freqs), cosBuffer, sinBuffer});
-    SmallVector<Value> positionOperands;
-    if (r.hasCu)
-      positionOperands.push_back(readBuffer(host, loc, cuSeqlens));
-    if (r.hasStart)
-      positionOperands.push_back(readBuffer(host, loc, startPositions));
-    positionOperands.push_back(rows);
-    set.launch(host, positions, blocksFor(r.tokens), kBlockSize,
-               positionOperands);
+  /// buffer `input` and writes `output`, with the tables of `shared` when
+  /// given, else its own from the op's tensors `freqs`, `cuSeqlens` and
+  /// `startPositions`. Returns the tables it used.
+  RopeTables launch(OpBuilder &host, Location loc, KernelSet &set, Value freqs,
+                    Value cuSeqlens, Value startPositions, Value input,
+                    Value output, const RopeTables *shared = nullptr) const {
+    RopeTables t;
+    if (shared) {
+      t = *shared;
+    } else {
+      t.cos = allocateOutput(host, loc, r.tableType);
+      t.sin = allocateOutput(host, loc, r.tableType);
+      t.rows = allocateOutput(host, loc, r.positionsType);
+      set.launch(host, tables, blocksFor(r.s2 * r.d2), kBlockSize,
+                 {readBuffer(host, loc, freqs), t.cos, t.sin});
+      SmallVector<Value> positionOperands;
+      if (r.hasCu)
+        positionOperands.push_back(readBuffer(host, loc, cuSeqlens));
+      if (r.hasStart)
+        positionOperands.push_back(readBuffer(host, loc, startPositions));
+      positionOperands.push_back(t.rows);
+      set.launch(host, positions, blocksFor(r.tokens), kBlockSize,
+                 positionOperands);
+    }
     set.launch(host, rotation, blocksFor(r.vectors), kBlockSize,
-               {input, cosBuffer, sinBuffer, rows, output});
+               {input, t.cos, t.sin, t.rows, output});
+    return t;
   }
 };
 
@@ -508,78 +525,72 @@ gpu::GPUFuncOp addValueCopy(KernelSet &set, OpBuilder &b, Location loc,
   return kernel;
 }
 
-/// te.qkv_rope: the query and key parts rotated straight out of the fused
-/// tensor into their results, the value part copied.
-LogicalResult lowerQkvRope(RewriterBase &rewriter, QkvRopeOp op,
+/// te.qkv_rope and its backward: the query and key parts rotated straight
+/// between the fused tensor and their own (forward: out of it; backward:
+/// into the fused gradient), the value part copied. Where both parts
+/// rotate by the same freqs, the key part takes the query part's tables.
+template <typename OpT>
+LogicalResult lowerQkvRope(RewriterBase &rewriter, OpT op,
                            const GPUTargetInfo &target) {
+  constexpr bool backward = std::is_same_v<OpT, QkvRopeBackwardOp>;
   Location loc = op.getLoc();
-  auto fusedType = cast<RankedTensorType>(op.getQkv().getType());
-  auto partType = [&](Value result) {
-    return cast<RankedTensorType>(result.getType());
+  auto typeOf = [](Value value) {
+    return cast<RankedTensorType>(value.getType());
   };
-  RopeLowering q = RopeLowering::ofQkvPart(op, 0, fusedType,
-                                           partType(op.getQ()), op.getQFreqs());
-  RopeLowering k = RopeLowering::ofQkvPart(op, 1, fusedType,
-                                           partType(op.getK()), op.getKFreqs());
+  // The parts' own tensors (the results, or the gradients of the backward)
+  // and the fused one.
+  SmallVector<Value> parts;
+  Value fused, starts;
+  if constexpr (backward) {
+    parts = {op.getDq(), op.getDk(), op.getDv()};
+    fused = op.getResult();
+  } else {
+    parts.assign(op.getResults().begin(), op.getResults().end());
+    fused = op.getQkv();
+    starts = op.getStartPositions();
+  }
+  RankedTensorType fusedType = typeOf(fused);
+  bool sameFreqs = op.getQFreqs() == op.getKFreqs();
+  RopeLowering q = RopeLowering::ofQkvPart(op, 0, fusedType, typeOf(parts[0]),
+                                           op.getQFreqs());
+  RopeLowering k = RopeLowering::ofQkvPart(op, 1, fusedType, typeOf(parts[1]),
+                                           op.getKFreqs());
   FusedPart value = FusedPart::of(fusedType, op.getSplit(), 2);
-  KernelSet set(op, "qkv_rope", target);
+  KernelSet set(op, backward ? "qkv_rope_backward" : "qkv_rope", target);
   OpBuilder b(op.getContext());
-  RopeKernelsOf qKernels(q, set, b, loc, op.getQFreqs(), Value(),
-                         op.getStartPositions());
-  RopeKernelsOf kKernels(k, set, b, loc, op.getKFreqs(), Value(),
-                         op.getStartPositions());
-  auto copy = addValueCopy(set, b, loc, value, fusedType, partType(op.getV()),
-                           /*toFused=*/false);
+  RopeKernelsOf qKernels(q, set, b, loc, op.getQFreqs(), Value(), starts);
+  RopeKernelsOf kKernels(k, set, b, loc, op.getKFreqs(), Value(), starts,
+                         sameFreqs);
+  auto copy = addValueCopy(set, b, loc, value, fusedType, typeOf(parts[2]),
+                           /*toFused=*/backward);
   set.finish();
 
+  // Each part's buffer read and buffer written.
   OpBuilder &host = rewriter;
-  Value qkv = readBuffer(host, loc, op.getQkv());
-  SmallVector<Value> outs;
-  for (Value result : op.getResults())
-    outs.push_back(allocateOutput(host, loc, partType(result)));
-  qKernels.launch(host, loc, set, op.getQFreqs(), Value(),
-                  op.getStartPositions(), qkv, outs[0]);
-  kKernels.launch(host, loc, set, op.getKFreqs(), Value(),
-                  op.getStartPositions(), qkv, outs[1]);
-  set.launch(host, copy,
-             blocksFor(ValueVectors(value, partType(op.getV())).count),
-             kBlockSize, {qkv, outs[2]});
-  replaceWithOutputs(rewriter, op, outs);
-  return success();
-}
-
-/// te.qkv_rope_backward: each part's gradient rotated back (or copied)
-/// straight into its place in the fused gradient.
-LogicalResult lowerQkvRopeBackward(RewriterBase &rewriter, QkvRopeBackwardOp op,
-                                   const GPUTargetInfo &target) {
-  Location loc = op.getLoc();
-  auto fusedType = cast<RankedTensorType>(op.getResult().getType());
-  auto partType = [&](Value operand) {
-    return cast<RankedTensorType>(operand.getType());
-  };
-  RopeLowering q = RopeLowering::ofQkvPart(
-      op, 0, fusedType, partType(op.getDq()), op.getQFreqs());
-  RopeLowering k = RopeLowering::ofQkvPart(
-      op, 1, fusedType, partType(op.getDk()), op.getKFreqs());
-  FusedPart value = FusedPart::of(fusedType, op.getSplit(), 2);
-  KernelSet set(op, "qkv_rope_backward", target);
-  OpBuilder b(op.getContext());
-  RopeKernelsOf qKernels(q, set, b, loc, op.getQFreqs(), Value(), Value());
-  RopeKernelsOf kKernels(k, set, b, loc, op.getKFreqs(), Value(), Value());
-  auto copy = addValueCopy(set, b, loc, value, fusedType, partType(op.getDv()),
-                           /*toFused=*/true);
-  set.finish();
-
-  OpBuilder &host = rewriter;
-  Value out = allocateOutput(host, loc, fusedType);
-  qKernels.launch(host, loc, set, op.getQFreqs(), Value(), Value(),
-                  readBuffer(host, loc, op.getDq()), out);
-  kKernels.launch(host, loc, set, op.getKFreqs(), Value(), Value(),
-                  readBuffer(host, loc, op.getDk()), out);
-  set.launch(host, copy,
-             blocksFor(ValueVectors(value, partType(op.getDv())).count),
-             kBlockSize, {readBuffer(host, loc, op.getDv()), out});
-  replaceWithOutputs(rewriter, op, {out});
+  SmallVector<Value> reads, writes;
+  if constexpr (backward) {
+    Value out = allocateOutput(host, loc, fusedType);
+    for (Value part : parts) {
+      reads.push_back(readBuffer(host, loc, part));
+      writes.push_back(out);
+    }
+  } else {
+    Value qkv = readBuffer(host, loc, fused);
+    for (Value part : parts) {
+      reads.push_back(qkv);
+      writes.push_back(allocateOutput(host, loc, typeOf(part)));
+    }
+  }
+  RopeTables tables = qKernels.launch(host, loc, set, op.getQFreqs(), Value(),
+                                      starts, reads[0], writes[0]);
+  kKernels.launch(host, loc, set, op.getKFreqs(), Value(), starts, reads[1],
+                  writes[1], sameFreqs ? &tables : nullptr);
+  set.launch(host, copy, blocksFor(ValueVectors(value, typeOf(parts[2])).count),
+             kBlockSize, {reads[2], writes[2]});
+  if constexpr (backward)
+    replaceWithOutputs(rewriter, op, {writes[0]});
+  else
+    replaceWithOutputs(rewriter, op, writes);
   return success();
 }
 
@@ -597,5 +608,5 @@ LogicalResult gpu_lowering::lowerRopeOp(RewriterBase &rewriter, Operation *op,
     return lowerRope(rewriter, backward, target);
   if (auto qkv = dyn_cast<QkvRopeOp>(op))
     return lowerQkvRope(rewriter, qkv, target);
-  return lowerQkvRopeBackward(rewriter, cast<QkvRopeBackwardOp>(op), target);
+  return lowerQkvRope(rewriter, cast<QkvRopeBackwardOp>(op), target);
 }
