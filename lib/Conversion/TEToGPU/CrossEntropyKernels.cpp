@@ -163,6 +163,30 @@ struct CrossEntropyLowering {
         cast<RankedTensorType>(op.getGrad().getType()).getElementType();
   }
 
+  /// `body` on each vector of `row` of the logits that `lane` takes (in
+  /// f32), carrying `init`; returns the lane's carried values.
+  SmallVector<Value>
+  overRow(OpBuilder &b, Location loc, Value logits, Value row, Value lane,
+          ValueRange init,
+          function_ref<SmallVector<Value>(OpBuilder &, Location,
+                                          const RowVector &, ValueRange)>
+              body) const {
+    return forEachLaneItem(
+        b, loc, lane, vectors, warpSize, init,
+        [&](OpBuilder &b, Location loc, Value v,
+            ValueRange acc) -> SmallVector<Value> {
+          return body(b, loc,
+                      RowVector::load(b, loc, logits, row, v, vocab, width),
+                      acc);
+        });
+  }
+
+  /// The smoothing sum `sum` plus -eps x.
+  Value addSmoothingTerm(OpBuilder &b, Location loc, Value sum, Value x) const {
+    return arith::AddFOp::create(
+        b, loc, sum, arith::MulFOp::create(b, loc, f32(b, loc, -eps), x));
+  }
+
   /// A row's target: whether it is ignored, whether this rank's columns
   /// hold its class, and its column among them (clamped into the row for
   /// the reads).
@@ -211,39 +235,35 @@ struct CrossEntropyLowering {
   SoftmaxStats localStats(OpBuilder &b, Location loc, Value logits, Value row,
                           Value lane, Value *scaledSum) const {
     bool withSum = scaledSum && smoothing > 0;
-    SmallVector<Value> firstPass = forEachLaneItem(
-        b, loc, lane, vectors, warpSize,
+    SmallVector<Value> firstPass = overRow(
+        b, loc, logits, row, lane,
         ValueRange{f32(b, loc, -std::numeric_limits<double>::infinity()),
                    f32(b, loc, 0.0)},
-        [&](OpBuilder &b, Location loc, Value v,
+        [&](OpBuilder &b, Location loc, const RowVector &x,
             ValueRange acc) -> SmallVector<Value> {
-          RowVector x = RowVector::load(b, loc, logits, row, v, vocab, width);
           Value max = acc[0], sum = acc[1];
           for (Value value : x.values) {
             max = arith::MaximumFOp::create(b, loc, max, value);
             if (withSum)
-              sum = arith::AddFOp::create(
-                  b, loc, sum,
-                  arith::MulFOp::create(b, loc, f32(b, loc, -eps), value));
+              sum = addSmoothingTerm(b, loc, sum, value);
           }
           return {max, sum};
         });
     Value m = warpMax(b, loc, firstPass[0], warpSize);
     if (withSum)
       *scaledSum = warpSum(b, loc, firstPass[1], warpSize);
-    SmallVector<Value> secondPass = forEachLaneItem(
-        b, loc, lane, vectors, warpSize, ValueRange{f32(b, loc, 0.0)},
-        [&](OpBuilder &b, Location loc, Value v,
-            ValueRange acc) -> SmallVector<Value> {
-          RowVector x = RowVector::load(b, loc, logits, row, v, vocab, width);
-          Value sum = acc[0];
-          for (Value value : x.values)
-            sum = arith::AddFOp::create(
-                b, loc, sum,
-                math::ExpOp::create(b, loc,
-                                    arith::SubFOp::create(b, loc, value, m)));
-          return {sum};
-        });
+    SmallVector<Value> secondPass =
+        overRow(b, loc, logits, row, lane, ValueRange{f32(b, loc, 0.0)},
+                [&](OpBuilder &b, Location loc, const RowVector &x,
+                    ValueRange acc) -> SmallVector<Value> {
+                  Value sum = acc[0];
+                  for (Value value : x.values)
+                    sum = arith::AddFOp::create(
+                        b, loc, sum,
+                        math::ExpOp::create(
+                            b, loc, arith::SubFOp::create(b, loc, value, m)));
+                  return {sum};
+                });
     return {m, warpSum(b, loc, secondPass[0], warpSize), Value()};
   }
 
@@ -285,18 +305,15 @@ struct CrossEntropyLowering {
     Value targetShift = f32(b, loc, static_cast<float>(-(1.0 - smoothing)));
     if (n)
       targetShift = arith::DivFOp::create(b, loc, targetShift, n);
-    SmallVector<Value> sum = forEachLaneItem(
-        b, loc, lane, vectors, warpSize, ValueRange{f32(b, loc, 0.0)},
-        [&](OpBuilder &b, Location loc, Value v,
+    SmallVector<Value> sum = overRow(
+        b, loc, logits, row, lane, ValueRange{f32(b, loc, 0.0)},
+        [&](OpBuilder &b, Location loc, const RowVector &x,
             ValueRange acc) -> SmallVector<Value> {
-          RowVector x = RowVector::load(b, loc, logits, row, v, vocab, width);
           Value total = acc[0];
           SmallVector<Value> out;
           for (auto [k, value] : llvm::enumerate(x.values)) {
             if (withSum)
-              total = arith::AddFOp::create(
-                  b, loc, total,
-                  arith::MulFOp::create(b, loc, f32(b, loc, -eps), value));
+              total = addSmoothingTerm(b, loc, total, value);
             Value p = arith::DivFOp::create(
                 b, loc,
                 math::ExpOp::create(
