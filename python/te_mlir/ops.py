@@ -1028,12 +1028,25 @@ def _attention(q, k, v, extra, kw, backward):
     _choice("layout", kw["layout"], LAYOUTS)
     q, k, v = (_arg(x, n, ("f32", "f16", "bf16"))
                for x, n in ((q, "q"), (k, "k"), (v, "v")))
+    what = "attention_backward" if backward else "attention"
+    if len({q.dtype, k.dtype, v.dtype}) > 1:
+        raise DTypeError(f"{what}: q, k and v must have one dtype (TE's "
+                         f"attention takes one), got q {q.dtype}, k "
+                         f"{k.dtype}, v {v.dtype}; cast them to one")
     if len(q.shape) != (3 if kw["layout"] == "thd" else 4):
         raise ShapeError(f"attention: layout {kw['layout']} needs q of rank "
                          f"{3 if kw['layout'] == 'thd' else 4}, got shape "
                          f"{list(q.shape)}")
     attrs, groups, bias_kind, softmax = _attention_operands(kw)
+    names = [n for _, n in extra]
     extra = [_arg(x, n) for x, n in extra]
+    # The backward's o and d_o: the forward output's dtype, q's.
+    mixed = [(n, a.dtype) for n, a in zip(names, extra)
+             if n in ("o", "d_o") and a.dtype != q.dtype]
+    if mixed:
+        got = ", ".join(f"{n} {dtype}" for n, dtype in mixed)
+        raise DTypeError(f"{what}: o and d_o must have the dtype of q, k and "
+                         f"v ({q.dtype}), got {got}")
     args = [q, k, v] + extra
     operand_text = []
     for keyword, values in groups:

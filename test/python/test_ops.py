@@ -566,6 +566,23 @@ def test_attention_bf16_gqa():
             2.0**-8 * np.abs(v.astype(np.float32)).max()).all()
 
 
+def test_attention_mixed_dtypes_name_the_arguments():
+    """q, k and v of different dtypes (as torch.autocast can leave them)
+    are a DTypeError naming each argument's dtype, before any compile;
+    so are a backward's o and d_o that are not q's dtype."""
+    rng = np.random.default_rng(12)
+    q, k, v = attention_case("bshd", rng, h_q=4, h_kv=2)
+    with pytest.raises(te_mlir.DTypeError,
+                       match=r"attention: q, k and v must have one dtype.*"
+                       r"got q f32, k f32, v bf16"):
+        ops.attention(q, k, v.astype(ml_dtypes.bfloat16))
+    o, lse = ops.attention(q, k, v, return_lse=True)
+    with pytest.raises(te_mlir.DTypeError,
+                       match=r"attention_backward: o and d_o must have the "
+                       r"dtype of q, k and v \(f32\), got d_o bf16"):
+        ops.attention_backward(q, k, v, o, o.astype(ml_dtypes.bfloat16), lse)
+
+
 def test_attention_dropout_needs_a_seed_and_reproduces():
     rng = np.random.default_rng(11)
     q, k, v = attention_case("bshd", rng)
