@@ -309,41 +309,45 @@ private:
   /// The ranks' statistics combined in rank order from rank 0, as
   /// cross_entropy_kernel does: d rescaled to the larger max, x_y by max.
   RowStats combine(Value gathered) {
-    auto combined = [&](int64_t which) {
-      return mapElements(
-          b, loc, {rows}, b.getF32Type(), {}, {},
-          [&](OpBuilder &b, Location loc, ValueRange) -> Value {
-            Value i = linalg::IndexOp::create(b, loc, 0);
-            auto at = [&](OpBuilder &b, Location loc, Value shard,
-                          int64_t k) -> Value {
-              Value r = arith::AddIOp::create(
-                  b, loc,
-                  arith::MulIOp::create(
-                      b, loc, shard,
-                      arith::ConstantIndexOp::create(b, loc, rows)),
-                  i);
-              return tensor::ExtractOp::create(
-                  b, loc, gathered,
-                  ValueRange{r, arith::ConstantIndexOp::create(b, loc, k)});
-            };
-            Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-            SmallVector<Value> init = {at(b, loc, zero, 0), at(b, loc, zero, 1),
-                                       at(b, loc, zero, 2)};
-            auto loop = scf::ForOp::create(
-                b, loc, arith::ConstantIndexOp::create(b, loc, 1),
-                arith::ConstantIndexOp::create(b, loc, shards),
-                arith::ConstantIndexOp::create(b, loc, 1), init,
-                [&](OpBuilder &b, Location loc, Value k, ValueRange acc) {
-                  SoftmaxStats next = emitCombinedSoftmaxStats(
-                      b, loc, {acc[0], acc[1], acc[2]},
-                      {at(b, loc, k, 0), at(b, loc, k, 1), at(b, loc, k, 2)});
-                  scf::YieldOp::create(b, loc,
-                                       ValueRange{next.m, next.d, next.xy});
-                });
-            return loop.getResult(which);
+    // One loop over the ranks per row gives all three statistics.
+    auto rowType = RankedTensorType::get({rows}, b.getF32Type());
+    SmallVector<Value> outputs;
+    for (int k = 0; k < 3; ++k)
+      outputs.push_back(tensor::EmptyOp::create(b, loc, rowType.getShape(),
+                                                rowType.getElementType()));
+    auto body = [&](OpBuilder &b, Location loc, ValueRange) {
+      Value i = linalg::IndexOp::create(b, loc, 0);
+      auto at = [&](OpBuilder &b, Location loc, Value shard,
+                    int64_t k) -> Value {
+        Value r = arith::AddIOp::create(
+            b, loc,
+            arith::MulIOp::create(b, loc, shard,
+                                  arith::ConstantIndexOp::create(b, loc, rows)),
+            i);
+        return tensor::ExtractOp::create(
+            b, loc, gathered,
+            ValueRange{r, arith::ConstantIndexOp::create(b, loc, k)});
+      };
+      Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+      SmallVector<Value> init = {at(b, loc, zero, 0), at(b, loc, zero, 1),
+                                 at(b, loc, zero, 2)};
+      auto loop = scf::ForOp::create(
+          b, loc, arith::ConstantIndexOp::create(b, loc, 1),
+          arith::ConstantIndexOp::create(b, loc, shards),
+          arith::ConstantIndexOp::create(b, loc, 1), init,
+          [&](OpBuilder &b, Location loc, Value k, ValueRange acc) {
+            SoftmaxStats next = emitCombinedSoftmaxStats(
+                b, loc, {acc[0], acc[1], acc[2]},
+                {at(b, loc, k, 0), at(b, loc, k, 1), at(b, loc, k, 2)});
+            scf::YieldOp::create(b, loc, ValueRange{next.m, next.d, next.xy});
           });
+      linalg::YieldOp::create(b, loc, loop.getResults());
     };
-    return {combined(0), combined(1), combined(2)};
+    auto generic = linalg::GenericOp::create(
+        b, loc, TypeRange{rowType, rowType, rowType}, ValueRange{}, outputs,
+        SmallVector<AffineMap>(3, b.getMultiDimIdentityMap(1)),
+        SmallVector<utils::IteratorType>{utils::IteratorType::parallel}, body);
+    return {generic.getResult(0), generic.getResult(1), generic.getResult(2)};
   }
 
   /// The loss of each row, 0 where ignored (cross_entropy_kernel's step 5).
